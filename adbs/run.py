@@ -1,0 +1,112 @@
+"""Single-run entry point: one config, one seed, the full base-plus-incremental pipeline.
+
+    python -m adbs.run --variant adb+ic --alpha 0.05            # embedded benchmark, CPU preset
+    python -m adbs.run --preset cifar100 --data-root ~/data      # the paper's CIFAR100 settings
+    python -m adbs.run --preset smoke --out smoke.json            # seconds, for a quick check
+
+Prints one line per base epoch and per session, then a per-session table,
+and writes the full result (config, curves, sessions, boundaries, summary) as
+JSON to --out (default results/run-<variant>-seed<seed>.json). Every Config
+field is an option (`--help` lists them with their docstrings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+from adbs.config import FIELDS, PRESETS, ConfigError, coerce, field_doc, from_dict
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m adbs.run",
+        description="Run one ADBS trial (base session + all incremental sessions) and print its per-session table.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); options below override it")
+    p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
+    p.add_argument("--quiet", action="store_true", help="print only the final table")
+    cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
+    for name, f in FIELDS.items():
+        cfg_group.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            default=None,
+            nargs="+" if name == "milestones" else None,
+            metavar=str(f.type).replace("'", "").upper() if name != "milestones" else "EPOCH",
+            help=f"{field_doc(name)} [default: {f.default!r}]",
+        )
+    return p
+
+
+def format_table(result) -> str:
+    rows = result.sessions
+    head = "session  classes   val_acc  test_acc  test_base  test_novel  test_hmean  m_mean"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{int(r['session']):>7}  {int(r['n_classes']):>7}  {r['val_acc']:>8.2f}  {r['test_acc']:>8.2f}  "
+            f"{r['test_base_acc']:>9.2f}  {_fmt(r['test_novel_acc']):>10}  {_fmt(r['test_hmean']):>10}  {r['margin_mean']:>6.3f}"
+        )
+    s = result.summary
+    lines.append("-" * len(head))
+    lines.append(
+        f"avg acc: val {s['val_avg_acc']:.2f}  test {s['test_avg_acc']:.2f} | last: test {s['test_last_acc']:.2f} | "
+        f"PD {s['test_pd']:.2f} | D_cs {s['d_cs']:.4f} | best base epoch {int(s['best_base_epoch'])} | {s['wall_time_s']:.1f}s"
+    )
+    return "\n".join(lines)
+
+
+def _fmt(v: float) -> str:
+    return "-" if math.isnan(v) else f"{v:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    overrides = {k: getattr(args, k) for k in FIELDS if getattr(args, k) is not None}
+    try:
+        if args.preset not in PRESETS:
+            raise ConfigError(f"unknown preset {args.preset!r}; valid presets: {', '.join(PRESETS)}")
+        cfg = from_dict({**PRESETS[args.preset], **{k: coerce(k, v) for k, v in overrides.items()}})
+        cfg.validate()
+        from adbs.data import check_data
+
+        check_data(cfg)
+        out = Path(args.out or f"results/run-{cfg.variant}-seed{cfg.seed}.json").resolve()
+        _check_writable(out)
+    except (ConfigError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from adbs.train import Hooks, run_trial
+
+    log = None if args.quiet else (lambda s: print(s, flush=True))
+    if log:
+        log(f"ADBS {cfg.variant} on {cfg.dataset} ({cfg.backbone}), seed {cfg.seed}, split seed {cfg.split_seed}")
+    t0 = time.perf_counter()
+    result = run_trial(cfg, hooks=Hooks(log=log))
+    print(format_table(result))
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(result.to_dict(), indent=1))
+    os.replace(tmp, out)  # atomic: an interrupted write never leaves a half file
+    print(f"wrote {out} ({time.perf_counter() - t0:.1f}s)")
+    return 0
+
+
+def _check_writable(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OSError(f"cannot create output folder {path.parent}: {e}; pass --out to a writable path") from e
+    if not os.access(path.parent, os.W_OK):
+        raise OSError(f"output folder {path.parent} is not writable; pass --out to a writable path")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,362 @@
+"""One full FSCIL trial: base session, prototype replacement, incremental sessions.
+
+Follows method.md ("ADB", "IC") and the authors' public code:
+- base session: backbone + cosine classifier + one boundary per base class,
+  trained jointly by one Nesterov SGD (weight decay reaching m too), loss
+  CE(T * |m| * cos) + alpha * IC over the base classes; the best epoch is
+  picked on *validation* accuracy (the official code picks it on test);
+- base classifier rows replaced by class-mean features (eval mode, test
+  transform); learned base boundaries kept;
+- session t: new rows = prototypes of the K shots, new boundaries start at the
+  mean of the old ones and alone are fine-tuned (`finetune_boundaries`),
+  evaluation over all seen classes with T * |m| * cos.
+
+The backbone is frozen after the base session, so val/test features are
+computed once and every session evaluates on them (identical to re-running the
+backbone each session, as the official code does, but cheaper).
+
+Hooks receive plain dicts (see `Hooks`); no tracking library is imported here.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from adbs.backbones import create_backbone
+from adbs.boundary import boundary_logits, finetune_boundaries, init_new_boundaries, inter_class_constraint
+from adbs.config import Config
+from adbs.data import FSCILData, build_data, make_loader
+from adbs.metrics import class_separation, margin_stats, session_accuracies, trial_summary
+
+MetricsHook = Callable[[dict[str, float]], None]
+
+
+class NumericalError(RuntimeError):
+    """A loss or boundary became NaN/inf; the message names the quantity and where."""
+
+
+@dataclass
+class Hooks:
+    """Callbacks from a running trial. Any of them may raise to stop the trial (e.g. pruning)."""
+
+    on_base_epoch: MetricsHook | None = None
+    """After every base epoch: epoch (1-based), train_loss, train_acc, val_acc, lr, margin_*."""
+    on_session: MetricsHook | None = None
+    """After every session (0 = base): session, n_classes, val_*/test_* acc, base_acc, novel_acc, hmean, margin_*."""
+    log: Callable[[str], None] | None = None
+    """Human-readable progress lines."""
+
+
+@dataclass
+class BaseSession:
+    """Everything the incremental sessions need from a trained base session."""
+
+    backbone_state: dict[str, torch.Tensor]
+    prototypes: torch.Tensor  # (n_base, d): classifier rows after prototype replacement
+    margins: torch.Tensor  # (n_base,): learned base boundaries
+    curve: list[dict[str, float]]
+    best_epoch: int
+
+
+@dataclass
+class TrialResult:
+    config: dict[str, Any]
+    base_curve: list[dict[str, float]]
+    sessions: list[dict[str, float]]
+    margins: list[list[float]]
+    summary: dict[str, float]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def resolve_device(cfg: Config) -> torch.device:
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' was requested but torch sees no CUDA GPU; use device='auto' or 'cpu'")
+    if cfg.device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(cfg.device)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+class _Runtime:
+    """Device placement, AMP and channels_last in one place (GPU only; CPU runs plain fp32)."""
+
+    def __init__(self, cfg: Config):
+        self.device = resolve_device(cfg)
+        self.cuda = self.device.type == "cuda"
+        self.amp = cfg.amp and self.cuda
+        if self.cuda:
+            torch.backends.cudnn.benchmark = True
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+
+    def images(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.to(self.device, non_blocking=True)
+        return x.contiguous(memory_format=torch.channels_last) if self.cuda else x
+
+    def module(self, m: torch.nn.Module) -> torch.nn.Module:
+        m = m.to(self.device)
+        return m.to(memory_format=torch.channels_last) if self.cuda else m
+
+    def autocast(self):
+        return torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else nullcontext()
+
+
+def _check_finite(what: str, value: torch.Tensor, where: str) -> None:
+    if not torch.isfinite(value).all():
+        raise NumericalError(f"{what} became NaN/inf at {where}")
+
+
+@torch.no_grad()
+def extract_features(backbone, data: FSCILData, pool, indices, rt: _Runtime, cfg: Config, *, train: bool = False, seed: int = 0):
+    """Backbone features (float32, on device) and labels of `indices`, in order."""
+    backbone.eval()
+    feats, labels = [], []
+    loader = make_loader(data, pool, indices, train=train, batch_size=cfg.eval_batch_size, shuffle=False, seed=seed, num_workers=cfg.num_workers)
+    for x, y in loader:
+        with rt.autocast():
+            f = backbone(rt.images(x))
+        feats.append(f.float())
+        labels.append(y.to(rt.device))
+    if not feats:
+        return torch.empty(0, getattr(backbone, "out_dim", 0), device=rt.device), torch.empty(0, dtype=torch.long, device=rt.device)
+    return torch.cat(feats), torch.cat(labels)
+
+
+def class_means(features: torch.Tensor, labels: torch.Tensor, classes) -> torch.Tensor:
+    return torch.stack([features[labels == int(c)].mean(0) for c in classes])
+
+
+def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None) -> BaseSession:
+    """Base-session training with validation-based epoch selection, then prototype replacement."""
+    hooks = hooks or Hooks()
+    rt = _Runtime(cfg)
+    seed_everything(cfg.seed)
+    base = data.sessions[0]
+    n_base = len(base.classes)
+
+    backbone = rt.module(create_backbone(cfg.backbone, pretrained=cfg.pretrained))
+    # nn.Linear(d, n, bias=False) init, as the official cosine classifier.
+    weights = torch.nn.Parameter(torch.empty(n_base, backbone.out_dim, device=rt.device))
+    torch.nn.init.kaiming_uniform_(weights, a=math.sqrt(5))
+    # m starts at 1.0 (official). The baseline keeps m = 1 fixed.
+    margins = torch.ones(n_base, device=rt.device)
+    if cfg.learn_margins:
+        margins = torch.nn.Parameter(margins)
+
+    decay = [*backbone.parameters(), weights]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}]
+    if cfg.learn_margins:
+        # Official: m sits in the same SGD as everything else, so wd 5e-4 pulls it toward 0.
+        groups.append({"params": [margins], "weight_decay": cfg.weight_decay if cfg.margin_weight_decay else 0.0})
+    opt = torch.optim.SGD(groups, lr=cfg.base_lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0)
+    if cfg.schedule == "cosine":
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.base_epochs)
+    else:
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=list(cfg.milestones), gamma=cfg.gamma)
+
+    loader = make_loader(data, data.train_pool, base.train, train=True, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed, num_workers=cfg.num_workers)
+    alpha = cfg.effective_alpha
+    best_acc, best_epoch, best_state = -1.0, 0, None
+    curve: list[dict[str, float]] = []
+    for epoch in range(1, cfg.base_epochs + 1):
+        t0 = time.perf_counter()
+        backbone.train()
+        lr = opt.param_groups[0]["lr"]
+        loss_sum = torch.zeros((), device=rt.device)
+        correct = torch.zeros((), device=rt.device)
+        seen = 0
+        for x, y in loader:
+            x, y = rt.images(x), y.to(rt.device)
+            with rt.autocast():
+                feats = backbone(x)
+            logits = boundary_logits(feats.float(), weights, margins, cfg.temperature, absolute=cfg.abs_margin)
+            loss = F.cross_entropy(logits, y)
+            if alpha:
+                loss = loss + alpha * inter_class_constraint(margins, weights, cfg.ic_reduction)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.detach() * len(y)
+            correct += (logits.argmax(1) == y).sum()
+            seen += len(y)
+        sched.step()
+        where = f"base epoch {epoch}"
+        _check_finite("base training loss", loss_sum, where)
+        _check_finite("base boundaries m", margins.detach(), where)
+
+        vf, vy = extract_features(backbone, data, data.train_pool, base.val, rt, cfg)
+        with torch.no_grad():
+            vpred = boundary_logits(vf, weights, margins, cfg.temperature, absolute=cfg.abs_margin).argmax(1)
+        val_acc = 100.0 * (vpred == vy).float().mean().item()
+        row = {
+            "epoch": epoch,
+            "train_loss": loss_sum.item() / max(seen, 1),
+            "train_acc": 100.0 * correct.item() / max(seen, 1),
+            "val_acc": val_acc,
+            "lr": lr,
+            "epoch_time_s": time.perf_counter() - t0,
+            "reused": 0.0,
+        }
+        m = margin_stats(margins, n_base)
+        row.update({k: m[k] for k in ("margin_mean", "margin_min", "margin_max")})
+        curve.append(row)
+        if val_acc > best_acc:
+            best_acc, best_epoch = val_acc, epoch
+            best_state = (copy.deepcopy(backbone.state_dict()), margins.detach().clone())
+        if hooks.log:
+            hooks.log(
+                f"base epoch {epoch}/{cfg.base_epochs}  loss {row['train_loss']:.4f}  train {row['train_acc']:.2f}%  "
+                f"val {val_acc:.2f}%  lr {lr:.4g}  m {row['margin_mean']:.3f} [{row['margin_min']:.3f}, {row['margin_max']:.3f}]  "
+                f"{row['epoch_time_s']:.1f}s"
+            )
+        if hooks.on_base_epoch:
+            hooks.on_base_epoch(dict(row))
+
+    assert best_state is not None
+    backbone.load_state_dict(best_state[0])
+    best_margins = best_state[1]
+    # Prototype replacement: base rows := mean feature of each base class's training images (eval mode, test transform).
+    tf, ty = extract_features(backbone, data, data.train_pool, base.train, rt, cfg)
+    prototypes = class_means(tf, ty, base.classes)
+    return BaseSession(
+        backbone_state={k: v.detach().cpu() for k, v in backbone.state_dict().items()},
+        prototypes=prototypes.cpu(),
+        margins=best_margins.cpu(),
+        curve=curve,
+        best_epoch=best_epoch,
+    )
+
+
+def run_sessions(cfg: Config, data: FSCILData, base_session: BaseSession, hooks: Hooks | None = None) -> TrialResult:
+    """Session 0 evaluation after prototype replacement, then every incremental session."""
+    hooks = hooks or Hooks()
+    rt = _Runtime(cfg)
+    backbone = rt.module(create_backbone(cfg.backbone))
+    backbone.load_state_dict(base_session.backbone_state)
+    backbone.eval()
+    for p in backbone.parameters():
+        p.requires_grad_(False)
+    n_base = len(data.sessions[0].classes)
+
+    # Frozen backbone: val/test features of every class, computed once for all sessions.
+    all_val = np.concatenate([s.val for s in data.sessions])
+    all_test = np.concatenate([s.test for s in data.sessions])
+    val_f, val_y = extract_features(backbone, data, data.train_pool, all_val, rt, cfg)
+    test_f, test_y = extract_features(backbone, data, data.test_pool, all_test, rt, cfg)
+
+    weights = base_session.prototypes.to(rt.device)
+    margins = base_session.margins.to(rt.device)
+    rows: list[dict[str, float]] = []
+    margins_per_session: list[list[float]] = []
+    for t, sess in enumerate(data.sessions):
+        if t > 0:
+            shot_f, shot_y = extract_features(backbone, data, data.train_pool, sess.train, rt, cfg)
+            weights = torch.cat([weights, class_means(shot_f, shot_y, sess.classes)])
+            margins = torch.cat([margins, init_new_boundaries(margins, len(sess.classes)) if cfg.new_margin_init == "mean" else torch.ones(len(sess.classes), device=rt.device)])
+            epochs = cfg.effective_finetune_epochs
+            if epochs > 0:
+                # One augmented view of the shots per epoch, backbone in eval mode (official);
+                # views are computed up front with no graph since the backbone gets no gradient.
+                views = _augmented_views(backbone, data, sess.train, epochs, rt, cfg, seed=cfg.seed * 1000 + t)
+                margins = finetune_boundaries(
+                    views, shot_y, weights, margins, len(margins) - len(sess.classes),
+                    alpha=cfg.effective_alpha, lr=cfg.finetune_lr, epochs=epochs, temperature=cfg.temperature,
+                    ic_reduction=cfg.ic_reduction,
+                )
+                _check_finite("novel boundaries m", margins, f"session {t}")
+        n_seen = len(weights)
+        row: dict[str, float] = {"session": t, "n_classes": n_seen}
+        for split, f, y in (("val", val_f, val_y), ("test", test_f, test_y)):
+            keep = y < n_seen
+            with torch.no_grad():
+                pred = boundary_logits(f[keep], weights, margins, cfg.temperature, absolute=cfg.abs_margin).argmax(1)
+            for k, v in session_accuracies(pred, y[keep], n_base).items():
+                row[f"{split}_{k}"] = v
+        row.update(margin_stats(margins, n_base))
+        rows.append(row)
+        margins_per_session.append(margins.cpu().tolist())
+        if hooks.log:
+            hooks.log(
+                f"session {t}: {n_seen} classes  val {row['val_acc']:.2f}%  test {row['test_acc']:.2f}% "
+                f"(base {row['test_base_acc']:.2f}, novel {row['test_novel_acc']:.2f})"
+            )
+        if hooks.on_session:
+            hooks.on_session(dict(row))
+
+    summary: dict[str, float] = {}
+    for split in ("val", "test"):
+        for k, v in trial_summary([r[f"{split}_acc"] for r in rows]).items():
+            summary[f"{split}_{k}"] = v
+    summary["test_last_hmean"] = rows[-1]["test_hmean"]
+    summary["d_cs"] = class_separation(weights)
+    summary["best_base_epoch"] = base_session.best_epoch
+    summary["margin_base_mean"] = rows[-1]["margin_base_mean"]
+    summary["margin_novel_mean"] = rows[-1]["margin_novel_mean"]
+    return TrialResult(
+        config=cfg.to_dict(), base_curve=list(base_session.curve), sessions=rows, margins=margins_per_session, summary=summary
+    )
+
+
+def _augmented_views(backbone, data: FSCILData, indices, epochs: int, rt: _Runtime, cfg: Config, seed: int) -> torch.Tensor:
+    loader = make_loader(data, data.train_pool, indices, train=True, batch_size=len(indices), shuffle=False, seed=seed, num_workers=cfg.num_workers)
+    views = []
+    with torch.no_grad():
+        for _ in range(epochs):
+            (x, _y), = list(loader)
+            with rt.autocast():
+                views.append(backbone(rt.images(x)).float())
+    return torch.stack(views)
+
+
+def run_trial(
+    cfg: Config, *, hooks: Hooks | None = None, data: FSCILData | None = None, cache: "BaseCache | str | None" = None
+) -> TrialResult:
+    """The full pipeline for one config and seed: validate, build data, base session, all sessions.
+
+    With `cache` (a BaseCache or its folder), the base session is loaded when an
+    identical one was trained before (see adbs.cache.base_key) and stored
+    otherwise; a reused base session replays its per-epoch curve through
+    `hooks.on_base_epoch` with reused=1, so curves stay comparable.
+    """
+    from adbs.cache import BaseCache, base_key
+
+    t0 = time.perf_counter()
+    hooks = hooks or Hooks()
+    cfg.validate()
+    data = data if data is not None else build_data(cfg)
+    reused = False
+    if cache is None:
+        base_session = train_base(cfg, data, hooks)
+    else:
+        cache = cache if isinstance(cache, BaseCache) else BaseCache(cache)
+        key = base_key(cfg, resolve_device(cfg).type)
+        base_session, reused = cache.get_or_train(key, lambda: train_base(cfg, data, hooks), meta={"config": cfg.to_dict()})
+        if reused:
+            if hooks.log:
+                hooks.log(f"base session reused from cache {key} (best epoch {base_session.best_epoch})")
+            for row in base_session.curve:
+                if hooks.on_base_epoch:
+                    hooks.on_base_epoch({**row, "reused": 1.0})
+    result = run_sessions(cfg, data, base_session, hooks)
+    result.summary["base_reused"] = float(reused)
+    result.summary["wall_time_s"] = time.perf_counter() - t0
+    return result

@@ -1,0 +1,103 @@
+"""Base-session reuse: keys, atomic entries, corruption, and train-once under concurrency."""
+
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from adbs.cache import BASE_FIELDS, BaseCache, base_key
+from adbs.config import FIELDS, Config
+from adbs.train import BaseSession
+
+
+def _base(v: float = 1.0) -> BaseSession:
+    return BaseSession(
+        backbone_state={"w": torch.full((3,), v)},
+        prototypes=torch.randn(4, 2),
+        margins=torch.ones(4) * v,
+        curve=[{"epoch": 1, "val_acc": 50.0}],
+        best_epoch=1,
+    )
+
+
+def test_base_fields_are_config_fields():
+    assert set(BASE_FIELDS) <= set(FIELDS)
+
+
+def test_key_ignores_incremental_only_fields():
+    cfg = Config()
+    k = base_key(cfg, "cpu")
+    for change in [dict(ways=10), dict(shots=1), dict(sessions=2), dict(finetune_epochs=3), dict(finetune_lr=0.5),
+                   dict(new_margin_init="one"), dict(novel_val_per_class=7), dict(eval_batch_size=64), dict(num_workers=2)]:
+        assert base_key(cfg.replace(**change), "cpu") == k, change
+
+
+@pytest.mark.parametrize(
+    "change", [dict(alpha=0.05), dict(seed=1), dict(base_epochs=3), dict(split_seed=2), dict(backbone="resnet20"),
+               dict(variant="baseline"), dict(batch_size=32), dict(margin_weight_decay=False)],
+)
+def test_key_changes_with_base_fields(change):
+    cfg = Config()
+    assert base_key(cfg.replace(**change), "cpu") != base_key(cfg, "cpu")
+
+
+def test_key_alpha_irrelevant_without_ic_and_device_matters():
+    a = Config(variant="adb", alpha=0.01)
+    assert base_key(a, "cpu") == base_key(a.replace(alpha=0.09), "cpu")
+    assert base_key(a, "cpu") != base_key(a, "cuda")
+
+
+def test_store_load_round_trip(tmp_path):
+    cache = BaseCache(tmp_path)
+    cache.store("k", _base(2.0))
+    got = cache.load("k")
+    assert torch.equal(got.backbone_state["w"], torch.full((3,), 2.0)) and got.best_epoch == 1
+
+
+@pytest.mark.parametrize("damage", ["flip_byte", "truncate", "no_manifest", "garbage_manifest"])
+def test_corrupt_or_half_written_entry_is_discarded(tmp_path, damage):
+    cache = BaseCache(tmp_path)
+    cache.store("k", _base())
+    payload, manifest = tmp_path / "k.pt", tmp_path / "k.json"
+    if damage == "flip_byte":
+        b = bytearray(payload.read_bytes())
+        b[len(b) // 2] ^= 0xFF
+        payload.write_bytes(bytes(b))
+    elif damage == "truncate":
+        payload.write_bytes(payload.read_bytes()[:100])
+    elif damage == "no_manifest":
+        manifest.unlink()
+    else:
+        manifest.write_text("{not json")
+    assert cache.load("k") is None
+    calls = []
+    base, reused = cache.get_or_train("k", lambda: calls.append(1) or _base(3.0))
+    assert not reused and calls == [1]
+    assert cache.load("k").margins[0].item() == 3.0
+
+
+def _worker(root, counter, delay, out):
+    def train():
+        with open(counter, "a") as fh:
+            fh.write("trained\n")
+        time.sleep(delay)
+        return _base(5.0)
+
+    _, reused = BaseCache(root).get_or_train("shared", train)
+    with open(out, "a") as fh:
+        fh.write(f"{int(reused)}\n")
+
+
+def test_concurrent_trials_train_once(tmp_path):
+    counter, out = tmp_path / "count.txt", tmp_path / "out.txt"
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(str(tmp_path / "c"), str(counter), 1.0, str(out))) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    assert counter.read_text().count("trained") == 1
+    assert sorted(Path(out).read_text().split()) == ["0", "1", "1"]

@@ -1,0 +1,130 @@
+"""The full pipeline on a tiny embedded benchmark: CLI in a subprocess, determinism, reuse, NaN."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adbs.config import preset
+from adbs.data import build_data
+from adbs.train import Hooks, NumericalError, run_trial
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(base_epochs=2, base_images_per_class=8, val_fraction=0.02, novel_val_per_class=4, sessions=2,
+            finetune_epochs=2, threads=1)
+
+
+def tiny(**kw):
+    return preset("smoke", **{**TINY, **kw})
+
+
+@pytest.fixture(scope="module")
+def data():
+    return build_data(tiny())
+
+
+def test_cli_end_to_end(tmp_path):
+    out = tmp_path / "r.json"
+    args = [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--out", str(out)]
+    for k, v in TINY.items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "session" in proc.stdout and "avg acc" in proc.stdout and "base epoch 2/2" in proc.stdout
+    res = json.loads(out.read_text())
+    assert [s["session"] for s in res["sessions"]] == [0, 1, 2]
+    assert [s["n_classes"] for s in res["sessions"]] == [60, 65, 70]
+    assert len(res["base_curve"]) == 2 and len(res["margins"][-1]) == 70
+    for key in ("val_avg_acc", "test_avg_acc", "test_last_acc", "test_pd", "d_cs"):
+        assert math.isfinite(res["summary"][key])
+
+
+def test_cli_help_documents_every_field():
+    proc = subprocess.run([sys.executable, "-m", "adbs.run", "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    from adbs.config import FIELDS
+
+    for name in FIELDS:
+        assert "--" + name.replace("_", "-") in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--alpah", "0.1"], "unrecognized arguments"),
+        (["--variant", "adbs"], "valid choices: baseline, adb, adb+ic"),
+        (["--shots", "five"], "shots must be an int"),
+        (["--shots", "499"], "shots"),
+        (["--ways", "7"], "ways"),
+        (["--dataset", "cifar100", "--data-root", "/nonexistent"], "cifar-100-python"),
+        (["--preset", "cifar"], "valid presets"),
+    ],
+)
+def test_cli_bad_input_fails_before_compute(tmp_path, args, fragment):
+    out = tmp_path / "never.json"
+    proc = subprocess.run([sys.executable, "-m", "adbs.run", "--out", str(out), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert fragment in proc.stderr, proc.stderr
+    assert "base epoch" not in proc.stdout and not out.exists()
+
+
+def test_same_seed_same_numbers_on_cpu(data):
+    a = run_trial(tiny(), data=data)
+    b = run_trial(tiny(), data=data)
+    assert a.sessions == b.sessions and a.margins == b.margins
+    c = run_trial(tiny(seed=1), data=data)
+    assert c.sessions != a.sessions
+
+
+def test_variants_behave(data):
+    base = run_trial(tiny(variant="baseline"), data=data)
+    assert all(m == 1.0 for m in base.margins[-1]), "baseline keeps m = 1"
+    adb = run_trial(tiny(variant="adb"), data=data)
+    assert adb.margins[0] != [1.0] * 60, "adb learns base boundaries"
+    assert adb.margins[1][60:] != [sum(adb.margins[0]) / 60] * 5, "adb fine-tunes novel boundaries"
+    nofit = run_trial(tiny(variant="adb", finetune_epochs=0), data=data)
+    assert nofit.margins[1][60:] == pytest.approx([sum(nofit.margins[0]) / 60] * 5), "init = mean of old"
+
+
+def test_hooks_see_every_epoch_and_session(data):
+    epochs, sessions = [], []
+    run_trial(tiny(), data=data, hooks=Hooks(on_base_epoch=epochs.append, on_session=sessions.append))
+    assert [e["epoch"] for e in epochs] == [1, 2]
+    assert {"train_loss", "val_acc", "lr", "margin_mean", "margin_min", "margin_max"} <= set(epochs[0])
+    assert [s["session"] for s in sessions] == [0, 1, 2]
+    assert {"val_acc", "test_acc", "test_base_acc", "test_novel_acc", "test_hmean"} <= set(sessions[1])
+
+
+def test_hook_exception_stops_the_trial(data):
+    class Stop(Exception):
+        pass
+
+    def stop(_):
+        raise Stop
+
+    with pytest.raises(Stop):
+        run_trial(tiny(), data=data, hooks=Hooks(on_base_epoch=stop))
+
+
+def test_nan_stops_with_reason(data):
+    with pytest.raises(NumericalError, match="base epoch 1"):
+        run_trial(tiny(base_lr=1e30), data=data)
+
+
+def test_base_reuse_gives_identical_results(data, tmp_path):
+    plain = run_trial(tiny(), data=data)
+    first = run_trial(tiny(), data=data, cache=tmp_path)
+    curve = []
+    second = run_trial(tiny(), data=data, cache=tmp_path, hooks=Hooks(on_base_epoch=curve.append))
+    assert first.summary["base_reused"] == 0.0 and second.summary["base_reused"] == 1.0
+    assert plain.sessions == first.sessions == second.sessions
+    assert [c["reused"] for c in curve] == [1.0, 1.0]
+    # ways/shots only change the incremental sessions: still a cache hit
+    other = run_trial(tiny(shots=1), cache=tmp_path)
+    assert other.summary["base_reused"] == 1.0
+    # a base-affecting field misses
+    assert run_trial(tiny(alpha=0.02), data=data, cache=tmp_path).summary["base_reused"] == 0.0
