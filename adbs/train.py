@@ -56,6 +56,12 @@ class Hooks:
     """After every session (0 = base): session, n_classes, val_*/test_* acc, base_acc, novel_acc, hmean, margin_*."""
     log: Callable[[str], None] | None = None
     """Human-readable progress lines."""
+    on_checkpoint: Callable[[dict[str, Any]], None] | None = None
+    """Receives a resumable trial state (plain tensors/lists): every `checkpoint_every` base epochs,
+    at the end of the base session and after every incremental session. Pass it back as
+    run_trial(..., resume=state) to continue bit-identically."""
+    checkpoint_every: int = 5
+    """Base epochs between checkpoints (the last base epoch always checkpoints)."""
 
 
 @dataclass
@@ -145,8 +151,13 @@ def class_means(features: torch.Tensor, labels: torch.Tensor, classes) -> torch.
     return torch.stack([features[labels == int(c)].mean(0) for c in classes])
 
 
-def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None) -> BaseSession:
-    """Base-session training with validation-based epoch selection, then prototype replacement."""
+def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume: dict[str, Any] | None = None) -> BaseSession:
+    """Base-session training with validation-based epoch selection, then prototype replacement.
+
+    `resume` is a state given earlier to `hooks.on_checkpoint` (phase "base"): training
+    continues after its epoch with the same weights, optimiser, schedule, loader position
+    and best-so-far, so the result equals an uninterrupted run's.
+    """
     hooks = hooks or Hooks()
     rt = _Runtime(cfg)
     seed_everything(cfg.seed)
@@ -177,7 +188,20 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None) -> Base
     alpha = cfg.effective_alpha
     best_acc, best_epoch, best_state = -1.0, 0, None
     curve: list[dict[str, float]] = []
-    for epoch in range(1, cfg.base_epochs + 1):
+    start = 1
+    if resume is not None:
+        backbone.load_state_dict(resume["backbone"])
+        with torch.no_grad():
+            weights.copy_(resume["weights"])
+            margins.copy_(resume["margins"])
+        opt.load_state_dict(resume["optimizer"])
+        sched.load_state_dict(resume["scheduler"])
+        loader.epoch = resume["loader_epoch"]
+        best_acc, best_epoch = resume["best_acc"], resume["best_epoch"]
+        best_state = (resume["best_backbone"], resume["best_margins"].to(rt.device))
+        curve = list(resume["curve"])
+        start = resume["epoch"] + 1
+    for epoch in range(start, cfg.base_epochs + 1):
         t0 = time.perf_counter()
         backbone.train()
         lr = opt.param_groups[0]["lr"]
@@ -230,6 +254,14 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None) -> Base
             )
         if hooks.on_base_epoch:
             hooks.on_base_epoch(dict(row))
+        if hooks.on_checkpoint and (epoch % max(hooks.checkpoint_every, 1) == 0 or epoch == cfg.base_epochs):
+            hooks.on_checkpoint({
+                "phase": "base", "epoch": epoch, "backbone": _cpu(backbone.state_dict()),
+                "weights": weights.detach().cpu().clone(), "margins": margins.detach().cpu().clone(),
+                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "loader_epoch": loader.epoch,
+                "best_acc": best_acc, "best_epoch": best_epoch, "best_backbone": _cpu(best_state[0]),
+                "best_margins": best_state[1].cpu(), "curve": list(curve),
+            })
 
     assert best_state is not None
     backbone.load_state_dict(best_state[0])
@@ -246,8 +278,22 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None) -> Base
     )
 
 
-def run_sessions(cfg: Config, data: FSCILData, base_session: BaseSession, hooks: Hooks | None = None) -> TrialResult:
-    """Session 0 evaluation after prototype replacement, then every incremental session."""
+def _cpu(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in state.items()}
+
+
+def _base_state(b: BaseSession) -> dict[str, Any]:
+    return {"backbone_state": b.backbone_state, "prototypes": b.prototypes, "margins": b.margins,
+            "curve": b.curve, "best_epoch": b.best_epoch}
+
+
+def run_sessions(
+    cfg: Config, data: FSCILData, base_session: BaseSession, hooks: Hooks | None = None, resume: dict[str, Any] | None = None
+) -> TrialResult:
+    """Session 0 evaluation after prototype replacement, then every incremental session.
+
+    `resume` (phase "sessions") continues after the last finished session.
+    """
     hooks = hooks or Hooks()
     rt = _Runtime(cfg)
     backbone = rt.module(create_backbone(cfg.backbone))
@@ -267,7 +313,13 @@ def run_sessions(cfg: Config, data: FSCILData, base_session: BaseSession, hooks:
     margins = base_session.margins.to(rt.device)
     rows: list[dict[str, float]] = []
     margins_per_session: list[list[float]] = []
+    done = -1
+    if resume is not None and resume.get("phase") == "sessions":
+        weights, margins = resume["weights"].to(rt.device), resume["margins"].to(rt.device)
+        rows, margins_per_session, done = list(resume["rows"]), list(resume["margins_per_session"]), resume["session"]
     for t, sess in enumerate(data.sessions):
+        if t <= done:
+            continue
         if t > 0:
             shot_f, shot_y = extract_features(backbone, data, data.train_pool, sess.train, rt, cfg)
             weights = torch.cat([weights, class_means(shot_f, shot_y, sess.classes)])
@@ -301,6 +353,11 @@ def run_sessions(cfg: Config, data: FSCILData, base_session: BaseSession, hooks:
             )
         if hooks.on_session:
             hooks.on_session(dict(row))
+        if hooks.on_checkpoint:
+            hooks.on_checkpoint({
+                "phase": "sessions", "session": t, "base": _base_state(base_session), "weights": weights.cpu(),
+                "margins": margins.cpu(), "rows": list(rows), "margins_per_session": list(margins_per_session),
+            })
 
     summary: dict[str, float] = {}
     for split in ("val", "test"):
@@ -328,7 +385,12 @@ def _augmented_views(backbone, data: FSCILData, indices, epochs: int, rt: _Runti
 
 
 def run_trial(
-    cfg: Config, *, hooks: Hooks | None = None, data: FSCILData | None = None, cache: "BaseCache | str | None" = None
+    cfg: Config,
+    *,
+    hooks: Hooks | None = None,
+    data: FSCILData | None = None,
+    cache: "BaseCache | str | None" = None,
+    resume: dict[str, Any] | None = None,
 ) -> TrialResult:
     """The full pipeline for one config and seed: validate, build data, base session, all sessions.
 
@@ -336,6 +398,9 @@ def run_trial(
     identical one was trained before (see adbs.cache.base_key) and stored
     otherwise; a reused base session replays its per-epoch curve through
     `hooks.on_base_epoch` with reused=1, so curves stay comparable.
+
+    With `resume` (a state from `hooks.on_checkpoint`), the trial continues where
+    that state was taken; hooks are called only for epochs/sessions after it.
     """
     from adbs.cache import BaseCache, base_key
 
@@ -344,19 +409,22 @@ def run_trial(
     cfg.validate()
     data = data if data is not None else build_data(cfg)
     reused = False
-    if cache is None:
-        base_session = train_base(cfg, data, hooks)
+    if resume is not None and resume.get("phase") == "sessions":
+        base_session = BaseSession(**resume["base"])
+        reused = bool(resume.get("base_reused", False))
+    elif cache is None:
+        base_session = train_base(cfg, data, hooks, resume)
     else:
         cache = cache if isinstance(cache, BaseCache) else BaseCache(cache)
         key = base_key(cfg, resolve_device(cfg).type)
-        base_session, reused = cache.get_or_train(key, lambda: train_base(cfg, data, hooks), meta={"config": cfg.to_dict()})
+        base_session, reused = cache.get_or_train(key, lambda: train_base(cfg, data, hooks, resume), meta={"config": cfg.to_dict()})
         if reused:
             if hooks.log:
                 hooks.log(f"base session reused from cache {key} (best epoch {base_session.best_epoch})")
             for row in base_session.curve:
                 if hooks.on_base_epoch:
                     hooks.on_base_epoch({**row, "reused": 1.0})
-    result = run_sessions(cfg, data, base_session, hooks)
+    result = run_sessions(cfg, data, base_session, hooks, resume)
     result.summary["base_reused"] = float(reused)
     result.summary["wall_time_s"] = time.perf_counter() - t0
     return result

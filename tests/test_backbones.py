@@ -10,7 +10,7 @@ from torch import nn
 from adbs.backbones import BACKBONES, create_backbone, load_pretrained, register_backbone
 
 # Expected feature sizes of the paper's backbones (method.md, "Benchmarks").
-EXPECTED_OUT_DIM = {"convnet": 32, "resnet12": 640, "resnet18": 512, "resnet20": 64}
+EXPECTED_OUT_DIM = {"convnet": 128, "resnet12": 640, "resnet18": 512, "resnet20": 64}
 
 # (name, batch, size): 32x32 for every entry, plus miniImageNet's 84x84 for resnet12.
 SHAPES = [(name, 4, 32) for name in BACKBONES] + [("resnet12", 2, 84)]
@@ -160,10 +160,10 @@ def test_pretrained_key_mismatch(tmp_path):
     with pytest.raises(ValueError, match="does not match backbone ResNet18.*missing keys.*unexpected keys"):
         create_backbone("resnet18", pretrained=path)
 
-    # Same keys, wrong shapes: convnet width 64 weights into width 32.
+    # Same keys, wrong shapes: a uniformly 64-wide convnet into the default (32, 32, 64, 128).
     path = tmp_path / "convnet64.pth"
-    torch.save(create_backbone("convnet", width=64).state_dict(), path)
-    shapes = r"20 shape mismatches \[features.0.weight: file \(64, 3, 3, 3\) vs model \(32, 3, 3, 3\)"
+    torch.save(create_backbone("convnet", channels=(64, 64, 64, 64)).state_dict(), path)
+    shapes = r"16 shape mismatches \[features.0.weight: file \(64, 3, 3, 3\) vs model \(32, 3, 3, 3\)"
     with pytest.raises(ValueError, match=f"does not fit backbone ConvNet: {shapes}"):
         create_backbone("convnet", pretrained=path)
 

@@ -1,0 +1,231 @@
+"""make_loader: seeded, re-iterable batches of (normalised float images, labels).
+
+Two paths give the same interface:
+* in-memory pools (synthetic, cifar100) with transforms made of random_crop/hflip/none:
+  whole uint8 batches are augmented with tensor ops (zero padding, per-sample crop offsets,
+  flip mask) from a seeded torch.Generator, so CPU training is not bottlenecked by
+  per-image Python transforms;
+* anything else (file-based pools: mini_imagenet, cub200): a torch DataLoader over
+  per-sample torchvision.transforms.v2 pipelines. Each sample's randomness comes from a
+  seed derived from (seed, epoch, image index) under torch.random.fork_rng, so batches are
+  identical whatever num_workers is, and the global torch RNG is left untouched.
+
+Each iteration over a loader is one epoch; the epoch counter is mixed into the seed, so
+epochs differ while the whole sequence is fixed by `seed`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from .errors import DataError
+from .pool import ImagePool
+
+_PART = re.compile(r"^\s*([a-z_]+)\s*(?:\(([^)]*)\))?\s*$")
+_ARITY = {"none": 0, "hflip": 0, "random_crop": 1, "random_resized_crop": 1, "resize": 1, "center_crop": 1}
+
+
+def parse_transform(text: str) -> list[tuple[str, dict[str, int]]]:
+    """'random_crop(32,pad=4)+hflip' -> [('random_crop', {'size': 32, 'pad': 4}), ('hflip', {})]."""
+    ops = []
+    for part in text.split("+"):
+        m = _PART.match(part)
+        if not m or m.group(1) not in _ARITY:
+            raise DataError(
+                f"bad transform {text!r} (part {part!r}); expected parts joined by '+' from: none, hflip, "
+                "random_crop(S,pad=P), random_resized_crop(S), resize(S), center_crop(S)"
+            )
+        name, args = m.group(1), [a.strip() for a in (m.group(2) or "").split(",") if a.strip()]
+        kw: dict[str, int] = {}
+        pos = [a for a in args if "=" not in a]
+        for a in args:
+            if "=" in a:
+                k, v = a.split("=", 1)
+                kw[k.strip()] = int(v)
+        if len(pos) != _ARITY[name]:
+            raise DataError(f"transform part {part!r} takes {_ARITY[name]} size argument(s); fix the spec's transform string")
+        if pos:
+            kw["size"] = int(pos[0])
+        if name != "none":
+            ops.append((name, kw))
+    return ops
+
+
+def _mix(*xs: int) -> int:
+    """splitmix64 over the arguments: a well-spread 63-bit seed."""
+    h = 0x9E3779B97F4A7C15
+    for x in xs:
+        h = (h ^ (int(x) & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+        h = (h ^ (h >> 31)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+        h ^= h >> 29
+    return h & 0x7FFFFFFFFFFFFFFF
+
+
+class _Loader:
+    """Re-iterable epochs of batches; len() = batches per epoch."""
+
+    def __init__(self, data: Any, pool: ImagePool, indices: np.ndarray, train: bool, batch_size: int,
+                 shuffle: bool, seed: int, num_workers: int):
+        if batch_size < 1:
+            raise DataError(f"batch_size={batch_size} is invalid; expected an int >= 1")
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if len(idx) and (idx.min() < 0 or idx.max() >= len(pool)):
+            raise DataError(
+                f"indices out of range for pool {pool.name!r} of {len(pool)} images; expected indices into that "
+                "pool (pass data.train_pool with split.train/val and data.test_pool with split.test)"
+            )
+        spec = data.spec
+        self.pool, self.indices, self.train = pool, idx, train
+        self.batch_size, self.shuffle, self.seed = batch_size, shuffle, int(seed)
+        self.num_workers = int(num_workers)
+        self.epoch = 0
+        self.ops = parse_transform(spec.train_transform if train else spec.test_transform)
+        self.mean = torch.tensor(spec.mean, dtype=torch.float32).view(1, 3, 1, 1)
+        self.std = torch.tensor(spec.std, dtype=torch.float32).view(1, 3, 1, 1)
+        self.batched = pool.in_memory and all(op in ("random_crop", "hflip") for op, _ in self.ops)
+        self.labels = torch.from_numpy(pool.labels)
+        self._dl: DataLoader | None = None
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.indices) / self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        epoch_seed = _mix(self.seed, self.epoch)
+        self.epoch += 1
+        g = torch.Generator().manual_seed(epoch_seed)
+        order = self.indices
+        if self.shuffle and len(order):
+            order = order[torch.randperm(len(order), generator=g).numpy()]
+        if self.batched:
+            return self._iter_batched(order, g)
+        return self._iter_samples(order, epoch_seed)
+
+    # -- in-memory pools: whole-batch tensor augmentation ------------------------------------------
+    def _iter_batched(self, order: np.ndarray, g: torch.Generator):
+        images = self.pool.images
+        assert images is not None
+        for a in range(0, len(order), self.batch_size):
+            j = torch.from_numpy(order[a:a + self.batch_size])
+            x = images.index_select(0, j)
+            for op, kw in self.ops:
+                if op == "random_crop":
+                    x = _batch_random_crop(x, kw["size"], kw.get("pad", 0), g)
+                elif op == "hflip":
+                    flip = torch.rand(len(x), generator=g) < 0.5
+                    x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+            yield self._normalise(x), self.labels.index_select(0, j)
+
+    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
+        return x.float().div_(255.0).sub_(self.mean).div_(self.std)
+
+    # -- everything else: per-sample v2 transforms in a DataLoader ------------------------------------
+    def _iter_samples(self, order: np.ndarray, epoch_seed: int):
+        batches = [
+            [(int(i), _mix(epoch_seed, int(i))) for i in order[a:a + self.batch_size]]
+            for a in range(0, len(order), self.batch_size)
+        ]
+        if self._dl is None:
+            ds = _SampleDataset(self.pool, _build_v2(self.ops), self.mean.view(3, 1, 1), self.std.view(3, 1, 1))
+            self._sampler = _BatchList()
+            self._dl = DataLoader(
+                ds, batch_sampler=self._sampler, num_workers=self.num_workers,
+                persistent_workers=self.num_workers > 0, worker_init_fn=_worker_init,
+                # an own generator: DataLoader would otherwise draw its base seed from the global RNG
+                generator=torch.Generator().manual_seed(self.seed),
+            )
+        self._sampler.batches = batches
+        return iter(self._dl)
+
+
+class _BatchList:
+    """A batch sampler whose batches the loader replaces every epoch (it runs in the main process)."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[tuple[int, int]]] = []
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+class _SampleDataset(Dataset):
+    def __init__(self, pool: ImagePool, transform: Any, mean: torch.Tensor, std: torch.Tensor):
+        self.pool, self.transform, self.mean, self.std = pool, transform, mean, std
+
+    def __len__(self) -> int:
+        return len(self.pool)
+
+    def __getitem__(self, item: tuple[int, int]) -> tuple[torch.Tensor, int]:
+        i, sample_seed = item
+        img = self.pool.load(i)
+        if self.transform is not None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(sample_seed)
+                img = self.transform(img)
+        x = img.float().div_(255.0).sub_(self.mean).div_(self.std)
+        return x, int(self.pool.labels[i])
+
+
+def _worker_init(_: int) -> None:
+    torch.set_num_threads(1)  # workers decode and transform single images; threads only contend
+    info = torch.utils.data.get_worker_info()
+    if info is not None:  # each persistent worker caches decoded images; share the budget
+        pool = info.dataset.pool
+        pool.cache_limit = max(pool.cache_limit // info.num_workers, 0)
+
+
+def _build_v2(ops: list[tuple[str, dict[str, int]]]) -> Any:
+    from torchvision.transforms import v2
+
+    if not ops:
+        return None
+    out = []
+    for op, kw in ops:
+        if op == "random_crop":
+            out.append(v2.RandomCrop(kw["size"], padding=kw.get("pad", 0) or None))
+        elif op == "hflip":
+            out.append(v2.RandomHorizontalFlip())
+        elif op == "random_resized_crop":
+            out.append(v2.RandomResizedCrop(kw["size"], antialias=True))
+        elif op == "resize":
+            out.append(v2.Resize(kw["size"], antialias=True))
+        elif op == "center_crop":
+            out.append(v2.CenterCrop(kw["size"]))
+    return v2.Compose(out)
+
+
+def _batch_random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator) -> torch.Tensor:
+    """torchvision RandomCrop(size, padding=pad) (zero fill) for a whole uint8 batch."""
+    b, c, h, w = x.shape
+    if pad:
+        x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    hh, ww = h + 2 * pad, w + 2 * pad
+    if hh < size or ww < size:
+        raise DataError(f"random_crop({size}) is larger than the padded image {hh}x{ww}; fix the transform string")
+    oy = torch.randint(0, hh - size + 1, (b,), generator=g)
+    ox = torch.randint(0, ww - size + 1, (b,), generator=g)
+    ar = torch.arange(size)
+    rows = (oy[:, None] + ar)[:, None, :, None].expand(b, c, size, ww)
+    x = x.gather(2, rows)
+    cols = (ox[:, None] + ar)[:, None, None, :].expand(b, c, size, size)
+    return x.gather(3, cols)
+
+
+def make_loader(data: Any, pool: ImagePool, indices: np.ndarray, *, train: bool, batch_size: int,
+                shuffle: bool, seed: int, num_workers: int = 0) -> _Loader:
+    """Batches (x float32 [B,3,H,W] normalised, y int64 [B]) of pool[indices].
+
+    train=True applies the dataset's train augmentation, else its test transform. Re-iterable:
+    every `for` over it is one epoch with its own shuffle and augmentation, all fixed by `seed`.
+    num_workers only matters for file-based pools (in-memory pools never start workers).
+    """
+    return _Loader(data, pool, indices, train, batch_size, shuffle, seed, num_workers)

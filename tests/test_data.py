@@ -1,0 +1,587 @@
+"""Tests of adbs.data: registry, layouts (tiny fake copies), protocol, index lists, synthetic, loaders.
+
+Fast and offline: fake datasets are written to tmp folders; the real index lists in
+../shared/reference/fscil_index_lists are used when present (skipped otherwise).
+"""
+
+from __future__ import annotations
+
+import csv
+import pickle
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from adbs.config import Config
+from adbs.data import (
+    DATASETS,
+    DataError,
+    DatasetSpec,
+    FSCILData,
+    ImagePool,
+    SessionSplit,
+    build_data,
+    check_data,
+    make_loader,
+)
+from adbs.data import protocol, registry, synthetic
+from adbs.data.loader import _batch_random_crop, parse_transform
+from adbs.data.protocol import match_index_lines, read_index_list, sessions_from_index_lists
+
+INDEX_LISTS = Path(__file__).resolve().parents[1].parent / "shared/reference/fscil_index_lists"
+needs_lists = pytest.mark.skipif(
+    not INDEX_LISTS.is_dir(),
+    reason=f"real FSCIL index lists not found at {INDEX_LISTS} (they live in the project's shared/ folder)",
+)
+
+# --- fake datasets in the community layouts ----------------------------------------------------
+
+
+def _jpg(path: Path, rng: np.random.Generator, size=(16, 20)) -> None:
+    Image.fromarray(rng.integers(0, 256, (*size, 3), dtype=np.uint8)).save(path, quality=80)
+
+
+def write_cifar(root: Path, train_per_class: int = 30, test_per_class: int = 4) -> Path:
+    d = root / "cifar-100-python"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for split, n in (("train", train_per_class), ("test", test_per_class)):
+        labels = rng.permutation(np.repeat(np.arange(100), n))  # interleaved, like the real files
+        data = rng.integers(0, 256, (len(labels), 3072), dtype=np.uint8)
+        with open(d / split, "wb") as fh:
+            pickle.dump({"batch_label": split, "fine_labels": labels.tolist(),
+                         "coarse_labels": (labels // 5).tolist(), "data": data,
+                         "filenames": [f"img_{i}.png" for i in range(len(labels))]}, fh)
+    return root
+
+
+MINI_WNIDS = [f"n{1000000 + 7919 * c:08d}" for c in range(100)]
+
+
+def write_mini(root: Path, train_per_class: int = 12, test_per_class: int = 2) -> Path:
+    d = root / "miniimagenet"
+    (d / "images").mkdir(parents=True)
+    (d / "split").mkdir()
+    rng = np.random.default_rng(1)
+    for split, n, off in (("train", train_per_class, 0), ("test", test_per_class, 500)):
+        with open(d / "split" / f"{split}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["filename", "label"])
+            for c, wnid in enumerate(MINI_WNIDS):
+                for k in range(n):
+                    name = f"{wnid}{off + k:08d}.jpg"
+                    w.writerow([name, wnid])
+                    _jpg(d / "images" / name, rng)
+    return root
+
+
+def cub_folder(c: int) -> str:
+    return f"{c + 1:03d}.Bird_{c + 1}"
+
+
+def write_cub(root: Path, train_per_class: int = 8, test_per_class: int = 2) -> Path:
+    d = root / "CUB_200_2011"
+    (d / "images").mkdir(parents=True)
+    rng = np.random.default_rng(2)
+    images, labels, split = [], [], []
+    iid = 0
+    for c in range(200):
+        (d / "images" / cub_folder(c)).mkdir()
+        for k in range(train_per_class + test_per_class):
+            iid += 1
+            rel = f"{cub_folder(c)}/Bird_{c + 1}_{k:04d}_{iid}.jpg"
+            _jpg(d / "images" / rel, rng)
+            images.append(f"{iid} {rel}")
+            labels.append(f"{iid} {c + 1}")
+            split.append(f"{iid} {1 if k < train_per_class else 0}")
+    (d / "images.txt").write_text("\n".join(images) + "\n")
+    (d / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
+    (d / "train_test_split.txt").write_text("\n".join(split) + "\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def fake_roots(tmp_path_factory) -> dict[str, Path]:
+    return {
+        "cifar100": write_cifar(tmp_path_factory.mktemp("cifar")),
+        "mini_imagenet": write_mini(tmp_path_factory.mktemp("mini")),
+        "cub200": write_cub(tmp_path_factory.mktemp("cub")),
+    }
+
+
+def cfg_for(name: str, roots: dict[str, Path] | None = None, **kw) -> Config:
+    """A config that fits the fake copies (few images per class)."""
+    base = {"dataset": name}
+    if name != "synthetic":
+        base.update(data_root=str(roots[name]), novel_val_per_class=2, base_images_per_class=None)
+    base.update(kw)
+    return Config(**base)
+
+
+# --- invariants of a built dataset ------------------------------------------------------------------
+
+
+def check_invariants(data: FSCILData, ways: int, shots: int) -> None:
+    spec = data.spec
+    assert isinstance(spec, DatasetSpec) and all(isinstance(s, SessionSplit) for s in data.sessions)
+    tl, el = data.train_pool.labels, data.test_pool.labels
+    assert data.ways == ways and data.shots == shots
+    base = data.sessions[0]
+    np.testing.assert_array_equal(base.classes, np.arange(spec.base_classes))
+    all_train = np.concatenate([s.train for s in data.sessions])
+    all_val = np.concatenate([s.val for s in data.sessions])
+    assert len(np.unique(all_train)) == len(all_train), "train images repeat across sessions"
+    assert len(np.unique(all_val)) == len(all_val)
+    assert not np.intersect1d(all_train, all_val).size, "validation overlaps training images"
+    seen: set[int] = set()
+    for t, s in enumerate(data.sessions):
+        assert s.index == t
+        assert not seen & set(s.classes.tolist()), "sessions share classes"
+        seen |= set(s.classes.tolist())
+        if t > 0:
+            np.testing.assert_array_equal(
+                s.classes, np.arange(spec.base_classes + (t - 1) * ways, spec.base_classes + t * ways))
+            assert len(s.train) == ways * shots
+            assert (np.bincount(tl[s.train], minlength=spec.num_classes)[s.classes] == shots).all()
+        assert set(tl[s.train].tolist()) == set(s.classes.tolist())
+        assert set(tl[s.val].tolist()) <= set(s.classes.tolist())
+        assert set(el[s.test].tolist()) == set(s.classes.tolist())
+        # every test image of the session's classes, nothing else
+        assert len(s.test) == np.isin(el, s.classes).sum()
+    np.testing.assert_array_equal(data.classes_seen(len(data.sessions) - 1), np.sort(list(seen)))
+
+
+# --- registry -----------------------------------------------------------------------------------------
+
+
+def test_registry_entries():
+    assert set(DATASETS) == {"synthetic", "cifar100", "mini_imagenet", "cub200"}
+    assert DATASETS["cub200"].num_classes == 200 and DATASETS["cub200"].default_ways == 10
+    assert DATASETS["mini_imagenet"].image_size == 84 and DATASETS["cub200"].image_size == 224
+    for spec in DATASETS.values():
+        assert parse_transform(spec.train_transform) and parse_transform(spec.test_transform) is not None
+        assert spec.download_hint
+
+
+def test_registry_duplicate_and_unknown():
+    with pytest.raises(DataError, match="already registered"):
+        registry.register_dataset(DATASETS["cifar100"])
+    with pytest.raises(DataError, match="valid datasets: synthetic, cifar100, mini_imagenet, cub200"):
+        registry.get_spec("cifar10")
+    with pytest.raises(DataError, match="valid datasets"):
+        build_data(Config(dataset="imagenet"))
+
+
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_every_registry_entry_builds(name, fake_roots):
+    cfg = cfg_for(name, fake_roots)
+    check_data(cfg)
+    data = build_data(cfg)
+    spec = DATASETS[name]
+    check_invariants(data, spec.default_ways, 5)
+    assert data.num_sessions == 1 + spec.novel_classes // spec.default_ways
+    x, y = next(iter(make_loader(data, data.train_pool, data.sessions[1].train, train=True,
+                                 batch_size=8, shuffle=True, seed=0)))
+    assert x.shape == (8, 3, spec.image_size, spec.image_size) and x.dtype == torch.float32
+    assert y.dtype == torch.int64
+    x, _ = next(iter(make_loader(data, data.test_pool, data.sessions[0].test, train=False,
+                                 batch_size=4, shuffle=False, seed=0)))
+    assert x.shape == (4, 3, spec.image_size, spec.image_size)
+
+
+def test_root_may_be_the_dataset_folder(fake_roots):
+    for name, folder in (("cifar100", "cifar-100-python"), ("mini_imagenet", "miniimagenet"),
+                         ("cub200", "CUB_200_2011")):
+        cfg = cfg_for(name, fake_roots, data_root=str(fake_roots[name] / folder))
+        assert len(build_data(cfg).train_pool) > 0
+
+
+def test_layout_class_order(fake_roots):
+    mini = build_data(cfg_for("mini_imagenet", fake_roots))
+    # class id = order of first appearance in train.csv
+    i = mini.train_pool.labels.tolist().index(37)
+    assert Path(mini.train_pool.paths[i]).name.startswith(MINI_WNIDS[37])
+    cub = build_data(cfg_for("cub200", fake_roots))
+    for i in (0, 500, len(cub.train_pool) - 1):  # class id = folder number - 1
+        folder = Path(cub.train_pool.paths[i]).parent.name
+        assert int(folder.split(".")[0]) - 1 == cub.train_pool.labels[i]
+
+
+# --- protocol on the synthetic benchmark ------------------------------------------------------------
+
+
+def test_synthetic_default_protocol():
+    data = build_data(Config())
+    check_invariants(data, 5, 5)
+    assert data.num_sessions == 9
+    base = data.sessions[0]
+    counts = np.bincount(data.train_pool.labels[base.train], minlength=100)[:60]
+    assert (counts == 100).all()  # base_images_per_class cap
+    assert (np.bincount(data.train_pool.labels[base.val], minlength=100)[:60] == 50).all()  # 10% of 500
+    assert all(len(s.val) == 5 * 20 for s in data.sessions[1:])
+
+
+@pytest.mark.parametrize("ways,shots", [(10, 1), (5, 20), (10, 5)])
+def test_ways_shots_variants(ways, shots):
+    data = build_data(Config(ways=ways, shots=shots))
+    check_invariants(data, ways, shots)
+    assert data.num_sessions == 1 + 40 // ways
+
+
+def test_sessions_subset():
+    data = build_data(Config(sessions=3))
+    assert data.num_sessions == 4 and data.num_classes_seen(3) == 75
+
+
+def test_split_seed_controls_the_draw():
+    a, b = build_data(Config(split_seed=3)), build_data(Config(split_seed=3))
+    c = build_data(Config(split_seed=4))
+    d = build_data(Config(split_seed=3, seed=123))  # training seed
+    for x in (b, d):
+        for s, t in zip(a.sessions, x.sessions):
+            for f in ("classes", "train", "val", "test"):
+                np.testing.assert_array_equal(getattr(s, f), getattr(t, f))
+    assert not np.array_equal(a.sessions[1].train, c.sessions[1].train)
+    assert not np.array_equal(a.sessions[0].val, c.sessions[0].val)
+
+
+def test_larger_shots_extend_smaller_and_keep_val():
+    a, b = build_data(Config(shots=5)), build_data(Config(shots=10))
+    assert set(a.sessions[1].train) <= set(b.sessions[1].train)
+    np.testing.assert_array_equal(a.sessions[1].val, b.sessions[1].val)
+
+
+def test_check_data_is_cheap_for_synthetic():
+    misses = synthetic.synthetic_pools.cache_info().misses
+    t0 = time.perf_counter()
+    check_data(Config(synthetic_seed=77))
+    assert time.perf_counter() - t0 < 1.0
+    assert synthetic.synthetic_pools.cache_info().misses == misses  # nothing generated
+
+
+# --- error messages ----------------------------------------------------------------------------------
+
+
+def test_error_ways_not_dividing():
+    with pytest.raises(DataError, match=r"ways=7 does not divide the 40 novel classes.*allowed ways: \[1, 2, 4, 5, 8, 10, 20, 40\]"):
+        check_data(Config(ways=7))
+    check_data(Config(ways=7, sessions=5))  # explicit sessions: fine
+
+
+def test_error_too_many_sessions():
+    with pytest.raises(DataError, match="use at most 8 sessions with ways=5"):
+        check_data(Config(sessions=9))
+
+
+def test_error_shots_too_large():
+    with pytest.raises(DataError, match=r"shots=490 is too large.*shots \+ novel_val_per_class <= 500.*shots <= 480"):
+        check_data(Config(shots=490))
+
+
+def test_error_bad_values():
+    with pytest.raises(DataError, match="val_fraction"):
+        check_data(Config(val_fraction=0.0))
+    with pytest.raises(DataError, match="index lists name images of"):
+        check_data(Config(index_list="/nowhere"))
+
+
+def test_error_missing_root(tmp_path):
+    with pytest.raises(DataError, match=r"does not exist.*cifar-100-python.*CIFAR100\('DATA_ROOT', download=True\)"):
+        check_data(Config(dataset="cifar100", data_root=str(tmp_path / "nope")))
+    with pytest.raises(DataError, match="needs data_root"):
+        check_data(Config(dataset="cub200"))
+
+
+def test_error_malformed_root(tmp_path):
+    d = tmp_path / "miniimagenet"
+    (d / "images").mkdir(parents=True)
+    (d / "split").mkdir()
+    (d / "split" / "train.csv").write_text("filename,label\n")
+    with pytest.raises(DataError, match=r"lacks split/test\.csv; expected DATA_ROOT/miniimagenet/ holding images, split/train.csv"):
+        check_data(Config(dataset="mini_imagenet", data_root=str(tmp_path)))
+    with pytest.raises(DataError, match=r"lacks .*images\.txt.*CUB_200_2011"):
+        check_data(Config(dataset="cub200", data_root=str(tmp_path)))
+
+
+def test_error_bad_csv(tmp_path):
+    root = write_mini(tmp_path, train_per_class=1, test_per_class=1)
+    (root / "miniimagenet/split/test.csv").write_text("name;class\nx.jpg;n0\n")
+    with pytest.raises(DataError, match="expected a csv with header 'filename,label'"):
+        check_data(Config(dataset="mini_imagenet", data_root=str(root)))
+
+
+def test_error_corrupt_pickle(tmp_path):
+    d = tmp_path / "cifar-100-python"
+    d.mkdir()
+    (d / "train").write_bytes(b"\x80\x04not a pickle at all")
+    (d / "test").write_bytes(b"")
+    with pytest.raises(DataError, match=r"cannot read CIFAR-100 pickle .*train.*expected the torchvision CIFAR-100 python pickle"):
+        check_data(Config(dataset="cifar100", data_root=str(tmp_path)))
+
+
+def test_error_corrupt_jpg(tmp_path):
+    root = write_mini(tmp_path, train_per_class=8, test_per_class=1)
+    victim = root / "miniimagenet/images" / f"{MINI_WNIDS[60]}00000003.jpg"  # class 60 = session 1
+    for k in range(8):
+        (root / "miniimagenet/images" / f"{MINI_WNIDS[60]}{k:08d}.jpg").write_bytes(b"\xff\xd8garbage")
+    with pytest.raises(DataError, match=r"cannot be decoded.*corrupt or truncated"):
+        check_data(cfg_for("mini_imagenet", {"mini_imagenet": root}))
+    # decoding in a loader names the file too
+    victim.write_bytes(b"")
+    good = write_mini(tmp_path / "other", train_per_class=8, test_per_class=1)
+    data = build_data(cfg_for("mini_imagenet", {"mini_imagenet": good}))
+    i = [Path(p).name for p in data.train_pool.paths].index(f"{MINI_WNIDS[0]}00000002.jpg")
+    Path(data.train_pool.paths[i]).write_bytes(b"junk")
+    with pytest.raises(DataError, match=f"{MINI_WNIDS[0]}00000002.jpg cannot be decoded"):
+        list(make_loader(data, data.train_pool, np.array([i]), train=False, batch_size=1, shuffle=False, seed=0))
+
+
+# --- index lists ------------------------------------------------------------------------------------------
+
+
+@needs_lists
+def test_real_index_lists_parse():
+    expect = {"cifar100": (9, 30000, 25), "mini_imagenet": (9, 30000, 25), "cub200": (11, 3000, 50)}
+    for name, (n_files, n_base, n_shot) in expect.items():
+        d, files = read_index_list(DATASETS[name], str(INDEX_LISTS))  # finds INDEX_LISTS/<name>/
+        assert d == INDEX_LISTS / name
+        assert len(files) == n_files, name
+        assert len(files[0]) == n_base, name
+        assert all(len(f) == n_shot for f in files[1:]), name
+    cifar = [int(x) for f in read_index_list(DATASETS["cifar100"], str(INDEX_LISTS / "cifar100"))[1] for x in f]
+    assert len(set(cifar)) == len(cifar) and 0 <= min(cifar) and max(cifar) < 50000
+
+
+def _cifar_labels_from_lists(files: list[list[str]]) -> np.ndarray:
+    """A CIFAR-100 training-label array consistent with the lists (60 x 500 base, 5 shots per class, rest fill)."""
+    labels = np.full(50000, -1, dtype=np.int64)
+    base = np.sort(np.array(files[0], dtype=np.int64))
+    labels[base] = np.arange(len(base)) // 500
+    for t, f in enumerate(files[1:]):
+        labels[np.array(f, dtype=np.int64)] = 60 + 5 * t + np.arange(len(f)) // 5
+    rest = np.flatnonzero(labels < 0)
+    labels[rest] = 60 + np.arange(len(rest)) // 495
+    assert (np.bincount(labels) == 500).all()
+    return labels
+
+
+@needs_lists
+def test_index_list_cifar100_end_to_end(monkeypatch):
+    _, files = read_index_list(DATASETS["cifar100"], str(INDEX_LISTS / "cifar100"))
+    labels = _cifar_labels_from_lists(files)
+    train = ImagePool(labels, images=torch.zeros(1, 3, 32, 32, dtype=torch.uint8).expand(50000, -1, -1, -1),
+                      name="fake cifar train")
+    test_labels = np.repeat(np.arange(100), 100)
+    test = ImagePool(test_labels, images=torch.zeros(1, 3, 32, 32, dtype=torch.uint8).expand(10000, -1, -1, -1))
+    monkeypatch.setattr(protocol, "load_pools", lambda spec, root, seed: (train, test))
+    cfg = Config(dataset="cifar100", data_root="/unused", index_list=str(INDEX_LISTS / "cifar100"),
+                 base_images_per_class=None)
+    data = build_data(cfg)
+    check_invariants(data, 5, 5)
+    assert data.split_source.startswith("index_list(") and data.num_sessions == 9
+    base = data.sessions[0]
+    assert len(base.train) + len(base.val) == 30000 and len(base.val) == 60 * 50
+    np.testing.assert_array_equal(np.sort(np.concatenate([base.train, base.val])), np.sort(np.array(files[0], dtype=np.int64)))
+    for t in range(1, 9):
+        np.testing.assert_array_equal(np.sort(data.sessions[t].train), np.sort(np.array(files[t], dtype=np.int64)))
+        assert len(data.sessions[t].val) == 5 * 20
+    # the lists fix ways/shots/sessions: asking otherwise is an error that says so
+    with pytest.raises(DataError, match="fix shots=5; set shots=5, or unset index_list"):
+        build_data(cfg.replace(shots=10))
+    with pytest.raises(DataError, match="fix ways=5"):
+        build_data(cfg.replace(ways=10))
+    with pytest.raises(DataError, match="define 8 incremental sessions"):
+        build_data(cfg.replace(sessions=9))
+    assert build_data(cfg.replace(sessions=2)).num_sessions == 3
+
+
+@needs_lists
+def test_index_list_cifar100_out_of_range():
+    with pytest.raises(DataError, match=r"line 2 names image 50000, which does not exist.*indices 0\.\.49999"):
+        match_index_lines(DATASETS["cifar100"], ["3", "50000"], None, 50000, "session_2.txt")
+
+
+def _read_real_csv(path: Path) -> tuple[list[str], list[str]]:
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))[1:]
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+@needs_lists
+def test_index_list_mini_imagenet_real_csvs():
+    spec = DATASETS["mini_imagenet"]
+    names, wnids = _read_real_csv(INDEX_LISTS / "mini_imagenet/train.csv")
+    order = list(dict.fromkeys(wnids))
+    class_of = {w: i for i, w in enumerate(order)}
+    labels = np.array([class_of[w] for w in wnids], dtype=np.int64)
+    test_names, test_wnids = _read_real_csv(INDEX_LISTS / "mini_imagenet/test.csv")
+    test_labels = np.array([order.index(w) for w in dict.fromkeys(test_wnids)], dtype=np.int64)
+    assert (test_labels == np.arange(100)).all()  # test.csv uses the same class order
+    d, files = read_index_list(spec, str(INDEX_LISTS))
+    idx = [match_index_lines(spec, f, names, len(names), f"session_{t + 1}.txt") for t, f in enumerate(files)]
+    for t, f in enumerate(files):  # matched on the file name
+        assert [names[i] for i in idx[t][:3]] == [ln.split("/")[-1] for ln in f[:3]]
+    cfg = Config(dataset="mini_imagenet", data_root="/unused", index_list=str(d), base_images_per_class=None)
+    sessions, ways, shots, _ = sessions_from_index_lists(spec, cfg, idx, labels, np.repeat(np.arange(100), 100), str(d))
+    assert (ways, shots, len(sessions)) == (5, 5, 9)
+    assert len(sessions[0].train) + len(sessions[0].val) == 30000
+    assert all(len(s.train) == 25 and len(s.val) == 100 for s in sessions[1:])
+
+
+@needs_lists
+def test_index_list_cub200_real_lists():
+    spec = DATASETS["cub200"]
+    d, files = read_index_list(spec, str(INDEX_LISTS / "cub200"))
+    listed = ["/".join(ln.split("/")[-2:]) for f in files for ln in f]
+    # fake training split: the listed images plus 20 unlisted images per novel class (validation pool)
+    extra = [f"{c + 1:03d}.X/extra_{c}_{k}.jpg" for c in range(100, 200) for k in range(20)]
+    keys = listed + extra
+    labels = np.array([int(k.split(".")[0]) - 1 for k in keys], dtype=np.int64)
+    idx = [match_index_lines(spec, f, keys, len(keys), f"session_{t + 1}.txt") for t, f in enumerate(files)]
+    assert keys[idx[0][0]] == files[0][0].split("CUB_200_2011/images/")[1]  # last two components
+    cfg = Config(dataset="cub200", data_root="/unused", index_list=str(d), base_images_per_class=None)
+    sessions, ways, shots, _ = sessions_from_index_lists(spec, cfg, idx, labels, np.repeat(np.arange(200), 3), str(d))
+    assert (ways, shots, len(sessions)) == (10, 5, 11)
+    assert len(sessions[0].train) == 2700 and len(sessions[0].val) == 300  # 3 of 30 per base class held out
+    listed_set = set(np.concatenate(idx).tolist())
+    for s in sessions[1:]:
+        assert len(s.train) == 50 and len(s.val) == 10 * 20
+        assert not set(s.val.tolist()) & listed_set
+
+
+def _write_lists(d: Path, sessions: list[list[str]]) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    for t, lines in enumerate(sessions, start=1):
+        (d / f"session_{t}.txt").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_index_list_cub_fake_end_to_end(fake_roots, tmp_path):
+    data = build_data(cfg_for("cub200", fake_roots))
+    pool = data.train_pool
+    rel = lambda i: "CUB_200_2011/images/" + pool.keys[i]  # noqa: E731
+    s1 = [rel(i) for i in np.flatnonzero(pool.labels < 100)]
+    novel = [[rel(i) for c in range(100 + 10 * t, 110 + 10 * t) for i in np.flatnonzero(pool.labels == c)[:5]]
+             for t in range(10)]
+    d = _write_lists(tmp_path / "lists" / "cub200", [s1] + novel)
+    cfg = cfg_for("cub200", fake_roots, index_list=str(tmp_path / "lists"))
+    built = build_data(cfg)
+    check_invariants(built, 10, 5)
+    assert [pool.keys[i] for i in built.sessions[1].train] == sorted(
+        [ln.split("images/")[1] for ln in novel[0]], key=lambda k: pool.keys.index(k))
+    bad = list(novel[1])
+    bad[3] = "CUB_200_2011/images/111.Bird_111/not_there.jpg"
+    _write_lists(d, [s1, novel[0], bad] + novel[2:])
+    with pytest.raises(DataError, match=r"session_3\.txt line 4 names .*not_there.jpg.*matched on '111\.Bird_111/not_there\.jpg'.*not an image"):
+        check_data(cfg)
+    (d / "session_3.txt").unlink()
+    with pytest.raises(DataError, match="expected consecutive files"):
+        check_data(cfg)
+    with pytest.raises(DataError, match="holds no session_1.txt"):
+        check_data(cfg_for("cub200", fake_roots, index_list=str(tmp_path)))
+
+
+def test_index_list_mini_fake_with_prefix(fake_roots, tmp_path):
+    data = build_data(cfg_for("mini_imagenet", fake_roots))
+    pool = data.train_pool
+    rel = lambda i: f"MINI-ImageNet/train/{MINI_WNIDS[pool.labels[i]]}/{pool.keys[i]}"  # noqa: E731
+    s1 = [rel(i) for i in np.flatnonzero(pool.labels < 60)]
+    novel = [[rel(i) for c in range(60 + 5 * t, 65 + 5 * t) for i in np.flatnonzero(pool.labels == c)[:5]]
+             for t in range(8)]
+    _write_lists(tmp_path / "l", [s1] + novel)
+    built = build_data(cfg_for("mini_imagenet", fake_roots, index_list=str(tmp_path / "l")))
+    check_invariants(built, 5, 5)
+    assert built.num_sessions == 9
+
+
+# --- synthetic benchmark ------------------------------------------------------------------------------------
+
+
+def test_synthetic_deterministic_and_structured():
+    t0 = time.perf_counter()
+    tr, te = synthetic.generate(0)
+    print(f"\nsynthetic generation: {time.perf_counter() - t0:.2f}s for 60000 images")
+    tr2, te2 = synthetic.synthetic_pools(0)
+    assert torch.equal(tr.images, tr2.images) and torch.equal(te.images, te2.images)
+    assert tr.images.shape == (50000, 3, 32, 32) and te.images.shape == (10000, 3, 32, 32)
+    assert tr.images.dtype == torch.uint8
+    np.testing.assert_array_equal(tr.labels, synthetic.train_labels())
+    np.testing.assert_array_equal(te.labels, synthetic.test_labels())
+    x = tr.images[::97].float()
+    assert (x.flatten(1).std(1) > 10).all()  # no constant images
+    means = torch.stack([tr.images[c * 500:(c + 1) * 500].float().mean(0) for c in range(100)]).flatten(1)
+    dist = torch.cdist(means, means) + torch.eye(100) * 1e9
+    assert dist.min() > 50  # every class mean differs from every other
+    assert not torch.equal(tr.images[0], tr.images[1])
+
+
+def test_synthetic_other_seed_differs():
+    a = synthetic._Classes(np.random.default_rng(0))
+    b = synthetic._Classes(np.random.default_rng(1))
+    assert not np.array_equal(a.factor, b.factor)
+
+
+# --- loaders -------------------------------------------------------------------------------------------------
+
+
+def _epoch(loader):
+    xs, ys = zip(*list(loader))
+    return torch.cat(xs), torch.cat(ys)
+
+
+def test_loader_determinism_and_epochs():
+    data = build_data(Config())
+    idx = data.sessions[0].train[:300]
+    mk = lambda seed: make_loader(data, data.train_pool, idx, train=True, batch_size=64, shuffle=True, seed=seed)  # noqa: E731
+    a, b, c = mk(0), mk(0), mk(1)
+    assert len(a) == 5
+    a1, a2 = _epoch(a), _epoch(a)
+    b1, b2 = _epoch(b), _epoch(b)
+    assert torch.equal(a1[0], b1[0]) and torch.equal(a2[0], b2[0]) and torch.equal(a1[1], b1[1])
+    assert not torch.equal(a1[0], a2[0])  # epochs differ
+    assert not torch.equal(a1[1], _epoch(c)[1])  # other seed, other order
+    assert sorted(a1[1].tolist()) == sorted(data.train_pool.labels[idx].tolist())
+
+
+def test_loader_normalisation_and_test_transform():
+    data = build_data(Config())
+    idx = data.sessions[1].test[:10]
+    x, y = _epoch(make_loader(data, data.test_pool, idx, train=False, batch_size=4, shuffle=False, seed=0))
+    assert x.shape == (10, 3, 32, 32) and x.dtype == torch.float32 and y.dtype == torch.int64
+    mean = torch.tensor(data.spec.mean).view(1, 3, 1, 1)
+    std = torch.tensor(data.spec.std).view(1, 3, 1, 1)
+    torch.testing.assert_close(x * std + mean, data.test_pool.images[idx].float() / 255)
+    np.testing.assert_array_equal(y.numpy(), data.test_pool.labels[idx])
+
+
+def test_batched_random_crop_matches_padded_windows():
+    img = torch.arange(2 * 3 * 32 * 32, dtype=torch.int64).remainder(251).to(torch.uint8).view(2, 3, 32, 32)
+    x = img.repeat(8, 1, 1, 1)
+    out = _batch_random_crop(x, 32, 4, torch.Generator().manual_seed(0))
+    padded = torch.nn.functional.pad(x, (4, 4, 4, 4))
+    offsets = set()
+    for b in range(len(x)):
+        hits = [(i, j) for i in range(9) for j in range(9) if torch.equal(out[b], padded[b, :, i:i + 32, j:j + 32])]
+        assert hits
+        offsets.add(hits[0])
+    assert len(offsets) > 1
+
+
+def test_path_loader_deterministic_across_workers(fake_roots):
+    data = build_data(cfg_for("mini_imagenet", fake_roots))
+    idx = data.sessions[1].train
+    mk = lambda w: make_loader(data, data.train_pool, idx, train=True, batch_size=8, shuffle=True, seed=5, num_workers=w)  # noqa: E731
+    l0 = mk(0)
+    x0, y0 = _epoch(l0)
+    x0b, _ = _epoch(l0)
+    x1, y1 = _epoch(mk(1))
+    assert x0.shape == (25, 3, 84, 84)
+    assert torch.equal(x0, x1) and torch.equal(y0, y1)
+    assert not torch.equal(x0, x0b)
+    state = torch.get_rng_state()
+    _epoch(mk(0))
+    assert torch.equal(state, torch.get_rng_state())  # the global RNG is left alone
