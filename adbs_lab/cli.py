@@ -1,0 +1,66 @@
+"""The flags every study shares, and turning them into a base Config (strictly checked)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from adbs.config import PRESETS, ConfigError, coerce
+from adbs_lab import paths
+from adbs_lab.pruning import PRUNERS
+
+
+def parser(doc: str | None, *, pruner: str = "none", num_samples: int | None = None,
+           seeds: list[int] | None = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("configuration")
+    g.add_argument("--preset", default="cpu", choices=list(PRESETS),
+                   help="named Config preset (adbs.config.PRESETS); default cpu = embedded benchmark on CPU")
+    g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any Config field, repeatable (e.g. --set base_epochs=20)")
+    g.add_argument("--dataset", help="shortcut for --set dataset=NAME (paper preset of that name when one exists)")
+    g.add_argument("--data-root", help="shortcut for --set data_root=DIR")
+    g.add_argument("--smoke", action="store_true", help="preset smoke and a tiny study: seconds, end to end")
+    s = p.add_argument_group("study")
+    s.add_argument("--seeds", type=int, nargs="+", default=seeds or [0],
+                   help="repeat every configuration over these seeds (Config.seed and split_seed)")
+    if num_samples is not None:
+        s.add_argument("--num-samples", type=int, default=num_samples, help="configurations Optuna samples")
+    s.add_argument("--pruner", default=pruner, choices=PRUNERS,
+                   help="Optuna pruner on base-epoch validation accuracy")
+    s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler")
+    s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
+    s.add_argument("--name", help="suffix of the study folder and MLflow parent run name (a study beside the default one)")
+    r = p.add_argument_group("resources and storage")
+    r.add_argument("--cpus-per-trial", type=float, default=1.0, help="CPUs per trial (torch threads follow)")
+    r.add_argument("--gpus-per-trial", type=float, default=None,
+                   help="GPUs per trial, fractional allowed (default: 1 when CUDA is available, else 0)")
+    r.add_argument("--max-concurrent", type=int, default=None,
+                   help="trials running at once (default: as many as the CPUs/GPUs fit)")
+    r.add_argument("--address", default=None, help="Ray cluster address (default: start a local one)")
+    r.add_argument("--storage", default=str(paths.DEFAULT_STORAGE), help="study storage folder (default <repo>/runs)")
+    r.add_argument("--optuna-storage", default=None,
+                   help="Optuna storage URL (default sqlite:///<storage>/<study>/optuna.db)")
+    r.add_argument("--tracking-uri", default=None,
+                   help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
+    return p
+
+
+def base_overrides(args: argparse.Namespace, study_defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """preset (smoke with --smoke) < study CPU defaults < --dataset/--data-root < --set; all coerced."""
+    preset = "smoke" if args.smoke else args.preset
+    if args.dataset and args.preset == "cpu" and args.dataset in PRESETS and not args.smoke:
+        preset = args.dataset  # `--dataset cifar100` means the paper's CIFAR100 settings
+    out: dict[str, Any] = dict(PRESETS[preset])
+    if preset == "cpu" and study_defaults:
+        out.update(study_defaults)  # studies may shrink the CPU budget (printed with the estimate)
+    if args.dataset:
+        out["dataset"] = args.dataset
+    if args.data_root:
+        out["data_root"] = args.data_root
+    for item in args.overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r} (e.g. --set base_epochs=20)")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value.strip()
+    return {k: coerce(k, v) for k, v in out.items()}

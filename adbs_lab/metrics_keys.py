@@ -1,0 +1,78 @@
+"""Metric names are contracts: one place defines them, study, tuner, tracker and tables import them.
+
+- `base/<k>`    one value per base epoch, MLflow step = epoch (1-based, as adbs.train reports it);
+- `session/<k>` one value per session, MLflow step = session index (0 = base session);
+- `summary/<k>` once per trial.
+
+The search objective is validation average accuracy over all sessions; test metrics are
+reported, never optimised (method.md, "The official code picks the best base epoch by test accuracy").
+"""
+
+from __future__ import annotations
+
+import math
+
+BASE = "base/"
+SESSION = "session/"
+SUMMARY = "summary/"
+
+OBJECTIVE = "summary/val_avg_acc"
+"""The one search objective (Optuna direction and Tune searcher metric), maximised."""
+MODE = "max"
+
+BASE_STEP = "base/epoch"
+"""Step of a base-epoch report (1-based epoch)."""
+BASE_PRUNE_VALUE = "base/val_acc"
+"""What the pruner sees per base epoch: validation accuracy of the base session."""
+SESSION_STEP = "session/session"
+"""Step of a session report (0 = base)."""
+
+REPORT_KIND = "report_kind"
+"""Numeric tag on every tune.report: which of the three report kinds it is."""
+KIND_BASE, KIND_SESSION, KIND_SUMMARY = 0, 1, 2
+
+# Session columns of the results table / paper table (without prefix).
+SESSION_METRICS = (
+    "n_classes", "val_acc", "val_base_acc", "val_novel_acc", "val_hmean",
+    "test_acc", "test_base_acc", "test_novel_acc", "test_hmean",
+    "margin_mean", "margin_min", "margin_max", "margin_base_mean", "margin_novel_mean",
+)
+
+# Trial states recorded in MLflow (tag adbs.state), in the tables and (as Optuna states) in the study.
+COMPLETE, PRUNED, FAILED = "COMPLETE", "PRUNED", "FAILED"
+INTERRUPTED = "INTERRUPTED"
+"""Tables only: the study was stopped (Ctrl-C, crash) before this trial ended; --resume continues it."""
+
+
+def base(metrics: dict[str, float]) -> dict[str, float]:
+    return {BASE + k: float(v) for k, v in metrics.items() if _is_number(v)}
+
+
+def session(metrics: dict[str, float]) -> dict[str, float]:
+    return {SESSION + k: float(v) for k, v in metrics.items() if _is_number(v)}
+
+
+def summary(metrics: dict[str, float]) -> dict[str, float]:
+    return {SUMMARY + k: float(v) for k, v in metrics.items() if _is_number(v)}
+
+
+def strip(prefix: str, result: dict) -> dict[str, float]:
+    """The metrics of one prefix, prefix removed."""
+    return {k[len(prefix):]: v for k, v in result.items() if isinstance(k, str) and k.startswith(prefix)}
+
+
+def finite(x) -> bool:
+    return _is_number(x) and math.isfinite(float(x))
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) or _is_np_number(v)
+
+
+def _is_np_number(v) -> bool:
+    try:
+        import numpy as np
+
+        return isinstance(v, (np.integer, np.floating))
+    except ImportError:  # pragma: no cover
+        return False

@@ -1,0 +1,30 @@
+"""Absolute locations, whatever the working directory (Ray trials run inside their trial folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_STORAGE = REPO_ROOT / "runs"
+MLFLOW_DIR = REPO_ROOT / "mlflow"
+DEFAULT_TRACKING_URI = f"sqlite:///{MLFLOW_DIR / 'mlflow.db'}"
+DEFAULT_ARTIFACT_ROOT = MLFLOW_DIR / "artifacts"
+
+
+def code_version() -> str:
+    """git sha of the working tree (+ '-dirty' when it has changes), or 'unknown'."""
+    import subprocess
+
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5
+        )
+        if sha.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=5,
+        )
+        return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

@@ -1,0 +1,249 @@
+"""Optuna sampling and base-session pruning inside Ray Tune.
+
+Ray's OptunaSearch hard-codes a no-op pruner, reports Tune's `training_iteration` as the
+step, and tells a trial stopped by Tune as COMPLETE with its cut-short value
+(stack-notes.md). Two pieces replace that:
+
+- `StudySearch`, an OptunaSearch subclass: asks Optuna for one configuration per Optuna
+  trial, repeats it over seeds (one Tune trial per seed; Optuna is told the mean over
+  seeds, like ray.tune.search.Repeater), never tells a placeholder as a final value, and
+  tells FAIL for failed trials.
+- `BasePruner`, a Tune Stopper: on every *base-epoch* report it calls Optuna's
+  trial.report(base val acc, step=epoch) and should_prune(); on a prune it tells Optuna
+  PRUNED and stops the Tune trial. Session and summary reports are never pruned on.
+
+Both talk to Optuna through the persisted storage only (looked up by URL in this process),
+so they stay consistent after Tuner.restore, which unpickles them as separate objects.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import warnings
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+from ray.tune.search.optuna import OptunaSearch
+from ray.tune.stopper import Stopper
+from ray.tune.utils.util import unflatten_dict
+
+from adbs_lab import metrics_keys as K
+from adbs_lab.space import SEED_KEY
+
+OPTUNA_TRIAL_KEY = "_optuna_trial"
+"""Trial-config key holding the Optuna trial number (logged as tag adbs.optuna_trial)."""
+
+PRUNERS = ("median", "halving", "hyperband", "none")
+
+_STORAGES: dict[str, optuna.storages.BaseStorage] = {}
+
+
+def storage(url: str) -> optuna.storages.BaseStorage:
+    """One storage object per URL in this process (the Tune driver is the only writer)."""
+    if url not in _STORAGES:
+        if url.startswith("sqlite:"):
+            rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+            _STORAGES[url] = optuna.storages.get_storage(rdb)
+        else:
+            _STORAGES[url] = optuna.storages.get_storage(url)
+    return _STORAGES[url]
+
+
+def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:
+    """median (default; warm-up a quarter of the base epochs), halving, hyperband, none."""
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=base_epochs // 4)
+    if name == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=base_epochs, reduction_factor=3)
+    if name == "none":
+        return None
+    raise ValueError(f"unknown pruner {name!r}; valid choices: {', '.join(PRUNERS)}")
+
+
+class _LiveStudy:
+    """Mixin: a lazily loaded optuna Study that is never pickled."""
+
+    _storage_url: str
+    _study_name: str
+    _live: optuna.Study | None = None
+
+    def _study(self, **kwargs: Any) -> optuna.Study:
+        if self._live is None:
+            self._live = optuna.load_study(study_name=self._study_name, storage=storage(self._storage_url), **kwargs)
+        return self._live
+
+    def _storage_trial_id(self, number: int) -> int:
+        study = self._study()
+        return study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+
+    def _state(self, number: int) -> TrialState:
+        return self._study()._storage.get_trial(self._storage_trial_id(number)).state
+
+
+class StudySearch(_LiveStudy, OptunaSearch):
+    def __init__(
+        self,
+        space: dict[str, optuna.distributions.BaseDistribution],
+        *,
+        storage_url: str,
+        study_name: str,
+        sampler: optuna.samplers.BaseSampler,
+        seeds: list[int] | None = None,
+        points_to_evaluate: list[dict] | None = None,
+    ) -> None:
+        self._storage_url = storage_url
+        self._seeds = list(seeds or [])
+        self._groups: dict[int, dict[str, Any]] = {}
+        self._open: int | None = None
+        self._number: dict[str, int] = {}
+        super().__init__(
+            space, metric=K.OBJECTIVE, mode=K.MODE, sampler=sampler, study_name=study_name,
+            storage=storage(storage_url), points_to_evaluate=points_to_evaluate,
+        )
+        self._live = None
+
+    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles.
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_live", "_ot_study", "_ot_trials")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._live, self._ot_study, self._ot_trials = None, None, {}
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.__getstate__(), f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            self.__setstate__(pickle.load(f))
+
+    def _study(self, **kwargs: Any) -> optuna.Study:
+        return super()._study(sampler=self._sampler)
+
+    def suggest(self, trial_id: str) -> dict | None:
+        # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
+        # seeds still run but BasePruner stops them at their first base epoch, so the budget
+        # (configurations x seeds) and the Optuna trial's bookkeeping stay exact.
+        g = self._groups.get(self._open) if self._open is not None else None
+        if g is None or not g["seeds_left"]:
+            ot_trial = self._study().ask(fixed_distributions=self._space)
+            self._open = ot_trial.number
+            # Sampled studies repeat a configuration over seeds; grid studies have seed as an axis.
+            repeat = self._seeds if SEED_KEY not in self._space else []
+            g = self._groups[ot_trial.number] = {"params": dict(ot_trial.params), "seeds_left": list(repeat), "members": {}}
+        params = dict(g["params"])
+        if g["seeds_left"]:
+            params[SEED_KEY] = g["seeds_left"].pop(0)
+        g["members"][trial_id] = None
+        self._number[trial_id] = self._open
+        params[OPTUNA_TRIAL_KEY] = self._open
+        return unflatten_dict(params)
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        """No-op: BasePruner reports base epochs; Tune's iteration is not a step Optuna should see."""
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        number = self._number.get(trial_id)
+        if number is None:
+            return
+        g = self._groups[number]
+        g["members"][trial_id] = outcome(result, error)
+        if any(v is None for v in g["members"].values()) or (g["seeds_left"] and self._open == number):
+            return  # other seeds of this configuration still to come
+        if self._state(number) != TrialState.RUNNING:
+            return  # told already (BasePruner told PRUNED)
+        outcomes = list(g["members"].values())
+        values = [v for v in outcomes if isinstance(v, float)]
+        study = self._study()
+        if K.PRUNED in outcomes:
+            tell(study, number, state=TrialState.PRUNED)
+        elif values:
+            tell(study, number, sum(values) / len(values))
+        else:
+            tell(study, number, state=TrialState.FAIL)
+
+
+def tell(study: optuna.Study, number: int, value: float | None = None, state: TrialState | None = None) -> None:
+    """study.tell outside study.optimize: GridSampler.after_trial calls study.stop() when the grid is
+    used up, which raises there; the trial's state is stored before that (optuna/study/_tell.py)."""
+    try:
+        study.tell(number, value, state=state)
+    except RuntimeError as e:
+        if "Study.stop" not in str(e):
+            raise
+
+
+def outcome(result: dict | None, error: bool, pruned: bool = True) -> float | str:
+    """A trial's final value, or PRUNED / FAILED. A placeholder (NaN before the summary) is never a value.
+
+    `pruned`: whether a trial that ended before its summary report was pruned (BasePruner is the
+    only thing that stops trials early); callers that can ask Optuna pass its answer.
+    """
+    if error:
+        return K.FAILED
+    if not result or result.get(K.REPORT_KIND) != K.KIND_SUMMARY:
+        return K.PRUNED if pruned else K.FAILED
+    value = result.get(K.OBJECTIVE)
+    return float(value) if K.finite(value) else K.FAILED
+
+
+def optuna_pruned(storage_url: str, study_name: str, number: int | None) -> bool:
+    """Whether Optuna holds trial `number` of the study as PRUNED."""
+    if number is None:
+        return False
+    study = optuna.load_study(study_name=study_name, storage=storage(storage_url))
+    tid = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, int(number))
+    return study._storage.get_trial(tid).state == TrialState.PRUNED
+
+
+class BasePruner(_LiveStudy, Stopper):
+    """Tune Stopper that runs an Optuna pruner on base-session validation accuracy."""
+
+    def __init__(self, *, storage_url: str, study_name: str, pruner: optuna.pruners.BasePruner) -> None:
+        self._storage_url = storage_url
+        self._study_name = study_name
+        self._pruner = pruner
+        self.pruned: set[str] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_live"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._live = None
+
+    def _study(self, **kwargs: Any) -> optuna.Study:
+        return super()._study(pruner=self._pruner)
+
+    def __call__(self, trial_id: str, result: dict) -> bool:
+        number = (result.get("config") or {}).get(OPTUNA_TRIAL_KEY)
+        if number is None:
+            return False
+        state = self._state(number)
+        if state == TrialState.PRUNED:
+            self.pruned.add(trial_id)
+            return True  # another seed of the same configuration was pruned
+        # Only base-epoch reports are pruned on, never incremental sessions (issue 3).
+        if state != TrialState.RUNNING or result.get(K.REPORT_KIND) != K.KIND_BASE:
+            return False
+        value = result.get(K.BASE_PRUNE_VALUE)
+        if not K.finite(value):
+            return False
+        study = self._study()
+        trial = optuna.trial.Trial(study, self._storage_trial_id(number))
+        with warnings.catch_warnings():  # other seeds of this configuration reported this step already
+            warnings.simplefilter("ignore", UserWarning)
+            trial.report(float(value), step=int(result[K.BASE_STEP]))
+        if trial.should_prune():
+            tell(study, number, state=TrialState.PRUNED)
+            self.pruned.add(trial_id)
+            return True
+        return False
+
+    def stop_all(self) -> bool:
+        return False

@@ -1,0 +1,232 @@
+"""MLflow tracking, logged from ONE process: the Tune driver, through a ray.tune Callback.
+
+SQLite does not tolerate many writer processes (mlflow#6490), so trials never touch MLflow;
+their reports reach this callback in the driver. Layout (issue 3):
+experiment = study name; one parent run per study invocation; one nested run per trial
+(tag mlflow.parentRunId) with params = the full resolved Config, step metrics base/* (step =
+epoch) and session/* (step = session index), summary/*, and tags adbs.state etc.
+
+The trial -> MLflow run id map is kept in `<study dir>/mlflow_runs.json`, so a restored
+trial reopens its run instead of creating a duplicate (Ray's MLflowLoggerCallback would).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+from adbs_lab import metrics_keys as K
+from adbs_lab import paths
+from adbs_lab.pruning import OPTUNA_TRIAL_KEY, optuna_pruned, outcome
+from adbs_lab.space import describe, resolve
+
+RUNS_FILE = "mlflow_runs.json"
+
+
+class TrackingError(RuntimeError):
+    """The tracking store cannot be used; the message says how to fix it."""
+
+
+def tracking_uri(flag: str | None) -> str:
+    """--tracking-uri, else MLFLOW_TRACKING_URI, else the project's SQLite store (absolute path)."""
+    return flag or os.environ.get("MLFLOW_TRACKING_URI") or paths.DEFAULT_TRACKING_URI
+
+
+def artifact_root(uri: str) -> str | None:
+    """Artifacts beside a SQLite store (`<db dir>/artifacts`); a server decides its own."""
+    if uri == paths.DEFAULT_TRACKING_URI:
+        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
+    if uri.startswith("sqlite:///"):
+        return (Path(uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
+    return None
+
+
+@contextmanager
+def _fail_fast_http():
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "10"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def check_tracking_uri(uri: str) -> None:
+    """Open the store once before any trial starts (also creates a new SQLite schema, in one process)."""
+    from mlflow.tracking import MlflowClient
+
+    hint = (f"pass --tracking-uri sqlite:///ABS/PATH/mlflow.db, start the server behind {uri}, "
+            "or unset MLFLOW_TRACKING_URI to use the project's store")
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        if not db.is_absolute():
+            raise TrackingError(f"tracking URI {uri!r} is relative: use an absolute path (trials run in their own folders)")
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TrackingError(f"cannot create the folder of tracking store {uri!r}: {e}; {hint}") from None
+        if not os.access(db.parent, os.W_OK):
+            raise TrackingError(f"tracking store folder {db.parent} is not writable; {hint}")
+    try:
+        with _fail_fast_http():
+            MlflowClient(uri).search_experiments(max_results=1)
+    except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise TrackingError(f"tracking URI {uri!r} is unreachable ({first[:300]}); {hint}") from None
+
+
+def load_runs(study_dir: Path) -> dict[str, Any]:
+    f = study_dir / RUNS_FILE
+    return json.loads(f.read_text()) if f.exists() else {"parent": None, "trials": {}}
+
+
+class MlflowTracker(Callback):
+    def __init__(self, *, uri: str, study: str, study_dir: Path, run_name: str, tags: dict[str, str],
+                 varying: list[str], rows: dict[str, dict] | None, resume: bool, optuna_url: str,
+                 optuna_study: str) -> None:
+        self.uri, self.study, self.study_dir = uri, study, Path(study_dir)
+        self.run_name, self.tags, self.varying, self.rows = run_name, tags, varying, rows
+        self.resume = resume
+        self.optuna_url, self.optuna_study = optuna_url, optuna_study
+        self._client = None
+        self.parent_run_id: str | None = None
+        self.experiment_id: str | None = None
+        self.start()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_client"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._client = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            from mlflow.tracking import MlflowClient
+
+            self._client = MlflowClient(self.uri)
+        return self._client
+
+    # -- parent run ------------------------------------------------------------------
+    def start(self) -> None:
+        """Experiment and parent run; on --resume the interrupted invocation's parent run is reopened."""
+        exp = self.client.get_experiment_by_name(self.study)
+        self.experiment_id = exp.experiment_id if exp else self.client.create_experiment(
+            self.study, artifact_location=artifact_root(self.uri))
+        runs = load_runs(self.study_dir)
+        if self.resume and runs.get("parent"):
+            self.parent_run_id = runs["parent"]
+            self.client.update_run(self.parent_run_id, status="RUNNING")
+        else:
+            run = self.client.create_run(self.experiment_id, run_name=self.run_name,
+                                         tags={**self.tags, "adbs.role": "study", "adbs.study": self.study})
+            self.parent_run_id = run.info.run_id
+            runs = {"parent": self.parent_run_id, "trials": {}}
+        self._runs = runs
+        self._save()
+
+    def _save(self) -> None:
+        self.study_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.study_dir / (RUNS_FILE + ".tmp")
+        tmp.write_text(json.dumps(self._runs, indent=1))
+        tmp.replace(self.study_dir / RUNS_FILE)
+
+    def finish(self, status: str = "FINISHED", artifacts: list[Path] = ()) -> None:
+        for a in artifacts:
+            if Path(a).exists():
+                self.client.log_artifact(self.parent_run_id, str(a))
+        self.client.set_terminated(self.parent_run_id, status=status)
+
+    def setup(self, **info) -> None:
+        # After Tuner.restore this callback is the one unpickled from the interrupted run:
+        # the run-id map on disk is the current one.
+        self._runs = load_runs(self.study_dir)
+        self.parent_run_id = self._runs.get("parent") or self.parent_run_id
+
+    # -- trial runs ------------------------------------------------------------------
+    def trial_run_id(self, trial_id: str) -> str | None:
+        return self._runs["trials"].get(trial_id)
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        from mlflow.entities import Param
+
+        run_id = self.trial_run_id(trial.trial_id)
+        if run_id:  # restored trial: continue its run (fault tolerance, issue 7)
+            self.client.update_run(run_id, status="RUNNING")
+            return
+        cfg = resolve(trial.config, self.rows)
+        tags = {
+            "mlflow.parentRunId": self.parent_run_id,
+            "adbs.role": "trial",
+            "adbs.study": self.study,
+            "adbs.trial_id": trial.trial_id,
+            "adbs.optuna_trial": str(trial.config.get(OPTUNA_TRIAL_KEY, "")),
+            "adbs.state": "RUNNING",
+            "adbs.code_version": self.tags.get("adbs.code_version", "unknown"),
+        }
+        run = self.client.create_run(self.experiment_id, run_name=describe(trial.config, self.varying), tags=tags)
+        params = [Param(k, json.dumps(v) if isinstance(v, (list, tuple)) else str(v)) for k, v in cfg.to_dict().items()]
+        self.client.log_batch(run.info.run_id, params=params)
+        self._runs["trials"][trial.trial_id] = run.info.run_id
+        self._save()
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        from mlflow.entities import Metric
+
+        run_id = self.trial_run_id(trial.trial_id)
+        if run_id is None:
+            return
+        kind = result.get(K.REPORT_KIND)
+        if kind == K.KIND_BASE:
+            prefix, step = K.BASE, int(result[K.BASE_STEP])
+        elif kind == K.KIND_SESSION:
+            prefix, step = K.SESSION, int(result[K.SESSION_STEP])
+        elif kind == K.KIND_SUMMARY:
+            prefix, step = K.SUMMARY, 0
+        else:
+            return
+        ts = int(time.time() * 1000)
+        metrics = [Metric(k, float(v), ts, step) for k, v in result.items()
+                   if isinstance(k, str) and k.startswith(prefix) and k not in (K.BASE_STEP, K.SESSION_STEP)
+                   and K.finite(v)]
+        if metrics:
+            self.client.log_batch(run_id, metrics=metrics)
+
+    def _end(self, trial, state: str, reason: str | None = None) -> None:
+        run_id = self.trial_run_id(trial.trial_id)
+        if run_id is None:
+            return
+        self.client.set_tag(run_id, "adbs.state", state)
+        if reason:
+            self.client.set_tag(run_id, "adbs.error", reason[:4000])
+        status = {K.COMPLETE: "FINISHED", K.PRUNED: "KILLED", K.FAILED: "FAILED"}[state]
+        self.client.set_terminated(run_id, status=status)
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        number = trial.config.get(OPTUNA_TRIAL_KEY)
+        o = outcome(trial.last_result, error=False, pruned=optuna_pruned(self.optuna_url, self.optuna_study, number))
+        self._end(trial, o if isinstance(o, str) else K.COMPLETE)
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        self._end(trial, K.FAILED, reason=str(getattr(trial, "error_msg", None) or "trial raised"))
+
+
+def ui_command(uri: str) -> str:
+    if uri.startswith("sqlite:") or uri.startswith("postgresql") or uri.startswith("mysql"):
+        root = artifact_root(uri)
+        extra = f" --default-artifact-root {root}" if root else ""
+        return f"mlflow ui --backend-store-uri {uri}{extra}"
+    return f"open {uri} in a browser"
+

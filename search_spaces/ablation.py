@@ -1,0 +1,24 @@
+"""ablation: the paper's ablation rows (method.md, "Ablations the paper reports") and finer toggles.
+
+Rows are named sets of Config overrides, not a Cartesian product: IC without ADB is empty
+(with m = 1 every IC term is 0), so it is not a row.
+"""
+
+SPACE = {}  # fixed values shared by every row (none: the preset decides)
+
+ROWS = {
+    "baseline": {"variant": "baseline"},  # fixed boundary m = 1, no boundary fine-tuning
+    "adb": {"variant": "adb"},  # learnable boundaries, alpha = 0
+    "adb+ic": {"variant": "adb+ic"},  # full ADBS
+}
+
+# Finer toggles (`--toggles NAME ...`): each adds a row = full ADBS with one change.
+TOGGLES = {
+    "abs_margin": {"variant": "adb+ic", "abs_margin": False},  # signed m in logits
+    "new_margin_init": {"variant": "adb+ic", "new_margin_init": "one"},  # new boundaries start at 1.0
+    "margin_weight_decay": {"variant": "adb+ic", "margin_weight_decay": False},  # no weight decay on m
+    "finetune": {"variant": "adb+ic", "finetune_epochs": 0},  # no incremental boundary fine-tuning
+    "ic_sum": {"variant": "adb+ic", "ic_reduction": "sum"},  # the paper's sum instead of the code's mean
+}
+
+BASELINE = "baseline"

@@ -1,0 +1,68 @@
+"""Tables: the paper-style table (mean ± 95% CI over seeds, Delta_last) worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from adbs_lab import metrics_keys as K
+from adbs_lab.results import best_config, ci95, format_table, paper_table
+
+
+def _sessions(rows):
+    out = []
+    for label, trial, accs, state in rows:
+        for s, a in enumerate(accs):
+            out.append({"label": label, "trial_id": trial, "session": s, "test_acc": a, "state": state})
+    return pd.DataFrame(out)
+
+
+def test_ci95_t_distribution():
+    # two values 50, 52: mean 51, sd sqrt(2), t_{0.975,1} = 12.7062 -> half width 12.7062 * sqrt(2)/sqrt(2)
+    m, h = ci95([50.0, 52.0])
+    assert m == 51.0 and h == pytest.approx(12.7062, abs=1e-3)
+    assert ci95([3.0]) == (3.0, 0.0)
+    assert math.isnan(ci95([])[0])
+
+
+def test_paper_table_rows_sessions_avg_delta():
+    s = _sessions([
+        ("baseline", "t1", [70, 60, 50], K.COMPLETE),
+        ("baseline", "t2", [72, 62, 52], K.COMPLETE),
+        ("adb+ic", "t3", [80, 70, 58], K.COMPLETE),
+        ("adb+ic", "t4", [80, 70, 60], K.COMPLETE),
+        ("adb+ic", "t5", [10, 5, 1], K.PRUNED),  # never in the table
+    ])
+    t = paper_table(s, baseline="baseline", order=["baseline", "adb+ic"])
+    assert list(t["config"]) == ["baseline", "adb+ic"]
+    assert list(t["seeds"]) == [2, 2]
+    assert t.loc[0, "0"][0] == 71.0 and t.loc[1, "2"][0] == 59.0
+    assert t.loc[1, "avg"][0] == pytest.approx((208 / 3 + 210 / 3) / 2)
+    assert t.loc[0, "delta_last"] == 0.0 and t.loc[1, "delta_last"] == pytest.approx(59.0 - 51.0)
+    text = format_table(t)
+    assert "Δlast" in text and "71.00 ± 12.71" in text and "+8.00" in text
+    assert format_table(t, markdown=True).startswith("| config | seeds | s0")
+
+
+def test_rows_with_fewer_sessions_average_their_own_sessions():
+    s = _sessions([("ways=10", "a", [60, 50], K.COMPLETE), ("ways=5", "b", [60, 55, 50, 45], K.COMPLETE)])
+    t = paper_table(s)
+    assert t.loc[0, "avg"][0] == 55.0 and t.loc[1, "avg"][0] == 52.5
+    assert math.isnan(t.loc[0, "3"][0]) and "-" in format_table(t)
+
+
+def test_best_config_uses_validation_mean_over_seeds():
+    trials = pd.DataFrame([
+        {"label": "a", "state": K.COMPLETE, "val_avg_acc": 50.0, "test_avg_acc": 99.0},
+        {"label": "b", "state": K.COMPLETE, "val_avg_acc": 60.0, "test_avg_acc": 10.0},
+        {"label": "b", "state": K.COMPLETE, "val_avg_acc": 58.0, "test_avg_acc": 10.0},
+        {"label": "c", "state": K.PRUNED, "val_avg_acc": 90.0, "test_avg_acc": 10.0},
+    ])
+    from adbs.config import Config
+
+    for k, v in Config().to_dict().items():
+        trials[k] = str(v) if isinstance(v, list) else v
+    best = best_config(trials)
+    assert best["config_label"] == "b" and best["mean_over_seeds"] == 59.0 and best["seeds"] == 2

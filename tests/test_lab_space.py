@@ -1,0 +1,69 @@
+"""Search spaces: every key is a Config field of the right type; grid/sampled handling."""
+
+from __future__ import annotations
+
+import pytest
+from optuna.distributions import FloatDistribution
+
+from adbs.config import FIELDS, ConfigError
+from adbs_lab import space as sp
+from search_spaces import ablation, alpha_sweep, kshot_grid
+
+SPACES = {
+    "alpha_sweep.SPACE": alpha_sweep.SPACE,
+    "alpha_sweep.GRID": alpha_sweep.GRID,
+    "alpha_sweep.SMOKE_GRID": alpha_sweep.SMOKE_GRID,
+    "kshot_grid.GRID": kshot_grid.GRID,
+    "kshot_grid.SMOKE_GRID": kshot_grid.SMOKE_GRID,
+    "ablation.SPACE": ablation.SPACE,
+}
+
+
+@pytest.mark.parametrize("name", SPACES)
+def test_every_key_is_a_config_field(name):
+    for key in SPACES[name]:
+        assert key in FIELDS, f"{name}: {key!r} is not an adbs.config.Config field"
+    sp.check(SPACES[name], source=name)
+
+
+@pytest.mark.parametrize("rows", [ablation.ROWS, ablation.TOGGLES])
+def test_ablation_rows_are_config_fields(rows):
+    for overrides in rows.values():
+        assert set(overrides) <= set(FIELDS)
+    sp.check({}, source="ablation", rows=rows)
+    assert ablation.BASELINE in ablation.ROWS
+
+
+def test_paper_points_and_ranges():
+    assert alpha_sweep.GRID["alpha"] == [0.01, 0.02, 0.05, 0.08, 0.1]
+    d = alpha_sweep.SPACE["alpha"]
+    assert (d.low, d.high, d.log) == (0.01, 0.1, True)
+    assert kshot_grid.GRID["ways"] == [5, 10] and kshot_grid.GRID["shots"] == [1, 5, 10, 15, 20, 50]
+
+
+def test_unknown_key_and_wrong_type_fail_with_choices():
+    with pytest.raises(ConfigError, match="unknown config key 'alpah'.*did you mean alpha"):
+        sp.check({"alpah": [0.1]}, source="x")
+    with pytest.raises(ConfigError, match="shots must be an int"):
+        sp.check({"shots": ["five"]}, source="x")
+    with pytest.raises(ConfigError, match="row 'r'.*unknown config key"):
+        sp.check({}, source="x", rows={"r": {"nope": 1}})
+
+
+def test_grid_distributions_and_configs_to_check():
+    space = {"variant": "adb+ic", "ways": [5, 10], "shots": [1, 5]}
+    assert sp.grid_size(space, [1, 2]) == 8
+    assert set(sp.optuna_distributions(space, [1, 2])) == {"ways", "shots", sp.SEED_KEY}
+    cfgs = sp.configs_to_check({}, space, [1, 2])
+    assert len(cfgs) == 8 and {c.seed for c in cfgs} == {1, 2}
+    assert all(c.seed == c.split_seed for c in cfgs)
+    sampled = {"alpha": FloatDistribution(0.01, 0.1, log=True)}
+    assert sorted(c.alpha for c in sp.configs_to_check({}, sampled, [0])) == [0.01, 0.1]
+
+
+def test_resolve_and_describe():
+    rows = {"adb": {"variant": "adb"}}
+    cfg = sp.resolve({"alpha": 0.05, sp.ROW_KEY: "adb", sp.SEED_KEY: 3, "_optuna_trial": 7}, rows)
+    assert (cfg.variant, cfg.alpha, cfg.seed, cfg.split_seed) == ("adb", 0.05, 3, 3)
+    assert sp.describe({"alpha": 0.05, sp.SEED_KEY: 2}, ["alpha", sp.SEED_KEY]) == "alpha=0.05 seed=2"
+    assert sp.describe({sp.ROW_KEY: "adb+ic", sp.SEED_KEY: 1}, [sp.ROW_KEY, sp.SEED_KEY]) == "adb+ic seed=1"

@@ -1,0 +1,106 @@
+"""The orchestration layer with a fake trial function (fast): searcher, pruner, tracking, tables.
+
+End-to-end tests with the real adbs.train.run_trial are in test_studies_e2e.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ray.cloudpickle as cloudpickle
+import optuna
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from optuna.distributions import FloatDistribution
+
+from adbs_lab import cli, metrics_keys as K, study
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers cannot import test modules
+
+
+@dataclass
+class FakeResult:
+    summary: dict
+
+
+def fake_trial(cfg, *, hooks):
+    """Quality grows with base_lr; a tiny lr looks hopeless from the first base epoch."""
+    q = min(1.0, cfg.base_lr * 10)
+    for e in range(1, cfg.base_epochs + 1):
+        hooks.on_base_epoch({"epoch": e, "train_loss": 1.0 / e, "train_acc": 50.0, "val_acc": 100 * q * e / cfg.base_epochs,
+                             "lr": cfg.base_lr, "margin_mean": 1.0, "margin_min": 1.0, "margin_max": 1.0})
+        time.sleep(0.02)
+    accs = []
+    for s in range((cfg.sessions or 2) + 1):
+        acc = 80 * q - 3 * s + cfg.seed
+        accs.append(acc)
+        hooks.on_session({"session": s, "n_classes": 60 + 5 * s, "val_acc": acc + 1, "val_base_acc": acc,
+                          "val_novel_acc": float("nan") if s == 0 else acc - 10, "val_hmean": acc,
+                          "test_acc": acc, "test_base_acc": acc, "test_novel_acc": acc - 10, "test_hmean": acc,
+                          "margin_mean": 1.0, "margin_min": 1.0, "margin_max": 1.0, "margin_base_mean": 1.0,
+                          "margin_novel_mean": 1.0})
+    return FakeResult({"val_avg_acc": sum(accs) / len(accs) + 1, "test_avg_acc": sum(accs) / len(accs),
+                       "val_last_acc": accs[-1] + 1, "test_last_acc": accs[-1], "d_cs": 0.9, "wall_time_s": 0.1})
+
+
+def _args(doc_flags: list[str], storage: Path, uri: str, address: str):
+    p = cli.parser("t", pruner="median", num_samples=3)
+    return p.parse_args([*doc_flags, "--storage", str(storage), "--tracking-uri", uri, "--address", address,
+                         "--gpus-per-trial", "0"])
+
+
+@pytest.mark.slow
+def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsys):
+    plan = study.Plan(
+        name="fake_sweep",
+        space={"variant": "adb+ic", "base_lr": FloatDistribution(1e-4, 0.1, log=True)},
+        space_source="tests:fake",
+        points_to_evaluate=[{"base_lr": 0.1}, {"base_lr": 0.08}, {"base_lr": 1e-4}],
+        trial_fn=fake_trial,
+    )
+    args = _args(["--smoke", "--set", "base_epochs=4", "--seeds", "1", "2", "--max-concurrent", "1"],
+                 storage, tracking_uri, ray_address)
+    out = study.run(plan, args)
+    out.finish()
+
+    # Optuna: 3 configurations (2 seeds each); the tiny-lr one PRUNED, the others told their mean over seeds.
+    st = optuna.load_study(study_name="fake_sweep", storage=f"sqlite:///{storage / 'fake_sweep' / 'optuna.db'}")
+    states = {t.params["base_lr"]: t.state for t in st.trials}
+    assert states[1e-4] == optuna.trial.TrialState.PRUNED
+    assert states[0.1] == states[0.08] == optuna.trial.TrialState.COMPLETE
+    complete = [t for t in st.trials if t.params["base_lr"] == 0.1][0]
+    t = out.trials[(out.trials["base_lr"] == 0.1)]
+    assert complete.value == pytest.approx(t["val_avg_acc"].mean())
+
+    # Tables: 6 Tune trials; sessions rows only for trials that ran their sessions.
+    assert len(out.trials) == 6
+    assert set(out.trials.loc[out.trials["base_lr"] == 1e-4, "state"]) == {K.PRUNED}
+    n_complete = (out.trials["state"] == K.COMPLETE).sum()
+    assert n_complete == 4
+    sessions = pd.read_parquet(storage / "fake_sweep" / "sessions.parquet")
+    assert len(sessions[sessions["state"] == K.COMPLETE]) == 4 * 3
+    assert set(sessions["seed"]) == {1, 2} and (sessions["seed"] == sessions["split_seed"]).all()
+
+    # MLflow: one parent, 6 nested trial runs with session curves; pruned runs tagged PRUNED.
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name("fake_sweep")
+    runs = client.search_runs([exp.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("adbs.role") == "study"]
+    trials = [r for r in runs if r.data.tags.get("adbs.role") == "trial"]
+    assert len(parents) == 1 and len(trials) == 6
+    assert all(r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for r in trials)
+    assert sorted(r.data.tags["adbs.state"] for r in trials).count(K.PRUNED) == 2
+    done = [r for r in trials if r.data.tags["adbs.state"] == K.COMPLETE][0]
+    hist = client.get_metric_history(done.info.run_id, "session/test_acc")
+    assert [m.step for m in sorted(hist, key=lambda m: m.step)] == [0, 1, 2]
+    assert len(client.get_metric_history(done.info.run_id, "base/val_acc")) == 4
+    assert done.data.params["base_lr"] in ("0.1", "0.08") and "alpha" in done.data.params
+    assert done.info.run_name.startswith("base_lr=")
+    arts = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    assert {"sessions.parquet", "trials.parquet", "table.txt", "best_config.json"} <= arts
+    printed = capsys.readouterr().out
+    assert "pruned at base epoch" in printed and "best val avg acc" in printed

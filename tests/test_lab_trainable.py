@@ -1,0 +1,35 @@
+"""The trainable's report contract: base/*, session/*, summary/*; the objective key in every report."""
+
+from __future__ import annotations
+
+import math
+
+import ray.tune
+
+from adbs_lab import metrics_keys as K
+from adbs_lab.trainable import make_trainable
+
+
+class _Result:
+    summary = {"val_avg_acc": 50.0, "test_avg_acc": 48.0}
+
+
+def _fake(cfg, *, hooks):
+    assert cfg.seed == cfg.split_seed == 3 and cfg.alpha == 0.05
+    hooks.on_base_epoch({"epoch": 1, "val_acc": 10.0, "train_loss": 2.0})
+    hooks.on_session({"session": 0, "test_acc": 40.0, "val_novel_acc": float("nan")})
+    return _Result()
+
+
+def test_reports_follow_the_metric_contract(monkeypatch):
+    reports = []
+    monkeypatch.setattr(ray.tune, "report", lambda metrics, **kw: reports.append(metrics))
+    fn = make_trainable(cpus_per_trial=1, trial_fn=_fake)
+    fn({"alpha": 0.05, "trial_seed": 3, "_optuna_trial": 0})
+    base, session, summary = reports
+    assert base[K.REPORT_KIND] == K.KIND_BASE and base["base/val_acc"] == 10.0 and base[K.BASE_STEP] == 1
+    assert session[K.REPORT_KIND] == K.KIND_SESSION and session["session/test_acc"] == 40.0
+    assert summary[K.REPORT_KIND] == K.KIND_SUMMARY and summary[K.OBJECTIVE] == 50.0
+    assert all(K.OBJECTIVE in r for r in reports)  # strict metric checking
+    assert math.isnan(base[K.OBJECTIVE]) and math.isnan(session[K.OBJECTIVE])  # placeholder, never told
+    assert not any(k.startswith(K.SUMMARY) for k in base if k != K.OBJECTIVE)

@@ -1,0 +1,178 @@
+"""End to end, as a user types it: each study script in a subprocess with --smoke, on the session's
+Ray instance, real Optuna storage and a real MLflow SQLite store in tmp_path, the real run_trial."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from adbs_lab import metrics_keys as K
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def _run(cmd: list[str], timeout: int = 240, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or "/")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}"
+    return r
+
+
+def _trial_runs(uri: str, experiment: str):
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("adbs.role") == "study"]
+    trials = [r for r in runs if r.data.tags.get("adbs.role") == "trial"]
+    return client, parents, trials
+
+
+def _check_nested_with_curves(uri: str, experiment: str, n_trials: int, n_sessions: int):
+    client, parents, trials = _trial_runs(uri, experiment)
+    assert len(parents) == 1, [p.info.run_name for p in parents]
+    assert len(trials) == n_trials
+    for r in trials:
+        assert r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        if r.data.tags["adbs.state"] == K.COMPLETE:
+            hist = client.get_metric_history(r.info.run_id, "session/test_acc")
+            assert sorted(m.step for m in hist) == list(range(n_sessions))
+            assert "summary/test_avg_acc" in r.data.metrics and "summary/val_avg_acc" in r.data.metrics
+    return client, parents[0], trials
+
+
+def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
+    r = _run(study_cmd("alpha_sweep", "--smoke"))
+    assert "mlflow ui --backend-store-uri" in r.stdout and "alpha=" in r.stdout
+    _, parent, trials = _check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 3)
+    assert parent.data.tags["adbs.search_space"].startswith("search_spaces/alpha_sweep.py:SPACE")
+    assert {"adbs.code_version", "adbs.command"} <= set(parent.data.tags)
+    folder = storage / "alpha_sweep"
+    trials_df = pd.read_parquet(folder / "trials.parquet")
+    sessions = pd.read_parquet(folder / "sessions.parquet")
+    assert len(trials_df) == 2 and (trials_df["variant"] == "adb+ic").all()
+    assert trials_df["alpha"].between(0.01, 0.1).all()
+    assert len(sessions) == 3 * (trials_df["state"] == K.COMPLETE).sum()
+    assert (folder / "alpha_sensitivity.png").stat().st_size > 0
+    assert json.loads((folder / "best_config.json").read_text())["config"]["variant"] == "adb+ic"
+    st = optuna.load_study(study_name="alpha_sweep", storage=f"sqlite:///{folder / 'optuna.db'}")
+    assert len(st.trials) == 2
+
+
+def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
+    _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1"))
+    _check_nested_with_curves(tracking_uri, "kshot_grid", 4, 2)
+    trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
+    assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (5, 5), (10, 1), (10, 5)]
+    assert (storage / "kshot_grid" / "kshot_5way.png").exists() and (storage / "kshot_grid" / "kshot_10way.png").exists()
+
+
+def test_ablation_smoke_from_another_cwd(study_cmd, storage, tracking_uri, tmp_path):
+    r = _run(study_cmd("ablation", "--smoke", "--set", "sessions=1"), cwd=tmp_path)
+    assert "Δlast" in r.stdout
+    _, _, trials = _check_nested_with_curves(tracking_uri, "ablation", 3, 2)
+    assert sorted(t.info.run_name for t in trials) == ["adb seed=0", "adb+ic seed=0", "baseline seed=0"]
+    sessions = pd.read_parquet(storage / "ablation" / "sessions.parquet")
+    assert set(sessions["label"]) == {"baseline", "adb", "adb+ic"} and len(sessions) == 3 * 2
+    assert "delta_last" not in (storage / "ablation" / "table.txt").read_text()  # rendered as Δlast
+    assert "Δlast" in (storage / "ablation" / "table.txt").read_text()
+
+
+PRUNE_SCRIPT = textwrap.dedent("""
+    import sys
+    from optuna.distributions import FloatDistribution
+    from adbs_lab import cli, study
+    args = cli.parser("prune test", pruner="median", num_samples=3).parse_args()
+    plan = study.Plan(name="prune_test", space={"variant": "adb+ic", "base_lr": FloatDistribution(1e-6, 0.5, log=True)},
+                      space_source="tests/test_studies_e2e.py",
+                      # two healthy configurations first (the median pruner's startup trials), then a tiny lr
+                      points_to_evaluate=[{"base_lr": 0.1}, {"base_lr": 0.1}, {"base_lr": 1e-6}])
+    study.run(plan, args).finish()
+""")
+
+
+def test_pruning_marks_a_tiny_lr_trial_pruned(study_cmd, storage, tracking_uri, tmp_path):
+    script = tmp_path / "prune_study.py"
+    script.write_text(PRUNE_SCRIPT)
+    cmd = study_cmd("x", "--smoke", "--set", "base_epochs=3", "--set", "sessions=1", "--max-concurrent", "1")
+    cmd[1] = str(script)
+    r = _run(cmd, cwd=REPO)
+    st = optuna.load_study(study_name="prune_test", storage=f"sqlite:///{storage / 'prune_test' / 'optuna.db'}")
+    states = {t.number: (t.params["base_lr"], t.state) for t in st.trials}
+    assert states[2] == (1e-6, optuna.trial.TrialState.PRUNED), (states, r.stdout)
+    assert sum(s == optuna.trial.TrialState.COMPLETE for _, s in states.values()) == 2
+    pruned = [t for t in st.trials if t.state == optuna.trial.TrialState.PRUNED][0]
+    assert max(pruned.intermediate_values) < 3  # stopped during the base session
+    _, _, trials = _trial_runs(tracking_uri, "prune_test")
+    assert sorted(t.data.tags["adbs.state"] for t in trials) == [K.COMPLETE, K.COMPLETE, K.PRUNED]
+    assert "pruned at base epoch" in r.stdout
+
+
+def test_resume_after_sigkill_does_not_rerun_finished_trials(study_cmd, storage, tracking_uri):
+    cmd = study_cmd("alpha_sweep", "--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    finished = None
+    deadline = time.time() + 200
+    for line in proc.stdout:
+        if ": finished:" in line:
+            finished = line.split("]", 1)[1].split(":", 1)[0].strip()
+            break
+        assert time.time() < deadline
+    assert finished, "no trial finished before the deadline"
+    time.sleep(4)  # Tune saves its experiment state every 2 s (TUNE_GLOBAL_CHECKPOINT_S)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    r = _run(cmd + ["--resume"])
+    assert f"{finished}: started" not in r.stdout, r.stdout
+    client, parent, trials = _check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 2)
+    assert sorted(t.info.run_name for t in trials) == ["alpha=0.01 seed=0", "alpha=0.1 seed=0"]
+    assert all(t.info.status == "FINISHED" for t in trials)
+    first = [t for t in trials if t.info.run_name == finished][0]
+    assert len(client.get_metric_history(first.info.run_id, "session/test_acc")) == 2  # logged once
+    trials_df = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    assert len(trials_df) == 2 and (trials_df["state"] == K.COMPLETE).all()
+
+
+def test_resume_refuses_a_different_study(study_cmd, storage):
+    (storage / "alpha_sweep").mkdir()
+    (storage / "alpha_sweep" / "study.json").write_text(json.dumps({"study": "alpha_sweep", "fingerprint": "other",
+                                                                     "command": "something else"}))
+    r = subprocess.run(study_cmd("alpha_sweep", "--smoke", "--resume"), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "holds a different study" in r.stderr and "something else" in r.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--set", "shots=100000"], "shots=100000"),
+    (["--set", "alhpa=1"], "unknown config key 'alhpa'"),
+])
+def test_bad_input_fails_before_any_trial(study_cmd, storage, flags, message):
+    r = subprocess.run(study_cmd("ablation", "--smoke", *flags), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "error:" in r.stderr
+    assert not any(storage.iterdir())  # nothing written, Ray never started
+
+
+def test_gpu_request_on_cpu_machine_and_unreachable_tracking(ray_address, storage):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    base = [sys.executable, str(REPO / "studies" / "ablation.py"), "--smoke", "--storage", str(storage)]
+    r = subprocess.run(base + ["--gpus-per-trial", "1"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "asks for GPUs but this machine has none" in r.stderr
+    r = subprocess.run(base + ["--gpus-per-trial", "0", "--tracking-uri", "http://127.0.0.1:9"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "unreachable" in r.stderr
+    assert not any(storage.iterdir())
