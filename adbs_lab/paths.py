@@ -12,8 +12,12 @@ DEFAULT_ARTIFACT_ROOT = MLFLOW_DIR / "artifacts"
 
 
 def code_version() -> str:
-    """git sha of the working tree (+ '-dirty' when it has changes), or 'unknown'."""
+    """git sha of the working tree (+ '-dirty' when it has changes), $ADBS_CODE_VERSION, or 'unknown'."""
+    import os
     import subprocess
+
+    if os.environ.get("ADBS_CODE_VERSION"):  # set by studies/submit.py: a Ray Job's copy has no .git
+        return os.environ["ADBS_CODE_VERSION"]
 
     try:
         sha = subprocess.run(

@@ -158,6 +158,19 @@ def validate(plan: Plan, args: argparse.Namespace) -> dict[str, Any]:
             "machine / pass --address of a Ray cluster with GPUs")
     if args.max_concurrent is not None and args.max_concurrent < 1:
         raise StudyInputError("--max-concurrent must be >= 1")
+    if args.max_failures < 0 or args.checkpoint_every < 1:
+        raise StudyInputError("--max-failures must be >= 0 and --checkpoint-every >= 1")
+    storage_root = Path(args.storage).expanduser().resolve()
+    try:
+        if "://" in args.storage:  # object-store URLs are refused with their own message in run()
+            raise StudyInputError(f"--storage {args.storage}: object-store URLs are not supported by the study yet "
+                                  "(optuna.db and the tables live beside the Tune results); use a shared "
+                                  "filesystem path mounted on every node")
+        storage_root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StudyInputError(f"--storage {args.storage}: cannot create it ({e}); pass a writable folder") from None
+    if not os.access(storage_root, os.W_OK):
+        raise StudyInputError(f"--storage {args.storage} is not writable; pass a writable folder")
     checked = sp.configs_to_check(base, plan.space, args.seeds, plan.rows)
     for cfg in checked:
         try:
@@ -177,6 +190,9 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
         tracking.check_tracking_uri(uri)
     except (ConfigError, StudyInputError, tracking.TrackingError) as e:
         fail(str(e))
+    if "://" in args.storage:  # Path() below would turn s3://bucket into a local folder named s3:
+        fail(f"--storage {args.storage}: object-store URLs are not supported by the study yet (optuna.db and the "
+             "tables live beside the Tune results); use a shared filesystem path mounted on every node")
 
     seeds = list(args.seeds)
     _, grid, dists = sp.split(plan.space)
@@ -220,13 +236,27 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
 
     import ray
 
+    from adbs_lab.trainable import FAULT_ENV
+
+    # Workers of an existing cluster do not inherit this shell's environment: forward what trials read.
+    forward = {k: os.environ[k] for k in (FAULT_ENV,) if k in os.environ}
     ray.init(address=args.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
-             configure_logging=True, logging_level="WARNING")
+             configure_logging=True, logging_level="WARNING",
+             runtime_env={"env_vars": forward} if forward else None)
     res = ray.cluster_resources()
     if args.gpus_per_trial > res.get("GPU", 0):
         ray.shutdown()
         fail(f"--gpus-per-trial {args.gpus_per_trial:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
              "use --gpus-per-trial 0 or a cluster with GPUs")
+    from adbs_lab import cluster
+
+    try:  # multi-node: shared storage, a tracking server, the dataset on every node (issue 6)
+        cluster.preflight(storage=str(study_dir.parent), tracking_uri=uri,
+                          configs=sp.configs_to_check(base, plan.space, seeds, plan.rows),
+                          cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial)
+    except cluster.ClusterCheckError as e:
+        ray.shutdown()
+        fail(str(e))
     fit = int(res.get("CPU", 1) // args.cpus_per_trial)
     if args.gpus_per_trial > 0:
         fit = min(fit, int(res.get("GPU", 0) // args.gpus_per_trial))
@@ -272,7 +302,9 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
         tracker.client.log_batch(tracker.parent_run_id, params=[Param(k, str(v)[:6000]) for k, v in study_params.items()])
 
     trainable = tune.with_resources(
-        make_trainable(cpus_per_trial=args.cpus_per_trial, rows=plan.rows, trial_fn=plan.trial_fn),
+        make_trainable(cpus_per_trial=args.cpus_per_trial, rows=plan.rows, trial_fn=plan.trial_fn,
+                       cache_dir=None if args.no_cache else str(Path(args.storage).expanduser().resolve() / "base_cache"),
+                       checkpoint_every=args.checkpoint_every),
         {"cpu": args.cpus_per_trial, "gpu": args.gpus_per_trial},
     )
     param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**base).to_dict().items()}
@@ -287,7 +319,8 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
                                         reuse_actors=True),
             run_config=tune.RunConfig(name="tune", storage_path=str(study_dir), stop=stopper,
                                       callbacks=[tracker, progress], verbose=0,
-                                      failure_config=tune.FailureConfig(max_failures=0)),
+                                      failure_config=tune.FailureConfig(max_failures=args.max_failures),
+                                      checkpoint_config=tune.CheckpointConfig(num_to_keep=2)),
         )
     try:
         grid_result = tuner.fit()

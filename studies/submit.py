@@ -1,0 +1,265 @@
+"""submit: run a study on a Ray cluster as a Ray Job (Ray's Job Submission API), from any machine.
+
+    python studies/submit.py --address http://HEAD:8265 -- studies/alpha_sweep.py \\
+        --storage /shared/adbs-runs --tracking-uri http://MLFLOW_HOST:5000 --gpus-per-trial 1
+    python studies/submit.py --address http://HEAD:8265 --wait --env MLFLOW_TRACKING_TOKEN -- \\
+        studies/kshot_grid.py --smoke --storage /mnt/shared/adbs-runs --tracking-uri https://mlflow.example.org
+
+Everything after `--` is the study command, exactly as on a laptop. The project folder is the
+job's working directory (uploaded, without .venv, .git, runs, results, the MLflow store) and the
+project's dependencies from pyproject.toml are the job's pip runtime environment (Ray installs
+them on each node once, on top of the cluster's packages; `--deps installed` skips that when the
+cluster image already holds them). The study runs on the head node with `--address auto` and
+spreads its trials over the cluster; it refuses node-local storage or a file tracking store on a
+multi-node cluster (adbs_lab/cluster.py).
+
+Secrets (MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_PASSWORD, AWS keys, ...) travel only as environment
+variables of the job: `--env NAME` copies NAME from this shell. They are never put in the command,
+printed, or logged as MLflow params; a URI with user:password@ is refused.
+Prints the job id and the commands to follow and stop it; `--wait` streams the logs and exits
+with the job's status (0 = SUCCEEDED). Submitting takes seconds (upload ~1 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run from any cwd without installing
+
+# Never uploaded: environments, VCS, local results and stores (gitignore syntax, relative to REPO).
+EXCLUDES = ["/.venv/", ".git/", "/runs/", "/results/", "/test-artifacts/", "/mlflow/mlflow.db",
+            "/mlflow/artifacts/", "/.patches/", "__pycache__/", "*.egg-info/", ".pytest_cache/", "*.pyc"]
+# Ray is the cluster's own; a job environment must not install a different one on top.
+SKIP_DEPS = re.compile(r"^\s*ray([\[<>=!~ ;]|$)", re.I)
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+class SubmitError(ValueError):
+    """Bad submit arguments, found before anything is sent; the message says what to change."""
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    if "--" not in argv:
+        raise SubmitError("put the study command after `--`, e.g. "
+                          "submit.py --address http://HEAD:8265 -- studies/alpha_sweep.py --storage /shared/runs ...")
+    cut = argv.index("--")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                usage="%(prog)s --address http://HEAD:8265 [options] -- studies/NAME.py [study options]")
+    p.add_argument("--address", default=os.environ.get("RAY_API_SERVER_ADDRESS") or os.environ.get("RAY_ADDRESS"),
+                   help="Ray dashboard / Jobs API address, http://HEAD:8265 (default $RAY_API_SERVER_ADDRESS)")
+    p.add_argument("--wait", action="store_true", help="stream the job's logs and exit with its status (0 = SUCCEEDED)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="environment variable for the job, repeatable; NAME alone copies it from this shell "
+                        "(use that form for secrets: MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_PASSWORD, AWS_SECRET_ACCESS_KEY)")
+    p.add_argument("--deps", choices=["pyproject", "installed"], default="pyproject",
+                   help="pyproject: install the project's dependencies (pyproject.toml, minus ray) as the job's pip "
+                        "environment; installed: use the cluster's packages as they are (an image built from the project)")
+    p.add_argument("--pip", action="append", default=[], metavar="REQ",
+                   help="extra pip requirement for the job, repeatable (e.g. --pip 'psycopg2-binary')")
+    p.add_argument("--python", default="python", help="python executable on the cluster (default: python)")
+    p.add_argument("--job-id", default=None, help="submission id (default: Ray generates one)")
+    args = p.parse_args(argv[:cut])
+    args.study = argv[cut + 1:]
+    return args
+
+
+def _flag(study_args: list[str], name: str) -> str | None:
+    """Value of `--name V` or `--name=V` in the study's arguments (last one wins, as argparse)."""
+    value = None
+    for i, a in enumerate(study_args):
+        if a == name and i + 1 < len(study_args):
+            value = study_args[i + 1]
+        elif a.startswith(name + "="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def env_vars(specs: list[str], environ: dict[str, str]) -> dict[str, str]:
+    out = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise SubmitError(f"--env {name!r}: not an environment variable name")
+        if not sep:
+            if name not in environ:
+                raise SubmitError(f"--env {name}: {name} is not set in this shell; export it first "
+                                  f"(or pass --env {name}=VALUE for a value that is not a secret)")
+            value = environ[name]
+        out[name] = value
+    return out
+
+
+def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Everything checkable before anything is sent; returns the job's environment variables."""
+    environ = dict(os.environ if environ is None else environ)
+    if not args.address:
+        raise SubmitError("--address is required: the Ray dashboard of the cluster, e.g. http://HEAD:8265 "
+                          "(the Jobs API; from a laptop, tunnel it: ssh -L 8265:localhost:8265 HEAD)")
+    if not re.fullmatch(r"https?://[^/\s:]+(:\d+)?/?", args.address):
+        raise SubmitError(f"--address {args.address!r}: expected the dashboard's http address, http://HEAD:8265; "
+                          "ray:// (Ray Client) and HOST:6379 (GCS) addresses are not the Jobs API")
+    if not args.study:
+        raise SubmitError("no study after `--`: e.g. -- studies/alpha_sweep.py --storage /shared/runs ...")
+    script = Path(args.study[0])
+    full = (script if script.is_absolute() else Path.cwd() / script).resolve()
+    if not full.is_file() and (REPO / script).is_file():
+        full = (REPO / script).resolve()
+    if not full.is_file() or full.suffix != ".py":
+        raise SubmitError(f"study script {args.study[0]!r} not found (e.g. studies/alpha_sweep.py)")
+    if REPO not in full.parents:
+        raise SubmitError(f"{full} is outside the project {REPO}: only the project folder is uploaded")
+    if full == Path(__file__).resolve():
+        raise SubmitError("submit.py cannot submit itself; name a study script after `--`")
+    args.script = full.relative_to(REPO).as_posix()
+    rest = args.study[1:]
+    if any(a in ("-h", "--help") for a in rest):
+        raise SubmitError(f"--help: run `python {args.script} --help` locally to see the study's options")
+    env = env_vars(args.env, environ)
+
+    storage = _flag(rest, "--storage")
+    if storage is None:
+        raise SubmitError("the study needs --storage on shared storage (a path every node mounts, e.g. "
+                          "/shared/adbs-runs): its default, <project>/runs, would be inside the job's temporary "
+                          "copy of the project on the head node and lost")
+    if "://" in storage:
+        raise SubmitError(f"--storage {storage!r}: object-store URLs are not supported by the studies yet (optuna.db "
+                          "and the tables live beside the Tune results); use a path on a shared filesystem that every "
+                          "node mounts, e.g. /mnt/shared/adbs-runs")
+    if not storage.startswith("/"):
+        raise SubmitError(f"--storage {storage!r} must be absolute: relative paths and ~ resolve inside the job's "
+                          "temporary working directory on the head node")
+    uri = _flag(rest, "--tracking-uri") or env.get("MLFLOW_TRACKING_URI")
+    if uri is None:
+        raise SubmitError("the study needs --tracking-uri (an MLflow server, e.g. http://MLFLOW_HOST:5000) or "
+                          "--env MLFLOW_TRACKING_URI: its default SQLite file would be inside the job's temporary "
+                          "working directory and lost")
+    if uri.startswith("sqlite:") and not uri.startswith("sqlite:////"):
+        raise SubmitError(f"--tracking-uri {uri!r} is relative to the job's temporary working directory; "
+                          "use an MLflow server (http://MLFLOW_HOST:5000)")
+    address = _flag(rest, "--address")
+    if address not in (None, "auto"):
+        raise SubmitError(f"study option --address {address!r}: a submitted study runs on the cluster and connects "
+                          "to it itself; drop the option (submit.py adds --address auto)")
+    for a in [*rest, *args.pip]:
+        if re.search(r"://[^/\s:@]+:[^/\s@]+@", a):
+            raise SubmitError("a URI with user:password@ in the study arguments would be printed, kept in the job's "
+                              "entrypoint and logged to MLflow; pass credentials as --env MLFLOW_TRACKING_USERNAME "
+                              "--env MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) instead")
+        for name, value in env.items():
+            if len(value) >= 6 and value in a and name not in ("MLFLOW_TRACKING_URI",):
+                raise SubmitError(f"the value of {name} appears in the study arguments; secrets travel only as "
+                                  f"--env {name}, never in the command")
+    return env
+
+
+def dependencies(deps: str, extra: list[str]) -> list[str]:
+    """The job's pip requirements: pyproject.toml's dependencies (minus ray) + --pip."""
+    if deps == "installed":
+        return list(extra)
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return [d for d in project.get("dependencies", []) if not SKIP_DEPS.match(d)] + list(extra)
+
+
+def runtime_env(args: argparse.Namespace, env: dict[str, str]) -> dict:
+    from adbs_lab.paths import code_version
+
+    # The job has no .git: the code version travels with it (MLflow tag adbs.code_version).
+    version = code_version()
+    env = {"RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_DISABLE_TELEMETRY": "true",
+           **({"ADBS_CODE_VERSION": version} if version != "unknown" else {}), **env}
+    excludes = list(EXCLUDES)
+    storage = Path(_flag(args.study[1:], "--storage") or "/")
+    if REPO in storage.parents:  # a storage folder inside the project is never uploaded
+        excludes.append("/" + storage.relative_to(REPO).as_posix() + "/")
+    out = {"working_dir": str(REPO), "excludes": excludes, "env_vars": env}
+    pip = dependencies(args.deps, args.pip)
+    if pip:
+        out["pip"] = {"packages": pip, "pip_check": False}
+    return out
+
+
+def entrypoint(args: argparse.Namespace) -> list[str]:
+    rest = list(args.study[1:])
+    if _flag(rest, "--address") is None:
+        rest += ["--address", "auto"]  # the job's driver runs on the head node, inside the cluster
+    return [args.python, args.script, *rest]
+
+
+def follow(client, job_id: str) -> str:
+    """Stream the job's logs until it ends; returns its final status."""
+
+    async def tail() -> None:
+        async for lines in client.tail_job_logs(job_id):
+            print(lines, end="", flush=True)
+
+    try:
+        asyncio.run(tail())
+    except Exception as e:  # noqa: BLE001 - the stream broke before the end: keep polling the status
+        print(f"\n(log stream interrupted: {e}; polling the job status)", file=sys.stderr)
+    while True:
+        status = str(client.get_job_status(job_id))
+        if status in TERMINAL:
+            return status
+        time.sleep(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parse(argv)
+        env = validate(args)
+    except SubmitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import logging
+
+    from ray.job_submission import JobSubmissionClient
+
+    logging.getLogger("ray").setLevel(logging.WARNING)  # packaging chatter: one line per ignored file
+
+    cmd = entrypoint(args)
+    try:
+        client = JobSubmissionClient(args.address)
+        job_id = client.submit_job(entrypoint=shlex.join(cmd), runtime_env=runtime_env(args, env),
+                                   submission_id=args.job_id,
+                                   metadata={"adbs.study": Path(args.script).stem, "adbs.env": ",".join(sorted(env))})
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        print(f"error: cannot submit to {args.address}: {first[:500]}\n"
+              "Is the dashboard up (`ray start --head --dashboard-host 0.0.0.0`, needs ray[default]) and reachable "
+              "from here? On a token-auth cluster (RAY_AUTH_MODE=token) set RAY_AUTH_TOKEN or ~/.ray/auth_token.",
+              file=sys.stderr)
+        return 2
+    addr = shlex.quote(args.address)
+    print(f"submitted job {job_id}: {shlex.join(cmd)}")
+    if env:
+        print(f"job environment variables (values not shown): {', '.join(sorted(env))}")
+    print(f"follow logs: ray job logs --address {addr} --follow {job_id}")
+    print(f"status:      ray job status --address {addr} {job_id}")
+    print(f"stop it:     ray job stop --address {addr} {job_id}")
+    print(f"dashboard:   {args.address.rstrip('/')}/#/jobs/{job_id}", flush=True)
+    if not args.wait:
+        return 0
+    try:
+        status = follow(client, job_id)
+    except KeyboardInterrupt:
+        print(f"\nstopped following; the job goes on. Stop it with: ray job stop --address {addr} {job_id}")
+        return 130
+    info = client.get_job_info(job_id)
+    print(f"\njob {job_id}: {status}" + (f" ({info.message})" if status != "SUCCEEDED" and info.message else ""))
+    return 0 if status == "SUCCEEDED" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
