@@ -252,8 +252,6 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
                 f"val {val_acc:.2f}%  lr {lr:.4g}  m {row['margin_mean']:.3f} [{row['margin_min']:.3f}, {row['margin_max']:.3f}]  "
                 f"{row['epoch_time_s']:.1f}s"
             )
-        if hooks.on_base_epoch:
-            hooks.on_base_epoch(dict(row))
         if hooks.on_checkpoint and (epoch % max(hooks.checkpoint_every, 1) == 0 or epoch == cfg.base_epochs):
             hooks.on_checkpoint({
                 "phase": "base", "epoch": epoch, "backbone": _cpu(backbone.state_dict()),
@@ -262,6 +260,8 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
                 "best_acc": best_acc, "best_epoch": best_epoch, "best_backbone": _cpu(best_state[0]),
                 "best_margins": best_state[1].cpu(), "curve": list(curve),
             })
+        if hooks.on_base_epoch:  # after on_checkpoint, so a tracker can attach the state to this report
+            hooks.on_base_epoch(dict(row))
 
     assert best_state is not None
     backbone.load_state_dict(best_state[0])
@@ -351,13 +351,13 @@ def run_sessions(
                 f"session {t}: {n_seen} classes  val {row['val_acc']:.2f}%  test {row['test_acc']:.2f}% "
                 f"(base {row['test_base_acc']:.2f}, novel {row['test_novel_acc']:.2f})"
             )
-        if hooks.on_session:
-            hooks.on_session(dict(row))
         if hooks.on_checkpoint:
             hooks.on_checkpoint({
                 "phase": "sessions", "session": t, "base": _base_state(base_session), "weights": weights.cpu(),
                 "margins": margins.cpu(), "rows": list(rows), "margins_per_session": list(margins_per_session),
             })
+        if hooks.on_session:
+            hooks.on_session(dict(row))
 
     summary: dict[str, float] = {}
     for split in ("val", "test"):

@@ -30,6 +30,14 @@ def parser(doc: str | None, *, pruner: str = "none", num_samples: int | None = N
                    help="Optuna pruner on base-epoch validation accuracy")
     s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler")
     s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
+    s.add_argument("--no-cache", action="store_true",
+                   help="train every trial's base session itself instead of reusing an identical one "
+                        "(cache: <storage>/base_cache; results are identical either way)")
+    s.add_argument("--max-failures", type=int, default=2,
+                   help="restarts of a trial whose process dies, each from its last checkpoint")
+    s.add_argument("--checkpoint-every", type=int, default=5,
+                   help="base epochs between trial checkpoints (also at the end of the base session and "
+                        "after every incremental session)")
     s.add_argument("--name", help="suffix of the study folder and MLflow parent run name (a study beside the default one)")
     r = p.add_argument_group("resources and storage")
     r.add_argument("--cpus-per-trial", type=float, default=1.0, help="CPUs per trial (torch threads follow)")

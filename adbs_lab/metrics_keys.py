@@ -30,6 +30,9 @@ SESSION_STEP = "session/session"
 REPORT_KIND = "report_kind"
 """Numeric tag on every tune.report: which of the three report kinds it is."""
 KIND_BASE, KIND_SESSION, KIND_SUMMARY = 0, 1, 2
+KIND_FAILED = 3
+"""A trial that stopped on a numerical fault (NaN/inf); its reason is under ERROR."""
+ERROR = "error"
 
 # Session columns of the results table / paper table (without prefix).
 SESSION_METRICS = (

@@ -37,8 +37,8 @@ def collect(results: Iterable, *, rows: dict[str, dict] | None, varying: list[st
         df = r.metrics_dataframe
         last = r.metrics or {}
         trial_id = last.get("trial_id") or Path(r.path).name
-        if r.error:
-            state = K.FAILED
+        if r.error or last.get(K.REPORT_KIND) == K.KIND_FAILED:
+            state = K.FAILED  # an exception, or a numerical fault reported by the trainable
         elif last.get(K.REPORT_KIND) != K.KIND_SUMMARY and not last.get("done"):
             state = K.INTERRUPTED  # the study stopped before this trial ended; --resume continues it
         else:
@@ -54,6 +54,8 @@ def collect(results: Iterable, *, rows: dict[str, dict] | None, varying: list[st
         }
         if df is not None and K.REPORT_KIND in df.columns:
             sess = df[df[K.REPORT_KIND] == K.KIND_SESSION]
+            if K.SESSION_STEP in sess:  # a trial restarted from a checkpoint reports some sessions twice
+                sess = sess.drop_duplicates(subset=K.SESSION_STEP, keep="last")
             for _, row in sess.iterrows():
                 m = {k: row[K.SESSION + k] for k in ("session",) + K.SESSION_METRICS if K.SESSION + k in row}
                 m["session"] = int(m["session"])
@@ -64,7 +66,7 @@ def collect(results: Iterable, *, rows: dict[str, dict] | None, varying: list[st
             epochs = 0
         summary = K.strip(K.SUMMARY, last) if state == K.COMPLETE else {}
         trial_rows.append({**ident, **cfg, "base_epochs_run": epochs, **summary,
-                           "error": str(r.error)[:2000] if r.error else None})
+                           "error": str(r.error)[:2000] if r.error else last.get(K.ERROR)})
     sessions = pd.DataFrame(session_rows)
     trials = pd.DataFrame(trial_rows)
     return sessions, trials

@@ -197,6 +197,12 @@ class MlflowTracker(Callback):
             prefix, step = K.SUMMARY, 0
         else:
             return
+        # A trial restarted from its checkpoint re-reports the steps between that checkpoint and
+        # the crash; they are identical (deterministic resume), so log each step once.
+        last = self.__dict__.setdefault("_last_step", {})
+        if kind != K.KIND_SUMMARY and step <= last.get((trial.trial_id, prefix), -1):
+            return
+        last[(trial.trial_id, prefix)] = step
         ts = int(time.time() * 1000)
         metrics = [Metric(k, float(v), ts, step) for k, v in result.items()
                    if isinstance(k, str) and k.startswith(prefix) and k not in (K.BASE_STEP, K.SESSION_STEP)
@@ -217,7 +223,7 @@ class MlflowTracker(Callback):
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         number = trial.config.get(OPTUNA_TRIAL_KEY)
         o = outcome(trial.last_result, error=False, pruned=optuna_pruned(self.optuna_url, self.optuna_study, number))
-        self._end(trial, o if isinstance(o, str) else K.COMPLETE)
+        self._end(trial, o if isinstance(o, str) else K.COMPLETE, reason=(trial.last_result or {}).get(K.ERROR))
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self._end(trial, K.FAILED, reason=str(getattr(trial, "error_msg", None) or "trial raised"))

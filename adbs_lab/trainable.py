@@ -10,15 +10,27 @@ StudySearch never tells that placeholder to Optuna (it checks REPORT_KIND).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any, Callable
 
 from adbs_lab import metrics_keys as K
 from adbs_lab.space import resolve
 
+CHECKPOINT_FILE = "trial_state.pt"
+
 
 def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None,
-                   trial_fn: Callable | None = None) -> Callable[[dict[str, Any]], None]:
-    """`trial_fn(cfg, hooks=...)` defaults to adbs.train.run_trial (tests may pass a fake)."""
+                   trial_fn: Callable | None = None, cache_dir: str | None = None,
+                   checkpoint_every: int = 5) -> Callable[[dict[str, Any]], None]:
+    """`trial_fn(cfg, hooks=..., cache=..., resume=...)` defaults to adbs.train.run_trial (tests may pass a fake).
+
+    cache_dir: base-session cache shared by the study's trials (issue 4; None = --no-cache).
+    Checkpoints (issue 7): the trial state from adbs.train's on_checkpoint hook is attached to the
+    next report; a trial restarted by Ray Tune (FailureConfig) resumes from the latest one.
+    A NaN/inf loss or boundary (NumericalError) ends the trial as FAILED with its reason, not as an
+    error Tune would retry: it would fail the same way again.
+    """
     threads = max(1, int(cpus_per_trial))
 
     def adbs_trial(config: dict[str, Any]) -> None:
@@ -31,19 +43,76 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
         torch.set_num_threads(threads)
         cfg = resolve(config, rows)
         placeholder = {K.OBJECTIVE: float("nan")}
+        pending: list[dict[str, Any]] = []  # a checkpoint waiting for the report it belongs to
+
+        def on_checkpoint(state: dict[str, Any]) -> None:
+            pending[:] = [state]
+
+        def report(metrics: dict[str, Any]) -> None:
+            if not pending:
+                tune.report(metrics)
+                return
+            with tempfile.TemporaryDirectory() as tmp:
+                torch.save(pending.pop(), os.path.join(tmp, CHECKPOINT_FILE))
+                tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
 
         def on_base_epoch(m: dict[str, float]) -> None:
-            tune.report({**K.base(m), **placeholder, K.REPORT_KIND: K.KIND_BASE})
+            report({**K.base(m), **placeholder, K.REPORT_KIND: K.KIND_BASE})
+            _inject_fault(cfg, int(m["epoch"]))
 
         def on_session(m: dict[str, float]) -> None:
-            tune.report({**K.session(m), **placeholder, K.REPORT_KIND: K.KIND_SESSION})
+            report({**K.session(m), **placeholder, K.REPORT_KIND: K.KIND_SESSION})
+
+        resume = None
+        ckpt = tune.get_checkpoint()
+        if ckpt is not None:  # restarted after a crash: continue from the latest checkpoint
+            with ckpt.as_directory() as d:
+                resume = torch.load(os.path.join(d, CHECKPOINT_FILE), map_location="cpu", weights_only=False)
+
+        from adbs.train import NumericalError
 
         fn = trial_fn
         if fn is None:
             from adbs.train import run_trial as fn
-        result = fn(cfg, hooks=Hooks(on_base_epoch=on_base_epoch, on_session=on_session))
+        hooks = Hooks(on_base_epoch=on_base_epoch, on_session=on_session, on_checkpoint=on_checkpoint,
+                      checkpoint_every=checkpoint_every)
+        kwargs = {"cache": cache_dir, "resume": resume} if trial_fn is None else {}
+        try:
+            result = fn(cfg, hooks=hooks, **kwargs)
+        except NumericalError as e:
+            tune.report({**placeholder, K.REPORT_KIND: K.KIND_FAILED, K.ERROR: str(e)})
+            return
         summary = K.summary(result.summary)
         summary.setdefault(K.OBJECTIVE, float("nan"))
         tune.report({**summary, K.REPORT_KIND: K.KIND_SUMMARY})
 
     return adbs_trial
+
+
+FAULT_ENV = "ADBS_FAULT_INJECTION"
+
+
+def _inject_fault(cfg, epoch: int) -> None:
+    """Fault injection for the reliability tests (issue 7); does nothing unless ADBS_FAULT_INJECTION is set.
+
+    JSON with any of: {"kill_at_base_epoch": N, "marker_dir": DIR} kills the trial's worker process
+    (os._exit) after base epoch N, once per trial seed (a marker file remembers it), so Ray Tune
+    restarts it from its checkpoint; {"nan_seed": S} raises the NumericalError a NaN loss would
+    raise, in the trial with Config.seed == S.
+    """
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    import json
+
+    from adbs.train import NumericalError
+
+    f = json.loads(spec)
+    if f.get("nan_seed") == cfg.seed:
+        raise NumericalError(f"base training loss became NaN/inf at base epoch {epoch} (injected)")
+    if f.get("kill_at_base_epoch") == epoch:
+        marker = os.path.join(f["marker_dir"], f"killed-seed{cfg.seed}")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+
