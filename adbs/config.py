@@ -43,11 +43,11 @@ class Config:
     """Incremental sessions after the base one; None = all novel classes (novel // ways)."""
     split_seed: int = 0
     """Seed of the few-shot draw and of the validation carve-out, separate from `seed`."""
-    val_fraction: float = 0.1
+    val_fraction: float = 0.05
     """Share of each base class's training images held out for validation (never trained on)."""
     novel_val_per_class: int = 20
     """Held-out validation images per novel class, taken from its training images not drawn as shots."""
-    base_images_per_class: int | None = 100
+    base_images_per_class: int | None = 80
     """Cap on base-session training images per class, after the validation carve-out (None = all, as the paper presets)."""
     synthetic_seed: int = 0
     """Seed that generates the embedded synthetic benchmark (same seed, same images)."""
@@ -79,7 +79,7 @@ class Config:
     """Learning rate of the incremental boundary fine-tuning SGD."""
 
     # --- base session training ----------------------------------------------------
-    base_epochs: int = 12
+    base_epochs: int = 8
     """Epochs of base-session training."""
     base_lr: float = 0.1
     """Initial learning rate of the base-session SGD."""

@@ -45,7 +45,7 @@ FACTORS_PER_CLASS = (3, 4)
 """A class combines this many distinct factors (drawn uniformly from the range)."""
 POSITION_GRID = 4
 """Class factor positions lie on a POSITION_GRID x POSITION_GRID grid of top-left corners."""
-POSITION_JITTER = 4
+POSITION_JITTER = 3
 """Per-image shift of every class factor, uniform in [-J, J] pixels on each axis."""
 N_COLOURS = 8
 """Palette size; every class factor gets one palette colour (so colour alone is ambiguous)."""
@@ -53,15 +53,15 @@ COLOUR_JITTER = 0.20
 """Per-image multiplicative colour jitter (std, per channel) of every factor."""
 OPACITY_RANGE = (0.5, 1.0)
 """Per-image opacity of every class factor, uniform in this range."""
-DROP_PROB = 0.45
+DROP_PROB = 0.3
 """Probability that an image drops one (random) of its class's factors."""
-CLUTTER_FACTORS = 3
+CLUTTER_FACTORS = 2
 """Random non-class factors pasted at random places under the class factors."""
 CLUTTER_OPACITY = (0.3, 0.8)
 """Opacity range of clutter factors."""
 BACKGROUND_RANGE = (40.0, 160.0)
 """Range of the per-image background colour (0-255 scale), with a random linear gradient."""
-NOISE_STD = 24.0
+NOISE_STD = 20.0
 """Std of i.i.d. Gaussian pixel noise (0-255 scale)."""
 
 _CHUNK = 500  # images per vectorised chunk (small enough to stay in cache)
