@@ -70,6 +70,17 @@ class Outcome:
 
     def finish(self, extra_artifacts: list[Path] = ()) -> None:
         """Attach result files to the parent run, close it, print where everything is."""
+        from adbs_lab import artifacts
+
+        figs = list(extra_artifacts) or (
+            artifacts.study_figures(self.plan.name, self.sessions, self.trials, self.dir) if len(self.sessions) else [])
+        parent = self.tracker.client.get_run(self.tracker.parent_run_id)
+        meta = {"MLflow experiment": self.plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
+                "tracking URI": self.uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
+                "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
+        report = artifacts.write_study_report(self.dir, study=self.plan.name, table=self.table, trials=self.trials,
+                                              best=self.best, figures=figs, meta=meta)
+        extra_artifacts = [*figs, report]
         self.tracker.finish("FINISHED", [*self.files, *extra_artifacts])
         n = self.trials["state"].value_counts().to_dict() if len(self.trials) else {}
         print(f"\n{self.plan.name}: {len(self.trials)} trials "
@@ -286,7 +297,8 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
 
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(), "adbs.command": shlex.join([sys.executable, *sys.argv])[:7500],
-            "adbs.storage": str(study_dir), "adbs.optuna_storage": optuna_url}
+            "adbs.storage": str(study_dir), "adbs.optuna_storage": optuna_url,
+            "adbs.baseline": plan.baseline or "", "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
     run_name = f"{plan.name}" + (f" {args.name}" if args.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=uri, study=plan.name, study_dir=study_dir, run_name=run_name, tags=tags,
                                      varying=varying, rows=plan.rows, resume=args.resume, optuna_url=optuna_url,

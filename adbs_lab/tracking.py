@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,7 @@ from ray.tune import Callback
 from adbs_lab import metrics_keys as K
 from adbs_lab import paths
 from adbs_lab.pruning import OPTUNA_TRIAL_KEY, optuna_pruned, outcome
-from adbs_lab.space import describe, resolve
+from adbs_lab.space import SEED_KEY, describe, resolve
 
 RUNS_FILE = "mlflow_runs.json"
 
@@ -176,9 +177,12 @@ class MlflowTracker(Callback):
             "adbs.state": "RUNNING",
             "adbs.code_version": self.tags.get("adbs.code_version", "unknown"),
         }
+        label_keys = [k for k in self.varying if k != SEED_KEY]
+        tags["adbs.label"] = describe(trial.config, label_keys) if label_keys else "all"  # paper-table row
         run = self.client.create_run(self.experiment_id, run_name=describe(trial.config, self.varying), tags=tags)
         params = [Param(k, json.dumps(v) if isinstance(v, (list, tuple)) else str(v)) for k, v in cfg.to_dict().items()]
         self.client.log_batch(run.info.run_id, params=params)
+        self._log_trial_artifacts(run.info.run_id, config=cfg.to_dict())
         self._runs["trials"][trial.trial_id] = run.info.run_id
         self._save()
 
@@ -193,6 +197,8 @@ class MlflowTracker(Callback):
             prefix, step = K.BASE, int(result[K.BASE_STEP])
         elif kind == K.KIND_SESSION:
             prefix, step = K.SESSION, int(result[K.SESSION_STEP])
+            # kept for the trial's session_curve.png (issue 5)
+            self.__dict__.setdefault("_sessions", {}).setdefault(trial.trial_id, {})[step] = K.strip(K.SESSION, result)
         elif kind == K.KIND_SUMMARY:
             prefix, step = K.SUMMARY, 0
         else:
@@ -210,10 +216,27 @@ class MlflowTracker(Callback):
         if metrics:
             self.client.log_batch(run_id, metrics=metrics)
 
+    def _log_trial_artifacts(self, run_id: str, **data) -> None:
+        """Issue 5: config.json at the start; session_curve.png and boundaries.csv at the end."""
+        from adbs_lab import artifacts
+
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                for f in artifacts.write_trial_artifacts(Path(tmp), **data):
+                    self.client.log_artifact(run_id, str(f))
+        except Exception as e:  # noqa: BLE001 - a missing picture must not fail the study
+            print(f"warning: artifacts of run {run_id} not logged: {e}", flush=True)
+
     def _end(self, trial, state: str, reason: str | None = None) -> None:
         run_id = self.trial_run_id(trial.trial_id)
         if run_id is None:
             return
+        from adbs_lab.artifacts import BOUNDARIES_KEY
+
+        sessions = [v for _, v in sorted(self.__dict__.get("_sessions", {}).pop(trial.trial_id, {}).items())]
+        margins = (trial.last_result or {}).get(BOUNDARIES_KEY)
+        self._log_trial_artifacts(run_id, sessions=sessions, margins=json.loads(margins) if margins else None,
+                                  title=f"{self.study}: {describe(trial.config, self.varying)}")
         self.client.set_tag(run_id, "adbs.state", state)
         if reason:
             self.client.set_tag(run_id, "adbs.error", reason[:4000])

@@ -10,11 +10,13 @@ StudySearch never tells that placeholder to Optuna (it checks REPORT_KIND).
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from typing import Any, Callable
 
 from adbs_lab import metrics_keys as K
+from adbs_lab.artifacts import BOUNDARIES_KEY
 from adbs_lab.space import resolve
 
 CHECKPOINT_FILE = "trial_state.pt"
@@ -84,7 +86,10 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
             return
         summary = K.summary(result.summary)
         summary.setdefault(K.OBJECTIVE, float("nan"))
-        tune.report({**summary, K.REPORT_KIND: K.KIND_SUMMARY})
+        # m of every class after every session (issue 5: the tracker logs it as boundaries.csv)
+        margins = getattr(result, "margins", None)
+        extra = {BOUNDARIES_KEY: json.dumps(margins)} if margins else {}
+        tune.report({**summary, K.REPORT_KIND: K.KIND_SUMMARY, **extra})
 
     return adbs_trial
 

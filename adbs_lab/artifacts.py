@@ -1,0 +1,207 @@
+"""Artifact builders: pure functions from plain data (dicts, lists, DataFrames) to files.
+
+Per trial (logged on the trial's MLflow run by the tracker): the session-accuracy curve
+(`session_curve.png`: val and test, all / base / novel classes), the boundary m of every class
+after every session (`boundaries.csv`), the resolved config (`config.json`).
+Per study (logged on the parent run, and rebuilt from the store by studies/report.py): the
+study's figure(s), and `report.md` with the paper-style table, the best configuration and
+what pruning saved.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from adbs_lab import metrics_keys as K
+
+BOUNDARIES_KEY = "boundaries_json"
+"""Key of the trial's summary report holding json.dumps(TrialResult.margins): one list of m per session."""
+
+CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# -- per trial --------------------------------------------------------------------------------
+def session_curve(sessions: list[dict[str, float]], path: Path, title: str = "") -> Path:
+    """Accuracy per session: test (solid) and val (dashed); all, base and novel classes."""
+    plt = _plt()
+    rows = sorted(sessions, key=lambda r: r["session"])
+    x = [int(r["session"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    colors = {"acc": "C0", "base_acc": "C1", "novel_acc": "C2"}
+    names = {"acc": "all", "base_acc": "base", "novel_acc": "novel"}
+    for split, style in (("test", "o-"), ("val", "s--")):
+        for part, color in colors.items():
+            y = [r.get(f"{split}_{part}", math.nan) for r in rows]
+            if any(K.finite(v) for v in y):  # novel accuracy is undefined (NaN) in session 0
+                ax.plot(x, y, style, color=color, label=f"{split} {names[part]}", alpha=1.0 if split == "test" else 0.6)
+    ax.set_xticks(x)
+    ax.set_xlabel("session (0 = base)")
+    ax.set_ylabel("top-1 accuracy (%)")
+    ax.set_title(title or "accuracy per session")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def boundaries_table(margins: list[list[float]]) -> pd.DataFrame:
+    """One row per class (in the order classes were seen), one column `m_s<t>` per session.
+
+    `margins[t]` lists m for every class seen after session t (TrialResult.margins); a class
+    introduced in session t has no value before it.
+    """
+    if not margins:
+        return pd.DataFrame(columns=["class", "session_added", "kind"])
+    n_base = len(margins[0])
+    n = len(margins[-1])
+    added = [0] * n
+    for t in range(1, len(margins)):
+        for c in range(len(margins[t - 1]), len(margins[t])):
+            added[c] = t
+    out = pd.DataFrame({"class": range(n), "session_added": added,
+                        "kind": ["base" if c < n_base else "novel" for c in range(n)]})
+    for t, m in enumerate(margins):
+        out[f"m_s{t}"] = list(m) + [math.nan] * (n - len(m))
+    return out
+
+
+def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | None = None,
+                          margins: list[list[float]] | None = None, config: dict[str, Any] | None = None,
+                          title: str = "") -> list[Path]:
+    """The trial's files that have data (a pruned trial has no sessions): curve, boundaries, config."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    if config is not None:
+        p = folder / CONFIG_JSON
+        p.write_text(json.dumps(config, indent=1, sort_keys=True, default=str) + "\n")
+        out.append(p)
+    if sessions:
+        out.append(session_curve(sessions, folder / CURVE_PNG, title))
+    if margins:
+        p = folder / BOUNDARIES_CSV
+        boundaries_table(margins).to_csv(p, index=False, float_format="%.6g", quoting=csv.QUOTE_MINIMAL)
+        out.append(p)
+    return out
+
+
+# -- per study --------------------------------------------------------------------------------
+def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = "label",
+                   metric: str = "test_acc") -> Path:
+    """One curve per configuration (mean over seeds), e.g. the ablation rows."""
+    plt = _plt()
+    s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for lab in dict.fromkeys(s[label]) if len(s) else []:
+        curve = s[s[label] == lab].groupby("session")[metric].mean()
+        ax.plot(curve.index, curve.values, "o-", label=str(lab))
+    if len(s):
+        ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
+    ax.set_xlabel("session (0 = base)")
+    ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
+    ax.set_title(title)
+    if len(s):
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path) -> list[Path]:
+    """The study's figure(s): alpha sensitivity, k-shot curves, or session curves per row (ablation)."""
+    from adbs_lab import figures
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if study == "alpha_sweep":
+        return [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]
+    if study == "kshot_grid":
+        return figures.kshot_curves(sessions, folder)
+    return [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session")]
+
+
+def pruning_savings(trials: pd.DataFrame) -> dict[str, Any]:
+    """How many trials were pruned and the base epochs (and roughly the seconds) they did not run."""
+    if trials.empty or "state" not in trials:
+        return {"trials": 0, "pruned": 0, "base_epochs_planned": 0, "base_epochs_run": 0, "base_epochs_saved": 0,
+                "seconds_saved_est": None}
+    planned = pd.to_numeric(trials["base_epochs"], errors="coerce").fillna(0)
+    run = pd.to_numeric(trials.get("base_epochs_run", planned), errors="coerce").fillna(0)
+    pruned = trials["state"] == K.PRUNED
+    saved = int((planned - run)[pruned].clip(lower=0).sum())
+    seconds = None
+    done = trials[trials["state"] == K.COMPLETE]
+    if saved and "wall_time_s" in done and len(done):
+        per_epoch = (pd.to_numeric(done["wall_time_s"], errors="coerce")
+                     / pd.to_numeric(done["base_epochs"], errors="coerce").clip(lower=1)).dropna()
+        seconds = float(per_epoch.mean() * saved) if len(per_epoch) else None
+    return {"trials": int(len(trials)), "pruned": int(pruned.sum()),
+            "failed": int((trials["state"] == K.FAILED).sum()),
+            "base_epochs_planned": int(planned.sum()), "base_epochs_run": int(run.sum()),
+            "base_epochs_saved": saved, "seconds_saved_est": seconds}
+
+
+def report_markdown(*, study: str, table_md: str, best: dict | None, savings: dict[str, Any],
+                    figures: Iterable[str | Path] = (), meta: dict[str, str] | None = None,
+                    paper_md: str | None = None) -> str:
+    """The study's Markdown report (`report.md` on the parent run)."""
+    lines = [f"# {study}", ""]
+    for k, v in (meta or {}).items():
+        lines.append(f"- {k}: {v}")
+    if meta:
+        lines.append("")
+    lines += ["## Test accuracy (%) per session", "",
+              "Mean ± 95% CI over seeds; selection and pruning used validation accuracy only.", "",
+              table_md, ""]
+    if paper_md:
+        lines += ["## Paper's numbers beside ours", "", paper_md, ""]
+    lines += ["## Best configuration", ""]
+    if best:
+        lines += [f"`{best['config_label']}`: {best['objective']} = {best['mean_over_seeds']:.2f} "
+                  f"(mean over {best['seeds']} seed(s))", "", "```json",
+                  json.dumps(best["config"], indent=1, sort_keys=True, default=str), "```", ""]
+    else:
+        lines += ["(no completed trials)", ""]
+    s = savings
+    saved = (f"pruning saved {s['base_epochs_saved']} base epochs"
+             + (f" (≈ {s['seconds_saved_est']:.0f} s of trial time at the complete trials' pace)"
+                if s.get("seconds_saved_est") else "") + " and every incremental session of the pruned trials."
+             if s["pruned"] else "no trial was pruned.")
+    lines += ["## Pruning", "",
+              f"{s['trials']} trials: {s['pruned']} pruned, {s.get('failed', 0)} failed. "
+              f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
+    figs = [Path(f).name for f in figures]
+    if figs:
+        lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
+    return "\n".join(lines)
+
+
+def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials: pd.DataFrame,
+                       best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
+                       paper_md: str | None = None) -> Path:
+    from adbs_lab.results import format_table
+
+    path = Path(folder) / REPORT_MD
+    path.write_text(report_markdown(study=study, table_md=format_table(table, markdown=True), best=best,
+                                    savings=pruning_savings(trials), figures=figures, meta=meta,
+                                    paper_md=paper_md) + "\n")
+    return path

@@ -1,0 +1,316 @@
+"""Rebuild a study's tables and figures from the MLflow tracking store alone.
+
+A study run on a cluster can be reported on a laptop: the nested trial runs hold everything
+(params = the resolved Config, `session/*` metric histories stepped by session, `summary/*`,
+tags adbs.state / adbs.trial_id / adbs.optuna_trial). The frames built here have the columns of
+`adbs_lab.results.collect`, so `results.paper_table` gives the table the study printed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from adbs.config import ConfigError, coerce
+from adbs_lab import artifacts, results
+from adbs_lab import metrics_keys as K
+from adbs_lab.results import CONFIG_COLUMNS, LABEL
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+# method.md, "Paper results worth regenerating": top-1 % after sessions 0..N and the average.
+# None = not given there. Keys are this platform's ablation row labels.
+PAPER: dict[str, dict[str, dict[str, Any]]] = {
+    "cifar100": {
+        "baseline": {"sessions": [73.92, 67.14, 63.71, 60.07, 57.10, 54.85, 52.52, 50.49, 48.60], "avg": 58.71},
+        "adb+ic": {"sessions": [79.93, 75.22, 71.11, 65.99, 62.46, 58.38, 55.96, 53.72, 51.15], "avg": 63.77},
+    },
+    "mini_imagenet": {
+        "baseline": {"sessions": [74.80] + [None] * 7 + [50.81], "avg": 60.25},
+        "adb": {"sessions": [80.13] + [None] * 7 + [54.67], "avg": None},
+        "adb+ic": {"sessions": [81.40, 75.03, 71.03, 68.00, 65.56, 61.87, 59.04, 56.87, 55.38], "avg": 66.02},
+    },
+    "cub200": {
+        "baseline": {"sessions": [74.37] + [None] * 9 + [56.26], "avg": 62.34},
+        "adb+ic": {"sessions": [79.99] + [None] * 9 + [59.65], "avg": 67.12},
+    },
+}
+PAPER_SOURCE = "ADBS (AAAI 2025), as quoted in docs/method.md"
+
+
+class ReportError(LookupError):
+    """The study or run cannot be found in the store; the message lists what exists."""
+
+
+@dataclass
+class Study:
+    parent: Any  # mlflow.entities.Run (role=study)
+    name: str
+    sessions: pd.DataFrame
+    trials: pd.DataFrame
+    baseline: str | None
+    order: list[str] | None
+
+    @property
+    def dataset(self) -> str | None:
+        if self.trials.empty or "dataset" not in self.trials:
+            return None
+        ds = self.trials["dataset"].dropna().unique()
+        return str(ds[0]) if len(ds) == 1 else None
+
+
+# -- finding runs ----------------------------------------------------------------------------
+def _all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
+    out, token = [], None
+    while True:
+        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000,
+                                  order_by=["attributes.start_time ASC"], page_token=token)
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def find_parent(client, ref: str):
+    """The parent (study) run: a run id (a trial's id gives its parent), or a study name = experiment (latest run)."""
+    if RUN_ID.match(ref):
+        try:
+            run = client.get_run(ref)
+        except Exception:  # noqa: BLE001 - not a run id after all: try it as a study name
+            run = None
+        if run is not None:
+            parent_id = run.data.tags.get("mlflow.parentRunId")
+            if run.data.tags.get("adbs.role") == "trial" and parent_id:
+                return client.get_run(parent_id)
+            return run
+    exp = client.get_experiment_by_name(ref)
+    if exp is None:
+        names = sorted(e.name for e in client.search_experiments() if e.name != "Default")
+        raise ReportError(f"no study or run {ref!r} in this store; studies here: {', '.join(names) or '(none)'}")
+    parents = _all_runs(client, [exp.experiment_id], "tags.`adbs.role` = 'study'")
+    if not parents:
+        raise ReportError(f"experiment {ref!r} has no study run (tag adbs.role=study)")
+    finished = [p for p in parents if p.info.status == "FINISHED"]
+    return (finished or parents)[-1]  # the latest finished invocation, else the latest one
+
+
+# -- frames in the shape of results.collect --------------------------------------------------
+def _config_value(key: str, raw: str) -> Any:
+    if raw.startswith("["):
+        return raw  # lists are logged (and tabled) as JSON
+    try:
+        return coerce(key, raw)
+    except (ConfigError, ValueError, TypeError):
+        return raw
+
+
+def _label(run) -> str:
+    tag = run.data.tags.get("adbs.label")
+    if tag is not None:
+        return tag
+    # The run name is describe(config, varying) with the seed last: the label is the rest.
+    words = [w for w in (run.info.run_name or "").split(" ") if not w.startswith("seed=")]
+    return " ".join(words) or "all"
+
+
+def _history(client, run_id: str, key: str) -> dict[int, float]:
+    return {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
+
+
+def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(sessions, trials) of a study's nested runs, from params, tags and metric histories."""
+    runs = _all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    runs = [r for r in runs if r.data.tags.get("adbs.role", "trial") == "trial"]
+
+    def order(r):  # the study's order: Optuna trial number (Tune's creation order), then start time
+        n = r.data.tags.get("adbs.optuna_trial", "")
+        return (int(n) if n.isdigit() else math.inf, r.info.start_time)
+
+    session_rows, trial_rows = [], []
+    for r in sorted(runs, key=order):
+        state = r.data.tags.get("adbs.state", K.INTERRUPTED)
+        state = K.INTERRUPTED if state == "RUNNING" else state
+        n = r.data.tags.get("adbs.optuna_trial", "")
+        ident = {"trial_id": r.data.tags.get("adbs.trial_id", r.info.run_id), "state": state, LABEL: _label(r),
+                 "optuna_trial": int(n) if n.isdigit() else None, "mlflow_run_id": r.info.run_id}
+        cfg = {k: _config_value(k, v) for k, v in r.data.params.items() if k in CONFIG_COLUMNS}
+        metric_keys = [k for k in r.data.metrics if k.startswith(K.SESSION)]
+        per_session: dict[int, dict[str, float]] = {}
+        for key in metric_keys:
+            for step, v in _history(client, r.info.run_id, key).items():
+                per_session.setdefault(step, {})[key[len(K.SESSION):]] = v
+        for step in sorted(per_session):
+            m = {k: per_session[step][k] for k in K.SESSION_METRICS if k in per_session[step]}
+            session_rows.append({**ident, **cfg, "session": step, **m})
+        base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
+        summary = K.strip(K.SUMMARY, r.data.metrics) if state == K.COMPLETE else {}
+        trial_rows.append({**ident, **cfg, "base_epochs_run": max(base) if base else 0, **summary,
+                           "error": r.data.tags.get("adbs.error")})
+    return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
+
+
+def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
+    """Baseline row and row order: the parent run's tags, else the study's search space module."""
+    tags = parent.data.tags
+    if "adbs.order" in tags or "adbs.baseline" in tags:
+        order = json.loads(tags["adbs.order"]) if tags.get("adbs.order") else None
+        return tags.get("adbs.baseline") or None, order
+    try:
+        import importlib
+
+        mod = importlib.import_module(f"search_spaces.{study}")
+    except ImportError:
+        return None, None
+    rows = getattr(mod, "ROWS", None)
+    return getattr(mod, "BASELINE", None), (list(rows) if rows else None)
+
+
+def load_study(client, ref: str) -> Study:
+    parent = find_parent(client, ref)
+    name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
+    sessions, trials = trial_frames(client, parent)
+    baseline, order = _table_layout(parent, name)
+    return Study(parent, name, sessions, trials, baseline, order)
+
+
+def paper_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
+    """Exactly `results.paper_table` as the study calls it."""
+    if study.sessions.empty:
+        return pd.DataFrame()
+    return results.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order)
+
+
+# -- renderings ------------------------------------------------------------------------------
+def _session_cols(table: pd.DataFrame) -> list[str]:
+    return [c for c in table.columns if c.isdigit()]
+
+
+def to_csv(table: pd.DataFrame) -> str:
+    """Machine-readable: a mean and a 95% CI half-width column per session and for the average."""
+    rows = []
+    for _, r in table.iterrows():
+        row: dict[str, Any] = {"config": r["config"], "seeds": r["seeds"]}
+        for c in _session_cols(table) + ["avg"]:
+            name = f"s{c}" if c.isdigit() else c
+            row[name], row[f"{name}_ci95"] = r[c]
+        if "delta_last" in table:
+            row["delta_last"] = r["delta_last"]
+        rows.append(row)
+    return pd.DataFrame(rows).to_csv(index=False, float_format="%.4f")
+
+
+def _tex(s: str) -> str:
+    return re.sub(r"([&%$#_{}])", r"\\\1", str(s))
+
+
+def to_latex(table: pd.DataFrame, caption: str = "") -> str:
+    """A booktabs tabular with `58.71 $\\pm$ 1.20` cells (paste into the paper)."""
+    if table.empty:
+        return "% (no completed trials)"
+    cols = _session_cols(table)
+    has_delta = "delta_last" in table
+    head = ["Config", "Seeds"] + [f"S{c}" for c in cols] + ["Avg"] + (["$\\Delta_{last}$"] if has_delta else [])
+
+    def cell(v) -> str:
+        m, h = v
+        if not K.finite(m):
+            return "-"
+        return f"{m:.2f}" if not K.finite(h) or h == 0 else f"{m:.2f} $\\pm$ {h:.2f}"
+
+    lines = ["\\begin{table}[t]", "\\centering", f"\\begin{{tabular}}{{l{'r' * (len(head) - 1)}}}", "\\toprule",
+             " & ".join(head) + " \\\\", "\\midrule"]
+    for _, r in table.iterrows():
+        cells = [_tex(r["config"]), str(r["seeds"])] + [cell(r[c]) for c in cols] + [cell(r["avg"])]
+        if has_delta:
+            cells.append(f"{r['delta_last']:+.2f}" if K.finite(r["delta_last"]) else "-")
+        lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    if caption:
+        lines.append(f"\\caption{{{_tex(caption)}}}")
+    lines.append("\\end{table}")
+    return "\n".join(lines)
+
+
+def render(table: pd.DataFrame, fmt: str, caption: str = "") -> str:
+    if fmt == "text":
+        return results.format_table(table)
+    if fmt == "markdown":
+        return results.format_table(table, markdown=True)
+    if fmt == "latex":
+        return to_latex(table, caption)
+    if fmt == "csv":
+        return to_csv(table)
+    raise ValueError(f"unknown format {fmt!r}; choose text, markdown, latex or csv")
+
+
+def paper_beside(table: pd.DataFrame, dataset: str | None) -> pd.DataFrame | None:
+    """Our means and the paper's numbers, row by row (ours, paper), for the rows the paper reports."""
+    paper = PAPER.get(dataset or "")
+    if paper is None or table.empty:
+        return None
+    rows = []
+    for _, r in table.iterrows():
+        ref = paper.get(r["config"])
+        if ref is None:
+            continue
+        cols = _session_cols(table)
+        ours = {"config": r["config"], "source": "ours", **{f"s{c}": r[c][0] for c in cols}, "avg": r["avg"][0]}
+        theirs = {"config": r["config"], "source": "paper",
+                  **{f"s{c}": (ref["sessions"][int(c)] if int(c) < len(ref["sessions"]) else None) for c in cols},
+                  "avg": ref["avg"]}
+        rows += [ours, theirs]
+    return pd.DataFrame(rows) if rows else None
+
+
+def render_plain(df: pd.DataFrame, fmt: str) -> str:
+    """Render a DataFrame of plain values (paper_beside) in a report format."""
+    def cell(v) -> str:
+        return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else (
+            f"{v:.2f}" if isinstance(v, float) else str(v))
+
+    head = list(df.columns)
+    body = [[cell(v) for v in row] for row in df.itertuples(index=False)]
+    if fmt == "csv":
+        return df.to_csv(index=False, float_format="%.2f")
+    if fmt == "markdown":
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                         + ["| " + " | ".join(b) + " |" for b in body])
+    if fmt == "latex":
+        return "\n".join([f"\\begin{{tabular}}{{ll{'r' * (len(head) - 2)}}}", "\\toprule", " & ".join(map(_tex, head)) + " \\\\",
+                          "\\midrule"] + [" & ".join(map(_tex, b)) + " \\\\" for b in body] + ["\\bottomrule", "\\end{tabular}"])
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    fmt_row = lambda cells: "  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(b) for b in body])
+
+
+# -- everything at once ----------------------------------------------------------------------
+EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
+
+
+def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool) -> list[Path]:
+    """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [out / "sessions.parquet", out / "trials.parquet"]
+    study.sessions.to_parquet(files[0], index=False)
+    study.trials.to_parquet(files[1], index=False)
+    for f in {"text", fmt}:
+        p = out / f"table.{EXT[f]}"
+        p.write_text(render(table, f, caption=f"{study.name}: test accuracy (%) per session") + "\n")
+        files.append(p)
+    figs = artifacts.study_figures(study.name, study.sessions, study.trials, out) if len(study.sessions) else []
+    beside = paper_beside(table, study.dataset) if paper else None
+    best = results.best_config(study.trials) if len(study.trials) else None
+    meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id})",
+            "tracking URI": uri, "code version": study.parent.data.tags.get("adbs.code_version", "unknown"),
+            "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
+    files.append(artifacts.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
+                                              figures=figs, meta=meta,
+                                              paper_md=render_plain(beside, "markdown") if beside is not None else None))
+    return files + figs

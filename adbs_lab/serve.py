@@ -1,0 +1,154 @@
+"""Serve the project's MLflow tracking store: the UI, and an HTTP endpoint studies can log through.
+
+    python -m adbs_lab.serve                        # http://127.0.0.1:5000 on <repo>/mlflow/mlflow.db
+    python mlflow/serve.py --port 5001              # the same, as a script
+    python -m adbs_lab.serve --host 0.0.0.0 --allowed-hosts 'gpu-box:5000' \\
+        --backend-store-uri postgresql://user:pw@db/mlflow --artifacts-destination s3://bucket/mlflow
+
+Studies then log over HTTP: `python studies/alpha_sweep.py --tracking-uri http://127.0.0.1:5000`
+(one writer process: the server; what a shared or cluster setup needs). Arguments after `--` go
+to `mlflow server` unchanged (e.g. `-- --workers 2`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from adbs_lab import paths
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+GRACE_S = 15.0
+"""Seconds the server may take to stop before its processes are killed."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m adbs_lab.serve", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes the UI, "
+                        "which has no login, to the network)")
+    p.add_argument("--port", type=int, default=5000, help="port (default 5000)")
+    p.add_argument("--backend-store-uri", default=paths.DEFAULT_TRACKING_URI,
+                   help="where runs live (default the project's store sqlite:///<repo>/mlflow/mlflow.db; "
+                        "e.g. postgresql://user:pw@host/db for a shared server)")
+    p.add_argument("--artifacts-destination", default=str(paths.DEFAULT_ARTIFACT_ROOT),
+                   help="where logged files live (default <repo>/mlflow/artifacts; e.g. s3://bucket/path)")
+    p.add_argument("--allowed-hosts", default=None,
+                   help="Host headers the server accepts (MLflow 3 DNS-rebinding protection; default "
+                        "localhost + private IPs); needed when users reach it by a public name")
+    p.add_argument("--workers", type=int, default=2,
+                   help="server worker processes (default 2: enough for a few users; MLflow's own default is 4)")
+    p.add_argument("--dry-run", action="store_true", help="print the mlflow server command and exit")
+    p.add_argument("extra", nargs=argparse.REMAINDER, help="after --: passed to `mlflow server`")
+    return p
+
+
+def url(host: str, port: int) -> str:
+    shown = socket.gethostname() if host in ("0.0.0.0", "::") else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"http://{shown}:{port}"
+
+
+def command(args: argparse.Namespace) -> list[str]:
+    exe = Path(sys.executable).with_name("mlflow")
+    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
+    cmd = [*base, "server", "--backend-store-uri", args.backend_store_uri,
+           "--artifacts-destination", _local_or_uri(args.artifacts_destination),
+           "--host", args.host, "--port", str(args.port), "--workers", str(args.workers)]
+    if args.allowed_hosts:
+        cmd += ["--allowed-hosts", args.allowed_hosts]
+    extra = list(args.extra)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    return cmd + extra
+
+
+def _local_or_uri(dest: str) -> str:
+    """A plain path becomes an absolute one (the server's cwd must not matter); URIs pass through."""
+    return dest if "://" in dest else str(Path(dest).expanduser().resolve())
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    uri = args.backend_store_uri
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        if not db.is_absolute():
+            return f"--backend-store-uri {uri}: use an absolute path (sqlite:////abs/path/mlflow.db)"
+        db.parent.mkdir(parents=True, exist_ok=True)
+    elif "://" not in uri:
+        return f"--backend-store-uri {uri!r} is not a URI; e.g. sqlite:////abs/mlflow.db or postgresql://..."
+    if "://" not in args.artifacts_destination:
+        Path(_local_or_uri(args.artifacts_destination)).mkdir(parents=True, exist_ok=True)
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a just-stopped server's port is free
+        try:
+            s.bind((args.host, args.port))
+        except OSError as e:
+            return f"cannot listen on {args.host}:{args.port} ({e.strerror}); pick another --port"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    cmd = command(args)
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    problem = _check(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    env = {**os.environ}
+    env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no usage telemetry unless the user turns it on
+    # MLflow 3 also starts job consumers (GenAI judges/scorers; 7 processes) that this project never
+    # uses; off unless the user turns them on.
+    env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+    link = url(args.host, args.port)
+    print(f"MLflow UI: {link}  (store {args.backend_store_uri}, artifacts {args.artifacts_destination})", flush=True)
+    print(f"log a study through it: --tracking-uri {link}; report: python studies/report.py STUDY "
+          f"--tracking-uri {link}; stop: Ctrl-C", flush=True)
+    if args.host not in LOOPBACK:
+        print(f"warning: bound to {args.host}: anyone who can reach this port can read and write runs "
+              "(MLflow has no login by default)", file=sys.stderr, flush=True)
+    # The server (mlflow CLI, uvicorn workers, huey job consumers) gets its own process group, so
+    # a signal to us stops all of it exactly once, and nothing outlives us.
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    stopping: list[float] = []
+
+    def stop(signum, frame):  # noqa: ARG001
+        if not stopping:
+            stopping.append(time.monotonic())
+            _signal_group(proc.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        while proc.poll() is None:
+            if stopping and time.monotonic() - stopping[0] > GRACE_S:
+                _signal_group(proc.pid, signal.SIGKILL)
+            time.sleep(0.2)
+        return 0 if stopping else proc.returncode
+    finally:
+        if proc.poll() is None:
+            _signal_group(proc.pid, signal.SIGTERM)
+            time.sleep(1)
+        _signal_group(proc.pid, signal.SIGKILL)  # stragglers of the group (job consumers)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""report: a study's tables and figures, rebuilt from the MLflow tracking store alone.
+
+    python studies/report.py ablation                          # latest 'ablation' study in the project's store
+    python studies/report.py ablation --format latex --paper   # LaTeX, with the paper's numbers beside ours
+    python studies/report.py 8a27a18c...  --tracking-uri http://127.0.0.1:5000   # a parent (or trial) run id
+    python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
+
+Reads only the tracking store (nested trial runs: params, session/* metric histories, summary/*,
+tags), so a study run on a cluster can be reported on a laptop. The table is
+adbs_lab.results.paper_table, the same function the study printed its table with.
+Time: seconds. Writes to --out (default <repo>/results/reports/<study>-<run id>/): table.txt and
+table.<format>, sessions.parquet, trials.parquet, the study's figure(s), report.md.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+from adbs_lab import paths, report, tracking  # noqa: E402
+
+p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+p.add_argument("study", help="study name (= MLflow experiment; its latest study run) or a parent/trial run id")
+p.add_argument("--tracking-uri", default=None,
+               help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
+p.add_argument("--format", default="text", choices=list(report.EXT),
+               help="table format printed and written (text = exactly what the study printed)")
+p.add_argument("--metric", default="test_acc", help="session metric of the table (default test_acc)")
+p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
+p.add_argument("--paper", action="store_true",
+               help="print the paper's numbers beside ours when the study matches a paper table "
+                    "(ablation rows on cifar100, mini_imagenet, cub200)")
+args = p.parse_args()
+
+import logging  # noqa: E402
+
+logging.getLogger("mlflow").setLevel(logging.WARNING)
+logging.getLogger("alembic").setLevel(logging.WARNING)
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+uri = tracking.tracking_uri(args.tracking_uri)
+try:
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        raise report.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
+    tracking.check_tracking_uri(uri)
+    study = report.load_study(MlflowClient(uri), args.study)
+except (report.ReportError, tracking.TrackingError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    raise SystemExit(2)
+
+table = report.paper_table(study, metric=args.metric)
+run = study.parent.info
+n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
+print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
+      f"({', '.join(f'{v} {k.lower()}' for k, v in n.items()) or 'none'})")
+print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
+print(report.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session"))
+if args.paper:
+    beside = report.paper_beside(table, study.dataset)
+    if beside is None:
+        print(f"\n--paper: no paper table matches this study (dataset {study.dataset!r}, rows "
+              f"{', '.join(table['config']) if len(table) else '-'}); the paper reports ablation rows "
+              f"baseline / adb / adb+ic on {', '.join(report.PAPER)}")
+    else:
+        print(f"\nours (mean over seeds) beside the paper ({report.PAPER_SOURCE}; '-' = not quoted):\n")
+        print(report.render_plain(beside, args.format))
+
+out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
+files = report.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
+print(f"\nwrote {out}: {', '.join(f.name for f in files)}")

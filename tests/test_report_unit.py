@@ -1,0 +1,128 @@
+"""Issue 5, fast: artifact builders on hand-made data, and the store -> table path on a store built
+with MlflowClient in the tracker's layout (no Ray, no training)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pandas as pd
+import pytest
+from mlflow.entities import Metric, Param
+from mlflow.tracking import MlflowClient
+
+from adbs.config import Config
+from adbs_lab import artifacts, report, results
+from adbs_lab import metrics_keys as K
+
+MARGINS = [[1.0, 2.0], [1.0, 2.0, 1.5], [1.1, 2.0, 1.5, 1.6]]
+
+
+def test_boundaries_table_one_row_per_class_one_column_per_session():
+    t = artifacts.boundaries_table(MARGINS)
+    assert list(t.columns) == ["class", "session_added", "kind", "m_s0", "m_s1", "m_s2"]
+    assert list(t["session_added"]) == [0, 0, 1, 2] and list(t["kind"]) == ["base", "base", "novel", "novel"]
+    assert list(t["m_s2"]) == [1.1, 2.0, 1.5, 1.6]
+    assert t["m_s0"].isna().tolist() == [False, False, True, True] and t["m_s1"].isna().tolist() == [False] * 3 + [True]
+
+
+def test_trial_artifacts_written_only_where_there_is_data(tmp_path):
+    sessions = [{"session": s, "val_acc": 60 - s, "test_acc": 58 - s, "test_base_acc": 59.0, "test_novel_acc":
+                 math.nan if s == 0 else 30.0, "val_base_acc": 61.0, "val_novel_acc": math.nan if s == 0 else 31.0}
+                for s in range(3)]
+    files = artifacts.write_trial_artifacts(tmp_path / "t", sessions=sessions, margins=MARGINS,
+                                            config={"alpha": 0.05, "milestones": [40, 70]}, title="alpha=0.05 seed=0")
+    assert [f.name for f in files] == ["config.json", "session_curve.png", "boundaries.csv"]
+    assert files[1].read_bytes()[:4] == b"\x89PNG"
+    assert json.loads(files[0].read_text()) == {"alpha": 0.05, "milestones": [40, 70]}
+    assert pd.read_csv(files[2]).shape == (4, 6)
+    pruned = artifacts.write_trial_artifacts(tmp_path / "p", sessions=[], margins=None, config={"alpha": 0.1})
+    assert [f.name for f in pruned] == ["config.json"]
+
+
+def test_pruning_savings_counts_base_epochs_not_run():
+    trials = pd.DataFrame({"state": [K.COMPLETE, K.PRUNED, K.PRUNED, K.FAILED], "base_epochs": [10, 10, 10, 10],
+                           "base_epochs_run": [10, 3, 5, 1], "wall_time_s": [100.0, None, None, None]})
+    s = artifacts.pruning_savings(trials)
+    assert (s["pruned"], s["failed"], s["base_epochs_planned"], s["base_epochs_run"], s["base_epochs_saved"]) == \
+        (2, 1, 40, 19, 12)
+    assert s["seconds_saved_est"] == pytest.approx(120.0)  # 10 s per epoch of the complete trial x 12
+    md = artifacts.report_markdown(study="alpha_sweep", table_md="| t |", best=None, savings=s, figures=["a.png"])
+    assert "2 pruned" in md and "saved 12 base epochs" in md and "![a.png](a.png)" in md
+
+
+# -- a store in the tracker's layout ----------------------------------------------------------
+CURVES = {("baseline", 0): [70.0, 60.0, 50.0], ("baseline", 1): [72.0, 61.0, 52.0],
+          ("adb+ic", 0): [75.0, 66.0, 57.0], ("adb+ic", 1): [76.0, 68.0, 58.0]}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
+    c = MlflowClient(uri)
+    exp = c.create_experiment("ablation")
+    parent = c.create_run(exp, run_name="ablation 2026-01-01 00:00",
+                          tags={"adbs.role": "study", "adbs.study": "ablation", "adbs.baseline": "baseline",
+                                "adbs.order": json.dumps(["baseline", "adb+ic"])})
+    rows, number = [], 0
+    for (variant, seed), accs in [*sorted(CURVES.items(), key=lambda kv: kv[0][0] != "adb+ic"), (("adb+ic", 2), None)]:
+        cfg = Config(variant=variant, seed=seed, base_epochs=4).to_dict()
+        tags = {"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": "ablation",
+                "adbs.trial_id": f"t{number}", "adbs.optuna_trial": str(number),
+                "adbs.state": K.COMPLETE if accs else K.PRUNED}
+        run = c.create_run(exp, run_name=f"{variant} seed={seed}", tags=tags)  # no adbs.label: from the name
+        metrics = [Metric(K.BASE_PRUNE_VALUE, 10.0 * e, 0, e) for e in range(1, 3 if accs is None else 5)]
+        for s, a in enumerate(accs or []):
+            metrics += [Metric("session/test_acc", a, 0, s), Metric("session/val_acc", a + 1, 0, s)]
+            rows.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "session": s, "test_acc": a})
+        if accs:
+            metrics += [Metric("summary/val_avg_acc", sum(accs) / 3 + 1, 0, 0), Metric("summary/wall_time_s", 8.0, 0, 0)]
+        c.log_batch(run.info.run_id, metrics=metrics,
+                    params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
+        c.set_terminated(run.info.run_id, "FINISHED" if accs else "KILLED")
+        number += 1
+    c.set_terminated(parent.info.run_id)
+    return uri, parent.info.run_id, pd.DataFrame(rows)
+
+
+def test_store_gives_the_table_paper_table_gives_on_the_same_data(store):
+    uri, parent_id, rows = store
+    study = report.load_study(MlflowClient(uri), "ablation")
+    assert study.parent.info.run_id == parent_id and (study.baseline, study.order) == ("baseline", ["baseline", "adb+ic"])
+    assert set(study.trials["state"]) == {K.COMPLETE, K.PRUNED}
+    assert list(dict.fromkeys(study.sessions["label"])) == ["adb+ic", "baseline"]  # Optuna trial order
+    expected = results.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"])
+    got = report.paper_table(study)
+    assert results.format_table(got) == results.format_table(expected)
+    assert list(got["config"]) == ["baseline", "adb+ic"] and got.loc[1, "delta_last"] == pytest.approx(57.5 - 51.0)
+    assert study.trials.set_index("trial_id").loc["t4", "base_epochs_run"] == 2
+    saved = artifacts.pruning_savings(study.trials)
+    assert (saved["pruned"], saved["base_epochs_saved"]) == (1, 2)
+    assert study.trials["alpha"].map(type).eq(float).all() and study.trials["seed"].map(type).eq(int).all()
+
+
+def test_find_parent_by_name_parent_id_or_trial_id(store):
+    uri, parent_id, _ = store
+    client = MlflowClient(uri)
+    trial = client.search_runs([client.get_experiment_by_name("ablation").experiment_id],
+                               filter_string="tags.`adbs.role` = 'trial'")[0]
+    assert report.find_parent(client, trial.info.run_id).info.run_id == parent_id
+    assert report.find_parent(client, parent_id).info.run_id == parent_id
+    with pytest.raises(report.ReportError, match="studies here: ablation"):
+        report.find_parent(client, "alpha_sweep")
+
+
+def test_formats_and_the_papers_numbers(store):
+    uri, _, _ = store
+    table = report.paper_table(report.load_study(MlflowClient(uri), "ablation"))
+    tex = report.to_latex(table, caption="ablation")
+    assert "\\toprule" in tex and "adb+ic & 2 &" in tex and "$\\pm$" in tex
+    csv = pd.read_csv(io.StringIO(report.to_csv(table)))
+    assert list(csv.columns[:4]) == ["config", "seeds", "s0", "s0_ci95"] and csv.loc[0, "s0"] == pytest.approx(71.0)
+    assert report.render(table, "text") == results.format_table(table)
+    beside = report.paper_beside(table, "cifar100")
+    assert list(beside["source"]) == ["ours", "paper", "ours", "paper"]
+    assert beside.iloc[1]["s0"] == 73.92 and beside.iloc[3]["avg"] == 63.77
+    assert report.paper_beside(table, "synthetic") is None
+    assert "| baseline | paper | 73.92" in report.render_plain(beside, "markdown")

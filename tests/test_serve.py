@@ -1,0 +1,100 @@
+"""Issue 5: the serve command (`python mlflow/serve.py` = `python -m adbs_lab.serve`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from adbs_lab import paths, serve
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cmd(*argv: str) -> list[str]:
+    return serve.command(serve.parser().parse_args(list(argv)))
+
+
+def test_defaults_are_local_and_the_projects_store():
+    cmd = _cmd()
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and cmd[cmd.index("--port") + 1] == "5000"
+    assert cmd[cmd.index("--backend-store-uri") + 1] == paths.DEFAULT_TRACKING_URI
+    assert cmd[cmd.index("--artifacts-destination") + 1] == str(paths.DEFAULT_ARTIFACT_ROOT)
+    assert "server" in cmd and cmd[cmd.index("--workers") + 1] == "2"
+
+
+def test_other_backends_and_extra_flags_pass_through():
+    cmd = _cmd("--host", "0.0.0.0", "--port", "5005", "--backend-store-uri", "postgresql://u:p@db/mlflow",
+               "--artifacts-destination", "s3://bucket/mlflow", "--allowed-hosts", "box:5005", "--", "--workers", "2")
+    assert cmd[cmd.index("--backend-store-uri") + 1] == "postgresql://u:p@db/mlflow"
+    assert cmd[cmd.index("--artifacts-destination") + 1] == "s3://bucket/mlflow"
+    assert cmd[cmd.index("--allowed-hosts") + 1] == "box:5005"
+    assert cmd[-2:] == ["--workers", "2"]
+
+
+def test_bad_store_and_busy_port_fail_before_starting(tmp_path, capsys):
+    assert serve.main(["--backend-store-uri", "sqlite:///relative.db"]) == 2
+    assert "absolute path" in capsys.readouterr().err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert serve.main(["--port", str(port), "--backend-store-uri", f"sqlite:///{tmp_path / 'm.db'}",
+                           "--artifacts-destination", str(tmp_path / "a")]) == 2
+    assert "pick another --port" in capsys.readouterr().err
+
+
+def test_mlflow_folder_cannot_shadow_the_package():
+    # `mlflow/` at the repo root holds the store; an __init__.py or mlflow.py there would shadow mlflow.
+    assert not (REPO / "mlflow" / "__init__.py").exists() and not (REPO / "mlflow" / "mlflow.py").exists()
+
+
+@pytest.mark.slow
+def test_serve_starts_prints_the_url_and_stops(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    proc = subprocess.Popen([sys.executable, str(REPO / "mlflow" / "serve.py"), "--port", str(port),
+                             "--backend-store-uri", uri, "--artifacts-destination", str(tmp_path / "art"), "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/",
+                            start_new_session=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith(f"MLflow UI: http://127.0.0.1:{port}"), first
+        deadline = time.time() + 240  # ~20 s idle; minutes on 2 cores shared with training
+        while True:
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).status == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.time() < deadline, "server did not come up"
+            time.sleep(0.5)
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(f"http://127.0.0.1:{port}")  # studies log through it the same way
+        exp = client.create_experiment("served")
+        run = client.create_run(exp)
+        client.log_metric(run.info.run_id, "session/test_acc", 50.0, step=1)
+        assert (tmp_path / "store" / "mlflow.db").exists()
+        proc.send_signal(signal.SIGTERM)  # to serve.py only: it stops the server's process group
+        assert proc.wait(timeout=30) is not None
+        time.sleep(1)
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, "the server outlived serve.py"
+    finally:
+        if proc.poll() is None:  # SIGTERM: serve.py then stops the server's own process group too
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
