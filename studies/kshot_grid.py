@@ -7,9 +7,10 @@
 Each cell is the full pipeline (base session, then every incremental session); on the embedded
 benchmark (40 novel classes) 10-way gives 4 incremental sessions and 5-way gives 8. No pruning:
 every cell is a result.
-Time: default run (12 cells, 2 base epochs each) takes well over 5 min on the shared 2-core CPU
-(~3 min per cell at load average ~10); base-session reuse (issue 4) makes the cells share one base
-session. --smoke (4 cells) ~2-3 min; mini_imagenet preset ~1-2 h per cell on one GPU.
+Ways and shots only change the incremental sessions, so all cells share ONE base session: the first
+cell trains it, the others load it from <storage>/base_cache (--no-cache trains it per cell).
+Time: see README ("Studies") for the measured default run; --smoke (4 cells) ~1-2 min;
+mini_imagenet preset: one base session (~1-2 h on one GPU) plus minutes per cell.
 Writes <storage>/kshot_grid/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 kshot_5way.png, kshot_10way.png; MLflow experiment 'kshot_grid'.
 """
@@ -29,8 +30,8 @@ plan = study.Plan(
     space=spaces.SMOKE_GRID if args.smoke else spaces.GRID,
     space_source=f"search_spaces/kshot_grid.py:{'SMOKE_GRID' if args.smoke else 'GRID'}",
     order=[f"ways={w} shots={k}" for w in (5, 10) for k in (1, 5, 10, 15, 20, 50)],  # paper table order
-    cpu_defaults={"base_epochs": 2},  # 12 full pipelines on 2 cores (base-session reuse comes with issue 4)
-    est_trial_s=60,
+    cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
+    est_trial_s=20,
 )
 out = study.run(plan, args)
 figs = figures.kshot_curves(out.sessions, out.dir)
