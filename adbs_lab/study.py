@@ -101,6 +101,9 @@ def _env_defaults() -> None:
     # Save Tune's experiment state often, so --resume after a crash reruns as little as possible.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Trials checkpoint after every session (seconds apart), which forces Tune state snapshots; that is
+    # intended, so silence the "snapshotting triggered multiple times" warning.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     # Keep Tune's console quiet: its slow-operation warnings fire on a busy 2-core machine.
     os.environ.setdefault("TUNE_WARN_THRESHOLD_S", "10")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")

@@ -253,9 +253,17 @@ class MlflowTracker(Callback):
 
 
 def ui_command(uri: str) -> str:
+    """The one command that opens the MLflow UI on this store (the project's serve script)."""
+    import shlex
+    import sys
+
     if uri.startswith("sqlite:") or uri.startswith("postgresql") or uri.startswith("mysql"):
-        root = artifact_root(uri)
-        extra = f" --default-artifact-root {root}" if root else ""
-        return f"mlflow ui --backend-store-uri {uri}{extra}"
+        cmd = [sys.executable, str(paths.REPO_ROOT / "mlflow" / "serve.py")]
+        if uri != paths.DEFAULT_TRACKING_URI:
+            cmd += ["--backend-store-uri", uri]
+            root = artifact_root(uri)
+            if root and root.startswith("file://"):
+                cmd += ["--artifacts-destination", root[len("file://"):]]
+        return shlex.join(cmd)
     return f"open {uri} in a browser"
 

@@ -53,7 +53,7 @@ def _check_nested_with_curves(uri: str, experiment: str, n_trials: int, n_sessio
 
 def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     r = _run(study_cmd("alpha_sweep", "--smoke"))
-    assert "mlflow ui --backend-store-uri" in r.stdout and "alpha=" in r.stdout
+    assert "mlflow/serve.py --backend-store-uri" in r.stdout and "alpha=" in r.stdout
     _, parent, trials = _check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 3)
     assert parent.data.tags["adbs.search_space"].startswith("search_spaces/alpha_sweep.py:SPACE")
     assert {"adbs.code_version", "adbs.command"} <= set(parent.data.tags)
