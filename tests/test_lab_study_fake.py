@@ -104,3 +104,38 @@ def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsy
     assert {"sessions.parquet", "trials.parquet", "table.txt", "best_config.json"} <= arts
     printed = capsys.readouterr().out
     assert "pruned at base epoch" in printed and "best val avg acc" in printed
+
+
+def burst_trial(cfg, *, hooks):
+    """Every trial reports its sessions and summary at the same wall-clock moment (the next 3 s tick)."""
+    hooks.on_base_epoch({"epoch": 1, "train_loss": 1.0, "train_acc": 50.0, "val_acc": 50.0, "lr": 0.1,
+                         "margin_mean": 1.0, "margin_min": 1.0, "margin_max": 1.0})
+    time.sleep(3 - time.time() % 3)
+    for s in range(3):
+        hooks.on_session({"session": s, "n_classes": 60 + 5 * s, "val_acc": 50.0 + cfg.seed, "val_base_acc": 50.0,
+                          "val_novel_acc": 40.0, "val_hmean": 44.0, "test_acc": 50.0 + cfg.seed + s,
+                          "test_base_acc": 50.0, "test_novel_acc": 40.0, "test_hmean": 44.0, "margin_mean": 1.0,
+                          "margin_min": 1.0, "margin_max": 1.0, "margin_base_mean": 1.0, "margin_novel_mean": 1.0})
+    return FakeResult({"val_avg_acc": 50.0 + cfg.seed, "test_avg_acc": 50.0 + cfg.seed, "val_last_acc": 50.0,
+                       "test_last_acc": 50.0, "d_cs": 0.9, "wall_time_s": 0.1})
+
+
+@pytest.mark.slow
+def test_eight_trials_finishing_together_lose_nothing(ray_address, storage, tracking_uri):
+    """Issue 7: many trials ending at once lose no metric and no run (one writer: the driver)."""
+    plan = study.Plan(name="burst", space={"variant": "adb+ic"}, space_source="tests:burst", trial_fn=burst_trial)
+    args = _args(["--smoke", "--seeds", *map(str, range(8)), "--max-concurrent", "8", "--cpus-per-trial", "0.25",
+                  "--num-samples", "1", "--pruner", "none"], storage, tracking_uri, ray_address)
+    out = study.run(plan, args)
+    out.finish()
+    assert len(out.trials) == 8 and (out.trials["state"] == K.COMPLETE).all()
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name("burst")
+    runs = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("adbs.role") == "trial"]
+    assert len(runs) == 8
+    for r in runs:
+        seed = int(r.data.params["seed"])
+        hist = client.get_metric_history(r.info.run_id, "session/test_acc")
+        assert sorted((m.step, m.value) for m in hist) == [(s, 50.0 + seed + s) for s in range(3)]
+        assert r.data.metrics["summary/val_avg_acc"] == 50.0 + seed
+        assert r.info.status == "FINISHED"
