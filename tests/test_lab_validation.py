@@ -93,3 +93,32 @@ def test_core_library_never_imports_orchestration():
             "bad = [m for m in ('ray', 'optuna', 'mlflow') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+BAD_INPUTS = [
+    # (what is wrong, study flags, message fragment) — issue 7, point 4
+    ("unknown config key", ["--set", "alhpa=0.1"], "valid keys"),
+    ("wrong type", ["--set", "shots=five"], "shots must be an int"),
+    ("negative alpha", ["--set", "alpha=-0.1"], "alpha must be > 0"),
+    ("zero lr", ["--set", "base_lr=0"], "base_lr must be > 0"),
+    ("zero epochs", ["--set", "base_epochs=0"], "base_epochs must be > 0"),
+    ("more sessions than classes", ["--set", "sessions=50"], "sessions"),
+    ("unknown dataset", ["--set", "dataset=imagenet"], "valid choices: synthetic"),
+    ("unknown backbone", ["--set", "backbone=vit"], "valid choices: convnet"),
+    ("unknown variant", ["--set", "variant=adbs"], "baseline, adb, adb+ic"),
+    ("missing dataset root", ["--dataset", "cifar100", "--data-root", "/nonexistent/data"], "cifar-100-python"),
+    ("GPU without GPUs", ["--gpus-per-trial", "1"], "this machine has none"),
+    ("unwritable storage", ["--storage", "/proc/adbs-runs"], "--storage"),
+    ("object-store storage", ["--storage", "s3://bucket/runs"], "object-store URLs"),
+]
+
+
+@pytest.mark.parametrize("what,flags,fragment", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_table(what, flags, fragment, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    plan = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
+    with pytest.raises((ConfigError, study.StudyInputError, ValueError)) as e:
+        study.validate(plan, _args(*flags))
+    assert fragment in str(e.value), f"{what}: {e.value}"
