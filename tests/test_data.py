@@ -117,7 +117,7 @@ def cfg_for(name: str, roots: dict[str, Path] | None = None, **kw) -> Config:
     """A config that fits the fake copies (few images per class)."""
     base = {"dataset": name}
     if name != "synthetic":
-        base.update(data_root=str(roots[name]), novel_val_per_class=2, base_images_per_class=None)
+        base.update(data_root=str(roots[name]), novel_val_per_class=2, base_images_per_class=None, val_fraction=0.1)
     base.update(kw)
     return Config(**base)
 
@@ -220,8 +220,9 @@ def test_synthetic_default_protocol():
     assert data.num_sessions == 9
     base = data.sessions[0]
     counts = np.bincount(data.train_pool.labels[base.train], minlength=100)[:60]
-    assert (counts == 100).all()  # base_images_per_class cap
-    assert (np.bincount(data.train_pool.labels[base.val], minlength=100)[:60] == 50).all()  # 10% of 500
+    assert (counts == Config().base_images_per_class).all()  # base_images_per_class cap
+    n_val = round(Config().val_fraction * 500)
+    assert (np.bincount(data.train_pool.labels[base.val], minlength=100)[:60] == n_val).all()
     assert all(len(s.val) == 5 * 20 for s in data.sessions[1:])
 
 
@@ -378,7 +379,7 @@ def test_index_list_cifar100_end_to_end(monkeypatch):
     test_labels = np.repeat(np.arange(100), 100)
     test = ImagePool(test_labels, images=torch.zeros(1, 3, 32, 32, dtype=torch.uint8).expand(10000, -1, -1, -1))
     monkeypatch.setattr(protocol, "load_pools", lambda spec, root, seed: (train, test))
-    cfg = Config(dataset="cifar100", data_root="/unused", index_list=str(INDEX_LISTS / "cifar100"),
+    cfg = Config(dataset="cifar100", data_root="/unused", index_list=str(INDEX_LISTS / "cifar100"), val_fraction=0.1,
                  base_images_per_class=None)
     data = build_data(cfg)
     check_invariants(data, 5, 5)
@@ -443,7 +444,7 @@ def test_index_list_cub200_real_lists():
     labels = np.array([int(k.split(".")[0]) - 1 for k in keys], dtype=np.int64)
     idx = [match_index_lines(spec, f, keys, len(keys), f"session_{t + 1}.txt") for t, f in enumerate(files)]
     assert keys[idx[0][0]] == files[0][0].split("CUB_200_2011/images/")[1]  # last two components
-    cfg = Config(dataset="cub200", data_root="/unused", index_list=str(d), base_images_per_class=None)
+    cfg = Config(dataset="cub200", data_root="/unused", index_list=str(d), base_images_per_class=None, val_fraction=0.1)
     sessions, ways, shots, _ = sessions_from_index_lists(spec, cfg, idx, labels, np.repeat(np.arange(200), 3), str(d))
     assert (ways, shots, len(sessions)) == (10, 5, 11)
     assert len(sessions[0].train) == 2700 and len(sessions[0].val) == 300  # 3 of 30 per base class held out
