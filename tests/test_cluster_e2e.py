@@ -58,6 +58,17 @@ def pids_mentioning(marker: str) -> list[int]:
     return out
 
 
+def state_query(fn: str, address: str, filters: list) -> list[dict]:
+    """Ray's state API, called in a child process: a GCS client left in the pytest process would
+    exit it (code 1) about a minute after this test's cluster is stopped."""
+    code = ("import json, sys, ray.util.state as s; "
+            f"r = s.{fn}(address={address!r}, filters={filters!r}, detail=True, limit=100); "
+            "print(json.dumps([x if isinstance(x, dict) else x.__dict__ for x in r], default=str))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=cluster_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def stop_processes(marker: str) -> None:
     """SIGTERM, then SIGKILL, every process whose command line names our temp dir (ours only)."""
     for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
@@ -123,13 +134,11 @@ def two_nodes(mlflow_server):
             r = subprocess.run([str(BIN / "ray"), "start", *argv, *common], env=env, capture_output=True, text=True,
                                timeout=180)
             assert r.returncode == 0, f"ray start {argv[0]} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-        from ray.util.state import list_nodes
-
         nodes = {}
         deadline = time.time() + 90
         while len(nodes) < 2 and time.time() < deadline:
-            nodes = {("head" if "node_head" in n.resources_total else "worker"): n.node_id
-                     for n in list_nodes(address=f"127.0.0.1:{gcs}", filters=[("state", "=", "ALIVE")])}
+            nodes = {("head" if "node_head" in n["resources_total"] else "worker"): n["node_id"]
+                     for n in state_query("list_nodes", f"127.0.0.1:{gcs}", [("state", "=", "ALIVE")])}
             time.sleep(1)
         assert set(nodes) == {"head", "worker"}, nodes
         yield f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", nodes
@@ -177,11 +186,9 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
     trial_pids = {json.loads(f.read_text().splitlines()[-1])["pid"] for f in results}
 
     # Trials ran on both nodes: Tune's trial actors (ImplicitFunc) by node, matched by pid.
-    from ray.util.state import list_actors
-
-    actors = list_actors(address=gcs, filters=[("class_name", "=", "ImplicitFunc")], detail=True, limit=100)
-    assert {a.node_id for a in actors} == {node_ids["head"], node_ids["worker"]}, actors
-    assert trial_pids <= {a.pid for a in actors}
+    actors = state_query("list_actors", gcs, [("class_name", "=", "ImplicitFunc")])
+    assert {a["node_id"] for a in actors} == {node_ids["head"], node_ids["worker"]}, actors
+    assert trial_pids <= {a["pid"] for a in actors}
 
     # MLflow runs on the tracking server: one parent run, one nested run per trial, no secret anywhere.
     from mlflow.tracking import MlflowClient
