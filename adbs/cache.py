@@ -12,6 +12,10 @@ the payload in a manifest; an entry whose payload does not match its manifest
 (corrupt or half-written) is discarded and retrained, never loaded. A file
 lock makes concurrent trials with the same key train it exactly once: the
 first takes the lock and trains, the others wait and then load.
+
+Beside each base session, `features` stores the frozen backbone's features of
+an image list (the test set, validation images), so trials sharing a base
+session also skip re-running the backbone over them.
 """
 
 from __future__ import annotations
@@ -69,6 +73,41 @@ class BaseCache:
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
+        from adbs.train import BaseSession
+
+        state = self._read(key)
+        return None if state is None else BaseSession(**state)
+
+    def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
+        self._write(key, {
+            "backbone_state": base.backbone_state,
+            "prototypes": base.prototypes,
+            "margins": base.margins,
+            "curve": base.curve,
+            "best_epoch": base.best_epoch,
+        }, meta)
+
+    def features(self, key: str, name: str, indices, compute: Callable[[], tuple[torch.Tensor, torch.Tensor]]):
+        """(features, labels) of the images `indices` under base session `key`'s frozen backbone.
+
+        Stored once per (base session, image list), so every trial on the same base session (e.g. all
+        cells of a k-shot grid, whose test sets are the same) skips re-running the backbone over them.
+        `name` must hold whatever else changes the numbers (the pool, the eval batch size): an entry
+        is only reused for exactly the same computation, so results equal the uncached path's.
+        """
+        import numpy as np
+
+        digest = hashlib.sha256(np.ascontiguousarray(np.asarray(indices, dtype=np.int64)).tobytes()).hexdigest()[:16]
+        fkey = f"{key}.features-{name}-{digest}"
+        hit = self._read(fkey)
+        if hit is not None:
+            return hit["features"], hit["labels"]
+        f, y = compute()
+        # Concurrent trials may both compute it; each write is atomic, so a reader sees one whole entry.
+        self._write(fkey, {"features": f.detach().cpu(), "labels": y.detach().cpu()}, {"base_key": key, "n": len(y)})
+        return f, y
+
+    def _read(self, key: str) -> dict[str, Any] | None:
         payload, manifest, _ = self._paths(key)
         if not (payload.exists() and manifest.exists()):
             return None
@@ -77,28 +116,16 @@ class BaseCache:
             blob = payload.read_bytes()
             if hashlib.sha256(blob).hexdigest() != meta["sha256"]:
                 raise ValueError("checksum mismatch")
-            from adbs.train import BaseSession
-
-            state = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
-            return BaseSession(**state)
-        except Exception:  # corrupt, truncated or from an incompatible version: retrain
+            return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
+        except Exception:  # corrupt, truncated or from an incompatible version: recompute
             for p in (payload, manifest):
                 p.unlink(missing_ok=True)
             return None
 
-    def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
+    def _write(self, key: str, state: dict[str, Any], meta: dict[str, Any] | None) -> None:
         payload, manifest, _ = self._paths(key)
         buf = io.BytesIO()
-        torch.save(
-            {
-                "backbone_state": base.backbone_state,
-                "prototypes": base.prototypes,
-                "margins": base.margins,
-                "curve": base.curve,
-                "best_epoch": base.best_epoch,
-            },
-            buf,
-        )
+        torch.save(state, buf)
         blob = buf.getvalue()
         _atomic_write(payload, blob)
         # The manifest is written last: an entry without it is incomplete and ignored.

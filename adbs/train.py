@@ -113,6 +113,10 @@ class _Runtime:
             torch.backends.cudnn.benchmark = True
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        # Loader workers follow the CPUs this process may use (a study trial sets torch's threads to
+        # its --cpus-per-trial): one decoding worker per CPU, none when there is a single CPU.
+        threads = torch.get_num_threads()
+        self.num_workers = cfg.num_workers if cfg.num_workers is not None else (threads if threads > 1 else 0)
 
     def images(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(self.device, non_blocking=True)
@@ -136,7 +140,7 @@ def extract_features(backbone, data: FSCILData, pool, indices, rt: _Runtime, cfg
     """Backbone features (float32, on device) and labels of `indices`, in order."""
     backbone.eval()
     feats, labels = [], []
-    loader = make_loader(data, pool, indices, train=train, batch_size=cfg.eval_batch_size, shuffle=False, seed=seed, num_workers=cfg.num_workers)
+    loader = make_loader(data, pool, indices, train=train, batch_size=cfg.eval_batch_size, shuffle=False, seed=seed, num_workers=rt.num_workers)
     for x, y in loader:
         with rt.autocast():
             f = backbone(rt.images(x))
@@ -184,7 +188,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
     else:
         sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=list(cfg.milestones), gamma=cfg.gamma)
 
-    loader = make_loader(data, data.train_pool, base.train, train=True, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed, num_workers=cfg.num_workers)
+    loader = make_loader(data, data.train_pool, base.train, train=True, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed, num_workers=rt.num_workers)
     alpha = cfg.effective_alpha
     best_acc, best_epoch, best_state = -1.0, 0, None
     curve: list[dict[str, float]] = []
@@ -287,12 +291,17 @@ def _base_state(b: BaseSession) -> dict[str, Any]:
             "curve": b.curve, "best_epoch": b.best_epoch}
 
 
+FeatureSource = Callable[[str, np.ndarray, Callable[[], tuple[torch.Tensor, torch.Tensor]]], tuple[torch.Tensor, torch.Tensor]]
+
+
 def run_sessions(
-    cfg: Config, data: FSCILData, base_session: BaseSession, hooks: Hooks | None = None, resume: dict[str, Any] | None = None
+    cfg: Config, data: FSCILData, base_session: BaseSession, hooks: Hooks | None = None,
+    resume: dict[str, Any] | None = None, features: FeatureSource | None = None,
 ) -> TrialResult:
     """Session 0 evaluation after prototype replacement, then every incremental session.
 
-    `resume` (phase "sessions") continues after the last finished session.
+    `resume` (phase "sessions") continues after the last finished session. `features(name, indices,
+    compute)` may return stored val/test features instead of calling `compute` (BaseCache.features).
     """
     hooks = hooks or Hooks()
     rt = _Runtime(cfg)
@@ -306,8 +315,15 @@ def run_sessions(
     # Frozen backbone: val/test features of every class, computed once for all sessions.
     all_val = np.concatenate([s.val for s in data.sessions])
     all_test = np.concatenate([s.test for s in data.sessions])
-    val_f, val_y = extract_features(backbone, data, data.train_pool, all_val, rt, cfg)
-    test_f, test_y = extract_features(backbone, data, data.test_pool, all_test, rt, cfg)
+    def frozen(name: str, pool, indices):
+        compute = lambda: extract_features(backbone, data, pool, indices, rt, cfg)  # noqa: E731
+        if features is None:
+            return compute()
+        f, y = features(f"{name}-bs{cfg.eval_batch_size}", indices, compute)
+        return f.to(rt.device), y.to(rt.device)
+
+    val_f, val_y = frozen("val", data.train_pool, all_val)
+    test_f, test_y = frozen("test", data.test_pool, all_test)
 
     weights = base_session.prototypes.to(rt.device)
     margins = base_session.margins.to(rt.device)
@@ -374,7 +390,7 @@ def run_sessions(
 
 
 def _augmented_views(backbone, data: FSCILData, indices, epochs: int, rt: _Runtime, cfg: Config, seed: int) -> torch.Tensor:
-    loader = make_loader(data, data.train_pool, indices, train=True, batch_size=len(indices), shuffle=False, seed=seed, num_workers=cfg.num_workers)
+    loader = make_loader(data, data.train_pool, indices, train=True, batch_size=len(indices), shuffle=False, seed=seed, num_workers=rt.num_workers)
     views = []
     with torch.no_grad():
         for _ in range(epochs):
@@ -408,7 +424,7 @@ def run_trial(
     hooks = hooks or Hooks()
     cfg.validate()
     data = data if data is not None else build_data(cfg)
-    reused = False
+    reused, features = False, None
     if resume is not None and resume.get("phase") == "sessions":
         base_session = BaseSession(**resume["base"])
         reused = bool(resume.get("base_reused", False))
@@ -418,13 +434,14 @@ def run_trial(
         cache = cache if isinstance(cache, BaseCache) else BaseCache(cache)
         key = base_key(cfg, resolve_device(cfg).type)
         base_session, reused = cache.get_or_train(key, lambda: train_base(cfg, data, hooks, resume), meta={"config": cfg.to_dict()})
+        features = lambda name, idx, compute: cache.features(key, name, idx, compute)  # noqa: E731
         if reused:
             if hooks.log:
                 hooks.log(f"base session reused from cache {key} (best epoch {base_session.best_epoch})")
             for row in base_session.curve:
                 if hooks.on_base_epoch:
                     hooks.on_base_epoch({**row, "reused": 1.0})
-    result = run_sessions(cfg, data, base_session, hooks, resume)
+    result = run_sessions(cfg, data, base_session, hooks, resume, features)
     result.summary["base_reused"] = float(reused)
     result.summary["wall_time_s"] = time.perf_counter() - t0
     return result

@@ -64,12 +64,23 @@ def collect(results: Iterable, *, rows: dict[str, dict] | None, varying: list[st
             epochs = int(base[K.BASE_STEP].max()) if len(base) else 0
         else:
             epochs = 0
+        span = _span(df)
         summary = K.strip(K.SUMMARY, last) if state == K.COMPLETE else {}
-        trial_rows.append({**ident, **cfg, "base_epochs_run": epochs, **summary,
+        trial_rows.append({**ident, **cfg, "base_epochs_run": epochs, **span, **summary,
                            "error": str(r.error)[:2000] if r.error else last.get(K.ERROR)})
     sessions = pd.DataFrame(session_rows)
     trials = pd.DataFrame(trial_rows)
     return sessions, trials
+
+
+def _span(df) -> dict[str, float]:
+    """started_at / finished_at (unix seconds) of a trial from Tune's per-report timestamps.
+
+    Tune's `timestamp` has 1 s resolution; bench/bench.py uses these spans for throughput.
+    """
+    if df is None or not {"timestamp", "time_total_s"} <= set(df.columns) or not len(df):
+        return {"started_at": math.nan, "finished_at": math.nan}
+    return {"started_at": float((df["timestamp"] - df["time_total_s"]).min()), "finished_at": float(df["timestamp"].max())}
 
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:

@@ -101,3 +101,30 @@ def test_concurrent_trials_train_once(tmp_path):
     assert all(p.exitcode == 0 for p in procs)
     assert counter.read_text().count("trained") == 1
     assert sorted(Path(out).read_text().split()) == ["0", "1", "1"]
+
+
+def test_features_computed_once_per_image_list_and_recomputed_when_corrupt(tmp_path):
+    import numpy as np
+
+    cache = BaseCache(tmp_path)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return torch.arange(6.0).view(3, 2), torch.tensor([0, 1, 2])
+
+    idx = np.array([4, 5, 6])
+    f1, y1 = cache.features("k", "test-bs128", idx, compute)
+    f2, y2 = cache.features("k", "test-bs128", idx, compute)
+    assert calls == [1] and torch.equal(f1, f2) and torch.equal(y1, y2)
+    (entry,) = tmp_path.glob("k.features-*.pt")
+    cache.features("k", "test-bs128", np.array([4, 5]), compute)  # another image list: computed
+    cache.features("k", "test-bs64", idx, compute)  # another batch size: computed
+    assert len(calls) == 3
+    with open(entry, "r+b") as fh:  # flip a byte: the checksum catches it, it is recomputed
+        fh.seek(len(entry.read_bytes()) // 2)
+        b = fh.read(1)
+        fh.seek(-1, 1)
+        fh.write(bytes([b[0] ^ 0xFF]))
+    f3, _ = cache.features("k", "test-bs128", idx, compute)
+    assert len(calls) == 4 and torch.equal(f3, f1)

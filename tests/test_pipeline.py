@@ -123,9 +123,14 @@ def test_base_reuse_gives_identical_results(data, tmp_path):
     assert first.summary["base_reused"] == 0.0 and second.summary["base_reused"] == 1.0
     assert plain.sessions == first.sessions == second.sessions
     assert [c["reused"] for c in curve] == [1.0, 1.0]
-    # ways/shots only change the incremental sessions: still a cache hit
+    # the frozen backbone's test/val features were stored once, beside the base session
+    assert len(list(tmp_path.glob("*.features-test-*.pt"))) == 1
+    assert len(list(tmp_path.glob("*.features-val-*.pt"))) == 1
+    # ways/shots only change the incremental sessions: still a cache hit, and the same test set
     other = run_trial(tiny(shots=1), cache=tmp_path)
     assert other.summary["base_reused"] == 1.0
+    assert len(list(tmp_path.glob("*.features-test-*.pt"))) == 1
+    assert other.sessions == run_trial(tiny(shots=1)).sessions
     # a base-affecting field misses
     assert run_trial(tiny(alpha=0.02), data=data, cache=tmp_path).summary["base_reused"] == 0.0
 

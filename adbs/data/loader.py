@@ -84,7 +84,8 @@ class _Loader:
         spec = data.spec
         self.pool, self.indices, self.train = pool, idx, train
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, int(seed)
-        self.num_workers = int(num_workers)
+        # Workers load whole batches in parallel; a single batch gains nothing from them but their start-up.
+        self.num_workers = int(num_workers) if len(idx) > batch_size else 0
         self.epoch = 0
         self.ops = parse_transform(spec.train_transform if train else spec.test_transform)
         self.mean = torch.tensor(spec.mean, dtype=torch.float32).view(1, 3, 1, 1)
