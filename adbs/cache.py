@@ -36,7 +36,7 @@ import torch
 from adbs.config import Config
 
 # Bump when a change to adbs.train alters what a base session produces.
-BASE_CODE_VERSION = "1"
+BASE_CODE_VERSION = "2"  # 2: channels_last on CPU too (float rounding differs)
 
 # Fields that determine the base session (method.md: base training, prototype replacement).
 # Everything else acts only on incremental sessions or on speed, not on numbers.
