@@ -302,11 +302,15 @@ FeatureSource = Callable[[str, np.ndarray, Callable[[], tuple[torch.Tensor, torc
 def run_sessions(
     cfg: Config, data: FSCILData, base_session: BaseSession, hooks: Hooks | None = None,
     resume: dict[str, Any] | None = None, features: FeatureSource | None = None,
+    base_ref: dict[str, Any] | None = None,
 ) -> TrialResult:
     """Session 0 evaluation after prototype replacement, then every incremental session.
 
     `resume` (phase "sessions") continues after the last finished session. `features(name, indices,
     compute)` may return stored val/test features instead of calling `compute` (BaseCache.features).
+    `base_ref` (e.g. {"base_key": ...} when the base session is in a BaseCache) goes into the session
+    checkpoints instead of the whole base state, which would otherwise be written again every session
+    (~50 MB per session for a ResNet-12).
     """
     hooks = hooks or Hooks()
     rt = _Runtime(cfg)
@@ -376,7 +380,7 @@ def run_sessions(
             )
         if hooks.on_checkpoint:
             hooks.on_checkpoint({
-                "phase": "sessions", "session": t, "base": _base_state(base_session), "weights": weights.cpu(),
+                "phase": "sessions", "session": t, **(base_ref or {"base": _base_state(base_session)}), "weights": weights.cpu(),
                 "margins": margins.cpu(), "rows": list(rows), "margins_per_session": list(margins_per_session),
             })
         if hooks.on_session:
@@ -432,24 +436,34 @@ def run_trial(
     hooks = hooks or Hooks()
     cfg.validate()
     data = data if data is not None else build_data(cfg)
-    reused, features = False, None
+    reused, features, base_ref = False, None, None
+    cache = None if cache is None else cache if isinstance(cache, BaseCache) else BaseCache(cache)
+    key = base_key(cfg, resolve_device(cfg).type)
+    if cache is not None:
+        features = lambda name, idx, compute: cache.features(key, name, idx, compute)  # noqa: E731
     if resume is not None and resume.get("phase") == "sessions":
-        base_session = BaseSession(**resume["base"])
         reused = bool(resume.get("base_reused", False))
+        base_ref = {k: resume[k] for k in ("base_key", "base_reused") if k in resume} or None
+        if "base" in resume:
+            base_session = BaseSession(**resume["base"])
+        else:  # the checkpoint refers to a cached base session
+            base_session = cache.load(resume["base_key"]) if cache is not None else None
+            if base_session is None:  # cache gone (or --no-cache now): retrain it; training is deterministic
+                if hooks.log:
+                    hooks.log(f"base session {resume['base_key']} is not in the cache; training it again")
+                base_session = train_base(cfg, data, Hooks(log=hooks.log))
     elif cache is None:
         base_session = train_base(cfg, data, hooks, resume)
     else:
-        cache = cache if isinstance(cache, BaseCache) else BaseCache(cache)
-        key = base_key(cfg, resolve_device(cfg).type)
         base_session, reused = cache.get_or_train(key, lambda: train_base(cfg, data, hooks, resume), meta={"config": cfg.to_dict()})
-        features = lambda name, idx, compute: cache.features(key, name, idx, compute)  # noqa: E731
+        base_ref = {"base_key": key, "base_reused": reused}
         if reused:
             if hooks.log:
                 hooks.log(f"base session reused from cache {key} (best epoch {base_session.best_epoch})")
             for row in base_session.curve:
                 if hooks.on_base_epoch:
                     hooks.on_base_epoch({**row, "reused": 1.0})
-    result = run_sessions(cfg, data, base_session, hooks, resume, features)
+    result = run_sessions(cfg, data, base_session, hooks, resume, features, base_ref)
     result.summary["base_reused"] = float(reused)
     result.summary["wall_time_s"] = time.perf_counter() - t0
     return result

@@ -151,3 +151,21 @@ def test_resume_from_any_checkpoint_is_bit_identical(data):
         assert untimed(resumed.base_curve) == untimed(full.base_curve)
         # hooks fire only for what comes after the checkpoint
         assert [r["session"] for r in seen] == ([0, 1, 2] if state["phase"] == "base" else [2])
+
+
+def test_session_checkpoints_refer_to_the_cached_base_session(data, tmp_path):
+    import copy
+    import shutil
+
+    states = []
+    hooks = Hooks(on_checkpoint=lambda s: states.append(copy.deepcopy(s)))
+    full = run_trial(tiny(), data=data, cache=tmp_path / "c", hooks=hooks)
+    sessions_states = [s for s in states if s["phase"] == "sessions"]
+    # the base state is in the cache: session checkpoints carry its key, not another copy of it
+    assert sessions_states and all("base" not in s and s["base_key"] for s in sessions_states)
+    state = sessions_states[1]
+    resumed = run_trial(tiny(), data=data, cache=tmp_path / "c", resume=state)
+    assert resumed.sessions == full.sessions and resumed.summary["base_reused"] == 0.0
+    shutil.rmtree(tmp_path / "c")  # cache gone: the base session is trained again, to the same numbers
+    again = run_trial(tiny(), data=data, resume=state)
+    assert again.sessions == full.sessions
