@@ -281,7 +281,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     if args.preset == "cpu" or args.smoke:
         print(f"{plan.name}: {total} trials ({n_configs} configurations x {len(seeds)} seeds), "
               f"{max_concurrent} at a time; on this CPU roughly {math.ceil(total / max_concurrent) * est / 60:.1f} min "
-              f"of training (+~15 s Ray start)", flush=True)
+              f"of training (+~30 s to start Ray and the MLflow store and write the results)", flush=True)
     else:
         print(f"{plan.name}: {total} trials ({n_configs} configurations x {len(seeds)} seeds), {max_concurrent} at a time",
               flush=True)

@@ -43,6 +43,11 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
 
         # Ray sets OMP_NUM_THREADS only when unset; torch's pool must follow the trial's CPUs.
         torch.set_num_threads(threads)
+        # Ray Train logs every checkpoint at INFO ("Checkpoint successfully created at: ..."), one
+        # long line per epoch/session per trial in the study's output; the progress lines say enough.
+        import logging
+
+        logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
         cfg = resolve(config, rows)
         placeholder = {K.OBJECTIVE: float("nan")}
         pending: list[dict[str, Any]] = []  # a checkpoint waiting for the report it belongs to

@@ -8,8 +8,8 @@ Rows: baseline (fixed boundary m = 1), adb (learnable boundaries, alpha = 0), ad
 ADBS), plus one row per --toggles entry (full ADBS with one change; see search_spaces/ablation.py).
 Each (row, seed) is one trial running the full pipeline; the table shows mean ± 95% CI over seeds
 and Delta_last = last-session gain over the baseline row.
-Time: default run (6 trials, 4 base epochs; 3 epochs measured 7.7 min on the shared 2-core CPU at load
-average ~10, expect ~4-5 min idle); --smoke ~1-2 min; cifar100 preset ~1-2 h per trial on one GPU.
+Time: default run (6 trials, 4 base epochs, 2 at a time) 121 s wall on an idle 2-core CPU;
+--smoke ~1-2 min; cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/ablation/: sessions.parquet, trials.parquet, table.txt/.md (the ablation table),
 best_config.json; MLflow experiment 'ablation'.
 """
@@ -38,7 +38,7 @@ plan = study.Plan(
     baseline=spaces.BASELINE,
     order=list(rows),
     cpu_defaults={"base_epochs": 4},  # 6 trials on 2 cores within ~5 minutes
-    est_trial_s=85,
+    est_trial_s=35,
 )
 out = study.run(plan, args)
 out.finish()

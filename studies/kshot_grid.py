@@ -9,7 +9,8 @@ benchmark (40 novel classes) 10-way gives 4 incremental sessions and 5-way gives
 every cell is a result.
 Ways and shots only change the incremental sessions, so all cells share ONE base session: the first
 cell trains it, the others load it from <storage>/base_cache (--no-cache trains it per cell).
-Time: see README ("Studies") for the measured default run; --smoke (4 cells) ~1-2 min;
+Time: default run (12 cells, one 8-epoch base session, 2 at a time) 112 s wall on an idle 2-core CPU;
+--smoke (4 cells) ~1-2 min;
 mini_imagenet preset: one base session (~1-2 h on one GPU) plus minutes per cell.
 Writes <storage>/kshot_grid/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 kshot_5way.png, kshot_10way.png; MLflow experiment 'kshot_grid'.
@@ -31,7 +32,7 @@ plan = study.Plan(
     space_source=f"search_spaces/kshot_grid.py:{'SMOKE_GRID' if args.smoke else 'GRID'}",
     order=[f"ways={w} shots={k}" for w in (5, 10) for k in (1, 5, 10, 15, 20, 50)],  # paper table order
     cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
-    est_trial_s=20,
+    est_trial_s=15,
 )
 out = study.run(plan, args)
 figs = figures.kshot_curves(out.sessions, out.dir)
