@@ -1,6 +1,6 @@
 """What a trial costs, and what the platform saves: four ratios, each measured in this run.
 
-    python bench/bench.py            # ~10 min on a 2-core CPU (idle machine)
+    python bench/bench.py            # ~9 min on a 2-core CPU (idle machine)
     python bench/bench.py --quick    # smaller trials, ~5 min (fixed start-up costs weigh more)
 
 Prints one line per figure (issue 4), each a ratio of two times measured in this run:

@@ -70,10 +70,21 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
 
 
 def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
-    _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1"))
-    _check_nested_with_curves(tracking_uri, "kshot_grid", 4, 2)
+    _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1", "--max-concurrent", "2"))
+    client, _, runs = _check_nested_with_curves(tracking_uri, "kshot_grid", 4, 2)
     trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
     assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (5, 5), (10, 1), (10, 5)]
+    # issue 4: the 4 cells share one base session, trained once while another trial ran beside it
+    entries = [p for p in (storage / "base_cache").glob("*.json") if ".features-" not in p.name]
+    assert len(entries) == 1
+    assert sorted(trials["base_reused"]) == [0.0, 1.0, 1.0, 1.0]
+    trainer = trials[trials["base_reused"] == 0].iloc[0]
+    others = trials[trials["base_reused"] == 1]
+    assert (others["started_at"] < trainer["finished_at"]).any()  # one waited for it, it did not train again
+    for r in runs:
+        reused = client.get_metric_history(r.info.run_id, "base/reused")
+        assert reused and {m.value for m in reused} == {r.data.metrics["summary/base_reused"]}
+    assert sorted(r.data.metrics["summary/base_reused"] for r in runs) == [0.0, 1.0, 1.0, 1.0]
     assert (storage / "kshot_grid" / "kshot_5way.png").exists() and (storage / "kshot_grid" / "kshot_10way.png").exists()
 
 
