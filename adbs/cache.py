@@ -79,13 +79,9 @@ class BaseCache:
         return None if state is None else BaseSession(**state)
 
     def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
-        self._write(key, {
-            "backbone_state": base.backbone_state,
-            "prototypes": base.prototypes,
-            "margins": base.margins,
-            "curve": base.curve,
-            "best_epoch": base.best_epoch,
-        }, meta)
+        from adbs.train import _base_state
+
+        self._write(key, _base_state(base), meta)
 
     def features(self, key: str, name: str, indices, compute: Callable[[], tuple[torch.Tensor, torch.Tensor]]):
         """(features, labels) of the images `indices` under base session `key`'s frozen backbone.

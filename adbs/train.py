@@ -292,8 +292,7 @@ def _cpu(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def _base_state(b: BaseSession) -> dict[str, Any]:
-    return {"backbone_state": b.backbone_state, "prototypes": b.prototypes, "margins": b.margins,
-            "curve": b.curve, "best_epoch": b.best_epoch}
+    return dict(vars(b))  # the dataclass's fields; BaseSession(**state) rebuilds it
 
 
 FeatureSource = Callable[[str, np.ndarray, Callable[[], tuple[torch.Tensor, torch.Tensor]]], tuple[torch.Tensor, torch.Tensor]]
@@ -443,15 +442,16 @@ def run_trial(
         features = lambda name, idx, compute: cache.features(key, name, idx, compute)  # noqa: E731
     if resume is not None and resume.get("phase") == "sessions":
         reused = bool(resume.get("base_reused", False))
-        base_ref = {k: resume[k] for k in ("base_key", "base_reused") if k in resume} or None
         if "base" in resume:
             base_session = BaseSession(**resume["base"])
-        else:  # the checkpoint refers to a cached base session
-            base_session = cache.load(resume["base_key"]) if cache is not None else None
-            if base_session is None:  # cache gone (or --no-cache now): retrain it; training is deterministic
-                if hooks.log:
-                    hooks.log(f"base session {resume['base_key']} is not in the cache; training it again")
-                base_session = train_base(cfg, data, Hooks(log=hooks.log))
+        elif cache is not None:  # the checkpoint refers to the cached base session; retrained if it is gone
+            base_session, _ = cache.get_or_train(key, lambda: train_base(cfg, data, Hooks(log=hooks.log)),
+                                                 meta={"config": cfg.to_dict()})
+            base_ref = {"base_key": key, "base_reused": reused}
+        else:  # --no-cache now: retrain it (training is deterministic); later checkpoints carry it whole
+            if hooks.log:
+                hooks.log(f"base session {resume['base_key']} is not available without the cache; training it again")
+            base_session = train_base(cfg, data, Hooks(log=hooks.log))
     elif cache is None:
         base_session = train_base(cfg, data, hooks, resume)
     else:
