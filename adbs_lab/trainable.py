@@ -20,6 +20,7 @@ from adbs_lab.artifacts import BOUNDARIES_KEY
 from adbs_lab.space import resolve
 
 CHECKPOINT_FILE = "trial_state.pt"
+NODE_ID_KEY = "ray_node_id"
 
 
 def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None,
@@ -94,6 +95,11 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
         # m of every class after every session (issue 5: the tracker logs it as boundaries.csv)
         margins = getattr(result, "margins", None)
         extra = {BOUNDARIES_KEY: json.dumps(margins)} if margins else {}
+        # Which Ray node ran the trial (result.json beside Tune's node_ip/pid, which cannot tell apart
+        # two nodes on one host); the tracker and the tables ignore keys outside base/ session/ summary/.
+        import ray
+
+        extra[NODE_ID_KEY] = ray.get_runtime_context().get_node_id()
         tune.report({**summary, K.REPORT_KIND: K.KIND_SUMMARY, **extra})
 
     return adbs_trial

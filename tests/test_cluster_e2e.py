@@ -27,6 +27,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from adbs_lab.trainable import NODE_ID_KEY
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
@@ -148,7 +150,7 @@ def two_nodes(mlflow_server):
 
 
 def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server, tmp_path):
-    gcs, dashboard, node_ids = two_nodes
+    _, dashboard, node_ids = two_nodes
     mlflow_url, mlflow_proc, _ = mlflow_server
     wait_http(mlflow_url + "/health", mlflow_proc, 120)
     storage = tmp_path / "shared"  # one machine: every path is shared, and the marker check proves it
@@ -183,12 +185,10 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
     assert (study / "sessions.parquet").exists() and (study / "table.txt").exists()
     results = sorted((study / "tune").glob("*/result.json"))
     assert len(results) == 2
-    trial_pids = {json.loads(f.read_text().splitlines()[-1])["pid"] for f in results}
-
-    # Trials ran on both nodes: Tune's trial actors (ImplicitFunc) by node, matched by pid.
-    actors = state_query("list_actors", gcs, [("class_name", "=", "ImplicitFunc")])
-    assert {a["node_id"] for a in actors} == {node_ids["head"], node_ids["worker"]}, actors
-    assert trial_pids <= {a["pid"] for a in actors}
+    # Trials ran on both nodes: each trial's last report names the Ray node it ran on. (Ray's state
+    # API was used here before; it sometimes no longer lists a finished job's actors.)
+    trial_nodes = {json.loads(f.read_text().splitlines()[-1])[NODE_ID_KEY] for f in results}
+    assert trial_nodes == {node_ids["head"], node_ids["worker"]}, trial_nodes
 
     # MLflow runs on the tracking server: one parent run, one nested run per trial, no secret anywhere.
     from mlflow.tracking import MlflowClient
