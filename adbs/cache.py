@@ -13,6 +13,15 @@ the payload in a manifest; an entry whose payload does not match its manifest
 lock makes concurrent trials with the same key train it exactly once: the
 first takes the lock and trains, the others wait and then load.
 
+The cache lives in a folder (a shared filesystem on a cluster: flock) or under
+an object-store URL (s3://bucket/prefix/base_cache, through pyarrow.fs): there
+an object PUT is atomic, so entries are written the same way, and the lock is
+a lease object the trainer renews while it trains. Object stores have no
+create-if-absent in pyarrow, so the lease is best effort: two trials that
+start within a second may both train the same entry. That costs time, never
+correctness: training is deterministic and each of the two identical writes is
+atomic. A lease whose trainer died expires (LEASE_S) and the next waiter trains.
+
 Beside each base session, `features` stores the frozen backbone's features of
 an image list (the test set, validation images), so trials sharing a base
 session also skip re-running the backbone over them.
@@ -25,7 +34,9 @@ import hashlib
 import io
 import json
 import os
+import threading
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +44,7 @@ from typing import Any
 
 import torch
 
+from adbs import storage
 from adbs.config import Config
 
 # Bump when a change to adbs.train alters what a base session produces.
@@ -62,14 +74,11 @@ def base_key(cfg: Config, device_kind: str) -> str:
 
 
 class BaseCache:
-    """A folder of trained base sessions, safe for concurrent processes on one filesystem."""
+    """Trained base sessions in a folder or under an object-store URL, safe for concurrent processes."""
 
     def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-
-    def _paths(self, key: str) -> tuple[Path, Path, Path]:
-        return self.root / f"{key}.pt", self.root / f"{key}.json", self.root / f"{key}.lock"
+        self.root = str(root) if storage.is_url(str(root)) else Path(root)
+        self.files = _ObjectFiles(str(root)) if storage.is_url(str(root)) else _LocalFiles(Path(root))
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
@@ -104,46 +113,34 @@ class BaseCache:
         return f, y
 
     def _read(self, key: str) -> dict[str, Any] | None:
-        payload, manifest, _ = self._paths(key)
-        if not (payload.exists() and manifest.exists()):
+        manifest, payload = self.files.read(f"{key}.json"), self.files.read(f"{key}.pt")
+        if manifest is None or payload is None:
             return None
         try:
-            meta = json.loads(manifest.read_text())
-            blob = payload.read_bytes()
-            if hashlib.sha256(blob).hexdigest() != meta["sha256"]:
+            meta = json.loads(manifest)
+            if hashlib.sha256(payload).hexdigest() != meta["sha256"]:
                 raise ValueError("checksum mismatch")
-            return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
+            return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
         except Exception:  # corrupt, truncated or from an incompatible version: recompute
-            for p in (payload, manifest):
-                p.unlink(missing_ok=True)
+            for name in (f"{key}.pt", f"{key}.json"):
+                self.files.delete(name)
             return None
 
     def _write(self, key: str, state: dict[str, Any], meta: dict[str, Any] | None) -> None:
-        payload, manifest, _ = self._paths(key)
         buf = io.BytesIO()
         torch.save(state, buf)
         blob = buf.getvalue()
-        _atomic_write(payload, blob)
+        self.files.write(f"{key}.pt", blob)
         # The manifest is written last: an entry without it is incomplete and ignored.
         info = {"sha256": hashlib.sha256(blob).hexdigest(), "created": time.time(), **(meta or {})}
-        _atomic_write(manifest, json.dumps(info, indent=1, default=str).encode())
-
-    @contextmanager
-    def _locked(self, key: str):
-        _, _, lock = self._paths(key)
-        with open(lock, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        self.files.write(f"{key}.json", json.dumps(info, indent=1, default=str).encode())
 
     def get_or_train(self, key: str, train: Callable[[], Any], meta: dict[str, Any] | None = None):
         """(base session, reused?) — trains under the key's lock when absent, so it trains once."""
         hit = self.load(key)
         if hit is not None:
             return hit, True
-        with self._locked(key):
+        with self.files.lock(key):
             hit = self.load(key)  # another process may have trained it while we waited
             if hit is not None:
                 return hit, True
@@ -152,10 +149,112 @@ class BaseCache:
             return base, False
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+class _LocalFiles:
+    """A folder: atomic writes by rename, flock for the train-once lock (works on NFS v4 and Lustre)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return (self.root / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, data: bytes) -> None:
+        path = self.root / name
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def delete(self, name: str) -> None:
+        (self.root / name).unlink(missing_ok=True)
+
+    @contextmanager
+    def lock(self, key: str):
+        with open(self.root / f"{key}.lock", "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "120"))
+"""Seconds a trainer's lease on an object-store cache key lasts without renewal (renewed every LEASE_S/4)."""
+
+
+class _ObjectFiles:
+    """Objects under a URL (pyarrow.fs). A PUT is atomic; the lock is a renewed lease object."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.fs, self.prefix = storage.open_fs(url)
+        self.prefix = self.prefix.rstrip("/")
+
+    def _path(self, name: str) -> str:
+        return f"{self.prefix}/{name}"
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            with self.fs.open_input_stream(self._path(name)) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, data: bytes) -> None:
+        # S3 and GCS make an object visible whole when its upload completes; other stores
+        # (HDFS, ABFS) get a temporary name and a rename, as on a filesystem.
+        if self.fs.type_name in ("s3", "gcs"):
+            with self.fs.open_output_stream(self._path(name)) as f:
+                f.write(data)
+            return
+        tmp = self._path(f".{name}.{uuid.uuid4().hex}.tmp")
+        with self.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        self.fs.move(tmp, self._path(name))
+
+    def delete(self, name: str) -> None:
+        try:
+            self.fs.delete_file(self._path(name))
+        except FileNotFoundError:
+            pass
+
+    def _lease(self, name: str) -> dict[str, Any] | None:
+        raw = self.read(name)
+        try:
+            return None if raw is None else json.loads(raw)
+        except ValueError:
+            return None
+
+    @contextmanager
+    def lock(self, key: str):
+        name, me = f"{key}.lease", f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        while True:
+            held = self._lease(name)
+            if held is None or held.get("expires", 0) < time.time():
+                self.write(name, json.dumps({"owner": me, "expires": time.time() + LEASE_S}).encode())
+                time.sleep(1.0)  # let a concurrent claimant's write land; the last write wins
+                held = self._lease(name)
+                if held is not None and held.get("owner") == me:
+                    break
+            time.sleep(2.0)
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(LEASE_S / 4):
+                self.write(name, json.dumps({"owner": me, "expires": time.time() + LEASE_S}).encode())
+
+        renewer = threading.Thread(target=renew, name=f"adbs-cache-lease-{key}", daemon=True)
+        renewer.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            renewer.join()
+            if (self._lease(name) or {}).get("owner") == me:
+                self.delete(name)

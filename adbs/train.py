@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -38,6 +38,9 @@ from adbs.boundary import boundary_logits, finetune_boundaries, init_new_boundar
 from adbs.config import Config
 from adbs.data import FSCILData, build_data, make_loader
 from adbs.metrics import class_separation, margin_stats, session_accuracies, trial_summary
+
+if TYPE_CHECKING:
+    from adbs.cache import BaseCache
 
 MetricsHook = Callable[[dict[str, float]], None]
 

@@ -15,6 +15,12 @@ os.environ["RAY_AUTH_MODE"] = "disabled"
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.pop("MLFLOW_TRACKING_URI", None)
+# Credentials for the local S3-compatible server of the `s3` fixture (moto accepts any). Set before
+# Ray starts, so Ray's workers have them too; every test URL names the local endpoint, never AWS.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +55,72 @@ def study_cmd(ray_address: str, storage: Path, tracking_uri: str):
                 "--tracking-uri", tracking_uri, "--address", ray_address, "--gpus-per-trial", "0"]
 
     return make
+
+
+class S3Server:
+    """A local S3-compatible server (moto's, from pip): a real HTTP S3 API that pyarrow's S3 client,
+    and so Ray Tune and adbs.cache, talk to exactly as to AWS or MinIO."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.endpoint = f"127.0.0.1:{port}"
+
+    def url(self, bucket: str, prefix: str = "") -> str:
+        """s3://bucket/prefix with the endpoint in the query string (pyarrow's from_uri reads it)."""
+        return f"s3://{bucket}/{prefix}".rstrip("/") + f"?endpoint_override={self.endpoint}&scheme=http"
+
+    def fs(self):
+        import pyarrow.fs as pafs
+
+        return pafs.S3FileSystem(endpoint_override=self.endpoint, scheme="http", allow_bucket_creation=True,
+                                 allow_bucket_deletion=True)
+
+    def bucket(self, name: str) -> str:
+        """Create bucket `name` (empty) and return its name."""
+        import pyarrow.fs as pafs
+
+        fs = self.fs()
+        if fs.get_file_info(name).type != pafs.FileType.NotFound:
+            fs.delete_dir_contents(name, missing_dir_ok=True)
+        else:
+            fs.create_dir(name)
+        return name
+
+    def keys(self, bucket: str) -> list[str]:
+        """Every object key in `bucket`."""
+        import pyarrow.fs as pafs
+
+        infos = self.fs().get_file_info(pafs.FileSelector(bucket, recursive=True, allow_not_found=True))
+        return sorted(i.path[len(bucket) + 1:] for i in infos if i.type == pafs.FileType.File)
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A moto S3 server on a free local port for this test session (stopped at the end)."""
+    import socket
+    import subprocess
+    import time
+
+    pytest.importorskip("moto.server", reason="moto[server] is a test dependency (pip install -e '.[test]')")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("the moto S3 server did not start") from None
+                time.sleep(0.2)
+        yield S3Server(port)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

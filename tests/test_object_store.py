@@ -1,0 +1,108 @@
+"""Object-store storage (issue 6): URL helpers, and the base-session cache over a real S3 API
+(a local moto server, see conftest.s3): entries, checksums, and train-once through the lease."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import time
+
+import pytest
+import torch
+
+from adbs import storage as st
+from adbs.cache import BaseCache
+from test_cache import _base
+
+
+@pytest.mark.parametrize("url, parts, expected", [
+    ("s3://b/runs", ("alpha",), "s3://b/runs/alpha"),
+    ("s3://b/runs/", ("alpha", "tune"), "s3://b/runs/alpha/tune"),
+    ("s3://b?endpoint_override=h:9000&scheme=http", ("runs",), "s3://b/runs?endpoint_override=h:9000&scheme=http"),
+    ("gs://b/p?x=1", ("base_cache",), "gs://b/p/base_cache?x=1"),
+])
+def test_join_keeps_the_query_string(url, parts, expected):
+    assert st.join(url, *parts) == expected
+
+
+def test_redact_drops_credentials_only():
+    assert st.redact("s3://AKIA:hunter2@b/runs?endpoint_override=h:9000") == "s3://b/runs?endpoint_override=h:9000"
+    assert st.redact("s3://b/runs?secret_key=hunter2&access_key=AKIA&region=eu") == \
+        "s3://b/runs?secret_key=%2A%2A%2A&access_key=%2A%2A%2A&region=eu"
+    assert st.redact("/shared/runs") == "/shared/runs"
+
+
+def test_is_url():
+    assert st.is_url("s3://b") and st.is_url("GS://b/x") and st.is_url("abfs://c@acct.dfs.core.windows.net/p")
+    assert not st.is_url("/shared/runs") and not st.is_url("runs") and not st.is_url("ftp://h/x")
+
+
+def test_unreachable_or_missing_bucket_is_a_clear_error(s3):
+    with pytest.raises(st.StorageError, match="not writable from here.*bucket exists"):
+        st.check_writable(s3.url("no-such-bucket", "runs"))
+    s3.bucket("ok-bucket")
+    st.check_writable(s3.url("ok-bucket", "runs"))  # and leaves nothing behind
+    assert s3.keys("ok-bucket") == []
+
+
+def test_cache_round_trip_and_corruption_over_s3(s3):
+    s3.bucket("cache-rt")
+    cache = BaseCache(s3.url("cache-rt", "base_cache"))
+    cache.store("k", _base(2.0))
+    assert s3.keys("cache-rt") == ["base_cache/k.json", "base_cache/k.pt"]
+    assert torch.equal(cache.load("k").backbone_state["w"], torch.full((3,), 2.0))
+    fs = s3.fs()
+    blob = bytearray(fs.open_input_stream("cache-rt/base_cache/k.pt").read())
+    blob[len(blob) // 2] ^= 0xFF
+    with fs.open_output_stream("cache-rt/base_cache/k.pt") as f:
+        f.write(bytes(blob))
+    assert cache.load("k") is None  # the manifest's SHA-256 caught it; the entry is deleted
+    assert s3.keys("cache-rt") == []
+    calls = []
+    _, reused = cache.get_or_train("k", lambda: calls.append(1) or _base(3.0))
+    assert not reused and calls == [1] and cache.load("k").margins[0].item() == 3.0
+    assert "base_cache/k.lease" not in s3.keys("cache-rt")  # released
+
+
+def _worker(url, counter, out):
+    def train():
+        with open(counter, "a") as fh:
+            fh.write("trained\n")
+        time.sleep(4.0)  # longer than a waiter's poll, so the others see the lease
+        return _base(5.0)
+
+    _, reused = BaseCache(url).get_or_train("shared", train)
+    with open(out, "a") as fh:
+        fh.write(f"{int(reused)}\n")
+
+
+def test_concurrent_trials_train_once_over_s3(s3, tmp_path):
+    s3.bucket("cache-cc")
+    url = s3.url("cache-cc", "base_cache")
+    counter, out = tmp_path / "count.txt", tmp_path / "out.txt"
+    ctx = mp.get_context("spawn")
+    first = ctx.Process(target=_worker, args=(url, str(counter), str(out)))
+    first.start()
+    deadline = time.time() + 60
+    while not counter.exists():  # the first has the lease and trains; two more arrive meanwhile
+        assert time.time() < deadline
+        time.sleep(0.1)
+    later = [ctx.Process(target=_worker, args=(url, str(counter), str(out))) for _ in range(2)]
+    for p in later:
+        p.start()
+    for p in [first, *later]:
+        p.join(120)
+    assert all(p.exitcode == 0 for p in [first, *later])
+    assert counter.read_text().count("trained") == 1
+    assert sorted(out.read_text().split()) == ["0", "1", "1"]
+
+
+def test_expired_lease_of_a_dead_trainer_is_taken_over(s3):
+    s3.bucket("cache-lease")
+    cache = BaseCache(s3.url("cache-lease", "base_cache"))
+    with s3.fs().open_output_stream("cache-lease/base_cache/k.lease") as f:  # a trainer that died long ago
+        f.write(json.dumps({"owner": "gone:1:x", "expires": time.time() - 5}).encode())
+    t0 = time.time()
+    base, reused = cache.get_or_train("k", lambda: _base(7.0))
+    assert not reused and base.margins[0].item() == 7.0 and time.time() - t0 < 20
+    assert s3.keys("cache-lease") == ["base_cache/k.json", "base_cache/k.pt"]
