@@ -6,7 +6,9 @@ back from there. On a cluster of more than one node, therefore:
 
 - `--storage` must be one place every node sees: a shared filesystem path (NFS, Lustre, EFS,
   Filestore, ...), proved by a marker file the driver writes and a task on every node reads
-  (and answers beside it), or an object-store URL Ray Tune supports (s3://, gs://, ...);
+  (and answers beside it), or an object-store URL Ray Tune supports (s3://, gs://, ...), proved
+  by a task on every node writing, reading back and deleting an object there (credentials and
+  endpoint are per node: an instance role, or variables exported where `ray start` ran);
 - `--tracking-uri` must be a tracking server (http(s)://, or a database such as postgresql://):
   a SQLite file or file store on the head node is lost with the cluster and unreadable from
   anywhere else;
@@ -28,8 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Schemes pyarrow.fs (Ray Tune's storage layer) opens as shared storage.
-OBJECT_STORE_SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
+from adbs.storage import OBJECT_STORE_SCHEMES, redact
 # Tracking URIs that are a server or a database every node can reach.
 SERVER_SCHEMES = ("http", "https", "databricks", "postgresql", "mysql", "mssql")
 LOCAL_TRACKING_SCHEMES = ("sqlite", "file", "")
@@ -129,6 +130,17 @@ def _probe_marker(marker: str, token: str) -> dict[str, Any]:
     return {"ok": True, "host": socket.gethostname()}
 
 
+def _probe_object_store(url: str) -> dict[str, Any]:
+    """On a node: write, read back and delete an object under `url` with this node's credentials."""
+    from adbs.storage import StorageError, check_writable
+
+    try:
+        check_writable(url)
+    except StorageError as e:
+        return {"ok": False, "why": str(e), "host": socket.gethostname()}
+    return {"ok": True, "host": socket.gethostname()}
+
+
 def _probe_data(configs: list[dict[str, Any]]) -> list[str]:
     """On a node: adbs.data.check_data for each distinct dataset location, plus pretrained weights."""
     from adbs.config import Config
@@ -152,7 +164,27 @@ def _probe_data(configs: list[dict[str, Any]]) -> list[str]:
 def check_storage(storage: str, node_list: list[Node]) -> str:
     """Storage every node sees; returns how it was verified. Single node: nothing to check."""
     if is_object_store(storage):
-        return f"{storage}: object store ({scheme(storage)}://), written by every node through pyarrow.fs"
+        if len(node_list) <= 1:
+            return f"{redact(storage)}: object store, written from this node"
+        answers = _on_every_node(_probe_object_store, node_list, storage)
+        bad = []
+        for n in node_list:
+            a = answers[n.node_id]
+            if isinstance(a, Exception):
+                bad.append(f"  {n}: probe failed: {str(a).strip().splitlines()[-1][:300] if str(a).strip() else type(a).__name__}")
+            elif not a["ok"]:
+                bad.append(f"  {n}: {a['why']}")
+        if bad:
+            raise ClusterCheckError(
+                f"--storage {redact(storage)} cannot be written from {len(bad)} of the {len(node_list)} nodes of this "
+                "Ray cluster (trials write results, checkpoints and base sessions there from their own node):\n"
+                + "\n".join(bad) + "\n"
+                "Give every node credentials for the bucket: an instance role / workload identity, or the variables "
+                "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, GOOGLE_APPLICATION_CREDENTIALS, ...) "
+                "exported where `ray start` runs on each node, or submit with studies/submit.py --env NAME so the job "
+                "carries them")
+        return (f"{redact(storage)}: object store, an object written, read back and deleted from all "
+                f"{len(node_list)} nodes")
     if scheme(storage) not in ("", "file"):
         raise ClusterCheckError(
             f"--storage {storage!r}: unsupported scheme {scheme(storage)!r}; use a shared filesystem path "

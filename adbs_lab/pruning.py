@@ -18,7 +18,7 @@ so they stay consistent after Tuner.restore, which unpickles them as separate ob
 
 from __future__ import annotations
 
-import math
+import os
 import pickle
 import warnings
 from typing import Any
@@ -94,8 +94,13 @@ class StudySearch(_LiveStudy, OptunaSearch):
         sampler: optuna.samplers.BaseSampler,
         seeds: list[int] | None = None,
         points_to_evaluate: list[dict] | None = None,
+        snapshot: dict[str, str] | None = None,
     ) -> None:
+        """`snapshot`: {name: local file} copied beside the searcher state each time Tune saves it
+        (study_folder.snapshot_into), so a study on an object store uploads its optuna.db with the
+        trial list it belongs to."""
         self._storage_url = storage_url
+        self._snapshot = dict(snapshot or {})
         self._seeds = list(seeds or [])
         self._groups: dict[int, dict[str, Any]] = {}
         self._open: int | None = None
@@ -108,15 +113,26 @@ class StudySearch(_LiveStudy, OptunaSearch):
 
     # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles.
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_live", "_ot_study", "_ot_trials")}
+        # _storage: Optuna's RDBStorage pickles its URL and reconnects on load; rebuilt from _storage_url.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_live", "_ot_study", "_ot_trials", "_storage")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        from adbs_lab.study_folder import rebound
+
         self.__dict__.update(state)
         self._live, self._ot_study, self._ot_trials = None, None, {}
+        self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
+        self._storage = storage(self._storage_url)
+        if getattr(self, "_snapshot", None):
+            self._snapshot = {k: rebound(self._study_name, f"snapshot:{k}", v) for k, v in self._snapshot.items()}
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:
             pickle.dump(self.__getstate__(), f)
+        if getattr(self, "_snapshot", None):
+            from adbs_lab.study_folder import snapshot_into
+
+            snapshot_into(os.path.dirname(checkpoint_path), self._snapshot)
 
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as f:
@@ -214,8 +230,11 @@ class BasePruner(_LiveStudy, Stopper):
         return {k: v for k, v in self.__dict__.items() if k != "_live"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        from adbs_lab.study_folder import rebound
+
         self.__dict__.update(state)
         self._live = None
+        self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
 
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(pruner=self._pruner)

@@ -22,6 +22,7 @@ from adbs.config import Config, ConfigError
 from adbs_lab import cli, results, space as sp, tracking
 from adbs_lab import metrics_keys as K
 from adbs_lab.paths import code_version
+from adbs_lab.study_folder import StudyFolder
 
 
 class StudyInputError(ValueError):
@@ -67,6 +68,8 @@ class Outcome:
     uri: str
     files: list[Path]
     wall_s: float
+    where: StudyFolder | None = None
+    """The study's folder; for an object store, `dir` is its local staging copy, uploaded by finish()."""
 
     def finish(self, extra_artifacts: list[Path] = ()) -> None:
         """Attach result files to the parent run, close it, print where everything is."""
@@ -82,11 +85,14 @@ class Outcome:
                                               best=self.best, figures=figs, meta=meta)
         extra_artifacts = [*figs, report]
         self.tracker.finish("FINISHED", [*self.files, *extra_artifacts])
+        where = self.where or StudyFolder(str(self.dir.parent), self.dir.name)
+        where.push()
+        where.cleanup()
         n = self.trials["state"].value_counts().to_dict() if len(self.trials) else {}
         print(f"\n{self.plan.name}: {len(self.trials)} trials "
               f"({n.get(K.COMPLETE, 0)} complete, {n.get(K.PRUNED, 0)} pruned, {n.get(K.FAILED, 0)} failed) "
               f"in {self.wall_s:.0f} s")
-        print(f"results: {self.dir}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
+        print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
               + "".join(f", {Path(a).name}" for a in extra_artifacts) + ")")
         print(f"MLflow: experiment '{self.plan.name}', parent run {self.tracker.parent_run_id}")
         print(f"open the MLflow UI: {tracking.ui_command(self.uri)}")
@@ -147,6 +153,28 @@ def _fingerprint(plan: Plan, base: dict, seeds: list[int], num_samples: int) -> 
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
+def check_storage(location: str) -> None:
+    """--storage: a writable folder, or an object-store URL this machine can write to (issue 6)."""
+    from adbs import storage as st
+
+    if st.is_url(location):
+        try:
+            st.check_writable(location)
+        except st.StorageError as e:
+            raise StudyInputError(f"--storage: {e}") from None
+        return
+    if "://" in location:
+        raise StudyInputError(f"--storage {location}: unsupported URL scheme {location.split('://')[0]!r}; pass a "
+                              f"folder or an object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
+    root = Path(location).expanduser().resolve()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StudyInputError(f"--storage {location}: cannot create it ({e}); pass a writable folder") from None
+    if not os.access(root, os.W_OK):
+        raise StudyInputError(f"--storage {location} is not writable; pass a writable folder")
+
+
 def validate(plan: Plan, args: argparse.Namespace) -> dict[str, Any]:
     """Everything that can be wrong before a trial starts; raises StudyInputError/ConfigError."""
     import torch
@@ -174,17 +202,7 @@ def validate(plan: Plan, args: argparse.Namespace) -> dict[str, Any]:
         raise StudyInputError("--max-concurrent must be >= 1")
     if args.max_failures < 0 or args.checkpoint_every < 1:
         raise StudyInputError("--max-failures must be >= 0 and --checkpoint-every >= 1")
-    storage_root = Path(args.storage).expanduser().resolve()
-    try:
-        if "://" in args.storage:  # object-store URLs are refused with their own message in run()
-            raise StudyInputError(f"--storage {args.storage}: object-store URLs are not supported by the study yet "
-                                  "(optuna.db and the tables live beside the Tune results); use a shared "
-                                  "filesystem path mounted on every node")
-        storage_root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise StudyInputError(f"--storage {args.storage}: cannot create it ({e}); pass a writable folder") from None
-    if not os.access(storage_root, os.W_OK):
-        raise StudyInputError(f"--storage {args.storage} is not writable; pass a writable folder")
+    check_storage(args.storage)
     checked = sp.configs_to_check(base, plan.space, args.seeds, plan.rows)
     for cfg in checked:
         try:
@@ -204,9 +222,6 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
         tracking.check_tracking_uri(uri)
     except (ConfigError, StudyInputError, tracking.TrackingError) as e:
         fail(str(e))
-    if "://" in args.storage:  # Path() below would turn s3://bucket into a local folder named s3:
-        fail(f"--storage {args.storage}: object-store URLs are not supported by the study yet (optuna.db and the "
-             "tables live beside the Tune results); use a shared filesystem path mounted on every node")
 
     seeds = list(args.seeds)
     _, grid, dists = sp.split(plan.space)
@@ -217,7 +232,9 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     n_configs = sp.grid_size(space, None) if is_grid else (args.num_samples if hasattr(args, "num_samples") else plan.num_samples)
     total = n_configs * len(seeds)
     folder = plan.name + (f"-{args.name}" if args.name else "")
-    study_dir = Path(args.storage).expanduser().resolve() / folder
+    # A folder, or for an object-store URL a local staging folder mirrored to it (adbs_lab.study_folder).
+    where = StudyFolder(args.storage, folder)
+    study_dir = where.local
     optuna_url = args.optuna_storage or f"sqlite:///{study_dir / 'optuna.db'}"
     fingerprint = _fingerprint(plan, base, seeds, total)
     ident_file = study_dir / "study.json"
@@ -225,17 +242,25 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     import optuna
     from ray import tune
 
+    _, tune_fs = where.tune_location()
+    from adbs_lab.study_folder import rebind
+
+    snapshot = ({tracking.RUNS_FILE: str(study_dir / tracking.RUNS_FILE),
+                 **({} if args.optuna_storage else {"optuna.db": str(study_dir / "optuna.db")})} if where.remote else None)
+    rebind(folder, optuna_url=optuna_url, study_dir=str(study_dir),
+           **{f"snapshot:{k}": v for k, v in (snapshot or {}).items()})
     if args.resume:
-        held = json.loads(ident_file.read_text()) if ident_file.exists() else {}
+        if where.remote:
+            where.pull_for_resume()
+        held = json.loads(where.read_text("study.json") or "{}")
         if held and held.get("fingerprint") != fingerprint:
-            fail(f"--resume: {study_dir} holds a different study ({held.get('study')}: {held.get('command')}); "
+            fail(f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); "
                  "rerun with the same arguments as that study, or drop --resume (or pass --name) to start a new one")
-        if not held or not tune.Tuner.can_restore(str(study_dir / "tune")):
-            fail(f"--resume: no interrupted study to continue in {study_dir}; run without --resume to start one")
+        if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=tune_fs):
+            fail(f"--resume: no interrupted study to continue in {where}; run without --resume to start one")
     else:
-        if study_dir.exists() and any(study_dir.iterdir()):
-            moved = study_dir.with_name(f"{folder}.{time.strftime('%Y%m%d-%H%M%S')}")
-            study_dir.rename(moved)
+        if where.in_use():
+            moved = where.move_aside()
             print(f"previous results of {folder} moved to {moved} (use --resume to continue a study instead)")
         if args.optuna_storage:
             try:
@@ -244,9 +269,10 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
                      "to continue it, --name to start another, or delete it (optuna delete-study)")
             except KeyError:
                 pass
-        study_dir.mkdir(parents=True, exist_ok=True)
+        where.prepare()
         ident_file.write_text(json.dumps({"study": plan.name, "folder": folder, "fingerprint": fingerprint,
                                           "command": shlex.join(sys.argv)}, indent=1))
+        where.push([ident_file])
 
     import ray
 
@@ -265,7 +291,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     from adbs_lab import cluster
 
     try:  # multi-node: shared storage, a tracking server, the dataset on every node (issue 6)
-        cluster.preflight(storage=str(study_dir.parent), tracking_uri=uri,
+        cluster.preflight(storage=args.storage if where.remote else str(study_dir.parent), tracking_uri=uri,
                           configs=sp.configs_to_check(base, plan.space, seeds, plan.rows),
                           cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial)
     except cluster.ClusterCheckError as e:
@@ -294,13 +320,15 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     sampler = (optuna.samplers.GridSampler(sp.grid_points(space, seeds), seed=args.sampler_seed) if is_grid
                else optuna.samplers.TPESampler(seed=args.sampler_seed))
     searcher = StudySearch(sp.optuna_distributions(space, seeds if is_grid else None), storage_url=optuna_url,
-                           study_name=folder, sampler=sampler, seeds=seeds, points_to_evaluate=plan.points_to_evaluate)
+                           study_name=folder, sampler=sampler, seeds=seeds, points_to_evaluate=plan.points_to_evaluate,
+                           # object store: optuna.db and mlflow_runs.json travel with every Tune state upload
+                           snapshot=snapshot)
     pruner = make_pruner(args.pruner, int(base.get("base_epochs", Config().base_epochs)))
     stopper = BasePruner(storage_url=optuna_url, study_name=folder, pruner=pruner) if pruner else None
 
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(), "adbs.command": shlex.join([sys.executable, *sys.argv])[:7500],
-            "adbs.storage": str(study_dir), "adbs.optuna_storage": optuna_url,
+            "adbs.storage": str(where), "adbs.optuna_storage": optuna_url,
             "adbs.baseline": plan.baseline or "", "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
     run_name = f"{plan.name}" + (f" {args.name}" if args.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=uri, study=plan.name, study_dir=study_dir, run_name=run_name, tags=tags,
@@ -318,21 +346,22 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
 
     trainable = tune.with_resources(
         make_trainable(cpus_per_trial=args.cpus_per_trial, rows=plan.rows, trial_fn=plan.trial_fn,
-                       cache_dir=None if args.no_cache else str(Path(args.storage).expanduser().resolve() / "base_cache"),
+                       cache_dir=None if args.no_cache else where.cache_location,
                        checkpoint_every=args.checkpoint_every),
         {"cpu": args.cpus_per_trial, "gpu": args.gpus_per_trial},
     )
     param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**base).to_dict().items()}
     if args.resume:
-        tuner = tune.Tuner.restore(str(study_dir / "tune"), trainable=trainable, resume_unfinished=True,
-                                   resume_errored=False, param_space=param_space)
+        tuner = tune.Tuner.restore(where.tune_experiment(), trainable=trainable, resume_unfinished=True,
+                                   resume_errored=False, param_space=param_space, storage_filesystem=tune_fs)
     else:
         tuner = tune.Tuner(
             trainable,
             param_space=param_space,
             tune_config=tune.TuneConfig(search_alg=searcher, num_samples=total, max_concurrent_trials=max_concurrent,
                                         reuse_actors=True),
-            run_config=tune.RunConfig(name="tune", storage_path=str(study_dir), stop=stopper,
+            run_config=tune.RunConfig(name="tune", storage_path=where.tune_location()[0], storage_filesystem=tune_fs,
+                                      stop=stopper,
                                       callbacks=[tracker, progress], verbose=0,
                                       failure_config=tune.FailureConfig(max_failures=args.max_failures),
                                       checkpoint_config=tune.CheckpointConfig(num_to_keep=2)),
@@ -341,6 +370,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
         grid_result = tuner.fit()
     except KeyboardInterrupt:
         tracker.finish("KILLED")
+        where.push()
         print(f"\ninterrupted; continue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
         raise SystemExit(130)
 
@@ -352,8 +382,9 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     unfinished = int((trials["state"] == K.INTERRUPTED).sum()) if len(trials) else 0
     if unfinished or len(trials) < total:
         tracker.finish("KILLED")
+        where.push()
         print(f"\n{plan.name} interrupted: {total - len(trials) + unfinished} of {total} trials unfinished; "
-              f"results so far are in {study_dir}.\ncontinue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
+              f"results so far are in {where}.\ncontinue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
         raise SystemExit(130)
     table = results.paper_table(sessions, baseline=plan.baseline, order=plan.order) if len(sessions) else pd.DataFrame()
     table_text = results.format_table(table)
@@ -361,8 +392,10 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     files = results.write(study_dir, sessions, trials, table_text, best)
     (study_dir / "table.md").write_text(results.format_table(table, markdown=True) + "\n")
     files.append(study_dir / "table.md")
+    where.push()  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{table_text}")
     if best:
         print(f"best configuration by {K.OBJECTIVE}: {best['config_label']} ({best['mean_over_seeds']:.2f})")
-    return Outcome(plan, study_dir, sessions, trials, table, table_text, best, tracker, uri, files, time.time() - t0)
+    return Outcome(plan, study_dir, sessions, trials, table, table_text, best, tracker, uri, files, time.time() - t0,
+                   where)

@@ -109,8 +109,13 @@ class MlflowTracker(Callback):
         return {k: v for k, v in self.__dict__.items() if k != "_client"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        from adbs_lab.study_folder import rebound
+
         self.__dict__.update(state)
         self._client = None
+        # --resume elsewhere: this driver's staging folder and Optuna URL (study_folder.rebind)
+        self.study_dir = rebound(self.optuna_study, "study_dir", self.study_dir)
+        self.optuna_url = rebound(self.optuna_study, "optuna_url", self.optuna_url)
 
     @property
     def client(self):

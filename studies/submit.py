@@ -129,11 +129,17 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
         raise SubmitError("the study needs --storage on shared storage (a path every node mounts, e.g. "
                           "/shared/adbs-runs): its default, <project>/runs, would be inside the job's temporary "
                           "copy of the project on the head node and lost")
-    if "://" in storage:
-        raise SubmitError(f"--storage {storage!r}: object-store URLs are not supported by the studies yet (optuna.db "
-                          "and the tables live beside the Tune results); use a path on a shared filesystem that every "
-                          "node mounts, e.g. /mnt/shared/adbs-runs")
-    if not storage.startswith("/"):
+    from adbs import storage as st
+
+    if st.is_url(storage):
+        if st.redact(storage) != storage:
+            raise SubmitError(f"--storage {st.redact(storage)}: the URL carries credentials, which would be visible in "
+                              "the job's entrypoint (dashboard, `ray job list`); drop them from the URL and pass "
+                              "them as variables: --env AWS_ACCESS_KEY_ID --env AWS_SECRET_ACCESS_KEY")
+    elif "://" in storage:
+        raise SubmitError(f"--storage {storage!r}: unsupported URL scheme; use a path every node mounts or an "
+                          f"object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
+    elif not storage.startswith("/"):
         raise SubmitError(f"--storage {storage!r} must be absolute: relative paths and ~ resolve inside the job's "
                           "temporary working directory on the head node")
     uri = _flag(rest, "--tracking-uri") or env.get("MLFLOW_TRACKING_URI")

@@ -45,12 +45,32 @@ def test_file_tracking_fine_on_one_node():
     assert "single node" in cluster.check_tracking("sqlite:////tmp/mlflow.db", ONE)
 
 
-def test_storage_single_node_and_object_store_need_no_probe(monkeypatch):
+def test_storage_single_node_needs_no_probe(monkeypatch):
     monkeypatch.setattr(cluster, "_on_every_node", lambda *a: pytest.fail("no probe expected"))
     assert "single node" in cluster.check_storage("/tmp/anything", ONE)
-    assert "object store" in cluster.check_storage("s3://bucket/runs", TWO)
+    assert "written from this node" in cluster.check_storage("s3://bucket/runs", ONE)
     with pytest.raises(ClusterCheckError, match="unsupported scheme 'ftp'"):
         cluster.check_storage("ftp://host/runs", TWO)
+
+
+def test_object_store_probed_on_every_node_and_refused_with_the_node_and_fix(monkeypatch):
+    seen = []
+
+    def fake(fn, nodes, url):
+        seen.append((fn.__name__, url))
+        return {nodes[0].node_id: {"ok": True, "host": "n0"},
+                nodes[1].node_id: {"ok": False, "host": "n1", "why": "s3://b/runs is not writable from here: "
+                                   "AWS Error ACCESS_DENIED"}}
+
+    monkeypatch.setattr(cluster, "_on_every_node", fake)
+    with pytest.raises(ClusterCheckError) as e:
+        cluster.check_storage("s3://KEY:hunter2@b/runs", TWO)
+    msg = str(e.value)
+    assert seen == [("_probe_object_store", "s3://KEY:hunter2@b/runs")]
+    assert "1 of the 2 nodes" in msg and "worker node 01abab" in msg and "ACCESS_DENIED" in msg
+    assert "hunter2" not in msg and "--env" in msg and "AWS_ACCESS_KEY_ID" in msg
+    monkeypatch.setattr(cluster, "_on_every_node", lambda fn, nodes, url: {n.node_id: {"ok": True} for n in nodes})
+    assert "from all 2 nodes" in cluster.check_storage("s3://b/runs", TWO)
 
 
 def test_storage_refused_when_a_node_cannot_read_the_marker(monkeypatch, tmp_path):

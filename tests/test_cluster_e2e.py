@@ -221,3 +221,35 @@ def test_file_tracking_store_refused_on_the_two_node_cluster(two_nodes, tmp_path
     assert "is a SQLite file on the driver's node, but this Ray cluster has 2 nodes" in r.stderr
     assert "mlflow server" in r.stderr
     assert not list((tmp_path / "runs").glob("alpha_sweep/tune"))  # no trial started
+
+
+def test_study_on_an_object_store_spreads_over_both_nodes(two_nodes, mlflow_server, s3, tmp_path):
+    """--storage s3://... on the two-node cluster: every node proves it can write the bucket before any
+    trial starts; trials on both nodes write results, checkpoints and the shared base session there
+    (trained once across nodes through the cache's lease); the driver uploads tables and optuna.db."""
+    gcs, _, node_ids = two_nodes
+    mlflow_url, mlflow_proc, _ = mlflow_server
+    wait_http(mlflow_url + "/health", mlflow_proc, 120)
+    bucket = s3.bucket("cluster-e2e")
+    url = s3.url(bucket, "runs")
+    r = subprocess.run([sys.executable, str(REPO / "studies" / "kshot_grid.py"), "--smoke", "--address", gcs,
+                        "--storage", url, "--tracking-uri", mlflow_url, "--gpus-per-trial", "0",
+                        "--cpus-per-trial", "1", "--name", "s3"],
+                       capture_output=True, text=True, timeout=360, cwd=tmp_path, env=cluster_env())
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert "Ray cluster: 2 nodes" in out and "object store, an object written, read back and deleted from all 2 nodes" in out
+    keys = s3.keys(bucket)
+    assert "runs/kshot_grid-s3/trials.parquet" in keys and "runs/kshot_grid-s3/optuna.db" in keys
+    results = [k for k in keys if k.startswith("runs/kshot_grid-s3/tune/") and k.endswith("/result.json")]
+    assert len(results) == 4
+    fs = s3.fs()
+    trial_nodes = {json.loads(fs.open_input_stream(f"{bucket}/{k}").read().decode().splitlines()[-1])[NODE_ID_KEY]
+                   for k in results}
+    assert trial_nodes == {node_ids["head"], node_ids["worker"]}, trial_nodes
+    import io
+
+    trials = pd.read_parquet(io.BytesIO(fs.open_input_stream(f"{bucket}/runs/kshot_grid-s3/trials.parquet").read()))
+    assert len(trials) == 4 and (trials["state"] == "COMPLETE").all()
+    bases = [k for k in keys if k.startswith("runs/base_cache/") and k.endswith(".pt") and ".features-" not in k]
+    assert len(bases) == 1 and int(trials["base_reused"].sum()) >= 2  # one entry; most cells reused it

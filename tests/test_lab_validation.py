@@ -109,7 +109,7 @@ BAD_INPUTS = [
     ("missing dataset root", ["--dataset", "cifar100", "--data-root", "/nonexistent/data"], "cifar-100-python"),
     ("GPU without GPUs", ["--gpus-per-trial", "1"], "this machine has none"),
     ("unwritable storage", ["--storage", "/proc/adbs-runs"], "--storage"),
-    ("object-store storage", ["--storage", "s3://bucket/runs"], "object-store URLs"),
+    ("unknown storage scheme", ["--storage", "ftp://host/runs"], "unsupported URL scheme 'ftp'"),
 ]
 
 

@@ -1,0 +1,182 @@
+"""Where a study keeps its files: a folder, or a prefix in an object store (issue 6).
+
+A study's files come from two writers:
+- the trials (on any node) write results and checkpoints through Ray Tune (`<study>/tune/`), and
+  base sessions through adbs.cache (`<storage>/base_cache/`); both speak pyarrow.fs, so a URL
+  works as it is;
+- the driver writes optuna.db (SQLite), mlflow_runs.json (trial -> MLflow run), study.json (what the
+  study is) and, at the end, the tables, figures and report. SQLite cannot live in an object
+  store, so with a URL these are written to a local staging folder (`local`) and uploaded.
+
+Nothing may be lost when the driver dies (a preempted head node, a stopped Ray Job): the Optuna
+database and mlflow_runs.json (trial -> MLflow run) are snapshotted into Tune's experiment state each time Tune saves it
+(StudySearch.save, see `snapshot_into`), so the snapshot Tune uploads always matches the trial
+list it uploads with it, and `--resume` on any machine continues from that pair.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from adbs import storage as st
+
+SNAPSHOT_DIR = "study_files"
+"""Folder inside Tune's experiment folder holding the driver's files, uploaded with Tune's state."""
+SNAPSHOT_FILES = ("optuna.db", "mlflow_runs.json")  # tracking.RUNS_FILE
+
+
+_REBOUND: dict[str, dict[str, str]] = {}
+
+
+def rebind(folder: str, **paths: str) -> None:
+    """This driver's machine-local paths for study `folder` (optuna_url, study_dir).
+
+    On --resume, Tune unpickles the searcher, the stopper and the tracker with the paths of the
+    driver that started the study; for an object store those named a staging folder that may be
+    gone (another machine, a new temporary folder). Their __setstate__ asks `rebound` instead.
+    """
+    _REBOUND[folder] = dict(paths)
+
+
+def rebound(folder: str, name: str, value):
+    """The path `name` of study `folder` as bound in this process, else `value` (unchanged)."""
+    got = _REBOUND.get(folder, {}).get(name)
+    return value if got is None else type(value)(got) if value is not None else got
+
+
+def snapshot_into(directory: str, files: dict[str, str]) -> None:
+    """Copy the driver's files into `directory`/study_files, each atomically; SQLite through its
+    backup API, so a snapshot taken while Optuna writes is still a consistent database."""
+    out = Path(directory) / SNAPSHOT_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    for name, src in files.items():
+        if not os.path.exists(src):
+            continue
+        tmp = out / f".{name}.tmp"
+        if name.endswith(".db"):
+            tmp.unlink(missing_ok=True)
+            s, d = sqlite3.connect(src), sqlite3.connect(tmp)
+            try:
+                s.backup(d)
+            finally:
+                d.close()
+                s.close()
+        else:
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, out / name)
+
+
+class StudyFolder:
+    """The study's folder `<storage>/<folder>`: a path, or a prefix under an object-store URL."""
+
+    def __init__(self, storage: str, folder: str):
+        self.storage, self.folder = storage, folder
+        self.remote = st.is_url(storage)
+        if self.remote:
+            self.url = st.join(storage, folder)
+            self.fs, self.path = st.open_fs(self.url)
+            self.path = self.path.rstrip("/")
+            self.local = Path(tempfile.mkdtemp(prefix=f"adbs-{folder}-"))
+        else:
+            self.url = None
+            self.local = Path(storage).expanduser().resolve() / folder
+
+    def __str__(self) -> str:
+        return st.redact(self.url) if self.remote else str(self.local)
+
+    @property
+    def cache_location(self) -> str:
+        """The base-session cache beside the study folders, shared by every study in `storage`."""
+        return st.join(self.storage, "base_cache") if self.remote else str(self.local.parent / "base_cache")
+
+    def tune_location(self) -> tuple[str, object | None]:
+        """(storage_path, storage_filesystem) for Tune's RunConfig: experiments go to `<folder>/tune`."""
+        return (self.path, self.fs) if self.remote else (str(self.local), None)
+
+    def tune_experiment(self) -> str:
+        """The Tune experiment path (for Tuner.can_restore / Tuner.restore with `tune_location()[1]`)."""
+        return f"{self.path}/tune" if self.remote else str(self.local / "tune")
+
+    # -- reading and moving ------------------------------------------------------------------
+
+    def read_text(self, name: str) -> str | None:
+        if not self.remote:
+            f = self.local / name
+            return f.read_text() if f.exists() else None
+        try:
+            with self.fs.open_input_stream(f"{self.path}/{name}") as f:
+                return f.read().decode()
+        except FileNotFoundError:
+            return None
+
+    def in_use(self) -> bool:
+        """Whether the folder holds anything (an earlier study of the same name)."""
+        if not self.remote:
+            return self.local.exists() and any(self.local.iterdir())
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(self.path, allow_not_found=True, recursive=False)
+        return bool(self.fs.get_file_info(sel))
+
+    def move_aside(self) -> str:
+        """Move earlier results to `<folder>.<timestamp>` (never overwritten); returns where they went."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        if not self.remote:
+            moved = self.local.with_name(f"{self.folder}.{stamp}")
+            self.local.rename(moved)
+            return str(moved)
+        import pyarrow.fs as pafs
+
+        # Object stores have no rename: copy every object, then delete the originals.
+        dest = f"{self.path}.{stamp}"
+        pafs.copy_files(self.path, dest, source_filesystem=self.fs, destination_filesystem=self.fs)
+        self.fs.delete_dir(self.path)
+        return st.redact(st.join(self.storage, f"{self.folder}.{stamp}"))
+
+    def prepare(self) -> None:
+        """Create the local folder (the staging folder for a URL) and, for a URL, check it is writable."""
+        self.local.mkdir(parents=True, exist_ok=True)
+        if self.remote:
+            st.check_writable(self.url)
+
+    # -- object store: staging <-> store -----------------------------------------------------
+
+    def pull_for_resume(self) -> list[str]:
+        """Download study.json and the last snapshot of optuna.db/mlflow_runs.json into the staging folder."""
+        got = []
+        if not self.remote:
+            return got
+        wanted = {"study.json": f"{self.path}/study.json",
+                  **{n: f"{self.path}/tune/{SNAPSHOT_DIR}/{n}" for n in SNAPSHOT_FILES}}
+        for name, src in wanted.items():
+            try:
+                with self.fs.open_input_stream(src) as f:
+                    (self.local / name).write_bytes(f.read())
+                got.append(name)
+            except FileNotFoundError:
+                pass
+        return got
+
+    def push(self, files: list[Path] | None = None) -> None:
+        """Upload the staging folder's files (or `files` from it) to the study's prefix; no-op for a folder."""
+        if not self.remote:
+            return
+        files = sorted(p for p in self.local.iterdir() if p.is_file()) if files is None else files
+        for p in files:
+            src = Path(p)
+            if src.suffix == ".db":  # a consistent copy, even while Optuna holds the database open
+                snapshot_into(str(self.local / ".upload"), {src.name: str(src)})
+                src = self.local / ".upload" / SNAPSHOT_DIR / src.name
+            with open(src, "rb") as fh, self.fs.open_output_stream(f"{self.path}/{Path(p).name}") as out:
+                shutil.copyfileobj(fh, out, 1 << 20)
+        shutil.rmtree(self.local / ".upload", ignore_errors=True)
+
+    def cleanup(self) -> None:
+        """Remove the staging folder once everything is uploaded."""
+        if self.remote:
+            shutil.rmtree(self.local, ignore_errors=True)
