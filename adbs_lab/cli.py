@@ -46,9 +46,12 @@ def parser(doc: str | None, *, pruner: str = "none", num_samples: int | None = N
     r.add_argument("--max-concurrent", type=int, default=None,
                    help="trials running at once (default: as many as the CPUs/GPUs fit)")
     r.add_argument("--address", default=None, help="Ray cluster address (default: start a local one)")
-    r.add_argument("--storage", default=str(paths.DEFAULT_STORAGE), help="study storage folder (default <repo>/runs)")
+    r.add_argument("--storage", default=str(paths.DEFAULT_STORAGE), help="where results, checkpoints and the base-session cache go: a folder (default <repo>/runs; "
+                        "on a cluster one every node mounts) or an object-store URL, e.g. s3://bucket/adbs-runs "
+                        "(S3-compatible servers: s3://bucket/runs?endpoint_override=HOST:PORT&scheme=http)")
     r.add_argument("--optuna-storage", default=None,
-                   help="Optuna storage URL (default sqlite:///<storage>/<study>/optuna.db)")
+                   help="Optuna storage URL (default sqlite:///<storage>/<study>/optuna.db; with an object-store "
+                        "--storage, a local copy uploaded beside the results)")
     r.add_argument("--tracking-uri", default=None,
                    help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
     return p

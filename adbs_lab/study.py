@@ -86,7 +86,7 @@ class Outcome:
         extra_artifacts = [*figs, report]
         self.tracker.finish("FINISHED", [*self.files, *extra_artifacts])
         where = self.where or StudyFolder(str(self.dir.parent), self.dir.name)
-        where.push()
+        upload(where)
         where.cleanup()
         n = self.trials["state"].value_counts().to_dict() if len(self.trials) else {}
         print(f"\n{self.plan.name}: {len(self.trials)} trials "
@@ -96,6 +96,28 @@ class Outcome:
               + "".join(f", {Path(a).name}" for a in extra_artifacts) + ")")
         print(f"MLflow: experiment '{self.plan.name}', parent run {self.tracker.parent_run_id}")
         print(f"open the MLflow UI: {tracking.ui_command(self.uri)}")
+
+
+def _logged_argv() -> list[str]:
+    """sys.argv for study.json and MLflow, with credentials cut out of object-store URLs."""
+    from adbs.storage import redact
+
+    def one(a: str) -> str:
+        opt, eq, value = a.partition("=")
+        return f"{opt}={redact(value)}" if a.startswith("--") and eq else redact(a)
+
+    return [one(a) for a in sys.argv]
+
+
+def upload(where: StudyFolder) -> None:
+    """Upload the staging folder of an object-store study; on failure say where the files are and exit."""
+    try:
+        where.push()
+    except Exception as e:  # noqa: BLE001 - the files are still here: say where, lose nothing
+        print(f"error: uploading the study's files to {where} failed ({str(e).strip().splitlines()[0][:300]}); "
+              f"they are all in {where.local}: copy them there once the store is reachable "
+              f"(Tune's results and checkpoints are written by the trials directly)", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def _env_defaults() -> None:
@@ -260,6 +282,8 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
             fail(f"--resume: no interrupted study to continue in {where}; run without --resume to start one")
     else:
         if where.in_use():
+            if where.remote:
+                print(f"moving the previous results of {folder} aside in {where} ...", flush=True)
             moved = where.move_aside()
             print(f"previous results of {folder} moved to {moved} (use --resume to continue a study instead)")
         if args.optuna_storage:
@@ -271,7 +295,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
                 pass
         where.prepare()
         ident_file.write_text(json.dumps({"study": plan.name, "folder": folder, "fingerprint": fingerprint,
-                                          "command": shlex.join(sys.argv)}, indent=1))
+                                          "command": shlex.join(_logged_argv())}, indent=1))
         where.push([ident_file])
 
     import ray
@@ -327,7 +351,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     stopper = BasePruner(storage_url=optuna_url, study_name=folder, pruner=pruner) if pruner else None
 
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
-            "adbs.code_version": code_version(), "adbs.command": shlex.join([sys.executable, *sys.argv])[:7500],
+            "adbs.code_version": code_version(), "adbs.command": shlex.join([sys.executable, *_logged_argv()])[:7500],
             "adbs.storage": str(where), "adbs.optuna_storage": optuna_url,
             "adbs.baseline": plan.baseline or "", "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
     run_name = f"{plan.name}" + (f" {args.name}" if args.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
@@ -370,7 +394,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
         grid_result = tuner.fit()
     except KeyboardInterrupt:
         tracker.finish("KILLED")
-        where.push()
+        upload(where)
         print(f"\ninterrupted; continue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
         raise SystemExit(130)
 
@@ -382,7 +406,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     unfinished = int((trials["state"] == K.INTERRUPTED).sum()) if len(trials) else 0
     if unfinished or len(trials) < total:
         tracker.finish("KILLED")
-        where.push()
+        upload(where)
         print(f"\n{plan.name} interrupted: {total - len(trials) + unfinished} of {total} trials unfinished; "
               f"results so far are in {where}.\ncontinue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
         raise SystemExit(130)
@@ -392,7 +416,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
     files = results.write(study_dir, sessions, trials, table_text, best)
     (study_dir / "table.md").write_text(results.format_table(table, markdown=True) + "\n")
     files.append(study_dir / "table.md")
-    where.push()  # the tables are safe in the object store before figures and the report are drawn
+    upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{table_text}")
     if best:

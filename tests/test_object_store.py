@@ -106,3 +106,85 @@ def test_expired_lease_of_a_dead_trainer_is_taken_over(s3):
     base, reused = cache.get_or_train("k", lambda: _base(7.0))
     assert not reused and base.margins[0].item() == 7.0 and time.time() - t0 < 20
     assert s3.keys("cache-lease") == ["base_cache/k.json", "base_cache/k.pt"]
+
+
+def test_study_folder_push_pull_move_aside(s3, tmp_path):
+    import sqlite3
+
+    from adbs_lab.study_folder import SNAPSHOT_DIR, StudyFolder, snapshot_into
+
+    bucket = s3.bucket("folder")
+    where = StudyFolder(s3.url(bucket, "runs"), "alpha_sweep")
+    assert where.remote and not where.in_use() and "endpoint_override" in str(where)
+    assert where.cache_location == s3.url(bucket, "runs/base_cache")
+    where.prepare()
+    db = where.local / "optuna.db"
+    with sqlite3.connect(db) as c:
+        c.execute("create table t (x int)")
+        c.execute("insert into t values (42)")
+    c.close()
+    (where.local / "study.json").write_text('{"study": "alpha_sweep"}')
+    (where.local / "mlflow_runs.json").write_text('{"trials": {}}')
+    where.push()
+    assert where.in_use() and where.read_text("study.json") == '{"study": "alpha_sweep"}'
+    assert sorted(s3.keys(bucket)) == ["runs/alpha_sweep/mlflow_runs.json", "runs/alpha_sweep/optuna.db",
+                                       "runs/alpha_sweep/study.json"]
+    # Tune's experiment folder carries the snapshot; a resume elsewhere pulls it into a new staging folder.
+    tune_dir = tmp_path / "tune-staging"
+    snapshot_into(str(tune_dir), {"optuna.db": str(db), "mlflow_runs.json": str(where.local / "mlflow_runs.json")})
+    fs = s3.fs()
+    for name in ("optuna.db", "mlflow_runs.json"):
+        with fs.open_output_stream(f"{bucket}/runs/alpha_sweep/tune/{SNAPSHOT_DIR}/{name}") as f:
+            f.write((tune_dir / SNAPSHOT_DIR / name).read_bytes())
+    again = StudyFolder(s3.url(bucket, "runs"), "alpha_sweep")
+    assert again.local != where.local
+    assert sorted(again.pull_for_resume()) == ["mlflow_runs.json", "optuna.db", "study.json"]
+    with sqlite3.connect(again.local / "optuna.db") as c:
+        assert c.execute("select x from t").fetchall() == [(42,)]
+    c.close()
+    moved = again.move_aside()
+    assert moved.startswith(f"s3://{bucket}/runs/alpha_sweep.") and "endpoint_override" in moved
+    keys = s3.keys(bucket)
+    assert not any(k.startswith("runs/alpha_sweep/") for k in keys)
+    assert len([k for k in keys if k.startswith("runs/alpha_sweep.")]) == 5
+    for f in (where, again):
+        f.cleanup()
+        assert not f.local.exists()
+
+
+def test_failed_upload_says_where_the_files_are(s3, capsys):
+    from adbs_lab import study
+    from adbs_lab.study_folder import StudyFolder
+
+    s3.bucket("upload-fail")
+    where = StudyFolder(s3.url("upload-fail", "runs"), "ablation")
+    where.prepare()
+    (where.local / "trials.parquet").write_bytes(b"x")
+    s3.fs().delete_dir("upload-fail")  # the bucket is gone by the time the study ends
+    with pytest.raises(SystemExit) as e:
+        study.upload(where)
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and "uploading the study's files to s3://upload-fail/runs/ablation" in err
+    assert str(where.local) in err and (where.local / "trials.parquet").exists()
+    where.cleanup()
+
+
+def test_rebound_paths_replace_the_pickled_ones_only_for_their_study():
+    from adbs_lab.study_folder import rebind, rebound
+
+    rebind("alpha_sweep-x", optuna_url="sqlite:////new/optuna.db", study_dir="/new")
+    assert rebound("alpha_sweep-x", "optuna_url", "sqlite:////old/optuna.db") == "sqlite:////new/optuna.db"
+    from pathlib import Path
+
+    assert rebound("alpha_sweep-x", "study_dir", Path("/old")) == Path("/new")
+    assert rebound("other", "optuna_url", "sqlite:////old/optuna.db") == "sqlite:////old/optuna.db"
+
+
+def test_logged_command_has_no_credentials(monkeypatch):
+    from adbs_lab import study
+
+    monkeypatch.setattr("sys.argv", ["studies/alpha_sweep.py", "--storage", "s3://AKIA:hunter2@b/runs",
+                                     "--storage=s3://b/x?secret_key=hunter2&region=eu", "--seeds", "0"])
+    logged = " ".join(study._logged_argv())
+    assert "hunter2" not in logged and "AKIA" not in logged
+    assert "s3://b/runs" in logged and "--storage=s3://b/x?secret_key=%2A%2A%2A&region=eu" in logged and "--seeds 0" in logged
