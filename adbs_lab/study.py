@@ -352,7 +352,10 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
 
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(), "adbs.command": shlex.join([sys.executable, *_logged_argv()])[:7500],
-            "adbs.storage": str(where), "adbs.optuna_storage": optuna_url,
+            "adbs.storage": str(where),
+            # object store: the staging SQLite file is temporary; name the uploaded copy
+            "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not args.optuna_storage
+                                    else optuna_url),
             "adbs.baseline": plan.baseline or "", "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
     run_name = f"{plan.name}" + (f" {args.name}" if args.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=uri, study=plan.name, study_dir=study_dir, run_name=run_name, tags=tags,

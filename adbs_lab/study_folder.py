@@ -89,6 +89,10 @@ class StudyFolder:
     def __str__(self) -> str:
         return st.redact(self.url) if self.remote else str(self.local)
 
+    def display(self, name: str) -> str:
+        """Where file `name` of the study ends up (printable: no credentials)."""
+        return st.redact(st.join(self.url, name)) if self.remote else str(self.local / name)
+
     @property
     def cache_location(self) -> str:
         """The base-session cache beside the study folders, shared by every study in `storage`."""

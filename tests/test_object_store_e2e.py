@@ -77,6 +77,7 @@ def test_kshot_grid_on_s3_keeps_results_checkpoints_and_base_cache_in_the_bucket
     exp = client.get_experiment_by_name("kshot_grid")
     parent = [x for x in client.search_runs([exp.experiment_id]) if x.data.tags.get("adbs.role") == "study"][0]
     assert parent.data.tags["adbs.storage"].startswith("s3://e2e-kshot/runs/kshot_grid?endpoint_override=")
+    assert parent.data.tags["adbs.optuna_storage"].startswith("s3://e2e-kshot/runs/kshot_grid/optuna.db?endpoint_override=")
     assert not list((tmp_path / "tmp").glob("adbs-kshot_grid-*"))
 
 
