@@ -20,7 +20,8 @@ a lease object the trainer renews while it trains. Object stores have no
 create-if-absent in pyarrow, so the lease is best effort: two trials that
 start within a second may both train the same entry. That costs time, never
 correctness: training is deterministic and each of the two identical writes is
-atomic. A lease whose trainer died expires (LEASE_S) and the next waiter trains.
+atomic. A lease whose trainer died expires (LEASE_S) and the next waiter trains;
+the same trial restarted by Ray Tune takes its own lease over at once (`holder`).
 
 Beside each base session, `features` stores the frozen backbone's features of
 an image list (the test set, validation images), so trials sharing a base
@@ -76,9 +77,12 @@ def base_key(cfg: Config, device_kind: str) -> str:
 class BaseCache:
     """Trained base sessions in a folder or under an object-store URL, safe for concurrent processes."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, holder: str | None = None):
+        """`holder`: who trains (e.g. the Tune trial id). On an object store, a lease left by a holder of
+        the same name (the same trial, restarted after its worker died) is taken over at once instead of
+        waiting for it to expire; a filesystem lock dies with its process anyway."""
         self.root = str(root) if storage.is_url(str(root)) else Path(root)
-        self.files = _ObjectFiles(str(root)) if storage.is_url(str(root)) else _LocalFiles(Path(root))
+        self.files = _ObjectFiles(str(root), holder) if storage.is_url(str(root)) else _LocalFiles(Path(root))
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
@@ -184,15 +188,15 @@ class _LocalFiles:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "120"))
+LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "60"))
 """Seconds a trainer's lease on an object-store cache key lasts without renewal (renewed every LEASE_S/4)."""
 
 
 class _ObjectFiles:
     """Objects under a URL (pyarrow.fs). A PUT is atomic; the lock is a renewed lease object."""
 
-    def __init__(self, url: str):
-        self.url = url
+    def __init__(self, url: str, holder: str | None = None):
+        self.url, self.holder = url, holder
         self.fs, self.prefix = storage.open_fs(url)
         self.prefix = self.prefix.rstrip("/")
 
@@ -231,13 +235,17 @@ class _ObjectFiles:
         except ValueError:
             return None
 
+    def _lease_doc(self, me: str) -> bytes:
+        return json.dumps({"owner": me, "holder": self.holder, "expires": time.time() + LEASE_S}).encode()
+
     @contextmanager
     def lock(self, key: str):
         name, me = f"{key}.lease", f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         while True:
             held = self._lease(name)
-            if held is None or held.get("expires", 0) < time.time():
-                self.write(name, json.dumps({"owner": me, "expires": time.time() + LEASE_S}).encode())
+            mine = held is not None and self.holder is not None and held.get("holder") == self.holder
+            if held is None or mine or held.get("expires", 0) < time.time():
+                self.write(name, self._lease_doc(me))
                 time.sleep(1.0)  # let a concurrent claimant's write land; the last write wins
                 held = self._lease(name)
                 if held is not None and held.get("owner") == me:
@@ -247,7 +255,7 @@ class _ObjectFiles:
 
         def renew() -> None:
             while not stop.wait(LEASE_S / 4):
-                self.write(name, json.dumps({"owner": me, "expires": time.time() + LEASE_S}).encode())
+                self.write(name, self._lease_doc(me))
 
         renewer = threading.Thread(target=renew, name=f"adbs-cache-lease-{key}", daemon=True)
         renewer.start()

@@ -84,7 +84,13 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
             from adbs.train import run_trial as fn
         hooks = Hooks(on_base_epoch=on_base_epoch, on_session=on_session, on_checkpoint=on_checkpoint,
                       checkpoint_every=checkpoint_every)
-        kwargs = {"cache": cache_dir, "resume": resume} if trial_fn is None else {}
+        cache = None
+        if cache_dir is not None:
+            from adbs.cache import BaseCache
+
+            # holder = this Tune trial: restarted after its worker died, it takes over its own lease at once
+            cache = BaseCache(cache_dir, holder=tune.get_context().get_trial_id())
+        kwargs = {"cache": cache, "resume": resume} if trial_fn is None else {}
         try:
             result = fn(cfg, hooks=hooks, **kwargs)
         except NumericalError as e:

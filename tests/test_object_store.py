@@ -188,3 +188,14 @@ def test_logged_command_has_no_credentials(monkeypatch):
     logged = " ".join(study._logged_argv())
     assert "hunter2" not in logged and "AKIA" not in logged
     assert "s3://b/runs" in logged and "--storage=s3://b/x?secret_key=%2A%2A%2A&region=eu" in logged and "--seeds 0" in logged
+
+
+def test_a_restarted_trial_takes_over_its_own_live_lease(s3):
+    s3.bucket("cache-holder")
+    url = s3.url("cache-holder", "base_cache")
+    with s3.fs().open_output_stream("cache-holder/base_cache/k.lease") as f:  # its worker died a moment ago
+        f.write(json.dumps({"owner": "node:123:ab", "holder": "trial_1", "expires": time.time() + 600}).encode())
+    t0 = time.time()
+    base, reused = BaseCache(url, holder="trial_1").get_or_train("k", lambda: _base(4.0))
+    assert not reused and base.margins[0].item() == 4.0 and time.time() - t0 < 15  # not the 600 s
+    assert "base_cache/k.lease" not in s3.keys("cache-holder")

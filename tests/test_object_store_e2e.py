@@ -135,3 +135,27 @@ def test_bad_object_store_fails_before_any_trial(s3, tmp_path, ray_address, trac
     assert r.returncode == 2, r.stdout + r.stderr
     assert "error: --storage: s3://missing-bucket/runs" in r.stderr and "bucket exists" in r.stderr
     assert "trials (" not in r.stdout  # stopped before planning any trial
+
+
+def test_killed_worker_resumes_from_its_checkpoint_in_the_bucket(s3, tmp_path, ray_address, tracking_uri):
+    """A trial worker killed mid-base-session (a preempted node) restarts from its checkpoint in the
+    bucket, with its base session referenced in the bucket's cache, to the numbers of a clean run."""
+    from adbs_lab.trainable import FAULT_ENV
+
+    bucket = s3.bucket("e2e-fault")
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    one = ["--smoke", "--num-samples", "1", "--pruner", "none", "--set", "base_epochs=4", "--checkpoint-every", "1",
+           "--seeds", "0"]
+    env = {**_env(tmp_path / "tmp"), FAULT_ENV: json.dumps({"kill_at_base_epoch": 3, "marker_dir": str(marker)})}
+    _run(_cmd("alpha_sweep", s3.url(bucket, "runs"), tracking_uri, ray_address, *one), env)
+    assert (marker / "killed-seed0").exists(), "the fault was not injected"
+    crashed = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep/sessions.parquet")))
+
+    clean_dir = tmp_path / "clean"
+    _run(_cmd("alpha_sweep", str(clean_dir), f"sqlite:///{tmp_path / 'clean.db'}", ray_address, *one, "--no-cache"),
+         _env(tmp_path / "tmp"))
+    clean = pd.read_parquet(clean_dir / "alpha_sweep" / "sessions.parquet")
+    cols = ["session", "val_acc", "test_acc", "test_base_acc", "margin_mean"]
+    assert crashed["state"].eq(K.COMPLETE).all()
+    pd.testing.assert_frame_equal(crashed[cols].reset_index(drop=True), clean[cols].reset_index(drop=True))
