@@ -5,9 +5,10 @@
 Checks: the job succeeded, its trials ran on both nodes (Ray's state API: the trial actors' node
 ids and pids, matched with the pids in the trials' result.json), the results are in the shared
 storage folder, the MLflow runs are on the server, the secret passed with --env appears nowhere,
-and a file tracking store is refused on this multi-node cluster. Only the processes this test
+and a file tracking store is refused on this multi-node cluster. The same cluster also runs a
+study with `--storage s3://...` (a local S3-compatible server, conftest.s3). Only the processes this test
 started are stopped (by the temp dirs in their command lines; `ray stop` would stop every Ray
-instance on the machine), also when the test fails. About 3 minutes on 2 cores.
+instance on the machine), also when the test fails. About 5 minutes on 2 cores.
 """
 
 from __future__ import annotations
