@@ -2,8 +2,8 @@
 `ray start --address` node process with its own resources and temp dir), an MLflow server on
 127.0.0.1, and a `--smoke` study submitted with `studies/submit.py --wait` as a Ray Job.
 
-Checks: the job succeeded, its trials ran on both nodes (Ray's state API: the trial actors' node
-ids and pids, matched with the pids in the trials' result.json), the results are in the shared
+Checks: the job succeeded, its trials ran on both nodes (the Ray node id each trial reports in its
+result.json), the results are in the shared
 storage folder, the MLflow runs are on the server, the secret passed with --env appears nowhere,
 and a file tracking store is refused on this multi-node cluster. The same cluster also runs a
 study with `--storage s3://...` (a local S3-compatible server, conftest.s3). Only the processes this test
