@@ -9,9 +9,9 @@ A study's files come from two writers:
   store, so with a URL these are written to a local staging folder (`local`) and uploaded.
 
 Nothing may be lost when the driver dies (a preempted head node, a stopped Ray Job): the Optuna
-database and mlflow_runs.json (trial -> MLflow run) are snapshotted into Tune's experiment state each time Tune saves it
-(StudySearch.save, see `snapshot_into`), so the snapshot Tune uploads always matches the trial
-list it uploads with it, and `--resume` on any machine continues from that pair.
+database and mlflow_runs.json are snapshotted into Tune's experiment state each time Tune saves
+it (StudySearch.save, see `snapshot_into`), so the snapshot Tune uploads always matches the
+trial list it uploads with it, and `--resume` on any machine continues from that pair.
 """
 
 from __future__ import annotations
