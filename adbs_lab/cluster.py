@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from adbs.storage import OBJECT_STORE_SCHEMES, redact
+from adbs.storage import is_url as is_object_store
 # Tracking URIs that are a server or a database every node can reach.
 SERVER_SCHEMES = ("http", "https", "databricks", "postgresql", "mysql", "mssql")
 LOCAL_TRACKING_SCHEMES = ("sqlite", "file", "")
@@ -80,10 +81,6 @@ def scheme(uri: str) -> str:
     return ""
 
 
-def is_object_store(storage: str) -> bool:
-    return scheme(storage) in OBJECT_STORE_SCHEMES
-
-
 # -- probes that run on one node each ------------------------------------------------------
 
 
@@ -130,6 +127,22 @@ def _probe_marker(marker: str, token: str) -> dict[str, Any]:
     return {"ok": True, "host": socket.gethostname()}
 
 
+def _problems(answers: dict[str, Any], node_list: list[Node]) -> list[str]:
+    """One line per node whose probe raised or answered {"ok": False, "why": ...}."""
+    bad = []
+    for n in node_list:
+        a = answers[n.node_id]
+        if isinstance(a, Exception):
+            bad.append(f"  {n}: {_probe_failed(a)}")
+        elif not a["ok"]:
+            bad.append(f"  {n}: {a['why']}")
+    return bad
+
+
+def _probe_failed(e: Exception) -> str:
+    return f"probe failed: {str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__}"
+
+
 def _probe_object_store(url: str) -> dict[str, Any]:
     """On a node: write, read back and delete an object under `url` with this node's credentials."""
     from adbs.storage import StorageError, check_writable
@@ -166,14 +179,7 @@ def check_storage(storage: str, node_list: list[Node]) -> str:
     if is_object_store(storage):
         if len(node_list) <= 1:
             return f"{redact(storage)}: object store, written from this node"
-        answers = _on_every_node(_probe_object_store, node_list, storage)
-        bad = []
-        for n in node_list:
-            a = answers[n.node_id]
-            if isinstance(a, Exception):
-                bad.append(f"  {n}: probe failed: {str(a).strip().splitlines()[-1][:300] if str(a).strip() else type(a).__name__}")
-            elif not a["ok"]:
-                bad.append(f"  {n}: {a['why']}")
+        bad = _problems(_on_every_node(_probe_object_store, node_list, storage), node_list)
         if bad:
             raise ClusterCheckError(
                 f"--storage {redact(storage)} cannot be written from {len(bad)} of the {len(node_list)} nodes of this "
@@ -202,15 +208,10 @@ def check_storage(storage: str, node_list: list[Node]) -> str:
     marker.write_text(token)
     try:
         answers = _on_every_node(_probe_marker, node_list, str(marker), token)
-        bad = []
-        for n in node_list:
-            a = answers[n.node_id]
-            if isinstance(a, Exception):
-                bad.append(f"  {n}: probe failed: {str(a).strip().splitlines()[-1][:300] if str(a).strip() else type(a).__name__}")
-            elif not a["ok"]:
-                bad.append(f"  {n}: {a['why']}")
-            elif not (folder / f"{marker.name}.{n.node_id}").exists():
-                bad.append(f"  {n}: wrote its answer, but the driver does not see it (a node-local folder of the same name)")
+        bad = _problems(answers, node_list)
+        bad += [f"  {n}: wrote its answer, but the driver does not see it (a node-local folder of the same name)"
+                for n in node_list if isinstance(answers[n.node_id], dict) and answers[n.node_id]["ok"]
+                and not (folder / f"{marker.name}.{n.node_id}").exists()]
         if bad:
             raise ClusterCheckError(
                 f"--storage {root} is not shared by all {len(node_list)} nodes of this Ray cluster:\n"
@@ -263,7 +264,7 @@ def check_data_on_nodes(configs: Iterable, node_list: list[Node]) -> str:
     for n in node_list:
         a = answers[n.node_id]
         if isinstance(a, Exception):
-            bad.append(f"  {n}: probe failed: {str(a).strip().splitlines()[-1][:300] if str(a).strip() else type(a).__name__}")
+            bad.append(f"  {n}: {_probe_failed(a)}")
         else:
             bad += [f"  {n}: {p}" for p in a]
     if bad:

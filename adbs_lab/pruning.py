@@ -123,8 +123,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._live, self._ot_study, self._ot_trials = None, None, {}
         self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
         self._storage = storage(self._storage_url)
-        if getattr(self, "_snapshot", None):
-            self._snapshot = {k: rebound(self._study_name, f"snapshot:{k}", v) for k, v in self._snapshot.items()}
+        if getattr(self, "_snapshot", None):  # the files live in the study's (rebound) staging folder
+            self._snapshot = {k: os.path.join(rebound(self._study_name, "study_dir", os.path.dirname(v)), k)
+                              for k, v in self._snapshot.items()}
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:

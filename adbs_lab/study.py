@@ -68,7 +68,7 @@ class Outcome:
     uri: str
     files: list[Path]
     wall_s: float
-    where: StudyFolder | None = None
+    where: StudyFolder
     """The study's folder; for an object store, `dir` is its local staging copy, uploaded by finish()."""
 
     def finish(self, extra_artifacts: list[Path] = ()) -> None:
@@ -85,14 +85,13 @@ class Outcome:
                                               best=self.best, figures=figs, meta=meta)
         extra_artifacts = [*figs, report]
         self.tracker.finish("FINISHED", [*self.files, *extra_artifacts])
-        where = self.where or StudyFolder(str(self.dir.parent), self.dir.name)
-        upload(where)
-        where.cleanup()
+        upload(self.where)
+        self.where.cleanup()
         n = self.trials["state"].value_counts().to_dict() if len(self.trials) else {}
         print(f"\n{self.plan.name}: {len(self.trials)} trials "
               f"({n.get(K.COMPLETE, 0)} complete, {n.get(K.PRUNED, 0)} pruned, {n.get(K.FAILED, 0)} failed) "
               f"in {self.wall_s:.0f} s")
-        print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
+        print(f"results: {self.where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
               + "".join(f", {Path(a).name}" for a in extra_artifacts) + ")")
         print(f"MLflow: experiment '{self.plan.name}', parent run {self.tracker.parent_run_id}")
         print(f"open the MLflow UI: {tracking.ui_command(self.uri)}")
@@ -269,8 +268,7 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
 
     snapshot = ({tracking.RUNS_FILE: str(study_dir / tracking.RUNS_FILE),
                  **({} if args.optuna_storage else {"optuna.db": str(study_dir / "optuna.db")})} if where.remote else None)
-    rebind(folder, optuna_url=optuna_url, study_dir=str(study_dir),
-           **{f"snapshot:{k}": v for k, v in (snapshot or {}).items()})
+    rebind(folder, optuna_url=optuna_url, study_dir=str(study_dir))
     if args.resume:
         if where.remote:
             where.pull_for_resume()

@@ -22,6 +22,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from adbs_lab import metrics_keys as K
+from test_studies_e2e import first_finished
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -89,13 +90,7 @@ def test_resume_from_the_bucket_alone_then_a_new_run_moves_old_results_aside(s3,
                "--set", "sessions=1")
     env = _env(tmp_path / "tmp")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/", env=env)
-    finished, deadline = None, time.time() + 240
-    for line in proc.stdout:
-        if ": finished:" in line:
-            finished = line.split("]", 1)[1].split(":", 1)[0].strip()
-            break
-        assert time.time() < deadline
-    assert finished, "no trial finished before the deadline"
+    finished = first_finished(proc, 240)
     time.sleep(5)  # Tune saves (and uploads) its experiment state every 2 s
     os.kill(proc.pid, signal.SIGKILL)  # the driver dies: nothing of it survives but the bucket
     proc.wait()

@@ -29,6 +29,16 @@ def _run(cmd: list[str], timeout: int = 240, cwd: Path | None = None) -> subproc
     return r
 
 
+def first_finished(proc: subprocess.Popen, timeout: float) -> str:
+    """Read a running study's progress lines until a trial finishes; its label ('alpha=0.1 seed=0')."""
+    deadline = time.time() + timeout
+    for line in proc.stdout:
+        if ": finished:" in line:
+            return line.split("]", 1)[1].split(":", 1)[0].strip()
+        assert time.time() < deadline, "no trial finished before the deadline"
+    raise AssertionError("the study ended before a trial finished")
+
+
 def _trial_runs(uri: str, experiment: str):
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
@@ -132,14 +142,7 @@ def test_pruning_marks_a_tiny_lr_trial_pruned(study_cmd, storage, tracking_uri, 
 def test_resume_after_sigkill_does_not_rerun_finished_trials(study_cmd, storage, tracking_uri):
     cmd = study_cmd("alpha_sweep", "--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
-    finished = None
-    deadline = time.time() + 200
-    for line in proc.stdout:
-        if ": finished:" in line:
-            finished = line.split("]", 1)[1].split(":", 1)[0].strip()
-            break
-        assert time.time() < deadline
-    assert finished, "no trial finished before the deadline"
+    finished = first_finished(proc, 200)
     time.sleep(4)  # Tune saves its experiment state every 2 s (TUNE_GLOBAL_CHECKPOINT_S)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
