@@ -55,6 +55,7 @@ BASE_CODE_VERSION = "2"  # 2: channels_last on CPU too (float rounding differs)
 # Everything else acts only on incremental sessions or on speed, not on numbers.
 BASE_FIELDS = (
     "dataset", "data_root", "index_list", "split_seed", "val_fraction", "base_images_per_class", "synthetic_seed",
+    "synthetic_version",
     "backbone", "pretrained", "temperature", "abs_margin", "ic_reduction", "margin_weight_decay",
     "base_epochs", "base_lr", "schedule", "gamma", "batch_size", "momentum", "weight_decay", "seed",
 )  # fmt: skip

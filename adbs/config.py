@@ -20,6 +20,7 @@ SCHEDULES = ("cosine", "milestones")
 IC_REDUCTIONS = ("mean", "sum")
 NEW_MARGIN_INITS = ("mean", "one")
 DEVICES = ("auto", "cpu", "cuda")
+SYNTHETIC_VERSIONS = (1, 2)  # adbs.data.synthetic.RECIPES
 
 
 class ConfigError(ValueError):
@@ -50,7 +51,10 @@ class Config:
     base_images_per_class: int | None = 80
     """Cap on base-session training images per class, after the validation carve-out (None = all, as the paper presets)."""
     synthetic_seed: int = 0
-    """Seed that generates the embedded synthetic benchmark (same seed, same images)."""
+    """Seed that generates the embedded synthetic benchmark (same seed and version, same images)."""
+    synthetic_version: int = 2
+    """Embedded benchmark version: 2 (CIFAR-100-like superclasses, calibrated on the baseline) or 1 (the
+    original, kept to regenerate earlier tables); see adbs/data/synthetic.py."""
 
     # --- model ------------------------------------------------------------------
     backbone: str = "convnet"
@@ -148,6 +152,7 @@ class Config:
         _choice("ic_reduction", self.ic_reduction, IC_REDUCTIONS)
         _choice("new_margin_init", self.new_margin_init, NEW_MARGIN_INITS)
         _choice("device", self.device, DEVICES)
+        _choice("synthetic_version", self.synthetic_version, SYNTHETIC_VERSIONS)
         _positive("shots", self.shots)
         _positive("base_epochs", self.base_epochs)
         _positive("base_lr", self.base_lr)
@@ -194,7 +199,7 @@ class Config:
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise ConfigError(f"unknown {name} {value!r}; valid choices: {', '.join(choices)}")
+        raise ConfigError(f"unknown {name} {value!r}; valid choices: {', '.join(map(str, choices))}")
 
 
 def _positive(name: str, value: float) -> None:

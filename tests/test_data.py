@@ -524,6 +524,53 @@ def test_synthetic_other_seed_differs():
     a = synthetic._Classes(np.random.default_rng(0))
     b = synthetic._Classes(np.random.default_rng(1))
     assert not np.array_equal(a.factor, b.factor)
+    assert not np.array_equal(synthetic.classes(0).factor, synthetic.classes(1).factor)
+
+
+def test_synthetic_version_1_is_byte_identical_to_the_original_benchmark():
+    """Tables made on the original benchmark stay reproducible: version 1's bytes never change."""
+    import hashlib
+
+    tr, te = synthetic.generate(0, version=1)
+    assert hashlib.sha256(tr.images.numpy().tobytes()).hexdigest() == (
+        "76e830e1a19f96948945b4fc7544434a45b8da665bb6e703a27012b3e4182771")
+    assert hashlib.sha256(te.images.numpy().tobytes()).hexdigest() == (
+        "74e60461b43812f4a3d7b0f540786eb6dce1993653669d98a41969f9a6a715f3")
+    tr2, _ = synthetic.synthetic_pools(0, 2)
+    assert not torch.equal(tr.images, tr2.images)
+
+
+def test_synthetic_version_2_superclasses_and_novel_twins():
+    """v2: superclasses of five sharing a core; every novel class is a base sibling with one own factor reshaped."""
+    r = synthetic.RECIPES[2]
+    for seed in (0, 1, 2):
+        c = synthetic.classes(seed, 2)
+        assert len({c.signature(i) for i in range(100)}) == 100  # no two classes alike
+        assert np.bincount(c.superclass).tolist() == [5] * r.superclasses
+        base_ids = np.arange(synthetic.BASE_CLASSES)
+        assert len(np.unique(c.superclass[base_ids])) > r.superclasses // 2  # membership spread over base ids
+        for s in range(r.superclasses):
+            members = np.flatnonzero(c.superclass == s)
+            cores = {tuple(c.factor[m, :r.core_factors]) for m in members}
+            assert len(cores) == 1  # one shared core per superclass
+        for n in range(synthetic.BASE_CLASSES, 100):
+            sibs = [b for b in np.flatnonzero(c.superclass == c.superclass[n]) if b < synthetic.BASE_CLASSES]
+            if not sibs:
+                continue
+            # a twin: same places and colours as one base sibling, exactly one factor shape different
+            twin_of = [b for b in sibs if np.array_equal(c.pos[b], c.pos[n]) and np.array_equal(c.colour[b], c.colour[n])
+                       and int((c.factor[b] != c.factor[n]).sum()) == 1]
+            assert twin_of, f"seed {seed}: novel class {n} is no twin of its base siblings {sibs}"
+
+
+def test_synthetic_version_is_a_checked_config_field():
+    from adbs.cache import base_key
+    from adbs.config import ConfigError
+
+    with pytest.raises(ConfigError, match="synthetic_version.*valid choices: 1, 2"):
+        Config(synthetic_version=3).validate()
+    assert base_key(Config(synthetic_version=1), "cpu") != base_key(Config(synthetic_version=2), "cpu")
+    assert "v1" in build_data(Config(synthetic_version=1)).train_pool.name
 
 
 # --- loaders -------------------------------------------------------------------------------------------------

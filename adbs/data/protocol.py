@@ -139,7 +139,7 @@ def _prepare(cfg: Any, need_images: bool) -> FSCILData | None:
     if not need_images:
         return None
     if spec.name == "synthetic":
-        pools = synthetic.synthetic_pools(int(cfg.synthetic_seed))
+        pools = synthetic.synthetic_pools(int(cfg.synthetic_seed), int(cfg.synthetic_version))
     assert pools is not None
     return FSCILData(spec, pools[0], pools[1], sessions, ways, shots, source)
 

@@ -81,10 +81,11 @@ def _signature(spec: DatasetSpec, root: Path) -> tuple:
     return tuple(out)
 
 
-def load_pools(spec: DatasetSpec, data_root: str | None, synthetic_seed: int) -> tuple[ImagePool, ImagePool]:
+def load_pools(spec: DatasetSpec, data_root: str | None, synthetic_seed: int = 0,
+               synthetic_version: int = 2) -> tuple[ImagePool, ImagePool]:
     """(train_pool, test_pool) of a registered dataset, cached per process."""
     if spec.name == "synthetic":
-        return synthetic.synthetic_pools(int(synthetic_seed))
+        return synthetic.synthetic_pools(int(synthetic_seed), int(synthetic_version))
     if spec.name not in _READERS:
         raise DataError(f"dataset {spec.name!r} has no reader; datasets with readers: synthetic, {', '.join(_READERS)}")
     root = resolve_root(spec, data_root)
