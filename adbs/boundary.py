@@ -75,12 +75,14 @@ def finetune_boundaries(
     momentum: float = 0.9,
     dampening: float = 0.9,
     ic_reduction: str = "mean",
+    absolute: bool = False,
 ) -> torch.Tensor:
     """Train the boundaries of the new classes (entries n_old:) as the official incremental loop.
 
     Full batch: all N*K shots in one batch, one SGD step per epoch, loss
     CE(T * m * cos(f, w)) over all seen classes (signed m, as the official
-    loop) + alpha * IC over all seen classes. Backbone, classifier rows and old
+    loop; `absolute=True` uses |m| as evaluation does) + alpha * IC over all
+    seen classes. Backbone, classifier rows and old
     boundaries stay fixed; SGD(lr, momentum, dampening, weight_decay=0).
 
     features: (N, d) used every epoch, or (epochs, N, d), one augmented view
@@ -97,7 +99,7 @@ def finetune_boundaries(
     for epoch in range(epochs):
         view = features[epoch] if features.dim() == 3 else features
         m = torch.cat([old, new])
-        logits = boundary_logits(view, weights, m, temperature, absolute=False)
+        logits = boundary_logits(view, weights, m, temperature, absolute=absolute)
         loss = F.cross_entropy(logits, labels)
         if alpha:
             loss = loss + alpha * inter_class_constraint(m, weights, ic_reduction)

@@ -58,6 +58,7 @@ BASE_FIELDS = (
     "synthetic_version",
     "backbone", "pretrained", "temperature", "abs_margin", "ic_reduction", "margin_weight_decay",
     "base_epochs", "base_lr", "schedule", "gamma", "batch_size", "momentum", "weight_decay", "seed",
+    "boundary_lr_scale", "boundary_warmup_epochs",
 )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -18,9 +19,15 @@ from typing import Any
 VARIANTS = ("baseline", "adb", "adb+ic")
 SCHEDULES = ("cosine", "milestones")
 IC_REDUCTIONS = ("mean", "sum")
-NEW_MARGIN_INITS = ("mean", "one")
+NEW_MARGIN_INITS = ("mean", "abs_mean", "one")
 DEVICES = ("auto", "cpu", "cuda")
 SYNTHETIC_VERSIONS = (1, 2)  # adbs.data.synthetic.RECIPES
+
+
+# Fields whose default is the released code's boundary handling and whose other values are remedies for
+# the collapsed regime (docs/boundary-dynamics.md); a table made with another value says so in its header.
+BOUNDARY_REMEDIES = ("new_margin_init", "finetune_abs_boundary", "abs_base_boundary", "boundary_lr_scale",
+                     "boundary_warmup_epochs")
 
 
 class ConfigError(ValueError):
@@ -74,13 +81,29 @@ class Config:
     abs_margin: bool = True
     """Use |m| in base-session and evaluation logits (official); False uses signed m everywhere."""
     new_margin_init: str = "mean"
-    """Initial boundary of a new class: mean of all earlier boundaries (official) or one."""
+    """Initial boundary of a new class: mean (the released code: signed mean of all earlier boundaries),
+    abs_mean (mean of their |m|, the magnitude the logits use: the paper's "mean boundary of all old
+    classes" when some m are negative) or one."""
     margin_weight_decay: bool = True
     """Apply the base optimizer's weight decay to the boundaries too (official: they share one SGD)."""
     finetune_epochs: int = 10
     """Boundary fine-tuning steps per incremental session (one full-batch step per epoch; 0 = none)."""
     finetune_lr: float = 0.01
     """Learning rate of the incremental boundary fine-tuning SGD."""
+
+    # --- boundary remedies: each default is the released code; docs/boundary-dynamics.md says why ------
+    finetune_abs_boundary: bool = False
+    """Multiply by |m| in the incremental fine-tuning loop, as evaluation does (released code: the signed m,
+    so old classes whose m crossed zero enter it with negative logits)."""
+    abs_base_boundary: bool = False
+    """Replace the base boundaries by |m| after the base session, before any incremental session (released
+    code: the signed m is carried into the sessions, where the new-boundary mean and fine-tuning use it)."""
+    boundary_lr_scale: float = 1.0
+    """Multiplier of the base-session learning rate for the boundaries m (released code: 1, m shares the
+    backbone's SGD and lr)."""
+    boundary_warmup_epochs: int = 0
+    """Base epochs during which m stays frozen at 1 before it trains (released code: 0, m trains from the
+    first step, while predictions are still poor and many m cross zero)."""
 
     # --- base session training ----------------------------------------------------
     base_epochs: int = 8
@@ -178,6 +201,11 @@ class Config:
             )
         if self.alpha < 0:
             raise ConfigError(f"alpha must be >= 0, got {self.alpha}")
+        if not (self.boundary_lr_scale >= 0 and math.isfinite(self.boundary_lr_scale)):
+            raise ConfigError(f"boundary_lr_scale must be a finite number >= 0, got {self.boundary_lr_scale}")
+        if not 0 <= self.boundary_warmup_epochs <= self.base_epochs:
+            raise ConfigError(f"boundary_warmup_epochs must be in 0..base_epochs ({self.base_epochs}), "
+                              f"got {self.boundary_warmup_epochs}")
         if self.finetune_epochs < 0:
             raise ConfigError(f"finetune_epochs must be >= 0, got {self.finetune_epochs}")
         if self.learn_margins and self.finetune_epochs > 0 and not self.finetune_lr > 0:

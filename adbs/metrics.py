@@ -37,17 +37,65 @@ def class_separation(prototypes: torch.Tensor) -> float:
     return (1.0 - p @ p.t()).mean().item()
 
 
-def margin_stats(margins: torch.Tensor, n_base: int) -> dict[str, float]:
-    """mean/min/max of the boundaries, and the means of base and novel ones."""
-    m = margins.detach().float()
-    novel = m[n_base:]
-    return {
-        "margin_mean": m.mean().item(),
-        "margin_min": m.min().item(),
-        "margin_max": m.max().item(),
-        "margin_base_mean": m[:n_base].mean().item(),
-        "margin_novel_mean": novel.mean().item() if novel.numel() else math.nan,
+def boundary_stats(boundaries: torch.Tensor, n_base: int) -> dict[str, float]:
+    """Statistics of the boundaries m of all seen classes (the first n_base are the base classes).
+
+    Signed mean/min/max (overall, base, novel), the number of negative m, and min/mean/max of |m| for
+    base and novel classes: the logits use |m| (docs/method.md), so a class whose m crossed zero is
+    still scaled by |m|, while the released fine-tuning loop multiplies by the signed m
+    (docs/boundary-dynamics.md). Novel statistics are NaN while there are no novel classes.
+    """
+    m = boundaries.detach().float()
+    out = {
+        "boundary_mean": m.mean().item(),
+        "boundary_min": m.min().item(),
+        "boundary_max": m.max().item(),
+        "boundary_negative": float((m < 0).sum().item()),
     }
+    for scope, part in (("base", m[:n_base]), ("novel", m[n_base:])):
+        a = part.abs()
+        empty = part.numel() == 0
+        out[f"boundary_{scope}_mean"] = math.nan if empty else part.mean().item()
+        out[f"boundary_{scope}_abs_min"] = math.nan if empty else a.min().item()
+        out[f"boundary_{scope}_abs_mean"] = math.nan if empty else a.mean().item()
+        out[f"boundary_{scope}_abs_max"] = math.nan if empty else a.max().item()
+    return out
+
+
+def prediction_stats(pred: torch.Tensor, n_base: int, n_seen: int) -> dict[str, float]:
+    """Where predictions go: the share (%) predicted as a novel class, and how many seen classes get none.
+
+    A method whose novel classes are never predicted, or that leaves some class with no prediction at
+    all, is in the collapsed regime docs/boundary-dynamics.md describes, whatever its accuracy says.
+    """
+    if pred.numel() == 0:
+        return {"pred_novel_share": math.nan, "unpredicted_classes": math.nan}
+    counts = torch.bincount(pred.flatten(), minlength=n_seen)[:n_seen]
+    return {
+        "pred_novel_share": 100.0 * (pred >= n_base).float().mean().item() if n_seen > n_base else math.nan,
+        "unpredicted_classes": float((counts == 0).sum().item()),
+    }
+
+
+def collapse_warnings(sessions: Sequence[dict[str, float]], split: str = "test") -> list[str]:
+    """Warnings about a trial's session rows: novel classes never right, or seen classes never predicted.
+
+    Rows are the per-session dicts of a trial (`{split}_novel_acc`, `{split}_unpredicted_classes`,
+    `n_classes`, `session`). Empty when nothing is wrong.
+    """
+    out = []
+    novel = [r[f"{split}_novel_acc"] for r in sessions if int(r["session"]) > 0]
+    if novel and all(v == 0.0 for v in novel):
+        out.append(f"novel accuracy 0.00 in every incremental session ({len(novel)})")
+    def unpredicted(r: dict[str, float]) -> int:
+        v = r.get(f"{split}_unpredicted_classes", 0.0)
+        return int(v) if math.isfinite(v) else 0
+
+    worst = max(sessions, key=unpredicted, default=None)
+    n = 0 if worst is None else unpredicted(worst)
+    if n:
+        out.append(f"{n} of {int(worst['n_classes'])} seen classes never predicted (session {int(worst['session'])})")
+    return out
 
 
 def trial_summary(accs: Sequence[float]) -> dict[str, float]:

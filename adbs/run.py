@@ -47,12 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def format_table(result) -> str:
     rows = result.sessions
-    head = "session  classes   val_acc  test_acc  test_base  test_novel  test_hmean  m_mean"
-    lines = [head, "-" * len(head)]
+    head = ("session  classes   val_acc  test_acc  test_base  test_novel  test_hmean  novel_pred%  unpredicted"
+            "  m<0  |m|_base  |m|_novel")
+    lines = [*departures(result.config), head, "-" * len(head)]
     for r in rows:
         lines.append(
             f"{int(r['session']):>7}  {int(r['n_classes']):>7}  {r['val_acc']:>8.2f}  {r['test_acc']:>8.2f}  "
-            f"{r['test_base_acc']:>9.2f}  {_fmt(r['test_novel_acc']):>10}  {_fmt(r['test_hmean']):>10}  {r['margin_mean']:>6.3f}"
+            f"{r['test_base_acc']:>9.2f}  {_fmt(r['test_novel_acc']):>10}  {_fmt(r['test_hmean']):>10}  "
+            f"{_fmt(r['test_pred_novel_share']):>11}  {int(r['test_unpredicted_classes']):>11}  "
+            f"{int(r['boundary_negative']):>3}  {r['boundary_base_abs_mean']:>8.3f}  {_fmt(r['boundary_novel_abs_mean'], 3):>9}"
         )
     s = result.summary
     lines.append("-" * len(head))
@@ -60,11 +63,24 @@ def format_table(result) -> str:
         f"avg acc: val {s['val_avg_acc']:.2f}  test {s['test_avg_acc']:.2f} | last: test {s['test_last_acc']:.2f} | "
         f"PD {s['test_pd']:.2f} | D_cs {s['d_cs']:.4f} | best base epoch {int(s['best_base_epoch'])} | {s['wall_time_s']:.1f}s"
     )
+    lines += [f"WARNING: {w}" for w in result.warnings]
     return "\n".join(lines)
 
 
-def _fmt(v: float) -> str:
-    return "-" if math.isnan(v) else f"{v:.2f}"
+def departures(config: dict) -> list[str]:
+    """A line naming the boundary remedies that depart from the released code (adbs.config.BOUNDARY_REMEDIES)."""
+    from adbs.config import BOUNDARY_REMEDIES, Config
+
+    default = Config()
+    changed = {k: config[k] for k in BOUNDARY_REMEDIES if config.get(k, getattr(default, k)) != getattr(default, k)}
+    if not changed:
+        return []
+    return ["departs from the released code: " + ", ".join(f"{k}={v}" for k, v in changed.items())
+            + " (docs/boundary-dynamics.md)"]
+
+
+def _fmt(v: float, digits: int = 2) -> str:
+    return "-" if math.isnan(v) else f"{v:.{digits}f}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,8 @@ from adbs.backbones import create_backbone
 from adbs.boundary import boundary_logits, finetune_boundaries, init_new_boundaries, inter_class_constraint
 from adbs.config import Config
 from adbs.data import FSCILData, build_data, make_loader
-from adbs.metrics import class_separation, margin_stats, session_accuracies, trial_summary
+from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, prediction_stats,
+                          session_accuracies, trial_summary)
 
 if TYPE_CHECKING:
     from adbs.cache import BaseCache
@@ -54,9 +55,10 @@ class Hooks:
     """Callbacks from a running trial. Any of them may raise to stop the trial (e.g. pruning)."""
 
     on_base_epoch: MetricsHook | None = None
-    """After every base epoch: epoch (1-based), train_loss, train_acc, val_acc, lr, margin_*."""
+    """After every base epoch: epoch (1-based), train_loss, train_acc, val_acc, lr, boundary_* (adbs.metrics)."""
     on_session: MetricsHook | None = None
-    """After every session (0 = base): session, n_classes, val_*/test_* acc, base_acc, novel_acc, hmean, margin_*."""
+    """After every session (0 = base): session, n_classes, val_*/test_* acc, base_acc, novel_acc, hmean,
+    pred_novel_share, unpredicted_classes, boundary_*."""
     log: Callable[[str], None] | None = None
     """Human-readable progress lines."""
     on_checkpoint: Callable[[dict[str, Any]], None] | None = None
@@ -86,6 +88,8 @@ class TrialResult:
     margins: list[list[float]]
     summary: dict[str, float]
     extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """Signs of the collapsed boundary regime (adbs.metrics.collapse_warnings); empty when none."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,8 +192,9 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
     decay = [*backbone.parameters(), weights]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}]
     if cfg.learn_margins:
-        # Official: m sits in the same SGD as everything else, so wd 5e-4 pulls it toward 0.
-        groups.append({"params": [margins], "weight_decay": cfg.weight_decay if cfg.margin_weight_decay else 0.0})
+        # Released code: m sits in the same SGD as everything else (same lr; wd 5e-4 pulls it toward 0).
+        groups.append({"params": [margins], "lr": cfg.base_lr * cfg.boundary_lr_scale,
+                       "weight_decay": cfg.weight_decay if cfg.margin_weight_decay else 0.0})
     opt = torch.optim.SGD(groups, lr=cfg.base_lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0)
     if cfg.schedule == "cosine":
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.base_epochs)
@@ -216,6 +221,8 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
     for epoch in range(start, cfg.base_epochs + 1):
         t0 = time.perf_counter()
         backbone.train()
+        if cfg.learn_margins:  # warm-up: m frozen (no gradient, so no momentum either) for the first epochs
+            margins.requires_grad_(epoch > cfg.boundary_warmup_epochs)
         lr = opt.param_groups[0]["lr"]
         loss_sum = torch.zeros((), device=rt.device)
         correct = torch.zeros((), device=rt.device)
@@ -252,8 +259,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
             "epoch_time_s": time.perf_counter() - t0,
             "reused": 0.0,
         }
-        m = margin_stats(margins, n_base)
-        row.update({k: m[k] for k in ("margin_mean", "margin_min", "margin_max")})
+        row.update({k: v for k, v in boundary_stats(margins, n_base).items() if "novel" not in k})
         curve.append(row)
         if val_acc > best_acc:
             best_acc, best_epoch = val_acc, epoch
@@ -261,8 +267,8 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
         if hooks.log:
             hooks.log(
                 f"base epoch {epoch}/{cfg.base_epochs}  loss {row['train_loss']:.4f}  train {row['train_acc']:.2f}%  "
-                f"val {val_acc:.2f}%  lr {lr:.4g}  m {row['margin_mean']:.3f} [{row['margin_min']:.3f}, {row['margin_max']:.3f}]  "
-                f"{row['epoch_time_s']:.1f}s"
+                f"val {val_acc:.2f}%  lr {lr:.4g}  m {row['boundary_mean']:.3f} [{row['boundary_min']:.3f}, "
+                f"{row['boundary_max']:.3f}], {int(row['boundary_negative'])} < 0  {row['epoch_time_s']:.1f}s"
             )
         if hooks.on_checkpoint and (epoch % max(hooks.checkpoint_every, 1) == 0 or epoch == cfg.base_epochs):
             hooks.on_checkpoint({
@@ -340,6 +346,8 @@ def run_sessions(
 
     weights = base_session.prototypes.to(rt.device)
     margins = base_session.margins.to(rt.device)
+    if cfg.abs_base_boundary:  # remedy: no negative m enters the sessions (released code keeps the sign)
+        margins = margins.abs()
     rows: list[dict[str, float]] = []
     margins_per_session: list[list[float]] = []
     done = -1
@@ -352,7 +360,7 @@ def run_sessions(
         if t > 0:
             shot_f, shot_y = extract_features(backbone, data, data.train_pool, sess.train, rt, cfg)
             weights = torch.cat([weights, class_means(shot_f, shot_y, sess.classes)])
-            margins = torch.cat([margins, init_new_boundaries(margins, len(sess.classes)) if cfg.new_margin_init == "mean" else torch.ones(len(sess.classes), device=rt.device)])
+            margins = torch.cat([margins, _new_boundaries(cfg, margins, len(sess.classes))])
             epochs = cfg.effective_finetune_epochs
             if epochs > 0:
                 # One augmented view of the shots per epoch, backbone in eval mode (official);
@@ -361,7 +369,7 @@ def run_sessions(
                 margins = finetune_boundaries(
                     views, shot_y, weights, margins, len(margins) - len(sess.classes),
                     alpha=cfg.effective_alpha, lr=cfg.finetune_lr, epochs=epochs, temperature=cfg.temperature,
-                    ic_reduction=cfg.ic_reduction,
+                    ic_reduction=cfg.ic_reduction, absolute=cfg.finetune_abs_boundary,
                 )
                 _check_finite("novel boundaries m", margins, f"session {t}")
         n_seen = len(weights)
@@ -370,15 +378,20 @@ def run_sessions(
             keep = y < n_seen
             with torch.no_grad():
                 pred = boundary_logits(f[keep], weights, margins, cfg.temperature, absolute=cfg.abs_margin).argmax(1)
-            for k, v in session_accuracies(pred, y[keep], n_base).items():
+            for k, v in {**session_accuracies(pred, y[keep], n_base), **prediction_stats(pred, n_base, n_seen)}.items():
                 row[f"{split}_{k}"] = v
-        row.update(margin_stats(margins, n_base))
+        row.update(boundary_stats(margins, n_base))
         rows.append(row)
         margins_per_session.append(margins.cpu().tolist())
         if hooks.log:
             hooks.log(
                 f"session {t}: {n_seen} classes  val {row['val_acc']:.2f}%  test {row['test_acc']:.2f}% "
-                f"(base {row['test_base_acc']:.2f}, novel {row['test_novel_acc']:.2f})"
+                f"(base {row['test_base_acc']:.2f}, novel {row['test_novel_acc']:.2f}; "
+                f"{row['test_pred_novel_share']:.1f}% of predictions novel, "
+                f"{int(row['test_unpredicted_classes'])} classes never predicted)  "
+                f"m < 0: {int(row['boundary_negative'])}, |m| base {row['boundary_base_abs_mean']:.2f} "
+                f"[{row['boundary_base_abs_min']:.2f}, {row['boundary_base_abs_max']:.2f}]"
+                + (f", novel {row['boundary_novel_abs_mean']:.2f}" if t else "")
             )
         if hooks.on_checkpoint:
             hooks.on_checkpoint({
@@ -395,12 +408,25 @@ def run_sessions(
     summary["test_last_hmean"] = rows[-1]["test_hmean"]
     summary["d_cs"] = class_separation(weights)
     summary["best_base_epoch"] = base_session.best_epoch
-    summary["margin_base_mean"] = rows[-1]["margin_base_mean"]
-    summary["margin_novel_mean"] = rows[-1]["margin_novel_mean"]
+    summary["boundary_base_mean"] = rows[-1]["boundary_base_mean"]
+    summary["boundary_novel_mean"] = rows[-1]["boundary_novel_mean"]
+    summary["boundary_negative"] = rows[-1]["boundary_negative"]
+    warnings = collapse_warnings(rows)
+    summary["collapse_warning"] = float(bool(warnings))
+    if warnings and hooks.log:
+        hooks.log("WARNING: " + "; ".join(warnings))
     return TrialResult(
         config=cfg.to_dict(), base_curve=list(base_session.curve), sessions=rows, margins=margins_per_session, summary=summary,
         extra={"features_s": t_features},  # val/test feature extraction (stored by BaseCache.features): bench/bench.py
+        warnings=warnings,
     )
+
+
+def _new_boundaries(cfg: Config, old: torch.Tensor, n_new: int) -> torch.Tensor:
+    """Initial m of the new classes (Config.new_margin_init)."""
+    if cfg.new_margin_init == "one":
+        return torch.ones(n_new, device=old.device)
+    return init_new_boundaries(old.abs() if cfg.new_margin_init == "abs_mean" else old, n_new)
 
 
 def _augmented_views(backbone, data: FSCILData, indices, epochs: int, rt: _Runtime, cfg: Config, seed: int) -> torch.Tensor:

@@ -198,10 +198,11 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
 def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials: pd.DataFrame,
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
                        paper_md: str | None = None) -> Path:
-    from adbs_lab.results import format_table
+    from adbs_lab.results import annotate, format_table
 
     path = Path(folder) / REPORT_MD
-    path.write_text(report_markdown(study=study, table_md=format_table(table, markdown=True), best=best,
+    table_md = annotate(format_table(table, markdown=True), trials, markdown=True)
+    path.write_text(report_markdown(study=study, table_md=table_md, best=best,
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
                                     paper_md=paper_md) + "\n")
     return path

@@ -33,13 +33,22 @@ KIND_BASE, KIND_SESSION, KIND_SUMMARY = 0, 1, 2
 KIND_FAILED = 3
 """A trial that stopped on a numerical fault (NaN/inf); its reason is under ERROR."""
 ERROR = "error"
+WARNING = "warning"
+"""Summary-report key (and trials.parquet column, MLflow tag adbs.warning): the trial's collapse warnings
+(adbs.metrics.collapse_warnings) joined by '; ', empty when none."""
 
 # Session columns of the results table / paper table (without prefix).
 SESSION_METRICS = (
     "n_classes", "val_acc", "val_base_acc", "val_novel_acc", "val_hmean",
     "test_acc", "test_base_acc", "test_novel_acc", "test_hmean",
-    "margin_mean", "margin_min", "margin_max", "margin_base_mean", "margin_novel_mean",
+    "test_pred_novel_share", "test_unpredicted_classes", "val_pred_novel_share", "val_unpredicted_classes",
+    "boundary_mean", "boundary_min", "boundary_max", "boundary_negative", "boundary_base_mean", "boundary_novel_mean",
+    "boundary_base_abs_min", "boundary_base_abs_mean", "boundary_base_abs_max",
+    "boundary_novel_abs_min", "boundary_novel_abs_mean", "boundary_novel_abs_max",
 )
+LEGACY_NAMES = {"margin_mean": "boundary_mean", "margin_min": "boundary_min", "margin_max": "boundary_max",
+                "margin_base_mean": "boundary_base_mean", "margin_novel_mean": "boundary_novel_mean"}
+"""Metric names of runs logged before the boundary diagnostics (m was called margin): read under the new names."""
 
 # Trial states recorded in MLflow (tag adbs.state), in the tables and (as Optuna states) in the study.
 COMPLETE, PRUNED, FAILED = "COMPLETE", "PRUNED", "FAILED"

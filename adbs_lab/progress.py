@@ -59,6 +59,9 @@ class Progress(Callback):
             event = "failed (no finite objective)"
         else:
             event = f"finished: val avg acc {o:.2f}, test avg acc {trial.last_result.get('summary/test_avg_acc', float('nan')):.2f}"
+            warning = (trial.last_result or {}).get(K.WARNING)
+            if warning:
+                event += f" | WARNING: {warning}"
         self._line(trials, trial, event, "TERMINATED")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:

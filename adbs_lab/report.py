@@ -143,15 +143,16 @@ def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
         metric_keys = [k for k in r.data.metrics if k.startswith(K.SESSION)]
         per_session: dict[int, dict[str, float]] = {}
         for key in metric_keys:
+            name = key[len(K.SESSION):]
             for step, v in _history(client, r.info.run_id, key).items():
-                per_session.setdefault(step, {})[key[len(K.SESSION):]] = v
+                per_session.setdefault(step, {})[K.LEGACY_NAMES.get(name, name)] = v
         for step in sorted(per_session):
             m = {k: per_session[step][k] for k in K.SESSION_METRICS if k in per_session[step]}
             session_rows.append({**ident, **cfg, "session": step, **m})
         base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
         summary = K.strip(K.SUMMARY, r.data.metrics) if state == K.COMPLETE else {}
         trial_rows.append({**ident, **cfg, "base_epochs_run": max(base) if base else 0, **summary,
-                           "error": r.data.tags.get("adbs.error")})
+                           "error": r.data.tags.get("adbs.error"), K.WARNING: r.data.tags.get("adbs.warning", "")})
     return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
 
 
@@ -237,11 +238,11 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     return "\n".join(lines)
 
 
-def render(table: pd.DataFrame, fmt: str, caption: str = "") -> str:
-    if fmt == "text":
-        return results.format_table(table)
-    if fmt == "markdown":
-        return results.format_table(table, markdown=True)
+def render(table: pd.DataFrame, fmt: str, caption: str = "", trials: pd.DataFrame | None = None) -> str:
+    """The table in `fmt`; text and markdown carry the departures and warnings the study printed (`trials`)."""
+    if fmt in ("text", "markdown"):
+        text = results.format_table(table, markdown=fmt == "markdown")
+        return text if trials is None else results.annotate(text, trials, markdown=fmt == "markdown")
     if fmt == "latex":
         return to_latex(table, caption)
     if fmt == "csv":
@@ -302,7 +303,7 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     study.trials.to_parquet(files[1], index=False)
     for f in {"text", fmt}:
         p = out / f"table.{EXT[f]}"
-        p.write_text(render(table, f, caption=f"{study.name}: test accuracy (%) per session") + "\n")
+        p.write_text(render(table, f, caption=f"{study.name}: test accuracy (%) per session", trials=study.trials) + "\n")
         files.append(p)
     figs = artifacts.study_figures(study.name, study.sessions, study.trials, out) if len(study.sessions) else []
     beside = paper_beside(table, study.dataset) if paper else None

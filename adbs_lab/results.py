@@ -67,7 +67,8 @@ def collect(results: Iterable, *, rows: dict[str, dict] | None, varying: list[st
         span = _span(df)
         summary = K.strip(K.SUMMARY, last) if state == K.COMPLETE else {}
         trial_rows.append({**ident, **cfg, "base_epochs_run": epochs, **span, **summary,
-                           "error": str(r.error)[:2000] if r.error else last.get(K.ERROR)})
+                           "error": str(r.error)[:2000] if r.error else last.get(K.ERROR),
+                           K.WARNING: (last.get(K.WARNING) or "") if state == K.COMPLETE else ""})
     sessions = pd.DataFrame(session_rows)
     trials = pd.DataFrame(trial_rows)
     return sessions, trials
@@ -157,6 +158,52 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
+
+
+def departure_lines(trials: pd.DataFrame) -> list[str]:
+    """A header line when every trial departs from the released code's boundary handling in the same way."""
+    from adbs.config import BOUNDARY_REMEDIES, Config
+
+    if trials.empty:
+        return []
+    default = Config()
+    same = {}
+    for name in BOUNDARY_REMEDIES:
+        if name not in trials:
+            continue
+        values = trials[name].dropna().unique()
+        if len(values) == 1 and values[0] != getattr(default, name):
+            same[name] = values[0]
+    if not same:
+        return []
+    return ["departs from the released code in every trial: "
+            + ", ".join(f"{k}={_plain(v)}" for k, v in same.items())
+            + " (a boundary remedy; docs/boundary-dynamics.md, studies/boundary.py)"]
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False) -> str:
+    """The table with its departures from the released code above it and the collapse warnings below it."""
+    head, foot = departure_lines(trials), warning_lines(trials)
+    if not markdown:
+        return "\n".join([*head, text, *foot])
+    return "\n\n".join([*head, text] + (["\n".join(f"- {w}" for w in foot)] if foot else []))
+
+
+def warning_lines(trials: pd.DataFrame) -> list[str]:
+    """One line per completed trial with a collapse warning (printed under the study's table)."""
+    if trials.empty or K.WARNING not in trials:
+        return []
+    flagged = trials[(trials["state"] == K.COMPLETE) & trials[K.WARNING].fillna("").astype(bool)]
+    return [f"WARNING {_trial_name(r)}: {r[K.WARNING]}" for _, r in flagged.iterrows()]
+
+
+def _trial_name(r: pd.Series) -> str:
+    seed = r.get("seed")
+    return f"{r[LABEL]} seed={int(seed)}" if seed is not None and K.finite(seed) else str(r[LABEL])
 
 
 def best_config(trials: pd.DataFrame) -> dict[str, Any] | None:

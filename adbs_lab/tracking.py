@@ -243,6 +243,9 @@ class MlflowTracker(Callback):
         self._log_trial_artifacts(run_id, sessions=sessions, margins=json.loads(margins) if margins else None,
                                   title=f"{self.study}: {describe(trial.config, self.varying)}")
         self.client.set_tag(run_id, "adbs.state", state)
+        warning = (trial.last_result or {}).get(K.WARNING)
+        if warning:  # the collapsed boundary regime (adbs.metrics.collapse_warnings); trials.parquet has it too
+            self.client.set_tag(run_id, "adbs.warning", warning[:4000])
         if reason:
             self.client.set_tag(run_id, "adbs.error", reason[:4000])
         status = {K.COMPLETE: "FINISHED", K.PRUNED: "KILLED", K.FAILED: "FAILED"}[state]

@@ -32,7 +32,7 @@ def fake_trial(cfg, *, hooks):
     q = min(1.0, cfg.base_lr * 10)
     for e in range(1, cfg.base_epochs + 1):
         hooks.on_base_epoch({"epoch": e, "train_loss": 1.0 / e, "train_acc": 50.0, "val_acc": 100 * q * e / cfg.base_epochs,
-                             "lr": cfg.base_lr, "margin_mean": 1.0, "margin_min": 1.0, "margin_max": 1.0})
+                             "lr": cfg.base_lr, "boundary_mean": 1.0, "boundary_min": 1.0, "boundary_max": 1.0})
         time.sleep(0.02)
     accs = []
     for s in range((cfg.sessions or 2) + 1):
@@ -41,8 +41,8 @@ def fake_trial(cfg, *, hooks):
         hooks.on_session({"session": s, "n_classes": 60 + 5 * s, "val_acc": acc + 1, "val_base_acc": acc,
                           "val_novel_acc": float("nan") if s == 0 else acc - 10, "val_hmean": acc,
                           "test_acc": acc, "test_base_acc": acc, "test_novel_acc": acc - 10, "test_hmean": acc,
-                          "margin_mean": 1.0, "margin_min": 1.0, "margin_max": 1.0, "margin_base_mean": 1.0,
-                          "margin_novel_mean": 1.0})
+                          "boundary_mean": 1.0, "boundary_min": 1.0, "boundary_max": 1.0, "boundary_base_mean": 1.0,
+                          "boundary_novel_mean": 1.0})
     return FakeResult({"val_avg_acc": sum(accs) / len(accs) + 1, "test_avg_acc": sum(accs) / len(accs),
                        "val_last_acc": accs[-1] + 1, "test_last_acc": accs[-1], "d_cs": 0.9, "wall_time_s": 0.1})
 
@@ -109,13 +109,13 @@ def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsy
 def burst_trial(cfg, *, hooks):
     """Every trial reports its sessions and summary at the same wall-clock moment (the next 3 s tick)."""
     hooks.on_base_epoch({"epoch": 1, "train_loss": 1.0, "train_acc": 50.0, "val_acc": 50.0, "lr": 0.1,
-                         "margin_mean": 1.0, "margin_min": 1.0, "margin_max": 1.0})
+                         "boundary_mean": 1.0, "boundary_min": 1.0, "boundary_max": 1.0})
     time.sleep(3 - time.time() % 3)
     for s in range(3):
         hooks.on_session({"session": s, "n_classes": 60 + 5 * s, "val_acc": 50.0 + cfg.seed, "val_base_acc": 50.0,
                           "val_novel_acc": 40.0, "val_hmean": 44.0, "test_acc": 50.0 + cfg.seed + s,
-                          "test_base_acc": 50.0, "test_novel_acc": 40.0, "test_hmean": 44.0, "margin_mean": 1.0,
-                          "margin_min": 1.0, "margin_max": 1.0, "margin_base_mean": 1.0, "margin_novel_mean": 1.0})
+                          "test_base_acc": 50.0, "test_novel_acc": 40.0, "test_hmean": 44.0, "boundary_mean": 1.0,
+                          "boundary_min": 1.0, "boundary_max": 1.0, "boundary_base_mean": 1.0, "boundary_novel_mean": 1.0})
     return FakeResult({"val_avg_acc": 50.0 + cfg.seed, "test_avg_acc": 50.0 + cfg.seed, "val_last_acc": 50.0,
                        "test_last_acc": 50.0, "d_cs": 0.9, "wall_time_s": 0.1})
 

@@ -151,6 +151,6 @@ def test_killed_worker_resumes_from_its_checkpoint_in_the_bucket(s3, tmp_path, r
     _run(_cmd("alpha_sweep", str(clean_dir), f"sqlite:///{tmp_path / 'clean.db'}", ray_address, *one, "--no-cache"),
          _env(tmp_path / "tmp"))
     clean = pd.read_parquet(clean_dir / "alpha_sweep" / "sessions.parquet")
-    cols = ["session", "val_acc", "test_acc", "test_base_acc", "margin_mean"]
+    cols = ["session", "val_acc", "test_acc", "test_base_acc", "boundary_mean"]
     assert crashed["state"].eq(K.COMPLETE).all()
     pd.testing.assert_frame_equal(crashed[cols].reset_index(drop=True), clean[cols].reset_index(drop=True))

@@ -94,7 +94,8 @@ def test_hooks_see_every_epoch_and_session(data):
     epochs, sessions = [], []
     run_trial(tiny(), data=data, hooks=Hooks(on_base_epoch=epochs.append, on_session=sessions.append))
     assert [e["epoch"] for e in epochs] == [1, 2]
-    assert {"train_loss", "val_acc", "lr", "margin_mean", "margin_min", "margin_max"} <= set(epochs[0])
+    assert {"train_loss", "val_acc", "lr", "boundary_mean", "boundary_min", "boundary_max", "boundary_negative",
+            "boundary_base_abs_min", "boundary_base_abs_mean", "boundary_base_abs_max"} <= set(epochs[0])
     assert [s["session"] for s in sessions] == [0, 1, 2]
     assert {"val_acc", "test_acc", "test_base_acc", "test_novel_acc", "test_hmean"} <= set(sessions[1])
 

@@ -48,7 +48,7 @@ def test_killed_worker_resumes_to_identical_results(study_cmd, storage, tracking
     _run(cmd)
     clean = pd.read_parquet(clean_storage / "alpha_sweep" / "sessions.parquet")
 
-    cols = ["session", "val_acc", "test_acc", "test_base_acc", "margin_mean"]
+    cols = ["session", "val_acc", "test_acc", "test_base_acc", "boundary_mean"]
     assert crashed["state"].eq(K.COMPLETE).all()
     pd.testing.assert_frame_equal(crashed[cols].reset_index(drop=True), clean[cols].reset_index(drop=True))
 
