@@ -136,6 +136,9 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
         return [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]
     if study == "kshot_grid":
         return figures.kshot_curves(sessions, folder)
+    if study == "boundary":
+        return [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session"),
+                figures.boundary_histograms(trials, folder / "boundary_histograms.png")]
     return [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session")]
 
 
@@ -197,11 +200,11 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
 
 def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials: pd.DataFrame,
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
-                       paper_md: str | None = None) -> Path:
+                       paper_md: str | None = None, order: list[str] | None = None) -> Path:
     from adbs_lab.results import annotate, format_table
 
     path = Path(folder) / REPORT_MD
-    table_md = annotate(format_table(table, markdown=True), trials, markdown=True)
+    table_md = annotate(format_table(table, markdown=True), trials, markdown=True, order=order)
     path.write_text(report_markdown(study=study, table_md=table_md, best=best,
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
                                     paper_md=paper_md) + "\n")

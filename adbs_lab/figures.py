@@ -58,3 +58,43 @@ def kshot_curves(sessions: pd.DataFrame, folder: Path) -> list[Path]:
         plt.close(fig)
         out.append(path)
     return out
+
+
+def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | None = None,
+                        column: str = "base_boundaries") -> Path:
+    """One panel per row: histogram of the base boundaries m as they enter the sessions, pooled over seeds.
+
+    `column` holds each trial's m as a JSON list (trials.parquet; MLflow tag adbs.base_boundaries).
+    The dashed line is m = 0: boundaries left of it are the ones that crossed zero.
+    """
+    import json
+    import math
+
+    plt = _plt()
+    t = trials[(trials["state"] == K.COMPLETE) & trials[column].notna()] if column in trials else trials.iloc[0:0]
+    labels = list(dict.fromkeys(t["label"])) if len(t) else []
+    if order:
+        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    values = {lab: [m for raw in t[t["label"] == lab][column] for m in json.loads(raw)] for lab in labels}
+    flat = [m for v in values.values() for m in v]
+    lo, hi = (min(flat + [0.0]), max(flat + [1.0])) if flat else (-1.0, 2.0)
+    bins = [lo + (hi - lo) * i / 40 for i in range(41)]
+    cols = 2
+    rows = max(1, math.ceil(len(labels) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(8, 1.9 * rows + 0.6), squeeze=False, sharex=True)
+    for ax, lab in zip(axes.flat, labels):
+        m = values[lab]
+        ax.hist(m, bins=bins, color="C0" if lab != "baseline" else "C7")
+        ax.axvline(0.0, color="k", ls="--", lw=0.8)
+        neg = sum(v < 0 for v in m)
+        ax.set_title(f"{lab}: {neg} of {len(m)} m < 0", fontsize=9)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(labels):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("m after the base session", fontsize=8)
+    fig.suptitle("base boundaries per row (pooled over seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

@@ -152,7 +152,8 @@ def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
         base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
         summary = K.strip(K.SUMMARY, r.data.metrics) if state == K.COMPLETE else {}
         trial_rows.append({**ident, **cfg, "base_epochs_run": max(base) if base else 0, **summary,
-                           "error": r.data.tags.get("adbs.error"), K.WARNING: r.data.tags.get("adbs.warning", "")})
+                           "error": r.data.tags.get("adbs.error"), K.WARNING: r.data.tags.get("adbs.warning", ""),
+                           results.BASE_BOUNDARIES: r.data.tags.get("adbs.base_boundaries")})
     return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
 
 
@@ -238,11 +239,12 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     return "\n".join(lines)
 
 
-def render(table: pd.DataFrame, fmt: str, caption: str = "", trials: pd.DataFrame | None = None) -> str:
+def render(table: pd.DataFrame, fmt: str, caption: str = "", trials: pd.DataFrame | None = None,
+           order: list[str] | None = None) -> str:
     """The table in `fmt`; text and markdown carry the departures and warnings the study printed (`trials`)."""
     if fmt in ("text", "markdown"):
         text = results.format_table(table, markdown=fmt == "markdown")
-        return text if trials is None else results.annotate(text, trials, markdown=fmt == "markdown")
+        return text if trials is None else results.annotate(text, trials, markdown=fmt == "markdown", order=order)
     if fmt == "latex":
         return to_latex(table, caption)
     if fmt == "csv":
@@ -303,7 +305,8 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     study.trials.to_parquet(files[1], index=False)
     for f in {"text", fmt}:
         p = out / f"table.{EXT[f]}"
-        p.write_text(render(table, f, caption=f"{study.name}: test accuracy (%) per session", trials=study.trials) + "\n")
+        p.write_text(render(table, f, caption=f"{study.name}: test accuracy (%) per session", trials=study.trials,
+                            order=study.order) + "\n")
         files.append(p)
     figs = artifacts.study_figures(study.name, study.sessions, study.trials, out) if len(study.sessions) else []
     beside = paper_beside(table, study.dataset) if paper else None
@@ -313,5 +316,6 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
             "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
     files.append(artifacts.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
                                               figures=figs, meta=meta,
-                                              paper_md=render_plain(beside, "markdown") if beside is not None else None))
+                                              paper_md=render_plain(beside, "markdown") if beside is not None else None,
+                                              order=study.order))
     return files + figs

@@ -15,10 +15,13 @@ import pandas as pd
 
 from adbs.config import FIELDS
 from adbs_lab import metrics_keys as K
+from adbs_lab.artifacts import BOUNDARIES_KEY
 from adbs_lab.pruning import OPTUNA_TRIAL_KEY, outcome
 from adbs_lab.space import SEED_KEY, describe, resolve
 
 CONFIG_COLUMNS = list(FIELDS)
+BASE_BOUNDARIES = "base_boundaries"
+"""trials.parquet column (and MLflow tag adbs.base_boundaries): the base m after the base session, as JSON."""
 LABEL = "label"
 """Column naming the configuration without the seed (rows of the paper table)."""
 
@@ -68,10 +71,18 @@ def collect(results: Iterable, *, rows: dict[str, dict] | None, varying: list[st
         summary = K.strip(K.SUMMARY, last) if state == K.COMPLETE else {}
         trial_rows.append({**ident, **cfg, "base_epochs_run": epochs, **span, **summary,
                            "error": str(r.error)[:2000] if r.error else last.get(K.ERROR),
-                           K.WARNING: (last.get(K.WARNING) or "") if state == K.COMPLETE else ""})
+                           K.WARNING: (last.get(K.WARNING) or "") if state == K.COMPLETE else "",
+                           BASE_BOUNDARIES: base_boundaries(last.get(BOUNDARIES_KEY))})
     sessions = pd.DataFrame(session_rows)
     trials = pd.DataFrame(trial_rows)
     return sessions, trials
+
+
+def base_boundaries(boundaries_json: str | None) -> str | None:
+    """m of the base classes as they enter the sessions (JSON list, 4 decimals), from a trial's boundaries."""
+    if not boundaries_json:
+        return None
+    return json.dumps([round(float(m), 4) for m in json.loads(boundaries_json)[0]])
 
 
 def _span(df) -> dict[str, float]:
@@ -185,23 +196,26 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False) -> str:
+def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False, order: list[str] | None = None) -> str:
     """The table with its departures from the released code above it and the collapse warnings below it."""
-    head, foot = departure_lines(trials), warning_lines(trials)
+    head, foot = departure_lines(trials), warning_lines(trials, order)
     if not markdown:
         return "\n".join([*head, text, *foot])
     return "\n\n".join([*head, text] + (["\n".join(f"- {w}" for w in foot)] if foot else []))
 
 
-def warning_lines(trials: pd.DataFrame) -> list[str]:
-    """One line per completed trial with a collapse warning (printed under the study's table)."""
+def warning_lines(trials: pd.DataFrame, order: list[str] | None = None) -> list[str]:
+    """One line per completed trial with a collapse warning (printed under the study's table, in its row order)."""
     if trials.empty or K.WARNING not in trials:
         return []
     flagged = trials[(trials["state"] == K.COMPLETE) & trials[K.WARNING].fillna("").astype(bool)]
-    return [f"WARNING {_trial_name(r)}: {r[K.WARNING]}" for _, r in flagged.iterrows()]
+    rank = {lab: i for i, lab in enumerate(order or [])}
+    rows = sorted(flagged.to_dict("records"), key=lambda r: (rank.get(r[LABEL], len(rank)), str(r[LABEL]),
+                                                             r.get("seed") if K.finite(r.get("seed")) else 0))
+    return [f"WARNING {_trial_name(r)}: {r[K.WARNING]}" for r in rows]
 
 
-def _trial_name(r: pd.Series) -> str:
+def _trial_name(r: dict) -> str:
     seed = r.get("seed")
     return f"{r[LABEL]} seed={int(seed)}" if seed is not None and K.finite(seed) else str(r[LABEL])
 

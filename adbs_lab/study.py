@@ -82,7 +82,7 @@ class Outcome:
                 "tracking URI": self.uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
                 "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
         report = artifacts.write_study_report(self.dir, study=self.plan.name, table=self.table, trials=self.trials,
-                                              best=self.best, figures=figs, meta=meta)
+                                              best=self.best, figures=figs, meta=meta, order=self.plan.order)
         extra_artifacts = [*figs, report]
         self.tracker.finish("FINISHED", [*self.files, *extra_artifacts])
         upload(self.where)
@@ -412,10 +412,11 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
               f"results so far are in {where}.\ncontinue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
         raise SystemExit(130)
     table = results.paper_table(sessions, baseline=plan.baseline, order=plan.order) if len(sessions) else pd.DataFrame()
-    table_text = results.annotate(results.format_table(table), trials)
+    table_text = results.annotate(results.format_table(table), trials, order=plan.order)
     best = results.best_config(trials) if len(trials) else None
     files = results.write(study_dir, sessions, trials, table_text, best)
-    (study_dir / "table.md").write_text(results.annotate(results.format_table(table, markdown=True), trials, markdown=True) + "\n")
+    (study_dir / "table.md").write_text(results.annotate(results.format_table(table, markdown=True), trials, markdown=True,
+                                                           order=plan.order) + "\n")
     files.append(study_dir / "table.md")
     upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "

@@ -243,6 +243,11 @@ class MlflowTracker(Callback):
         self._log_trial_artifacts(run_id, sessions=sessions, margins=json.loads(margins) if margins else None,
                                   title=f"{self.study}: {describe(trial.config, self.varying)}")
         self.client.set_tag(run_id, "adbs.state", state)
+        from adbs_lab.results import base_boundaries
+
+        base_m = base_boundaries(margins)
+        if base_m:  # the boundary study's histograms, rebuilt from the store by studies/report.py
+            self.client.set_tag(run_id, "adbs.base_boundaries", base_m[:8000])
         warning = (trial.last_result or {}).get(K.WARNING)
         if warning:  # the collapsed boundary regime (adbs.metrics.collapse_warnings); trials.parquet has it too
             self.client.set_tag(run_id, "adbs.warning", warning[:4000])

@@ -58,7 +58,8 @@ n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
 print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
       f"({', '.join(f'{v} {k.lower()}' for k, v in n.items()) or 'none'})")
 print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
-print(report.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials))
+print(report.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials,
+                    order=study.order))
 if args.paper:
     beside = report.paper_beside(table, study.dataset)
     if beside is None:

@@ -66,3 +66,31 @@ def test_best_config_uses_validation_mean_over_seeds():
         trials[k] = str(v) if isinstance(v, list) else v
     best = best_config(trials)
     assert best["config_label"] == "b" and best["mean_over_seeds"] == 59.0 and best["seeds"] == 2
+
+
+def test_departures_above_and_warnings_below_the_table():
+    from adbs_lab.results import annotate, departure_lines, warning_lines
+
+    trials = pd.DataFrame([
+        {"label": "adb+ic", "seed": 1, "state": K.COMPLETE, "boundary_lr_scale": 0.1, "abs_base_boundary": False,
+         K.WARNING: "novel accuracy 0.00 in every incremental session (8)"},
+        {"label": "baseline", "seed": 0, "state": K.COMPLETE, "boundary_lr_scale": 0.1, "abs_base_boundary": False,
+         K.WARNING: ""},
+        {"label": "adb+ic", "seed": 0, "state": K.COMPLETE, "boundary_lr_scale": 0.1, "abs_base_boundary": False,
+         K.WARNING: "3 of 100 seen classes never predicted (session 8)"},
+        {"label": "adb", "seed": 0, "state": K.PRUNED, "boundary_lr_scale": 0.1, "abs_base_boundary": False,
+         K.WARNING: ""},
+    ])
+    assert departure_lines(trials) == ["departs from the released code in every trial: boundary_lr_scale=0.1 "
+                                       "(a boundary remedy; docs/boundary-dynamics.md, studies/boundary.py)"]
+    assert warning_lines(trials, order=["baseline", "adb+ic"]) == [
+        "WARNING adb+ic seed=0: 3 of 100 seen classes never predicted (session 8)",
+        "WARNING adb+ic seed=1: novel accuracy 0.00 in every incremental session (8)"]
+    text = annotate("TABLE", trials, order=["adb+ic"]).splitlines()
+    assert text[0].startswith("departs from the released code") and text[1] == "TABLE" and len(text) == 4
+    md = annotate("| t |", trials, markdown=True)
+    assert "\n\n| t |\n\n- WARNING adb+ic seed=0" in md
+    # rows that differ in a remedy (the boundary study) get no common header; released values none either
+    mixed = trials.assign(boundary_lr_scale=[0.1, 1.0, 0.1, 0.1])
+    assert departure_lines(mixed) == [] and departure_lines(trials.assign(boundary_lr_scale=1.0)) == []
+    assert warning_lines(trials.assign(**{K.WARNING: ""})) == []

@@ -109,6 +109,45 @@ def test_ablation_smoke_from_another_cwd(study_cmd, storage, tracking_uri, tmp_p
     assert "Δlast" in (storage / "ablation" / "table.txt").read_text()
 
 
+def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_uri, tmp_path):
+    """The boundary study end to end: diagnostics per epoch and session, collapse warnings everywhere a user looks."""
+    r = _run(study_cmd("boundary", "--smoke", "--set", "sessions=1"), timeout=400)
+    folder = storage / "boundary"
+    trials = pd.read_parquet(folder / "trials.parquet").set_index("label")
+    assert sorted(trials.index) == sorted(["released", "abs_mean_init", "finetune_abs", "abs_base", "lr_scale=0.1",
+                                           "warmup=2", "all_remedies", "baseline"])
+    # the released recipe never predicts a novel class here; the baseline (m = 1) does
+    assert trials.loc["released", K.WARNING].startswith("novel accuracy 0.00 in every incremental session (1)")
+    assert "novel accuracy" not in trials.loc["baseline", K.WARNING]
+    # its progress line, the table's footer and the MLflow tag say so too
+    assert "released seed=0: finished:" in r.stdout and "| WARNING: novel accuracy 0.00" in r.stdout
+    table = (folder / "table.txt").read_text()
+    assert "WARNING released seed=0: novel accuracy 0.00 in every incremental session" in table
+    assert "WARNING baseline seed=0: novel accuracy" not in table
+    client, _, runs = _check_nested_with_curves(tracking_uri, "boundary", 8, 2)
+    by_name = {t.info.run_name: t for t in runs}
+    assert by_name["released seed=0"].data.tags["adbs.warning"] == trials.loc["released", K.WARNING]
+    # boundary diagnostics: per base epoch and per session, in MLflow and in sessions.parquet
+    released = by_name["released seed=0"].info.run_id
+    assert [m.step for m in client.get_metric_history(released, "base/boundary_negative")] == [1, 2]
+    assert len(client.get_metric_history(released, "session/boundary_novel_abs_mean")) == 1  # session 1 only
+    sessions = pd.read_parquet(folder / "sessions.parquet")
+    rel = sessions[(sessions["label"] == "released") & (sessions["session"] == 1)].iloc[0]
+    assert rel["test_pred_novel_share"] == 0.0 and rel["test_novel_acc"] == 0.0
+    base_m = json.loads(trials.loc["released", "base_boundaries"])
+    assert len(base_m) == 60 and rel["boundary_negative"] >= sum(m < 0 for m in base_m)
+    assert set(json.loads(trials.loc["baseline", "base_boundaries"])) == {1.0}
+    assert min(json.loads(trials.loc["abs_base", "base_boundaries"])) >= 0  # |m| before the sessions
+    for png in ("boundary_histograms.png", "boundary_sessions.png"):
+        assert (folder / png).stat().st_size > 0
+    # the report rebuilt from the store alone prints the same table, warnings included
+    out = tmp_path / "report"
+    _run([sys.executable, str(REPO / "studies" / "report.py"), "boundary", "--tracking-uri", tracking_uri,
+          "--out", str(out)])
+    assert (out / "table.txt").read_text() == table
+    assert (out / "boundary_histograms.png").stat().st_size > 0
+
+
 PRUNE_SCRIPT = textwrap.dedent("""
     import sys
     from optuna.distributions import FloatDistribution
