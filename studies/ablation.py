@@ -8,7 +8,7 @@ Rows: baseline (fixed boundary m = 1), adb (learnable boundaries, alpha = 0), ad
 ADBS), plus one row per --toggles entry (full ADBS with one change; see search_spaces/ablation.py).
 Each (row, seed) is one trial running the full pipeline; the table shows mean ± 95% CI over seeds
 and Delta_last = last-session gain over the baseline row.
-Time: default run (6 trials, 4 base epochs, 2 at a time) 121 s wall on an idle 2-core CPU;
+Time: default run (6 trials, 8 base epochs, 2 at a time) 134 s wall on an idle 2-core CPU;
 --smoke ~1-2 min; cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/ablation/: sessions.parquet, trials.parquet, table.txt/.md (the ablation table),
 best_config.json; MLflow experiment 'ablation'.
@@ -37,8 +37,8 @@ plan = study.Plan(
     rows=rows,
     baseline=spaces.BASELINE,
     order=list(rows),
-    cpu_defaults={"base_epochs": 4},  # 6 trials on 2 cores within ~5 minutes
-    est_trial_s=35,
+    cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
+    est_trial_s=40,
 )
 out = study.run(plan, args)
 out.finish()

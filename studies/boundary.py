@@ -12,7 +12,7 @@ against the baseline, and warnings name the trials whose novel classes are never
 seen classes are never predicted. boundary_histograms.png shows the base boundaries m after the
 base session per row (how many crossed zero); boundary_sessions.png the session curves.
 Rows that differ only after the base session share one base session per seed (adbs/cache.py).
-Time: default run (24 trials, 15 base sessions trained, 2 at a time) ~5 min on an idle 2-core CPU;
+Time: default run (24 trials, 15 base sessions trained, 2 at a time) 272 s wall on an idle 2-core CPU;
 --smoke ~1-2 min; --preset cifar100 ~1-2 h per base session on one GPU.
 Writes <storage>/boundary/: sessions.parquet, trials.parquet (with base_boundaries, warning),
 table.txt/.md, boundary_histograms.png, boundary_sessions.png; MLflow experiment 'boundary'.
