@@ -44,7 +44,10 @@ def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path)
     assert study_table in r.stdout  # printed as the study printed it
     assert "no paper table matches" in r.stdout  # smoke data is synthetic
     table = report.paper_table(study)
-    assert results.format_table(table, markdown=True) == study_md
+    # table.md: the table with the study's warnings under it (smoke trials are at chance level)
+    assert results.annotate(results.format_table(table, markdown=True), study.trials, markdown=True,
+                            order=study.order) == study_md
+    assert "WARNING" in study_md
     assert list(table["config"]) == ["baseline", "adb", "adb+ic"] and "delta_last" in table
 
     # The frames hold the same numbers as the study's parquet (metric histories stepped by session).
