@@ -319,14 +319,19 @@ def _coerce_type(name: str, tp: Any, value: Any) -> Any:
     if tp is float:
         if isinstance(value, bool):
             raise ConfigError(f"{name} must be a number, got {value!r}")
+        number = None
         if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
+            number = float(value)
+        elif isinstance(value, str):
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 pass
-        raise ConfigError(f"{name} must be a number, got {value!r}")
+        if number is None:
+            raise ConfigError(f"{name} must be a number, got {value!r}")
+        if not math.isfinite(number):  # nan/inf would only fail later, inside every trial
+            raise ConfigError(f"{name} must be a finite number, got {value!r}")
+        return number
     if tp is str:
         if isinstance(value, str):
             return value
@@ -393,3 +398,25 @@ def preset(name: str, **overrides: Any) -> Config:
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
     return from_dict({**PRESETS[name], **overrides})
+
+
+def resolve(preset_name: str = "cpu", study_defaults: dict[str, Any] | None = None,
+            overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one precedence of config values: preset < a study's defaults < overrides; all coerced.
+
+    `overrides` are what the user typed (a study's --dataset/--data-root/--set, or the field options of
+    `python -m adbs.run`). A `dataset` override naming a paper preset while the preset is the default
+    `cpu` picks that paper preset (`--dataset cifar100` means the paper's CIFAR100 settings). A study's
+    defaults apply to the `cpu` preset only: they fit the CPU budget and never change a paper preset.
+    Returns the overrides dict a Config is built from (`from_dict`), so searched fields can still be added.
+    """
+    overrides = {k: coerce(k, v) for k, v in (overrides or {}).items()}
+    if preset_name not in PRESETS:
+        raise ConfigError(f"unknown preset {preset_name!r}; valid presets: {', '.join(PRESETS)}")
+    if preset_name == "cpu" and overrides.get("dataset") in PRESETS:
+        preset_name = overrides["dataset"]
+    out = dict(PRESETS[preset_name])
+    if preset_name == "cpu":
+        out.update(study_defaults or {})
+    out.update(overrides)
+    return {k: coerce(k, v) for k, v in out.items()}

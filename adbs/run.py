@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from adbs.config import FIELDS, PRESETS, ConfigError, coerce, field_doc, from_dict
+from adbs.config import FIELDS, PRESETS, ConfigError, field_doc, from_dict, resolve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one ADBS trial (base session + all incremental sessions) and print its per-session table.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); options below override it")
+    p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); options below override it "
+                   "(--dataset NAME with the default preset picks the paper preset of that name, as in the studies)")
     p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
     p.add_argument("--quiet", action="store_true", help="print only the final table")
     cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
@@ -87,10 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     overrides = {k: getattr(args, k) for k in FIELDS if getattr(args, k) is not None}
     try:
-        if args.preset not in PRESETS:
-            raise ConfigError(f"unknown preset {args.preset!r}; valid presets: {', '.join(PRESETS)}")
-        cfg = from_dict({**PRESETS[args.preset], **{k: coerce(k, v) for k, v in overrides.items()}})
-        cfg.validate()
+        cfg = from_dict(resolve(args.preset, None, overrides)).validate()
         from adbs.data import check_data
 
         check_data(cfg)
@@ -116,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check_writable(path: Path) -> None:
+    if path.is_dir():
+        raise OSError(f"--out {path} is a folder; pass the path of a JSON file to write, e.g. {path / 'run.json'}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:

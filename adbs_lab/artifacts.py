@@ -126,8 +126,10 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
     return Path(path)
 
 
-def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path) -> list[Path]:
-    """The study's figure(s): alpha sensitivity, k-shot curves, or session curves per row (ablation)."""
+def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
+                  order: list[str] | None = None) -> list[Path]:
+    """The study's figure(s), drawn by the study itself and by studies/report.py from the store alike:
+    alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row."""
     from adbs_lab import figures
 
     folder = Path(folder)
@@ -138,7 +140,7 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
         return figures.kshot_curves(sessions, folder)
     if study == "boundary":
         return [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session"),
-                figures.boundary_histograms(trials, folder / "boundary_histograms.png")]
+                figures.boundary_histograms(trials, folder / "boundary_histograms.png", order=order)]
     return [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session")]
 
 

@@ -2,8 +2,8 @@
 
 A study run on a cluster can be reported on a laptop: the nested trial runs hold everything
 (params = the resolved Config, `session/*` metric histories stepped by session, `summary/*`,
-tags adbs.state / adbs.trial_id / adbs.optuna_trial). The frames built here have the columns of
-`adbs_lab.results.collect`, so `results.paper_table` gives the table the study printed.
+tags adbs.state / adbs.trial_id / adbs.optuna_trial). They become the same TrialRecords a study builds
+from its Tune results (adbs_lab.records), so `results.paper_table` gives the table the study printed.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 
 from adbs.config import ConfigError, coerce
-from adbs_lab import artifacts, results
+from adbs_lab import artifacts, records, results
 from adbs_lab import metrics_keys as K
-from adbs_lab.results import CONFIG_COLUMNS, LABEL
+from adbs_lab.records import CONFIG_COLUMNS
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -100,7 +100,7 @@ def find_parent(client, ref: str):
     return (finished or parents)[-1]  # the latest finished invocation, else the latest one
 
 
-# -- frames in the shape of results.collect --------------------------------------------------
+# -- trial records from the store ------------------------------------------------------------
 def _config_value(key: str, raw: str) -> Any:
     if raw.startswith("["):
         return raw  # lists are logged (and tabled) as JSON
@@ -123,8 +123,8 @@ def _history(client, run_id: str, key: str) -> dict[int, float]:
     return {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
 
 
-def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sessions, trials) of a study's nested runs, from params, tags and metric histories."""
+def trial_records(client, parent) -> list[records.TrialRecord]:
+    """The study's nested runs as TrialRecords, from params, tags and metric histories."""
     runs = _all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
     runs = [r for r in runs if r.data.tags.get("adbs.role", "trial") == "trial"]
 
@@ -132,29 +132,35 @@ def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
         n = r.data.tags.get("adbs.optuna_trial", "")
         return (int(n) if n.isdigit() else math.inf, r.info.start_time)
 
-    session_rows, trial_rows = [], []
+    out = []
     for r in sorted(runs, key=order):
-        state = r.data.tags.get("adbs.state", K.INTERRUPTED)
-        state = K.INTERRUPTED if state == "RUNNING" else state
-        n = r.data.tags.get("adbs.optuna_trial", "")
-        ident = {"trial_id": r.data.tags.get("adbs.trial_id", r.info.run_id), "state": state, LABEL: _label(r),
-                 "optuna_trial": int(n) if n.isdigit() else None, "mlflow_run_id": r.info.run_id}
-        cfg = {k: _config_value(k, v) for k, v in r.data.params.items() if k in CONFIG_COLUMNS}
-        metric_keys = [k for k in r.data.metrics if k.startswith(K.SESSION)]
+        tags = r.data.tags
+        state = tags.get("adbs.state", K.INTERRUPTED)
+        state = K.INTERRUPTED if state == "RUNNING" else state  # the tracker never saw it end
+        n = tags.get("adbs.optuna_trial", "")
         per_session: dict[int, dict[str, float]] = {}
-        for key in metric_keys:
+        for key in (k for k in r.data.metrics if k.startswith(K.SESSION)):
             name = key[len(K.SESSION):]
             for step, v in _history(client, r.info.run_id, key).items():
                 per_session.setdefault(step, {})[K.LEGACY_NAMES.get(name, name)] = v
-        for step in sorted(per_session):
-            m = {k: per_session[step][k] for k in K.SESSION_METRICS if k in per_session[step]}
-            session_rows.append({**ident, **cfg, "session": step, **m})
         base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
-        summary = K.strip(K.SUMMARY, r.data.metrics) if state == K.COMPLETE else {}
-        trial_rows.append({**ident, **cfg, "base_epochs_run": max(base) if base else 0, **summary,
-                           "error": r.data.tags.get("adbs.error"), K.WARNING: r.data.tags.get("adbs.warning", ""),
-                           results.BASE_BOUNDARIES: r.data.tags.get("adbs.base_boundaries")})
-    return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
+        out.append(records.TrialRecord(
+            trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
+            config={k: _config_value(k, v) for k, v in r.data.params.items() if k in CONFIG_COLUMNS},
+            optuna_trial=int(n) if n.isdigit() else None, mlflow_run_id=r.info.run_id,
+            base_epochs_run=max(base) if base else 0,
+            started_at=r.info.start_time / 1000 if r.info.start_time else math.nan,
+            finished_at=r.info.end_time / 1000 if r.info.end_time else math.nan,
+            summary=K.strip(K.SUMMARY, r.data.metrics),
+            sessions=[{"session": step, **per_session[step]} for step in sorted(per_session)],
+            error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
+            base_boundaries=tags.get("adbs.base_boundaries")))
+    return out
+
+
+def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(sessions, trials) of a study's nested runs: the schema of the study's own parquet files."""
+    return records.frames(trial_records(client, parent))
 
 
 def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
@@ -308,7 +314,8 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
         p.write_text(render(table, f, caption=f"{study.name}: test accuracy (%) per session", trials=study.trials,
                             order=study.order) + "\n")
         files.append(p)
-    figs = artifacts.study_figures(study.name, study.sessions, study.trials, out) if len(study.sessions) else []
+    figs = (artifacts.study_figures(study.name, study.sessions, study.trials, out, order=study.order)
+            if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
     best = results.best_config(study.trials) if len(study.trials) else None
     meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id})",

@@ -1,7 +1,8 @@
-"""Result tables: sessions.parquet (trial x session), trials.parquet (trial), best config, paper-style table.
+"""Result tables: the paper-style table, its text/Markdown rendering with departures and warnings, the best
+configuration, and the study's result files.
 
-`paper_table` is a pure function of the sessions DataFrame, so the same table can be rebuilt
-from any source that yields those columns (e.g. the MLflow store, for a report command).
+`paper_table` is a pure function of the sessions DataFrame (adbs_lab.records.frames), so the same table is
+rebuilt from any source of TrialRecords: a study's Tune results or the MLflow store (studies/report.py).
 """
 
 from __future__ import annotations
@@ -13,86 +14,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from adbs.config import FIELDS
 from adbs_lab import metrics_keys as K
-from adbs_lab.artifacts import BOUNDARIES_KEY
-from adbs_lab.pruning import OPTUNA_TRIAL_KEY, outcome
-from adbs_lab.space import SEED_KEY, describe, resolve
-
-CONFIG_COLUMNS = list(FIELDS)
-BASE_BOUNDARIES = "base_boundaries"
-"""trials.parquet column (and MLflow tag adbs.base_boundaries): the base m after the base session, as JSON."""
-LABEL = "label"
-"""Column naming the configuration without the seed (rows of the paper table)."""
-
-
-def _flat(v: Any) -> Any:
-    return json.dumps(list(v)) if isinstance(v, (list, tuple)) else v
-
-
-def collect(results: Iterable, *, rows: dict[str, dict] | None, varying: list[str],
-            run_ids: dict[str, str], pruned=lambda number: True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sessions, trials) DataFrames from a Tune ResultGrid (or any iterable of tune Results)."""
-    label_keys = [k for k in varying if k != SEED_KEY]
-    session_rows, trial_rows = [], []
-    for r in results:
-        config = r.config or {}
-        df = r.metrics_dataframe
-        last = r.metrics or {}
-        trial_id = last.get("trial_id") or Path(r.path).name
-        if r.error or last.get(K.REPORT_KIND) == K.KIND_FAILED:
-            state = K.FAILED  # an exception, or a numerical fault reported by the trainable
-        elif last.get(K.REPORT_KIND) != K.KIND_SUMMARY and not last.get("done"):
-            state = K.INTERRUPTED  # the study stopped before this trial ended; --resume continues it
-        else:
-            state = outcome(last, error=False, pruned=pruned(config.get(OPTUNA_TRIAL_KEY)))
-            state = state if isinstance(state, str) else K.COMPLETE
-        cfg = {k: _flat(v) for k, v in resolve(config, rows).to_dict().items()}
-        ident = {
-            "trial_id": trial_id,
-            "state": state,
-            LABEL: describe(config, label_keys) if label_keys else "all",
-            "optuna_trial": config.get(OPTUNA_TRIAL_KEY),
-            "mlflow_run_id": run_ids.get(trial_id),
-        }
-        if df is not None and K.REPORT_KIND in df.columns:
-            sess = df[df[K.REPORT_KIND] == K.KIND_SESSION]
-            if K.SESSION_STEP in sess:  # a trial restarted from a checkpoint reports some sessions twice
-                sess = sess.drop_duplicates(subset=K.SESSION_STEP, keep="last")
-            for _, row in sess.iterrows():
-                m = {k: row[K.SESSION + k] for k in ("session",) + K.SESSION_METRICS if K.SESSION + k in row}
-                m["session"] = int(m["session"])
-                session_rows.append({**ident, **cfg, **m})
-            base = df[df[K.REPORT_KIND] == K.KIND_BASE]
-            epochs = int(base[K.BASE_STEP].max()) if len(base) else 0
-        else:
-            epochs = 0
-        span = _span(df)
-        summary = K.strip(K.SUMMARY, last) if state == K.COMPLETE else {}
-        trial_rows.append({**ident, **cfg, "base_epochs_run": epochs, **span, **summary,
-                           "error": str(r.error)[:2000] if r.error else last.get(K.ERROR),
-                           K.WARNING: (last.get(K.WARNING) or "") if state == K.COMPLETE else "",
-                           BASE_BOUNDARIES: base_boundaries(last.get(BOUNDARIES_KEY))})
-    sessions = pd.DataFrame(session_rows)
-    trials = pd.DataFrame(trial_rows)
-    return sessions, trials
-
-
-def base_boundaries(boundaries_json: str | None) -> str | None:
-    """m of the base classes as they enter the sessions (JSON list, 4 decimals), from a trial's boundaries."""
-    if not boundaries_json:
-        return None
-    return json.dumps([round(float(m), 4) for m in json.loads(boundaries_json)[0]])
-
-
-def _span(df) -> dict[str, float]:
-    """started_at / finished_at (unix seconds) of a trial from Tune's per-report timestamps.
-
-    Tune's `timestamp` has 1 s resolution; bench/bench.py uses these spans for throughput.
-    """
-    if df is None or not {"timestamp", "time_total_s"} <= set(df.columns) or not len(df):
-        return {"started_at": math.nan, "finished_at": math.nan}
-    return {"started_at": float((df["timestamp"] - df["time_total_s"]).min()), "finished_at": float(df["timestamp"].max())}
+from adbs_lab.records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
 
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:

@@ -1,15 +1,23 @@
-"""Run one study: validate everything, start Ray, let Optuna choose trials through Tune, track in
-MLflow from the driver, then write the tables. Study scripts call `run(Plan(...), args)`.
+"""Run one study: prepare (check everything, claim the folder) -> launch (Ray Tune, Optuna, MLflow) -> summarise
+(tables, figures, report). A study script builds a `Plan` and calls `run(plan, opts)`.
+
+- `prepare` touches no Ray and trains nothing: bad input ends here with exit 2 and nothing written.
+- `launch` starts (or joins) Ray, checks the cluster, and lets Optuna choose trials through Tune while
+  the tracker logs to MLflow from this process; Ctrl-C or SIGTERM stops it gracefully.
+- `summarise` turns what ran into the tables, figures and report, whether the study finished or not.
 """
 
 from __future__ import annotations
 
-import argparse
+import errno
+import functools
 import hashlib
 import json
 import math
 import os
 import shlex
+import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,14 +27,13 @@ from typing import Any, Callable
 import pandas as pd
 
 from adbs.config import Config, ConfigError
-from adbs_lab import cli, results, space as sp, tracking
+from adbs_lab import artifacts, records, results, space as sp, tracking
 from adbs_lab import metrics_keys as K
+from adbs_lab.options import StudyInputError, StudyOptions, resume_command
 from adbs_lab.paths import code_version
-from adbs_lab.study_folder import StudyFolder
+from adbs_lab.study_folder import StudyBusy, StudyFolder, StudyLock
 
-
-class StudyInputError(ValueError):
-    """Bad study input, found before any trial starts; the message says what to change."""
+__all__ = ["Plan", "Outcome", "StudyInputError", "prepare", "launch", "summarise", "run"]
 
 
 @dataclass
@@ -37,8 +44,6 @@ class Plan:
     """Search space (see adbs_lab.space): fixed values, grid axes (lists), Optuna distributions."""
     space_source: str
     """Where the space is defined, e.g. search_spaces/alpha_sweep.py:SPACE (MLflow tag adbs.search_space)."""
-    num_samples: int | None = None
-    """Configurations to sample (sampled studies); grids run every point."""
     rows: dict[str, dict] | None = None
     """Named rows of Config overrides (a grid axis `row`), for studies that are not a product."""
     cpu_defaults: dict[str, Any] = field(default_factory=dict)
@@ -50,77 +55,49 @@ class Plan:
     points_to_evaluate: list[dict] | None = None
     """Configurations Optuna runs first (sampled studies)."""
     est_trial_s: float = 45.0
-    """Rough single-thread CPU seconds per trial on the default preset (printed estimate)."""
+    """Rough seconds per trial on the default CPU preset, 2 trials sharing 2 cores (printed estimate)."""
     trial_fn: Callable | None = None
     """Test hook: replaces adbs.train.run_trial inside the trainable."""
 
 
+# -- prepare ----------------------------------------------------------------------------------------
+
+
 @dataclass
-class Outcome:
+class Prepared:
+    """Everything decided before Ray starts."""
+
     plan: Plan
-    dir: Path
-    sessions: pd.DataFrame
-    trials: pd.DataFrame
-    table: pd.DataFrame
-    table_text: str
-    best: dict | None
-    tracker: tracking.MlflowTracker
-    uri: str
-    files: list[Path]
-    wall_s: float
+    opts: StudyOptions
+    base: dict[str, Any]
+    """The config every trial starts from (preset < study defaults < --set), before the searched fields."""
+    configs: list[Config]
+    """Every distinct configuration of a grid, or the extremes of a sampled space (already checked)."""
+    space: dict[str, Any]
+    """The search space with the row axis added."""
+    is_grid: bool
+    n_configs: int
+    total: int
+    varying: list[str]
+    gpus_per_trial: float
+    tracking_uri: str
     where: StudyFolder
-    """The study's folder; for an object store, `dir` is its local staging copy, uploaded by finish()."""
+    optuna_url: str
+    lock: StudyLock
+    settings: dict[str, Any]
+    """What the study was launched with (study.json); --resume reads it back."""
 
-    def finish(self, extra_artifacts: list[Path] = ()) -> None:
-        """Attach result files to the parent run, close it, print where everything is."""
-        from adbs_lab import artifacts
+    @property
+    def folder(self) -> str:
+        return self.where.folder
 
-        figs = list(extra_artifacts) or (
-            artifacts.study_figures(self.plan.name, self.sessions, self.trials, self.dir) if len(self.sessions) else [])
-        parent = self.tracker.client.get_run(self.tracker.parent_run_id)
-        meta = {"MLflow experiment": self.plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
-                "tracking URI": self.uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
-                "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-        report = artifacts.write_study_report(self.dir, study=self.plan.name, table=self.table, trials=self.trials,
-                                              best=self.best, figures=figs, meta=meta, order=self.plan.order)
-        extra_artifacts = [*figs, report]
-        self.tracker.finish("FINISHED", [*self.files, *extra_artifacts])
-        upload(self.where)
-        self.where.cleanup()
-        n = self.trials["state"].value_counts().to_dict() if len(self.trials) else {}
-        print(f"\n{self.plan.name}: {len(self.trials)} trials "
-              f"({n.get(K.COMPLETE, 0)} complete, {n.get(K.PRUNED, 0)} pruned, {n.get(K.FAILED, 0)} failed) "
-              f"in {self.wall_s:.0f} s")
-        print(f"results: {self.where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
-              + "".join(f", {Path(a).name}" for a in extra_artifacts) + ")")
-        print(f"MLflow: experiment '{self.plan.name}', parent run {self.tracker.parent_run_id}")
-        print(f"open the MLflow UI: {tracking.ui_command(self.uri)}")
-
-
-def _logged_argv() -> list[str]:
-    """sys.argv for study.json and MLflow, with credentials cut out of object-store URLs."""
-    from adbs.storage import redact
-
-    def one(a: str) -> str:
-        opt, eq, value = a.partition("=")
-        return f"{opt}={redact(value)}" if a.startswith("--") and eq else redact(a)
-
-    return [one(a) for a in sys.argv]
-
-
-def upload(where: StudyFolder) -> None:
-    """Upload the staging folder of an object-store study; on failure say where the files are and exit."""
-    try:
-        where.push()
-    except Exception as e:  # noqa: BLE001 - the files are still here: say where, lose nothing
-        print(f"error: uploading the study's files to {where} failed ({str(e).strip().splitlines()[0][:300]}); "
-              f"they are all in {where.local}: copy them there once the store is reachable "
-              f"(Tune's results and checkpoints are written by the trials directly)", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+    @property
+    def dir(self) -> Path:
+        return self.where.local
 
 
 def _env_defaults() -> None:
-    # Telemetry and usage stats off unless the user turned them on (issue 3).
+    # Telemetry and usage stats off unless the user turned them on.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit.
@@ -143,39 +120,21 @@ def _env_defaults() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def fail(msg: str) -> None:
+def fail(msg: str, code: int = 2) -> None:
     print(f"error: {msg}", file=sys.stderr, flush=True)
-    raise SystemExit(2)
+    raise SystemExit(code)
 
 
 def check_data(cfg: Config) -> None:
-    """Dataset-dependent checks (shots vs images per class, ways vs novel classes)."""
-    import adbs.data as data
+    """Dataset-dependent checks (shots vs images per class, ways vs novel classes), cheap."""
+    from adbs.data import check_data as check
 
     cfg.validate()
-    checker = getattr(data, "check_data", None)
-    if checker is not None:
-        checker(cfg)
-        return
-    spec = data.DATASETS[cfg.dataset]
-    ways = cfg.ways or spec.default_ways
-    if cfg.sessions is None and spec.novel_classes % ways:
-        divisors = [d for d in range(1, spec.novel_classes + 1) if spec.novel_classes % d == 0]
-        raise ConfigError(f"ways={ways} does not divide the {spec.novel_classes} novel classes of {cfg.dataset}; "
-                          f"use one of {divisors} or set sessions explicitly")
-    if cfg.sessions is not None and cfg.sessions * ways > spec.novel_classes:
-        raise ConfigError(f"sessions={cfg.sessions} x ways={ways} needs more than the {spec.novel_classes} "
-                          f"novel classes of {cfg.dataset}")
-
-
-def _fingerprint(plan: Plan, base: dict, seeds: list[int], num_samples: int) -> str:
-    ident = repr((plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
-                  sorted((k, repr(v)) for k, v in base.items()), seeds, num_samples))
-    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+    check(cfg)
 
 
 def check_storage(location: str) -> None:
-    """--storage: a writable folder, or an object-store URL this machine can write to (issue 6)."""
+    """--storage: a writable folder, or an object-store URL this machine can write to."""
     from adbs import storage as st
 
     if st.is_url(location):
@@ -196,232 +155,479 @@ def check_storage(location: str) -> None:
         raise StudyInputError(f"--storage {location} is not writable; pass a writable folder")
 
 
-def validate(plan: Plan, args: argparse.Namespace) -> dict[str, Any]:
-    """Everything that can be wrong before a trial starts; raises StudyInputError/ConfigError."""
+def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
+    """(base config, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side effects."""
     import torch
 
+    opts.check()
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
-    base = cli.base_overrides(args, plan.cpu_defaults)
+    base = opts.base_config(plan.cpu_defaults)
     _, grid, dists = sp.split(plan.space)
     searched = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
-    clash = [k for k in (x.split("=", 1)[0].strip() for x in args.overrides) if k in searched]
+    set_keys = [k for k, _ in opts.overrides]
+    clash = [k for k in set_keys if k in searched]
     if clash:
         raise StudyInputError(f"--set {', '.join(clash)}: this study searches {', '.join(clash)} "
                               f"({plan.space_source}); remove the --set or edit the search space")
     fixed, _, _ = sp.split(plan.space)
-    base = {**base, **{k: v for k, v in fixed.items() if k not in {x.split('=', 1)[0].strip() for x in args.overrides}}}
-    if args.gpus_per_trial is None:
-        args.gpus_per_trial = 1.0 if torch.cuda.is_available() else 0.0
-    if args.gpus_per_trial < 0 or args.cpus_per_trial <= 0:
-        raise StudyInputError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
-    if args.gpus_per_trial > 0 and args.address is None and not torch.cuda.is_available():
+    base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
+    gpus = opts.gpus_per_trial if opts.gpus_per_trial is not None else (1.0 if torch.cuda.is_available() else 0.0)
+    if gpus > 0 and opts.address is None and not torch.cuda.is_available():
         raise StudyInputError(
-            f"--gpus-per-trial {args.gpus_per_trial:g} asks for GPUs but this machine has none "
+            f"--gpus-per-trial {gpus:g} asks for GPUs but this machine has none "
             "(torch.cuda.is_available() is False); use --gpus-per-trial 0 for CPU trials, or run on a GPU "
             "machine / pass --address of a Ray cluster with GPUs")
-    if args.max_concurrent is not None and args.max_concurrent < 1:
-        raise StudyInputError("--max-concurrent must be >= 1")
-    if args.max_failures < 0 or args.checkpoint_every < 1:
-        raise StudyInputError("--max-failures must be >= 0 and --checkpoint-every >= 1")
-    check_storage(args.storage)
-    checked = sp.configs_to_check(base, plan.space, args.seeds, plan.rows)
-    for cfg in checked:
+    check_storage(opts.storage)
+    configs = sp.configs_to_check(base, plan.space, list(opts.seeds), plan.rows)
+    for cfg in configs:
         try:
             check_data(cfg)
         except ValueError as e:
-            what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"}) if k in cfg.to_dict())
+            what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"})
+                            if k in cfg.to_dict())
             raise StudyInputError(f"configuration {what}: {e}") from None
-    return base
+    return base, configs, gpus
 
 
-def run(plan: Plan, args: argparse.Namespace) -> Outcome:
-    _env_defaults()
-    t0 = time.time()
-    try:
-        base = validate(plan, args)
-        uri = tracking.tracking_uri(args.tracking_uri)
-        tracking.check_tracking_uri(uri)
-    except (ConfigError, StudyInputError, tracking.TrackingError) as e:
-        fail(str(e))
+def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int) -> str:
+    ident = repr((plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
+                  sorted((k, repr(v)) for k, v in base.items()), seeds, total))
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
-    seeds = list(args.seeds)
+
+def _logged_argv(argv: tuple[str, ...]) -> list[str]:
+    """The command for study.json and MLflow, with credentials cut out of object-store URLs."""
+    from adbs.storage import redact
+
+    def one(a: str) -> str:
+        opt, eq, value = a.partition("=")
+        return f"{opt}={redact(value)}" if a.startswith("--") and eq else redact(a)
+
+    return [one(a) for a in argv]
+
+
+def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
+    """Check everything, then claim the study's folder (lock; move earlier results aside, or check --resume)."""
+    base, configs, gpus = validate(plan, opts)
+    uri = tracking.tracking_uri(opts.tracking_uri)
+    tracking.check_tracking_uri(uri)
+
+    seeds = list(opts.seeds)
     _, grid, dists = sp.split(plan.space)
     is_grid = bool(grid) or bool(plan.rows)
     space = dict(plan.space)
     if plan.rows:
         space[sp.ROW_KEY] = list(plan.rows)
-    n_configs = sp.grid_size(space, None) if is_grid else (args.num_samples if hasattr(args, "num_samples") else plan.num_samples)
+    if not is_grid and opts.num_samples is None:
+        raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
+    n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
     total = n_configs * len(seeds)
-    folder = plan.name + (f"-{args.name}" if args.name else "")
-    # A folder, or for an object-store URL a local staging folder mirrored to it (adbs_lab.study_folder).
-    where = StudyFolder(args.storage, folder)
-    study_dir = where.local
-    optuna_url = args.optuna_storage or f"sqlite:///{study_dir / 'optuna.db'}"
+    varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]
+    folder = plan.name + opts.folder
+    where = StudyFolder(opts.storage, folder)
+    optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
     fingerprint = _fingerprint(plan, base, seeds, total)
-    ident_file = study_dir / "study.json"
+    command = shlex.join(_logged_argv(opts.argv))
+    try:
+        lock = where.lock(command)
+    except StudyBusy as e:
+        raise StudyInputError(str(e)) from None
+    try:
+        settings = _claim(plan, opts, where, optuna_url, fingerprint, command)
+    except BaseException:
+        lock.release()
+        raise
+    return Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
+                    optuna_url, lock, settings)
 
+
+def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, fingerprint: str,
+           command: str) -> dict[str, Any]:
+    """For a new study: earlier results moved aside, study.json written. For --resume: what there is to resume."""
     import optuna
     from ray import tune
 
-    _, tune_fs = where.tune_location()
     from adbs_lab.study_folder import rebind
 
-    snapshot = ({tracking.RUNS_FILE: str(study_dir / tracking.RUNS_FILE),
-                 **({} if args.optuna_storage else {"optuna.db": str(study_dir / "optuna.db")})} if where.remote else None)
-    rebind(folder, optuna_url=optuna_url, study_dir=str(study_dir))
-    if args.resume:
+    rebind(where.folder, optuna_url=optuna_url, study_dir=str(where.local))
+    _, tune_fs = where.tune_location()
+    if opts.resume:
         if where.remote:
             where.pull_for_resume()
         held = json.loads(where.read_text("study.json") or "{}")
         if held and held.get("fingerprint") != fingerprint:
-            fail(f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); "
-                 "rerun with the same arguments as that study, or drop --resume (or pass --name) to start a new one")
+            raise StudyInputError(
+                f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); rerun with "
+                "the same arguments as that study, or drop --resume (or pass --name) to start a new one")
         if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=tune_fs):
-            fail(f"--resume: no interrupted study to continue in {where}; run without --resume to start one")
-    else:
-        if where.in_use():
-            if where.remote:
-                print(f"moving the previous results of {folder} aside in {where} ...", flush=True)
-            moved = where.move_aside()
-            print(f"previous results of {folder} moved to {moved} (use --resume to continue a study instead)")
-        if args.optuna_storage:
-            try:
-                optuna.load_study(study_name=folder, storage=args.optuna_storage)
-                fail(f"Optuna storage {args.optuna_storage} already holds a study named {folder!r}; pass --resume "
-                     "to continue it, --name to start another, or delete it (optuna delete-study)")
-            except KeyError:
-                pass
-        where.prepare()
-        ident_file.write_text(json.dumps({"study": plan.name, "folder": folder, "fingerprint": fingerprint,
-                                          "command": shlex.join(_logged_argv())}, indent=1))
-        where.push([ident_file])
+            raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
+                                  "to start one")
+        missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
+                   if not (where.local / name).exists()]
+        if missing:
+            raise StudyInputError(
+                f"--resume: {', '.join(where.display(m) for m in missing)} is missing: the study cannot continue "
+                f"without its record of the trials ({'Optuna' if 'optuna.db' in missing else 'MLflow runs'}); "
+                "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
+        return held.get("settings", {})
+    if where.in_use():
+        if where.remote:
+            print(f"moving the previous results of {where.folder} aside in {where} ...", flush=True)
+        moved = where.move_aside()
+        print(f"previous results of {where.folder} moved to {moved} (use --resume to continue a study instead)")
+    if opts.optuna_storage:
+        try:
+            optuna.load_study(study_name=where.folder, storage=opts.optuna_storage)
+            raise StudyInputError(
+                f"Optuna storage {opts.optuna_storage} already holds a study named {where.folder!r}; pass --resume "
+                "to continue it, --name to start another, or delete it (optuna delete-study)")
+        except KeyError:
+            pass
+    where.prepare()
+    settings = {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
+                "gpus_per_trial": opts.gpus_per_trial}
+    ident_file = where.local / "study.json"
+    ident_file.write_text(json.dumps({"study": plan.name, "folder": where.folder, "fingerprint": fingerprint,
+                                      "command": command, "settings": settings}, indent=1))
+    where.push([ident_file])
+    return settings
 
+
+# -- launch -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Launched:
+    results: Any
+    """Ray Tune's ResultGrid (every trial that started)."""
+    tracker: tracking.MlflowTracker
+    interrupted: str | None
+    """Why the study stopped early (Ctrl-C, SIGTERM, a full disk, a locked store), None when it ran to the end."""
+
+
+def _probe_ray(address: str) -> None:
+    """Fail fast when nothing answers at --address (ray.init would wait minutes and ignore Ctrl-C)."""
+    target = address.split("://", 1)[-1]
+    if address == "auto" or address.startswith("ray://") or ":" not in target:
+        return
+    host, _, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=3):
+            return
+    except (OSError, ValueError) as e:
+        raise StudyInputError(
+            f"--address {address}: no Ray cluster answers there ({e.__class__.__name__}: {e}); start one with "
+            f"`ray start --head --port={port}`, pass the address `ray start` printed, or drop --address to "
+            "start a local Ray instance") from None
+
+
+def _start_ray(p: Prepared) -> dict[str, float]:
     import ray
 
     from adbs_lab.trainable import FAULT_ENV
 
+    if p.opts.address:
+        _probe_ray(p.opts.address)
     # Workers of an existing cluster do not inherit this shell's environment: forward what trials read.
     forward = {k: os.environ[k] for k in (FAULT_ENV,) if k in os.environ}
-    ray.init(address=args.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
-             configure_logging=True, logging_level="WARNING",
-             runtime_env={"env_vars": forward} if forward else None)
-    res = ray.cluster_resources()
-    if args.gpus_per_trial > res.get("GPU", 0):
-        ray.shutdown()
-        fail(f"--gpus-per-trial {args.gpus_per_trial:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
-             "use --gpus-per-trial 0 or a cluster with GPUs")
+    try:
+        ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
+                 configure_logging=True, logging_level="WARNING",
+                 runtime_env={"env_vars": forward} if forward else None)
+    except ConnectionError as e:
+        raise StudyInputError(f"--address {p.opts.address}: no Ray cluster there ({str(e).strip().splitlines()[0]}); "
+                              "start one with `ray start --head`, or drop --address to start a local Ray "
+                              "instance") from None
+    return ray.cluster_resources()
+
+
+class _Stop:
+    """SIGTERM ends a study the way Ctrl-C does: Tune stops the trials, saves its state, and --resume continues.
+
+    During tuner.fit Tune's own handler (SIGUSR1 = its graceful stop, as for the first Ctrl-C) does the
+    work; outside it, SIGTERM raises KeyboardInterrupt where the study is.
+    """
+
+    def __init__(self) -> None:
+        self.in_fit = False
+        self.signal: str | None = None
+
+    def __enter__(self) -> "_Stop":
+        self._old = signal.signal(signal.SIGTERM, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGTERM, self._old)
+
+    def _handler(self, signum, frame) -> None:
+        self.signal = "SIGTERM"
+        if self.in_fit and hasattr(signal, "SIGUSR1"):
+            os.kill(os.getpid(), signal.SIGUSR1)
+        else:
+            raise KeyboardInterrupt
+
+
+def _disk_full(e: BaseException) -> bool:
+    while e is not None:
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            return True
+        text = str(e).lower()
+        if "no space left" in text or "database or disk is full" in text or "disk is full" in text:
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def launch(p: Prepared) -> Launched:
+    """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
+    import optuna
+    from ray import tune
+
     from adbs_lab import cluster
-
-    try:  # multi-node: shared storage, a tracking server, the dataset on every node (issue 6)
-        cluster.preflight(storage=args.storage if where.remote else str(study_dir.parent), tracking_uri=uri,
-                          configs=sp.configs_to_check(base, plan.space, seeds, plan.rows),
-                          cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial)
-    except cluster.ClusterCheckError as e:
-        ray.shutdown()
-        fail(str(e))
-    fit = int(res.get("CPU", 1) // args.cpus_per_trial)
-    if args.gpus_per_trial > 0:
-        fit = min(fit, int(res.get("GPU", 0) // args.gpus_per_trial))
-    max_concurrent = args.max_concurrent or max(1, min(fit, total))
-
-    varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]
-    est = 35.0 if args.smoke else plan.est_trial_s  # seconds per trial, 2 trials sharing 2 cores
-    if args.preset == "cpu" or args.smoke:
-        print(f"{plan.name}: {total} trials ({n_configs} configurations x {len(seeds)} seeds), "
-              f"{max_concurrent} at a time; on this CPU roughly {math.ceil(total / max_concurrent) * est / 60:.1f} min "
-              f"of training (+~30 s to start Ray and the MLflow store and write the results)", flush=True)
-    else:
-        print(f"{plan.name}: {total} trials ({n_configs} configurations x {len(seeds)} seeds), {max_concurrent} at a time",
-              flush=True)
-
-    from adbs_lab.pruning import BasePruner, StudySearch, make_pruner, storage
     from adbs_lab.progress import Progress
+    from adbs_lab.search import BaseEpochStopper, StudySearch, make_pruner, optuna_storage
     from adbs_lab.trainable import make_trainable
 
-    storage(optuna_url)  # create the Optuna schema now, in this process
-    sampler = (optuna.samplers.GridSampler(sp.grid_points(space, seeds), seed=args.sampler_seed) if is_grid
-               else optuna.samplers.TPESampler(seed=args.sampler_seed))
-    searcher = StudySearch(sp.optuna_distributions(space, seeds if is_grid else None), storage_url=optuna_url,
-                           study_name=folder, sampler=sampler, seeds=seeds, points_to_evaluate=plan.points_to_evaluate,
-                           # object store: optuna.db and mlflow_runs.json travel with every Tune state upload
-                           snapshot=snapshot)
-    pruner = make_pruner(args.pruner, int(base.get("base_epochs", Config().base_epochs)))
-    stopper = BasePruner(storage_url=optuna_url, study_name=folder, pruner=pruner) if pruner else None
+    opts, plan, where = p.opts, p.plan, p.where
+    try:
+        res = _start_ray(p)
+    except KeyboardInterrupt:
+        p.lock.release()
+        print("\ninterrupted while starting Ray; no trial ran", file=sys.stderr)
+        raise SystemExit(130) from None
+    except StudyInputError as e:
+        p.lock.release()
+        fail(str(e))
+    import ray
+
+    if p.gpus_per_trial > res.get("GPU", 0):
+        ray.shutdown()
+        p.lock.release()
+        fail(f"--gpus-per-trial {p.gpus_per_trial:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
+             "use --gpus-per-trial 0 or a cluster with GPUs")
+    try:  # multi-node: shared storage, a tracking server, the dataset on every node
+        cluster.preflight(storage=opts.storage if where.remote else str(where.local.parent),
+                          tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=opts.cpus_per_trial,
+                          gpus_per_trial=p.gpus_per_trial)
+    except cluster.ClusterCheckError as e:
+        ray.shutdown()
+        p.lock.release()
+        fail(str(e))
+
+    fit = int(res.get("CPU", 1) // opts.cpus_per_trial)
+    if p.gpus_per_trial > 0:
+        fit = min(fit, int(res.get("GPU", 0) // p.gpus_per_trial))
+    max_concurrent = opts.max_concurrent or max(1, min(fit, p.total))
+    if opts.resume:
+        held = p.settings.get("max_concurrent") or max_concurrent
+        if opts.max_concurrent and opts.max_concurrent != held:
+            print(f"note: --max-concurrent {opts.max_concurrent} is ignored on --resume: Ray Tune continues with the "
+                  f"interrupted run's limit, {held}", flush=True)
+        max_concurrent = held
+    _print_start(p, max_concurrent)
+
+    optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
+    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space, list(opts.seeds)), seed=opts.sampler_seed)
+               if p.is_grid else optuna.samplers.TPESampler(seed=opts.sampler_seed))
+    snapshot = ({tracking.RUNS_FILE: str(p.dir / tracking.RUNS_FILE),
+                 **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
+    searcher = StudySearch(sp.optuna_distributions(p.space, list(opts.seeds) if p.is_grid else None),
+                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
+                           points_to_evaluate=plan.points_to_evaluate,
+                           snapshot=snapshot)  # object store: optuna.db travels with every Tune state upload
+    pruner = make_pruner(opts.pruner, int(p.base.get("base_epochs", Config().base_epochs)))
+    stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
 
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
-            "adbs.code_version": code_version(), "adbs.command": shlex.join([sys.executable, *_logged_argv()])[:7500],
+            "adbs.code_version": code_version(),
+            "adbs.command": shlex.join([sys.executable, *_logged_argv(opts.argv)])[:7500],
             "adbs.storage": str(where),
             # object store: the staging SQLite file is temporary; name the uploaded copy
-            "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not args.optuna_storage
-                                    else optuna_url),
+            "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
+                                    else p.optuna_url),
             "adbs.baseline": plan.baseline or "", "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
-    run_name = f"{plan.name}" + (f" {args.name}" if args.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
-    tracker = tracking.MlflowTracker(uri=uri, study=plan.name, study_dir=study_dir, run_name=run_name, tags=tags,
-                                     varying=varying, rows=plan.rows, resume=args.resume, optuna_url=optuna_url,
-                                     optuna_study=folder)
-    progress = Progress(study=plan.name, total=total, varying=varying)
-    if not args.resume:  # the study's own settings on the parent run (trial runs hold full configs)
-        from mlflow.entities import Param
-
-        study_params = {"study.seeds": json.dumps(seeds), "study.trials": total, "study.configurations": n_configs,
-                        "study.sampler": type(sampler).__name__, "study.pruner": args.pruner,
-                        "study.cpus_per_trial": args.cpus_per_trial, "study.gpus_per_trial": args.gpus_per_trial,
-                        "study.max_concurrent": max_concurrent, **{f"base.{k}": v for k, v in base.items()}}
-        tracker.client.log_batch(tracker.parent_run_id, params=[Param(k, str(v)[:6000]) for k, v in study_params.items()])
+    run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
+    tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, study_dir=p.dir, run_name=run_name,
+                                     tags=tags, varying=p.varying, rows=plan.rows, resume=opts.resume,
+                                     optuna_url=p.optuna_url, optuna_study=p.folder)
+    # Tune pickles its callbacks with the experiment: the check holds plain strings only
+    is_pruned = functools.partial(_is_pruned, p.optuna_url, p.folder)
+    progress = Progress(study=plan.name, total=p.total, varying=p.varying, is_pruned=is_pruned)
+    if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
+        tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
+                            "study.configurations": p.n_configs, "study.sampler": type(sampler).__name__,
+                            "study.pruner": opts.pruner, "study.cpus_per_trial": opts.cpus_per_trial,
+                            "study.gpus_per_trial": p.gpus_per_trial, "study.max_concurrent": max_concurrent,
+                            **{f"base.{k}": v for k, v in p.base.items()}})
 
     trainable = tune.with_resources(
-        make_trainable(cpus_per_trial=args.cpus_per_trial, rows=plan.rows, trial_fn=plan.trial_fn,
-                       cache_dir=None if args.no_cache else where.cache_location,
-                       checkpoint_every=args.checkpoint_every),
-        {"cpu": args.cpus_per_trial, "gpu": args.gpus_per_trial},
+        make_trainable(cpus_per_trial=opts.cpus_per_trial, rows=plan.rows, trial_fn=plan.trial_fn,
+                       cache_dir=where.cache_location if opts.cache else None,
+                       checkpoint_every=opts.checkpoint_every),
+        {"cpu": opts.cpus_per_trial, "gpu": p.gpus_per_trial},
     )
-    param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**base).to_dict().items()}
-    if args.resume:
+    param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**p.base).to_dict().items()}
+    _, tune_fs = where.tune_location()
+    if opts.resume:
         tuner = tune.Tuner.restore(where.tune_experiment(), trainable=trainable, resume_unfinished=True,
                                    resume_errored=False, param_space=param_space, storage_filesystem=tune_fs)
     else:
         tuner = tune.Tuner(
-            trainable,
-            param_space=param_space,
-            tune_config=tune.TuneConfig(search_alg=searcher, num_samples=total, max_concurrent_trials=max_concurrent,
+            trainable, param_space=param_space,
+            tune_config=tune.TuneConfig(search_alg=searcher, num_samples=p.total, max_concurrent_trials=max_concurrent,
                                         reuse_actors=True),
             run_config=tune.RunConfig(name="tune", storage_path=where.tune_location()[0], storage_filesystem=tune_fs,
-                                      stop=stopper,
-                                      callbacks=[tracker, progress], verbose=0,
-                                      failure_config=tune.FailureConfig(max_failures=args.max_failures),
+                                      stop=stopper, callbacks=[tracker, progress], verbose=0,
+                                      failure_config=tune.FailureConfig(max_failures=opts.max_failures),
                                       checkpoint_config=tune.CheckpointConfig(num_to_keep=2)),
         )
+    interrupted = None
+    with _Stop() as stop:
+        try:
+            stop.in_fit = True
+            grid = tuner.fit()
+            stop.in_fit = False
+            if stop.signal:
+                interrupted = stop.signal
+        except KeyboardInterrupt:
+            interrupted = stop.signal or "Ctrl-C"
+            grid = _results_so_far(where, tune_fs)
+        except tracking.TrackingError as e:
+            interrupted = f"the MLflow store failed: {e}"
+            grid = _results_so_far(where, tune_fs)
+        except Exception as e:  # noqa: BLE001 - a full disk must end in a message, not a traceback
+            if not _disk_full(e):
+                raise
+            interrupted = f"no space left in {where} (or in the Optuna/MLflow store): free space, then --resume"
+            grid = _results_so_far(where, tune_fs)
+    return Launched(grid, tracker, interrupted)
+
+
+def _is_pruned(optuna_url: str, folder: str, trial) -> bool:
+    from adbs_lab.search import OPTUNA_TRIAL_KEY, optuna_pruned
+
+    return optuna_pruned(optuna_url, folder, trial.config.get(OPTUNA_TRIAL_KEY))
+
+
+def _results_so_far(where: StudyFolder, tune_fs) -> list:
+    """Tune's results as last saved (after Tune itself was interrupted); [] when it saved nothing yet."""
+    from ray import tune
+
     try:
-        grid_result = tuner.fit()
-    except KeyboardInterrupt:
-        tracker.finish("KILLED")
-        upload(where)
-        print(f"\ninterrupted; continue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
-        raise SystemExit(130)
+        return tune.Tuner.restore(where.tune_experiment(), trainable=lambda c: None,
+                                  storage_filesystem=tune_fs).get_results()
+    except Exception:  # noqa: BLE001 - nothing restorable: no trial had started
+        return []
 
-    from adbs_lab.pruning import optuna_pruned
 
-    sessions, trials = results.collect(grid_result, rows=plan.rows, varying=varying,
-                                       run_ids=tracking.load_runs(study_dir)["trials"],
-                                       pruned=lambda n: optuna_pruned(optuna_url, folder, n))
-    unfinished = int((trials["state"] == K.INTERRUPTED).sum()) if len(trials) else 0
-    if unfinished or len(trials) < total:
-        tracker.finish("KILLED")
-        upload(where)
-        print(f"\n{plan.name} interrupted: {total - len(trials) + unfinished} of {total} trials unfinished; "
-              f"results so far are in {where}.\ncontinue with: {shlex.join([sys.executable, *sys.argv] + ([] if '--resume' in sys.argv else ['--resume']))}")
-        raise SystemExit(130)
+def _print_start(p: Prepared, max_concurrent: int) -> None:
+    head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
+            f"{max_concurrent} at a time")
+    if p.opts.preset == "cpu" or p.opts.smoke:
+        est = 35.0 if p.opts.smoke else p.plan.est_trial_s
+        head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
+                 f"(+~30 s to start Ray and the MLflow store and write the results)")
+    print(head, flush=True)
+
+
+# -- summarise --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    plan: Plan
+    dir: Path
+    """The study's folder (for an object store, its local staging copy, uploaded by `summarise`)."""
+    sessions: pd.DataFrame
+    trials: pd.DataFrame
+    table: pd.DataFrame
+    table_text: str
+    best: dict | None
+    files: list[Path]
+    where: StudyFolder
+    wall_s: float
+
+
+def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
+    """Tables of every trial that ran, then (when it finished) figures, report, parent-run metrics; uploads."""
+    from adbs_lab.search import OPTUNA_TRIAL_KEY, optuna_pruned
+
+    plan, where, tracker = p.plan, p.where, launched.tracker
+    runs = tracking.load_runs(p.dir)["trials"]
+    recs = [records.from_tune(r, rows=plan.rows, varying=p.varying, run_ids=runs,
+                              pruned=optuna_pruned(p.optuna_url, p.folder, (r.config or {}).get(OPTUNA_TRIAL_KEY)))
+            for r in launched.results]
+    sessions, trials = records.frames(recs)
+    unfinished = sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs))
+    stopped = launched.interrupted or (f"{unfinished} of {p.total} trials unfinished" if unfinished else None)
     table = results.paper_table(sessions, baseline=plan.baseline, order=plan.order) if len(sessions) else pd.DataFrame()
     table_text = results.annotate(results.format_table(table), trials, order=plan.order)
     best = results.best_config(trials) if len(trials) else None
-    files = results.write(study_dir, sessions, trials, table_text, best)
-    (study_dir / "table.md").write_text(results.annotate(results.format_table(table, markdown=True), trials, markdown=True,
-                                                           order=plan.order) + "\n")
-    files.append(study_dir / "table.md")
-    upload(where)  # the tables are safe in the object store before figures and the report are drawn
+    files = results.write(p.dir, sessions, trials, table_text, best)
+    (p.dir / "table.md").write_text(results.annotate(results.format_table(table, markdown=True), trials,
+                                                     markdown=True, order=plan.order) + "\n")
+    files.append(p.dir / "table.md")
+    counts = trials["state"].value_counts().to_dict() if len(trials) else {}
+    wall = time.time() - t0
+    metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
+               "study/trials_failed": counts.get(K.FAILED, 0), "study/trials_unfinished": unfinished,
+               "study/wall_time_s": wall}
+    if best:
+        metrics["study/best_objective"] = best["mean_over_seeds"]
+    if stopped:
+        tracker.end_unfinished([r.trial_id for r in recs if r.state == K.INTERRUPTED])
+        tracker.finish("KILLED", files, metrics)
+        _upload(where)
+        p.lock.release()
+        print(f"\n{plan.name} stopped ({stopped}); the tables of the {len(recs) - unfinished} trials that ended are in "
+              f"{where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True)
+        raise SystemExit(130)
+    _upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{table_text}")
     if best:
         print(f"best configuration by {K.OBJECTIVE}: {best['config_label']} ({best['mean_over_seeds']:.2f})")
-    return Outcome(plan, study_dir, sessions, trials, table, table_text, best, tracker, uri, files, time.time() - t0,
-                   where)
+    figs = artifacts.study_figures(plan.name, sessions, trials, p.dir, order=plan.order) if len(sessions) else []
+    parent = tracker.client.get_run(tracker.parent_run_id)
+    meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
+            "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
+            "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
+    report = artifacts.write_study_report(p.dir, study=plan.name, table=table, trials=trials, best=best, figures=figs,
+                                          meta=meta, order=plan.order)
+    extra = [*figs, report]
+    tracker.finish("FINISHED", [*files, *extra], metrics)
+    _upload(where)
+    where.cleanup()
+    p.lock.release()
+    print(f"\n{plan.name}: {len(trials)} trials ({counts.get(K.COMPLETE, 0)} complete, {counts.get(K.PRUNED, 0)} "
+          f"pruned, {counts.get(K.FAILED, 0)} failed) in {wall:.0f} s")
+    print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
+          + "".join(f", {Path(a).name}" for a in extra) + ")")
+    print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
+    print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
+    return Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, where, wall)
+
+
+def _upload(where: StudyFolder) -> None:
+    """Upload the staging folder of an object-store study; on failure say where the files are and exit."""
+    try:
+        where.push()
+    except Exception as e:  # noqa: BLE001 - the files are still here: say where, lose nothing
+        print(f"error: uploading the study's files to {where} failed ({str(e).strip().splitlines()[0][:300]}); "
+              f"they are all in {where.local}: copy them there once the store is reachable "
+              f"(Tune's results and checkpoints are written by the trials directly)", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+# -- run --------------------------------------------------------------------------------------------
+
+
+def run(plan: Plan, opts: StudyOptions) -> Outcome:
+    """prepare -> launch -> summarise; bad input exits 2 before anything starts, an interrupted study 130."""
+    _env_defaults()
+    t0 = time.time()
+    try:
+        p = prepare(plan, opts)
+    except (ConfigError, StudyInputError, tracking.TrackingError) as e:
+        fail(str(e))
+    return summarise(p, launch(p), t0)

@@ -16,10 +16,13 @@ trial list it uploads with it, and `--resume` on any machine continues from that
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import sqlite3
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -142,6 +145,10 @@ class StudyFolder:
         self.fs.delete_dir(self.path)
         return st.redact(st.join(self.storage, f"{self.folder}.{stamp}"))
 
+    def lock(self, command: str) -> "StudyLock":
+        """Hold `<storage>/<folder>.lock` while this driver runs the study; StudyBusy names the holder if taken."""
+        return StudyLock(self, command)
+
     def prepare(self) -> None:
         """Create the local folder (the staging folder for a URL) and, for a URL, check it is writable."""
         self.local.mkdir(parents=True, exist_ok=True)
@@ -184,3 +191,94 @@ class StudyFolder:
         """Remove the staging folder once everything is uploaded."""
         if self.remote:
             shutil.rmtree(self.local, ignore_errors=True)
+
+
+class StudyBusy(RuntimeError):
+    """Another driver is running this study; the message names it."""
+
+
+class StudyLock:
+    """One driver per study folder: two copies of a study must never move each other's live files aside.
+
+    A folder: an flock on `<storage>/<folder>.lock`, released by the kernel when the driver dies, so a
+    crashed study never blocks its own --resume. An object store has no locks: a lease object
+    `<folder>.lock` whose timestamp the driver renews every RENEW_S; a lease older than TTL_S belongs
+    to a dead driver and is taken over.
+    """
+
+    RENEW_S, TTL_S = 15.0, 60.0
+
+    def __init__(self, where: StudyFolder, command: str):
+        self.where = where
+        self.info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                     "command": command, "renewed": time.time()}
+        self._fh = None
+        self._stop = threading.Event()
+        if where.remote:
+            self._take_lease()
+        else:
+            self._take_flock()
+
+    def _message(self, held: dict) -> str:
+        return (f"study {self.where.folder!r} is already running in {self.where.storage} (PID {held.get('pid', '?')} "
+                f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); wait "
+                f"for it to end, or pass --name NAME to run another study beside it")
+
+    def _take_flock(self) -> None:
+        import fcntl
+
+        path = self.where.local.parent / f"{self.where.folder}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            try:
+                held = json.loads(fh.read() or "{}")
+            except ValueError:
+                held = {}
+            fh.close()
+            raise StudyBusy(self._message(held)) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(json.dumps(self.info))
+        fh.flush()
+        self._fh = fh
+
+    def _lease_path(self) -> str:
+        return f"{self.where.path}.lock"
+
+    def _write_lease(self) -> None:
+        self.info["renewed"] = time.time()
+        with self.where.fs.open_output_stream(self._lease_path()) as out:
+            out.write(json.dumps(self.info).encode())
+
+    def _take_lease(self) -> None:
+        try:
+            with self.where.fs.open_input_stream(self._lease_path()) as f:
+                held = json.loads(f.read().decode() or "{}")
+        except (FileNotFoundError, ValueError):
+            held = {}
+        if held and time.time() - float(held.get("renewed", 0)) < self.TTL_S and held.get("pid") != os.getpid():
+            raise StudyBusy(self._message(held))
+        self._write_lease()
+        threading.Thread(target=self._renew, daemon=True, name="study-lease").start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.RENEW_S):
+            try:
+                self._write_lease()
+            except Exception:  # noqa: BLE001 - a missed renewal only shortens the lease
+                pass
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._fh is not None:
+            self._fh.close()  # the lock file stays (empty of meaning once unlocked): another driver may hold it now
+            self._fh = None
+        elif self.where.remote:
+            try:
+                self.where.fs.delete_file(self._lease_path())
+            except Exception:  # noqa: BLE001 - an expired lease is taken over anyway
+                pass

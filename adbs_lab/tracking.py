@@ -1,7 +1,7 @@
 """MLflow tracking, logged from ONE process: the Tune driver, through a ray.tune Callback.
 
 SQLite does not tolerate many writer processes (mlflow#6490), so trials never touch MLflow;
-their reports reach this callback in the driver. Layout (issue 3):
+their reports reach this callback in the driver. Layout:
 experiment = study name; one parent run per study invocation; one nested run per trial
 (tag mlflow.parentRunId) with params = the full resolved Config, step metrics base/* (step =
 epoch) and session/* (step = session index), summary/*, and tags adbs.state etc.
@@ -24,14 +24,55 @@ from ray.tune import Callback
 
 from adbs_lab import metrics_keys as K
 from adbs_lab import paths
-from adbs_lab.pruning import OPTUNA_TRIAL_KEY, optuna_pruned, outcome
+from adbs_lab.records import base_boundaries, classify
+from adbs_lab.search import OPTUNA_TRIAL_KEY, optuna_pruned
 from adbs_lab.space import SEED_KEY, describe, resolve
 
 RUNS_FILE = "mlflow_runs.json"
+LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
+"""How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
 
 
 class TrackingError(RuntimeError):
     """The tracking store cannot be used; the message says how to fix it."""
+
+
+def _locked(e: Exception) -> bool:
+    text = str(e).lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+class _Patient:
+    """An MlflowClient whose calls wait out a locked SQLite store (retry with backoff) instead of failing.
+
+    Another process writing the same store (a second study, the UI, a backup) locks a SQLite file for a
+    while; a study must not die of that. After LOCKED_WAIT_S it raises TrackingError, and the study
+    stops as interrupted with the --resume command.
+    """
+
+    def __init__(self, client) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            deadline, delay = time.monotonic() + LOCKED_WAIT_S, 0.5
+            while True:
+                try:
+                    return attr(*args, **kwargs)
+                except Exception as e:  # noqa: BLE001 - only a locked store is retried
+                    if not _locked(e):
+                        raise
+                    if time.monotonic() > deadline:
+                        raise TrackingError(f"the MLflow store stayed locked for {LOCKED_WAIT_S:.0f} s "
+                                            f"({str(e).strip().splitlines()[0][:200]})") from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 10.0)
+
+        return call
 
 
 def tracking_uri(flag: str | None) -> str:
@@ -122,7 +163,7 @@ class MlflowTracker(Callback):
         if self._client is None:
             from mlflow.tracking import MlflowClient
 
-            self._client = MlflowClient(self.uri)
+            self._client = _Patient(MlflowClient(self.uri))
         return self._client
 
     # -- parent run ------------------------------------------------------------------
@@ -149,11 +190,32 @@ class MlflowTracker(Callback):
         tmp.write_text(json.dumps(self._runs, indent=1))
         tmp.replace(self.study_dir / RUNS_FILE)
 
-    def finish(self, status: str = "FINISHED", artifacts: list[Path] = ()) -> None:
+    def log_params(self, params: dict[str, Any]) -> None:
+        """The study's own settings on the parent run."""
+        from mlflow.entities import Param
+
+        self.client.log_batch(self.parent_run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+
+    def finish(self, status: str = "FINISHED", artifacts: list[Path] = (), metrics: dict[str, float] | None = None) -> None:
+        """Attach the study's files and its study/* metrics (best objective, trial counts, wall time) to the parent run."""
+        from mlflow.entities import Metric
+
+        ts = int(time.time() * 1000)
+        if metrics:
+            self.client.log_batch(self.parent_run_id,
+                                  metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items() if K.finite(v)])
         for a in artifacts:
             if Path(a).exists():
                 self.client.log_artifact(self.parent_run_id, str(a))
         self.client.set_terminated(self.parent_run_id, status=status)
+
+    def end_unfinished(self, trial_ids: list[str]) -> None:
+        """Runs of trials the study stopped before they ended: KILLED (`--resume` reopens them)."""
+        for trial_id in trial_ids:
+            run_id = self.trial_run_id(trial_id)
+            if run_id:
+                self.client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
+                self.client.set_terminated(run_id, status="KILLED")
 
     def setup(self, **info) -> None:
         # After Tuner.restore this callback is the one unpickled from the interrupted run:
@@ -169,7 +231,7 @@ class MlflowTracker(Callback):
         from mlflow.entities import Param
 
         run_id = self.trial_run_id(trial.trial_id)
-        if run_id:  # restored trial: continue its run (fault tolerance, issue 7)
+        if run_id:  # restored trial: continue its run (fault tolerance)
             self.client.update_run(run_id, status="RUNNING")
             return
         cfg = resolve(trial.config, self.rows)
@@ -202,7 +264,7 @@ class MlflowTracker(Callback):
             prefix, step = K.BASE, int(result[K.BASE_STEP])
         elif kind == K.KIND_SESSION:
             prefix, step = K.SESSION, int(result[K.SESSION_STEP])
-            # kept for the trial's session_curve.png (issue 5)
+            # kept for the trial's session_curve.png
             self.__dict__.setdefault("_sessions", {}).setdefault(trial.trial_id, {})[step] = K.strip(K.SESSION, result)
         elif kind == K.KIND_SUMMARY:
             prefix, step = K.SUMMARY, 0
@@ -222,7 +284,7 @@ class MlflowTracker(Callback):
             self.client.log_batch(run_id, metrics=metrics)
 
     def _log_trial_artifacts(self, run_id: str, **data) -> None:
-        """Issue 5: config.json at the start; session_curve.png and boundaries.csv at the end."""
+        """config.json at the start; session_curve.png and boundaries.csv at the end."""
         from adbs_lab import artifacts
 
         try:
@@ -243,8 +305,6 @@ class MlflowTracker(Callback):
         self._log_trial_artifacts(run_id, sessions=sessions, margins=json.loads(margins) if margins else None,
                                   title=f"{self.study}: {describe(trial.config, self.varying)}")
         self.client.set_tag(run_id, "adbs.state", state)
-        from adbs_lab.results import base_boundaries
-
         base_m = base_boundaries(margins)
         if base_m:  # the boundary study's histograms, rebuilt from the store by studies/report.py
             self.client.set_tag(run_id, "adbs.base_boundaries", base_m[:8000])
@@ -258,8 +318,11 @@ class MlflowTracker(Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         number = trial.config.get(OPTUNA_TRIAL_KEY)
-        o = outcome(trial.last_result, error=False, pruned=optuna_pruned(self.optuna_url, self.optuna_study, number))
-        self._end(trial, o if isinstance(o, str) else K.COMPLETE, reason=(trial.last_result or {}).get(K.ERROR))
+        state = classify(trial.last_result, pruned=optuna_pruned(self.optuna_url, self.optuna_study, number))
+        reason = (trial.last_result or {}).get(K.ERROR)
+        if state == K.FAILED and not reason:
+            reason = "the trial ended without a finite objective"
+        self._end(trial, state, reason=reason)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self._end(trial, K.FAILED, reason=str(getattr(trial, "error_msg", None) or "trial raised"))

@@ -19,26 +19,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import cli, study  # noqa: E402
+from adbs_lab import options, study  # noqa: E402
 from search_spaces import ablation as spaces  # noqa: E402
 
-p = cli.parser(__doc__, pruner="none", seeds=[0, 1])
+p = options.parser(__doc__, options.Defaults(seeds=(0, 1), smoke_seeds=(0,)))
 p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
                help="extra rows: full ADBS with one finer toggle changed")
-args = p.parse_args()
-if args.smoke and "--seeds" not in sys.argv:
-    args.seeds = [0]  # smoke: one seed per row
+opts, extra = options.parse(p)
 
-rows = {**spaces.ROWS, **{f"adb+ic -{t}": spaces.TOGGLES[t] for t in args.toggles}}
-plan = study.Plan(
+rows = {**spaces.ROWS, **{f"adb+ic -{t}": spaces.TOGGLES[t] for t in extra.toggles}}
+study.run(study.Plan(
     name="ablation",
     space=spaces.SPACE,
-    space_source="search_spaces/ablation.py:ROWS" + (f"+TOGGLES{args.toggles}" if args.toggles else ""),
+    space_source="search_spaces/ablation.py:ROWS" + (f"+TOGGLES{extra.toggles}" if extra.toggles else ""),
     rows=rows,
     baseline=spaces.BASELINE,
     order=list(rows),
     cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
     est_trial_s=40,
-)
-out = study.run(plan, args)
-out.finish()
+), opts)

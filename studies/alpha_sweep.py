@@ -18,25 +18,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import cli, figures, study  # noqa: E402
+from adbs_lab import options, study  # noqa: E402
 from search_spaces import alpha_sweep as spaces  # noqa: E402
 
-p = cli.parser(__doc__, pruner="median", num_samples=4)
+p = options.parser(__doc__, options.Defaults(pruner="median", num_samples=4, smoke_num_samples=2))
 p.add_argument("--grid", action="store_true", help="run the paper's alpha points (GridSampler) instead of TPE")
-args = p.parse_args()
-if args.smoke and "--num-samples" not in sys.argv:
-    args.num_samples = 2
+opts, extra = options.parse(p)
 
-grid = args.grid or False
-space = (spaces.SMOKE_GRID if args.smoke else spaces.GRID) if grid else spaces.SPACE
-plan = study.Plan(
+space, name = ((spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")) if extra.grid \
+    else (spaces.SPACE, "SPACE")
+study.run(study.Plan(
     name="alpha_sweep",
     space=space,
-    space_source=f"search_spaces/alpha_sweep.py:{'GRID' if grid else 'SPACE'}",
-    num_samples=args.num_samples,
+    space_source=f"search_spaces/alpha_sweep.py:{name}",
     cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
     est_trial_s=35,
-)
-out = study.run(plan, args)
-fig = figures.alpha_sensitivity(out.trials, out.dir / "alpha_sensitivity.png")
-out.finish([fig])
+), opts)

@@ -23,14 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import artifacts, cli, figures, study  # noqa: E402
+from adbs_lab import options, study  # noqa: E402
 from search_spaces import boundary as spaces  # noqa: E402
 
-args = cli.parser(__doc__, pruner="none", seeds=[0, 1, 2]).parse_args()
-if args.smoke and "--seeds" not in sys.argv:
-    args.seeds = [0]
+opts, _ = options.parse(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
 
-plan = study.Plan(
+study.run(study.Plan(
     name="boundary",
     space=spaces.SPACE,
     space_source="search_spaces/boundary.py:ROWS",
@@ -39,8 +37,4 @@ plan = study.Plan(
     order=list(spaces.ROWS),
     cpu_defaults={},  # the calibrated CPU preset as it is
     est_trial_s=25,
-)
-out = study.run(plan, args)
-figs = [artifacts.session_curves(out.sessions, out.dir / "boundary_sessions.png", "boundary: test accuracy per session"),
-        figures.boundary_histograms(out.trials, out.dir / "boundary_histograms.png", order=plan.order)]
-out.finish(figs)
+), opts)

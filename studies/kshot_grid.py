@@ -21,19 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import cli, figures, study  # noqa: E402
+from adbs_lab import options, study  # noqa: E402
 from search_spaces import kshot_grid as spaces  # noqa: E402
 
-args = cli.parser(__doc__, pruner="none").parse_args()
+opts, _ = options.parse(__doc__)
 
-plan = study.Plan(
+study.run(study.Plan(
     name="kshot_grid",
-    space=spaces.SMOKE_GRID if args.smoke else spaces.GRID,
-    space_source=f"search_spaces/kshot_grid.py:{'SMOKE_GRID' if args.smoke else 'GRID'}",
+    space=spaces.SMOKE_GRID if opts.smoke else spaces.GRID,
+    space_source=f"search_spaces/kshot_grid.py:{'SMOKE_GRID' if opts.smoke else 'GRID'}",
     order=[f"ways={w} shots={k}" for w in (5, 10) for k in (1, 5, 10, 15, 20, 50)],  # paper table order
     cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
     est_trial_s=15,
-)
-out = study.run(plan, args)
-figs = figures.kshot_curves(out.sessions, out.dir)
-out.finish(figs)
+), opts)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from adbs_lab import paths, report, tracking  # noqa: E402
+from adbs_lab import metrics_keys as K, paths, report, tracking  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 p.add_argument("study", help="study name (= MLflow experiment; its latest study run) or a parent/trial run id")
@@ -29,12 +29,16 @@ p.add_argument("--tracking-uri", default=None,
                help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
 p.add_argument("--format", default="text", choices=list(report.EXT),
                help="table format printed and written (text = exactly what the study printed)")
-p.add_argument("--metric", default="test_acc", help="session metric of the table (default test_acc)")
+p.add_argument("--metric", default="test_acc",
+               help="session metric of the table (default test_acc; any of adbs_lab.metrics_keys.SESSION_METRICS)")
 p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
 p.add_argument("--paper", action="store_true",
                help="print the paper's numbers beside ours when the study matches a paper table "
                     "(ablation rows on cifar100, mini_imagenet, cub200)")
 args = p.parse_args()
+if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
+    p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
+            + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
 
 import logging  # noqa: E402
 
@@ -55,8 +59,12 @@ except (report.ReportError, tracking.TrackingError) as e:
 table = report.paper_table(study, metric=args.metric)
 run = study.parent.info
 n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
+counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.FAILED, K.INTERRUPTED) if n.get(k)]
 print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
-      f"({', '.join(f'{v} {k.lower()}' for k, v in n.items()) or 'none'})")
+      f"({', '.join(counts) or 'none'})")
+if run.status != "FINISHED":
+    print(f"note: this study did not finish (parent run {run.status}): the table holds the trials that ended; "
+          f"rerun its command with --resume to complete it: {study.parent.data.tags.get('adbs.command', '?')}")
 print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
 print(report.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials,
                     order=study.order))

@@ -17,7 +17,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.distributions import FloatDistribution
 
-from adbs_lab import cli, metrics_keys as K, study
+from adbs_lab import metrics_keys as K, options, study
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers cannot import test modules
 
@@ -48,9 +48,9 @@ def fake_trial(cfg, *, hooks):
 
 
 def _args(doc_flags: list[str], storage: Path, uri: str, address: str):
-    p = cli.parser("t", pruner="median", num_samples=3)
-    return p.parse_args([*doc_flags, "--storage", str(storage), "--tracking-uri", uri, "--address", address,
-                         "--gpus-per-trial", "0"])
+    return options.parse("t", options.Defaults(pruner="median", num_samples=3),
+                         argv=[*doc_flags, "--storage", str(storage), "--tracking-uri", uri, "--address", address,
+                               "--gpus-per-trial", "0"])[0]
 
 
 @pytest.mark.slow
@@ -65,7 +65,6 @@ def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsy
     args = _args(["--smoke", "--set", "base_epochs=4", "--seeds", "1", "2", "--max-concurrent", "1"],
                  storage, tracking_uri, ray_address)
     out = study.run(plan, args)
-    out.finish()
 
     # Optuna: 3 configurations (2 seeds each); the tiny-lr one PRUNED, the others told their mean over seeds.
     st = optuna.load_study(study_name="fake_sweep", storage=f"sqlite:///{storage / 'fake_sweep' / 'optuna.db'}")
@@ -100,6 +99,11 @@ def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsy
     assert len(client.get_metric_history(done.info.run_id, "base/val_acc")) == 4
     assert done.data.params["base_lr"] in ("0.1", "0.08") and "alpha" in done.data.params
     assert done.info.run_name.startswith("base_lr=")
+    # the parent run's study/* metrics: the experiment list shows the best value and what was pruned
+    pm = parents[0].data.metrics
+    assert pm["study/best_objective"] == pytest.approx(out.best["mean_over_seeds"])
+    assert (pm["study/trials_complete"], pm["study/trials_pruned"], pm["study/trials_failed"]) == (4, 2, 0)
+    assert pm["study/wall_time_s"] > 0
     arts = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
     assert {"sessions.parquet", "trials.parquet", "table.txt", "best_config.json"} <= arts
     printed = capsys.readouterr().out
@@ -127,7 +131,6 @@ def test_eight_trials_finishing_together_lose_nothing(ray_address, storage, trac
     args = _args(["--smoke", "--seeds", *map(str, range(8)), "--max-concurrent", "8", "--cpus-per-trial", "0.25",
                   "--num-samples", "1", "--pruner", "none"], storage, tracking_uri, ray_address)
     out = study.run(plan, args)
-    out.finish()
     assert len(out.trials) == 8 and (out.trials["state"] == K.COMPLETE).all()
     client = MlflowClient(tracking_uri)
     exp = client.get_experiment_by_name("burst")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adbs.config import ConfigError
-from adbs_lab import cli, metrics_keys as K, study, tracking
+from adbs_lab import metrics_keys as K, options, study, tracking
 from adbs_lab.paths import DEFAULT_TRACKING_URI, REPO_ROOT
 from search_spaces import kshot_grid
 
@@ -13,7 +13,8 @@ PLAN = study.Plan(name="t", space={"variant": "adb+ic", "shots": [1, 5]}, space_
 
 
 def _args(*flags):
-    return cli.parser("t").parse_args([*flags, "--gpus-per-trial", "0"] if "--gpus-per-trial" not in flags else list(flags))
+    return options.parse("t", argv=[*flags, "--gpus-per-trial", "0"] if "--gpus-per-trial" not in flags
+                         else list(flags))[0]
 
 
 def test_unknown_set_key_and_wrong_type():
@@ -21,8 +22,8 @@ def test_unknown_set_key_and_wrong_type():
         study.validate(PLAN, _args("--set", "alhpa=0.1"))
     with pytest.raises(ConfigError, match="base_epochs must be an int"):
         study.validate(PLAN, _args("--set", "base_epochs=many"))
-    with pytest.raises(ConfigError, match="KEY=VALUE"):
-        study.validate(PLAN, _args("--set", "alpha"))
+    with pytest.raises(SystemExit):  # argparse-style usage error: --set expects KEY=VALUE
+        _args("--set", "alpha")
 
 
 def test_set_of_a_searched_key_is_refused():
@@ -50,8 +51,8 @@ def test_shots_larger_than_images_per_class():
 
 def test_full_kshot_grid_is_valid_on_synthetic():
     plan = study.Plan(name="k", space=kshot_grid.GRID, space_source="tests")
-    base = study.validate(plan, _args())
-    assert base["variant"] == "adb+ic"
+    base, configs, _ = study.validate(plan, _args())
+    assert base["variant"] == "adb+ic" and len(configs) == 12
 
 
 def test_gpu_request_without_gpu(monkeypatch):
@@ -60,9 +61,8 @@ def test_gpu_request_without_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(study.StudyInputError, match="asks for GPUs but this machine has none.*--gpus-per-trial 0"):
         study.validate(PLAN, _args("--gpus-per-trial", "0.5"))
-    args = cli.parser("t").parse_args([])
-    study.validate(PLAN, args)
-    assert args.gpus_per_trial == 0.0
+    opts = options.parse("t", argv=[])[0]
+    assert study.validate(PLAN, opts)[2] == 0.0 and opts.gpus_per_trial is None  # resolved, never mutated
 
 
 def test_unreachable_tracking_uri():
@@ -89,7 +89,7 @@ def test_core_library_never_imports_orchestration():
     import subprocess
     import sys
 
-    code = ("import sys, adbs, adbs.config, adbs.train, adbs.data; "
+    code = ("import sys, adbs, adbs.config, adbs.train, adbs.data, adbs.run; "
             "bad = [m for m in ('ray', 'optuna', 'mlflow') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -122,3 +122,67 @@ def test_bad_input_table(what, flags, fragment, monkeypatch):
     with pytest.raises((ConfigError, study.StudyInputError, ValueError)) as e:
         study.validate(plan, _args(*flags))
     assert fragment in str(e.value), f"{what}: {e.value}"
+
+
+def test_options_parsed_once_into_a_frozen_object():
+    opts, extra = options.parse("t", options.Defaults(seeds=(0, 1), smoke_seeds=(0,), num_samples=4,
+                                                      smoke_num_samples=2), argv=["--smoke", "--set", "alpha=0.05"])
+    assert opts.seeds == (0,) and opts.num_samples == 2 and opts.overrides == (("alpha", "0.05"),)
+    with pytest.raises(Exception):  # frozen: nothing downstream changes what the user asked for
+        opts.seeds = (1,)
+    opts, _ = options.parse("t", options.Defaults(seeds=(0, 1)), argv=["--seeds", "3"])
+    assert opts.seeds == (3,) and opts.num_samples is None
+    built = options.StudyOptions(seeds=(0, 1), smoke=True)  # the same object, without argparse
+    assert built.base_config()["base_epochs"] == 2
+
+
+def test_one_config_precedence_for_studies_and_the_single_run():
+    """preset < study defaults < --dataset/--data-root/--set, in adbs.config.resolve, used by both entry points."""
+    from adbs.config import PRESETS, resolve
+    from adbs.run import build_parser
+
+    assert resolve("cpu", {"base_epochs": 5}, {"base_epochs": "7"})["base_epochs"] == 7
+    assert resolve("cpu", {"base_epochs": 5}, {})["base_epochs"] == 5
+    assert resolve("cifar100", {"base_epochs": 5}, {})["base_epochs"] == 100  # study defaults: cpu preset only
+    paper = resolve("cpu", None, {"dataset": "cifar100", "data_root": "/d"})
+    assert paper["backbone"] == "resnet12" and paper["base_epochs"] == PRESETS["cifar100"]["base_epochs"]
+    opts = options.parse("t", argv=["--dataset", "cifar100", "--data-root", "/d"])[0]
+    assert opts.base_config() == paper
+    run_args = build_parser().parse_args(["--dataset", "cifar100", "--data-root", "/d"])
+    from adbs.config import FIELDS
+
+    assert resolve(run_args.preset, None, {k: getattr(run_args, k) for k in FIELDS
+                                          if getattr(run_args, k) is not None}) == paper
+
+
+RED_TEAM_INPUTS = [
+    # (what a new user tried, flags, message fragment): each refused before Ray starts
+    ("negative num-samples", ["--num-samples", "-1"], "--num-samples must be >= 1"),
+    ("zero num-samples", ["--num-samples", "0"], "--num-samples must be >= 1"),
+    ("duplicate seeds", ["--seeds", "0", "0"], "--seeds repeats 0"),
+    ("negative seed", ["--seeds", "-1"], "--seeds -1: seeds must be >= 0"),
+    ("nan momentum", ["--set", "momentum=nan"], "momentum must be a finite number"),
+    ("inf temperature", ["--set", "temperature=inf"], "temperature must be a finite number"),
+    ("nan base lr", ["--set", "base_lr=nan"], "base_lr must be a finite number"),
+    ("nan alpha", ["--set", "alpha=nan"], "alpha must be a finite number"),
+    ("slash in name", ["--name", "a/b"], "no '/', no '..'"),
+    ("dots in name", ["--name", ".."], "no '/', no '..'"),
+]
+
+
+@pytest.mark.parametrize("what,flags,fragment", RED_TEAM_INPUTS, ids=[r[0] for r in RED_TEAM_INPUTS])
+def test_red_team_inputs_refused_before_ray(what, flags, fragment):
+    opts = options.parse("t", options.Defaults(num_samples=4), argv=[*flags, "--gpus-per-trial", "0"])[0]
+    plan = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
+    with pytest.raises((ConfigError, study.StudyInputError)) as e:
+        study.validate(plan, opts)
+    assert fragment in str(e.value), f"{what}: {e.value}"
+
+
+def test_run_out_folder_refused_before_training(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "adbs.run", "--preset", "smoke", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert r.returncode == 2 and "is a folder" in r.stderr and "base epoch" not in r.stdout

@@ -151,13 +151,13 @@ def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_ur
 PRUNE_SCRIPT = textwrap.dedent("""
     import sys
     from optuna.distributions import FloatDistribution
-    from adbs_lab import cli, study
-    args = cli.parser("prune test", pruner="median", num_samples=3).parse_args()
+    from adbs_lab import options, study
+    opts, _ = options.parse("prune test", options.Defaults(pruner="median", num_samples=3))
     plan = study.Plan(name="prune_test", space={"variant": "adb+ic", "base_lr": FloatDistribution(1e-6, 0.5, log=True)},
                       space_source="tests/test_studies_e2e.py",
                       # two healthy configurations first (the median pruner's startup trials), then a tiny lr
                       points_to_evaluate=[{"base_lr": 0.1}, {"base_lr": 0.1}, {"base_lr": 1e-6}])
-    study.run(plan, args).finish()
+    study.run(plan, opts)
 """)
 
 

@@ -1,14 +1,14 @@
-"""Optuna sampling and base-session pruning inside Ray Tune.
+"""The search: Optuna samples configurations and prunes base sessions, inside Ray Tune.
 
 Ray's OptunaSearch hard-codes a no-op pruner, reports Tune's `training_iteration` as the
-step, and tells a trial stopped by Tune as COMPLETE with its cut-short value
-(stack-notes.md). Two pieces replace that:
+step, and tells a trial stopped by Tune as COMPLETE with its cut-short value. Two pieces
+replace that:
 
 - `StudySearch`, an OptunaSearch subclass: asks Optuna for one configuration per Optuna
   trial, repeats it over seeds (one Tune trial per seed; Optuna is told the mean over
   seeds, like ray.tune.search.Repeater), never tells a placeholder as a final value, and
   tells FAIL for failed trials.
-- `BasePruner`, a Tune Stopper: on every *base-epoch* report it calls Optuna's
+- `BaseEpochStopper`, a Tune Stopper: on every *base-epoch* report it calls Optuna's
   trial.report(base val acc, step=epoch) and should_prune(); on a prune it tells Optuna
   PRUNED and stops the Tune trial. Session and summary reports are never pruned on.
 
@@ -30,18 +30,18 @@ from ray.tune.stopper import Stopper
 from ray.tune.utils.util import unflatten_dict
 
 from adbs_lab import metrics_keys as K
+from adbs_lab.options import PRUNERS
+from adbs_lab.records import classify, objective
 from adbs_lab.space import SEED_KEY
 
 OPTUNA_TRIAL_KEY = "_optuna_trial"
 """Trial-config key holding the Optuna trial number (logged as tag adbs.optuna_trial)."""
 
-PRUNERS = ("median", "halving", "hyperband", "none")
-
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
 
-def storage(url: str) -> optuna.storages.BaseStorage:
-    """One storage object per URL in this process (the Tune driver is the only writer)."""
+def optuna_storage(url: str) -> optuna.storages.BaseStorage:
+    """One Optuna storage object per URL in this process (the Tune driver is the only writer)."""
     if url not in _STORAGES:
         if url.startswith("sqlite:"):
             rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
@@ -73,7 +73,8 @@ class _LiveStudy:
 
     def _study(self, **kwargs: Any) -> optuna.Study:
         if self._live is None:
-            self._live = optuna.load_study(study_name=self._study_name, storage=storage(self._storage_url), **kwargs)
+            self._live = optuna.load_study(study_name=self._study_name, storage=optuna_storage(self._storage_url),
+                                           **kwargs)
         return self._live
 
     def _storage_trial_id(self, number: int) -> int:
@@ -107,7 +108,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._number: dict[str, int] = {}
         super().__init__(
             space, metric=K.OBJECTIVE, mode=K.MODE, sampler=sampler, study_name=study_name,
-            storage=storage(storage_url), points_to_evaluate=points_to_evaluate,
+            storage=optuna_storage(storage_url), points_to_evaluate=points_to_evaluate,
         )
         self._live = None
 
@@ -122,7 +123,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self.__dict__.update(state)
         self._live, self._ot_study, self._ot_trials = None, None, {}
         self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
-        self._storage = storage(self._storage_url)
+        self._storage = optuna_storage(self._storage_url)
         if getattr(self, "_snapshot", None):  # the files live in the study's (rebound) staging folder
             self._snapshot = {k: os.path.join(rebound(self._study_name, "study_dir", os.path.dirname(v)), k)
                               for k, v in self._snapshot.items()}
@@ -144,7 +145,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
 
     def suggest(self, trial_id: str) -> dict | None:
         # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
-        # seeds still run but BasePruner stops them at their first base epoch, so the budget
+        # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
         # (configurations x seeds) and the Optuna trial's bookkeeping stay exact.
         g = self._groups.get(self._open) if self._open is not None else None
         if g is None or not g["seeds_left"]:
@@ -162,27 +163,30 @@ class StudySearch(_LiveStudy, OptunaSearch):
         return unflatten_dict(params)
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        """No-op: BasePruner reports base epochs; Tune's iteration is not a step Optuna should see."""
+        """No-op: BaseEpochStopper reports base epochs; Tune's iteration is not a step Optuna should see."""
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         number = self._number.get(trial_id)
         if number is None:
             return
         g = self._groups[number]
-        g["members"][trial_id] = outcome(result, error)
+        # The stopper tells Optuna PRUNED before Tune ends the trial; anything else without a summary failed.
+        pruned = self._state(number) == TrialState.PRUNED
+        g["members"][trial_id] = (classify(result, error=error, pruned=pruned), objective(result))
         if any(v is None for v in g["members"].values()) or (g["seeds_left"] and self._open == number):
             return  # other seeds of this configuration still to come
         if self._state(number) != TrialState.RUNNING:
-            return  # told already (BasePruner told PRUNED)
-        outcomes = list(g["members"].values())
-        values = [v for v in outcomes if isinstance(v, float)]
+            return  # told already (the stopper told PRUNED)
+        states = [state for state, _ in g["members"].values()]
+        values = [value for _, value in g["members"].values() if value is not None]
         study = self._study()
-        if K.PRUNED in outcomes:
+        if K.PRUNED in states:
             tell(study, number, state=TrialState.PRUNED)
-        elif values:
-            tell(study, number, sum(values) / len(values))
-        else:
+        elif K.FAILED in states or not values:
+            # a configuration with a failed seed has no honest mean: Optuna holds it FAIL, as every table does
             tell(study, number, state=TrialState.FAIL)
+        else:
+            tell(study, number, sum(values) / len(values))
 
 
 def tell(study: optuna.Study, number: int, value: float | None = None, state: TrialState | None = None) -> None:
@@ -195,31 +199,17 @@ def tell(study: optuna.Study, number: int, value: float | None = None, state: Tr
             raise
 
 
-def outcome(result: dict | None, error: bool, pruned: bool = True) -> float | str:
-    """A trial's final value, or PRUNED / FAILED. A placeholder (NaN before the summary) is never a value.
-
-    `pruned`: whether a trial that ended before its summary report was pruned (BasePruner is the
-    only thing that stops trials early); callers that can ask Optuna pass its answer.
-    """
-    if error:
-        return K.FAILED
-    if not result or result.get(K.REPORT_KIND) != K.KIND_SUMMARY:
-        return K.PRUNED if pruned else K.FAILED
-    value = result.get(K.OBJECTIVE)
-    return float(value) if K.finite(value) else K.FAILED
-
-
 def optuna_pruned(storage_url: str, study_name: str, number: int | None) -> bool:
     """Whether Optuna holds trial `number` of the study as PRUNED."""
     if number is None:
         return False
-    study = optuna.load_study(study_name=study_name, storage=storage(storage_url))
+    study = optuna.load_study(study_name=study_name, storage=optuna_storage(storage_url))
     tid = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, int(number))
     return study._storage.get_trial(tid).state == TrialState.PRUNED
 
 
-class BasePruner(_LiveStudy, Stopper):
-    """Tune Stopper that runs an Optuna pruner on base-session validation accuracy."""
+class BaseEpochStopper(_LiveStudy, Stopper):
+    """Tune Stopper that runs an Optuna pruner on base-session validation accuracy (never on sessions)."""
 
     def __init__(self, *, storage_url: str, study_name: str, pruner: optuna.pruners.BasePruner) -> None:
         self._storage_url = storage_url
@@ -248,7 +238,7 @@ class BasePruner(_LiveStudy, Stopper):
         if state == TrialState.PRUNED:
             self.pruned.add(trial_id)
             return True  # another seed of the same configuration was pruned
-        # Only base-epoch reports are pruned on, never incremental sessions (issue 3).
+        # Only base-epoch reports are pruned on, never incremental sessions: pruning must not peek at them.
         if state != TrialState.RUNNING or result.get(K.REPORT_KIND) != K.KIND_BASE:
             return False
         value = result.get(K.BASE_PRUNE_VALUE)

@@ -1,0 +1,52 @@
+"""One classification of trial state (adbs_lab.records.classify), used by progress, tracker, Optuna and tables."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from adbs_lab import metrics_keys as K
+from adbs_lab.records import TrialRecord, classify, frames, objective
+
+SUMMARY = {K.REPORT_KIND: K.KIND_SUMMARY, K.OBJECTIVE: 61.5}
+BASE = {K.REPORT_KIND: K.KIND_BASE, K.OBJECTIVE: math.nan, K.BASE_STEP: 2}
+NAN_FAULT = {K.REPORT_KIND: K.KIND_FAILED, K.OBJECTIVE: math.nan, K.ERROR: "base training loss became NaN/inf"}
+
+
+@pytest.mark.parametrize("result,kw,state", [
+    (SUMMARY, {}, K.COMPLETE),
+    ({**SUMMARY, K.OBJECTIVE: math.nan}, {}, K.FAILED),  # finished without a finite objective
+    (NAN_FAULT, {}, K.FAILED),  # a NaN loss: FAILED, never PRUNED (whatever pruned says)
+    (NAN_FAULT, {"pruned": True}, K.FAILED),
+    (SUMMARY, {"error": True}, K.FAILED),  # an exception
+    (BASE, {"pruned": True}, K.PRUNED),  # the stopper stopped it during the base session
+    (BASE, {"pruned": False}, K.FAILED),  # it ended early for no reason the platform gave
+    (BASE, {"pruned": False, "ended": False}, K.INTERRUPTED),  # the study stopped first
+    (None, {"ended": False}, K.INTERRUPTED),
+    (None, {}, K.FAILED),
+])
+def test_classify(result, kw, state):
+    assert classify(result, **kw) == state
+
+
+def test_objective_only_for_complete_trials():
+    assert objective(SUMMARY) == 61.5
+    assert objective(BASE) is None and objective(NAN_FAULT) is None
+
+
+def test_frames_one_schema():
+    rec = TrialRecord(trial_id="t1", state=K.COMPLETE, label="alpha=0.1", config={"alpha": 0.1, "milestones": (40, 70)},
+                      summary={"val_avg_acc": 61.5}, sessions=[{"session": 0, "test_acc": 70.0}, {"session": 1,
+                                                                                             "test_acc": 65.0}],
+                      warning="3 of 65 seen classes never predicted (session 1)")
+    pruned = TrialRecord(trial_id="t2", state=K.PRUNED, label="alpha=0.2", config={"alpha": 0.2},
+                         summary={"val_avg_acc": 1.0}, warning="ignored")
+    sessions, trials = frames([rec, pruned])
+    assert list(sessions["session"]) == [0, 1] and set(sessions["label"]) == {"alpha=0.1"}
+    assert trials.loc[0, "milestones"] == "[40, 70]"  # lists as JSON, as every table stores them
+    assert trials.loc[0, "val_avg_acc"] == 61.5 and math.isnan(trials.loc[1, "val_avg_acc"])
+    assert list(trials[K.WARNING]) == [rec.warning, ""]
+    for col in ("trial_id", "state", "label", "optuna_trial", "mlflow_run_id", "base_epochs_run", "started_at",
+                "finished_at", "error", "base_boundaries"):
+        assert col in trials
