@@ -878,7 +878,7 @@ def main(argv: list[str] | None = None) -> int:
             "patches": [p.describe() for p in patches],
             "patch_text": [dataclasses.asdict(p) for p in patches],
             "released": released, "ours": ours, "summary": summarize(released, ours),
-            "differences": config_differences(ours[0]["config"], a.device) + [f"--ours-set {k}={v!r}" for k, v in
+            "differences": config_differences(ours[0]["config"], a.device) + [f"changed with --ours-set: {k}={v!r}" for k, v in
                                                                                 ours_set.items()],
             "wall_s": wall_runs, "total_s": time.monotonic() - t_start,
             "temp": str(tmp) if a.keep_temp else None,

@@ -19,6 +19,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -412,6 +413,48 @@ def test_format_report():
     assert "  - amp differs" in text and "print-session" in text and "-num_crops 1 1 -size_crops 32 32" in text
 
 
+# --- running: progress, failures, timeouts ----------------------------------------------------------------------
+
+
+def _job(tmp_path: Path, code: str, script: str, seed: int = 1) -> "vs.Job":
+    return vs.Job(code, seed, [sys.executable, "-c", script], tmp_path, tmp_path / f"{code}-{seed}.log")
+
+
+def test_progress_lines_are_echoed_while_a_run_runs(tmp_path: Path, capsys):
+    script = ("import sys, time\nprint('VS_EPOCH {\"epoch\": 0, \"train_s\": 1.5, \"test_s\": 0.25, \"negative\": 3, "
+              "\"test_acc\": 50.0}', flush=True)\nsys.stderr.write('noise\\r50%|###\\r\\n')\n"
+              "print('VS_SESSION_ACC 1 42.5')\n")
+    wall = vs.run_job(_job(tmp_path, "released", script), env=dict(os.environ), timeout=None, stop=threading.Event())
+    out = capsys.readouterr().out
+    assert "[released seed 1] base epoch 1: test 50.00%  m<0: 3  train 1.5s test 0.2s" in out
+    assert "[released seed 1] session 1: test 42.50%" in out and "noise" not in out
+    assert f"[released seed 1] done in {wall:.1f}s" in out
+    ours = "print('base epoch 1/2  loss 4.1'); print('session  classes   val_acc'); print('session 0: 60 classes')"
+    vs.run_job(_job(tmp_path, "ours", ours), env=dict(os.environ), timeout=None, stop=threading.Event())
+    out = capsys.readouterr().out
+    assert "[ours seed 1] base epoch 1/2  loss 4.1" in out and "[ours seed 1] session 0: 60 classes" in out
+    assert "session  classes" not in out  # the table header is not a progress line
+
+
+def test_a_failing_run_shows_the_tail_of_its_log_and_stops_the_rest(tmp_path: Path):
+    bad = _job(tmp_path, "released", "import sys; print('step 1'); sys.exit('Traceback: boom')")
+    later = _job(tmp_path, "ours", "print('never')", seed=2)
+    with pytest.raises(vs.ToolError) as e:
+        vs.run_all([bad, later], n_parallel=1, envs={"released": dict(os.environ), "ours": dict(os.environ)},
+                   timeout=None)
+    msg = str(e.value)
+    assert "released seed 1 failed (exit status 1)" in msg and "    | step 1" in msg and "    | Traceback: boom" in msg
+    assert "not started" not in msg and not later.log.exists()
+
+
+def test_a_run_past_its_timeout_is_killed(tmp_path: Path):
+    t0 = time.monotonic()
+    with pytest.raises(vs.ToolError, match="killed after --timeout 1s"):
+        vs.run_job(_job(tmp_path, "ours", "import time; print('started', flush=True); time.sleep(60)"),
+                   env=dict(os.environ), timeout=1, stop=threading.Event())
+    assert time.monotonic() - t0 < 20
+
+
 # --- end to end ---------------------------------------------------------------------------------------------------
 
 
@@ -450,13 +493,20 @@ def _check_outputs(r: subprocess.CompletedProcess, out: Path, seeds: list[int], 
 @needs_official
 @pytest.mark.slow
 def test_end_to_end_on_cpu_at_tiny_settings(tmp_path: Path):
-    """Both codes trained through the tool on the CPU: 1 base epoch, 11 images per class, 1 session (~2 min)."""
-    r, out, wall = _run_tool(tmp_path, "--device", "cpu", "--epochs", "1", "--train-per-class", "11",
-                             "--test-per-class", "2", "--sessions", "1", "--seeds", "1", timeout=600)
+    """Both codes trained through the tool on the CPU: 1 base epoch on 6 images per class, 1 incremental session.
+
+    ~1 min on an idle 2-core CPU (released ~45 s, ours ~20 s), ~2 min when the cores are shared. val_fraction=0.2
+    keeps one validation image per base class for ours at 6 images per class (and exercises --ours-set).
+    """
+    r, out, wall = _run_tool(tmp_path, "--device", "cpu", "--epochs", "1", "--train-per-class", "6",
+                             "--test-per-class", "2", "--sessions", "1", "--seeds", "1",
+                             "--ours-set", "val_fraction=0.2", timeout=600)
     res = _check_outputs(r, out, [1], 1)
     assert "cpu-device" in r.stdout and "cpu-workers" in r.stdout and "sessions " in r.stdout
     assert res["released"][0]["sessions_source"] == "trlog['max_acc']" and res["released"][0]["s0_carried"] is not None
-    assert any("95% of the base images" in d for d in res["differences"])
+    assert any("80% of the base images" in d for d in res["differences"])
+    assert "changed with --ours-set: val_fraction=0.2" in res["differences"]
+    assert res["ours"][0]["config"]["val_fraction"] == 0.2 and res["ours"][0]["config"]["device"] == "cpu"
     assert not Path(res["data"]["data_root"]).parent.exists()  # the temporary copy and data are gone
     print(f"tiny CPU run: {wall:.0f}s wall")
 
