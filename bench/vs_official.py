@@ -83,7 +83,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -571,7 +571,10 @@ def _progress_line(job: Job, line: str) -> str | None:
     s = line.strip()
     if job.code == "released":
         if s.startswith("VS_EPOCH "):
-            e = json.loads(s[9:])
+            try:
+                e = json.loads(s[9:])
+            except ValueError:
+                return None
             return (f"base epoch {e['epoch'] + 1}: test {e['test_acc']:.2f}%  m<0: {e['negative']}  "
                     f"train {e['train_s']:.1f}s test {e['test_s']:.1f}s")
         if s.startswith("VS_SESSION_ACC "):
@@ -598,16 +601,20 @@ def run_job(job: Job, *, env: dict[str, str], timeout: float | None, stop: threa
         try:
             rc = proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
+            if stop.is_set():  # another run failed: do not spend the device on this one
+                proc.kill()
+                proc.wait()
+                raise ToolError(f"{job.tag}: stopped (an earlier run failed)") from None
             if timeout and time.monotonic() - t0 > timeout:
                 proc.kill()
                 proc.wait()
                 raise ToolError(f"{job.tag}: killed after --timeout {timeout:.0f}s; last lines of {job.log}:\n"
-                                + tail(job.log))
-        with open(job.log, errors="replace") as fh:
+                                + tail(job.log)) from None
+        with open(job.log, "rb") as fh:
             fh.seek(pos)
             chunk = fh.read()
-            pos = fh.tell()
-        buf += chunk.replace("\r", "\n")
+            pos += len(chunk)
+        buf += chunk.decode("utf-8", errors="replace").replace("\r", "\n")
         *lines, buf = buf.split("\n")
         for ln in lines:
             msg = _progress_line(job, ln)
@@ -631,7 +638,7 @@ def run_all(jobs: list[Job], *, n_parallel: int, envs: dict[str, dict[str, str]]
         try:
             walls[(job.code, job.seed)] = run_job(job, env=envs[job.code], timeout=timeout, stop=stop)
         except ToolError as e:
-            if not stop.is_set() or "not started" not in str(e):
+            if not (stop.is_set() and str(e).endswith("(an earlier run failed)")):
                 errors.append(str(e))
             stop.set()
 
