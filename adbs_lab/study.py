@@ -262,6 +262,12 @@ def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, 
         if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=tune_fs):
             raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
                                   "to start one")
+        damaged = _damaged_tune_state(where)
+        if damaged:
+            raise StudyInputError(
+                f"--resume: Ray Tune's saved state of this study is damaged ({damaged}; written while the disk was "
+                f"full?), so it cannot be resumed. Run the study again without --resume: the earlier results are "
+                f"moved aside, and base sessions already trained are reused from {where.cache_location}")
         missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
                    if not (where.local / name).exists()]
         if missing:
@@ -291,6 +297,28 @@ def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, 
                                       "command": command, "settings": settings}, indent=1))
     where.push([ident_file])
     return settings
+
+
+def _damaged_tune_state(where: StudyFolder) -> str | None:
+    """The first of Tune's newest state files that is empty or does not load (Tune's syncer writes them in
+    place: a full disk leaves them truncated, and Tune's restore then fails with a traceback)."""
+    import pickle
+
+    import ray.cloudpickle as cloudpickle
+
+    if where.remote:
+        return None
+    exp = Path(where.tune_experiment())
+    for pattern, load in (("experiment_state-*.json", json.loads), ("search_gen_state-*.json", cloudpickle.loads),
+                          ("searcher-state-*.pkl", pickle.loads), ("tuner.pkl", cloudpickle.loads)):
+        files = sorted(exp.glob(pattern), key=lambda f: f.stat().st_mtime)
+        if not files:
+            continue
+        try:
+            load(files[-1].read_bytes())
+        except Exception as e:  # noqa: BLE001 - any failure to load is damage
+            return f"{files[-1]} does not load: {type(e).__name__}"
+    return None
 
 
 # -- launch -----------------------------------------------------------------------------------------
@@ -469,8 +497,10 @@ def launch(p: Prepared) -> Launched:
     param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**p.base).to_dict().items()}
     _, tune_fs = where.tune_location()
     if opts.resume:
+        # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
+        # what --resume is for; a numerical fault is not an error (the trial ended FAILED) and is not rerun
         tuner = tune.Tuner.restore(where.tune_experiment(), trainable=trainable, resume_unfinished=True,
-                                   resume_errored=False, param_space=param_space, storage_filesystem=tune_fs)
+                                   resume_errored=True, param_space=param_space, storage_filesystem=tune_fs)
     else:
         tuner = tune.Tuner(
             trainable, param_space=param_space,
@@ -492,13 +522,14 @@ def launch(p: Prepared) -> Launched:
         except KeyboardInterrupt:
             interrupted = stop.signal or "Ctrl-C"
             grid = _results_so_far(where, tune_fs)
-        except tracking.TrackingError as e:
-            interrupted = f"the MLflow store failed: {e}"
-            grid = _results_so_far(where, tune_fs)
-        except Exception as e:  # noqa: BLE001 - a full disk must end in a message, not a traceback
-            if not _disk_full(e):
+        except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
+            # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
+            if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
+                interrupted = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+            elif _disk_full(e):
+                interrupted = f"no space left in {where} (or in the Optuna/MLflow store): free space, then --resume"
+            else:
                 raise
-            interrupted = f"no space left in {where} (or in the Optuna/MLflow store): free space, then --resume"
             grid = _results_so_far(where, tune_fs)
     return Launched(grid, tracker, interrupted)
 
@@ -575,8 +606,11 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
     if best:
         metrics["study/best_objective"] = best["mean_over_seeds"]
     if stopped:
-        tracker.end_unfinished([r.trial_id for r in recs if r.state == K.INTERRUPTED])
-        tracker.finish("KILLED", files, metrics)
+        try:
+            tracker.close_open_runs()
+            tracker.finish("KILLED", files, metrics)
+        except tracking.TrackingError as e:  # the store itself is what stopped the study
+            print(f"warning: the MLflow runs could not be marked KILLED ({e}); --resume reopens them", flush=True)
         _upload(where)
         p.lock.release()
         print(f"\n{plan.name} stopped ({stopped}); the tables of the {len(recs) - unfinished} trials that ended are in "
@@ -630,4 +664,14 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome:
         p = prepare(plan, opts)
     except (ConfigError, StudyInputError, tracking.TrackingError) as e:
         fail(str(e))
-    return summarise(p, launch(p), t0)
+    launched = launch(p)
+    try:
+        return summarise(p, launched, t0)
+    except OSError as e:
+        if not _disk_full(e):
+            raise
+        launched.tracker.close_open_runs()
+        launched.tracker.finish("FAILED")
+        print(f"\nerror: no space left in {p.where} while writing the study's tables ({e}); free space, then "
+              f"continue with: {shlex.join(resume_command(opts))}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None

@@ -209,13 +209,16 @@ class MlflowTracker(Callback):
                 self.client.log_artifact(self.parent_run_id, str(a))
         self.client.set_terminated(self.parent_run_id, status=status)
 
-    def end_unfinished(self, trial_ids: list[str]) -> None:
-        """Runs of trials the study stopped before they ended: KILLED (`--resume` reopens them)."""
-        for trial_id in trial_ids:
-            run_id = self.trial_run_id(trial_id)
-            if run_id:
+    def close_open_runs(self) -> int:
+        """Trial runs still RUNNING when the study stops (Ctrl-C, SIGTERM, a full disk): KILLED, state
+        INTERRUPTED; `--resume` reopens them. Returns how many."""
+        n = 0
+        for run_id in self._runs["trials"].values():
+            if self.client.get_run(run_id).info.status == "RUNNING":
                 self.client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
                 self.client.set_terminated(run_id, status="KILLED")
+                n += 1
+        return n
 
     def setup(self, **info) -> None:
         # After Tuner.restore this callback is the one unpickled from the interrupted run:

@@ -186,3 +186,42 @@ def test_run_out_folder_refused_before_training(tmp_path):
     r = subprocess.run([sys.executable, "-m", "adbs.run", "--preset", "smoke", "--out", str(tmp_path)],
                        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
     assert r.returncode == 2 and "is a folder" in r.stderr and "base epoch" not in r.stdout
+
+
+def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, capsys):
+    """ray.init's ConnectionError and a Ctrl-C while Ray starts end in a message, not a traceback."""
+    import ray
+
+    opts = options.parse("t", argv=["--address", "auto", "--storage", str(tmp_path), "--gpus-per-trial", "0",
+                                    "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"])[0]
+    p = study.prepare(PLAN, opts)
+
+    def no_cluster(**kw):
+        raise ConnectionError("Could not find any running Ray instance. Please specify the one to connect to.")
+
+    monkeypatch.setattr(ray, "init", no_cluster)
+    with pytest.raises(SystemExit) as e:
+        study.launch(p)
+    assert e.value.code == 2 and "--address auto: no Ray cluster there" in capsys.readouterr().err
+
+    p = study.prepare(PLAN, opts)  # the lock was released: the same study can start again
+
+    def interrupted(**kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ray, "init", interrupted)
+    with pytest.raises(SystemExit) as e:
+        study.launch(p)
+    assert e.value.code == 130 and "interrupted while starting Ray; no trial ran" in capsys.readouterr().err
+
+
+def test_damaged_tune_state_is_named(tmp_path):
+    from adbs_lab.study_folder import StudyFolder
+
+    where = StudyFolder(str(tmp_path), "s")
+    exp = tmp_path / "s" / "tune"
+    exp.mkdir(parents=True)
+    (exp / "experiment_state-2026.json").write_text("{}")
+    assert study._damaged_tune_state(where) is None
+    (exp / "search_gen_state-2026.json").write_bytes(b"")  # what a full disk leaves
+    assert "search_gen_state-2026.json does not load" in study._damaged_tune_state(where)

@@ -1,0 +1,188 @@
+"""What a held-out red-team run broke, as a user would hit it: each ends in a clear error before compute or
+in a correct recovery, with nothing lost or duplicated. Studies run in subprocesses on the session's Ray
+instance with real Optuna and MLflow stores in tmp_path."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from adbs_lab import metrics_keys as K
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+GRID = ["--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1"]  # 2 trials, one at a time
+
+
+def _run(cmd, timeout=300, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd="/", **kw)
+
+
+def _wait_for(proc: subprocess.Popen, text: str, timeout: float, seen: list[str]) -> None:
+    deadline = time.time() + timeout
+    for line in proc.stdout:
+        seen.append(line)
+        if text in line:
+            return
+        assert time.time() < deadline, f"no {text!r} before the deadline:\n{''.join(seen)[-3000:]}"
+    raise AssertionError(f"the study ended before {text!r}:\n{''.join(seen)[-3000:]}")
+
+
+def _runs(uri: str, experiment: str = "alpha_sweep"):
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id])
+    return ([r for r in runs if r.data.tags.get("adbs.role") == "study"],
+            [r for r in runs if r.data.tags.get("adbs.role") == "trial"])
+
+
+def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, tracking_uri):
+    """Two copies on the same --storage: the second refuses, naming the first's PID; the first is untouched."""
+    cmd = study_cmd("alpha_sweep", *GRID)
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    seen: list[str] = []
+    _wait_for(first, ": started", 200, seen)
+    second = _run(cmd)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert f"is already running in {storage} (PID {first.pid}" in second.stderr and "--name" in second.stderr
+    assert "started" not in second.stdout
+    rest, _ = first.communicate(timeout=300)
+    assert first.returncode == 0, "".join(seen) + rest
+    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
+    assert not list(storage.glob("alpha_sweep.2*")), "nothing was moved aside"
+    # beside it, under another name, it runs
+    other = _run(study_cmd("alpha_sweep", *GRID, "--name", "second"))
+    assert other.returncode == 0 and (storage / "alpha_sweep-second" / "trials.parquet").exists()
+
+
+def test_an_address_with_no_cluster_fails_fast(storage, tracking_uri):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.time()
+    r = _run([sys.executable, str(REPO / "studies" / "alpha_sweep.py"), "--smoke", "--address", f"127.0.0.1:{port}",
+              "--storage", str(storage), "--tracking-uri", tracking_uri, "--gpus-per-trial", "0"], timeout=120)
+    assert r.returncode == 2 and f"--address 127.0.0.1:{port}: no Ray cluster answers there" in r.stderr
+    assert "ray start --head" in r.stderr and time.time() - t0 < 60
+
+
+def test_resume_without_optuna_db_is_refused_before_ray(study_cmd, storage, tracking_uri):
+    cmd = study_cmd("alpha_sweep", *GRID)
+    assert _run(cmd).returncode == 0
+    (storage / "alpha_sweep" / "optuna.db").unlink()
+    r = _run(cmd + ["--resume"])
+    assert r.returncode == 2 and "optuna.db is missing" in r.stderr and "without --resume" in r.stderr
+    assert "started" not in r.stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking_uri, sig):
+    """Stopped mid-study: exit 130 with the --resume command, tables of what ended, no run left RUNNING;
+    --resume then finishes the rest without rerunning anything."""
+    # trials of ~10-20 s, so that the signal lands while the second one runs
+    cmd = study_cmd("alpha_sweep", *GRID, "--set", "base_epochs=8", "--set", "base_images_per_class=40")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    seen: list[str] = []
+    _wait_for(proc, ": finished:", 200, seen)
+    _wait_for(proc, ": started", 60, seen)  # the second trial is running
+    time.sleep(2)
+    proc.send_signal(sig)
+    rest, _ = proc.communicate(timeout=200)
+    out = "".join(seen) + rest
+    assert proc.returncode == 130, out
+    assert "continue with:" in out and "--resume" in out and "Traceback" not in out and "core dumped" not in out
+    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    assert (trials["state"] == K.COMPLETE).sum() == 1  # the table of what finished is there
+    parents, runs = _runs(tracking_uri)
+    assert parents[0].info.status == "KILLED" and parents[0].data.metrics["study/trials_complete"] == 1
+    assert all(r.info.status != "RUNNING" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+    finished = [r.info.run_name for r in runs if r.data.tags["adbs.state"] == K.COMPLETE]
+
+    again = _run(cmd + ["--resume"])
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"{finished[0]}: started" not in again.stdout
+    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
+    parents, runs = _runs(tracking_uri)
+    assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)  # no duplicated run
+
+
+def test_a_locked_mlflow_store_is_waited_out(study_cmd, storage, tracking_uri):
+    """Another process holds the SQLite store for 60 s while trials report (MLflow alone gave up after ~20 s,
+    killing the study): the study waits it out and loses nothing."""
+    cmd = study_cmd("alpha_sweep", *GRID)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    seen: list[str] = []
+    _wait_for(proc, ": started", 200, seen)
+    db = sqlite3.connect(tracking_uri[len("sqlite:///"):], timeout=30, isolation_level=None)
+    db.execute("BEGIN EXCLUSIVE")
+    time.sleep(60)
+    db.execute("COMMIT")
+    db.close()
+    rest, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, "".join(seen) + rest
+    _, runs = _runs(tracking_uri)
+    assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
+    client = MlflowClient(tracking_uri)
+    for r in runs:
+        assert len(client.get_metric_history(r.info.run_id, "session/test_acc")) == 2
+
+
+def test_a_full_disk_ends_in_a_message_and_resumes(study_cmd, tmp_path, tracking_uri):
+    """--storage on a small filesystem that fills up mid-study: a message naming it, no traceback, runs not
+    left RUNNING, and --resume finishes once there is space again."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64M", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        cmd = study_cmd("alpha_sweep", *GRID)
+        cmd[cmd.index("--storage") + 1] = str(mnt / "runs")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+        seen: list[str] = []
+        _wait_for(proc, ": started", 200, seen)
+        filler = mnt / "filler"
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M"], capture_output=True)  # until it is full
+        rest, _ = proc.communicate(timeout=300)
+        out = "".join(seen) + rest
+        assert proc.returncode != 0, out
+        assert "no space left" in out.lower() and "--resume" in out, out[-3000:]
+        parents, runs = _runs(tracking_uri)
+        assert parents[0].info.status != "RUNNING"
+        assert all(r.info.status != "RUNNING" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+        filler.unlink()
+        again = _run(cmd + ["--resume"])
+        if again.returncode == 2:  # Tune's own state files were truncated by the full disk: said, not a traceback
+            assert "saved state of this study is damaged" in again.stderr and "Traceback" not in again.stderr
+            return
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        trials = pd.read_parquet(mnt / "runs" / "alpha_sweep" / "trials.parquet")
+        assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_resume_says_which_max_concurrent_it_uses(study_cmd, storage):
+    cmd = study_cmd("alpha_sweep", *GRID)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    seen: list[str] = []
+    _wait_for(proc, ": finished:", 200, seen)
+    time.sleep(4)  # Tune saves its experiment state every 2 s
+    proc.kill()
+    proc.wait()
+    r = _run([*cmd[:cmd.index("--max-concurrent")], *cmd[cmd.index("--max-concurrent") + 2:], "--max-concurrent",
+              "2", "--resume"])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "--max-concurrent 2 is ignored on --resume" in r.stdout and "1 at a time" in r.stdout
