@@ -5,7 +5,8 @@
 - `summary/<k>` once per trial.
 
 The search objective is validation average accuracy over all sessions; test metrics are
-reported, never optimised (method.md, "The official code picks the best base epoch by test accuracy").
+reported, never optimised (docs/protocols.md, "Validation, not test": the released code picks its best base
+epoch on test accuracy).
 """
 
 from __future__ import annotations

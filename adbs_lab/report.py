@@ -24,7 +24,7 @@ from adbs_lab.records import CONFIG_COLUMNS
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
-# method.md, "Paper results worth regenerating": top-1 % after sessions 0..N and the average.
+# docs/method.md, "Paper results worth regenerating": top-1 % after sessions 0..N and the average.
 # None = not given there. Keys are this platform's ablation row labels.
 PAPER: dict[str, dict[str, dict[str, Any]]] = {
     "cifar100": {

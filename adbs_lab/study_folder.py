@@ -1,4 +1,4 @@
-"""Where a study keeps its files: a folder, or a prefix in an object store (issue 6).
+"""Where a study keeps its files: a folder, or a prefix in an object store.
 
 A study's files come from two writers:
 - the trials (on any node) write results and checkpoints through Ray Tune (`<study>/tune/`), and

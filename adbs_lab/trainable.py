@@ -28,8 +28,8 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
                    checkpoint_every: int = 5) -> Callable[[dict[str, Any]], None]:
     """`trial_fn(cfg, hooks=..., cache=..., resume=...)` defaults to adbs.train.run_trial (tests may pass a fake).
 
-    cache_dir: base-session cache shared by the study's trials (issue 4; None = --no-cache).
-    Checkpoints (issue 7): the trial state from adbs.train's on_checkpoint hook is attached to the
+    cache_dir: base-session cache shared by the study's trials (None = --no-cache).
+    Checkpoints: the trial state from adbs.train's on_checkpoint hook is attached to the
     next report; a trial restarted by Ray Tune (FailureConfig) resumes from the latest one.
     A NaN/inf loss or boundary (NumericalError) ends the trial as FAILED with its reason, not as an
     error Tune would retry: it would fail the same way again.
@@ -98,7 +98,7 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
             return
         summary = K.summary(result.summary)
         summary.setdefault(K.OBJECTIVE, float("nan"))
-        # m of every class after every session (issue 5: the tracker logs it as boundaries.csv)
+        # m of every class after every session (the tracker logs it as boundaries.csv)
         margins = getattr(result, "margins", None)
         extra = {BOUNDARIES_KEY: json.dumps(margins)} if margins else {}
         extra[K.WARNING] = "; ".join(getattr(result, "warnings", None) or [])  # collapse warnings, "" if none
@@ -116,7 +116,7 @@ FAULT_ENV = "ADBS_FAULT_INJECTION"
 
 
 def _inject_fault(cfg, epoch: int) -> None:
-    """Fault injection for the reliability tests (issue 7); does nothing unless ADBS_FAULT_INJECTION is set.
+    """Fault injection for the reliability tests; does nothing unless ADBS_FAULT_INJECTION is set.
 
     JSON with any of: {"kill_at_base_epoch": N, "marker_dir": DIR} kills the trial's worker process
     (os._exit) after base epoch N, once per trial seed (a marker file remembers it), so Ray Tune

@@ -3,7 +3,7 @@
     python bench/bench.py            # ~9 min on a 2-core CPU (idle machine)
     python bench/bench.py --quick    # smaller trials, ~5 min (fixed start-up costs weigh more)
 
-Prints one line per figure (issue 4), each a ratio of two times measured in this run:
+Prints one line per figure, each a ratio of two times measured in this run:
   1. kshot_grid (12 cells) with base-session reuse vs the same grid with --no-cache, both as a
      multiple of one full trial through the platform;
   2. all incremental sessions vs the base session of one trial (the pipeline called directly);

@@ -1,4 +1,4 @@
-"""ablation: the paper's ablation rows (method.md, "Ablations the paper reports") and finer toggles.
+"""ablation: the paper's ablation rows (docs/method.md, "Ablations the paper reports") and finer toggles.
 
 Rows are named sets of Config overrides, not a Cartesian product: IC without ADB is empty
 (with m = 1 every IC term is 0), so it is not a row.

@@ -1,6 +1,6 @@
 """alpha_sweep: the IC loss weight alpha over the paper's robustness range [0.01, 0.1], full ADBS.
 
-method.md: the paper reports robustness over [0.01, 0.1] with the best at 0.05 on CUB200
+docs/paper-vs-code.md: the paper reports robustness over [0.01, 0.1] with the best at 0.05 on CUB200
 and says 0.05 was used everywhere; the official code's default is 0.01.
 """
 

@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Explicit, so test order and ~/.ray state cannot matter (stack-notes: Ray >= 2.59 token auth).
+# Explicit, so test order and ~/.ray state cannot matter (Ray >= 2.59 turns token auth on for local clusters).
 os.environ["RAY_AUTH_MODE"] = "disabled"
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")

@@ -9,7 +9,7 @@ from torch import nn
 
 from adbs.backbones import BACKBONES, create_backbone, load_pretrained, register_backbone
 
-# Expected feature sizes of the paper's backbones (method.md, "Benchmarks").
+# Expected feature sizes of the paper's backbones (docs/protocols.md, "Benchmarks").
 EXPECTED_OUT_DIM = {"convnet": 128, "resnet12": 640, "resnet18": 512, "resnet20": 64}
 
 # (name, batch, size): 32x32 for every entry, plus miniImageNet's 84x84 for resnet12.

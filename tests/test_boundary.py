@@ -1,6 +1,6 @@
 """The plug-in API against small cases worked by hand and a loop-by-loop reference.
 
-The loop reference transcribes method.md's description of the official code
+The loop reference transcribes docs/method.md's description of the released code
 term by term (explicit i, j loops; a hand-rolled SGD with momentum and
 dampening), so a vectorisation slip in adbs.boundary cannot hide behind itself.
 """

@@ -1,4 +1,4 @@
-"""Acceptance (issue 6): a real two-node Ray cluster on this machine (`ray start --head` plus a second
+"""Acceptance: a real two-node Ray cluster on this machine (`ray start --head` plus a second
 `ray start --address` node process with its own resources and temp dir), an MLflow server on
 127.0.0.1, and a `--smoke` study submitted with `studies/submit.py --wait` as a Ray Job.
 

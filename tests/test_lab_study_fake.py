@@ -126,7 +126,7 @@ def burst_trial(cfg, *, hooks):
 
 @pytest.mark.slow
 def test_eight_trials_finishing_together_lose_nothing(ray_address, storage, tracking_uri):
-    """Issue 7: many trials ending at once lose no metric and no run (one writer: the driver)."""
+    """Many trials ending at once lose no metric and no run (one writer: the driver)."""
     plan = study.Plan(name="burst", space={"variant": "adb+ic"}, space_source="tests:burst", trial_fn=burst_trial)
     args = _args(["--smoke", "--seeds", *map(str, range(8)), "--max-concurrent", "8", "--cpus-per-trial", "0.25",
                   "--num-samples", "1", "--pruner", "none"], storage, tracking_uri, ray_address)

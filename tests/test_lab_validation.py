@@ -96,7 +96,7 @@ def test_core_library_never_imports_orchestration():
 
 
 BAD_INPUTS = [
-    # (what is wrong, study flags, message fragment) — issue 7, point 4
+    # (what is wrong, study flags, message fragment)
     ("unknown config key", ["--set", "alhpa=0.1"], "valid keys"),
     ("wrong type", ["--set", "shots=five"], "shots must be an int"),
     ("negative alpha", ["--set", "alpha=-0.1"], "alpha must be > 0"),

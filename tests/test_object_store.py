@@ -1,4 +1,4 @@
-"""Object-store storage (issue 6): URL helpers, and the base-session cache over a real S3 API
+"""Results in an object store: URL helpers, and the base-session cache over a real S3 API
 (a local moto server, see conftest.s3): entries, checksums, and train-once through the lease."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End to end on an object store (issue 6): studies with `--storage s3://...` against a local
+"""End to end on an object store: studies with `--storage s3://...` against a local
 S3-compatible server (moto, conftest.s3), as a user types them. Trials write results,
 checkpoints and base sessions to the bucket from their Ray workers; the driver's files (optuna.db,
 tables, figures, report) are staged locally and uploaded; `--resume` continues from the bucket

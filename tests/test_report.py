@@ -1,4 +1,4 @@
-"""Issue 5, end to end: a smoke study writes a store; studies/report.py rebuilds its table from the
+"""Reports end to end: a smoke study writes a store; studies/report.py rebuilds its table from the
 store alone (study folder hidden) and gets exactly the table the study printed and wrote."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 5, fast: artifact builders on hand-made data, and the store -> table path on a store built
+"""Reports, fast: artifact builders on hand-made data, and the store -> table path on a store built
 with MlflowClient in the tracker's layout (no Ray, no training)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 5: the serve command (`python mlflow/serve.py` = `python -m adbs_lab.serve`)."""
+"""The serve command (`python mlflow/serve.py` = `python -m adbs_lab.serve`)."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
     client, _, runs = _check_nested_with_curves(tracking_uri, "kshot_grid", 4, 2)
     trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
     assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (5, 5), (10, 1), (10, 5)]
-    # issue 4: the 4 cells share one base session, trained once while another trial ran beside it
+    # the 4 cells share one base session, trained once while another trial ran beside it
     entries = [p for p in (storage / "base_cache").glob("*.json") if ".features-" not in p.name]
     assert len(entries) == 1
     assert sorted(trials["base_reused"]) == [0.0, 1.0, 1.0, 1.0]
