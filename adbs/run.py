@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from adbs.train import Hooks, run_trial
+    from adbs.loops import Hooks
+    from adbs.trial import run_trial
 
     log = None if args.quiet else (lambda s: print(s, flush=True))
     if log:

@@ -52,7 +52,7 @@ class Plan:
     est_trial_s: float = 45.0
     """Rough single-thread CPU seconds per trial on the default preset (printed estimate)."""
     trial_fn: Callable | None = None
-    """Test hook: replaces adbs.train.run_trial inside the trainable."""
+    """Test hook: replaces adbs.trial.run_trial inside the trainable."""
 
 
 @dataclass

@@ -10,7 +10,8 @@ import pytest
 
 from adbs.config import preset
 from adbs.data import build_data
-from adbs.train import Hooks, NumericalError, run_trial
+from adbs.loops import Hooks, NumericalError
+from adbs.trial import run_trial
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(base_epochs=2, base_images_per_class=8, val_fraction=0.02, novel_val_per_class=4, sessions=2,
