@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from adbs.config import PRESETS, ConfigError, coerce
+from adbs.config import PRESETS, ConfigError, coerce, host_preset
 from adbs_lab import paths
 from adbs_lab.pruning import PRUNERS
 
@@ -20,6 +20,9 @@ def parser(doc: str | None, *, pruner: str = "none", num_samples: int | None = N
                    help="override any Config field, repeatable (e.g. --set base_epochs=20)")
     g.add_argument("--dataset", help="shortcut for --set dataset=NAME (paper preset of that name when one exists)")
     g.add_argument("--data-root", help="shortcut for --set data_root=DIR")
+    g.add_argument("--host", help="host method ADBS plugs into (adbs/hosts/: baseline, savc, alice): its preset that "
+                                  "goes with --preset/--dataset (e.g. savc_cpu, savc_cifar100); host options with "
+                                  "--set <host>.<option>=VALUE (python -m adbs.run --help lists them)")
     g.add_argument("--smoke", action="store_true", help="preset smoke and a tiny study: seconds, end to end")
     s = p.add_argument_group("study")
     s.add_argument("--seeds", type=int, nargs="+", default=seeds or [0],
@@ -57,12 +60,21 @@ def parser(doc: str | None, *, pruner: str = "none", num_samples: int | None = N
     return p
 
 
+def preset_name(args: argparse.Namespace) -> str:
+    """The preset the flags pick: smoke with --smoke, the dataset's paper preset for `--dataset NAME`, else --preset."""
+    if args.smoke:
+        return "smoke"
+    if args.dataset and args.preset == "cpu" and args.dataset in PRESETS:
+        return args.dataset  # `--dataset cifar100` means the paper's CIFAR100 settings
+    return args.preset
+
+
 def base_overrides(args: argparse.Namespace, study_defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """preset (smoke with --smoke) < study CPU defaults < --dataset/--data-root < --set; all coerced."""
-    preset = "smoke" if args.smoke else args.preset
-    if args.dataset and args.preset == "cpu" and args.dataset in PRESETS and not args.smoke:
-        preset = args.dataset  # `--dataset cifar100` means the paper's CIFAR100 settings
-    out: dict[str, Any] = dict(PRESETS[preset])
+    """preset (smoke with --smoke; the --host's version of it) < study CPU defaults < --dataset/--data-root
+    < --set; all coerced."""
+    preset = preset_name(args)
+    host = getattr(args, "host", None)
+    out: dict[str, Any] = host_preset(host, preset) if host else dict(PRESETS[preset])
     if preset == "cpu" and study_defaults:
         out.update(study_defaults)  # studies may shrink the CPU budget (printed with the estimate)
     if args.dataset:
