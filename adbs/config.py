@@ -468,15 +468,16 @@ def _host_options(host: str, options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def from_dict(overrides: dict[str, Any] | None = None) -> Config:
-    """Config from defaults plus overrides; unknown keys and wrong types raise.
+def fold_options(overrides: dict[str, Any]) -> dict[str, Any]:
+    """`overrides` with its `<host>.<option>` keys folded into `host_options` (checked, typed, defaults dropped).
 
-    `<host>.<option>` keys set one option of the host (the one named by `host`, which they must match).
+    The options must belong to the host the overrides name (or the default host).
     """
-    overrides = dict(overrides or {})
-    dotted = {k: overrides.pop(k) for k in [k for k in overrides if "." in k]}
-    values = {k: coerce(k, v) for k, v in overrides.items()}
-    host = values.get("host", Config.host)
+    values = {k: v for k, v in overrides.items() if "." not in k}
+    dotted = {k: v for k, v in overrides.items() if "." in k}
+    if not dotted and "host_options" not in values:
+        return values
+    host = coerce("host", values.get("host", Config.host))
     options = _parse_options(values.get("host_options", "{}"))
     for key, value in dotted.items():
         owner, option = key.split(".", 1)
@@ -485,12 +486,20 @@ def from_dict(overrides: dict[str, Any] | None = None) -> Config:
             raise ConfigError(f"{key} is an option of host {owner}, but host is {host}; "
                               f"set host={owner} or drop {key}")
         options[option] = value
-    if options or "host_options" in values:
-        from adbs.hosts import host_names
+    from adbs.hosts import host_names
 
-        _choice("host", host, host_names())
-        values["host_options"] = _dump_options(_host_options(host, options))
-    return Config(**values)
+    _choice("host", host, host_names())
+    values["host_options"] = _dump_options(_host_options(host, options))
+    return values
+
+
+def from_dict(overrides: dict[str, Any] | None = None) -> Config:
+    """Config from defaults plus overrides; unknown keys and wrong types raise.
+
+    `<host>.<option>` keys set one option of the host (the one named by `host`, which they must match).
+    """
+    values = fold_options(dict(overrides or {}))
+    return Config(**{k: coerce(k, v) for k, v in values.items()})
 
 
 def option_keys() -> dict[str, Any]:

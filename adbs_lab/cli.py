@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from adbs.config import PRESETS, ConfigError, coerce, host_preset
+from adbs.config import PRESETS, ConfigError, coerce, fold_options, host_preset
 from adbs_lab import paths
 from adbs_lab.pruning import PRUNERS
 
@@ -86,4 +86,4 @@ def base_overrides(args: argparse.Namespace, study_defaults: dict[str, Any] | No
             raise ConfigError(f"--set expects KEY=VALUE, got {item!r} (e.g. --set base_epochs=20)")
         key, value = item.split("=", 1)
         out[key.strip()] = value.strip()
-    return {k: coerce(k, v) for k, v in out.items()}
+    return fold_options({k: coerce(k, v) for k, v in out.items()})  # --set savc.queue_size=... -> host_options

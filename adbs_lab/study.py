@@ -43,8 +43,8 @@ class Plan:
     """Named rows of Config overrides (a grid axis `row`), for studies that are not a product."""
     cpu_defaults: dict[str, Any] = field(default_factory=dict)
     """Config overrides applied on the default CPU preset only, to fit the CPU budget."""
-    baseline: str | None = None
-    """Label of the baseline row (Delta_last column)."""
+    baseline: str | dict[str, str] | None = None
+    """Label of the baseline row (Delta_last column), or {row: its reference row}."""
     order: list[str] | None = None
     """Row order of the paper table."""
     points_to_evaluate: list[dict] | None = None
@@ -354,7 +354,8 @@ def run(plan: Plan, args: argparse.Namespace) -> Outcome:
             # object store: the staging SQLite file is temporary; name the uploaded copy
             "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not args.optuna_storage
                                     else optuna_url),
-            "adbs.baseline": plan.baseline or "", "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
+            "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
+            "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
     run_name = f"{plan.name}" + (f" {args.name}" if args.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=uri, study=plan.name, study_dir=study_dir, run_name=run_name, tags=tags,
                                      varying=varying, rows=plan.rows, resume=args.resume, optuna_url=optuna_url,

@@ -122,3 +122,15 @@ def test_bad_input_table(what, flags, fragment, monkeypatch):
     with pytest.raises((ConfigError, study.StudyInputError, ValueError)) as e:
         study.validate(plan, _args(*flags))
     assert fragment in str(e.value), f"{what}: {e.value}"
+
+
+def test_host_flag_picks_the_hosts_preset_and_options_fold_into_host_options():
+    base = cli.base_overrides(_args("--host", "savc", "--set", "savc.queue_size=256"))
+    assert base["host"] == "savc" and base["host_options"] == '{"queue_size": 256}'
+    paper = cli.base_overrides(_args("--host", "alice", "--dataset", "cifar100", "--data-root", "/d"))
+    assert paper["backbone"] == "resnet18_cifar" and paper["base_lr"] == 0.01  # alice_cifar100
+    assert '"mix_times": 4' in paper["host_options"]
+    with pytest.raises(ConfigError, match="option of host savc, but host is baseline"):
+        cli.base_overrides(_args("--set", "savc.queue_size=256"))
+    plan = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
+    study.validate(plan, _args("--smoke", "--host", "savc", "--set", "savc.small_crops=2"))  # a valid study
