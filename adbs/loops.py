@@ -148,7 +148,7 @@ def extract_features(host: Host, model, data: FSCILData, pool, indices, rt: Runt
 
 def _scores(host: Host, features: torch.Tensor, rows: torch.Tensor, margins: torch.Tensor, cfg: Config) -> torch.Tensor:
     """Class scores of features (N, copies, d) against rows with boundaries: the host's prediction rule."""
-    logits = boundary_logits(features.flatten(0, 1), rows, margins, host.scale, absolute=cfg.abs_margin)
+    logits = boundary_logits(features.flatten(0, 1), rows, margins, host.session_scale, absolute=cfg.abs_margin)
     return host.predict(logits.view(len(features), host.copies, len(rows)))
 
 
@@ -239,7 +239,9 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
                 step = phase.step(model, head, x, y, batch_generator(cfg.seed, epoch, b))
                 loss = step.loss
                 if alpha:
-                    loss = loss + alpha * inter_class_constraint(margins, head.weights, cfg.ic_reduction)
+                    n = host.ic_rows
+                    m, w = (margins, head.weights) if n is None else (margins[:n], head.weights[:n])
+                    loss = loss + alpha * inter_class_constraint(m, w, cfg.ic_reduction)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
@@ -396,7 +398,7 @@ def run_sessions(
                 views = _augmented_views(host, model, data, sess.train, epochs, rt, cfg, seed=cfg.seed * 1000 + t)
                 margins = finetune_boundaries(
                     views, joint_labels(shot_y, copies), weights, margins, len(margins) - len(new_rows),
-                    alpha=cfg.effective_alpha, lr=cfg.finetune_lr, epochs=epochs, temperature=host.scale,
+                    alpha=cfg.effective_alpha, lr=cfg.finetune_lr, epochs=epochs, temperature=host.session_scale,
                     ic_reduction=cfg.ic_reduction, absolute=cfg.finetune_abs_boundary,
                 )
                 _check_finite("novel boundaries m", margins, f"session {t}")

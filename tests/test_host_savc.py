@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from adbs.config import from_dict, preset
 from adbs.data import build_data
 from adbs.hosts import Head, copy_average, copy_means, get_host, joint_labels
-from adbs.hosts.savc import fantasy, supcon_queue_loss
+from adbs.hosts.savc import fantasy, small_crop_keys, supcon_queue_loss
 from adbs.loops import Runtime
 
 
@@ -93,3 +93,11 @@ def test_base_step_is_ce_plus_contrastive_terms_and_fills_the_queue(tiny):
     ce_only = host.base_step(model, head, x, y, torch.Generator().manual_seed(1))
     assert with_contrast.loss.item() > ce_only.loss.item()  # the contrastive terms are positive
     assert ce_only.scores.shape == (6, data.base_classes)
+
+
+def test_small_crops_meet_their_own_copys_key_or_savcs_pairing_by_hand():
+    # 1 image, 2 small crops, 2 copies: crops listed (crop 0 copy 0, crop 0 copy 1, crop 1 copy 0, crop 1 copy 1)
+    assert small_crop_keys(1, 2, 2, "copy").tolist() == [0, 1, 0, 1]
+    # SAVC's reshape: rows of 2 crops against key rows 0 (copy 0) and 1 (copy 1): half meet the other copy
+    assert small_crop_keys(1, 2, 2, "official").tolist() == [0, 0, 1, 1]
+    assert small_crop_keys(2, 1, 2, "copy").tolist() == [0, 1, 2, 3]

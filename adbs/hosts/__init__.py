@@ -68,20 +68,21 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    names = sorted(info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_"))
-    for name in sorted(names, key=lambda n: n != "baseline"):  # the baseline first, then by name
-        importlib.import_module(f"{__name__}.{name}")
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
 
 
 def host_names() -> tuple[str, ...]:
+    """Registered hosts: the baseline first, then by name."""
     _discover()
-    return tuple(HOSTS)
+    return tuple(sorted(HOSTS, key=lambda n: (n != "baseline", n)))
 
 
 def get_host(name: str) -> type["Host"]:
     _discover()
     if name not in HOSTS:
-        raise ConfigError(f"unknown host {name!r}; valid choices: {', '.join(HOSTS)}")
+        raise ConfigError(f"unknown host {name!r}; valid choices: {', '.join(host_names())}")
     return HOSTS[name]
 
 
@@ -167,6 +168,16 @@ class Host:
     def scale(self) -> float:
         """Logit scale of the head and of every session's classifier."""
         return self.cfg.temperature
+
+    @property
+    def session_scale(self) -> float:
+        """Logit scale of the sessions' classifier (its boundary fine-tuning and evaluation): the head's."""
+        return self.scale
+
+    @property
+    def ic_rows(self) -> int | None:
+        """Head rows IC runs over (the first ones); None = every row."""
+        return None
 
     @property
     def base_rows(self) -> int:

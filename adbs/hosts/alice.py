@@ -17,10 +17,10 @@ and the open choices in docs/hosts.md, "ALICE". Read top to bottom:
 6. Prediction: nearest class mean by cosine.
 
 Where ADBS enters (docs/hosts.md, a choice): m scales the head's cosines, s * (|m_c| cos t_c - M [c = y]),
-one m per head row, and IC runs over all head rows. The head lives in projector space while ALICE
-classifies in backbone space: the learned base m of the real base classes are carried to the class means
-in the space `space` names (backbone, as ALICE, by default), and the sessions' logits and boundary
-fine-tuning use the head's scale s.
+one m per head row and IC over all of them (`pair_boundaries`). The head lives in projector space while
+ALICE classifies in backbone space: the learned m of the real base classes are carried to the class
+means in the space `space` names (backbone, as ALICE, by default), and the sessions' boundary
+fine-tuning uses the head's scale s (`session_scale`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from adbs.config import Base, Config, ConfigError
+from adbs.config import Base, Config, ConfigError, NotBase
 from adbs.data import augment
 from adbs.hosts import Head, Host, Step, copy_means, register_host
 
@@ -57,6 +57,13 @@ class Options:
     """Mixing weights lambda ~ Beta(mix_beta, mix_beta), set to 0.5 outside [0.4, 0.6] (ALICE: 20)."""
     crop_scale: Base[tuple[float, ...]] = (0.2, 1.0)
     """Area range of the random resized crops of the views (ALICE: 0.2-1.0)."""
+    pair_boundaries: Base[bool] = True
+    """ADBS on the whole head: one learned m for every head row, mixed-pair and reserved rows included, and IC
+    over all rows (True); or m only for the real base classes, the other rows' logits at m = 1 and outside IC
+    (False). A choice: ALICE has no boundaries, and ADBS gives every class of the softmax one."""
+    session_scale: NotBase[float | None] = None
+    """Logit scale of the sessions' classifier (the boundary fine-tuning's CE; predictions do not depend on
+    it); None = s. A choice: ALICE's nearest-class-mean rule has no scale."""
     space: Base[str] = "backbone"
     """Features the sessions classify and validation uses (class means, with the base m carried over):
     backbone (ALICE's incremental NCM, main_inc_ncm.py) or projector (the head's space, where the base m
@@ -68,6 +75,8 @@ class Options:
         for name in ("proj_dim", "s", "views", "mix_beta"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"alice.{name} must be > 0, got {getattr(self, name)}")
+        if self.session_scale is not None and not self.session_scale > 0:
+            raise ConfigError(f"alice.session_scale must be > 0 or None (= s), got {self.session_scale}")
         if self.angular_margin < 0 or self.mix_times < 0:
             raise ConfigError("alice.angular_margin and alice.mix_times must be >= 0")
         if len(self.crop_scale) != 2 or not 0 < self.crop_scale[0] <= self.crop_scale[1] <= 1:
@@ -135,6 +144,14 @@ class ALICE(Host):
         return self.opt.s
 
     @property
+    def session_scale(self) -> float:
+        return self.opt.s if self.opt.session_scale is None else self.opt.session_scale
+
+    @property
+    def ic_rows(self) -> int | None:
+        return None if self.opt.pair_boundaries else self.n_base
+
+    @property
     def head_rows(self) -> int:
         """The real classes, the pairs of base classes and, reserved, the pairs of every standard session's
         classes (model_factory.py: total_num_of_cls), without class augmentation the real classes only."""
@@ -169,6 +186,9 @@ class ALICE(Host):
             with self.rt.autocast():
                 z = model.projector(model.backbone(self.rt.images(v)))
             logits = head.logits(z)  # s * |m| * cos over every head row
+            if not o.pair_boundaries:  # rows past the real base classes keep m = 1
+                fixed = o.s * F.linear(F.normalize(z.float(), dim=-1), F.normalize(head.weights[self.n_base:], dim=-1))
+                logits = torch.cat([logits[:, : self.n_base], fixed], 1)
             loss = loss + cosface_loss(logits, targets, o.s * o.angular_margin) / len(views)
             first = logits if first is None else first
         return Step(loss, first[: len(y), : self.n_base].detach(), y)

@@ -38,6 +38,7 @@ from adbs.data import augment
 from adbs.hosts import Head, Host, Step, copy_average, joint_labels, register_host
 
 FANTASIES = ("rotation2", "rot_color_perm12")
+PAIRINGS = ("copy", "official")
 
 
 @dataclass
@@ -67,6 +68,10 @@ class Options:
     """Area range of the global crops (SAVC: 0.9-1.0 on CIFAR100, 0.2-1.0 otherwise)."""
     small_scale: Base[tuple[float, ...]] = (0.2, 0.7)
     """Area range of the small crops (SAVC: 0.2-0.7 on CIFAR100, 0.05-0.14 otherwise)."""
+    small_pairing: Base[str] = "copy"
+    """Which key a small crop is contrasted with: copy (the key of its image under its own fantasy copy, with
+    that copy's joint label) or official (SAVC's helper.py/Network.py reshape, which pairs half of an
+    image's small crops with the key and label of the other copy; kept to reproduce it)."""
     constrained: Base[bool] = True
     """Small crops must overlap the key crop by 10% of their area (SAVC: -constrained_cropping)."""
 
@@ -78,6 +83,8 @@ class Options:
                 raise ConfigError(f"savc.{name} must be > 0, got {getattr(self, name)}")
         if not 0.0 <= self.key_momentum < 1.0:
             raise ConfigError(f"savc.key_momentum must be in [0, 1), got {self.key_momentum}")
+        if self.small_pairing not in PAIRINGS:
+            raise ConfigError(f"unknown savc.small_pairing {self.small_pairing!r}; valid choices: {', '.join(PAIRINGS)}")
         if self.small_crops < 0 or self.global_weight < 0 or self.small_weight < 0:
             raise ConfigError("savc.small_crops, savc.global_weight and savc.small_weight must be >= 0")
         for name in ("global_scale", "small_scale"):
@@ -114,6 +121,16 @@ def supcon_queue_loss(q: torch.Tensor, k: torch.Tensor, labels: torch.Tensor, qu
     negatives = torch.logsumexp(logits.masked_fill(positive, -math.inf), 1, keepdim=True)
     per_positive = F.softplus(negatives - logits)  # log(1 + sum_n e^{l_n - l_p}), stably
     return ((per_positive * positive).sum(1) / positive.sum(1)).mean()
+
+
+def small_crop_keys(images: int, crops: int, copies: int, pairing: str) -> torch.Tensor:
+    """The key (row of the keys, image-major, copy-minor) each small crop is contrasted with; small crops are
+    listed (image, crop, copy). `copy`: its own image and copy. `official`: SAVC's view(b, -1, dim) of that
+    list into rows of `crops` crops, row r against key r (zysong0113/SAVC models/savc/Network.py: forward)."""
+    n = torch.arange(images * crops * copies)
+    if pairing == "copy":
+        return (n // (crops * copies)) * copies + n % copies
+    return n // crops
 
 
 class SAVCModel(torch.nn.Module):
@@ -198,17 +215,17 @@ class SAVC(Host):
         queue, queue_labels = model.queue.clone(), model.queue_labels.clone()
         loss = loss + o.global_weight * supcon_queue_loss(q, k, yj, queue, queue_labels, o.contrast_temperature)
         if o.small_crops:
-            # Small crops of image i pair with the key of image i under the same copy (joint label y_i * M + j).
-            # SAVC's helper.py reshapes its small crops so that half of them meet the other copy's key; here
-            # each small crop of copy j meets copy j's key, the pairing its loss describes.
-            views = [self._contrast_view(x, augment.crop_boxes(b, h, w, o.small_scale, g,
-                                                               inside=k_boxes if o.constrained else None),
-                                         o.small_crop_size, g) for _ in range(o.small_crops)]
+            views = torch.stack([self._contrast_view(x, augment.crop_boxes(b, h, w, o.small_scale, g,
+                                                                           inside=k_boxes if o.constrained else None),
+                                                     o.small_crop_size, g).reshape(b, M, x.shape[1], o.small_crop_size,
+                                                                                   o.small_crop_size)
+                                 for _ in range(o.small_crops)], 1)  # (image, crop, copy, ...)
             with self.rt.autocast():
-                qs = model.projector(model.backbone(torch.cat(views)))
-            qs = F.normalize(qs.float(), dim=1)  # (crop, image, copy) order
-            loss = loss + o.small_weight * supcon_queue_loss(qs, k.repeat(o.small_crops, 1), yj.repeat(o.small_crops),
-                                                             queue, queue_labels, o.contrast_temperature)
+                qs = model.projector(model.backbone(self.rt.images(views.flatten(0, 2))))
+            qs = F.normalize(qs.float(), dim=1)
+            key_of = small_crop_keys(b, o.small_crops, M, o.small_pairing).to(qs.device)
+            loss = loss + o.small_weight * supcon_queue_loss(qs, k[key_of], yj[key_of], queue, queue_labels,
+                                                             o.contrast_temperature)
         model.enqueue(k, yj)
         return Step(loss, copy_average(logits.detach().view(b, M, -1)), y)
 
