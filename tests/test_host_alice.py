@@ -83,3 +83,25 @@ def test_head_rows_and_base_step_average_over_views():
     step = host.base_step(model, head, torch.randn(8, 3, 32, 32), torch.tensor([0, 1, 2, 3, 0, 1, 2, 3]),
                           torch.Generator().manual_seed(0))
     assert step.scores.shape == (8, 60) and torch.isfinite(step.loss)
+
+
+@pytest.mark.parametrize("pair_boundaries", [False, True])
+def test_boundaries_of_pair_rows_enter_only_when_asked(pair_boundaries):
+    cfg = from_dict({"host": "alice", "base_images_per_class": 4, "threads": 1, "alice.views": 1,
+                     "alice.pair_boundaries": pair_boundaries})
+    data = build_data(cfg)
+    from adbs.backbones import create_backbone
+    from adbs.loops import Runtime
+
+    rt = Runtime(cfg)
+    host = get_host("alice")(cfg, data, rt)
+    assert host.ic_rows == (None if pair_boundaries else 60)
+    torch.manual_seed(0)
+    model = host.build(rt.module(create_backbone(cfg.backbone))).eval()
+    x, y = torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 3])
+    losses = []
+    for pair_m in (0.5, 3.0):  # m of the real rows 0.5; of the pair and reserved rows 0.5 or 3
+        m = torch.full((len(model.head),), pair_m)
+        m[:60] = 0.5
+        losses.append(host.base_step(model, Head(model.head, m, host.scale), x, y, torch.Generator().manual_seed(0)).loss)
+    assert (losses[0].item() != pytest.approx(losses[1].item())) == pair_boundaries

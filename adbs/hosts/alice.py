@@ -17,10 +17,10 @@ and the open choices in docs/hosts.md, "ALICE". Read top to bottom:
 6. Prediction: nearest class mean by cosine.
 
 Where ADBS enters (docs/hosts.md, a choice): m scales the head's cosines, s * (|m_c| cos t_c - M [c = y]),
-one m per head row and IC over all of them (`pair_boundaries`). The head lives in projector space while
+one m per real base class and IC over them, the pair and reserved rows at m = 1 (`pair_boundaries`). The head lives in projector space while
 ALICE classifies in backbone space: the learned m of the real base classes are carried to the class
-means in the space `space` names (backbone, as ALICE, by default), and the sessions' boundary
-fine-tuning uses the head's scale s (`session_scale`).
+means in the space `space` names (backbone, as ALICE, by default), and the sessions classify them with
+ADBS's logits T * |m| * cos, T = Config.temperature as in the released ADBS sessions (`session_scale`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Options:
     proj_dim: Base[int] = 512
     """Width of the projector and of the head's input (ALICE: feat_dim 2048; narrower on CPU)."""
     s: Base[float] = 30.0
-    """Scale s of the angular head's logits (ALICE: loss_s 30); it also scales the session classifier."""
+    """Scale s of the angular head's logits (ALICE: loss_s 30)."""
     angular_margin: Base[float] = 0.4
     """CosFace margin M subtracted from the true class's cosine (ALICE: loss_m 0.4)."""
     views: Base[int] = 2
@@ -57,13 +57,15 @@ class Options:
     """Mixing weights lambda ~ Beta(mix_beta, mix_beta), set to 0.5 outside [0.4, 0.6] (ALICE: 20)."""
     crop_scale: Base[tuple[float, ...]] = (0.2, 1.0)
     """Area range of the random resized crops of the views (ALICE: 0.2-1.0)."""
-    pair_boundaries: Base[bool] = True
-    """ADBS on the whole head: one learned m for every head row, mixed-pair and reserved rows included, and IC
-    over all rows (True); or m only for the real base classes, the other rows' logits at m = 1 and outside IC
-    (False). A choice: ALICE has no boundaries, and ADBS gives every class of the softmax one."""
+    pair_boundaries: Base[bool] = False
+    """Learned m for the mixed-pair and reserved rows too, IC over every head row (True); or m only for the
+    real base classes, the other rows' logits at m = 1 and outside IC (False: the classes IC protects are the
+    ones the sessions keep, and IC over ALICE's 1950 CIFAR rows costs more than the rest of a CPU step).
+    A choice: ALICE has no boundaries."""
     session_scale: NotBase[float | None] = None
-    """Logit scale of the sessions' classifier (the boundary fine-tuning's CE; predictions do not depend on
-    it); None = s. A choice: ALICE's nearest-class-mean rule has no scale."""
+    """Logit scale of the sessions' classifier, ADBS's T * |m| * cos over class means (it sets the boundary
+    fine-tuning's CE; predictions do not depend on it); None = Config.temperature (ADBS's T = 16), as the
+    released ADBS sessions. A choice: ALICE's nearest-class-mean rule has no scale; s = 30 is its head's."""
     space: Base[str] = "backbone"
     """Features the sessions classify and validation uses (class means, with the base m carried over):
     backbone (ALICE's incremental NCM, main_inc_ncm.py) or projector (the head's space, where the base m
@@ -145,7 +147,7 @@ class ALICE(Host):
 
     @property
     def session_scale(self) -> float:
-        return self.opt.s if self.opt.session_scale is None else self.opt.session_scale
+        return self.cfg.temperature if self.opt.session_scale is None else self.opt.session_scale
 
     @property
     def ic_rows(self) -> int | None:
