@@ -13,9 +13,10 @@ pipeline; the table shows test accuracy per session (mean ± 95% CI over seeds) 
 against the same host without ADBS; hosts_sessions.png has one curve per row (a colour per host,
 dashed without ADBS). On CPU every row runs the calibrated CPU preset, so the table's first line
 names its one departure from the released code (boundary_lr_scale=0.1, docs/boundary-dynamics.md).
-Time: default run (6 rows x seeds 0 1 = 12 trials, 2 at a time) 8-9 min wall on an idle 2-core CPU
-(README); --smoke ~2 min; the paper presets take hours per trial on one GPU (SAVC's CIFAR100 setting
-is 600 epochs).
+Time: default run (6 rows x seeds 0 1 = 12 trials, 2 at a time; a SAVC or ALICE trial is 4-5x a baseline
+trial) 12.5 min wall on this project's 2-core CPU with another job beside it (README); --seeds 0 about
+half; --smoke ~1.5 min; the paper presets take hours per trial on one GPU (SAVC's CIFAR100 setting is
+600 epochs).
 Writes <storage>/hosts/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 hosts_sessions.png; MLflow experiment 'hosts'.
 """
@@ -57,7 +58,7 @@ plan = study.Plan(
     baseline=spaces.baselines(args.hosts),
     order=list(rows),
     cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs)
-    est_trial_s=60,
+    est_trial_s=110,  # mean over the rows, one thread each, two trials at a time
 )
 out = study.run(plan, args)
 out.finish([figures.host_curves(out.sessions, out.dir / "hosts_sessions.png", order=plan.order)])

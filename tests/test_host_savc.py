@@ -101,3 +101,17 @@ def test_small_crops_meet_their_own_copys_key_or_savcs_pairing_by_hand():
     # SAVC's reshape: rows of 2 crops against key rows 0 (copy 0) and 1 (copy 1): half meet the other copy
     assert small_crop_keys(1, 2, 2, "official").tolist() == [0, 0, 1, 1]
     assert small_crop_keys(2, 1, 2, "copy").tolist() == [0, 1, 2, 3]
+
+
+def test_queue_is_a_ring_of_keys_with_their_labels():
+    from adbs.hosts.savc import SAVCModel
+
+    backbone = torch.nn.Linear(3, 3)
+    backbone.out_dim = 3
+    model = SAVCModel(backbone, torch.nn.Parameter(torch.zeros(2, 3)), proj_dim=2, queue_size=3)
+    keys = torch.eye(2)[[0, 1, 0, 1, 0]]
+    model.enqueue(keys[:2], torch.tensor([7, 8]))
+    model.enqueue(keys[2:4], torch.tensor([9, 10]))  # wraps: slot 2, then slot 0
+    assert model.queue_labels.tolist() == [10, 8, 9] and int(model.queue_ptr) == 1
+    model.enqueue(torch.eye(2)[[0, 1, 0, 1]], torch.tensor([1, 2, 3, 4]))  # more keys than slots: the last 3
+    assert sorted(model.queue_labels.tolist()) == [2, 3, 4] and int(model.queue_ptr) == 2

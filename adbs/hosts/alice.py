@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from adbs.boundary import boundary_logits, cosine
 from adbs.config import Base, Config, ConfigError, NotBase
 from adbs.data import augment
 from adbs.hosts import Head, Host, Step, copy_means, register_host
@@ -123,16 +124,19 @@ def cosface_loss(logits: torch.Tensor, y: torch.Tensor, penalty: float) -> torch
 
 
 class AliceModel(torch.nn.Module):
-    def __init__(self, backbone: torch.nn.Module, head: torch.nn.Parameter, proj_dim: int):
+    def __init__(self, backbone: torch.nn.Module, proj_dim: int, rows: int, device: torch.device):
         super().__init__()
         d = backbone.out_dim
         self.backbone = backbone
-        self.head = head
         # model_factory.py: projection_MLP with num_proj_layers 2 = layer1 + layer3
         self.projector = torch.nn.Sequential(
             torch.nn.Linear(d, proj_dim), torch.nn.BatchNorm1d(proj_dim), torch.nn.ReLU(inplace=True),
             torch.nn.Linear(proj_dim, proj_dim), torch.nn.BatchNorm1d(proj_dim, affine=False),
-        ).to(head.device)
+        ).to(device)
+        # The angular head (angular_fc, xavier): rows after the base classes stand for mixed pairs and
+        # reserved classes, and enter every softmax.
+        self.head = torch.nn.Parameter(torch.empty(rows, proj_dim, device=device))
+        torch.nn.init.xavier_uniform_(self.head)
 
 
 @register_host
@@ -165,12 +169,7 @@ class ALICE(Host):
 
     # -- 1. parts --------------------------------------------------------------------------------------
     def build(self, backbone: torch.nn.Module) -> torch.nn.Module:
-        # The projector is made first, then the head (xavier, as angular_fc); rows after the base classes
-        # stand for mixed pairs and reserved classes, and enter every softmax.
-        model = AliceModel(backbone, torch.nn.Parameter(torch.empty(0, device=self.rt.device)), self.opt.proj_dim)
-        model.head = torch.nn.Parameter(torch.empty(self.head_rows, self.opt.proj_dim, device=self.rt.device))
-        torch.nn.init.xavier_uniform_(model.head)
-        return model
+        return AliceModel(backbone, self.opt.proj_dim, self.head_rows, self.rt.device)
 
     # -- 2. views --------------------------------------------------------------------------------------
     def _view(self, x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
@@ -187,10 +186,13 @@ class ALICE(Host):
         for v in views:
             with self.rt.autocast():
                 z = model.projector(model.backbone(self.rt.images(v)))
-            logits = head.logits(z)  # s * |m| * cos over every head row
-            if not o.pair_boundaries:  # rows past the real base classes keep m = 1
-                fixed = o.s * F.linear(F.normalize(z.float(), dim=-1), F.normalize(head.weights[self.n_base:], dim=-1))
-                logits = torch.cat([logits[:, : self.n_base], fixed], 1)
+            if o.pair_boundaries:
+                logits = head.logits(z)  # s * |m| * cos over every head row
+            else:  # s * |m| * cos over the real base classes; the other rows keep m = 1
+                n = self.n_base
+                logits = torch.cat([boundary_logits(z.float(), head.weights[:n], head.margins[:n], head.scale,
+                                                    absolute=head.absolute),
+                                    head.scale * cosine(z.float(), head.weights[n:])], 1)
             loss = loss + cosface_loss(logits, targets, o.s * o.angular_margin) / len(views)
             first = logits if first is None else first
         return Step(loss, first[: len(y), : self.n_base].detach(), y)

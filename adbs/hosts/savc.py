@@ -158,11 +158,13 @@ class SAVCModel(torch.nn.Module):
 
     @torch.no_grad()
     def enqueue(self, keys: torch.Tensor, labels: torch.Tensor) -> None:
-        n, size = len(keys), len(self.queue)
-        at = (int(self.queue_ptr) + torch.arange(n, device=keys.device)) % size
-        self.queue[at] = keys[-size:] if n > size else keys
-        self.queue_labels[at] = labels[-size:] if n > size else labels
-        self.queue_ptr.fill_((int(self.queue_ptr) + n) % size)
+        """Write the keys over the oldest entries (a ring, as Network.py: _dequeue_and_enqueue)."""
+        n, size, ptr = len(keys), len(self.queue), int(self.queue_ptr)
+        skip = max(n - size, 0)  # more keys than slots: the last `size` of them are the ones kept
+        at = (ptr + skip + torch.arange(n - skip, device=keys.device)) % size
+        self.queue[at] = keys[skip:]
+        self.queue_labels[at] = labels[skip:]
+        self.queue_ptr.fill_((ptr + n) % size)
 
 
 @register_host
