@@ -39,7 +39,7 @@ from adbs.boundary import boundary_logits, finetune_boundaries, init_new_boundar
 from adbs.config import Config
 from adbs.data import FSCILData, make_loader
 from adbs.data.augment import batch_generator
-from adbs.hosts import Head, Host, get_host, joint_labels
+from adbs.hosts import Head, Host, create_host, joint_labels
 from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, prediction_stats,
                           session_accuracies, trial_summary)
 from adbs.state import BaseSession, TrialResult, base_state
@@ -115,10 +115,6 @@ class Runtime:
 
     def autocast(self):
         return torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else nullcontext()
-
-
-def create_host(cfg: Config, data: FSCILData, rt: Runtime) -> Host:
-    return get_host(cfg.host)(cfg, data, rt)
 
 
 def _check_finite(what: str, value: torch.Tensor, where: str) -> None:

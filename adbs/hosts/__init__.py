@@ -3,6 +3,7 @@
     HOSTS: dict[str, type[Host]]      registry: baseline, savc, alice (every module of this package)
     register_host(cls)                 class decorator; a duplicate name raises
     get_host(name) -> type[Host]       an unknown name raises ConfigError listing the hosts
+    create_host(cfg, data, rt) -> Host the host of cfg.host
     host_names() -> tuple[str, ...]
 
 What a host supplies and what the trainer (adbs/loops.py) does with it
@@ -84,6 +85,11 @@ def get_host(name: str) -> type["Host"]:
     if name not in HOSTS:
         raise ConfigError(f"unknown host {name!r}; valid choices: {', '.join(host_names())}")
     return HOSTS[name]
+
+
+def create_host(cfg: Config, data: "FSCILData", rt: "Runtime") -> "Host":
+    """The host `cfg.host` names, for this config, data and runtime."""
+    return get_host(cfg.host)(cfg, data, rt)
 
 
 @dataclass
