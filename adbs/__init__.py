@@ -3,7 +3,7 @@
 Plug-in API (pure tensor functions, for any FSCIL code base):
     boundary_logits, inter_class_constraint, init_new_boundaries, finetune_boundaries
 Pipeline:
-    Config, preset, run_trial (see adbs.train), build_data (see adbs.data)
+    Config, preset, run_trial (see adbs.trial), build_data (see adbs.data); host methods: adbs.hosts
 """
 
 from adbs.boundary import boundary_logits, finetune_boundaries, init_new_boundaries, inter_class_constraint
@@ -26,7 +26,7 @@ __all__ = [
 
 
 def run_trial(*args, **kwargs):
-    """adbs.train.run_trial, imported lazily so the plug-in API stays light."""
-    from adbs.train import run_trial as _run_trial
+    """adbs.trial.run_trial, imported lazily so the plug-in API stays light."""
+    from adbs.trial import run_trial as _run_trial
 
     return _run_trial(*args, **kwargs)

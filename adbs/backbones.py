@@ -1,6 +1,6 @@
 """Backbone registry: a string picks the feature extractor f of f(x) -> [B, out_dim].
 
-    BACKBONES: dict[str, Callable[..., nn.Module]]      convnet, resnet12, resnet18, resnet20
+    BACKBONES: dict[str, Callable[..., nn.Module]]      convnet, resnet12, resnet18, resnet18_cifar, resnet20
     register_backbone(name)                             decorator; a duplicate name raises
     create_backbone(name, *, pretrained=None, **kw)     build, then optionally load a local state_dict
 
@@ -234,6 +234,25 @@ class ResNet18(torchvision.models.ResNet):
 @register_backbone("resnet18")
 def resnet18() -> ResNet18:
     return ResNet18()
+
+
+class ResNet18Cifar(ResNet18):
+    """ResNet-18 for 32x32 inputs: a 3x3 stride-1 stem and no max-pooling (32x32 -> 4x4 before pooling).
+
+    The CIFAR ResNet-18 of ALICE (CanPeng123/FSCIL_ALICE alice/model/resnet_CIFAR.py), which it also
+    uses on miniImageNet; torchvision's block names, so its other layers load ImageNet weights as is.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
+        nn.init.kaiming_normal_(self.conv1.weight, mode="fan_out", nonlinearity="relu")  # as torchvision's convs
+        self.maxpool = nn.Identity()
+
+
+@register_backbone("resnet18_cifar")
+def resnet18_cifar() -> ResNet18Cifar:
+    return ResNet18Cifar()
 
 
 # --- resnet20 ----------------------------------------------------------------------------

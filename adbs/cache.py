@@ -1,11 +1,13 @@
 """Base-session reuse: train a base session once, reuse it in every trial that needs it.
 
 A base session is identified by everything that determines it (`base_key`):
-the data that the base session sees, the backbone, the base-session variant
-flags, alpha, optimiser settings, epochs, seed, device kind and a version of
-the training code. Fields that only act on incremental sessions (ways, shots,
-sessions, fine-tuning epochs/lr, new-boundary init, ...) are not part of it,
-so e.g. every cell of a k-shot grid shares one base session.
+every Config field declared Base[...] in adbs/config.py (the data that the base
+session sees, the backbone, the host method and its base options, the variant
+flags, alpha, optimiser settings, epochs, seed, ...), the device kind and a
+version of the training code. Fields declared NotBase[...] act only on
+incremental sessions (ways, shots, sessions, fine-tuning epochs/lr,
+new-boundary init, ...) or on speed, so e.g. every cell of a k-shot grid shares
+one base session.
 
 Entries are written atomically (temporary file + rename) with a SHA-256 of
 the payload in a manifest; an entry whose payload does not match its manifest
@@ -46,31 +48,39 @@ from typing import Any
 import torch
 
 from adbs import storage
-from adbs.config import Config
+from adbs.config import Config, shapes_base
+from adbs.state import BaseSession, base_state
 
-# Bump when a change to adbs.train alters what a base session produces.
-BASE_CODE_VERSION = "2"  # 2: channels_last on CPU too (float rounding differs)
+# Bump when a change to adbs/loops.py or a host alters what a base session produces.
+BASE_CODE_VERSION = "3"  # 3: host methods (adbs/hosts/); 2: channels_last on CPU too (float rounding differs)
 
-# Fields that determine the base session (method.md: base training, prototype replacement).
-# Everything else acts only on incremental sessions or on speed, not on numbers.
-BASE_FIELDS = (
-    "dataset", "data_root", "index_list", "split_seed", "val_fraction", "base_images_per_class", "synthetic_seed",
-    "synthetic_version",
-    "backbone", "pretrained", "temperature", "abs_margin", "ic_reduction", "margin_weight_decay",
-    "base_epochs", "base_lr", "schedule", "gamma", "batch_size", "momentum", "weight_decay", "seed",
-    "boundary_lr_scale", "boundary_warmup_epochs",
-)  # fmt: skip
+
+def base_fields() -> tuple[str, ...]:
+    """The Config fields declared Base[...]: everything that determines a base session (adbs/config.py)."""
+    return tuple(name for name, base in shapes_base(Config).items() if base)
+
+
+BASE_FIELDS = base_fields()
 
 
 def base_key(cfg: Config, device_kind: str) -> str:
-    """Stable hash of everything that determines the base session of `cfg`."""
-    fields: dict[str, Any] = {k: getattr(cfg, k) for k in BASE_FIELDS}
-    fields["milestones"] = list(cfg.milestones) if cfg.schedule == "milestones" else None
+    """Stable hash of everything that determines the base session of `cfg`.
+
+    The fields are those Config declares Base[...]; a few enter in the form that decides the numbers, so
+    configs that train the same base session share it: the variant as "are boundaries learned", alpha and
+    the IC reduction only when IC is on, milestones only under the milestones schedule, the device as its
+    resolved kind, AMP only on CUDA, and of the host's options those its Options declares Base[...].
+    """
+    fields: dict[str, Any] = {k: getattr(cfg, k) for k in base_fields()}
+    del fields["variant"], fields["device"]
     fields["learn_margins"] = cfg.learn_margins
     fields["alpha"] = cfg.effective_alpha
     fields["ic_reduction"] = cfg.ic_reduction if cfg.effective_alpha else None
+    fields["milestones"] = list(cfg.milestones) if cfg.schedule == "milestones" else None
     fields["device_kind"] = device_kind  # CPU and GPU (AMP) numbers differ
     fields["amp"] = cfg.amp if device_kind == "cuda" else False
+    options = cfg.options
+    fields["host_options"] = {k: getattr(options, k) for k, base in shapes_base(type(options)).items() if base}
     fields["code_version"] = BASE_CODE_VERSION
     blob = json.dumps(fields, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
@@ -88,15 +98,11 @@ class BaseCache:
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
-        from adbs.train import BaseSession
-
         state = self._read(key)
         return None if state is None else BaseSession(**state)
 
     def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
-        from adbs.train import _base_state
-
-        self._write(key, _base_state(base), meta)
+        self._write(key, base_state(base), meta)
 
     def features(self, key: str, name: str, indices, compute: Callable[[], tuple[torch.Tensor, torch.Tensor]]):
         """(features, labels) of the images `indices` under base session `key`'s frozen backbone.

@@ -3,11 +3,14 @@
     python -m adbs.run --variant adb+ic --alpha 0.05            # embedded benchmark, CPU preset
     python -m adbs.run --preset cifar100 --data-root ~/data      # the paper's CIFAR100 settings
     python -m adbs.run --preset smoke --out smoke.json            # seconds, for a quick check
+    python -m adbs.run --host savc --variant baseline             # another host method, without ADBS
+    python -m adbs.run --host alice --alice.mix-times 4            # a host's option (--help lists them)
 
 Prints one line per base epoch and per session, then a per-session table,
 and writes the full result (config, curves, sessions, boundaries, summary) as
-JSON to --out (default results/run-<variant>-seed<seed>.json). Every Config
-field is an option (`--help` lists them with their docstrings).
+JSON to --out (default results/run-[<host>-]<variant>-seed<seed>.json). Every Config
+field is an option, and every host's options as --<host>.<option> (`--help` lists them
+with their docstrings).
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import math
 import os
 import sys
 import time
+import typing
 from pathlib import Path
 
-from adbs.config import FIELDS, PRESETS, ConfigError, field_doc, from_dict, resolve
+from adbs.config import _HINTS, FIELDS, PRESETS, ConfigError, field_doc, from_dict, option_keys, resolve
+from adbs.hosts import get_host, host_names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,8 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one ADBS trial (base session + all incremental sessions) and print its per-session table.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); options below override it "
-                   "(--dataset NAME with the default preset picks the paper preset of that name, as in the studies)")
+    p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); with --host, that host's "
+                                                   "version of it (e.g. --host savc --preset cifar100 = savc_cifar100); "
+                                                   "--dataset NAME with the default preset picks the paper preset of "
+                                                   "that name, as in the studies; options below override it")
     p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
     p.add_argument("--quiet", action="store_true", help="print only the final table")
     cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
@@ -40,10 +47,27 @@ def build_parser() -> argparse.ArgumentParser:
             dest=name,
             default=None,
             nargs="+" if name == "milestones" else None,
-            metavar=str(f.type).replace("'", "").upper() if name != "milestones" else "EPOCH",
-            help=f"{field_doc(name)} [default: {f.default!r}]",
+            metavar=_metavar(_HINTS[name]) if name != "milestones" else "EPOCH",
+            help=f"{field_doc(name)} [default: {f.default!r}]".replace("%", "%%"),
+        )
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(get_host(h).Options).items()}
+    for key, f in option_keys().items():
+        host, option = key.split(".", 1)
+        if host not in groups:
+            groups[host] = p.add_argument_group(f"options of host {host} (with --host {host}; adbs/hosts/{host}.py)")
+        groups[host].add_argument(
+            f"--{host}.{option.replace('_', '-')}", dest=key, default=None,
+            nargs="+" if typing.get_origin(hints[key]) is tuple else None,
+            metavar="VALUE" if typing.get_origin(hints[key]) is tuple else _metavar(hints[key]),
+            help=f"{field_doc(key)} [default: {f.default!r}]".replace("%", "%%"),
         )
     return p
+
+
+def _metavar(tp) -> str:
+    """INT, FLOAT, STR | NONE, ... of a field's type (its Base/NotBase marker left out)."""
+    return (tp.__name__ if isinstance(tp, type) else str(tp)).upper()
 
 
 def format_table(result) -> str:
@@ -86,23 +110,27 @@ def _fmt(v: float, digits: int = 2) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    overrides = {k: getattr(args, k) for k in FIELDS if getattr(args, k) is not None}
+    keys = [*FIELDS, *option_keys()]
+    overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     try:
         cfg = from_dict(resolve(args.preset, None, overrides)).validate()
         from adbs.data import check_data
 
         check_data(cfg)
-        out = Path(args.out or f"results/run-{cfg.variant}-seed{cfg.seed}.json").resolve()
+        who = "" if cfg.host == "baseline" else f"{cfg.host}-"
+        out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
         _check_writable(out)
     except (ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from adbs.train import Hooks, run_trial
+    from adbs.loops import Hooks
+    from adbs.trial import run_trial
 
     log = None if args.quiet else (lambda s: print(s, flush=True))
     if log:
-        log(f"ADBS {cfg.variant} on {cfg.dataset} ({cfg.backbone}), seed {cfg.seed}, split seed {cfg.split_seed}")
+        log(f"ADBS {cfg.variant} in host {cfg.host} on {cfg.dataset} ({cfg.backbone}), seed {cfg.seed}, "
+            f"split seed {cfg.split_seed}")
     t0 = time.perf_counter()
     result = run_trial(cfg, hooks=Hooks(log=log))
     print(format_table(result))

@@ -138,6 +138,8 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
         return [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]
     if study == "kshot_grid":
         return figures.kshot_curves(sessions, folder)
+    if study == "hosts":
+        return [figures.host_curves(sessions, folder / "hosts_sessions.png", order=order)]
     if study == "boundary":
         return [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session"),
                 figures.boundary_histograms(trials, folder / "boundary_histograms.png", order=order)]

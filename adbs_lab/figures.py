@@ -98,3 +98,32 @@ def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | 
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
+
+
+def host_curves(sessions: pd.DataFrame, path: Path, *, order: list[str] | None = None,
+                metric: str = "test_acc") -> Path:
+    """The hosts study's figure: one curve per row (mean over seeds), a colour per host, dashed without
+    ADBS and solid with it (rows `<host>` and `<host>+ADBS`)."""
+    plt = _plt()
+    s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
+    labels = list(dict.fromkeys(s["label"])) if len(s) else []
+    if order:
+        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    hosts = list(dict.fromkeys(lab.removesuffix("+ADBS") for lab in labels))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for lab in labels:
+        host = lab.removesuffix("+ADBS")
+        curve = s[s["label"] == lab].groupby("session")[metric].mean()
+        ax.plot(curve.index, curve.values, "o-" if lab.endswith("+ADBS") else "s--", color=f"C{hosts.index(host)}",
+                label=lab)
+    if len(s):
+        ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
+        ax.legend(fontsize=8)
+    ax.set_xlabel("session (0 = base)")
+    ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
+    ax.set_title("hosts: each method without (dashed) and with ADBS (solid)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

@@ -1,6 +1,6 @@
 """Metric names are contracts: one place defines them, study, tuner, tracker and tables import them.
 
-- `base/<k>`    one value per base epoch, MLflow step = epoch (1-based, as adbs.train reports it);
+- `base/<k>`    one value per base epoch, MLflow step = epoch (1-based, as adbs.loops reports it);
 - `session/<k>` one value per session, MLflow step = session index (0 = base session);
 - `summary/<k>` once per trial.
 

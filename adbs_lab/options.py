@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from adbs.config import PRESETS, ConfigError, resolve
+from adbs.config import PRESETS, ConfigError, preset_for, resolve
 from adbs_lab import paths
 
 PRUNERS = ("median", "halving", "hyperband", "none")
@@ -48,6 +48,8 @@ class StudyOptions:
     """Named Config preset (adbs.config.PRESETS); --smoke means the smoke preset."""
     overrides: tuple[tuple[str, str], ...] = ()
     """--set KEY=VALUE pairs, in order, as typed (adbs.config coerces and checks them)."""
+    host: str | None = None
+    """--host NAME: shortcut for --set host=NAME (the FSCIL method ADBS plugs into; its version of the preset)."""
     dataset: str | None = None
     """--dataset NAME: shortcut for --set dataset=NAME (the paper preset of that name with the default preset)."""
     data_root: str | None = None
@@ -96,14 +98,21 @@ class StudyOptions:
         return "" if self.name is None else f"-{self.name}"
 
     def config_overrides(self) -> dict[str, str]:
-        """--dataset, --data-root, then --set, as one dict (later wins), for adbs.config.resolve."""
+        """--host, --dataset, --data-root, then --set, as one dict (later wins), for adbs.config.resolve."""
         out: dict[str, str] = {}
+        if self.host:
+            out["host"] = self.host
         if self.dataset:
             out["dataset"] = self.dataset
         if self.data_root:
             out["data_root"] = self.data_root
         out.update(dict(self.overrides))
         return out
+
+    @property
+    def preset_name(self) -> str:
+        """The preset the flags pick: smoke with --smoke, a paper preset for --dataset NAME, else --preset."""
+        return "smoke" if self.smoke else preset_for(self.preset, self.config_overrides().get("dataset"))
 
     def base_config(self, study_defaults: dict[str, Any] | None = None) -> dict[str, Any]:
         """The study's base config: adbs.config.resolve(preset < study defaults < overrides)."""
@@ -155,6 +164,9 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
                    help="named Config preset (adbs.config.PRESETS); default cpu = embedded benchmark on CPU")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any Config field, repeatable (e.g. --set base_epochs=20)")
+    g.add_argument("--host", help="host method ADBS plugs into (adbs/hosts/: baseline, savc, alice): its version of "
+                                  "--preset/--dataset (e.g. savc_cpu, savc_cifar100); host options with "
+                                  "--set <host>.<option>=VALUE (python -m adbs.run --help lists them)")
     g.add_argument("--dataset", help="shortcut for --set dataset=NAME (paper preset of that name when one exists)")
     g.add_argument("--data-root", help="shortcut for --set data_root=DIR")
     g.add_argument("--smoke", action="store_true", help="preset smoke and a tiny study: seconds, end to end")
@@ -215,11 +227,11 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     num_samples = getattr(ns, "num_samples", None)
     if num_samples is None and d.num_samples is not None:
         num_samples = d.smoke_num_samples if ns.smoke and d.smoke_num_samples else d.num_samples
-    shared = {"preset", "overrides", "dataset", "data_root", "smoke", "seeds", "num_samples", "pruner",
+    shared = {"preset", "overrides", "host", "dataset", "data_root", "smoke", "seeds", "num_samples", "pruner",
               "sampler_seed", "resume", "no_cache", "max_failures", "checkpoint_every", "name", "cpus_per_trial",
               "gpus_per_trial", "max_concurrent", "address", "storage", "optuna_storage", "tracking_uri", "_defaults"}
     opts = StudyOptions(
-        preset=ns.preset, overrides=tuple(pairs), dataset=ns.dataset, data_root=ns.data_root, smoke=ns.smoke,
+        preset=ns.preset, overrides=tuple(pairs), host=ns.host, dataset=ns.dataset, data_root=ns.data_root, smoke=ns.smoke,
         seeds=tuple(seeds), num_samples=num_samples, pruner=ns.pruner, sampler_seed=ns.sampler_seed,
         resume=ns.resume, cache=not ns.no_cache, max_failures=ns.max_failures, checkpoint_every=ns.checkpoint_every,
         name=ns.name, cpus_per_trial=ns.cpus_per_trial, gpus_per_trial=ns.gpus_per_trial,

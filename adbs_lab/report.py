@@ -24,12 +24,20 @@ from adbs_lab.records import CONFIG_COLUMNS
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
-# docs/method.md, "Paper results worth regenerating": top-1 % after sessions 0..N and the average.
-# None = not given there. Keys are this platform's ablation row labels.
+# docs/method.md, "Paper results worth regenerating", and docs/hosts.md, the paper's CIFAR100 rows: top-1 %
+# after sessions 0..N and the average. None = not given there. Keys are this platform's row labels: the
+# ablation's (baseline, adb, adb+ic) and the hosts study's (<host> and <host>+ADBS; the baseline host with
+# ADBS is adb+ic).
+_CIFAR_ADBS = {"sessions": [79.93, 75.22, 71.11, 65.99, 62.46, 58.38, 55.96, 53.72, 51.15], "avg": 63.77}
 PAPER: dict[str, dict[str, dict[str, Any]]] = {
     "cifar100": {
         "baseline": {"sessions": [73.92, 67.14, 63.71, 60.07, 57.10, 54.85, 52.52, 50.49, 48.60], "avg": 58.71},
-        "adb+ic": {"sessions": [79.93, 75.22, 71.11, 65.99, 62.46, 58.38, 55.96, 53.72, 51.15], "avg": 63.77},
+        "adb+ic": _CIFAR_ADBS,
+        "baseline+ADBS": _CIFAR_ADBS,
+        "SAVC": {"sessions": [78.60, 72.95, 68.73, 64.59, 61.41, 58.46, 56.29, 54.40, 52.19], "avg": 63.07},
+        "SAVC+ADBS": {"sessions": [85.13, 80.39, 77.07, 72.61, 69.54, 66.54, 64.70, 62.72, 60.60], "avg": 71.03},
+        "ALICE": {"sessions": [80.37, 72.34, 67.67, 63.61, 61.11, 58.53, 57.40, 55.43, 53.46], "avg": 63.32},
+        "ALICE+ADBS": {"sessions": [80.12, 74.11, 70.51, 66.72, 63.90, 61.25, 60.00, 58.07, 56.00], "avg": 65.63},
     },
     "mini_imagenet": {
         "baseline": {"sessions": [74.80] + [None] * 7 + [50.81], "avg": 60.25},
@@ -41,7 +49,7 @@ PAPER: dict[str, dict[str, dict[str, Any]]] = {
         "adb+ic": {"sessions": [79.99] + [None] * 9 + [59.65], "avg": 67.12},
     },
 }
-PAPER_SOURCE = "ADBS (AAAI 2025), as quoted in docs/method.md"
+PAPER_SOURCE = "ADBS (AAAI 2025), as quoted in docs/method.md and docs/hosts.md"
 
 
 class ReportError(LookupError):
@@ -54,7 +62,7 @@ class Study:
     name: str
     sessions: pd.DataFrame
     trials: pd.DataFrame
-    baseline: str | None
+    baseline: str | dict[str, str] | None
     order: list[str] | None
 
     @property
@@ -168,7 +176,10 @@ def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
     tags = parent.data.tags
     if "adbs.order" in tags or "adbs.baseline" in tags:
         order = json.loads(tags["adbs.order"]) if tags.get("adbs.order") else None
-        return tags.get("adbs.baseline") or None, order
+        baseline = tags.get("adbs.baseline") or None
+        if baseline and baseline.startswith("{"):  # {row: reference row} (the hosts study)
+            baseline = json.loads(baseline)
+        return baseline, order
     try:
         import importlib
 
@@ -176,7 +187,7 @@ def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
     except ImportError:
         return None, None
     rows = getattr(mod, "ROWS", None)
-    return getattr(mod, "BASELINE", None), (list(rows) if rows else None)
+    return getattr(mod, "BASELINE", None), (list(rows) if isinstance(rows, dict) else None)
 
 
 def load_study(client, ref: str) -> Study:

@@ -33,12 +33,14 @@ def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
     return mean, float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
 
 
-def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | None = None,
+def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
                 order: list[str] | None = None, label: str = LABEL) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`).
 
     Cells are mean over seeds (trials) of `metric` in percent, with the 95% CI half-width
-    (t-distribution) when a row has several seeds. Only COMPLETE trials count.
+    (t-distribution) when a row has several seeds. Only COMPLETE trials count. `baseline` is one
+    row every row is compared with, or {row: its reference row} (the hosts study: each host with
+    ADBS against the same host without); rows without a reference get no Delta_last.
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
     if s.empty:
@@ -60,9 +62,11 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
         last_col = max(c for c in t.columns if t[c].notna().any())
         last_of[lab] = ci95(list(t[last_col]))[0]
         out.append(row)
-    if baseline is not None and baseline in last_of:
+    reference = baseline if isinstance(baseline, dict) else {lab: baseline for lab in labels} if baseline else {}
+    if any(ref in last_of for ref in reference.values()):
         for row in out:
-            row["delta_last"] = last_of[row["config"]] - last_of[baseline]
+            ref = reference.get(row["config"])
+            row["delta_last"] = last_of[row["config"]] - last_of[ref] if ref in last_of else math.nan
     return pd.DataFrame(out)
 
 

@@ -48,8 +48,8 @@ class Plan:
     """Named rows of Config overrides (a grid axis `row`), for studies that are not a product."""
     cpu_defaults: dict[str, Any] = field(default_factory=dict)
     """Config overrides applied on the default CPU preset only, to fit the CPU budget."""
-    baseline: str | None = None
-    """Label of the baseline row (Delta_last column)."""
+    baseline: str | dict[str, str] | None = None
+    """Label of the baseline row (Delta_last column), or {row: its reference row}."""
     order: list[str] | None = None
     """Row order of the paper table."""
     points_to_evaluate: list[dict] | None = None
@@ -57,7 +57,7 @@ class Plan:
     est_trial_s: float = 45.0
     """Rough seconds per trial on the default CPU preset, 2 trials sharing 2 cores (printed estimate)."""
     trial_fn: Callable | None = None
-    """Test hook: replaces adbs.train.run_trial inside the trainable."""
+    """Test hook: replaces adbs.trial.run_trial inside the trainable."""
 
 
 # -- prepare ----------------------------------------------------------------------------------------
@@ -473,7 +473,8 @@ def launch(p: Prepared) -> Launched:
             # object store: the staging SQLite file is temporary; name the uploaded copy
             "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
                                     else p.optuna_url),
-            "adbs.baseline": plan.baseline or "", "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
+            "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
+            "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, study_dir=p.dir, run_name=run_name,
                                      tags=tags, varying=p.varying, rows=plan.rows, resume=opts.resume,

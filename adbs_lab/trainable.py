@@ -26,10 +26,10 @@ NODE_ID_KEY = "ray_node_id"
 def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None,
                    trial_fn: Callable | None = None, cache_dir: str | None = None,
                    checkpoint_every: int = 5) -> Callable[[dict[str, Any]], None]:
-    """`trial_fn(cfg, hooks=..., cache=..., resume=...)` defaults to adbs.train.run_trial (tests may pass a fake).
+    """`trial_fn(cfg, hooks=..., cache=..., resume=...)` defaults to adbs.trial.run_trial (tests may pass a fake).
 
     cache_dir: base-session cache shared by the study's trials (None = --no-cache).
-    Checkpoints: the trial state from adbs.train's on_checkpoint hook is attached to the
+    Checkpoints: the trial state from adbs.loops's on_checkpoint hook is attached to the
     next report; a trial restarted by Ray Tune (FailureConfig) resumes from the latest one.
     A NaN/inf loss or boundary (NumericalError) ends the trial as FAILED with its reason, not as an
     error Tune would retry: it would fail the same way again.
@@ -40,7 +40,7 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
         import torch
         from ray import tune
 
-        from adbs.train import Hooks
+        from adbs.loops import Hooks
 
         # Ray sets OMP_NUM_THREADS only when unset; torch's pool must follow the trial's CPUs.
         torch.set_num_threads(threads)
@@ -77,11 +77,11 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
             with ckpt.as_directory() as d:
                 resume = torch.load(os.path.join(d, CHECKPOINT_FILE), map_location="cpu", weights_only=False)
 
-        from adbs.train import NumericalError
+        from adbs.loops import NumericalError
 
         fn = trial_fn
         if fn is None:
-            from adbs.train import run_trial as fn
+            from adbs.trial import run_trial as fn
         hooks = Hooks(on_base_epoch=on_base_epoch, on_session=on_session, on_checkpoint=on_checkpoint,
                       checkpoint_every=checkpoint_every)
         cache = None
@@ -128,7 +128,7 @@ def _inject_fault(cfg, epoch: int) -> None:
         return
     import json
 
-    from adbs.train import NumericalError
+    from adbs.loops import NumericalError
 
     f = json.loads(spec)
     if f.get("nan_seed") == cfg.seed:

@@ -4,7 +4,7 @@
     python bench/calibrate_benchmark.py --version 1              # the original benchmark, for comparison
     python bench/calibrate_benchmark.py --set variant=adb+ic     # the same figures for another config
 
-Runs the full pipeline (`adbs.train.run_trial`, no Ray) once per seed (Config.seed and split_seed
+Runs the full pipeline (`adbs.trial.run_trial`, no Ray) once per seed (Config.seed and split_seed
 together, as the studies' seeds) and prints, per seed and as a mean, the figures the benchmark is
 calibrated on, next to their targets: base-session test accuracy, last-session test accuracy,
 PD (performance drop), last-session novel-class accuracy, and the base validation accuracy after
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from adbs.train import run_trial
+    from adbs.trial import run_trial
 
     print(f"benchmark v{a.version}, CPU preset, {cfgs[0].variant}"
           + (f", {', '.join(a.overrides)}" if a.overrides else "") + f", seeds {' '.join(map(str, a.seeds))}", flush=True)

@@ -447,7 +447,7 @@ def parse_released_log(text: str) -> dict[str, Any]:
 
 
 def parse_ours_result(d: dict[str, Any]) -> dict[str, Any]:
-    """Figures from ours' result JSON (python -m adbs.run --out; adbs/train.py: TrialResult.to_dict)."""
+    """Figures from ours' result JSON (python -m adbs.run --out; adbs/state.py: TrialResult.to_dict)."""
     try:
         sessions = [float(r["test_acc"]) for r in d["sessions"]]
         base_margins = [float(v) for v in d["margins"][0]]

@@ -2,6 +2,7 @@
 
     python studies/report.py ablation                          # latest 'ablation' study in the project's store
     python studies/report.py ablation --format latex --paper   # LaTeX, with the paper's numbers beside ours
+    python studies/report.py hosts --paper                     # SAVC, SAVC+ADBS, ... beside the paper's rows
     python studies/report.py 8a27a18c...  --tracking-uri http://127.0.0.1:5000   # a parent (or trial) run id
     python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
 
@@ -34,7 +35,7 @@ p.add_argument("--metric", default="test_acc",
 p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
 p.add_argument("--paper", action="store_true",
                help="print the paper's numbers beside ours when the study matches a paper table "
-                    "(ablation rows on cifar100, mini_imagenet, cub200)")
+                    "(ablation rows on cifar100, mini_imagenet, cub200; hosts rows on cifar100)")
 args = p.parse_args()
 if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
     p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
@@ -73,7 +74,8 @@ if args.paper:
     if beside is None:
         print(f"\n--paper: no paper table matches this study (dataset {study.dataset!r}, rows "
               f"{', '.join(table['config']) if len(table) else '-'}); the paper reports ablation rows "
-              f"baseline / adb / adb+ic on {', '.join(report.PAPER)}")
+              f"baseline / adb / adb+ic on {', '.join(report.PAPER)}, and the hosts study's rows "
+              f"(SAVC, SAVC+ADBS, ALICE, ALICE+ADBS, ...) on cifar100")
     else:
         print(f"\nours (mean over seeds) beside the paper ({report.PAPER_SOURCE}; '-' = not quoted):\n")
         print(report.render_plain(beside, args.format))

@@ -1,4 +1,4 @@
-"""Boundary diagnostics (adbs.metrics) and the remedy fields (Config, adbs.train), each on a small case.
+"""Boundary diagnostics (adbs.metrics) and the remedy fields (Config, adbs.loops), each on a small case.
 
 Every remedy test compares against the released behaviour on the same input, so it fails if the
 field did nothing; diagnostics are checked on cases worked out by hand.
@@ -13,7 +13,8 @@ import adbs
 from adbs.config import Config, ConfigError, preset
 from adbs.data import build_data
 from adbs.metrics import boundary_stats, collapse_warnings, prediction_stats
-from adbs.train import BaseSession, _new_boundaries, run_sessions, train_base
+from adbs.loops import new_boundaries as _new_boundaries, run_sessions, train_base
+from adbs.state import BaseSession
 
 TINY = dict(base_epochs=2, base_images_per_class=8, val_fraction=0.02, novel_val_per_class=4, sessions=2,
             finetune_epochs=2, threads=1)

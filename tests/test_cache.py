@@ -9,7 +9,7 @@ import torch
 
 from adbs.cache import BASE_FIELDS, BaseCache, base_key
 from adbs.config import FIELDS, Config
-from adbs.train import BaseSession
+from adbs.state import BaseSession
 
 
 def _base(v: float = 1.0) -> BaseSession:

@@ -2,12 +2,39 @@ import dataclasses
 
 import pytest
 
-from adbs.config import FIELDS, PRESETS, Config, ConfigError, coerce, field_doc, from_dict, preset
+from adbs.config import (FIELDS, PRESETS, Config, ConfigError, coerce, field_doc, from_dict, option_keys, preset,
+                         shapes_base)
+from adbs.hosts import get_host, host_names
 
 
 def test_every_field_has_a_docstring():
-    missing = [name for name in FIELDS if not field_doc(name)]
+    missing = [name for name in [*FIELDS, *option_keys()] if not field_doc(name)]
     assert not missing, f"fields without a docstring: {missing}"
+
+
+@pytest.mark.parametrize("cls", [Config] + [get_host(h).Options for h in host_names()],
+                         ids=["Config"] + [f"{h}.Options" for h in host_names()])
+def test_every_field_declares_whether_it_shapes_the_base_session(cls):
+    """Base[...] (in the cache key) or NotBase[...]: a new field cannot silently stay out of the key."""
+    undeclared = [f.name for f in dataclasses.fields(cls) if f.name not in shapes_base(cls)]
+    assert not undeclared, f"{cls.__name__} fields without Base[...] / NotBase[...]: {undeclared}"
+
+
+def test_host_options_are_typed_checked_and_normalised():
+    cfg = from_dict({"host": "savc", "savc.queue_size": "512", "savc.small_crops": 0})
+    assert cfg.options.queue_size == 512 and cfg.host_options == '{"queue_size": 512}'  # defaults dropped
+    assert from_dict(cfg.to_dict()) == cfg  # round trip through the flat dict (MLflow params, Tune)
+    assert from_dict({"host": "savc", "host_options": "{'queue_size': 512}"}) == cfg  # str() of a dict, too
+    with pytest.raises(ConfigError, match="did you mean savc.queue_size"):
+        from_dict({"host": "savc", "savc.queu_size": 512})
+    with pytest.raises(ConfigError, match="savc.queue_size must be an int"):
+        from_dict({"host": "savc", "savc.queue_size": "many"})
+    with pytest.raises(ConfigError, match="option of host savc, but host is alice"):
+        from_dict({"host": "alice", "savc.queue_size": 512})
+    with pytest.raises(ConfigError, match="valid choices: baseline"):
+        from_dict({"host": "orco"}).validate()
+    with pytest.raises(ConfigError, match="savc.key_momentum must be in"):
+        from_dict({"host": "savc", "savc.key_momentum": 1.5}).validate()
 
 
 def test_unknown_key_lists_valid_keys_and_suggests():
@@ -70,6 +97,9 @@ def test_presets_hold_only_differences_and_resolve():
     defaults = Config().to_dict()
     for name, diff in PRESETS.items():
         for k, v in diff.items():
+            if "." in k:  # a host option: known to its host, and not its default
+                assert coerce(k, v) != getattr(get_host(k.split(".")[0]).Options(), k.split(".", 1)[1]), (name, k)
+                continue
             assert k in FIELDS, f"preset {name} has unknown key {k}"
             v = list(v) if isinstance(v, tuple) else v
             assert defaults[k] != v, f"preset {name} repeats the default of {k}"

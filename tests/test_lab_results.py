@@ -94,3 +94,17 @@ def test_departures_above_and_warnings_below_the_table():
     mixed = trials.assign(boundary_lr_scale=[0.1, 1.0, 0.1, 0.1])
     assert departure_lines(mixed) == [] and departure_lines(trials.assign(boundary_lr_scale=1.0)) == []
     assert warning_lines(trials.assign(**{K.WARNING: ""})) == []
+
+
+def test_delta_last_against_each_rows_own_reference():
+    """The hosts study: every host with ADBS against the same host without (a {row: reference} mapping)."""
+    s = _sessions([
+        ("SAVC", "a", [70, 50], K.COMPLETE), ("SAVC+ADBS", "b", [75, 56], K.COMPLETE),
+        ("ALICE", "c", [72, 40], K.COMPLETE), ("ALICE+ADBS", "d", [70, 43], K.COMPLETE),
+        ("other", "e", [1, 1], K.COMPLETE),
+    ])
+    ref = {"SAVC": "SAVC", "SAVC+ADBS": "SAVC", "ALICE": "ALICE", "ALICE+ADBS": "ALICE"}
+    t = paper_table(s, baseline=ref).set_index("config")
+    assert t.loc["SAVC+ADBS", "delta_last"] == 6.0 and t.loc["ALICE+ADBS", "delta_last"] == 3.0
+    assert t.loc["SAVC", "delta_last"] == 0.0 and math.isnan(t.loc["other", "delta_last"])
+    assert "+6.00" in format_table(paper_table(s, baseline=ref))

@@ -67,3 +67,22 @@ def test_resolve_and_describe():
     assert (cfg.variant, cfg.alpha, cfg.seed, cfg.split_seed) == ("adb", 0.05, 3, 3)
     assert sp.describe({"alpha": 0.05, sp.SEED_KEY: 2}, ["alpha", sp.SEED_KEY]) == "alpha=0.05 seed=2"
     assert sp.describe({sp.ROW_KEY: "adb+ic", sp.SEED_KEY: 1}, [sp.ROW_KEY, sp.SEED_KEY]) == "adb+ic seed=1"
+
+
+@pytest.mark.parametrize("preset", ["cpu", "smoke", "cifar100", "mini_imagenet", "cub200"])
+def test_hosts_rows_are_checked_configs_with_their_references(preset):
+    from adbs.config import PRESETS, from_dict
+    from search_spaces import hosts
+
+    rows = hosts.rows(preset, hosts.HOSTS)
+    sp.check({}, source="hosts", rows=rows)
+    assert list(rows) == ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS"]
+    for name, change in rows.items():
+        cfg = from_dict({**PRESETS[preset], "data_root": "/d", **change})
+        assert cfg.host == change["host"] and cfg.variant == ("adb+ic" if name.endswith("+ADBS") else "baseline")
+    if preset == "cpu":  # on CPU SAVC changes nothing but the host, ALICE its lr too (alice_cpu)
+        assert rows["SAVC"] == {"host": "savc", "variant": "baseline"}
+        assert rows["ALICE+ADBS"] == {"host": "alice", "base_lr": 0.01, "variant": "adb+ic"}
+    if preset == "cifar100":
+        assert rows["SAVC"]["base_epochs"] == 600 and rows["ALICE"]["backbone"] == "resnet18_cifar"
+    assert hosts.baselines(hosts.HOSTS)["SAVC+ADBS"] == "SAVC"

@@ -1,6 +1,6 @@
 """The orchestration layer with a fake trial function (fast): searcher, pruner, tracking, tables.
 
-End-to-end tests with the real adbs.train.run_trial are in test_studies_e2e.py.
+End-to-end tests with the real adbs.trial.run_trial are in test_studies_e2e.py.
 """
 
 from __future__ import annotations

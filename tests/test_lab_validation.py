@@ -89,7 +89,7 @@ def test_core_library_never_imports_orchestration():
     import subprocess
     import sys
 
-    code = ("import sys, adbs, adbs.config, adbs.train, adbs.data, adbs.run; "
+    code = ("import sys, adbs, adbs.config, adbs.trial, adbs.loops, adbs.hosts, adbs.data, adbs.run; "
             "bad = [m for m in ('ray', 'optuna', 'mlflow') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -225,3 +225,19 @@ def test_damaged_tune_state_is_named(tmp_path):
     assert study._damaged_tune_state(where) is None
     (exp / "search_gen_state-2026.json").write_bytes(b"")  # what a full disk leaves
     assert "search_gen_state-2026.json does not load" in study._damaged_tune_state(where)
+
+
+def test_host_flag_picks_the_hosts_preset_and_options_fold_into_host_options():
+    base = _args("--host", "savc", "--set", "savc.queue_size=256").base_config()
+    assert base["host"] == "savc" and base["host_options"] == '{"queue_size": 256}'
+    paper = _args("--host", "alice", "--dataset", "cifar100", "--data-root", "/d").base_config()
+    assert paper["backbone"] == "resnet18_cifar" and paper["base_lr"] == 0.01  # alice_cifar100
+    assert '"mix_times": 4' in paper["host_options"]
+    with pytest.raises(ConfigError, match="option of host savc, but host is baseline"):
+        _args("--set", "savc.queue_size=256").base_config()
+    plan = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
+    study.validate(plan, _args("--smoke", "--host", "savc", "--set", "savc.small_crops=2"))  # a valid study
+    # the single run resolves the same flags to the same config
+    from adbs.config import resolve
+
+    assert resolve("cpu", None, {"host": "savc", "savc.queue_size": 256}) == base

@@ -10,7 +10,8 @@ import pytest
 
 from adbs.config import preset
 from adbs.data import build_data
-from adbs.train import Hooks, NumericalError, run_trial
+from adbs.loops import Hooks, NumericalError
+from adbs.trial import run_trial
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(base_epochs=2, base_images_per_class=8, val_fraction=0.02, novel_val_per_class=4, sessions=2,
@@ -45,10 +46,12 @@ def test_cli_end_to_end(tmp_path):
 def test_cli_help_documents_every_field():
     proc = subprocess.run([sys.executable, "-m", "adbs.run", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
-    from adbs.config import FIELDS
+    from adbs.config import FIELDS, option_keys
 
     for name in FIELDS:
         assert "--" + name.replace("_", "-") in proc.stdout
+    for key in option_keys():  # every host's options, e.g. --savc.queue-size
+        assert "--" + key.replace("_", "-") in proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -61,6 +64,9 @@ def test_cli_help_documents_every_field():
         (["--ways", "7"], "ways"),
         (["--dataset", "cifar100", "--data-root", "/nonexistent"], "cifar-100-python"),
         (["--preset", "cifar"], "valid presets"),
+        (["--host", "orco"], "unknown host 'orco'; valid choices: baseline"),
+        (["--host", "savc", "--savc.queue-size", "many"], "savc.queue_size must be an int"),
+        (["--host", "alice", "--savc.queue-size", "8"], "option of host savc, but host is alice"),
     ],
 )
 def test_cli_bad_input_fails_before_compute(tmp_path, args, fragment):

@@ -148,6 +148,34 @@ def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_ur
     assert (out / "boundary_histograms.png").stat().st_size > 0
 
 
+def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, tracking_uri, tmp_path):
+    r = _run(study_cmd("hosts", "--smoke", "--set", "sessions=1", "--set", "savc.queue_size=256"), timeout=400)
+    rows = ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS"]
+    folder = storage / "hosts"
+    trials = pd.read_parquet(folder / "trials.parquet").set_index("label")
+    assert sorted(trials.index) == sorted(rows) and (trials["state"] == K.COMPLETE).all()
+    assert trials.loc["SAVC+ADBS", "host"] == "savc" and trials.loc["SAVC+ADBS", "variant"] == "adb+ic"
+    assert trials.loc["ALICE", "host"] == "alice" and trials.loc["ALICE", "variant"] == "baseline"
+    assert json.loads(trials.loc["SAVC", "host_options"]) == {"queue_size": 256}  # --set reached the SAVC rows
+    assert len(json.loads(trials.loc["SAVC", "base_boundaries"])) == 120  # one m per (class, rotation)
+    table = (folder / "table.txt").read_text()
+    for row in rows:
+        assert f"\n{row} " in table, row
+    assert "Δlast" in r.stdout and (folder / "hosts_sessions.png").stat().st_size > 0
+    client, parent, runs = _check_nested_with_curves(tracking_uri, "hosts", 6, 2)
+    assert json.loads(parent.data.tags["adbs.baseline"])["SAVC+ADBS"] == "SAVC"
+    out = tmp_path / "report"
+    rep = _run([sys.executable, str(REPO / "studies" / "report.py"), "hosts", "--tracking-uri", tracking_uri,
+                "--out", str(out), "--paper"])
+    assert (out / "table.txt").read_text() == table and "no paper table matches" in rep.stdout
+
+
+def test_ablation_accepts_host(study_cmd, storage, tracking_uri):
+    _run(study_cmd("ablation", "--smoke", "--set", "sessions=1", "--host", "alice"), timeout=400)
+    trials = pd.read_parquet(storage / "ablation" / "trials.parquet")
+    assert set(trials["host"]) == {"alice"} and sorted(trials["label"]) == ["adb", "adb+ic", "baseline"]
+
+
 PRUNE_SCRIPT = textwrap.dedent("""
     import sys
     from optuna.distributions import FloatDistribution
@@ -161,10 +189,12 @@ PRUNE_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_pruning_marks_a_tiny_lr_trial_pruned(study_cmd, storage, tracking_uri, tmp_path):
+@pytest.mark.parametrize("host", ["baseline", "savc"])
+def test_pruning_marks_a_tiny_lr_trial_pruned(study_cmd, storage, tracking_uri, tmp_path, host):
     script = tmp_path / "prune_study.py"
     script.write_text(PRUNE_SCRIPT)
-    cmd = study_cmd("x", "--smoke", "--set", "base_epochs=3", "--set", "sessions=1", "--max-concurrent", "1")
+    cmd = study_cmd("x", "--smoke", "--set", "base_epochs=3", "--set", "sessions=1", "--max-concurrent", "1",
+                    "--host", host)
     cmd[1] = str(script)
     r = _run(cmd, cwd=REPO)
     st = optuna.load_study(study_name="prune_test", storage=f"sqlite:///{storage / 'prune_test' / 'optuna.db'}")

@@ -290,7 +290,7 @@ def test_parse_released_log_without_the_final_list_and_from_the_gpu_compare_kit(
 
 
 def _ours_json(accs=(80.0, 70.0, 60.0), base_m=(1.0, -0.5, 0.25)) -> dict:
-    from adbs.train import TrialResult
+    from adbs.state import TrialResult
 
     return TrialResult(
         config={"amp": True, "val_fraction": 0.05, "alpha": 0.01},

@@ -1,6 +1,6 @@
 """FSCIL data: datasets (registry), the session protocol, splits and loaders.
 
-INTERFACE CONTRACT (used by adbs.train; keep these names and fields):
+INTERFACE CONTRACT (used by adbs.loops and adbs.hosts; keep these names and fields):
 
     DATASETS: dict[str, DatasetSpec]          registry: synthetic, cifar100, mini_imagenet, cub200
     build_data(cfg: Config) -> FSCILData      loads/generates the dataset and draws the sessions;

@@ -1,0 +1,87 @@
+"""One trial: the loops of adbs/loops.py, with the base-session cache, checkpoints and resume.
+
+A trial has one path: validate, build the data, get the base session from the base-session store (the
+cache, or a store that trains every time), then run the incremental sessions. Where it starts depends
+only on `resume`, a state handed earlier to `Hooks.on_checkpoint`:
+
+- none, or a base-session state: the base session is trained from there (or, with the cache, loaded
+  when an identical one was trained before, adbs/cache.py: base_key), then every session runs;
+- a session state: its base session comes from the state itself, or from the cache by its key (trained
+  again, to the same numbers, when the cache no longer has it), and the sessions after it run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from adbs.cache import BaseCache, base_key
+from adbs.config import Config
+from adbs.data import FSCILData, build_data
+from adbs.loops import Hooks, resolve_device, run_sessions, train_base
+from adbs.state import BaseSession, TrialResult
+
+
+class _NoStore:
+    """The base-session store without the cache: every base session is trained."""
+
+    persistent = False
+
+    def get_or_train(self, key: str, train, meta: dict[str, Any] | None = None):
+        return train(), False
+
+
+def run_trial(
+    cfg: Config,
+    *,
+    hooks: Hooks | None = None,
+    data: FSCILData | None = None,
+    cache: BaseCache | str | None = None,
+    resume: dict[str, Any] | None = None,
+) -> TrialResult:
+    """The full pipeline for one config and seed: validate, build data, base session, all sessions.
+
+    With `cache` (a BaseCache or its folder), the base session is loaded when an
+    identical one was trained before (see adbs.cache.base_key) and stored
+    otherwise; a reused base session replays its per-epoch curve through
+    `hooks.on_base_epoch` with reused=1, so curves stay comparable.
+
+    With `resume` (a state from `hooks.on_checkpoint`), the trial continues where
+    that state was taken; hooks are called only for epochs/sessions after it.
+    """
+    t0 = time.perf_counter()
+    hooks = hooks or Hooks()
+    cfg.validate()
+    data = data if data is not None else build_data(cfg)
+    if isinstance(cache, BaseCache):
+        store = cache
+    else:
+        store = _NoStore() if cache is None else BaseCache(cache)
+    cached = isinstance(store, BaseCache)
+    key = base_key(cfg, resolve_device(cfg).type)
+    in_sessions = resume is not None and resume.get("phase") == "sessions"
+
+    if in_sessions and "base" in resume:  # the checkpoint carries its base session
+        base_session, reused = BaseSession(**resume["base"]), bool(resume.get("base_reused", False))
+    elif in_sessions:  # it refers to the cached base session: loaded, or trained again (deterministic)
+        if not cached and hooks.log:
+            hooks.log(f"base session {resume['base_key']} is not available without the cache; training it again")
+        base_session, _ = store.get_or_train(key, lambda: train_base(cfg, data, Hooks(log=hooks.log)),
+                                             meta={"config": cfg.to_dict()})
+        reused = bool(resume.get("base_reused", False))
+    else:
+        base_session, reused = store.get_or_train(key, lambda: train_base(cfg, data, hooks, resume),
+                                                  meta={"config": cfg.to_dict()})
+        if reused:
+            if hooks.log:
+                hooks.log(f"base session reused from cache {key} (best epoch {base_session.best_epoch})")
+            for row in base_session.curve:
+                if hooks.on_base_epoch:
+                    hooks.on_base_epoch({**row, "reused": 1.0})
+    # Session checkpoints name the cached base session instead of carrying it (base_ref), when there is one.
+    base_ref = {"base_key": key, "base_reused": reused} if cached and not (in_sessions and "base" in resume) else None
+    features = (lambda name, idx, compute: store.features(key, name, idx, compute)) if cached else None  # noqa: E731
+    result = run_sessions(cfg, data, base_session, hooks, resume, features, base_ref)
+    result.summary["base_reused"] = float(reused)
+    result.summary["wall_time_s"] = time.perf_counter() - t0
+    return result

@@ -1,0 +1,59 @@
+"""hosts: each host method without and with ADBS over seeds (the paper's "<method>" / "<method>+ADBS" rows).
+
+    python studies/hosts.py                                     # baseline, SAVC, ALICE x {without, with ADBS}, CPU
+    python studies/hosts.py --hosts savc --seeds 0 1 2          # one host, more seeds
+    python studies/hosts.py --dataset cifar100 --data-root DIR  # each host's paper settings for CIFAR100, GPU
+    python studies/report.py hosts --paper                      # our rows beside the paper's (cifar100)
+
+Rows (search_spaces/hosts.py): for every host its preset that goes with the study's preset (on CPU the
+CPU setting with `host` changed; with --dataset or --preset, the host's paper settings for it, e.g.
+savc_cifar100) with variant=baseline (the host as published: m = 1, no IC, no boundary fine-tuning) and
+variant=adb+ic (ADBS on the host's classification head). Each (row, seed) is one trial of the full
+pipeline; the table shows test accuracy per session (mean ± 95% CI over seeds) with Δlast of each row
+against the same host without ADBS; hosts_sessions.png has one curve per row (a colour per host,
+dashed without ADBS). On CPU every row runs the calibrated CPU preset, so the table's first line
+names its one departure from the released code (boundary_lr_scale=0.1, docs/boundary-dynamics.md).
+Time: default run (6 rows x seeds 0 1 = 12 trials, 2 at a time; a SAVC or ALICE trial is 4-5x a baseline
+trial) 12.5 min wall on this project's 2-core CPU with another job beside it (README); --seeds 0 about
+half; --smoke ~1.5 min; the paper presets take hours per trial on one GPU (SAVC's CIFAR100 setting is
+600 epochs).
+Writes <storage>/hosts/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
+hosts_sessions.png; MLflow experiment 'hosts'.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
+
+from adbs.hosts import host_names  # noqa: E402
+from adbs_lab import options, study  # noqa: E402
+from search_spaces import hosts as spaces  # noqa: E402
+
+p = options.parser(__doc__, options.Defaults(seeds=(0, 1), smoke_seeds=(0,)))
+p.add_argument("--hosts", nargs="+", default=spaces.HOSTS, choices=list(host_names()),
+               help="host methods to run (adbs/hosts/), each without and with ADBS")
+opts, extra = options.parse(p)
+if opts.host:
+    p.error("the hosts study runs every host of --hosts; --host picks one host for the other studies")
+
+# --set <host>.<option>=VALUE reaches the rows of that host (the study's base config is the baseline host's)
+host_sets = [(k, v) for k, v in opts.overrides if "." in k]
+rows = spaces.rows(opts.preset_name, extra.hosts)
+for key, value in host_sets:
+    host = key.split(".", 1)[0]
+    if host not in extra.hosts:
+        p.error(f"--set {key}={value}: host {host} is not among --hosts {' '.join(extra.hosts)}")
+    for name in (spaces.label(host), f"{spaces.label(host)}+ADBS"):
+        rows[name][key] = value
+
+study.run(study.Plan(
+    name="hosts",
+    space=spaces.SPACE,
+    space_source=f"search_spaces/hosts.py:rows({opts.preset_name!r}, {extra.hosts})",
+    rows=rows,
+    baseline=spaces.baselines(extra.hosts),
+    order=list(rows),
+    cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs)
+    est_trial_s=110,  # mean over the rows, one thread each, two trials at a time
+), opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k)))
