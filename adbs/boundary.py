@@ -19,7 +19,7 @@ def cosine(features: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 def boundary_logits(
     features: torch.Tensor,
     weights: torch.Tensor,
-    margins: torch.Tensor,
+    boundaries: torch.Tensor,
     temperature: float = 16.0,
     *,
     absolute: bool = True,
@@ -29,12 +29,12 @@ def boundary_logits(
     `absolute=False` multiplies by the signed m, as the official incremental
     fine-tuning loop does (it agrees with |m| while m > 0).
     """
-    m = margins.abs() if absolute else margins
+    m = boundaries.abs() if absolute else boundaries
     return temperature * m * cosine(features, weights)
 
 
 def inter_class_constraint(
-    margins: torch.Tensor, weights: torch.Tensor, reduction: str = "mean"
+    boundaries: torch.Tensor, weights: torch.Tensor, reduction: str = "mean"
 ) -> torch.Tensor:
     """IC loss of Proposition 1, not multiplied by alpha.
 
@@ -50,22 +50,22 @@ def inter_class_constraint(
     w = F.normalize(weights, p=2, dim=-1)
     sim = w @ w.t()  # sim[i, j] = p_i . w_j
     self_sim = sim.diagonal().unsqueeze(1)  # p_i . w_i, broadcast over j
-    terms = F.relu((1.0 - margins).unsqueeze(1) * self_sim + (margins - 1.0).unsqueeze(0) * sim)
+    terms = F.relu((1.0 - boundaries).unsqueeze(1) * self_sim + (boundaries - 1.0).unsqueeze(0) * sim)
     return terms.mean() if reduction == "mean" else terms.sum()
 
 
-def init_new_boundaries(old_margins: torch.Tensor, n_new: int) -> torch.Tensor:
+def init_new_boundaries(old_boundaries: torch.Tensor, n_new: int) -> torch.Tensor:
     """Boundaries of n_new new classes, each the mean of all earlier boundaries (official)."""
-    if old_margins.numel() == 0:
+    if old_boundaries.numel() == 0:
         raise ValueError("init_new_boundaries needs at least one earlier boundary")
-    return old_margins.detach().mean().expand(n_new).clone()
+    return old_boundaries.detach().mean().expand(n_new).clone()
 
 
 def finetune_boundaries(
     features: torch.Tensor,
     labels: torch.Tensor,
     weights: torch.Tensor,
-    margins: torch.Tensor,
+    boundaries: torch.Tensor,
     n_old: int,
     *,
     alpha: float,
@@ -86,13 +86,13 @@ def finetune_boundaries(
     boundaries stay fixed; SGD(lr, momentum, dampening, weight_decay=0).
 
     features: (N, d) used every epoch, or (epochs, N, d), one augmented view
-    per epoch. Returns all margins (old ones unchanged), detached.
+    per epoch. Returns all boundaries (old ones unchanged), detached.
     """
     if features.dim() == 3 and features.shape[0] != epochs:
         raise ValueError(f"features has {features.shape[0]} views but epochs={epochs}")
     weights = weights.detach()
-    old = margins[:n_old].detach()
-    new = torch.nn.Parameter(margins[n_old:].detach().clone())
+    old = boundaries[:n_old].detach()
+    new = torch.nn.Parameter(boundaries[n_old:].detach().clone())
     if epochs <= 0 or new.numel() == 0:
         return torch.cat([old, new.detach()])
     opt = torch.optim.SGD([new], lr=lr, momentum=momentum, dampening=dampening, weight_decay=0.0)

@@ -73,7 +73,7 @@ def base_key(cfg: Config, device_kind: str) -> str:
     """
     fields: dict[str, Any] = {k: getattr(cfg, k) for k in base_fields()}
     del fields["variant"], fields["device"]
-    fields["learn_margins"] = cfg.learn_margins
+    fields["learn_boundaries"] = cfg.learn_boundaries
     fields["alpha"] = cfg.effective_alpha
     fields["ic_reduction"] = cfg.ic_reduction if cfg.effective_alpha else None
     fields["milestones"] = list(cfg.milestones) if cfg.schedule == "milestones" else None

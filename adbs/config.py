@@ -31,14 +31,14 @@ from typing import Annotated, Any, TypeVar
 VARIANTS = ("baseline", "adb", "adb+ic")
 SCHEDULES = ("cosine", "milestones")
 IC_REDUCTIONS = ("mean", "sum")
-NEW_MARGIN_INITS = ("mean", "abs_mean", "one")
+NEW_BOUNDARY_INITS = ("mean", "abs_mean", "one")
 DEVICES = ("auto", "cpu", "cuda")
 SYNTHETIC_VERSIONS = (1, 2)  # adbs.data.synthetic.RECIPES
 
 
 # Fields whose default is the released code's boundary handling and whose other values are remedies for
 # the collapsed regime (docs/boundary-dynamics.md); a table made with another value says so in its header.
-BOUNDARY_REMEDIES = ("new_margin_init", "finetune_abs_boundary", "abs_base_boundary", "boundary_lr_scale",
+BOUNDARY_REMEDIES = ("new_boundary_init", "finetune_abs_boundary", "abs_base_boundary", "boundary_lr_scale",
                      "boundary_warmup_epochs")
 
 
@@ -116,13 +116,13 @@ class Config:
     """IC loss weight (official code default 0.01; the paper reports 0.05); used only by adb+ic."""
     ic_reduction: Base[str] = "mean"
     """IC over all n^2 ordered pairs: mean (official code) or sum (the paper's Eq.)."""
-    abs_margin: Base[bool] = True
+    abs_boundary: Base[bool] = True
     """Use |m| in base-session and evaluation logits (official); False uses signed m everywhere."""
-    new_margin_init: NotBase[str] = "mean"
+    new_boundary_init: NotBase[str] = "mean"
     """Initial boundary of a new class: mean (the released code: signed mean of all earlier boundaries),
     abs_mean (mean of their |m|, the magnitude the logits use: the paper's "mean boundary of all old
     classes" when some m are negative) or one."""
-    margin_weight_decay: Base[bool] = True
+    boundary_weight_decay: Base[bool] = True
     """Apply the base optimizer's weight decay to the boundaries too (official: they share one SGD)."""
     finetune_epochs: NotBase[int] = 10
     """Boundary fine-tuning steps per incremental session (one full-batch step per epoch; 0 = none)."""
@@ -183,7 +183,7 @@ class Config:
     # ------------------------------------------------------------------------------
     # derived values: computed here only
     @property
-    def learn_margins(self) -> bool:
+    def learn_boundaries(self) -> bool:
         return self.variant != "baseline"
 
     @property
@@ -192,7 +192,7 @@ class Config:
 
     @property
     def effective_finetune_epochs(self) -> int:
-        return self.finetune_epochs if self.learn_margins else 0
+        return self.finetune_epochs if self.learn_boundaries else 0
 
     @property
     def options(self) -> Any:
@@ -224,7 +224,7 @@ class Config:
         _choice("variant", self.variant, VARIANTS)
         _choice("schedule", self.schedule, SCHEDULES)
         _choice("ic_reduction", self.ic_reduction, IC_REDUCTIONS)
-        _choice("new_margin_init", self.new_margin_init, NEW_MARGIN_INITS)
+        _choice("new_boundary_init", self.new_boundary_init, NEW_BOUNDARY_INITS)
         _choice("device", self.device, DEVICES)
         _choice("synthetic_version", self.synthetic_version, SYNTHETIC_VERSIONS)
         _positive("shots", self.shots)
@@ -259,7 +259,7 @@ class Config:
                               f"got {self.boundary_warmup_epochs}")
         if self.finetune_epochs < 0:
             raise ConfigError(f"finetune_epochs must be >= 0, got {self.finetune_epochs}")
-        if self.learn_margins and self.finetune_epochs > 0 and not self.finetune_lr > 0:
+        if self.learn_boundaries and self.finetune_epochs > 0 and not self.finetune_lr > 0:
             raise ConfigError(f"finetune_lr must be > 0, got {self.finetune_lr}")
         for name in ("momentum", "weight_decay", "gamma"):
             if getattr(self, name) < 0:
@@ -339,11 +339,35 @@ def _read_field_docs() -> dict[str, str]:
 _FIELD_DOCS = _read_field_docs()
 
 
+RENAMED = {"abs_margin": "abs_boundary", "new_margin_init": "new_boundary_init",
+           "margin_weight_decay": "boundary_weight_decay"}
+"""Fields renamed when the boundary m got one name in code and docs (it was also called margin); the old
+names keep working wherever a key is given (--set, presets, search spaces, dicts), read as the new ones."""
+
+
+def canonical(name: str) -> str:
+    """The current name of config key `name` (RENAMED maps the old ones)."""
+    return RENAMED.get(name, name)
+
+
+def renamed(overrides: dict[str, Any]) -> dict[str, Any]:
+    """`overrides` with old key names replaced by the new ones; both at once is ambiguous and raises."""
+    out: dict[str, Any] = {}
+    for k, v in overrides.items():
+        new = canonical(k)
+        if new != k and new in overrides:
+            raise ConfigError(f"{k!r} is the old name of {new!r}; give only {new!r}")
+        out[new] = v
+    return out
+
+
 def coerce(name: str, value: Any) -> Any:
     """Check/convert one override to the field's type; strings from a CLI are parsed.
 
     `<host>.<option>` keys are a host's options (adbs/hosts/<host>.py: Options), checked against its types.
+    Old field names (RENAMED) are read as the new ones.
     """
+    name = canonical(name)
     if "." in name:
         return _coerce_option(name, value)
     if name == "host_options":
@@ -503,7 +527,7 @@ def from_dict(overrides: dict[str, Any] | None = None) -> Config:
 
     `<host>.<option>` keys set one option of the host (the one named by `host`, which they must match).
     """
-    values = fold_options(dict(overrides or {}))
+    values = fold_options(renamed(dict(overrides or {})))
     return Config(**{k: coerce(k, v) for k, v in values.items()})
 
 
@@ -641,7 +665,7 @@ def resolve(preset_name: str = "cpu", study_defaults: dict[str, Any] | None = No
     preset. `<host>.<option>` keys are folded into host_options (`fold_options`). Returns the overrides a
     Config is built from (`from_dict`), so searched fields can still be added.
     """
-    overrides = {k: coerce(k, v) for k, v in (overrides or {}).items()}
+    overrides = {k: coerce(k, v) for k, v in renamed(dict(overrides or {})).items()}
     preset_name = preset_for(preset_name, overrides.get("dataset"))
     host = overrides.get("host")
     out = host_preset(host, preset_name) if host else dict(PRESETS[preset_name])

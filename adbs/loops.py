@@ -142,19 +142,19 @@ def extract_features(host: Host, model, data: FSCILData, pool, indices, rt: Runt
     return torch.cat(feats), torch.cat(labels)
 
 
-def _scores(host: Host, features: torch.Tensor, rows: torch.Tensor, margins: torch.Tensor, cfg: Config) -> torch.Tensor:
+def _scores(host: Host, features: torch.Tensor, rows: torch.Tensor, boundaries: torch.Tensor, cfg: Config) -> torch.Tensor:
     """Class scores of features (N, copies, d) against rows with boundaries: the host's prediction rule."""
-    logits = boundary_logits(features.flatten(0, 1), rows, margins, host.session_scale, absolute=cfg.abs_margin)
+    logits = boundary_logits(features.flatten(0, 1), rows, boundaries, host.session_scale, absolute=cfg.abs_boundary)
     return host.predict(logits.view(len(features), host.copies, len(rows)))
 
 
-def _optimizer(cfg: Config, params: list[torch.nn.Parameter], margins: torch.Tensor, epochs: int):
+def _optimizer(cfg: Config, params: list[torch.nn.Parameter], boundaries: torch.Tensor, epochs: int):
     """The base session's Nesterov SGD (the boundaries in their own group) and lr schedule."""
     groups = [{"params": params, "weight_decay": cfg.weight_decay}]
-    if cfg.learn_margins:
+    if cfg.learn_boundaries:
         # Released code: m sits in the same SGD as everything else (same lr; wd 5e-4 pulls it toward 0).
-        groups.append({"params": [margins], "lr": cfg.base_lr * cfg.boundary_lr_scale,
-                       "weight_decay": cfg.weight_decay if cfg.margin_weight_decay else 0.0})
+        groups.append({"params": [boundaries], "lr": cfg.base_lr * cfg.boundary_lr_scale,
+                       "weight_decay": cfg.weight_decay if cfg.boundary_weight_decay else 0.0})
     opt = torch.optim.SGD(groups, lr=cfg.base_lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0)
     if cfg.schedule == "cosine":
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
@@ -179,10 +179,10 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
 
     model = host.build(rt.module(create_backbone(cfg.backbone, pretrained=cfg.pretrained)))
     # m starts at 1.0 (official), one per head row. The fixed-boundary baseline keeps m = 1.
-    margins = torch.ones(model.head.shape[0], device=rt.device)
-    if cfg.learn_margins:
-        margins = torch.nn.Parameter(margins)
-    head = Head(model.head, margins, host.scale, cfg.abs_margin)
+    boundaries = torch.ones(model.head.shape[0], device=rt.device)
+    if cfg.learn_boundaries:
+        boundaries = torch.nn.Parameter(boundaries)
+    head = Head(model.head, boundaries, host.scale, cfg.abs_boundary)
     phases = host.phases()
     total = sum(p.epochs for p in phases)
 
@@ -195,11 +195,11 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
     if resume is not None:
         model.load_state_dict(resume["model"])
         with torch.no_grad():
-            margins.copy_(resume["margins"])
+            boundaries.copy_(resume["boundaries"])
         loader.epoch = resume["loader_epoch"]
         best_acc, best_epoch = resume["best_acc"], resume["best_epoch"]
         if resume["best_model"] is not None:
-            best_state = (resume["best_model"], resume["best_margins"].to(rt.device))
+            best_state = (resume["best_model"], resume["best_boundaries"].to(rt.device))
         curve = list(resume["curve"])
         done = resume["epoch"]
 
@@ -214,18 +214,18 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
             continue
         params = phase.trainable(model) if phase.trainable else [p for p in model.parameters() if p.requires_grad]
         if phase.optimizer is not None:
-            groups = [{"params": params}] + ([{"params": [margins]}] if cfg.learn_margins else [])
+            groups = [{"params": params}] + ([{"params": [boundaries]}] if cfg.learn_boundaries else [])
             opt, sched = phase.optimizer(groups)
         else:
-            opt, sched = _optimizer(cfg, params, margins, phase.epochs)
+            opt, sched = _optimizer(cfg, params, boundaries, phase.epochs)
         if done > first:  # resumed in the middle of this phase
             opt.load_state_dict(resume["optimizer"])
             sched.load_state_dict(resume["scheduler"])
         for epoch in range(max(done, first) + 1, last + 1):
             t0 = time.perf_counter()
             model.train()
-            if cfg.learn_margins:  # warm-up: m frozen (no gradient, so no momentum either) for the first epochs
-                margins.requires_grad_(epoch > cfg.boundary_warmup_epochs)
+            if cfg.learn_boundaries:  # warm-up: m frozen (no gradient, so no momentum either) for the first epochs
+                boundaries.requires_grad_(epoch > cfg.boundary_warmup_epochs)
             lr = opt.param_groups[0]["lr"]
             loss_sum = torch.zeros((), device=rt.device)
             correct = torch.zeros((), device=rt.device)
@@ -236,7 +236,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
                 loss = step.loss
                 if alpha:
                     n = host.ic_rows
-                    m, w = (margins, head.weights) if n is None else (margins[:n], head.weights[:n])
+                    m, w = (boundaries, head.weights) if n is None else (boundaries[:n], head.weights[:n])
                     loss = loss + alpha * inter_class_constraint(m, w, cfg.ic_reduction)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -247,7 +247,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
             sched.step()
             where = f"base epoch {epoch}"
             _check_finite("base training loss", loss_sum, where)
-            _check_finite("base boundaries m", margins.detach(), where)
+            _check_finite("base boundaries m", boundaries.detach(), where)
 
             vf, vy = extract_features(host, model, data, data.train_pool, base.val, rt, cfg)
             with torch.no_grad():
@@ -263,11 +263,11 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
                 "epoch_time_s": time.perf_counter() - t0,
                 "reused": 0.0,
             }
-            row.update({k: v for k, v in boundary_stats(margins[:n_rows], n_rows).items() if "novel" not in k})
+            row.update({k: v for k, v in boundary_stats(boundaries[:n_rows], n_rows).items() if "novel" not in k})
             curve.append(row)
             if phase.select and val_acc > best_acc:
                 best_acc, best_epoch = val_acc, epoch
-                best_state = (copy.deepcopy(model.state_dict()), margins.detach().clone())
+                best_state = (copy.deepcopy(model.state_dict()), boundaries.detach().clone())
             if hooks.log:
                 hooks.log(
                     f"base epoch {epoch}/{total}  loss {row['train_loss']:.4f}  train {row['train_acc']:.2f}%  "
@@ -277,10 +277,10 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
             if hooks.on_checkpoint and (epoch % max(hooks.checkpoint_every, 1) == 0 or epoch == total):
                 hooks.on_checkpoint({
                     "phase": "base", "epoch": epoch, "model": _cpu(model.state_dict()),
-                    "margins": margins.detach().cpu().clone(), "optimizer": opt.state_dict(),
+                    "boundaries": boundaries.detach().cpu().clone(), "optimizer": opt.state_dict(),
                     "scheduler": sched.state_dict(), "loader_epoch": loader.epoch, "best_acc": best_acc,
                     "best_epoch": best_epoch, "best_model": None if best_state is None else _cpu(best_state[0]),
-                    "best_margins": None if best_state is None else best_state[1].cpu(), "curve": list(curve),
+                    "best_boundaries": None if best_state is None else best_state[1].cpu(), "curve": list(curve),
                 })
             if hooks.on_base_epoch:  # after on_checkpoint, so a tracker can attach the state to this report
                 hooks.on_base_epoch(dict(row))
@@ -288,7 +288,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
 
     assert best_state is not None, "no base phase selects its best epoch"
     model.load_state_dict(best_state[0])
-    best_margins = best_state[1]
+    best_boundaries = best_state[1]
     # Prototype replacement: the rows the sessions start from (class means of the base training images,
     # eval mode, test transform, in the host's feature space).
     tf, ty = extract_features(host, model, data, data.train_pool, base.train, rt, cfg)
@@ -296,7 +296,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
     return BaseSession(
         backbone_state={k: v.detach().cpu() for k, v in model.backbone.state_dict().items()},
         prototypes=prototypes.cpu(),
-        margins=best_margins[:n_rows].cpu(),
+        boundaries=best_boundaries[:n_rows].cpu(),
         curve=curve,
         best_epoch=best_epoch,
         host_state=_cpu(host.session_state(model)),
@@ -356,16 +356,16 @@ def run_sessions(
         return f.to(rt.device), y.to(rt.device)
 
     weights = base_session.prototypes.to(rt.device)
-    margins = base_session.margins.to(rt.device)
+    boundaries = base_session.boundaries.to(rt.device)
     if cfg.abs_base_boundary:  # remedy: no negative m enters the sessions (released code keeps the sign)
-        margins = margins.abs()
+        boundaries = boundaries.abs()
     rows: list[dict[str, float]] = []
-    margins_per_session: list[list[float]] = []
+    boundaries_per_session: list[list[float]] = []
     done = -1
     trained = False  # has the host trained in a session (so its session model differs from the base one)?
     if resume is not None and resume.get("phase") == "sessions":
-        weights, margins = resume["weights"].to(rt.device), resume["margins"].to(rt.device)
-        rows, margins_per_session, done = list(resume["rows"]), list(resume["margins_per_session"]), resume["session"]
+        weights, boundaries = resume["weights"].to(rt.device), resume["boundaries"].to(rt.device)
+        rows, boundaries_per_session, done = list(resume["rows"]), list(resume["boundaries_per_session"]), resume["session"]
         if resume.get("session_model") is not None:
             model.load_state_dict(resume["session_model"])
             trained = True
@@ -386,30 +386,30 @@ def run_sessions(
             shot_f, shot_y = extract_features(host, model, data, data.train_pool, sess.train, rt, cfg)
             new_rows = host.rows(shot_f, shot_y, sess.classes)
             weights = torch.cat([weights, new_rows])
-            margins = torch.cat([margins, new_boundaries(cfg, margins, len(new_rows))])
+            boundaries = torch.cat([boundaries, new_boundaries(cfg, boundaries, len(new_rows))])
             epochs = cfg.effective_finetune_epochs
             if epochs > 0:
                 # One augmented view of the shots per epoch, backbone in eval mode (official);
                 # views are computed up front with no graph since the backbone gets no gradient.
                 views = _augmented_views(host, model, data, sess.train, epochs, rt, cfg, seed=cfg.seed * 1000 + t)
-                margins = finetune_boundaries(
-                    views, joint_labels(shot_y, copies), weights, margins, len(margins) - len(new_rows),
+                boundaries = finetune_boundaries(
+                    views, joint_labels(shot_y, copies), weights, boundaries, len(boundaries) - len(new_rows),
                     alpha=cfg.effective_alpha, lr=cfg.finetune_lr, epochs=epochs, temperature=host.session_scale,
                     ic_reduction=cfg.ic_reduction, absolute=cfg.finetune_abs_boundary,
                 )
-                _check_finite("novel boundaries m", margins, f"session {t}")
+                _check_finite("novel boundaries m", boundaries, f"session {t}")
         n_rows = len(weights)
         n_seen = n_rows // copies
         row: dict[str, float] = {"session": t, "n_classes": n_seen}
         for split, f, y in (("val", val_f, val_y), ("test", test_f, test_y)):
             keep = y < n_seen
             with torch.no_grad():
-                pred = _scores(host, f[keep], weights, margins, cfg).argmax(1)
+                pred = _scores(host, f[keep], weights, boundaries, cfg).argmax(1)
             for k, v in {**session_accuracies(pred, y[keep], n_base), **prediction_stats(pred, n_base, n_seen)}.items():
                 row[f"{split}_{k}"] = v
-        row.update(boundary_stats(margins, n_base * copies))
+        row.update(boundary_stats(boundaries, n_base * copies))
         rows.append(row)
-        margins_per_session.append(margins.cpu().tolist())
+        boundaries_per_session.append(boundaries.cpu().tolist())
         if hooks.log:
             hooks.log(
                 f"session {t}: {n_seen} classes  val {row['val_acc']:.2f}%  test {row['test_acc']:.2f}% "
@@ -423,7 +423,7 @@ def run_sessions(
         if hooks.on_checkpoint:
             hooks.on_checkpoint({
                 "phase": "sessions", "session": t, **(base_ref or {"base": base_state(base_session)}), "weights": weights.cpu(),
-                "margins": margins.cpu(), "rows": list(rows), "margins_per_session": list(margins_per_session),
+                "boundaries": boundaries.cpu(), "rows": list(rows), "boundaries_per_session": list(boundaries_per_session),
                 "session_model": _cpu(model.state_dict()) if trained else None,
             })
         if hooks.on_session:
@@ -444,17 +444,17 @@ def run_sessions(
     if warnings and hooks.log:
         hooks.log("WARNING: " + "; ".join(warnings))
     return TrialResult(
-        config=cfg.to_dict(), base_curve=list(base_session.curve), sessions=rows, margins=margins_per_session, summary=summary,
+        config=cfg.to_dict(), base_curve=list(base_session.curve), sessions=rows, boundaries=boundaries_per_session, summary=summary,
         extra={"features_s": t_features},  # val/test feature extraction (stored by BaseCache.features): bench/bench.py
         warnings=warnings,
     )
 
 
 def new_boundaries(cfg: Config, old: torch.Tensor, n_new: int) -> torch.Tensor:
-    """Initial m of the new rows (Config.new_margin_init)."""
-    if cfg.new_margin_init == "one":
+    """Initial m of the new rows (Config.new_boundary_init)."""
+    if cfg.new_boundary_init == "one":
         return torch.ones(n_new, device=old.device)
-    return init_new_boundaries(old.abs() if cfg.new_margin_init == "abs_mean" else old, n_new)
+    return init_new_boundaries(old.abs() if cfg.new_boundary_init == "abs_mean" else old, n_new)
 
 
 def _augmented_views(host: Host, model, data: FSCILData, indices, epochs: int, rt: Runtime, cfg: Config,

@@ -24,7 +24,7 @@ import time
 import typing
 from pathlib import Path
 
-from adbs.config import _HINTS, FIELDS, PRESETS, ConfigError, field_doc, from_dict, option_keys, resolve
+from adbs.config import _HINTS, FIELDS, PRESETS, RENAMED, ConfigError, field_doc, from_dict, option_keys, resolve
 from adbs.hosts import get_host, host_names
 
 
@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=_metavar(_HINTS[name]) if name != "milestones" else "EPOCH",
             help=f"{field_doc(name)} [default: {f.default!r}]".replace("%", "%%"),
         )
+    for old, new in RENAMED.items():  # the old names of renamed fields keep working, unlisted
+        cfg_group.add_argument("--" + old.replace("_", "-"), dest=new, default=None, help=argparse.SUPPRESS)
     groups: dict[str, argparse._ArgumentGroup] = {}
     hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(get_host(h).Options).items()}
     for key, f in option_keys().items():

@@ -19,7 +19,7 @@ class BaseSession:
 
     backbone_state: dict[str, torch.Tensor]
     prototypes: torch.Tensor  # (base rows, d): the classifier rows the sessions start from
-    margins: torch.Tensor  # (base rows,): learned base boundaries
+    boundaries: torch.Tensor  # (base rows,): learned base boundaries
     curve: list[dict[str, float]]
     best_epoch: int
     host_state: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -36,7 +36,7 @@ class TrialResult:
     config: dict[str, Any]
     base_curve: list[dict[str, float]]
     sessions: list[dict[str, float]]
-    margins: list[list[float]]
+    boundaries: list[list[float]]
     summary: dict[str, float]
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

@@ -21,7 +21,7 @@ import pandas as pd
 from adbs_lab import metrics_keys as K
 
 BOUNDARIES_KEY = "boundaries_json"
-"""Key of the trial's summary report holding json.dumps(TrialResult.margins): one list of m per session."""
+"""Key of the trial's summary report holding json.dumps(TrialResult.boundaries): one list of m per session."""
 
 CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
 
@@ -61,29 +61,29 @@ def session_curve(sessions: list[dict[str, float]], path: Path, title: str = "")
     return Path(path)
 
 
-def boundaries_table(margins: list[list[float]]) -> pd.DataFrame:
+def boundaries_table(boundaries: list[list[float]]) -> pd.DataFrame:
     """One row per class (in the order classes were seen), one column `m_s<t>` per session.
 
-    `margins[t]` lists m for every class seen after session t (TrialResult.margins); a class
+    `boundaries[t]` lists m for every class seen after session t (TrialResult.boundaries); a class
     introduced in session t has no value before it.
     """
-    if not margins:
+    if not boundaries:
         return pd.DataFrame(columns=["class", "session_added", "kind"])
-    n_base = len(margins[0])
-    n = len(margins[-1])
+    n_base = len(boundaries[0])
+    n = len(boundaries[-1])
     added = [0] * n
-    for t in range(1, len(margins)):
-        for c in range(len(margins[t - 1]), len(margins[t])):
+    for t in range(1, len(boundaries)):
+        for c in range(len(boundaries[t - 1]), len(boundaries[t])):
             added[c] = t
     out = pd.DataFrame({"class": range(n), "session_added": added,
                         "kind": ["base" if c < n_base else "novel" for c in range(n)]})
-    for t, m in enumerate(margins):
+    for t, m in enumerate(boundaries):
         out[f"m_s{t}"] = list(m) + [math.nan] * (n - len(m))
     return out
 
 
 def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | None = None,
-                          margins: list[list[float]] | None = None, config: dict[str, Any] | None = None,
+                          boundaries: list[list[float]] | None = None, config: dict[str, Any] | None = None,
                           title: str = "") -> list[Path]:
     """The trial's files that have data (a pruned trial has no sessions): curve, boundaries, config."""
     folder = Path(folder)
@@ -95,9 +95,9 @@ def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | No
         out.append(p)
     if sessions:
         out.append(session_curve(sessions, folder / CURVE_PNG, title))
-    if margins:
+    if boundaries:
         p = folder / BOUNDARIES_CSV
-        boundaries_table(margins).to_csv(p, index=False, float_format="%.6g", quoting=csv.QUOTE_MINIMAL)
+        boundaries_table(boundaries).to_csv(p, index=False, float_format="%.6g", quoting=csv.QUOTE_MINIMAL)
         out.append(p)
     return out
 

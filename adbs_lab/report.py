@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from adbs.config import ConfigError, coerce
+from adbs.config import ConfigError, canonical, coerce
 from adbs_lab import artifacts, records, results
 from adbs_lab import metrics_keys as K
 from adbs_lab.records import CONFIG_COLUMNS
@@ -154,7 +154,8 @@ def trial_records(client, parent) -> list[records.TrialRecord]:
         base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
         out.append(records.TrialRecord(
             trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
-            config={k: _config_value(k, v) for k, v in r.data.params.items() if k in CONFIG_COLUMNS},
+            config={canonical(k): _config_value(canonical(k), v) for k, v in r.data.params.items()
+                    if canonical(k) in CONFIG_COLUMNS},  # runs logged before a field was renamed
             optuna_trial=int(n) if n.isdigit() else None, mlflow_run_id=r.info.run_id,
             base_epochs_run=max(base) if base else 0,
             started_at=r.info.start_time / 1000 if r.info.start_time else math.nan,

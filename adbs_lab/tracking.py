@@ -304,11 +304,11 @@ class MlflowTracker(Callback):
         from adbs_lab.artifacts import BOUNDARIES_KEY
 
         sessions = [v for _, v in sorted(self.__dict__.get("_sessions", {}).pop(trial.trial_id, {}).items())]
-        margins = (trial.last_result or {}).get(BOUNDARIES_KEY)
-        self._log_trial_artifacts(run_id, sessions=sessions, margins=json.loads(margins) if margins else None,
+        boundaries = (trial.last_result or {}).get(BOUNDARIES_KEY)
+        self._log_trial_artifacts(run_id, sessions=sessions, boundaries=json.loads(boundaries) if boundaries else None,
                                   title=f"{self.study}: {describe(trial.config, self.varying)}")
         self.client.set_tag(run_id, "adbs.state", state)
-        base_m = base_boundaries(margins)
+        base_m = base_boundaries(boundaries)
         if base_m:  # the boundary study's histograms, rebuilt from the store by studies/report.py
             self.client.set_tag(run_id, "adbs.base_boundaries", base_m[:8000])
         warning = (trial.last_result or {}).get(K.WARNING)

@@ -99,8 +99,8 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
         summary = K.summary(result.summary)
         summary.setdefault(K.OBJECTIVE, float("nan"))
         # m of every class after every session (the tracker logs it as boundaries.csv)
-        margins = getattr(result, "margins", None)
-        extra = {BOUNDARIES_KEY: json.dumps(margins)} if margins else {}
+        boundaries = getattr(result, "boundaries", None)
+        extra = {BOUNDARIES_KEY: json.dumps(boundaries)} if boundaries else {}
         extra[K.WARNING] = "; ".join(getattr(result, "warnings", None) or [])  # collapse warnings, "" if none
         # Which Ray node ran the trial (result.json beside Tune's node_ip/pid, which cannot tell apart
         # two nodes on one host); the tracker and the tables ignore keys outside base/ session/ summary/.

@@ -106,8 +106,8 @@ OURS_RESERVED = {
 # The released run's settings (its README's CIFAR-100 command and train.py defaults), as Config fields of ours:
 # any field of ours' resolved config that differs is printed as a difference.
 RELEASED_AS_CONFIG: dict[str, Any] = {
-    "backbone": "resnet12", "variant": "adb+ic", "alpha": 0.01, "ic_reduction": "mean", "abs_margin": True,
-    "new_margin_init": "mean", "margin_weight_decay": True, "finetune_epochs": 10, "finetune_lr": 0.01,
+    "backbone": "resnet12", "variant": "adb+ic", "alpha": 0.01, "ic_reduction": "mean", "abs_boundary": True,
+    "new_boundary_init": "mean", "boundary_weight_decay": True, "finetune_epochs": 10, "finetune_lr": 0.01,
     "finetune_abs_boundary": False, "abs_base_boundary": False, "boundary_lr_scale": 1.0,
     "boundary_warmup_epochs": 0, "base_lr": 0.1, "schedule": "cosine", "batch_size": 64, "momentum": 0.9,
     "weight_decay": 5e-4, "temperature": 16.0, "base_images_per_class": None, "shots": 5,
@@ -450,7 +450,7 @@ def parse_ours_result(d: dict[str, Any]) -> dict[str, Any]:
     """Figures from ours' result JSON (python -m adbs.run --out; adbs/state.py: TrialResult.to_dict)."""
     try:
         sessions = [float(r["test_acc"]) for r in d["sessions"]]
-        base_margins = [float(v) for v in d["margins"][0]]
+        base_margins = [float(v) for v in (d.get("boundaries") or d["margins"])[0]]  # "margins" before the rename
         epochs = [{"epoch": int(r["epoch"]), "epoch_s": float(r["epoch_time_s"]),
                    "negative": int(r["boundary_negative"]), "val_acc": float(r["val_acc"])} for r in d["base_curve"]]
         config = d["config"]

@@ -14,9 +14,9 @@ ROWS = {
 
 # Finer toggles (`--toggles NAME ...`): each adds a row = full ADBS with one change.
 TOGGLES = {
-    "abs_margin": {"variant": "adb+ic", "abs_margin": False},  # signed m in logits
-    "new_margin_init": {"variant": "adb+ic", "new_margin_init": "one"},  # new boundaries start at 1.0
-    "margin_weight_decay": {"variant": "adb+ic", "margin_weight_decay": False},  # no weight decay on m
+    "abs_boundary": {"variant": "adb+ic", "abs_boundary": False},  # signed m in logits
+    "new_boundary_init": {"variant": "adb+ic", "new_boundary_init": "one"},  # new boundaries start at 1.0
+    "boundary_weight_decay": {"variant": "adb+ic", "boundary_weight_decay": False},  # no weight decay on m
     "finetune": {"variant": "adb+ic", "finetune_epochs": 0},  # no incremental boundary fine-tuning
     "ic_sum": {"variant": "adb+ic", "ic_reduction": "sum"},  # the paper's sum instead of the code's mean
 }

@@ -9,7 +9,7 @@ epochs (the released recipe's boundaries cross zero in the first epoch).
 
 RELEASED = {
     "variant": "adb+ic",
-    "new_margin_init": "mean",  # signed mean of the old boundaries
+    "new_boundary_init": "mean",  # signed mean of the old boundaries
     "finetune_abs_boundary": False,  # signed m in the fine-tuning loop
     "abs_base_boundary": False,  # signed base m carried into the sessions
     "boundary_lr_scale": 1.0,  # m shares the backbone's lr
@@ -17,7 +17,7 @@ RELEASED = {
 }
 
 REMEDIES = {
-    "abs_mean_init": {"new_margin_init": "abs_mean"},  # new m = mean |m| (the paper's "mean boundary")
+    "abs_mean_init": {"new_boundary_init": "abs_mean"},  # new m = mean |m| (the paper's "mean boundary")
     "finetune_abs": {"finetune_abs_boundary": True},  # |m| in the fine-tuning loop, as at evaluation
     "abs_base": {"abs_base_boundary": True},  # |m| of the base boundaries before the sessions
     "lr_scale=0.1": {"boundary_lr_scale": 0.1},  # m learns ten times slower than the backbone

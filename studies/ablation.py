@@ -1,7 +1,7 @@
 """ablation: baseline vs ADB vs ADB+IC (the paper's ablation table, with Delta_last), over seeds.
 
     python studies/ablation.py                                   # 3 rows x seeds 0 1 on the embedded benchmark
-    python studies/ablation.py --seeds 1 2 3 --toggles abs_margin new_margin_init margin_weight_decay
+    python studies/ablation.py --seeds 1 2 3 --toggles abs_boundary new_boundary_init boundary_weight_decay
     python studies/ablation.py --preset cifar100 --data-root DIR --seeds 1 2 3   # paper's Table, GPU
 
 Rows: baseline (fixed boundary m = 1), adb (learnable boundaries, alpha = 0), adb+ic (full

@@ -71,9 +71,9 @@ def _ic_loops(m, w):
     return total / (n * n)
 
 
-def _finetune_loops(features, labels, w, margins, n_old, alpha, lr, epochs, T=16.0, mom=0.9, damp=0.9):
-    old = margins[:n_old].clone()
-    new = margins[n_old:].clone()
+def _finetune_loops(features, labels, w, boundaries, n_old, alpha, lr, epochs, T=16.0, mom=0.9, damp=0.9):
+    old = boundaries[:n_old].clone()
+    new = boundaries[n_old:].clone()
     buf = None
     for e in range(epochs):
         new_p = new.clone().requires_grad_(True)
@@ -100,25 +100,25 @@ def test_finetune_matches_loop_reference(views):
     g = torch.Generator().manual_seed(1)
     n_old, n_new, k, d, epochs = 6, 3, 4, 12, 5
     w = torch.randn(n_old + n_new, d, generator=g)
-    margins = torch.cat([1 + 0.2 * torch.rand(n_old, generator=g), torch.zeros(n_new)])
-    margins[n_old:] = adbs.init_new_boundaries(margins[:n_old], n_new)
+    boundaries = torch.cat([1 + 0.2 * torch.rand(n_old, generator=g), torch.zeros(n_new)])
+    boundaries[n_old:] = adbs.init_new_boundaries(boundaries[:n_old], n_new)
     labels = torch.arange(n_old, n_old + n_new).repeat_interleave(k)
     shape = (epochs, n_new * k, d) if views else (n_new * k, d)
     feats = torch.randn(*shape, generator=g)
-    out = adbs.finetune_boundaries(feats, labels, w, margins, n_old, alpha=0.05, lr=0.1, epochs=epochs)
-    ref = _finetune_loops(feats, labels, w, margins, n_old, alpha=0.05, lr=0.1, epochs=epochs)
+    out = adbs.finetune_boundaries(feats, labels, w, boundaries, n_old, alpha=0.05, lr=0.1, epochs=epochs)
+    ref = _finetune_loops(feats, labels, w, boundaries, n_old, alpha=0.05, lr=0.1, epochs=epochs)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
-    assert torch.equal(out[:n_old], margins[:n_old]), "old boundaries must stay frozen"
-    assert not torch.equal(out[n_old:], margins[n_old:]), "new boundaries must move"
+    assert torch.equal(out[:n_old], boundaries[:n_old]), "old boundaries must stay frozen"
+    assert not torch.equal(out[n_old:], boundaries[n_old:]), "new boundaries must move"
 
 
 def test_finetune_single_step_by_hand():
     # One new class, one shot exactly on its own prototype, one orthogonal old class.
     w = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
-    margins = torch.tensor([1.0, 1.0])
+    boundaries = torch.tensor([1.0, 1.0])
     f = torch.tensor([[0.0, 1.0]])
     y = torch.tensor([1])
-    out = adbs.finetune_boundaries(f, y, w, margins, 1, alpha=0.0, lr=0.5, epochs=1, temperature=2.0)
+    out = adbs.finetune_boundaries(f, y, w, boundaries, 1, alpha=0.0, lr=0.5, epochs=1, temperature=2.0)
     # logits = (2*1*0, 2*m*1); dCE/dm = -(1 - softmax_1) * 2 with softmax_1 = e^2/(1+e^2)
     grad = -(1 - math.exp(2) / (1 + math.exp(2))) * 2
     assert out[1].item() == pytest.approx(1.0 - 0.5 * grad, rel=1e-6)

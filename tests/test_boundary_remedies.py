@@ -76,7 +76,7 @@ def test_trial_reports_diagnostics_and_warnings(data):
         for k in ("test_pred_novel_share", "test_unpredicted_classes", "boundary_negative",
                   "boundary_base_abs_min", "boundary_novel_abs_max"):
             assert k in r
-        m = torch.tensor(result.margins[int(r["session"])])
+        m = torch.tensor(result.boundaries[int(r["session"])])
         assert r["boundary_negative"] == (m < 0).sum().item()
     assert result.warnings == collapse_warnings(result.sessions)
     assert result.summary["collapse_warning"] == float(bool(result.warnings))
@@ -87,11 +87,11 @@ def test_trial_reports_diagnostics_and_warnings(data):
 
 def test_new_boundary_init_abs_mean():
     old = torch.tensor([-2.0, 1.0, 3.0, -1.0])
-    released = _new_boundaries(Config(new_margin_init="mean"), old, 2)
-    paper = _new_boundaries(Config(new_margin_init="abs_mean"), old, 2)
+    released = _new_boundaries(Config(new_boundary_init="mean"), old, 2)
+    paper = _new_boundaries(Config(new_boundary_init="abs_mean"), old, 2)
     torch.testing.assert_close(released, torch.tensor([0.25, 0.25]))  # signed mean
     torch.testing.assert_close(paper, torch.tensor([1.75, 1.75]))  # mean of |m|
-    torch.testing.assert_close(_new_boundaries(Config(new_margin_init="one"), old, 2), torch.ones(2))
+    torch.testing.assert_close(_new_boundaries(Config(new_boundary_init="one"), old, 2), torch.ones(2))
 
 
 def test_finetune_with_abs_boundary_differs_from_signed_when_old_m_is_negative():
@@ -112,7 +112,7 @@ def test_finetune_with_abs_boundary_differs_from_signed_when_old_m_is_negative()
 
 def _negative_base(data, cfg) -> BaseSession:
     base = train_base(cfg, data)
-    m = torch.linspace(-3.0, 1.0, len(base.margins))  # the largest |m| are negative: they dominate |m| logits
+    m = torch.linspace(-3.0, 1.0, len(base.boundaries))  # the largest |m| are negative: they dominate |m| logits
     return BaseSession(base.backbone_state, base.prototypes, m, base.curve, base.best_epoch)
 
 
@@ -120,42 +120,42 @@ def test_abs_base_boundary_and_finetune_abs_reach_the_sessions(data):
     cfg = tiny()
     base = _negative_base(data, cfg)
     released = run_sessions(cfg, data, base)
-    assert min(released.margins[0]) < 0  # the signed m enters the sessions
+    assert min(released.boundaries[0]) < 0  # the signed m enters the sessions
     remedied = run_sessions(cfg.replace(abs_base_boundary=True), data, base)
-    assert min(remedied.margins[0]) >= 0
-    torch.testing.assert_close(torch.tensor(remedied.margins[0]), torch.tensor(released.margins[0]).abs())
+    assert min(remedied.boundaries[0]) >= 0
+    torch.testing.assert_close(torch.tensor(remedied.boundaries[0]), torch.tensor(released.boundaries[0]).abs())
     assert remedied.sessions[0]["boundary_negative"] == 0 and released.sessions[0]["boundary_negative"] > 0
     # finetune_abs_boundary changes the novel boundaries the fine-tuning produces (old m has negatives)
     fabs = run_sessions(cfg.replace(finetune_abs_boundary=True), data, base)
-    n_base = len(base.margins)
-    assert fabs.margins[1][:n_base] == released.margins[1][:n_base]
-    assert fabs.margins[1][n_base:] != released.margins[1][n_base:]
+    n_base = len(base.boundaries)
+    assert fabs.boundaries[1][:n_base] == released.boundaries[1][:n_base]
+    assert fabs.boundaries[1][n_base:] != released.boundaries[1][n_base:]
     # abs_mean init: the new boundaries start at the mean |m| (no fine-tuning, to read the init itself)
-    init = run_sessions(cfg.replace(new_margin_init="abs_mean", finetune_epochs=0), data, base)
-    assert init.margins[1][n_base:] == pytest.approx([base.margins.abs().mean().item()] * 5)
+    init = run_sessions(cfg.replace(new_boundary_init="abs_mean", finetune_epochs=0), data, base)
+    assert init.boundaries[1][n_base:] == pytest.approx([base.boundaries.abs().mean().item()] * 5)
 
 
 def test_boundary_lr_scale_and_warmup_act_on_the_base_session(data):
     cfg = tiny(base_epochs=2)
     released = train_base(cfg, data)
     frozen = train_base(cfg.replace(boundary_lr_scale=0.0), data)
-    torch.testing.assert_close(frozen.margins, torch.ones_like(frozen.margins))  # lr 0: m never moves
+    torch.testing.assert_close(frozen.boundaries, torch.ones_like(frozen.boundaries))  # lr 0: m never moves
     doubled = train_base(cfg.replace(boundary_lr_scale=2.0), data)
-    assert not torch.allclose(doubled.margins, released.margins)
+    assert not torch.allclose(doubled.boundaries, released.boundaries)
     warm = train_base(cfg.replace(boundary_warmup_epochs=1), data)
     first = warm.curve[0]
     assert first["boundary_min"] == first["boundary_max"] == 1.0  # frozen during epoch 1
     assert released.curve[0]["boundary_min"] != released.curve[0]["boundary_max"]
     assert warm.curve[1]["boundary_min"] != warm.curve[1]["boundary_max"]  # trains from epoch 2
     all_warm = train_base(cfg.replace(boundary_warmup_epochs=2), data)
-    torch.testing.assert_close(all_warm.margins, torch.ones_like(all_warm.margins))
+    torch.testing.assert_close(all_warm.boundaries, torch.ones_like(all_warm.boundaries))
 
 
 @pytest.mark.parametrize("field,value,fragment", [
     ("boundary_lr_scale", -1.0, "boundary_lr_scale must be a finite number >= 0"),
     ("boundary_lr_scale", float("nan"), "boundary_lr_scale must be a finite number >= 0"),
     ("boundary_warmup_epochs", 9, "boundary_warmup_epochs must be in 0..base_epochs"),
-    ("new_margin_init", "abs", "valid choices: mean, abs_mean, one"),
+    ("new_boundary_init", "abs", "valid choices: mean, abs_mean, one"),
 ])
 def test_remedy_fields_are_checked(field, value, fragment):
     with pytest.raises(ConfigError, match=fragment):

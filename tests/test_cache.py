@@ -16,7 +16,7 @@ def _base(v: float = 1.0) -> BaseSession:
     return BaseSession(
         backbone_state={"w": torch.full((3,), v)},
         prototypes=torch.randn(4, 2),
-        margins=torch.ones(4) * v,
+        boundaries=torch.ones(4) * v,
         curve=[{"epoch": 1, "val_acc": 50.0}],
         best_epoch=1,
     )
@@ -30,13 +30,13 @@ def test_key_ignores_incremental_only_fields():
     cfg = Config()
     k = base_key(cfg, "cpu")
     for change in [dict(ways=10), dict(shots=1), dict(sessions=2), dict(finetune_epochs=3), dict(finetune_lr=0.5),
-                   dict(new_margin_init="one"), dict(novel_val_per_class=7), dict(eval_batch_size=64), dict(num_workers=2)]:
+                   dict(new_boundary_init="one"), dict(novel_val_per_class=7), dict(eval_batch_size=64), dict(num_workers=2)]:
         assert base_key(cfg.replace(**change), "cpu") == k, change
 
 
 @pytest.mark.parametrize(
     "change", [dict(alpha=0.05), dict(seed=1), dict(base_epochs=3), dict(split_seed=2), dict(backbone="resnet20"),
-               dict(variant="baseline"), dict(batch_size=32), dict(margin_weight_decay=False)],
+               dict(variant="baseline"), dict(batch_size=32), dict(boundary_weight_decay=False)],
 )
 def test_key_changes_with_base_fields(change):
     cfg = Config()
@@ -75,7 +75,7 @@ def test_corrupt_or_half_written_entry_is_discarded(tmp_path, damage):
     calls = []
     base, reused = cache.get_or_train("k", lambda: calls.append(1) or _base(3.0))
     assert not reused and calls == [1]
-    assert cache.load("k").margins[0].item() == 3.0
+    assert cache.load("k").boundaries[0].item() == 3.0
 
 
 def _worker(root, counter, delay, out):

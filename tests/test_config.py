@@ -50,7 +50,7 @@ def test_unknown_key_lists_valid_keys_and_suggests():
         ("alpha", "0.05", 0.05),
         ("alpha", 1, 1.0),
         ("shots", "10", 10),
-        ("abs_margin", "false", False),
+        ("abs_boundary", "false", False),
         ("ways", "none", None),
         ("milestones", ["60", "80"], (60, 80)),
         ("milestones", "60,80,100", (60, 80, 100)),
@@ -63,7 +63,7 @@ def test_coerce_parses_cli_strings(key, value, expected):
 
 @pytest.mark.parametrize(
     "key,value",
-    [("shots", "five"), ("shots", 2.5), ("abs_margin", "maybe"), ("alpha", True), ("dataset", 3), ("milestones", 5)],
+    [("shots", "five"), ("shots", 2.5), ("abs_boundary", "maybe"), ("alpha", True), ("dataset", 3), ("milestones", 5)],
 )
 def test_wrong_types_raise(key, value):
     with pytest.raises(ConfigError, match=key):
@@ -110,7 +110,7 @@ def test_presets_hold_only_differences_and_resolve():
 
 
 def test_derived_values():
-    assert Config(variant="baseline").learn_margins is False
+    assert Config(variant="baseline").learn_boundaries is False
     assert Config(variant="baseline").effective_finetune_epochs == 0
     assert Config(variant="adb", alpha=0.05).effective_alpha == 0.0
     assert Config(variant="adb+ic", alpha=0.05).effective_alpha == 0.05
@@ -120,3 +120,16 @@ def test_round_trip_through_dict():
     cfg = preset("cub200", data_root="/d", seed=3)
     assert from_dict(cfg.to_dict()) == cfg
     assert dataclasses.replace(cfg) == cfg.replace()
+
+
+def test_renamed_fields_keep_working():
+    """m has one name (boundary) in code and docs; the fields' old names are read as the new ones."""
+    from adbs.config import ConfigError, from_dict, resolve
+    from adbs.run import build_parser
+
+    cfg = from_dict({"abs_margin": False, "new_margin_init": "one", "margin_weight_decay": "false"})
+    assert (cfg.abs_boundary, cfg.new_boundary_init, cfg.boundary_weight_decay) == (False, "one", False)
+    assert resolve("cpu", None, {"new_margin_init": "abs_mean"})["new_boundary_init"] == "abs_mean"
+    assert build_parser().parse_args(["--abs-margin", "false"]).abs_boundary == "false"
+    with pytest.raises(ConfigError, match="old name of 'abs_boundary'"):
+        from_dict({"abs_margin": False, "abs_boundary": True})

@@ -48,17 +48,17 @@ def test_smoke_trial_with_and_without_adbs(host, variant, data):
     copies = get_host(host)(tiny(host), data, None).copies if host == "savc" else 1
     assert [r["session"] for r in result.sessions] == [0, 1, 2]
     assert [r["n_classes"] for r in result.sessions] == [60, 65, 70]
-    assert len(result.margins[-1]) == 70 * copies  # one boundary per row
+    assert len(result.boundaries[-1]) == 70 * copies  # one boundary per row
     for key in ("val_avg_acc", "test_avg_acc", "test_last_acc", "test_pd", "d_cs"):
         assert result.summary[key] == result.summary[key], key  # finite, not NaN
     assert {"boundary_negative", "boundary_base_abs_mean"} <= set(result.base_curve[0])
     assert {"test_pred_novel_share", "test_unpredicted_classes"} <= set(result.sessions[1])
     if variant == "baseline":
-        assert set(result.margins[-1]) == {1.0}, "without ADBS m = 1 everywhere"
+        assert set(result.boundaries[-1]) == {1.0}, "without ADBS m = 1 everywhere"
     else:
-        assert result.margins[0] != [1.0] * len(result.margins[0]), "ADBS learns the base boundaries"
-        n = len(result.margins[0])
-        assert result.margins[1][n:] != [sum(result.margins[0]) / n] * (len(result.margins[1]) - n), "and fine-tunes new ones"
+        assert result.boundaries[0] != [1.0] * len(result.boundaries[0]), "ADBS learns the base boundaries"
+        n = len(result.boundaries[0])
+        assert result.boundaries[1][n:] != [sum(result.boundaries[0]) / n] * (len(result.boundaries[1]) - n), "and fine-tunes new ones"
 
 
 @pytest.mark.slow
@@ -71,9 +71,9 @@ def test_cache_and_resume_give_identical_numbers(host, data, tmp_path):
     assert [(s["phase"], s.get("epoch", s.get("session"))) for s in states] == [
         ("base", 1), ("base", 2), ("sessions", 0), ("sessions", 1), ("sessions", 2)]
     again = run_trial(cfg, data=data, cache=tmp_path / "cache")  # the base session comes from the cache
-    assert again.summary["base_reused"] == 1.0 and again.sessions == full.sessions and again.margins == full.margins
+    assert again.summary["base_reused"] == 1.0 and again.sessions == full.sessions and again.boundaries == full.boundaries
     resumed = run_trial(cfg, data=data, resume=states[0])  # mid base session, without the cache
-    assert resumed.sessions == full.sessions and resumed.margins == full.margins
+    assert resumed.sessions == full.sessions and resumed.boundaries == full.boundaries
     assert _untimed(resumed.base_curve) == _untimed(full.base_curve)
     seen = []
     from_session = run_trial(cfg, data=data, resume=states[3], cache=tmp_path / "cache",
@@ -158,4 +158,4 @@ def test_several_base_phases_and_session_training_resume_bit_identically(toy, da
     assert states[3]["session_model"] is None and states[4]["session_model"]["gain"] == 1.5
     for state in (states[1], states[4]):  # mid second phase; after a session that trained
         resumed = run_trial(cfg, data=data, resume=state)
-        assert resumed.sessions == full.sessions and resumed.margins == full.margins
+        assert resumed.sessions == full.sessions and resumed.boundaries == full.boundaries

@@ -60,7 +60,7 @@ def test_cache_round_trip_and_corruption_over_s3(s3):
     assert s3.keys("cache-rt") == []
     calls = []
     _, reused = cache.get_or_train("k", lambda: calls.append(1) or _base(3.0))
-    assert not reused and calls == [1] and cache.load("k").margins[0].item() == 3.0
+    assert not reused and calls == [1] and cache.load("k").boundaries[0].item() == 3.0
     assert "base_cache/k.lease" not in s3.keys("cache-rt")  # released
 
 
@@ -104,7 +104,7 @@ def test_expired_lease_of_a_dead_trainer_is_taken_over(s3):
         f.write(json.dumps({"owner": "gone:1:x", "expires": time.time() - 5}).encode())
     t0 = time.time()
     base, reused = cache.get_or_train("k", lambda: _base(7.0))
-    assert not reused and base.margins[0].item() == 7.0 and time.time() - t0 < 20
+    assert not reused and base.boundaries[0].item() == 7.0 and time.time() - t0 < 20
     assert s3.keys("cache-lease") == ["base_cache/k.json", "base_cache/k.pt"]
 
 
@@ -197,5 +197,5 @@ def test_a_restarted_trial_takes_over_its_own_live_lease(s3):
         f.write(json.dumps({"owner": "node:123:ab", "holder": "trial_1", "expires": time.time() + 600}).encode())
     t0 = time.time()
     base, reused = BaseCache(url, holder="trial_1").get_or_train("k", lambda: _base(4.0))
-    assert not reused and base.margins[0].item() == 4.0 and time.time() - t0 < 15  # not the 600 s
+    assert not reused and base.boundaries[0].item() == 4.0 and time.time() - t0 < 15  # not the 600 s
     assert "base_cache/k.lease" not in s3.keys("cache-holder")

@@ -38,7 +38,7 @@ def test_cli_end_to_end(tmp_path):
     res = json.loads(out.read_text())
     assert [s["session"] for s in res["sessions"]] == [0, 1, 2]
     assert [s["n_classes"] for s in res["sessions"]] == [60, 65, 70]
-    assert len(res["base_curve"]) == 2 and len(res["margins"][-1]) == 70
+    assert len(res["base_curve"]) == 2 and len(res["boundaries"][-1]) == 70
     for key in ("val_avg_acc", "test_avg_acc", "test_last_acc", "test_pd", "d_cs"):
         assert math.isfinite(res["summary"][key])
 
@@ -81,19 +81,19 @@ def test_cli_bad_input_fails_before_compute(tmp_path, args, fragment):
 def test_same_seed_same_numbers_on_cpu(data):
     a = run_trial(tiny(), data=data)
     b = run_trial(tiny(), data=data)
-    assert a.sessions == b.sessions and a.margins == b.margins
+    assert a.sessions == b.sessions and a.boundaries == b.boundaries
     c = run_trial(tiny(seed=1), data=data)
     assert c.sessions != a.sessions
 
 
 def test_variants_behave(data):
     base = run_trial(tiny(variant="baseline"), data=data)
-    assert all(m == 1.0 for m in base.margins[-1]), "baseline keeps m = 1"
+    assert all(m == 1.0 for m in base.boundaries[-1]), "baseline keeps m = 1"
     adb = run_trial(tiny(variant="adb"), data=data)
-    assert adb.margins[0] != [1.0] * 60, "adb learns base boundaries"
-    assert adb.margins[1][60:] != [sum(adb.margins[0]) / 60] * 5, "adb fine-tunes novel boundaries"
+    assert adb.boundaries[0] != [1.0] * 60, "adb learns base boundaries"
+    assert adb.boundaries[1][60:] != [sum(adb.boundaries[0]) / 60] * 5, "adb fine-tunes novel boundaries"
     nofit = run_trial(tiny(variant="adb", finetune_epochs=0), data=data)
-    assert nofit.margins[1][60:] == pytest.approx([sum(nofit.margins[0]) / 60] * 5), "init = mean of old"
+    assert nofit.boundaries[1][60:] == pytest.approx([sum(nofit.boundaries[0]) / 60] * 5), "init = mean of old"
 
 
 def test_hooks_see_every_epoch_and_session(data):
@@ -153,7 +153,7 @@ def test_resume_from_any_checkpoint_is_bit_identical(data):
     for state in (states[0], states[3]):
         seen = []
         resumed = run_trial(tiny(), data=data, resume=state, hooks=Hooks(on_session=seen.append))
-        assert resumed.sessions == full.sessions and resumed.margins == full.margins
+        assert resumed.sessions == full.sessions and resumed.boundaries == full.boundaries
         untimed = lambda curve: [{k: v for k, v in r.items() if k != "epoch_time_s"} for r in curve]  # noqa: E731
         assert untimed(resumed.base_curve) == untimed(full.base_curve)
         # hooks fire only for what comes after the checkpoint

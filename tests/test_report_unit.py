@@ -31,13 +31,13 @@ def test_trial_artifacts_written_only_where_there_is_data(tmp_path):
     sessions = [{"session": s, "val_acc": 60 - s, "test_acc": 58 - s, "test_base_acc": 59.0, "test_novel_acc":
                  math.nan if s == 0 else 30.0, "val_base_acc": 61.0, "val_novel_acc": math.nan if s == 0 else 31.0}
                 for s in range(3)]
-    files = artifacts.write_trial_artifacts(tmp_path / "t", sessions=sessions, margins=MARGINS,
+    files = artifacts.write_trial_artifacts(tmp_path / "t", sessions=sessions, boundaries=MARGINS,
                                             config={"alpha": 0.05, "milestones": [40, 70]}, title="alpha=0.05 seed=0")
     assert [f.name for f in files] == ["config.json", "session_curve.png", "boundaries.csv"]
     assert files[1].read_bytes()[:4] == b"\x89PNG"
     assert json.loads(files[0].read_text()) == {"alpha": 0.05, "milestones": [40, 70]}
     assert pd.read_csv(files[2]).shape == (4, 6)
-    pruned = artifacts.write_trial_artifacts(tmp_path / "p", sessions=[], margins=None, config={"alpha": 0.1})
+    pruned = artifacts.write_trial_artifacts(tmp_path / "p", sessions=[], boundaries=None, config={"alpha": 0.1})
     assert [f.name for f in pruned] == ["config.json"]
 
 

@@ -297,7 +297,7 @@ def _ours_json(accs=(80.0, 70.0, 60.0), base_m=(1.0, -0.5, 0.25)) -> dict:
         base_curve=[{"epoch": 1, "epoch_time_s": 3.0, "boundary_negative": 0, "val_acc": 50.0},
                     {"epoch": 2, "epoch_time_s": 2.0, "boundary_negative": 1, "val_acc": 60.0}],
         sessions=[{"session": t, "test_acc": a} for t, a in enumerate(accs)],
-        margins=[list(base_m), [*base_m, 0.3]], summary={"best_base_epoch": 2, "wall_time_s": 9.5},
+        boundaries=[list(base_m), [*base_m, 0.3]], summary={"best_base_epoch": 2, "wall_time_s": 9.5},
     ).to_dict()
 
 
@@ -307,7 +307,7 @@ def test_parse_ours_result():
     assert r["base_abs_mean"] == pytest.approx(1.75 / 3) and r["best_base_epoch"] == 2
     assert [e["epoch_s"] for e in r["epochs"]] == [3.0, 2.0]
     bad = _ours_json()
-    del bad["margins"]
+    del bad["boundaries"]
     with pytest.raises(vs.ToolError, match="python -m adbs.run --out"):
         vs.parse_ours_result(bad)
 

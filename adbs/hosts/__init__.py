@@ -104,17 +104,17 @@ class NoOptions:
 class Head:
     """The host's classification rows with ADBS's boundaries: logits T * |m_c| * cos(f, w_c).
 
-    `weights` are the host's rows (trained in the base session), `margins` one boundary m per row, owned
+    `weights` are the host's rows (trained in the base session), `boundaries` one boundary m per row, owned
     by the trainer (1 and fixed without ADBS), `scale` the host's logit scale (T, or ALICE's s).
     """
 
     weights: torch.Tensor
-    margins: torch.Tensor
+    boundaries: torch.Tensor
     scale: float
     absolute: bool = True
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
-        return boundary_logits(features.float(), self.weights, self.margins, self.scale, absolute=self.absolute)
+        return boundary_logits(features.float(), self.weights, self.boundaries, self.scale, absolute=self.absolute)
 
 
 @dataclass
@@ -206,7 +206,7 @@ class Host:
         that classify by class means (ALICE).
         """
         n = self.base_rows
-        return head.weights[:n].detach(), head.margins[:n].detach()
+        return head.weights[:n].detach(), head.boundaries[:n].detach()
 
     # -- features and rows of new classes ----------------------------------------------------------
     def embed(self, model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -190,7 +190,7 @@ class ALICE(Host):
                 logits = head.logits(z)  # s * |m| * cos over every head row
             else:  # s * |m| * cos over the real base classes; the other rows keep m = 1
                 n = self.n_base
-                logits = torch.cat([boundary_logits(z.float(), head.weights[:n], head.margins[:n], head.scale,
+                logits = torch.cat([boundary_logits(z.float(), head.weights[:n], head.boundaries[:n], head.scale,
                                                     absolute=head.absolute),
                                     head.scale * cosine(z.float(), head.weights[n:])], 1)
             loss = loss + cosface_loss(logits, targets, o.s * o.angular_margin) / len(views)
@@ -200,7 +200,7 @@ class ALICE(Host):
     def val_classifier(self, model, head: Head, base_features):
         """Nearest class mean, as ALICE validates (validation.py: NCMValidation), with the base m."""
         tf, ty = base_features()
-        return copy_means(tf, ty, self.data.sessions[0].classes), head.margins[: self.n_base].detach()
+        return copy_means(tf, ty, self.data.sessions[0].classes), head.boundaries[: self.n_base].detach()
 
     # -- 4. rows of new classes: class means (Host.rows) in the chosen space -----------------------------
     def embed(self, model, x: torch.Tensor) -> torch.Tensor:

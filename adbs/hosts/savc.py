@@ -19,7 +19,7 @@ docs/hosts.md, "SAVC". Read top to bottom:
 6. Prediction: a class's score is the mean over copies j of copy j's logit for row c * M + j.
 
 Where ADBS enters (docs/hosts.md, the most direct reading): one boundary m per joint row (the released
-ADBS code sizes its margins by num_classes * trans), so the logits are T * |m| * cos over joint rows, IC
+ADBS code sizes its `margin` parameter by num_classes * trans), so the logits are T * |m| * cos over joint rows, IC
 runs over the joint rows, and each session's boundary fine-tuning sees the shots under every fantasy
 copy with joint labels. Both parts of that are the trainer's (adbs/loops.py).
 """
