@@ -37,6 +37,7 @@ import hashlib
 import io
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -47,7 +48,7 @@ from typing import Any
 
 import torch
 
-from adbs import storage
+from adbs import objstore
 from adbs.config import Config, shapes_base
 from adbs.state import BaseSession, base_state
 
@@ -89,12 +90,15 @@ def base_key(cfg: Config, device_kind: str) -> str:
 class BaseCache:
     """Trained base sessions in a folder or under an object-store URL, safe for concurrent processes."""
 
-    def __init__(self, root: str | os.PathLike, holder: str | None = None):
+    def __init__(self, root: str | os.PathLike, holder: str | None = None,
+                 log: Callable[[str], None] | None = None):
         """`holder`: who trains (e.g. the Tune trial id). On an object store, a lease left by a holder of
         the same name (the same trial, restarted after its worker died) is taken over at once instead of
-        waiting for it to expire; a filesystem lock dies with its process anyway."""
-        self.root = str(root) if storage.is_url(str(root)) else Path(root)
-        self.files = _ObjectFiles(str(root), holder) if storage.is_url(str(root)) else _LocalFiles(Path(root))
+        waiting for it to expire; a filesystem lock dies with its process anyway. `log` gets one line when
+        an entry is discarded (default: standard error)."""
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.root = str(root) if objstore.is_url(str(root)) else Path(root)
+        self.files = _ObjectFiles(str(root), holder) if objstore.is_url(str(root)) else _LocalFiles(Path(root))
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
@@ -133,9 +137,11 @@ class BaseCache:
             if hashlib.sha256(payload).hexdigest() != meta["sha256"]:
                 raise ValueError("checksum mismatch")
             return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
-        except Exception:  # corrupt, truncated or from an incompatible version: recompute
+        except Exception as e:  # corrupt, truncated or from an incompatible version: recompute
             for name in (f"{key}.pt", f"{key}.json"):
                 self.files.delete(name)
+            self.log(f"base-session cache: entry {key} in {self.root} is unreadable ({type(e).__name__}: "
+                     f"{str(e)[:120]}); discarded, it is computed again")
             return None
 
     def _write(self, key: str, state: dict[str, Any], meta: dict[str, Any] | None) -> None:
@@ -205,7 +211,7 @@ class _ObjectFiles:
 
     def __init__(self, url: str, holder: str | None = None):
         self.url, self.holder = url, holder
-        self.fs, self.prefix = storage.open_fs(url)
+        self.fs, self.prefix = objstore.open_fs(url)
         self.prefix = self.prefix.rstrip("/")
 
     def _path(self, name: str) -> str:

@@ -540,7 +540,7 @@ def option_keys() -> dict[str, Any]:
 
 # Presets hold only what differs from the defaults (the defaults are the CPU
 # setting on the embedded benchmark). Paper presets follow the official code's
-# per-dataset defaults (method.md, "Per-dataset defaults").
+# per-dataset defaults (docs/protocols.md, "Per-dataset defaults of the released code").
 PRESETS: dict[str, dict[str, Any]] = {
     # Default CPU setting: embedded benchmark v2, small ConvNet, capped base images. One departure from the
     # released code: on benchmark v2 the released recipe never predicts a novel class (novel accuracy 0.00 in

@@ -1,4 +1,4 @@
-"""FSCIL metrics (method.md, "Metrics"). Accuracies are in percent, as in the paper."""
+"""FSCIL metrics (docs/metrics.md). Accuracies are in percent, as in the paper."""
 
 from __future__ import annotations
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adbs.storage import OBJECT_STORE_SCHEMES, redact
-from adbs.storage import is_url as is_object_store
+from adbs.objstore import OBJECT_STORE_SCHEMES, redact
+from adbs.objstore import is_url as is_object_store
 # Tracking URIs that are a server or a database every node can reach.
 SERVER_SCHEMES = ("http", "https", "databricks", "postgresql", "mysql", "mssql")
 LOCAL_TRACKING_SCHEMES = ("sqlite", "file", "")
@@ -145,11 +145,11 @@ def _probe_failed(e: Exception) -> str:
 
 def _probe_object_store(url: str) -> dict[str, Any]:
     """On a node: write, read back and delete an object under `url` with this node's credentials."""
-    from adbs.storage import StorageError, check_writable
+    from adbs.objstore import ObjectStoreError, check_writable
 
     try:
         check_writable(url)
-    except StorageError as e:
+    except ObjectStoreError as e:
         return {"ok": False, "why": str(e), "host": socket.gethostname()}
     return {"ok": True, "host": socket.gethostname()}
 

@@ -135,12 +135,12 @@ def check_data(cfg: Config) -> None:
 
 def check_storage(location: str) -> None:
     """--storage: a writable folder, or an object-store URL this machine can write to."""
-    from adbs import storage as st
+    from adbs import objstore as st
 
     if st.is_url(location):
         try:
             st.check_writable(location)
-        except st.StorageError as e:
+        except st.ObjectStoreError as e:
             raise StudyInputError(f"--storage: {e}") from None
         return
     if "://" in location:
@@ -197,7 +197,7 @@ def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int) -> str:
 
 def _logged_argv(argv: tuple[str, ...]) -> list[str]:
     """The command for study.json and MLflow, with credentials cut out of object-store URLs."""
-    from adbs.storage import redact
+    from adbs.objstore import redact
 
     def one(a: str) -> str:
         opt, eq, value = a.partition("=")

@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from adbs import storage as st
+from adbs import objstore as st
 
 SNAPSHOT_DIR = "study_files"
 """Folder inside Tune's experiment folder holding the driver's files, uploaded with Tune's state."""

@@ -129,7 +129,7 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
         raise SubmitError("the study needs --storage on shared storage (a path every node mounts, e.g. "
                           "/shared/adbs-runs): its default, <project>/runs, would be inside the job's temporary "
                           "copy of the project on the head node and lost")
-    from adbs import storage as st
+    from adbs import objstore as st
 
     if st.is_url(storage):
         if st.redact(storage) != storage:

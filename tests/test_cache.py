@@ -58,7 +58,8 @@ def test_store_load_round_trip(tmp_path):
 
 @pytest.mark.parametrize("damage", ["flip_byte", "truncate", "no_manifest", "garbage_manifest"])
 def test_corrupt_or_half_written_entry_is_discarded(tmp_path, damage):
-    cache = BaseCache(tmp_path)
+    said: list[str] = []
+    cache = BaseCache(tmp_path, log=said.append)
     cache.store("k", _base())
     payload, manifest = tmp_path / "k.pt", tmp_path / "k.json"
     if damage == "flip_byte":
@@ -72,6 +73,8 @@ def test_corrupt_or_half_written_entry_is_discarded(tmp_path, damage):
     else:
         manifest.write_text("{not json")
     assert cache.load("k") is None
+    # a damaged entry is said in one line (an entry without its manifest is only incomplete: nothing to say)
+    assert len(said) == (0 if damage == "no_manifest" else 1) and all("discarded" in line for line in said)
     calls = []
     base, reused = cache.get_or_train("k", lambda: calls.append(1) or _base(3.0))
     assert not reused and calls == [1]

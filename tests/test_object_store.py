@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from adbs import storage as st
+from adbs import objstore as st
 from adbs.cache import BaseCache
 from test_cache import _base
 
@@ -38,7 +38,7 @@ def test_is_url():
 
 
 def test_unreachable_or_missing_bucket_is_a_clear_error(s3):
-    with pytest.raises(st.StorageError, match="not writable from here.*bucket exists"):
+    with pytest.raises(st.ObjectStoreError, match="not writable from here.*bucket exists"):
         st.check_writable(s3.url("no-such-bucket", "runs"))
     s3.bucket("ok-bucket")
     st.check_writable(s3.url("ok-bucket", "runs"))  # and leaves nothing behind

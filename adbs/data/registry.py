@@ -1,6 +1,6 @@
 """Dataset registry: a string (`Config.dataset`) picks a DatasetSpec.
 
-Each spec carries the protocol constants of its benchmark (method.md, "Benchmarks"):
+Each spec carries the protocol constants of its benchmark (docs/protocols.md, "Benchmarks"):
 class counts, the standard way/shot, image size, normalisation and the transforms of
 the official code. Transform strings use a tiny grammar read by adbs.data.loader:
 parts joined by '+', each one of none, random_crop(S,pad=P), hflip,

@@ -1,4 +1,4 @@
-"""Readers of the community layouts (method.md, "Benchmarks"), each returning (train, test) pools.
+"""Readers of the community layouts (docs/protocols.md, "Benchmarks"), each returning (train, test) pools.
 
     cifar100       DATA_ROOT/cifar-100-python/{train,test}   torchvision pickles, class = fine label
     mini_imagenet  DATA_ROOT/miniimagenet/images/*.jpg + split/{train,test}.csv (filename,label);

@@ -1,4 +1,8 @@
-"""Storage locations: a local (or shared) folder, or an object-store URL opened with pyarrow.fs.
+"""Object stores: URLs of buckets (s3://, gs://, ...) opened with pyarrow.fs, for results and the base-session cache.
+
+Words, once each: a study's *storage* is where its results go (`--storage`: a folder or an object-store URL);
+*Optuna's storage* is Optuna's database (`--optuna-storage`); an *object store* is a bucket service, and this
+module is everything the platform does with its URLs.
 
 Object-store URLs are the ones Ray Tune itself accepts as `storage_path` (it opens them with
 `pyarrow.fs.FileSystem.from_uri`): s3://bucket/prefix, gs://bucket/prefix, hdfs://..., abfs://...
@@ -18,7 +22,7 @@ OBJECT_STORE_SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
 _SECRET_QUERY = ("access_key", "secret_key", "session_token", "password", "token", "credential")
 
 
-class StorageError(RuntimeError):
+class ObjectStoreError(RuntimeError):
     """An object store that cannot be opened or used; the message says what to check."""
 
 
@@ -51,19 +55,19 @@ def redact(url: str) -> str:
 
 
 def open_fs(url: str):
-    """(pyarrow filesystem, path inside it) for an object-store URL; StorageError when it cannot be opened."""
+    """(pyarrow filesystem, path inside it) for an object-store URL; ObjectStoreError when it cannot be opened."""
     import pyarrow.fs as pafs
 
     try:
         return pafs.FileSystem.from_uri(url)
     except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid / OSError with a reason
-        raise StorageError(f"cannot open {redact(url)}: {e}. Check the URL (bucket, endpoint_override=HOST:PORT "
+        raise ObjectStoreError(f"cannot open {redact(url)}: {e}. Check the URL (bucket, endpoint_override=HOST:PORT "
                            "and scheme=http for an S3-compatible server) and the credentials in this "
                            "environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, ...)") from None
 
 
 def check_writable(url: str) -> None:
-    """Write, read back and delete a small object under `url`; StorageError with the reason when that fails."""
+    """Write, read back and delete a small object under `url`; ObjectStoreError with the reason when that fails."""
     import uuid
 
     fs, root = open_fs(url)
@@ -77,11 +81,11 @@ def check_writable(url: str) -> None:
             seen = f.read()
         fs.delete_file(probe)
     except Exception as e:  # noqa: BLE001
-        raise StorageError(f"{redact(url)} is not writable from here: {str(e).strip().splitlines()[0][:300]}. "
+        raise ObjectStoreError(f"{redact(url)} is not writable from here: {str(e).strip().splitlines()[0][:300]}. "
                            "Check that the bucket exists, the credentials in this environment can write to it, "
                            "and the endpoint (endpoint_override / AWS_ENDPOINT_URL) is reachable") from None
     if seen != token:
-        raise StorageError(f"{redact(url)}: an object written there read back with other content")
+        raise ObjectStoreError(f"{redact(url)}: an object written there read back with other content")
 
 
 def _ensure_bucket(fs, root: str) -> None:
