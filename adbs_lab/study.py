@@ -262,12 +262,6 @@ def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, 
         if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=tune_fs):
             raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
                                   "to start one")
-        damaged = _damaged_tune_state(where)
-        if damaged:
-            raise StudyInputError(
-                f"--resume: Ray Tune's saved state of this study is damaged ({damaged}; written while the disk was "
-                f"full?), so it cannot be resumed. Run the study again without --resume: the earlier results are "
-                f"moved aside, and base sessions already trained are reused from {where.cache_location}")
         missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
                    if not (where.local / name).exists()]
         if missing:
@@ -275,6 +269,13 @@ def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, 
                 f"--resume: {', '.join(where.display(m) for m in missing)} is missing: the study cannot continue "
                 f"without its record of the trials ({'Optuna' if 'optuna.db' in missing else 'MLflow runs'}); "
                 "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
+        # after the check above: loading Tune's searcher state opens (and so creates) optuna.db
+        damaged = _damaged_tune_state(where)
+        if damaged:
+            raise StudyInputError(
+                f"--resume: Ray Tune's saved state of this study is damaged ({damaged}; written while the disk was "
+                f"full?), so it cannot be resumed. Run the study again without --resume: the earlier results are "
+                f"moved aside, and base sessions already trained are reused from {where.cache_location}")
         return held.get("settings", {})
     if where.in_use():
         if where.remote:

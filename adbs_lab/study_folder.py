@@ -203,7 +203,7 @@ class StudyLock:
     A folder: an flock on `<storage>/<folder>.lock`, released by the kernel when the driver dies, so a
     crashed study never blocks its own --resume. An object store has no locks: a lease object
     `<folder>.lock` whose timestamp the driver renews every RENEW_S; a lease older than TTL_S belongs
-    to a dead driver and is taken over.
+    to a dead driver and is taken over, as is at once a lease whose driver ran on this machine and is gone.
     """
 
     RENEW_S, TTL_S = 15.0, 60.0
@@ -260,10 +260,25 @@ class StudyLock:
                 held = json.loads(f.read().decode() or "{}")
         except (FileNotFoundError, ValueError):
             held = {}
-        if held and time.time() - float(held.get("renewed", 0)) < self.TTL_S and held.get("pid") != os.getpid():
+        if held and time.time() - float(held.get("renewed", 0)) < self.TTL_S and held.get("pid") != os.getpid() \
+                and not self._dead_here(held):
             raise StudyBusy(self._message(held))
         self._write_lease()
         threading.Thread(target=self._renew, daemon=True, name="study-lease").start()
+
+    @staticmethod
+    def _dead_here(held: dict) -> bool:
+        """Whether the lease's driver ran on this machine and is gone (killed: its lease was never deleted),
+        so its own --resume need not wait for the lease to expire."""
+        if held.get("host") != socket.gethostname() or not isinstance(held.get("pid"), int):
+            return False
+        try:
+            os.kill(held["pid"], 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            return False
+        return False
 
     def _renew(self) -> None:
         while not self._stop.wait(self.RENEW_S):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import time
 
 import pytest
@@ -199,3 +200,36 @@ def test_a_restarted_trial_takes_over_its_own_live_lease(s3):
     base, reused = BaseCache(url, holder="trial_1").get_or_train("k", lambda: _base(4.0))
     assert not reused and base.boundaries[0].item() == 4.0 and time.time() - t0 < 15  # not the 600 s
     assert "base_cache/k.lease" not in s3.keys("cache-holder")
+
+
+def test_study_lease_of_a_killed_driver_on_this_machine_is_taken_over_at_once(s3):
+    """A SIGKILLed driver never deletes its lease; its --resume on the same machine must not wait out TTL_S,
+    while a live driver's lease (here: this test's parent process) still refuses a second copy."""
+    import socket
+    import subprocess
+    import sys
+
+    from adbs_lab.study_folder import StudyBusy, StudyFolder, StudyLock
+
+    bucket = s3.bucket("study-lease")
+    where = StudyFolder(s3.url(bucket, "runs"), "alpha_sweep")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lease = f"{bucket}/runs/alpha_sweep.lock"
+
+    def held_by(pid, host):
+        with s3.fs().open_output_stream(lease) as f:
+            f.write(json.dumps({"pid": pid, "host": host, "started": "then", "command": "study",
+                                "renewed": time.time()}).encode())
+
+    held_by(os.getppid(), socket.gethostname())
+    with pytest.raises(StudyBusy, match=f"PID {os.getppid()} on {socket.gethostname()}"):
+        StudyLock(where, "second copy")
+    held_by(int(gone.stdout), "another-machine")  # a pid we cannot check: wait for the lease to expire
+    with pytest.raises(StudyBusy):
+        StudyLock(where, "second copy")
+    held_by(int(gone.stdout), socket.gethostname())
+    lock = StudyLock(where, "resume")
+    with s3.fs().open_input_stream(lease) as f:
+        assert json.loads(f.read())["pid"] == os.getpid()
+    lock.release()
+    where.cleanup()
