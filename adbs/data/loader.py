@@ -4,7 +4,10 @@ Two paths give the same interface:
 * in-memory pools (synthetic, cifar100) with transforms made of random_crop/hflip/none:
   whole uint8 batches are augmented with tensor ops (zero padding, per-sample crop offsets,
   flip mask) from a seeded torch.Generator, so CPU training is not bottlenecked by
-  per-image Python transforms;
+  per-image Python transforms. With `device` given (a CUDA trial: adbs.loops.Runtime.data_device) the
+  pool's uint8 images and labels are copied to that device once and the same ops run there; the random
+  draws still come from the CPU generator (a few ints per batch), so a device gets exactly the crops,
+  flips and order the CPU path gives for the same seed (docs/gpu.md, "Data path");
 * anything else (file-based pools: mini_imagenet, cub200): a torch DataLoader over
   per-sample torchvision.transforms.v2 pipelines. Each sample's randomness comes from a
   seed derived from (seed, epoch, image index) under torch.random.fork_rng, so batches are
@@ -72,7 +75,7 @@ class _Loader:
     """Re-iterable epochs of batches; len() = batches per epoch."""
 
     def __init__(self, data: Any, pool: ImagePool, indices: np.ndarray, train: bool, batch_size: int,
-                 shuffle: bool, seed: int, num_workers: int):
+                 shuffle: bool, seed: int, num_workers: int, device: torch.device | str | None = None):
         if batch_size < 1:
             raise DataError(f"batch_size={batch_size} is invalid; expected an int >= 1")
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
@@ -92,6 +95,8 @@ class _Loader:
         self.std = torch.tensor(spec.std, dtype=torch.float32).view(1, 3, 1, 1)
         self.batched = pool.in_memory and all(op in ("random_crop", "hflip") for op, _ in self.ops)
         self.labels = torch.from_numpy(pool.labels)
+        # where batches of the in-memory path are made (None: CPU, as before); file pools ignore it
+        self.device = torch.device(device) if device is not None else None
         self._dl: DataLoader | None = None
 
     def __len__(self) -> int:
@@ -110,21 +115,24 @@ class _Loader:
 
     # -- in-memory pools: whole-batch tensor augmentation ------------------------------------------
     def _iter_batched(self, order: np.ndarray, g: torch.Generator):
-        images = self.pool.images
+        if self.device is None:
+            images, labels, mean, std = self.pool.images, self.labels, self.mean, self.std
+        else:
+            images, labels = _resident(self.pool, self.device)
+            mean, std = self.mean.to(self.device), self.std.to(self.device)
         assert images is not None
+        dev = images.device
+        order_t = torch.from_numpy(order).to(dev)
         for a in range(0, len(order), self.batch_size):
-            j = torch.from_numpy(order[a:a + self.batch_size])
+            j = order_t[a:a + self.batch_size]
             x = images.index_select(0, j)
             for op, kw in self.ops:
                 if op == "random_crop":
                     x = _batch_random_crop(x, kw["size"], kw.get("pad", 0), g)
                 elif op == "hflip":
-                    flip = torch.rand(len(x), generator=g) < 0.5
+                    flip = (torch.rand(len(x), generator=g) < 0.5).to(dev)
                     x = torch.where(flip[:, None, None, None], x.flip(-1), x)
-            yield self._normalise(x), self.labels.index_select(0, j)
-
-    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
-        return x.float().div_(255.0).sub_(self.mean).div_(self.std)
+            yield _normalise(x, mean, std), labels.index_select(0, j)
 
     # -- everything else: per-sample v2 transforms in a DataLoader ------------------------------------
     def _iter_samples(self, order: np.ndarray, epoch_seed: int):
@@ -204,6 +212,21 @@ def _build_v2(ops: list[tuple[str, dict[str, int]]]) -> Any:
     return v2.Compose(out)
 
 
+def _normalise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    return x.float().div_(255.0).sub_(mean).div_(std)
+
+
+def _resident(pool: ImagePool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pool's uint8 images and int64 labels on `device`, copied once per pool and device (a trial's
+    train, validation and prototype passes share the copy: CIFAR-100's 60,000 images are 184 MB)."""
+    held = pool.__dict__.setdefault("_resident", {})
+    key = str(device)
+    if key not in held:
+        assert pool.images is not None
+        held[key] = (pool.images.to(device), torch.from_numpy(pool.labels).to(device))
+    return held[key]
+
+
 def _batch_random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator) -> torch.Tensor:
     """torchvision RandomCrop(size, padding=pad) (zero fill) for a whole uint8 batch."""
     b, c, h, w = x.shape
@@ -212,9 +235,10 @@ def _batch_random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator)
     hh, ww = h + 2 * pad, w + 2 * pad
     if hh < size or ww < size:
         raise DataError(f"random_crop({size}) is larger than the padded image {hh}x{ww}; fix the transform string")
-    oy = torch.randint(0, hh - size + 1, (b,), generator=g)
-    ox = torch.randint(0, ww - size + 1, (b,), generator=g)
-    ar = torch.arange(size)
+    # offsets from the CPU generator whatever x's device: the same seed gives the same crops everywhere
+    oy = torch.randint(0, hh - size + 1, (b,), generator=g).to(x.device)
+    ox = torch.randint(0, ww - size + 1, (b,), generator=g).to(x.device)
+    ar = torch.arange(size, device=x.device)
     rows = (oy[:, None] + ar)[:, None, :, None].expand(b, c, size, ww)
     x = x.gather(2, rows)
     cols = (ox[:, None] + ar)[:, None, None, :].expand(b, c, size, size)
@@ -222,11 +246,13 @@ def _batch_random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator)
 
 
 def make_loader(data: Any, pool: ImagePool, indices: np.ndarray, *, train: bool, batch_size: int,
-                shuffle: bool, seed: int, num_workers: int = 0) -> _Loader:
+                shuffle: bool, seed: int, num_workers: int = 0, device: torch.device | str | None = None) -> _Loader:
     """Batches (x float32 [B,3,H,W] normalised, y int64 [B]) of pool[indices].
 
     train=True applies the dataset's train augmentation, else its test transform. Re-iterable:
     every `for` over it is one epoch with its own shuffle and augmentation, all fixed by `seed`.
     num_workers only matters for file-based pools (in-memory pools never start workers).
+    device: where an in-memory pool's batches are made (its images are copied there once and augmented
+    there; the batches are the CPU path's, bit for bit, on that device); None = CPU. File pools ignore it.
     """
-    return _Loader(data, pool, indices, train, batch_size, shuffle, seed, num_workers)
+    return _Loader(data, pool, indices, train, batch_size, shuffle, seed, num_workers, device)
