@@ -6,8 +6,9 @@ Two paths give the same interface:
   flip mask) from a seeded torch.Generator, so CPU training is not bottlenecked by
   per-image Python transforms. With `device` given (a CUDA trial: adbs.loops.Runtime.data_device) the
   pool's uint8 images and labels are copied to that device once and the same ops run there; the random
-  draws still come from the CPU generator (a few ints per batch), so a device gets exactly the crops,
-  flips and order the CPU path gives for the same seed (docs/gpu.md, "Data path");
+  draws still come from the CPU generator (the epoch's order, offsets and flips, drawn up front and copied
+  once), so a device gets exactly the crops, flips and order the CPU path gives for the same seed
+  (docs/gpu.md, "Data path");
 * anything else (file-based pools: mini_imagenet, cub200): a torch DataLoader over
   per-sample torchvision.transforms.v2 pipelines. Each sample's randomness comes from a
   seed derived from (seed, epoch, image index) under torch.random.fork_rng, so batches are
@@ -115,23 +116,51 @@ class _Loader:
 
     # -- in-memory pools: whole-batch tensor augmentation ------------------------------------------
     def _iter_batched(self, order: np.ndarray, g: torch.Generator):
-        if self.device is None:
-            images, labels, mean, std = self.pool.images, self.labels, self.mean, self.std
-        else:
-            images, labels = _resident(self.pool, self.device)
-            mean, std = self.mean.to(self.device), self.std.to(self.device)
+        if self.device is not None:
+            yield from self._iter_resident(order, g)
+            return
+        images = self.pool.images
         assert images is not None
-        dev = images.device
-        order_t = torch.from_numpy(order).to(dev)
         for a in range(0, len(order), self.batch_size):
-            j = order_t[a:a + self.batch_size]
+            j = torch.from_numpy(order[a:a + self.batch_size])
             x = images.index_select(0, j)
             for op, kw in self.ops:
                 if op == "random_crop":
                     x = _batch_random_crop(x, kw["size"], kw.get("pad", 0), g)
                 elif op == "hflip":
-                    flip = (torch.rand(len(x), generator=g) < 0.5).to(dev)
+                    flip = torch.rand(len(x), generator=g) < 0.5
                     x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+            yield _normalise(x, self.mean, self.std), self.labels.index_select(0, j)
+
+    def _iter_resident(self, order: np.ndarray, g: torch.Generator):
+        """The same batches made on self.device from its resident copy of the pool. The epoch's draws are
+        taken up front, in the order the host path takes them (per batch, per op), and moved in one copy:
+        a copy per batch would make the CPU wait for the GPU's queue every batch."""
+        images, labels = _resident(self.pool, self.device)
+        dev = images.device
+        mean, std = self.mean.to(dev), self.std.to(dev)
+        n, h, w = len(order), images.shape[2], images.shape[3]
+        sizes = [min(self.batch_size, n - a) for a in range(0, n, self.batch_size)]
+        draws = [_draw(self.ops, b, h, w, g) for b in sizes]
+        flat = torch.cat([torch.from_numpy(order)] + [t for d in draws for t in d])
+        if dev.type == "cuda":
+            flat = flat.pin_memory()
+        flat = flat.to(dev, non_blocking=True)
+        order_t, at = flat[:n], n
+        for a, b, d in zip(range(0, n, self.batch_size), sizes, draws):
+            j = order_t[a:a + b]
+            x = images.index_select(0, j)
+            k = 0
+            for op, kw in self.ops:
+                if op == "random_crop":
+                    oy, ox = flat[at:at + b], flat[at + b:at + 2 * b]
+                    at, k = at + 2 * b, k + 2
+                    x = _crop_at(x, kw["size"], kw.get("pad", 0), oy, ox)
+                elif op == "hflip":
+                    flip = flat[at:at + b].bool()
+                    at, k = at + b, k + 1
+                    x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+            assert k == len(d)
             yield _normalise(x, mean, std), labels.index_select(0, j)
 
     # -- everything else: per-sample v2 transforms in a DataLoader ------------------------------------
@@ -229,15 +258,38 @@ def _resident(pool: ImagePool, device: torch.device) -> tuple[torch.Tensor, torc
 
 def _batch_random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator) -> torch.Tensor:
     """torchvision RandomCrop(size, padding=pad) (zero fill) for a whole uint8 batch."""
-    b, c, h, w = x.shape
-    if pad:
-        x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    _, _, h, w = x.shape
+    oy, ox = _crop_offsets(len(x), h, w, size, pad, g)
+    return _crop_at(x, size, pad, oy, ox)
+
+
+def _crop_offsets(b: int, h: int, w: int, size: int, pad: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     hh, ww = h + 2 * pad, w + 2 * pad
     if hh < size or ww < size:
         raise DataError(f"random_crop({size}) is larger than the padded image {hh}x{ww}; fix the transform string")
-    # offsets from the CPU generator whatever x's device: the same seed gives the same crops everywhere
-    oy = torch.randint(0, hh - size + 1, (b,), generator=g).to(x.device)
-    ox = torch.randint(0, ww - size + 1, (b,), generator=g).to(x.device)
+    oy = torch.randint(0, hh - size + 1, (b,), generator=g)
+    ox = torch.randint(0, ww - size + 1, (b,), generator=g)
+    return oy, ox
+
+
+def _draw(ops: list[tuple[str, dict[str, int]]], b: int, h: int, w: int, g: torch.Generator) -> list[torch.Tensor]:
+    """One batch's random draws (int64), in the order the host path takes them from `g`."""
+    out = []
+    for op, kw in ops:
+        if op == "random_crop":
+            out.extend(_crop_offsets(b, h, w, kw["size"], kw.get("pad", 0), g))
+            h = w = kw["size"]
+        elif op == "hflip":
+            out.append((torch.rand(b, generator=g) < 0.5).long())
+    return out
+
+
+def _crop_at(x: torch.Tensor, size: int, pad: int, oy: torch.Tensor, ox: torch.Tensor) -> torch.Tensor:
+    """Crops of size x size at per-image offsets (oy, ox) of the zero-padded batch (offsets on x's device)."""
+    b, c, _, _ = x.shape
+    if pad:
+        x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    ww = x.shape[3]
     ar = torch.arange(size, device=x.device)
     rows = (oy[:, None] + ar)[:, None, :, None].expand(b, c, size, ww)
     x = x.gather(2, rows)
