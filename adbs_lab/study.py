@@ -430,12 +430,7 @@ def launch(p: Prepared) -> Launched:
         fail(str(e))
     import ray
 
-    gpus, cpus = p.gpus_per_trial, opts.cpus_per_trial
-    if opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs):
-        packing, _ = _pack(p, res)
-        print(packing.line(), flush=True)
-        gpus, cpus = packing.gpus_per_trial, packing.cpus_per_trial
-    cpus = 1.0 if cpus is None else cpus
+    gpus, cpus = resources(p, res)
     if gpus > res.get("GPU", 0):
         ray.shutdown()
         p.lock.release()
@@ -543,13 +538,19 @@ def launch(p: Prepared) -> Launched:
     return Launched(grid, tracker, interrupted)
 
 
-def _pack(p: Prepared, res: dict[str, float]):
-    """Trials per GPU and CPUs per trial on a GPU cluster, from a probe of the study's kinds of trial."""
+def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
+    """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/packing.py: a probe
+    of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster."""
     from adbs_lab import packing
 
-    print("packing: probing one trial's peak GPU memory ...", flush=True)
-    return packing.plan([c.to_dict() for c in p.configs], cluster_cpus=res.get("CPU", 1),
-                        cluster_gpus=res.get("GPU", 0), trials=p.total, cpus_per_trial=p.opts.cpus_per_trial)
+    gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
+    if p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs):
+        print("packing: probing one trial's peak GPU memory ...", flush=True)
+        choice, _ = packing.plan([c.to_dict() for c in p.configs], cluster_cpus=res.get("CPU", 1),
+                                 cluster_gpus=res.get("GPU", 0), trials=p.total, cpus_per_trial=cpus)
+        print(choice.line(), flush=True)
+        gpus, cpus = choice.gpus_per_trial, choice.cpus_per_trial
+    return gpus, 1.0 if cpus is None else cpus
 
 
 def _is_pruned(optuna_url: str, folder: str, trial) -> bool:

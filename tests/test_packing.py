@@ -111,3 +111,36 @@ def test_probe_measures_a_real_trial():
                cluster_gpus=1, trials=100)
     assert p.trials_per_gpu >= 1
     print(p.line(), out)
+
+
+def _prepared(*args: str, configs=None):
+    """A stand-in for study.Prepared with what study.resources reads."""
+    from types import SimpleNamespace
+
+    from adbs_lab.options import StudyOptions
+
+    opts = StudyOptions(**dict(args))
+    return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10,
+                           configs=configs if configs is not None else [preset("cifar100")])
+
+
+def test_study_resources_pack_only_gpu_clusters_without_flags(monkeypatch, capsys):
+    from adbs_lab import study
+
+    calls = []
+
+    def fake_probe(config):
+        calls.append(config["dataset"])
+        return {"total": 80 * GiB, "context": GiB // 2, "peak_reserved": 4 * GiB, "trial_bytes": 4 * GiB + GiB // 2}
+
+    monkeypatch.setattr(packing, "probe_memory", fake_probe)
+    gpu_cluster = {"CPU": 16.0, "GPU": 1.0}
+    assert study.resources(_prepared(), {"CPU": 2.0}) == (0.0, 1.0)  # CPU cluster: as before
+    assert calls == [] and capsys.readouterr().out == ""
+    assert study.resources(_prepared(), gpu_cluster) == (0.125, 2.0)  # 8 of 4.5 GiB in 64 GiB: the cap
+    assert calls == ["cifar100"]
+    assert "packing: 8 trials per GPU" in capsys.readouterr().out
+    assert study.resources(_prepared(("cpus_per_trial", 4.0)), gpu_cluster) == (0.25, 4.0)  # CPUs kept, and bound k
+    assert study.resources(_prepared(("gpus_per_trial", 1.0)), gpu_cluster) == (1.0, 1.0)  # explicit GPUs: no probe
+    assert study.resources(_prepared(configs=[preset("cifar100", device="cpu")]), gpu_cluster) == (0.0, 1.0)
+    assert calls == ["cifar100", "cifar100"]
