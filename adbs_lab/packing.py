@@ -72,35 +72,35 @@ def decide(*, gpu_total_bytes: float, trial_bytes: float | None, cluster_cpus: f
     return Packing(k, gpu_share, cpus, f"{why}; {cluster_cpus:g} CPUs -> {cpus:g} per trial")
 
 
-def _probe(config: dict[str, Any], steps_epochs: int = 1) -> dict[str, Any]:
-    """In a process holding one GPU: one short base epoch of `config` through adbs.loops.train_base (the
-    trial's own model, host, batch sizes, resident data and validation pass); its memory figures."""
+def probe_config(config: dict[str, Any]):
+    """The probe's Config: `config` on CUDA for one base epoch on enough images per base class to fill several
+    training batches and the prototype pass's full evaluation batches. The pool, and so the copy of it a
+    CUDA trial keeps on the GPU (adbs/data/loader.py), stays whole."""
     import dataclasses
 
+    from adbs.config import from_dict
+
+    cfg = from_dict(config)
+    per_class = max(4 * cfg.batch_size, cfg.eval_batch_size) // 10 + 1
+    if cfg.base_images_per_class is not None:
+        per_class = min(per_class, cfg.base_images_per_class)
+    return dataclasses.replace(cfg, device="cuda", base_epochs=1, base_images_per_class=per_class).validate()
+
+
+def _probe(config: dict[str, Any]) -> dict[str, Any]:
+    """In a process holding one GPU: one short base session of `config` through adbs.loops.train_base (the
+    trial's own model, host, batch sizes, resident data, validation and prototype passes); its memory."""
     import torch
 
-    from adbs.config import from_dict
     from adbs.data import build_data
-    from adbs.loops import Hooks, train_base
-
-    class _Done(Exception):
-        pass
-
-    def stop(_metrics: dict[str, float]) -> None:
-        raise _Done
+    from adbs.loops import train_base
 
     torch.cuda.init()
     torch.zeros(1, device="cuda")  # the CUDA context exists from here on
     free0, total = torch.cuda.mem_get_info()
-    cfg = from_dict(config)
-    # a few batches are enough to reach the steady peak; the pool (and so the resident copy) stays whole
-    per_class = max(1, min(cfg.base_images_per_class or 10**9, 4 * cfg.batch_size // 10 + 1))
-    cfg = dataclasses.replace(cfg, device="cuda", base_epochs=steps_epochs, base_images_per_class=per_class)
+    cfg = probe_config(config)
     torch.cuda.reset_peak_memory_stats()
-    try:
-        train_base(cfg, build_data(cfg), Hooks(on_base_epoch=stop))
-    except _Done:
-        pass
+    train_base(cfg, build_data(cfg))
     torch.cuda.synchronize()
     return {"total": int(total), "context": int(total - free0), "peak_reserved": int(torch.cuda.max_memory_reserved()),
             "peak_allocated": int(torch.cuda.max_memory_allocated()), "device": torch.cuda.get_device_name()}

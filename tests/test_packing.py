@@ -144,3 +144,22 @@ def test_study_resources_pack_only_gpu_clusters_without_flags(monkeypatch, capsy
     assert study.resources(_prepared(("gpus_per_trial", 1.0)), gpu_cluster) == (1.0, 1.0)  # explicit GPUs: no probe
     assert study.resources(_prepared(configs=[preset("cifar100", device="cpu")]), gpu_cluster) == (0.0, 1.0)
     assert calls == ["cifar100", "cifar100"]
+
+
+def test_probe_config_and_its_base_session_on_cpu():
+    """The probe's config fills full training and evaluation batches in one epoch; the same base session runs
+    here on CPU (the probe runs it on a GPU and reads the peak memory)."""
+    import dataclasses
+
+    from adbs.data import build_data, check_data
+    from adbs.loops import train_base
+
+    cfg = packing.probe_config(preset("cifar100", dataset="synthetic").to_dict())
+    assert (cfg.device, cfg.base_epochs, cfg.backbone) == ("cuda", 1, "resnet12")
+    assert cfg.base_images_per_class * 60 * (1 - cfg.val_fraction) >= max(4 * cfg.batch_size, cfg.eval_batch_size)
+    check_data(cfg)
+    small = packing.probe_config(preset("cpu").to_dict())
+    assert small.base_images_per_class == 26 and small.base_epochs == 1  # max(4 * 64, 128) // 10 + 1, under 80
+    cpu = dataclasses.replace(small, device="cpu", backbone="convnet")
+    base = train_base(cpu, build_data(cpu))
+    assert len(base.curve) == 1

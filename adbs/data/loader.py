@@ -175,6 +175,8 @@ class _Loader:
             self._dl = DataLoader(
                 ds, batch_sampler=self._sampler, num_workers=self.num_workers,
                 persistent_workers=self.num_workers > 0, worker_init_fn=_worker_init,
+                # a CUDA trial's batches go to the GPU: from page-locked memory that copy is asynchronous
+                pin_memory=self.device is not None and self.device.type == "cuda",
                 # an own generator: DataLoader would otherwise draw its base seed from the global RNG
                 generator=torch.Generator().manual_seed(self.seed),
             )
@@ -305,6 +307,7 @@ def make_loader(data: Any, pool: ImagePool, indices: np.ndarray, *, train: bool,
     every `for` over it is one epoch with its own shuffle and augmentation, all fixed by `seed`.
     num_workers only matters for file-based pools (in-memory pools never start workers).
     device: where an in-memory pool's batches are made (its images are copied there once and augmented
-    there; the batches are the CPU path's, bit for bit, on that device); None = CPU. File pools ignore it.
+    there; the batches are the CPU path's, bit for bit, on that device); None = CPU. File pools decode on
+    the CPU whatever it is (their batches are page-locked for a CUDA device).
     """
     return _Loader(data, pool, indices, train, batch_size, shuffle, seed, num_workers, device)
