@@ -430,7 +430,13 @@ def launch(p: Prepared) -> Launched:
         fail(str(e))
     import ray
 
-    gpus, cpus = resources(p, res)
+    try:
+        gpus, cpus = resources(p, res)
+    except KeyboardInterrupt:
+        ray.shutdown()
+        p.lock.release()
+        print("\ninterrupted while probing a trial's GPU memory; no trial ran", file=sys.stderr)
+        raise SystemExit(130) from None
     if gpus > res.get("GPU", 0):
         ray.shutdown()
         p.lock.release()
