@@ -166,12 +166,20 @@ class Config:
     """Training seed (weights init, shuffling, augmentation)."""
     device: Base[str] = "auto"
     """auto (cuda when available), cpu or cuda."""
-    amp: Base[bool] = True
-    """Mixed precision (bfloat16 autocast) on GPU; ignored on CPU."""
+    amp: Base[bool] = False
+    """Mixed precision (bfloat16 autocast) on GPU; ignored on CPU. Off by default: the released code trains
+    in fp32, and at batch 64 the ResNet-12 step measured slower with bf16 autocast than in fp32 with TF32
+    (docs/gpu.md, "Measured"); CUDA runs use TF32 for matmul and convolutions either way."""
     num_workers: NotBase[int | None] = None
     """DataLoader worker processes for file-based datasets (0 = load in the main process; None = one per
-    torch thread when there are 2 or more, i.e. the trial's CPUs under the study platform). In-memory
-    pools (synthetic, cifar100) never start workers."""
+    torch thread up to 4 when there are 2 or more threads, i.e. the trial's CPUs under the study platform:
+    on a 16-CPU GPU machine 4 loader workers fed a trial faster than 16, docs/gpu.md, "Measured").
+    In-memory pools (synthetic, cifar100) never start workers."""
+    data_on_device: NotBase[bool | None] = None
+    """Keep an in-memory pool's uint8 images on the training device and augment them there (random crop,
+    flip, normalise), so a GPU trial does not wait on host-side batches (docs/gpu.md, "Data path").
+    None = on for CUDA, off on CPU; the batches are identical either way (the random draws stay on the
+    CPU generator), so it is outside the base-session key. File-based pools ignore it."""
     # eval_batch_size batches the base session's validation and prototype passes too; outside the key as before
     # (BN is in eval mode there, so it changes those numbers by float rounding at most).
     eval_batch_size: NotBase[int] = 128

@@ -78,6 +78,17 @@ def resolve_device(cfg: Config) -> torch.device:
     return torch.device(cfg.device)
 
 
+def default_workers(threads: int) -> int:
+    """Loader workers for file-based pools from the CPUs this process may use (a study trial sets torch's
+    threads to its --cpus-per-trial): one per CPU up to 4, none with a single CPU. More than 4 fed a GPU
+    trial more slowly on a 16-CPU machine (docs/gpu.md, "Measured"): they contend with the training
+    process for the same cores."""
+    return min(threads, MAX_DEFAULT_WORKERS) if threads > 1 else 0
+
+
+MAX_DEFAULT_WORKERS = 4
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -85,11 +96,14 @@ def seed_everything(seed: int) -> None:
 
 
 class Runtime:
-    """Device placement, AMP and channels_last in one place.
+    """Device placement, precision, channels_last and the data path in one place.
 
     channels_last on every device: on CPU (oneDNN) it makes the ConvNet's eval pass ~3x and its training
-    step ~1.5x faster than NCHW (max-pooling in NCHW alone took a third of the eval time); AMP is GPU only,
-    CPU runs fp32.
+    step ~1.5x faster than NCHW (max-pooling in NCHW alone took a third of the eval time); AMP is GPU only
+    and off by default, CPU runs fp32. On CUDA: TF32 for matmul and cuDNN convolutions and cudnn.benchmark
+    (the ResNet-12 step measured fastest in TF32 at batch 64, docs/gpu.md, "Measured"), so GPU numbers are
+    not bit-reproducible run to run (cuDNN picks algorithms by timing); CPU numbers are, for a config and
+    seed. In-memory pools are kept and augmented on the training device (`data_device`, Config.data_on_device).
     """
 
     def __init__(self, cfg: Config):
@@ -98,12 +112,13 @@ class Runtime:
         self.amp = cfg.amp and self.cuda
         if self.cuda:
             torch.backends.cudnn.benchmark = True
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        # Loader workers follow the CPUs this process may use (a study trial sets torch's threads to
-        # its --cpus-per-trial): one decoding worker per CPU, none when there is a single CPU.
-        threads = torch.get_num_threads()
-        self.num_workers = cfg.num_workers if cfg.num_workers is not None else (threads if threads > 1 else 0)
+        on_device = cfg.data_on_device if cfg.data_on_device is not None else self.cuda
+        self.data_device: torch.device | None = self.device if on_device else None
+        self.num_workers = cfg.num_workers if cfg.num_workers is not None else default_workers(torch.get_num_threads())
 
     def images(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(self.device, non_blocking=True)
@@ -129,7 +144,7 @@ def extract_features(host: Host, model, data: FSCILData, pool, indices, rt: Runt
     model.eval()
     feats, labels = [], []
     loader = make_loader(data, pool, indices, train=train, batch_size=cfg.eval_batch_size, shuffle=False, seed=seed,
-                         num_workers=rt.num_workers)
+                         num_workers=rt.num_workers, device=rt.data_device)
     for x, y in loader:
         with rt.autocast():
             f = host.embed(model, rt.images(x))
@@ -187,7 +202,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
     total = sum(p.epochs for p in phases)
 
     loader = make_loader(data, data.train_pool, base.train, train=host.augmented_batches, batch_size=cfg.batch_size,
-                         shuffle=True, seed=cfg.seed, num_workers=rt.num_workers)
+                         shuffle=True, seed=cfg.seed, num_workers=rt.num_workers, device=rt.data_device)
     alpha = cfg.effective_alpha
     best_acc, best_epoch, best_state = -1.0, 0, None
     curve: list[dict[str, float]] = []
@@ -461,7 +476,7 @@ def _augmented_views(host: Host, model, data: FSCILData, indices, epochs: int, r
                      seed: int) -> torch.Tensor:
     """(epochs, N * copies, d): one train-augmented view of the shots per epoch, in the host's feature space."""
     loader = make_loader(data, data.train_pool, indices, train=True, batch_size=len(indices), shuffle=False, seed=seed,
-                         num_workers=rt.num_workers)
+                         num_workers=rt.num_workers, device=rt.data_device)
     views = []
     with torch.no_grad():
         for _ in range(epochs):

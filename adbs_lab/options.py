@@ -76,10 +76,12 @@ class StudyOptions:
     name: str | None = None
     """Suffix of the study's folder and MLflow parent run (a study beside the default one)."""
     # --- resources and where things go ---------------------------------------------------------
-    cpus_per_trial: float = 1.0
-    """CPUs per trial (torch threads follow)."""
+    cpus_per_trial: float | None = None
+    """CPUs per trial (torch threads follow); None = 1 on a CPU cluster, and on a GPU cluster the CPUs
+    split evenly between the trials packed on the GPUs (adbs_lab/packing.py)."""
     gpus_per_trial: float | None = None
-    """GPUs per trial, fractional allowed; None = 1 when CUDA is available, else 0."""
+    """GPUs per trial, fractional allowed; None = 0 on a CPU cluster, and on a GPU cluster packing:
+    1/k with k trials per GPU chosen from a probe of one trial's peak GPU memory (adbs_lab/packing.py)."""
     max_concurrent: int | None = None
     """Trials at once; None = as many as the CPUs/GPUs fit."""
     address: str | None = None
@@ -139,7 +141,7 @@ class StudyOptions:
             raise StudyInputError(f"--num-samples must be >= 1 (configurations to sample), got {self.num_samples}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise StudyInputError(f"--max-concurrent must be >= 1, got {self.max_concurrent}")
-        if not self.cpus_per_trial > 0:
+        if self.cpus_per_trial is not None and not self.cpus_per_trial > 0:
             raise StudyInputError(f"--cpus-per-trial must be > 0, got {self.cpus_per_trial:g}")
         if self.gpus_per_trial is not None and self.gpus_per_trial < 0:
             raise StudyInputError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial:g}")
@@ -192,9 +194,13 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
     s.add_argument("--name", help="suffix of the study folder and MLflow parent run name (a study beside the "
                                   "default one; letters, digits, '.', '_', '-')")
     r = p.add_argument_group("resources and storage")
-    r.add_argument("--cpus-per-trial", type=float, default=1.0, help="CPUs per trial (torch threads follow)")
+    r.add_argument("--cpus-per-trial", type=float, default=None,
+                   help="CPUs per trial, torch threads follow (default: 1 on a CPU cluster; on a GPU cluster the "
+                        "CPUs split between the trials packed on each GPU)")
     r.add_argument("--gpus-per-trial", type=float, default=None,
-                   help="GPUs per trial, fractional allowed (default: 1 when CUDA is available, else 0)")
+                   help="GPUs per trial, fractional allowed (default: 0 without GPUs; with GPUs, packing: the study "
+                        "probes one trial's peak GPU memory and runs as many trials per GPU as fit in 80%% of it, "
+                        "at most 8, and prints its choice)")
     r.add_argument("--max-concurrent", type=int, default=None,
                    help="trials running at once (default: as many as the CPUs/GPUs fit)")
     r.add_argument("--address", default=None, help="Ray cluster address (default: start a local one)")

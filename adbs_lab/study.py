@@ -171,7 +171,8 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
                               f"({plan.space_source}); remove the --set or edit the search space")
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
-    gpus = opts.gpus_per_trial if opts.gpus_per_trial is not None else (1.0 if torch.cuda.is_available() else 0.0)
+    # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)
+    gpus = opts.gpus_per_trial if opts.gpus_per_trial is not None else 0.0
     if gpus > 0 and opts.address is None and not torch.cuda.is_available():
         raise StudyInputError(
             f"--gpus-per-trial {gpus:g} asks for GPUs but this machine has none "
@@ -429,23 +430,30 @@ def launch(p: Prepared) -> Launched:
         fail(str(e))
     import ray
 
-    if p.gpus_per_trial > res.get("GPU", 0):
+    try:
+        gpus, cpus = resources(p, res)
+    except KeyboardInterrupt:
         ray.shutdown()
         p.lock.release()
-        fail(f"--gpus-per-trial {p.gpus_per_trial:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
+        print("\ninterrupted while probing a trial's GPU memory; no trial ran", file=sys.stderr)
+        raise SystemExit(130) from None
+    if gpus > res.get("GPU", 0):
+        ray.shutdown()
+        p.lock.release()
+        fail(f"--gpus-per-trial {gpus:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
              "use --gpus-per-trial 0 or a cluster with GPUs")
     try:  # multi-node: shared storage, a tracking server, the dataset on every node
         cluster.preflight(storage=opts.storage if where.remote else str(where.local.parent),
-                          tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=opts.cpus_per_trial,
-                          gpus_per_trial=p.gpus_per_trial)
+                          tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=cpus,
+                          gpus_per_trial=gpus)
     except cluster.ClusterCheckError as e:
         ray.shutdown()
         p.lock.release()
         fail(str(e))
 
-    fit = int(res.get("CPU", 1) // opts.cpus_per_trial)
-    if p.gpus_per_trial > 0:
-        fit = min(fit, int(res.get("GPU", 0) // p.gpus_per_trial))
+    fit = int(res.get("CPU", 1) // cpus)
+    if gpus > 0:
+        fit = min(fit, int(res.get("GPU", 0) / gpus + 1e-6))
     max_concurrent = opts.max_concurrent or max(1, min(fit, p.total))
     if opts.resume:
         held = p.settings.get("max_concurrent") or max_concurrent
@@ -486,15 +494,15 @@ def launch(p: Prepared) -> Launched:
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
                             "study.configurations": p.n_configs, "study.sampler": type(sampler).__name__,
-                            "study.pruner": opts.pruner, "study.cpus_per_trial": opts.cpus_per_trial,
-                            "study.gpus_per_trial": p.gpus_per_trial, "study.max_concurrent": max_concurrent,
+                            "study.pruner": opts.pruner, "study.cpus_per_trial": cpus,
+                            "study.gpus_per_trial": gpus, "study.max_concurrent": max_concurrent,
                             **{f"base.{k}": v for k, v in p.base.items()}})
 
     trainable = tune.with_resources(
-        make_trainable(cpus_per_trial=opts.cpus_per_trial, rows=plan.rows, trial_fn=plan.trial_fn,
+        make_trainable(cpus_per_trial=cpus, rows=plan.rows, trial_fn=plan.trial_fn,
                        cache_dir=where.cache_location if opts.cache else None,
                        checkpoint_every=opts.checkpoint_every),
-        {"cpu": opts.cpus_per_trial, "gpu": p.gpus_per_trial},
+        {"cpu": cpus, "gpu": gpus},
     )
     param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**p.base).to_dict().items()}
     _, tune_fs = where.tune_location()
@@ -534,6 +542,21 @@ def launch(p: Prepared) -> Launched:
                 raise
             grid = _results_so_far(where, tune_fs)
     return Launched(grid, tracker, interrupted)
+
+
+def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
+    """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/packing.py: a probe
+    of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster."""
+    from adbs_lab import packing
+
+    gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
+    if p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs):
+        print("packing: probing one trial's peak GPU memory ...", flush=True)
+        choice, _ = packing.plan([c.to_dict() for c in p.configs], cluster_cpus=res.get("CPU", 1),
+                                 cluster_gpus=res.get("GPU", 0), trials=p.total, cpus_per_trial=cpus)
+        print(choice.line(), flush=True)
+        gpus, cpus = choice.gpus_per_trial, choice.cpus_per_trial
+    return gpus, 1.0 if cpus is None else cpus
 
 
 def _is_pruned(optuna_url: str, folder: str, trial) -> bool:

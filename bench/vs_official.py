@@ -2,7 +2,7 @@
 
     python bench/vs_official.py --official ../shared/reference/adbs-official            # GPU, seeds 1 2 3, 8 epochs
     python bench/vs_official.py --official PATH --seeds 1 2 3 4 5 --jobs 2
-    python bench/vs_official.py --official PATH --ours-set amp=false val_fraction=0.01   # check a change of ours
+    python bench/vs_official.py --official PATH --ours-set amp=true val_fraction=0.01    # check a change of ours
     python bench/vs_official.py --official PATH --device cpu --epochs 1 --train-per-class 20 \\
         --test-per-class 4 --sessions 2 --seeds 1                                        # the tiny CPU path
 
@@ -754,7 +754,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--synthetic-seed", type=int, default=0, help="seed that generates the embedded benchmark")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the 5-shot draws (the project's protocol)")
     p.add_argument("--ours-set", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="Config fields of ours to change (e.g. amp=false val_fraction=0.01)")
+                   help="Config fields of ours to change (e.g. amp=true val_fraction=0.01)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: patches the released code to run "
                    "on the CPU (tiny settings only)")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time on the one device (epoch times then include "

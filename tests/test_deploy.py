@@ -153,7 +153,7 @@ def test_slurm_script_starts_head_then_workers_and_runs_the_study(tmp_path):
     assert sorted(c.split(":")[0] for c in workers) == ["ray on nodeB", "ray on nodeC"]
     study = [c for c in calls if c.startswith("study:")]
     assert study == ["study: studies/alpha_sweep.py --address 10.1.0.1:6379 --storage /shared/runs "
-                     "--gpus-per-trial 1 --num-samples 8 token=set mode=token"]
+                     "--num-samples 8 token=set mode=token"]  # no --gpus-per-trial: the study packs the GPUs
     assert "tok123" not in r.stdout + r.stderr  # the Ray token is never printed
     # Several nodes without a tracking server: refused before Ray starts.
     env.pop("MLFLOW_TRACKING_URI")

@@ -4,7 +4,11 @@ Two paths give the same interface:
 * in-memory pools (synthetic, cifar100) with transforms made of random_crop/hflip/none:
   whole uint8 batches are augmented with tensor ops (zero padding, per-sample crop offsets,
   flip mask) from a seeded torch.Generator, so CPU training is not bottlenecked by
-  per-image Python transforms;
+  per-image Python transforms. With `device` given (a CUDA trial: adbs.loops.Runtime.data_device) the
+  pool's uint8 images and labels are copied to that device once and the same ops run there; the random
+  draws still come from the CPU generator (the epoch's order, offsets and flips, drawn up front and copied
+  once), so a device gets exactly the crops, flips and order the CPU path gives for the same seed
+  (docs/gpu.md, "Data path");
 * anything else (file-based pools: mini_imagenet, cub200): a torch DataLoader over
   per-sample torchvision.transforms.v2 pipelines. Each sample's randomness comes from a
   seed derived from (seed, epoch, image index) under torch.random.fork_rng, so batches are
@@ -72,7 +76,7 @@ class _Loader:
     """Re-iterable epochs of batches; len() = batches per epoch."""
 
     def __init__(self, data: Any, pool: ImagePool, indices: np.ndarray, train: bool, batch_size: int,
-                 shuffle: bool, seed: int, num_workers: int):
+                 shuffle: bool, seed: int, num_workers: int, device: torch.device | str | None = None):
         if batch_size < 1:
             raise DataError(f"batch_size={batch_size} is invalid; expected an int >= 1")
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
@@ -92,6 +96,8 @@ class _Loader:
         self.std = torch.tensor(spec.std, dtype=torch.float32).view(1, 3, 1, 1)
         self.batched = pool.in_memory and all(op in ("random_crop", "hflip") for op, _ in self.ops)
         self.labels = torch.from_numpy(pool.labels)
+        # where batches of the in-memory path are made (None: CPU, as before); file pools ignore it
+        self.device = torch.device(device) if device is not None else None
         self._dl: DataLoader | None = None
 
     def __len__(self) -> int:
@@ -110,6 +116,9 @@ class _Loader:
 
     # -- in-memory pools: whole-batch tensor augmentation ------------------------------------------
     def _iter_batched(self, order: np.ndarray, g: torch.Generator):
+        if self.device is not None:
+            yield from self._iter_resident(order, g)
+            return
         images = self.pool.images
         assert images is not None
         for a in range(0, len(order), self.batch_size):
@@ -121,10 +130,38 @@ class _Loader:
                 elif op == "hflip":
                     flip = torch.rand(len(x), generator=g) < 0.5
                     x = torch.where(flip[:, None, None, None], x.flip(-1), x)
-            yield self._normalise(x), self.labels.index_select(0, j)
+            yield _normalise(x, self.mean, self.std), self.labels.index_select(0, j)
 
-    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
-        return x.float().div_(255.0).sub_(self.mean).div_(self.std)
+    def _iter_resident(self, order: np.ndarray, g: torch.Generator):
+        """The same batches made on self.device from its resident copy of the pool. The epoch's draws are
+        taken up front, in the order the host path takes them (per batch, per op), and moved in one copy:
+        a copy per batch would make the CPU wait for the GPU's queue every batch."""
+        images, labels = _resident(self.pool, self.device)
+        dev = images.device
+        mean, std = self.mean.to(dev), self.std.to(dev)
+        n, h, w = len(order), images.shape[2], images.shape[3]
+        sizes = [min(self.batch_size, n - a) for a in range(0, n, self.batch_size)]
+        draws = [_draw(self.ops, b, h, w, g) for b in sizes]
+        flat = torch.cat([torch.from_numpy(order)] + [t for d in draws for t in d])
+        if dev.type == "cuda":
+            flat = flat.pin_memory()
+        flat = flat.to(dev, non_blocking=True)
+        order_t, at = flat[:n], n
+        for a, b, d in zip(range(0, n, self.batch_size), sizes, draws):
+            j = order_t[a:a + b]
+            x = images.index_select(0, j)
+            k = 0
+            for op, kw in self.ops:
+                if op == "random_crop":
+                    oy, ox = flat[at:at + b], flat[at + b:at + 2 * b]
+                    at, k = at + 2 * b, k + 2
+                    x = _crop_at(x, kw["size"], kw.get("pad", 0), oy, ox)
+                elif op == "hflip":
+                    flip = flat[at:at + b].bool()
+                    at, k = at + b, k + 1
+                    x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+            assert k == len(d)
+            yield _normalise(x, mean, std), labels.index_select(0, j)
 
     # -- everything else: per-sample v2 transforms in a DataLoader ------------------------------------
     def _iter_samples(self, order: np.ndarray, epoch_seed: int):
@@ -138,6 +175,8 @@ class _Loader:
             self._dl = DataLoader(
                 ds, batch_sampler=self._sampler, num_workers=self.num_workers,
                 persistent_workers=self.num_workers > 0, worker_init_fn=_worker_init,
+                # a CUDA trial's batches go to the GPU: from page-locked memory that copy is asynchronous
+                pin_memory=self.device is not None and self.device.type == "cuda",
                 # an own generator: DataLoader would otherwise draw its base seed from the global RNG
                 generator=torch.Generator().manual_seed(self.seed),
             )
@@ -204,17 +243,56 @@ def _build_v2(ops: list[tuple[str, dict[str, int]]]) -> Any:
     return v2.Compose(out)
 
 
+def _normalise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    return x.float().div_(255.0).sub_(mean).div_(std)
+
+
+def _resident(pool: ImagePool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pool's uint8 images and int64 labels on `device`, copied once per pool and device (a trial's
+    train, validation and prototype passes share the copy: CIFAR-100's 60,000 images are 184 MB)."""
+    held = pool.__dict__.setdefault("_resident", {})
+    key = str(device)
+    if key not in held:
+        assert pool.images is not None
+        held[key] = (pool.images.to(device), torch.from_numpy(pool.labels).to(device))
+    return held[key]
+
+
 def _batch_random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator) -> torch.Tensor:
     """torchvision RandomCrop(size, padding=pad) (zero fill) for a whole uint8 batch."""
-    b, c, h, w = x.shape
-    if pad:
-        x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    _, _, h, w = x.shape
+    oy, ox = _crop_offsets(len(x), h, w, size, pad, g)
+    return _crop_at(x, size, pad, oy, ox)
+
+
+def _crop_offsets(b: int, h: int, w: int, size: int, pad: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     hh, ww = h + 2 * pad, w + 2 * pad
     if hh < size or ww < size:
         raise DataError(f"random_crop({size}) is larger than the padded image {hh}x{ww}; fix the transform string")
     oy = torch.randint(0, hh - size + 1, (b,), generator=g)
     ox = torch.randint(0, ww - size + 1, (b,), generator=g)
-    ar = torch.arange(size)
+    return oy, ox
+
+
+def _draw(ops: list[tuple[str, dict[str, int]]], b: int, h: int, w: int, g: torch.Generator) -> list[torch.Tensor]:
+    """One batch's random draws (int64), in the order the host path takes them from `g`."""
+    out = []
+    for op, kw in ops:
+        if op == "random_crop":
+            out.extend(_crop_offsets(b, h, w, kw["size"], kw.get("pad", 0), g))
+            h = w = kw["size"]
+        elif op == "hflip":
+            out.append((torch.rand(b, generator=g) < 0.5).long())
+    return out
+
+
+def _crop_at(x: torch.Tensor, size: int, pad: int, oy: torch.Tensor, ox: torch.Tensor) -> torch.Tensor:
+    """Crops of size x size at per-image offsets (oy, ox) of the zero-padded batch (offsets on x's device)."""
+    b, c, _, _ = x.shape
+    if pad:
+        x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    ww = x.shape[3]
+    ar = torch.arange(size, device=x.device)
     rows = (oy[:, None] + ar)[:, None, :, None].expand(b, c, size, ww)
     x = x.gather(2, rows)
     cols = (ox[:, None] + ar)[:, None, None, :].expand(b, c, size, size)
@@ -222,11 +300,14 @@ def _batch_random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator)
 
 
 def make_loader(data: Any, pool: ImagePool, indices: np.ndarray, *, train: bool, batch_size: int,
-                shuffle: bool, seed: int, num_workers: int = 0) -> _Loader:
+                shuffle: bool, seed: int, num_workers: int = 0, device: torch.device | str | None = None) -> _Loader:
     """Batches (x float32 [B,3,H,W] normalised, y int64 [B]) of pool[indices].
 
     train=True applies the dataset's train augmentation, else its test transform. Re-iterable:
     every `for` over it is one epoch with its own shuffle and augmentation, all fixed by `seed`.
     num_workers only matters for file-based pools (in-memory pools never start workers).
+    device: where an in-memory pool's batches are made (its images are copied there once and augmented
+    there; the batches are the CPU path's, bit for bit, on that device); None = CPU. File pools decode on
+    the CPU whatever it is (their batches are page-locked for a CUDA device).
     """
-    return _Loader(data, pool, indices, train, batch_size, shuffle, seed, num_workers)
+    return _Loader(data, pool, indices, train, batch_size, shuffle, seed, num_workers, device)
