@@ -78,15 +78,15 @@ def resolve_device(cfg: Config) -> torch.device:
     return torch.device(cfg.device)
 
 
+MAX_DEFAULT_WORKERS = 4
+
+
 def default_workers(threads: int) -> int:
     """Loader workers for file-based pools from the CPUs this process may use (a study trial sets torch's
     threads to its --cpus-per-trial): one per CPU up to 4, none with a single CPU. More than 4 fed a GPU
     trial more slowly on a 16-CPU machine (docs/gpu.md, "Measured"): they contend with the training
     process for the same cores."""
     return min(threads, MAX_DEFAULT_WORKERS) if threads > 1 else 0
-
-
-MAX_DEFAULT_WORKERS = 4
 
 
 def seed_everything(seed: int) -> None:

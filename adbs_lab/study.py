@@ -519,7 +519,12 @@ def launch(p: Prepared) -> Launched:
             run_config=tune.RunConfig(name="tune", storage_path=where.tune_location()[0], storage_filesystem=tune_fs,
                                       stop=stopper, callbacks=[tracker, progress], verbose=0,
                                       failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-                                      checkpoint_config=tune.CheckpointConfig(num_to_keep=2)),
+                                      # Tune deletes a trial's older checkpoints as new ones register, and
+                                      # uploads its experiment state (which names the latest) every
+                                      # TUNE_GLOBAL_CHECKPOINT_S; a driver killed between the two leaves a state
+                                      # naming a deleted checkpoint, and that trial cannot be resumed. Keeping 4
+                                      # covers trials that checkpoint faster than the state is uploaded.
+                                      checkpoint_config=tune.CheckpointConfig(num_to_keep=4)),
         )
     interrupted = None
     with _Stop() as stop:
@@ -560,9 +565,13 @@ def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
 
 
 def _is_pruned(optuna_url: str, folder: str, trial) -> bool:
+    """Progress's question to Optuna. Tune pickles this (in the tuner's callbacks) with the URL of the driver
+    that started the study; on --resume from an object store that URL named a staging folder that is gone,
+    so it is looked up again (study_folder.rebound), as the searcher, stopper and tracker do."""
     from adbs_lab.search import OPTUNA_TRIAL_KEY, optuna_pruned
+    from adbs_lab.study_folder import rebound
 
-    return optuna_pruned(optuna_url, folder, trial.config.get(OPTUNA_TRIAL_KEY))
+    return optuna_pruned(rebound(folder, "optuna_url", optuna_url), folder, trial.config.get(OPTUNA_TRIAL_KEY))
 
 
 def _results_so_far(where: StudyFolder, tune_fs) -> list:

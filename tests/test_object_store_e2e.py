@@ -102,7 +102,8 @@ def test_resume_from_the_bucket_alone_then_a_new_run_moves_old_results_aside(s3,
     r = _run(cmd + ["--resume"], env)
     assert f"{finished}: started" not in r.stdout, r.stdout  # the finished trial was not run again
     trials = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep/trials.parquet")))
-    assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
+    assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all(), \
+        "\n".join(map(str, trials["error"])) + "\n" + r.stdout[-3000:] + r.stderr[-3000:]
     client = MlflowClient(tracking_uri)
     exp = client.get_experiment_by_name("alpha_sweep")
     runs = [x for x in client.search_runs([exp.experiment_id]) if x.data.tags.get("adbs.role") == "trial"]

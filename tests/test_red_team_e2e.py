@@ -109,6 +109,12 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
     assert parents[0].info.status == "KILLED" and parents[0].data.metrics["study/trials_complete"] == 1
     assert all(r.info.status != "RUNNING" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
     finished = [r.info.run_name for r in runs if r.data.tags["adbs.state"] == K.COMPLETE]
+    report = [sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri", tracking_uri]
+    rep = _run(report + ["--out", str(storage / "report")])
+    assert rep.returncode == 0 and "this study did not finish (parent run KILLED)" in rep.stdout, rep.stderr
+    bogus = _run(report + ["--metric", "bogus_acc"])
+    assert bogus.returncode == 2 and "valid metrics: " in bogus.stderr and "test_acc" in bogus.stderr
+    assert "Traceback" not in bogus.stderr
 
     again = _run(cmd + ["--resume"])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
