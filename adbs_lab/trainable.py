@@ -44,6 +44,7 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
 
         # Ray sets OMP_NUM_THREADS only when unset; torch's pool must follow the trial's CPUs.
         torch.set_num_threads(threads)
+        _quiet_stop()
         # Ray Train logs every checkpoint at INFO ("Checkpoint successfully created at: ..."), one
         # long line per epoch/session per trial in the study's output; the progress lines say enough.
         import logging
@@ -110,6 +111,26 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
         tune.report({**summary, K.REPORT_KIND: K.KIND_SUMMARY, **extra})
 
     return adbs_trial
+
+
+def _quiet_stop() -> None:
+    """A trial stopped by the pruner ends with Ray sending its worker SIGTERM; Ray's handler raises SystemExit,
+    and when that lands inside a garbage-collector callback Python prints it as "Exception ignored in ...
+    SystemExit: 1" with a traceback, which Ray forwards into the study's progress output. Those (and only
+    those) are dropped in the trial's process; any other unraisable exception is reported as before."""
+    import sys
+
+    if getattr(sys.unraisablehook, "_adbs_quiet_stop", False):
+        return
+    default = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, SystemExit):
+            return
+        default(unraisable)
+
+    hook._adbs_quiet_stop = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 FAULT_ENV = "ADBS_FAULT_INJECTION"

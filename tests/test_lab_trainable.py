@@ -33,3 +33,37 @@ def test_reports_follow_the_metric_contract(monkeypatch):
     assert all(K.OBJECTIVE in r for r in reports)  # strict metric checking
     assert math.isnan(base[K.OBJECTIVE]) and math.isnan(session[K.OBJECTIVE])  # placeholder, never told
     assert not any(k.startswith(K.SUMMARY) for k in base if k != K.OBJECTIVE)
+
+
+def test_a_stopped_trials_systemexit_in_a_gc_callback_is_not_printed():
+    """Ray's SIGTERM handler raising SystemExit inside a weakref callback printed "Exception ignored ..."
+    into the study's output when the pruner stopped a trial; other unraisable exceptions still reach the
+    hook that was there before."""
+    import gc
+    import sys
+    import weakref
+
+    from adbs_lab.trainable import _quiet_stop
+
+    saved = sys.unraisablehook
+    seen = []
+    sys.unraisablehook = lambda u: seen.append(type(u.exc_value).__name__)
+    try:
+        _quiet_stop()
+        _quiet_stop()  # idempotent: one hook, not a chain
+
+        class Obj:
+            pass
+
+        for exc in (SystemExit(1), ValueError("shown")):
+            o = Obj()
+
+            def cb(_ref, exc=exc):
+                raise exc
+
+            r = weakref.ref(o, cb)  # noqa: F841 - the callback runs when o is collected
+            del o
+            gc.collect()
+        assert seen == ["ValueError"]
+    finally:
+        sys.unraisablehook = saved
