@@ -33,7 +33,7 @@ SCHEDULES = ("cosine", "milestones")
 IC_REDUCTIONS = ("mean", "sum")
 NEW_BOUNDARY_INITS = ("mean", "abs_mean", "one")
 DEVICES = ("auto", "cpu", "cuda")
-SYNTHETIC_VERSIONS = (1, 2)  # adbs.data.synthetic.RECIPES
+SYNTHETIC_VERSIONS = (1, 2, 3)  # adbs.data.synthetic.RECIPES
 
 
 # Fields whose default is the released code's boundary handling and whose other values are remedies for
@@ -88,13 +88,14 @@ class Config:
     """Cap on base-session training images per class, after the validation carve-out (None = all, as the paper presets)."""
     synthetic_seed: Base[int] = 0
     """Seed that generates the embedded synthetic benchmark (same seed and version, same images)."""
-    synthetic_version: Base[int] = 2
-    """Embedded benchmark version: 2 (CIFAR-100-like superclasses, calibrated on the baseline) or 1 (the
-    original, kept to regenerate earlier tables); see adbs/data/synthetic.py."""
+    synthetic_version: Base[int] = 3
+    """Embedded benchmark version: 3 (CIFAR-100-like superclasses and class geometry, calibrated on the
+    baseline), 2 or 1 (earlier versions, kept to regenerate earlier tables); see adbs/data/synthetic.py."""
 
     # --- model ------------------------------------------------------------------
-    backbone: Base[str] = "convnet"
-    """Backbone registry name: convnet, resnet12, resnet18, resnet18_cifar, resnet20."""
+    backbone: Base[str] = "convnet_signed"
+    """Backbone registry name: convnet_signed (the CPU setting: a small ConvNet with signed features), convnet
+    (the same with a ReLU feature layer, benchmark v1/v2's), resnet12, resnet18, resnet18_cifar, resnet20."""
     pretrained: Base[str | None] = None
     """Path to a local state_dict file to initialise the backbone from (e.g. ImageNet ResNet-18 for CUB200)."""
     temperature: Base[float] = 16.0

@@ -625,7 +625,7 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
     sessions, trials = records.frames(recs)
     unfinished = sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs))
     stopped = launched.interrupted or (f"{unfinished} of {p.total} trials unfinished" if unfinished else None)
-    table = results.paper_table(sessions, baseline=plan.baseline, order=plan.order) if len(sessions) else pd.DataFrame()
+    table = results.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials) if len(sessions) else pd.DataFrame()
     table_text = results.annotate(results.format_table(table), trials, order=plan.order)
     best = results.best_config(trials) if len(trials) else None
     files = results.write(p.dir, sessions, trials, table_text, best)

@@ -1,6 +1,6 @@
 """ablation: baseline vs ADB vs ADB+IC (the paper's ablation table, with Delta_last), over seeds.
 
-    python studies/ablation.py                                   # 3 rows x seeds 0 1 on the embedded benchmark
+    python studies/ablation.py                                   # 3 rows x seeds 0 1 2 on the embedded benchmark
     python studies/ablation.py --seeds 1 2 3 --toggles abs_boundary new_boundary_init boundary_weight_decay
     python studies/ablation.py --preset cifar100 --data-root DIR --seeds 1 2 3   # paper's Table, GPU
 
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import ablation as spaces  # noqa: E402
 
-p = options.parser(__doc__, options.Defaults(seeds=(0, 1), smoke_seeds=(0,)))
+p = options.parser(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
 p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
                help="extra rows: full ADBS with one finer toggle changed")
 opts, extra = options.parse(p)

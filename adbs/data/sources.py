@@ -82,7 +82,7 @@ def _signature(spec: DatasetSpec, root: Path) -> tuple:
 
 
 def load_pools(spec: DatasetSpec, data_root: str | None, synthetic_seed: int = 0,
-               synthetic_version: int = 2) -> tuple[ImagePool, ImagePool]:
+               synthetic_version: int = 3) -> tuple[ImagePool, ImagePool]:
     """(train_pool, test_pool) of a registered dataset, cached per process."""
     if spec.name == "synthetic":
         return synthetic.synthetic_pools(int(synthetic_seed), int(synthetic_version))
