@@ -70,13 +70,13 @@ def test_plan_probes_each_kind_once_and_packs_for_the_largest(monkeypatch):
 
     def fake_probe(config):
         seen.append(config["backbone"])
-        size = {"resnet12": 6 * GiB, "convnet": 1 * GiB}[config["backbone"]]
+        size = {"resnet12": 6 * GiB, "convnet_signed": 1 * GiB}[config["backbone"]]
         return {"total": 80 * GiB, "context": GiB // 2, "peak_reserved": size, "trial_bytes": size + GiB // 2}
 
     monkeypatch.setattr(packing, "probe_memory", fake_probe)
     cfgs = [preset("cifar100").to_dict(), preset("cifar100", seed=1).to_dict(), preset("cpu").to_dict()]
     p, probes = packing.plan(cfgs, cluster_cpus=16, cluster_gpus=1, trials=40, cpus_per_trial=None)
-    assert seen == ["resnet12", "convnet"] and len(probes) == 2
+    assert seen == ["resnet12", "convnet_signed"] and len(probes) == 2
     assert p.trials_per_gpu == 8 and "the cap" in p.reason  # 0.8 * 80 / 6.5 = 9.8 by memory, capped at 8
     assert p.trials_per_gpu == 8 and p.cpus_per_trial == 2.0
 
