@@ -384,7 +384,21 @@ def coerce(name: str, value: Any) -> Any:
         close = difflib.get_close_matches(name, FIELDS, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise ConfigError(f"unknown config key {name!r}{hint}; valid keys: {', '.join(FIELDS)}")
-    return _coerce_type(name, _HINTS[name], value)
+    out = _coerce_type(name, _HINTS[name], value)
+    return _normpath(out) if name in PATH_FIELDS else out
+
+
+PATH_FIELDS = ("data_root", "index_list", "pretrained")
+"""Fields naming a file or folder: kept absolute and normalised (a trailing '/', '~' or a relative path name
+the same files wherever a trial runs), so the same files always give the same config."""
+
+
+def _normpath(value: Any) -> Any:
+    import os
+
+    if not isinstance(value, str) or not value.strip() or "://" in value:
+        return value
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def _coerce_type(name: str, tp: Any, value: Any) -> Any:
