@@ -252,6 +252,10 @@ def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
         space[sp.ROW_KEY] = list(plan.rows)
     if not is_grid and opts.num_samples is None:
         raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
+    if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
+        raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
+                              f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
+                              "(it sizes sampled studies only)")
     n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
     total = n_configs * len(seeds)
     varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]

@@ -310,3 +310,34 @@ def test_report_calls_running_trials_of_a_running_study_running(tmp_path):
     stopped = report(_store_with(tmp_path, "KILLED"))
     assert stopped.returncode == 0, stopped.stderr
     assert "2 trials (1 complete, 1 interrupted)" in stopped.stdout and "did not finish (parent run KILLED)" in stopped.stdout
+
+
+# -- the same kind of edge elsewhere -------------------------------------------------------------------
+
+
+def test_a_mini_imagenet_test_split_without_novel_classes_is_refused(tmp_path):
+    import csv
+
+    from test_data import write_mini
+
+    root = write_mini(tmp_path)
+    test_csv = root / "miniimagenet" / "split" / "test.csv"
+    rows = list(csv.reader(test_csv.open()))
+    labels = list(dict.fromkeys(r[1] for r in rows[1:]))
+    keep = [rows[0]] + [r for r in rows[1:] if labels.index(r[1]) < 60]  # the base classes only
+    with open(test_csv, "w", newline="") as fh:
+        csv.writer(fh).writerows(keep)
+    with pytest.raises(DataError, match=r"test split of mini_imagenet at .* has no images of classes 60\.\.64"):
+        check_data(from_dict({"dataset": "mini_imagenet", "data_root": str(root), "sessions": 1, "shots": 5,
+                              "novel_val_per_class": 2, "base_images_per_class": None, "val_fraction": 0.1}))
+
+
+def test_num_samples_on_a_grid_study_is_refused(tmp_path):
+    plan = study.Plan(name="t", space={"alpha": [0.01, 0.1]}, space_source="tests")
+    opts = options.parse("t", options.Defaults(num_samples=4), argv=[
+        "--num-samples", "9", "--storage", str(tmp_path), "--gpus-per-trial", "0",
+        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"])[0]
+    opts = opts.replace(argv=("t.py", "--num-samples", "9"))
+    with pytest.raises(study.StudyInputError, match="--num-samples: this run of t is a grid"):
+        study.prepare(plan, opts)
+    assert not (tmp_path / "t").exists()  # nothing claimed
