@@ -180,8 +180,10 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
                               "--seeds; remove it from the space and pass --seeds")
     clash = [k for k in set_keys if k in searched]
     if clash:
-        raise StudyInputError(f"--set {', '.join(clash)}: this study searches {', '.join(clash)} "
-                              f"({plan.space_source}); remove the --set or edit the search space")
+        typed = {k for k, _ in opts.overrides}
+        flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
+        raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
+                              f"({plan.space_source}); remove the flag or edit the search space")
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
     # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)

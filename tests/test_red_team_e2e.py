@@ -253,13 +253,17 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
     moved = [*resume[:resume.index("--tracking-uri") + 1], f"sqlite:///{other}", *resume[resume.index("--tracking-uri") + 2:]]
     for argv, msg in ((moved, f"the MLflow store sqlite:///{other} holds no run"),
                       (resume + ["--pruner", "hyperband"], "--pruner hyperband differs from the study's --pruner median"),
-                      (resume + ["--sampler-seed", "3"], "--sampler-seed 3 differs from the study's --sampler-seed 0")):
+                      (resume + ["--sampler-seed", "3"], "--sampler-seed 3 differs from the study's --sampler-seed 0"),
+                      (resume + ["--cpus-per-trial", "2"], "--cpus-per-trial 2 differs from the study's --cpus-per-trial "
+                                                           "(not given)"),
+                      (resume + ["--optuna-storage", f"sqlite:///{tmp_path / 'other.db'}"], "holds no study")):
         r = _run(argv)
         assert r.returncode == 2 and msg in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
         assert "Traceback" not in r.stderr and ": started" not in r.stdout
     if other.exists():  # the other store got no experiment of this study
         assert MlflowClient(f"sqlite:///{other}").get_experiment_by_name("alpha_sweep") is None
-    again = _run(resume)
+    again = _run(resume + ["--max-failures", "3"])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "--max-failures 3 is ignored on --resume" in again.stdout
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()

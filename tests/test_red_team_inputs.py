@@ -225,9 +225,11 @@ def test_serve_refuses_a_bogus_store_or_a_path_under_a_file_before_printing_its_
     blocker.write_text("x")
     for uri, msg in ((f"sqlite:///{blocker}/sub/mlflow.db", "cannot create the folder"),
                      ("bogus://nowhere", "cannot open it"),
-                     (f"sqlite:///{blocker}", "is not a SQLite database")):
+                     (f"sqlite:///{blocker}", "is not a SQLite database"),
+                     (f"sqlite:///{tmp_path / 'ok.db'}", "--artifacts-destination")):
+        dest = blocker / "artifacts" if uri.endswith("ok.db") else tmp_path / "a"  # a folder under a file
         r = subprocess.run([sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", uri,
-                            "--artifacts-destination", str(tmp_path / "a"), "--port", "1"],
+                            "--artifacts-destination", str(dest), "--port", "1"],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and msg in r.stderr, (uri, r.stderr)
         assert "Traceback" not in r.stderr and "MLflow UI:" not in r.stdout
@@ -341,3 +343,10 @@ def test_num_samples_on_a_grid_study_is_refused(tmp_path):
     with pytest.raises(study.StudyInputError, match="--num-samples: this run of t is a grid"):
         study.prepare(plan, opts)
     assert not (tmp_path / "t").exists()  # nothing claimed
+
+
+def test_host_dataset_or_data_root_flags_clash_with_what_a_study_searches():
+    rows = {"SAVC": {"host": "savc"}, "ALICE": {"host": "alice"}}
+    plan = study.Plan(name="t", space={}, space_source="tests:rows", rows=rows)
+    with pytest.raises(study.StudyInputError, match="--host: this study searches host"):
+        study.validate(plan, _opts("--host", "savc", "--gpus-per-trial", "0"))
