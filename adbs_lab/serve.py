@@ -129,7 +129,8 @@ def _reachable(uri: str) -> str | None:
     except Exception as e:  # noqa: BLE001 - any failure means the server could not use it either
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         shown = re.sub(r"://[^/@\s]+@", "://", uri)
-        return f"--backend-store-uri {shown}: cannot open it ({first}); e.g. sqlite:////abs/mlflow.db or postgresql://..."
+        return (f"--backend-store-uri {shown}: cannot open it ({first}); e.g. sqlite:////abs/mlflow.db or "
+                "postgresql://...")
     finally:
         for k, v in env.items():
             if v is None:

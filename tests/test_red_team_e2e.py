@@ -250,12 +250,15 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
     proc.wait()
     resume = [*cmd[:cmd.index(str(data))], f"{data}/", *cmd[cmd.index(str(data)) + 1:], "--resume"]
     other = tmp_path / "other" / "mlflow.db"
-    moved = [*resume[:resume.index("--tracking-uri") + 1], f"sqlite:///{other}", *resume[resume.index("--tracking-uri") + 2:]]
+    at = resume.index("--tracking-uri") + 1
+    moved = [*resume[:at], f"sqlite:///{other}", *resume[at + 1:]]
     for argv, msg in ((moved, f"the MLflow store sqlite:///{other} holds no run"),
-                      (resume + ["--pruner", "hyperband"], "--pruner hyperband differs from the study's --pruner median"),
-                      (resume + ["--sampler-seed", "3"], "--sampler-seed 3 differs from the study's --sampler-seed 0"),
-                      (resume + ["--cpus-per-trial", "2"], "--cpus-per-trial 2 differs from the study's --cpus-per-trial "
-                                                           "(not given)"),
+                      (resume + ["--pruner", "hyperband"],
+                       "--pruner hyperband differs from the study's --pruner median"),
+                      (resume + ["--sampler-seed", "3"],
+                       "--sampler-seed 3 differs from the study's --sampler-seed 0"),
+                      (resume + ["--cpus-per-trial", "2"],
+                       "--cpus-per-trial 2 differs from the study's --cpus-per-trial (not given)"),
                       (resume + ["--optuna-storage", f"sqlite:///{tmp_path / 'other.db'}"], "holds no study")):
         r = _run(argv)
         assert r.returncode == 2 and msg in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]

@@ -260,7 +260,8 @@ def test_gpu_bench_out_an_existing_file_and_max_per_gpu_are_checked_before_measu
     monkeypatch.setattr(bench, "step_alone", lambda *a, **k: pytest.fail("the benchmark started"))
     f = tmp_path / "gpu.json"
     f.write_text("{}")
-    for args, msg in ((["--out", str(f)], f"--out {f} is a file"), (["--max-per-gpu", "-1"], "--max-per-gpu must be >= 1"),
+    for args, msg in ((["--out", str(f)], f"--out {f} is a file"),
+                      (["--max-per-gpu", "-1"], "--max-per-gpu must be >= 1"),
                       (["--max-per-gpu", "0"], "--max-per-gpu must be >= 1")):
         with pytest.raises(SystemExit):
             bench.main(["--device", "cpu", "--quick", *args])
@@ -303,7 +304,8 @@ def _store_with(tmp_path: Path, parent_status: str) -> str:
 def test_report_calls_running_trials_of_a_running_study_running(tmp_path):
     def report(uri):
         return subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri",
-                               uri, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd="/")
+                               uri, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300,
+                              cwd="/")
 
     live = report(_store_with(tmp_path, "RUNNING"))
     assert live.returncode == 0, live.stderr
@@ -311,7 +313,8 @@ def test_report_calls_running_trials_of_a_running_study_running(tmp_path):
     assert "this study is still running (parent run RUNNING)" in live.stdout
     stopped = report(_store_with(tmp_path, "KILLED"))
     assert stopped.returncode == 0, stopped.stderr
-    assert "2 trials (1 complete, 1 interrupted)" in stopped.stdout and "did not finish (parent run KILLED)" in stopped.stdout
+    assert "2 trials (1 complete, 1 interrupted)" in stopped.stdout
+    assert "did not finish (parent run KILLED)" in stopped.stdout
 
 
 # -- the same kind of edge elsewhere -------------------------------------------------------------------
