@@ -32,12 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m adbs.run",
         description="Run one ADBS trial (base session + all incremental sessions) and print its per-session table.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); with --host, that host's "
                                                    "version of it (e.g. --host savc --preset cifar100 = savc_cifar100); "
                                                    "--dataset NAME with the default preset picks the paper preset of "
-                                                   "that name, as in the studies; options below override it")
+                                                   "that name, as in the studies; options below override it "
+                                                   "[default: cpu]")
     p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
     p.add_argument("--quiet", action="store_true", help="print only the final table")
     cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             nargs="+" if name == "milestones" else None,
             metavar=_metavar(_HINTS[name]) if name != "milestones" else "EPOCH",
-            help=f"{field_doc(name)} [default: {f.default!r}]".replace("%", "%%"),
+            help=f"{field_doc(name)} {_default_text(name, f.default)}".replace("%", "%%"),
         )
     for old, new in RENAMED.items():  # the old names of renamed fields keep working, unlisted
         cfg_group.add_argument("--" + old.replace("_", "-"), dest=old, default=None, help=argparse.SUPPRESS)
@@ -65,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{field_doc(key)} [default: {f.default!r}]".replace("%", "%%"),
         )
     return p
+
+
+def _default_text(name: str, default) -> str:
+    """The field's default, and the default preset's value where that preset changes it (what a bare run uses)."""
+    text = f"[default: {default!r}"
+    if name in PRESETS["cpu"] and PRESETS["cpu"][name] != default:
+        text += f"; the default preset cpu sets {PRESETS['cpu'][name]!r}"
+    return text + "]"
 
 
 def _metavar(tp) -> str:

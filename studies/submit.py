@@ -47,10 +47,19 @@ class SubmitError(ValueError):
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
     if "--" not in argv:
+        if "-h" in argv or "--help" in argv:
+            p.parse_args(["--help"])  # prints the help and exits 0
         raise SubmitError("put the study command after `--`, e.g. "
                           "submit.py --address http://HEAD:8265 -- studies/alpha_sweep.py --storage /shared/runs ...")
     cut = argv.index("--")
+    args = p.parse_args(argv[:cut])
+    args.study = argv[cut + 1:]
+    return args
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                 usage="%(prog)s --address http://HEAD:8265 [options] -- studies/NAME.py [study options]")
     p.add_argument("--address", default=os.environ.get("RAY_API_SERVER_ADDRESS") or os.environ.get("RAY_ADDRESS"),
@@ -66,9 +75,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="extra pip requirement for the job, repeatable (e.g. --pip 'psycopg2-binary')")
     p.add_argument("--python", default="python", help="python executable on the cluster (default: python)")
     p.add_argument("--job-id", default=None, help="submission id (default: Ray generates one)")
-    args = p.parse_args(argv[:cut])
-    args.study = argv[cut + 1:]
-    return args
+    return p
 
 
 def _flag(study_args: list[str], name: str) -> str | None:

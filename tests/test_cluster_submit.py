@@ -77,6 +77,14 @@ def test_missing_separator():
         submit.parse(["--address", "http://h:8265", "studies/alpha_sweep.py"])
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_without_a_study_command_prints_the_help(flag):
+    r = subprocess.run([sys.executable, str(REPO / "studies" / "submit.py"), flag], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: submit.py --address") and "--deps" in r.stdout and not r.stderr
+
+
 def test_env_copied_by_name_and_secret_never_in_the_command(monkeypatch):
     monkeypatch.chdir(REPO)
     environ = {"MLFLOW_TRACKING_TOKEN": "s3cr3t-token-value", "OTHER": "x"}
