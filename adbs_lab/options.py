@@ -202,17 +202,19 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
         s.add_argument("--num-samples", type=int, default=None,
                        help=f"configurations Optuna samples (default {defaults.num_samples})")
     s.add_argument("--pruner", default=defaults.pruner, choices=PRUNERS,
-                   help="Optuna pruner on base-epoch validation accuracy")
-    s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler")
+                   help="Optuna pruner on base-epoch validation accuracy (default: %(default)s; none: every "
+                        "trial runs to the end)")
+    s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler (default: %(default)s)")
     s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
     s.add_argument("--no-cache", action="store_true",
                    help="train every trial's base session itself instead of reusing an identical one "
                         "(cache: <storage>/base_cache; results are identical either way)")
     s.add_argument("--max-failures", type=int, default=2,
-                   help="restarts of a trial whose process dies, each from its last checkpoint")
+                   help="restarts of a trial whose process dies, each from its last checkpoint (default: "
+                        "%(default)s)")
     s.add_argument("--checkpoint-every", type=int, default=5,
                    help="base epochs between trial checkpoints (also at the end of the base session and "
-                        "after every incremental session)")
+                        "after every incremental session; default: %(default)s)")
     s.add_argument("--name", help="suffix of the study folder and MLflow parent run name (a study beside the "
                                   "default one; letters, digits, '.', '_', '-')")
     r = p.add_argument_group("resources and storage")

@@ -31,7 +31,8 @@ p.add_argument("--tracking-uri", default=None,
 p.add_argument("--format", default="text", choices=list(report.EXT),
                help="table format printed and written (text = exactly what the study printed)")
 p.add_argument("--metric", default="test_acc",
-               help="session metric of the table (default test_acc; any of adbs_lab.metrics_keys.SESSION_METRICS)")
+               help="session metric of the table (default: %(default)s; one of "
+                    f"{', '.join(K.SESSION_METRICS)})")
 p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
 p.add_argument("--paper", action="store_true",
                help="print the paper's numbers beside ours when the study matches a paper table "
