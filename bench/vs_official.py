@@ -5,6 +5,9 @@
     python bench/vs_official.py --official PATH --ours-set amp=true val_fraction=0.01    # check a change of ours
     python bench/vs_official.py --official PATH --device cpu --epochs 1 --train-per-class 20 \\
         --test-per-class 4 --sessions 2 --seeds 1                                        # the tiny CPU path
+    python bench/vs_official.py --official PATH --device cpu --epochs 1 --train-per-class 30 --sessions 1 \\
+        --seeds 1 2 3 4 5 6 7 8 --released-from results/vs_official/A --ours-set val_fraction=0.034
+                                   # one factor of ours against the released runs of an earlier --out A
 
 What it does, in order (nothing trains before every check has passed):
 
@@ -28,9 +31,13 @@ What it does, in order (nothing trains before every check has passed):
    --variant adb+ic --base-epochs E --seed S`), one run after another, or --jobs at a time.
 5. Parses both (the released log, ours' result JSON) and prints per-session test accuracy means with
    95% CIs (t-distribution, adbs_lab.results.ci95), ours - released per session with a Welch 95% CI,
-   the negative base boundaries after the base session, per-epoch times, and every setting of ours that
+   the negative base boundaries after base epoch 1 and after the base session (per seed, mean and 95% CI
+   per code, ours - released with a Welch 95% CI), per-epoch times, and every setting of ours that
    differs from the released run. Everything goes to --out: vs_official.json, runs.csv, summary.csv,
-   report.txt, data.json (the data's sha256), both codes' logs and ours' result JSONs.
+   negatives.csv, report.txt, data.json (the data's sha256), both codes' logs and ours' result JSONs.
+   With --released-from A the released runs are taken from the earlier results folder A (same data,
+   checked by sha256, same seeds, epochs, sessions and device) and only ours runs: the released code's
+   runs do not depend on --ours-set, so each factor of ours costs ours' runs only.
 
 PATCHES (to the temporary copy; `released_patches` holds their exact text):
     md5-train, md5-meta  dataloader/cifar100/cifar.py: no md5 checks (the data are not CIFAR-100's bytes)
