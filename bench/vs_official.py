@@ -741,8 +741,9 @@ def format_report(res: dict[str, Any]) -> str:
         for r in neg:
             flag = "" if r["within_noise"] is None else ("  within noise" if r["within_noise"] else "  DIFFERS")
             dc = "  n/a" if math.isnan(r["diff_ci95"]) else f"{r['diff_ci95']:5.2f}"
+            diff = "-" if math.isnan(r["diff"]) else f"{r['diff']:+6.2f} ± {dc}"
             lines.append(f"  {r['label']:<23} released {_pm(r['released_mean'], r['released_ci95'], r['n_released'])}"
-                         f"  ours {_pm(r['ours_mean'], r['ours_ci95'], r['n_ours'])}  diff {r['diff']:+6.2f} ± {dc}{flag}"
+                         f"  ours {_pm(r['ours_mean'], r['ours_ci95'], r['n_ours'])}  diff {diff}{flag}"
                          f"  (per seed: released {' '.join(map(str, r['released'])) or '-'} | ours "
                          f"{' '.join(map(str, r['ours'])) or '-'})")
     if res.get("released_from"):
@@ -758,7 +759,8 @@ def format_report(res: dict[str, Any]) -> str:
                  + " ".join(f"{r['wall_s']:.0f}" for r in rel) + " | ours " + " ".join(f"{r['wall_s']:.0f}" for r in ours)
                  + f" | all runs {res['wall_s']:.0f} s ({a['jobs']} at a time)")
     diffs = res["differences"]
-    lines += ["", "settings of ours that differ from the released run" + (":" if diffs else ": none")]
+    lines += ["", "settings of ours that differ from the released run" + (
+        ": (ours not run, --released-only)" if not ours else ":" if diffs else ": none")]
     lines += [f"  - {d}" for d in diffs]
     lines += ["", f"patches applied to the temporary copy of {a['official']} (bench/vs_official.py: released_patches):"]
     lines += [f"  {p}" for p in res["patches"]]
@@ -818,6 +820,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--released-from", default=None, metavar="DIR",
                    help="reuse the released runs in DIR (an earlier --out, same data and settings) instead of running "
                    "the released code again: for checking factors of ours one at a time with --ours-set")
+    p.add_argument("--released-only", action="store_true",
+                   help="run the released code only (e.g. on other data than an earlier run of ours; a later "
+                   "--released-from can pair its runs with ours)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: patches the released code to run "
                    "on the CPU (tiny settings only)")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time on the one device (epoch times then include "
@@ -893,6 +898,8 @@ def check_args(a: argparse.Namespace) -> dict[str, Any]:
     if a.jobs < 1:
         raise ToolError(f"--jobs {a.jobs}: expected >= 1")
     ours_set = parse_ours_set(a.ours_set)
+    if a.released_only and (a.released_from or ours_set):
+        raise ToolError("--released-only runs no ours: it takes neither --released-from nor --ours-set")
     if a.device == "cuda":
         import torch
 
@@ -964,12 +971,15 @@ def main(argv: list[str] | None = None) -> int:
                 jobs.append(Job("released", s, released_command(a.official_python, tmp / "data", seed=s,
                                                                 epochs=a.epochs, device=a.device),
                                 copy, out / f"released-seed{s}.log"))
+            if a.released_only:
+                continue
             res_json = out / f"ours-seed{s}.json"
             ov = ours_overrides(data, seed=s, epochs=a.epochs, device=a.device, sessions=a.sessions, ours_set=ours_set)
             jobs.append(Job("ours", s, ours_command(sys.executable, ov, res_json), REPO, out / f"ours-seed{s}.log",
                             res_json))
-        what = f"{len(a.seeds)} seeds x 2 codes" if reused is None else \
-            f"{len(a.seeds)} seeds, ours only: the released runs are reused from {reused['folder']}"
+        what = (f"{len(a.seeds)} seeds, ours only: the released runs are reused from {reused['folder']}"
+                if reused is not None else f"{len(a.seeds)} seeds, the released code only" if a.released_only
+                else f"{len(a.seeds)} seeds x 2 codes")
         say(f"{len(jobs)} runs ({what}), {a.jobs} at a time, on {a.device}; results in {out}")
         t_runs = time.monotonic()
         walls = run_all(jobs, n_parallel=a.jobs, envs={"released": env_rel, "ours": env_ours}, timeout=a.timeout)
@@ -999,8 +1009,8 @@ def main(argv: list[str] | None = None) -> int:
             "released": released, "ours": ours, "summary": summarize(released, ours),
             "negatives": summarize_negatives(released, ours),
             "released_from": None if reused is None else reused["folder"],
-            "differences": config_differences(ours[0]["config"], a.device) + [f"changed with --ours-set: {k}={v!r}" for k, v in
-                                                                                ours_set.items()],
+            "differences": [] if not ours else config_differences(ours[0]["config"], a.device)
+            + [f"changed with --ours-set: {k}={v!r}" for k, v in ours_set.items()],
             "wall_s": wall_runs, "total_s": time.monotonic() - t_start,
             "temp": str(tmp) if a.keep_temp else None,
         }

@@ -160,6 +160,9 @@ def test_bad_inputs_fail_before_any_compute(capsys, tmp_path: Path):
     assert "unknown config key 'alhpa'" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "alhpa=0.1")
     assert "must be a bool" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "amp=maybe")
     assert "expected KEY=VALUE" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "amp")
+    assert "--released-only runs no ours" in _main_error(capsys, tmp_path, *cpu, "--released-only", "--ours-set",
+                                                         "amp=false")
+    assert "no vs_official.json there" in _main_error(capsys, tmp_path, *cpu, "--released-from", str(tmp_path))
     import torch
 
     if not torch.cuda.is_available():
@@ -497,6 +500,9 @@ def test_format_report():
     assert "reused" not in text
     res["released_from"] = "/earlier"
     assert "released runs reused from /earlier" in vs.format_report(res)
+    alone = {**res, "ours": [], "summary": vs.summarize(released, []), "differences": [], "released_from": None}
+    text = vs.format_report(alone)  # --released-only
+    assert "ours not run, --released-only" in text and "per seed: released 11 12 | ours -" in text
 
 
 # --- running: progress, failures, timeouts ----------------------------------------------------------------------
@@ -649,6 +655,21 @@ def test_lockstep_renames_the_released_encoder_into_ours():
         ls.released_encoder_to_ours({"encoder.stem.weight": zeros(1)})
 
 
+def test_lockstep_verdict_tells_rounding_from_a_structural_difference():
+    ls = _load_lockstep()
+
+    def rows(*dm, signs=()):
+        return [{"step": t, "max_abs_dm": d, "sign_differs": int(t in signs)} for t, d in enumerate(dm, 1)]
+
+    assert ls.verdict(rows(0.0, 0.0, 0.0), 1e-5) == ("same, bit for bit", True)
+    said, same = ls.verdict(rows(0.0, 0.0, 6e-8, 1e-4, 2e-3, signs=(5,)), 1e-5)
+    assert same and said == ("same up to float32 rounding: equal through step 2, then |dm| 6.0e-08 at step 3 "
+                             "growing to 2.0e-03 by step 5 (signs differ at 1 step)")
+    # e.g. weight decay missing on m: 0.1 x 1.9 x 5e-4 x 1 ~ 1e-4 off at the first step
+    assert ls.verdict(rows(9.5e-5, 2e-4), 1e-5) == ("DIFFERS from step 1 (|dm| 9.5e-05, above rounding)", False)
+    assert not ls.verdict(rows(0.0, 3e-5), 1e-5)[1]
+
+
 @needs_official
 def test_lockstep_the_released_encoder_loaded_into_ours_computes_the_same_features(released_copy: Path):
     """Strict loading (every key of ours, nothing left over) and the same forward pass, bit for bit in NCHW."""
@@ -685,9 +706,9 @@ def test_lockstep_two_steps_agree_bit_for_bit(tmp_path: Path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     res = json.loads((tmp_path / "lockstep.json").read_text())
-    assert res["verdict"] == "same" and [r["step"] for r in res["rows"]] == [1, 2]
+    assert res["verdict"] == "same, bit for bit" and [r["step"] for r in res["rows"]] == [1, 2]
     # NCHW: the same arithmetic in the same order, so not just close but equal
     assert all(r["max_abs_dm"] == 0.0 and r["sign_differs"] == 0 for r in res["rows"])
     assert res["head_diff"] == 0.0 and res["backbone_diff"] == 0.0 and res["lr_diff"] == 0.0
     assert res["rows"][-1]["m_mean_released"] < 1.0  # m did train
-    assert "verdict (tol 0.001): same" in out and "schedule epoch1, ours in NCHW" in out
+    assert "verdict (tol 1e-05): same, bit for bit" in out and "schedule epoch1, ours in NCHW" in out
