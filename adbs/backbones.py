@@ -1,6 +1,7 @@
 """Backbone registry: a string picks the feature extractor f of f(x) -> [B, out_dim].
 
-    BACKBONES: dict[str, Callable[..., nn.Module]]      convnet, resnet12, resnet18, resnet18_cifar, resnet20
+    BACKBONES: dict[str, Callable[..., nn.Module]]      convnet, convnet_signed, resnet12, resnet18, resnet18_cifar,
+                                                        resnet20
     register_backbone(name)                             decorator; a duplicate name raises
     create_backbone(name, *, pretrained=None, **kw)     build, then optionally load a local state_dict
 
@@ -128,15 +129,20 @@ class ConvNet(nn.Module):
     the first epochs.
     """
 
-    def __init__(self, channels: tuple[int, ...] = (32, 32, 64, 128)):
+    def __init__(self, channels: tuple[int, ...] = (32, 32, 64, 128), last_activation: str = "relu"):
         super().__init__()
+        acts = {"relu": lambda: nn.ReLU(inplace=True), "leaky_relu": lambda: nn.LeakyReLU(0.1, inplace=True),
+                "none": nn.Identity}
+        if last_activation not in acts:
+            raise ValueError(f"unknown last_activation {last_activation!r}; valid: {', '.join(acts)}")
         layers: list[nn.Module] = []
         in_ch = 3
-        for width in channels:
+        for i, width in enumerate(channels):
+            last = i == len(channels) - 1
             layers += [
                 nn.Conv2d(in_ch, width, 3, padding=1, bias=False),
                 nn.BatchNorm2d(width),
-                nn.ReLU(inplace=True),
+                acts[last_activation]() if last else nn.ReLU(inplace=True),
                 nn.MaxPool2d(2),
             ]
             in_ch = width
@@ -148,8 +154,21 @@ class ConvNet(nn.Module):
 
 
 @register_backbone("convnet")
-def convnet(channels: tuple[int, ...] = (32, 32, 64, 128)) -> ConvNet:
-    return ConvNet(channels=tuple(channels))
+def convnet(channels: tuple[int, ...] = (32, 32, 64, 128), last_activation: str = "relu") -> ConvNet:
+    return ConvNet(channels=tuple(channels), last_activation=last_activation)
+
+
+@register_backbone("convnet_signed")
+def convnet_signed(channels: tuple[int, ...] = (32, 32, 64, 128)) -> ConvNet:
+    """The ConvNet with no ReLU after its last block (Conv-BN-maxpool): signed features.
+
+    The CPU preset's backbone (adbs/config.py). Class means of post-ReLU features all share one positive
+    direction: after the CPU preset's 8 epochs the baseline's class separation D_cs is 0.34-0.40, where
+    the paper's ResNet-12 reaches 0.88 on CIFAR-100 after 100 epochs (prototypes nearly orthogonal).
+    Signed features put the baseline at D_cs ~0.85 in 8 epochs on the embedded benchmark, the geometry
+    of the real runs (bench/geometry.py measures it; docs/boundary-dynamics.md, "Class geometry").
+    """
+    return ConvNet(channels=tuple(channels), last_activation="none")
 
 
 # --- resnet12 ----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ SCHEDULES = ("cosine", "milestones")
 IC_REDUCTIONS = ("mean", "sum")
 NEW_BOUNDARY_INITS = ("mean", "abs_mean", "one")
 DEVICES = ("auto", "cpu", "cuda")
-SYNTHETIC_VERSIONS = (1, 2)  # adbs.data.synthetic.RECIPES
+SYNTHETIC_VERSIONS = (1, 2, 3)  # adbs.data.synthetic.RECIPES
 
 
 # Fields whose default is the released code's boundary handling and whose other values are remedies for
@@ -88,13 +88,14 @@ class Config:
     """Cap on base-session training images per class, after the validation carve-out (None = all, as the paper presets)."""
     synthetic_seed: Base[int] = 0
     """Seed that generates the embedded synthetic benchmark (same seed and version, same images)."""
-    synthetic_version: Base[int] = 2
-    """Embedded benchmark version: 2 (CIFAR-100-like superclasses, calibrated on the baseline) or 1 (the
-    original, kept to regenerate earlier tables); see adbs/data/synthetic.py."""
+    synthetic_version: Base[int] = 3
+    """Embedded benchmark version: 3 (CIFAR-100-like superclasses and class geometry, calibrated on the
+    baseline), 2 or 1 (earlier versions, kept to regenerate earlier tables); see adbs/data/synthetic.py."""
 
     # --- model ------------------------------------------------------------------
-    backbone: Base[str] = "convnet"
-    """Backbone registry name: convnet, resnet12, resnet18, resnet18_cifar, resnet20."""
+    backbone: Base[str] = "convnet_signed"
+    """Backbone registry name: convnet_signed (the CPU setting: a small ConvNet with signed features), convnet
+    (the same with a ReLU feature layer, benchmark v1/v2's), resnet12, resnet18, resnet18_cifar, resnet20."""
     pretrained: Base[str | None] = None
     """Path to a local state_dict file to initialise the backbone from (e.g. ImageNet ResNet-18 for CUB200)."""
     temperature: Base[float] = 16.0
@@ -384,7 +385,21 @@ def coerce(name: str, value: Any) -> Any:
         close = difflib.get_close_matches(name, FIELDS, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise ConfigError(f"unknown config key {name!r}{hint}; valid keys: {', '.join(FIELDS)}")
-    return _coerce_type(name, _HINTS[name], value)
+    out = _coerce_type(name, _HINTS[name], value)
+    return _normpath(out) if name in PATH_FIELDS else out
+
+
+PATH_FIELDS = ("data_root", "index_list", "pretrained")
+"""Fields naming a file or folder: kept absolute and normalised (a trailing '/', '~' or a relative path name
+the same files wherever a trial runs), so the same files always give the same config."""
+
+
+def _normpath(value: Any) -> Any:
+    import os
+
+    if not isinstance(value, str) or not value.strip() or "://" in value:
+        return value
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def _coerce_type(name: str, tp: Any, value: Any) -> Any:
@@ -674,10 +689,33 @@ def resolve(preset_name: str = "cpu", study_defaults: dict[str, Any] | None = No
     Config is built from (`from_dict`), so searched fields can still be added.
     """
     overrides = {k: coerce(k, v) for k, v in renamed(dict(overrides or {})).items()}
+    _given_once(overrides)
     preset_name = preset_for(preset_name, overrides.get("dataset"))
     host = overrides.get("host")
+    owner = PRESETS[preset_name].get("host")
+    if host and owner and host != owner:  # e.g. preset savc_cpu with host alice: a mix of two hosts' settings
+        plain = preset_name[len(owner) + 1:] if preset_name.startswith(owner + "_") else "cpu"
+        raise ConfigError(f"preset {preset_name} is host {owner}'s, but host is {host}: pick host {host}'s "
+                          f"version with preset {plain} and host {host}, or drop the host to run {owner}")
     out = host_preset(host, preset_name) if host else dict(PRESETS[preset_name])
     if preset_name == "cpu":
         out.update(study_defaults or {})
+    if "host_options" in overrides:  # typed host_options add to the preset's options, as <host>.<option> do
+        preset_options = _parse_options(fold_options({k: coerce(k, v) for k, v in out.items()})
+                                        .get("host_options", "{}"))
+        out = {k: v for k, v in out.items() if "." not in k}
+        overrides = {**overrides, "host_options": _dump_options({**preset_options,
+                                                                **_parse_options(overrides["host_options"])})}
     out.update(overrides)
     return fold_options({k: coerce(k, v) for k, v in out.items()})
+
+
+def _given_once(overrides: dict[str, Any]) -> None:
+    """A host option typed both inside host_options and as <host>.<option>: which one is meant is unclear."""
+    if "host_options" not in overrides:
+        return
+    inside = _parse_options(overrides["host_options"])
+    for key, value in overrides.items():
+        if "." in key and key.split(".", 1)[1] in inside:
+            raise ConfigError(f"{key} is given twice: as {key}={value!r} and inside host_options "
+                              f"({overrides['host_options']}); give it once")

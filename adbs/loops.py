@@ -40,8 +40,9 @@ from adbs.config import Config
 from adbs.data import FSCILData, make_loader
 from adbs.data.augment import batch_generator
 from adbs.hosts import Head, Host, create_host, joint_labels
-from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, prediction_stats,
-                          session_accuracies, trial_summary)
+from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, novel_image_geometry,
+                          prediction_stats, prototype_geometry, session_accuracies, trial_summary)
+from adbs.runtime import CUDA_TF32, apply_threads
 from adbs.state import BaseSession, TrialResult, base_state
 
 MetricsHook = Callable[[dict[str, float]], None]
@@ -112,10 +113,9 @@ class Runtime:
         self.amp = cfg.amp and self.cuda
         if self.cuda:
             torch.backends.cudnn.benchmark = True
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+            torch.backends.cuda.matmul.allow_tf32 = CUDA_TF32
+            torch.backends.cudnn.allow_tf32 = CUDA_TF32
+        apply_threads(cfg, self.device.type)  # the one thread rule (adbs/runtime.py): CPU numbers depend on it
         on_device = cfg.data_on_device if cfg.data_on_device is not None else self.cuda
         self.data_device: torch.device | None = self.device if on_device else None
         self.num_workers = cfg.num_workers if cfg.num_workers is not None else default_workers(torch.get_num_threads())
@@ -450,6 +450,10 @@ def run_sessions(
             summary[f"{split}_{k}"] = v
     summary["test_last_hmean"] = rows[-1]["test_hmean"]
     summary["d_cs"] = class_separation(weights)
+    # Geometry of the novel classes against the base ones (first copy of each class for multi-copy hosts).
+    rows0 = weights[::copies]
+    summary.update(prototype_geometry(rows0, n_base))
+    summary.update(novel_image_geometry(test_f[:, 0], test_y, rows0, n_base))
     summary["best_base_epoch"] = base_session.best_epoch
     summary["boundary_base_mean"] = rows[-1]["boundary_base_mean"]
     summary["boundary_novel_mean"] = rows[-1]["boundary_novel_mean"]

@@ -37,6 +37,44 @@ def class_separation(prototypes: torch.Tensor) -> float:
     return (1.0 - p @ p.t()).mean().item()
 
 
+def prototype_geometry(prototypes: torch.Tensor, n_base: int) -> dict[str, float]:
+    """How close the novel classes sit to the base classes, from the classifier rows (class prototypes).
+
+    `novel_nearest_base_cos`: mean over novel classes of the cosine of its prototype to the nearest base
+    prototype; `base_mean_cos`: mean cosine over pairs of distinct base prototypes. With nearly orthogonal
+    prototypes (the paper's D_cs of 0.88 on CIFAR-100, a mean cosine near 0.1) a novel class whose |m|
+    starts below the base classes' can still win on its own images; with prototypes that are near twins
+    of base ones, small differences in |m| decide (docs/boundary-dynamics.md). NaN without novel classes.
+    """
+    p = F.normalize(prototypes.float(), dim=-1)
+    cos = p @ p.t()
+    base = cos[:n_base, :n_base]
+    off = ~torch.eye(n_base, dtype=torch.bool, device=cos.device)
+    out = {"base_mean_cos": base[off].mean().item() if n_base > 1 else math.nan}
+    out["novel_nearest_base_cos"] = (cos[n_base:, :n_base].max(1).values.mean().item()
+                                     if len(p) > n_base and n_base else math.nan)
+    return out
+
+
+def novel_image_geometry(features: torch.Tensor, labels: torch.Tensor, prototypes: torch.Tensor,
+                         n_base: int) -> dict[str, float]:
+    """For the test images of novel classes: cosine to their own prototype against the best base prototype.
+
+    `novel_own_cos` and `novel_best_base_cos` are means over those images; `novel_own_wins` is the share (%)
+    whose own prototype is closer than every base prototype (what a fixed boundary m = 1 needs to predict
+    them right against the base classes). NaN without novel images.
+    """
+    keep = labels >= n_base
+    if not keep.any() or not n_base:
+        return {"novel_own_cos": math.nan, "novel_best_base_cos": math.nan, "novel_own_wins": math.nan}
+    f = F.normalize(features[keep].float(), dim=-1)
+    p = F.normalize(prototypes.float(), dim=-1)
+    own = (f * p[labels[keep]]).sum(-1)
+    best_base = (f @ p[:n_base].t()).max(1).values
+    return {"novel_own_cos": own.mean().item(), "novel_best_base_cos": best_base.mean().item(),
+            "novel_own_wins": 100.0 * (own > best_base).float().mean().item()}
+
+
 def boundary_stats(boundaries: torch.Tensor, n_base: int) -> dict[str, float]:
     """Statistics of the boundaries m of all seen classes (the first n_base are the base classes).
 

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{field_doc(name)} [default: {f.default!r}]".replace("%", "%%"),
         )
     for old, new in RENAMED.items():  # the old names of renamed fields keep working, unlisted
-        cfg_group.add_argument("--" + old.replace("_", "-"), dest=new, default=None, help=argparse.SUPPRESS)
+        cfg_group.add_argument("--" + old.replace("_", "-"), dest=old, default=None, help=argparse.SUPPRESS)
     groups: dict[str, argparse._ArgumentGroup] = {}
     hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(get_host(h).Options).items()}
     for key, f in option_keys().items():
@@ -112,12 +112,18 @@ def _fmt(v: float, digits: int = 2) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    keys = [*FIELDS, *option_keys()]
+    keys = [*FIELDS, *option_keys(), *RENAMED]
     overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     try:
+        for old, new in RENAMED.items():  # an old flag name beside the new one: which one is meant?
+            if old in overrides and new in overrides:
+                raise ConfigError(f"--{old.replace('_', '-')} is the old name of --{new.replace('_', '-')}; "
+                                  f"give only --{new.replace('_', '-')}")
         cfg = from_dict(resolve(args.preset, None, overrides)).validate()
         from adbs.data import check_data
+        from adbs.runtime import check_device
 
+        check_device(cfg)
         check_data(cfg)
         who = "" if cfg.host == "baseline" else f"{cfg.host}-"
         out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
@@ -131,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
 
     log = None if args.quiet else (lambda s: print(s, flush=True))
     if log:
+        from adbs import runtime
+
         log(f"ADBS {cfg.variant} in host {cfg.host} on {cfg.dataset} ({cfg.backbone}), seed {cfg.seed}, "
-            f"split seed {cfg.split_seed}")
+            f"split seed {cfg.split_seed}; {runtime.describe(cfg, runtime.device_kind(cfg))}")
     t0 = time.perf_counter()
     result = run_trial(cfg, hooks=Hooks(log=log))
     print(format_table(result))

@@ -34,13 +34,15 @@ def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
 
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
-                order: list[str] | None = None, label: str = LABEL) -> pd.DataFrame:
-    """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`).
+                order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
     Cells are mean over seeds (trials) of `metric` in percent, with the 95% CI half-width
     (t-distribution) when a row has several seeds. Only COMPLETE trials count. `baseline` is one
     row every row is compared with, or {row: its reference row} (the hosts study: each host with
-    ADBS against the same host without); rows without a reference get no Delta_last.
+    ADBS against the same host without); rows without a reference get no Delta_last. With `trials`
+    (trials.parquet), a `d_cs` column holds each row's class separation after the last session, so the
+    geometry the accuracies come from is visible beside them (paper Table 4; docs/metrics.md).
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
     if s.empty:
@@ -67,6 +69,10 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
         for row in out:
             ref = reference.get(row["config"])
             row["delta_last"] = last_of[row["config"]] - last_of[ref] if ref in last_of else math.nan
+    if trials is not None and len(trials) and "d_cs" in trials:
+        done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
+        for row in out:
+            row["d_cs"] = ci95(list(done.loc[done[label] == row["config"], "d_cs"]))
     return pd.DataFrame(out)
 
 
@@ -75,20 +81,21 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     if table.empty:
         return "(no completed trials)"
 
-    def cell(v: Any, seeds: int) -> str:
+    def cell(v: Any, seeds: int, digits: int = 2) -> str:
         if isinstance(v, tuple):
             m, h = v
             if not K.finite(m):
                 return "-"
-            return f"{m:.2f}" if seeds < 2 or not K.finite(h) else f"{m:.2f} ± {h:.2f}"
+            return f"{m:.{digits}f}" if seeds < 2 or not K.finite(h) else f"{m:.{digits}f} ± {h:.{digits}f}"
         if isinstance(v, float):
             return f"{v:+.2f}" if K.finite(v) else "-"
         return str(v)
 
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds")]
-    names = {"avg": "avg", "delta_last": "Δlast"}
+    names = {"avg": "avg", "delta_last": "Δlast", "d_cs": "D_cs"}
+    digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
-    body = [[cell(r[h], int(r["seeds"])) for h in headers] for _, r in table.iterrows()]
+    body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2)) for h in headers] for _, r in table.iterrows()]
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(b) + " |" for b in body]

@@ -1,6 +1,6 @@
 """ablation: baseline vs ADB vs ADB+IC (the paper's ablation table, with Delta_last), over seeds.
 
-    python studies/ablation.py                                   # 3 rows x seeds 0 1 on the embedded benchmark
+    python studies/ablation.py                                   # 3 rows x seeds 0 1 2 on the embedded benchmark
     python studies/ablation.py --seeds 1 2 3 --toggles abs_boundary new_boundary_init boundary_weight_decay
     python studies/ablation.py --preset cifar100 --data-root DIR --seeds 1 2 3   # paper's Table, GPU
 
@@ -8,7 +8,7 @@ Rows: baseline (fixed boundary m = 1), adb (learnable boundaries, alpha = 0), ad
 ADBS), plus one row per --toggles entry (full ADBS with one change; see search_spaces/ablation.py).
 Each (row, seed) is one trial running the full pipeline; the table shows mean ± 95% CI over seeds
 and Delta_last = last-session gain over the baseline row.
-Time: default run (6 trials, 8 base epochs, 2 at a time) 134 s wall on an idle 2-core CPU;
+Time: default run (9 trials, 8 base epochs, 2 at a time) 263 s wall on an idle 2-core CPU;
 --smoke ~1-2 min; cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/ablation/: sessions.parquet, trials.parquet, table.txt/.md (the ablation table),
 best_config.json; MLflow experiment 'ablation'.
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import ablation as spaces  # noqa: E402
 
-p = options.parser(__doc__, options.Defaults(seeds=(0, 1), smoke_seeds=(0,)))
+p = options.parser(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
 p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
                help="extra rows: full ADBS with one finer toggle changed")
 opts, extra = options.parse(p)

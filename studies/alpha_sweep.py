@@ -7,7 +7,7 @@
 Runs ADB+IC (full ADBS) trials, one Tune trial per (alpha, seed), each the full FSCIL pipeline;
 Optuna (TPE, or a grid with --grid) picks alpha to maximise validation average accuracy, and the
 median pruner stops trials whose base-session validation accuracy lags.
-Time: default run (4 trials, 8 base epochs, 2 at a time; the median pruner usually stops 2) 79 s wall
+Time: default run (4 trials, 8 base epochs, 2 at a time; the median pruner usually stops 2) 92 s wall
 on an idle 2-core CPU; --smoke ~1 min; the cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/alpha_sweep/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 alpha_sensitivity.png, optuna.db; MLflow experiment 'alpha_sweep' (parent run + one run per trial).

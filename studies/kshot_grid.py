@@ -9,7 +9,7 @@ benchmark (40 novel classes) 10-way gives 4 incremental sessions and 5-way gives
 every cell is a result.
 Ways and shots only change the incremental sessions, so all cells share ONE base session: the first
 cell trains it, the others load it from <storage>/base_cache (--no-cache trains it per cell).
-Time: default run (12 cells, one 8-epoch base session, 2 at a time) 74 s wall on an idle 2-core CPU;
+Time: default run (12 cells, one 8-epoch base session, 2 at a time) 110 s wall on an idle 2-core CPU;
 --smoke (4 cells) ~1-2 min;
 mini_imagenet preset: one base session (~1-2 h on one GPU) plus minutes per cell.
 Writes <storage>/kshot_grid/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,

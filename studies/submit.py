@@ -112,12 +112,15 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
     full = (script if script.is_absolute() else Path.cwd() / script).resolve()
     if not full.is_file() and (REPO / script).is_file():
         full = (REPO / script).resolve()
-    if not full.is_file() or full.suffix != ".py":
-        raise SubmitError(f"study script {args.study[0]!r} not found (e.g. studies/alpha_sweep.py)")
+    if not full.exists():
+        raise SubmitError(f"study script {args.study[0]!r} not found; name one of {', '.join(study_scripts())}")
     if REPO not in full.parents:
         raise SubmitError(f"{full} is outside the project {REPO}: only the project folder is uploaded")
     if full == Path(__file__).resolve():
         raise SubmitError("submit.py cannot submit itself; name a study script after `--`")
+    if full.relative_to(REPO).as_posix() not in study_scripts():
+        raise SubmitError(f"{args.study[0]!r} is not a study script; submit.py runs studies (each one has a "
+                          f"search space in search_spaces/): {', '.join(study_scripts())}")
     args.script = full.relative_to(REPO).as_posix()
     rest = args.study[1:]
     if any(a in ("-h", "--help") for a in rest):
@@ -164,6 +167,12 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
                 raise SubmitError(f"the value of {name} appears in the study arguments; secrets travel only as "
                                   f"--env {name}, never in the command")
     return env
+
+
+def study_scripts() -> list[str]:
+    """The study scripts: studies/NAME.py with a search space search_spaces/NAME.py (not report.py, submit.py)."""
+    return sorted(f"studies/{f.name}" for f in (REPO / "studies").glob("*.py")
+                  if (REPO / "search_spaces" / f.name).is_file())
 
 
 def dependencies(deps: str, extra: list[str]) -> list[str]:

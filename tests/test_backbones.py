@@ -173,3 +173,21 @@ def test_pretrained_not_a_state_dict(tmp_path):
     torch.save([1, 2, 3], path)
     with pytest.raises(ValueError, match="does not hold a state_dict"):
         load_pretrained(create_backbone("convnet"), path)
+
+
+def test_convnet_signed_is_the_convnet_without_its_last_relu():
+    # Same parameters as convnet (its weights load as they are); only the feature layer's sign differs.
+    torch.manual_seed(0)
+    relu = create_backbone("convnet").eval()
+    signed = create_backbone("convnet_signed").eval()
+    signed.load_state_dict(relu.state_dict())
+    with torch.no_grad():
+        bn = signed.features[-3]
+        bn.bias.fill_(-1.0)  # push pre-activations below zero
+        relu.features[-3].bias.fill_(-1.0)
+        x = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(2))
+        a, b = relu(x), signed(x)
+    assert (a >= 0).all() and (b < 0).any()
+    assert (a >= b - 1e-6).all()  # ReLU commutes with the max-pool, so the mean of ReLU'd values is never lower
+    with pytest.raises(ValueError, match="last_activation"):
+        create_backbone("convnet", last_activation="gelu")

@@ -46,6 +46,26 @@ def test_boundary_stats_by_hand():
     assert math.isnan(base_only["boundary_novel_abs_mean"]) and math.isnan(base_only["boundary_novel_mean"])
 
 
+def test_prototype_and_image_geometry_by_hand():
+    from adbs.metrics import class_separation, novel_image_geometry, prototype_geometry
+
+    # two orthogonal base rows, a novel row at 45 degrees to the first one
+    rows = torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    g = prototype_geometry(rows, n_base=2)
+    assert g["base_mean_cos"] == pytest.approx(0.0)
+    assert g["novel_nearest_base_cos"] == pytest.approx(2 ** -0.5)
+    # D_cs: mean of 1 - cos over all 9 ordered pairs; cosines 1,0,s / 0,1,s / s,s,1 with s = 1/sqrt(2)
+    assert class_separation(rows) == pytest.approx((9 - 3 - 4 * 2 ** -0.5) / 9)
+    # novel images (label 2): one on its own row, one on base row 0
+    feats = torch.tensor([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    out = novel_image_geometry(feats, torch.tensor([2, 2, 1]), rows, n_base=2)
+    assert out["novel_own_cos"] == pytest.approx((1 + 2 ** -0.5) / 2)
+    assert out["novel_best_base_cos"] == pytest.approx((2 ** -0.5 + 1) / 2)
+    assert out["novel_own_wins"] == pytest.approx(50.0)
+    assert math.isnan(prototype_geometry(rows[:2], n_base=2)["novel_nearest_base_cos"])
+    assert math.isnan(novel_image_geometry(feats, torch.tensor([0, 1, 1]), rows, n_base=2)["novel_own_wins"])
+
+
 def test_prediction_stats_by_hand():
     pred = torch.tensor([0, 0, 1, 4, 4, 0])  # 3 base (0-2), 2 novel (3, 4): class 2 and 3 never predicted
     s = prediction_stats(pred, n_base=3, n_seen=5)

@@ -49,7 +49,9 @@ def test_script_found_from_another_cwd_and_absolute(tmp_path, monkeypatch):
     (GOOD[:3], "no study after"),
     (GOOD[:3] + ["studies/nope.py"], "not found"),
     (GOOD[:3] + ["studies/submit.py", "--storage", "/s"], "cannot submit itself"),
-    (GOOD[:3] + ["/etc/hostname"], "not found"),
+    (GOOD[:3] + ["/etc/hostname"], "outside the project"),
+    (GOOD[:3] + ["README.md"], "not a study script"),  # a file of the project, but no study
+    (GOOD[:3] + ["adbs/run.py"], "not a study script"),
     (GOOD[:4] + ["--tracking-uri", "http://m:5000"], "needs --storage"),
     (GOOD[:4] + ["--storage", "runs", "--tracking-uri", "http://m:5000"], "must be absolute"),
     (GOOD[:4] + ["--storage", "~/runs", "--tracking-uri", "http://m:5000"], "must be absolute"),

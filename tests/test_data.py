@@ -6,6 +6,8 @@ Fast and offline: fake datasets are written to tmp folders; the real index lists
 
 from __future__ import annotations
 
+import dataclasses
+
 import csv
 import pickle
 import time
@@ -540,6 +542,28 @@ def test_synthetic_version_1_is_byte_identical_to_the_original_benchmark():
     assert not torch.equal(tr.images, tr2.images)
 
 
+def test_synthetic_versions_2_and_3_are_pinned_and_3_is_2_with_more_noise():
+    """v2's bytes never change (its tables stay reproducible); v3 has v2's classes and a new pixel noise."""
+    import hashlib
+
+    tr2, te2 = synthetic.synthetic_pools(0, 2)
+    assert hashlib.sha256(tr2.images.numpy().tobytes()).hexdigest() == (
+        "6f0b49ffa2bfbaf93acde95cee5b1fd3d3948ac22b4f24093aa36dd6f819f5d3")
+    assert hashlib.sha256(te2.images.numpy().tobytes()).hexdigest() == (
+        "0a859f234202d23a7898e2ac5b5bacb9c24174225fddae3039973dd04d45cb59")
+    tr3, te3 = synthetic.synthetic_pools(0, 3)
+    assert hashlib.sha256(tr3.images.numpy().tobytes()).hexdigest() == (
+        "37c467fe1a8d95f2388fa5b97472c2765a35d5cfdaca748111bfcaf7231b6bcd")
+    assert hashlib.sha256(te3.images.numpy().tobytes()).hexdigest() == (
+        "5138b9fc3528dfe0d7424cb8eb868a37059bf2fcd19c683854b08dcfe1ce83f2")
+    c2, c3 = synthetic.classes(0, 2), synthetic.classes(0, 3)
+    assert np.array_equal(c2.factor, c3.factor) and np.array_equal(c2.pos, c3.pos)
+    assert synthetic.RECIPES[3] == dataclasses.replace(synthetic.RECIPES[2], noise_std=30.0)
+    # same draws, new noise: the images differ by noise-sized amounts (std of two clipped noises ~10)
+    diff = (tr3.images.float() - tr2.images.float()).std().item()
+    assert 5 < diff < 20
+
+
 def test_synthetic_version_2_superclasses_and_novel_twins():
     """v2: superclasses of five sharing a core; every novel class is a base sibling with one own factor reshaped."""
     r = synthetic.RECIPES[2]
@@ -567,9 +591,11 @@ def test_synthetic_version_is_a_checked_config_field():
     from adbs.cache import base_key
     from adbs.config import ConfigError
 
-    with pytest.raises(ConfigError, match="synthetic_version.*valid choices: 1, 2"):
-        Config(synthetic_version=3).validate()
+    with pytest.raises(ConfigError, match="synthetic_version.*valid choices: 1, 2, 3"):
+        Config(synthetic_version=4).validate()
+    assert Config().synthetic_version == 3 and Config().backbone == "convnet_signed"  # the default benchmark
     assert base_key(Config(synthetic_version=1), "cpu") != base_key(Config(synthetic_version=2), "cpu")
+    assert base_key(Config(synthetic_version=2), "cpu") != base_key(Config(synthetic_version=3), "cpu")
     assert "v1" in build_data(Config(synthetic_version=1)).train_pool.name
 
 

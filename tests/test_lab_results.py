@@ -46,6 +46,21 @@ def test_paper_table_rows_sessions_avg_delta():
     assert format_table(t, markdown=True).startswith("| config | seeds | s0")
 
 
+def test_d_cs_column_from_the_trials_of_each_row():
+    s = _sessions([("baseline", "t1", [70, 60], K.COMPLETE), ("baseline", "t2", [72, 62], K.COMPLETE),
+                   ("adb+ic", "t3", [80, 70], K.COMPLETE)])
+    trials = pd.DataFrame([{"label": "baseline", "trial_id": "t1", "state": K.COMPLETE, "d_cs": 0.80},
+                           {"label": "baseline", "trial_id": "t2", "state": K.COMPLETE, "d_cs": 0.90},
+                           {"label": "adb+ic", "trial_id": "t3", "state": K.COMPLETE, "d_cs": 0.95},
+                           {"label": "adb+ic", "trial_id": "t4", "state": K.PRUNED, "d_cs": 0.10}])
+    t = paper_table(s, baseline="baseline", trials=trials)
+    assert t.loc[0, "d_cs"][0] == pytest.approx(0.85) and t.loc[0, "d_cs"][1] == pytest.approx(12.7062 * 0.05, abs=1e-4)
+    assert t.loc[1, "d_cs"] == (0.95, 0.0)  # the pruned trial does not count
+    text = format_table(t)
+    assert "D_cs" in text.splitlines()[0] and "0.850 ± 0.635" in text and "0.950" in text
+    assert "d_cs" not in paper_table(s, baseline="baseline")  # without trials: no column
+
+
 def test_rows_with_fewer_sessions_average_their_own_sessions():
     s = _sessions([("ways=10", "a", [60, 50], K.COMPLETE), ("ways=5", "b", [60, 55, 50, 45], K.COMPLETE)])
     t = paper_table(s)

@@ -55,6 +55,7 @@ def test_pruning_savings_counts_base_epochs_not_run():
 # -- a store in the tracker's layout ----------------------------------------------------------
 CURVES = {("baseline", 0): [70.0, 60.0, 50.0], ("baseline", 1): [72.0, 61.0, 52.0],
           ("adb+ic", 0): [75.0, 66.0, 57.0], ("adb+ic", 1): [76.0, 68.0, 58.0]}
+D_CS = {("baseline", 0): 0.85, ("baseline", 1): 0.87, ("adb+ic", 0): 0.90, ("adb+ic", 1): 0.94}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def store(tmp_path_factory):
     parent = c.create_run(exp, run_name="ablation 2026-01-01 00:00",
                           tags={"adbs.role": "study", "adbs.study": "ablation", "adbs.baseline": "baseline",
                                 "adbs.order": json.dumps(["baseline", "adb+ic"])})
-    rows, number = [], 0
+    rows, trials, number = [], [], 0
     for (variant, seed), accs in [*sorted(CURVES.items(), key=lambda kv: kv[0][0] != "adb+ic"), (("adb+ic", 2), None)]:
         cfg = Config(variant=variant, seed=seed, base_epochs=4).to_dict()
         tags = {"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": "ablation",
@@ -77,24 +78,28 @@ def store(tmp_path_factory):
             metrics += [Metric("session/test_acc", a, 0, s), Metric("session/val_acc", a + 1, 0, s)]
             rows.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "session": s, "test_acc": a})
         if accs:
-            metrics += [Metric("summary/val_avg_acc", sum(accs) / 3 + 1, 0, 0), Metric("summary/wall_time_s", 8.0, 0, 0)]
+            metrics += [Metric("summary/val_avg_acc", sum(accs) / 3 + 1, 0, 0), Metric("summary/wall_time_s", 8.0, 0, 0),
+                        Metric("summary/d_cs", D_CS[variant, seed], 0, 0)]
+            trials.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant,
+                           "d_cs": D_CS[variant, seed]})
         c.log_batch(run.info.run_id, metrics=metrics,
                     params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
         c.set_terminated(run.info.run_id, "FINISHED" if accs else "KILLED")
         number += 1
     c.set_terminated(parent.info.run_id)
-    return uri, parent.info.run_id, pd.DataFrame(rows)
+    return uri, parent.info.run_id, pd.DataFrame(rows), pd.DataFrame(trials)
 
 
 def test_store_gives_the_table_paper_table_gives_on_the_same_data(store):
-    uri, parent_id, rows = store
+    uri, parent_id, rows, trials = store
     study = report.load_study(MlflowClient(uri), "ablation")
     assert study.parent.info.run_id == parent_id and (study.baseline, study.order) == ("baseline", ["baseline", "adb+ic"])
     assert set(study.trials["state"]) == {K.COMPLETE, K.PRUNED}
     assert list(dict.fromkeys(study.sessions["label"])) == ["adb+ic", "baseline"]  # Optuna trial order
-    expected = results.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"])
+    expected = results.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"], trials=trials)
     got = report.paper_table(study)
     assert results.format_table(got) == results.format_table(expected)
+    assert got.loc[0, "d_cs"][0] == pytest.approx(0.86) and got.loc[1, "d_cs"][0] == pytest.approx(0.92)
     assert list(got["config"]) == ["baseline", "adb+ic"] and got.loc[1, "delta_last"] == pytest.approx(57.5 - 51.0)
     assert study.trials.set_index("trial_id").loc["t4", "base_epochs_run"] == 2
     saved = artifacts.pruning_savings(study.trials)
@@ -103,7 +108,7 @@ def test_store_gives_the_table_paper_table_gives_on_the_same_data(store):
 
 
 def test_find_parent_by_name_parent_id_or_trial_id(store):
-    uri, parent_id, _ = store
+    uri, parent_id, _, _ = store
     client = MlflowClient(uri)
     trial = client.search_runs([client.get_experiment_by_name("ablation").experiment_id],
                                filter_string="tags.`adbs.role` = 'trial'")[0]
@@ -114,7 +119,7 @@ def test_find_parent_by_name_parent_id_or_trial_id(store):
 
 
 def test_formats_and_the_papers_numbers(store):
-    uri, _, _ = store
+    uri, _, _, _ = store
     table = report.paper_table(report.load_study(MlflowClient(uri), "ablation"))
     tex = report.to_latex(table, caption="ablation")
     assert "\\toprule" in tex and "adb+ic & 2 &" in tex and "$\\pm$" in tex
@@ -126,6 +131,10 @@ def test_formats_and_the_papers_numbers(store):
     assert beside.iloc[1]["s0"] == 73.92 and beside.iloc[3]["avg"] == 63.77
     assert report.paper_beside(table, "synthetic") is None
     assert "| baseline | paper | 73.92" in report.render_plain(beside, "markdown")
+    # the class separation beside the accuracies: ours per row and the paper's Table 4 (baseline, ADBS)
+    assert "$D_{cs}$" in tex and "0.860 $\\pm$" in tex and csv.loc[0, "d_cs"] == pytest.approx(0.86)
+    assert list(beside["D_cs"]) == [pytest.approx(0.86), 0.8846, pytest.approx(0.92), 0.9497]
+    assert "| 0.8846 |" in report.render_plain(beside, "markdown")
 
 
 def test_the_papers_host_rows_beside_the_hosts_study():
