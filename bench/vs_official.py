@@ -98,6 +98,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from adbs.config import SYNTHETIC_VERSIONS  # noqa: E402  (no torch: importable before the checks)
+
 # CIFAR-100 FSCIL (docs/protocols.md): 60 base classes, 8 sessions of 5 ways x 5 shots.
 BASE_CLASSES, NUM_CLASSES, WAYS, SHOTS, ALL_SESSIONS = 60, 100, 5, 5, 8
 RELEASED_FILES = (
@@ -812,7 +814,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-per-class", type=int, default=100, help="test images per class written (<= 100)")
     p.add_argument("--sessions", type=int, default=ALL_SESSIONS, help="incremental sessions run (1..8; <8 patches the "
                    "released code, for tiny runs)")
-    p.add_argument("--synthetic-version", type=int, default=2, help="embedded benchmark version (1 or 2)")
+    p.add_argument("--synthetic-version", type=int, default=2, help="embedded benchmark version "
+                   f"({', '.join(map(str, SYNTHETIC_VERSIONS))}; adbs/data/synthetic.py)")
     p.add_argument("--synthetic-seed", type=int, default=0, help="seed that generates the embedded benchmark")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the 5-shot draws (the project's protocol)")
     p.add_argument("--ours-set", nargs="+", default=[], metavar="KEY=VALUE",
@@ -893,8 +896,9 @@ def check_args(a: argparse.Namespace) -> dict[str, Any]:
                         "class; the embedded benchmark has 500 training images per class)")
     if not 1 <= a.test_per_class <= 100:
         raise ToolError(f"--test-per-class {a.test_per_class}: expected 1..100 (the benchmark's test images per class)")
-    if a.synthetic_version not in (1, 2):
-        raise ToolError(f"--synthetic-version {a.synthetic_version}: expected 1 or 2 (adbs/data/synthetic.py)")
+    if a.synthetic_version not in SYNTHETIC_VERSIONS:
+        raise ToolError(f"--synthetic-version {a.synthetic_version}: expected one of "
+                        f"{', '.join(map(str, SYNTHETIC_VERSIONS))} (adbs/data/synthetic.py)")
     if a.jobs < 1:
         raise ToolError(f"--jobs {a.jobs}: expected >= 1")
     ours_set = parse_ours_set(a.ours_set)

@@ -155,7 +155,7 @@ def test_bad_inputs_fail_before_any_compute(capsys, tmp_path: Path):
     assert "--sessions 9" in _main_error(capsys, tmp_path, *cpu, "--sessions", "9")
     assert "--train-per-class 3" in _main_error(capsys, tmp_path, *cpu, "--train-per-class", "3")
     assert "--test-per-class 101" in _main_error(capsys, tmp_path, *cpu, "--test-per-class", "101")
-    assert "--synthetic-version 3" in _main_error(capsys, tmp_path, *cpu, "--synthetic-version", "3")
+    assert "--synthetic-version 4" in _main_error(capsys, tmp_path, *cpu, "--synthetic-version", "4")
     assert "set by the tool (--seeds)" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "seed=4")
     assert "unknown config key 'alhpa'" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "alhpa=0.1")
     assert "must be a bool" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "amp=maybe")
