@@ -1,7 +1,7 @@
 """GPU throughput: the limit, one trial, packed trials and the authors' code, each measured in this run.
 
     python bench/gpu.py                                                   # on a GPU machine
-    python bench/gpu.py --official ../shared/reference/adbs-official      # and the authors' epoch time
+    python bench/gpu.py --official adbs-official      # and the authors' epoch time
     python bench/gpu.py --device cpu --quick                              # the plumbing on a CPU, ~1-2 min
 
 Prints one line per figure (docs/gpu.md says what each means and what bounds it):

@@ -1,6 +1,6 @@
 """Side by side with the authors' released ADBS code, on identical data, over seeds.
 
-    python bench/vs_official.py --official ../shared/reference/adbs-official            # GPU, seeds 1 2 3, 8 epochs
+    python bench/vs_official.py --official adbs-official            # GPU, seeds 1 2 3, 8 epochs
     python bench/vs_official.py --official PATH --seeds 1 2 3 4 5 --jobs 2
     python bench/vs_official.py --official PATH --ours-set amp=true val_fraction=0.01    # check a change of ours
     python bench/vs_official.py --official PATH --device cpu --epochs 1 --train-per-class 20 \\
@@ -403,7 +403,7 @@ _LIST_RE = re.compile(r"^\[\s*-?\d+(?:\.\d*)?(?:\s*,\s*-?\d+(?:\.\d*)?)*\s*\]$")
 def parse_released_log(text: str) -> dict[str, Any]:
     """Figures from a log of the released train.py (stdout and stderr together, tqdm's \\r included).
 
-    Reads the patched copy's VS_* lines and, for logs of ../shared/gpu-compare (patch_official.py), its
+    Reads the patched copy's VS_* lines and, for logs of an earlier side-by-side script (patch_official.py), its
     EPOCH_TRAIN_S / MARGINS_BASE lines; the session accuracies come from the list the released trainer
     prints at the end (trlog['max_acc']), else from VS_SESSION_ACC / '  test acc=' lines.
     """
