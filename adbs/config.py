@@ -186,6 +186,12 @@ class Config:
     eval_batch_size: NotBase[int] = 128
     """Batch size for feature extraction at evaluation (128 is ~1.5x faster than 512 for the CPU ConvNet:
     bench/bench.py; the GPU presets use 512)."""
+    keep_embeddings: NotBase[bool] = True
+    """Keep a small sample of the last session's test features (6 base and 4 novel classes, 50 images each,
+    reduced to 50 principal components) and the cosine similarities of all class prototypes with the trial's
+    result (adbs.metrics.embedding_sample): the data of the paper's t-SNE and similarity figures, which the
+    ablation study and studies/report.py draw. Numbers are unchanged either way; false leaves out ~70 kB a
+    trial in the study's results (~0.4 MB in a `python -m adbs.run` result JSON)."""
     threads: NotBase[int | None] = None
     """torch CPU threads (None = leave torch's default)."""
 

@@ -40,7 +40,7 @@ from adbs.config import Config
 from adbs.data import FSCILData, make_loader
 from adbs.data.augment import batch_generator
 from adbs.hosts import Head, Host, create_host, joint_labels
-from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, novel_image_geometry,
+from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, embedding_sample, novel_image_geometry,
                           prediction_stats, prototype_geometry, session_accuracies, trial_summary)
 from adbs.runtime import CUDA_TF32, apply_threads
 from adbs.state import BaseSession, TrialResult, base_state
@@ -462,10 +462,12 @@ def run_sessions(
     summary["collapse_warning"] = float(bool(warnings))
     if warnings and hooks.log:
         hooks.log("WARNING: " + "; ".join(warnings))
+    extra: dict[str, Any] = {"features_s": t_features}  # val/test feature extraction (BaseCache.features): bench/bench.py
+    if cfg.keep_embeddings:  # the paper's t-SNE and prototype-similarity figures (adbs_lab/figures.py draws them)
+        extra["embeddings"] = embedding_sample(test_f[:, 0], test_y, rows0, n_base)
     return TrialResult(
         config=cfg.to_dict(), base_curve=list(base_session.curve), sessions=rows, boundaries=boundaries_per_session, summary=summary,
-        extra={"features_s": t_features},  # val/test feature extraction (stored by BaseCache.features): bench/bench.py
-        warnings=warnings,
+        extra=extra, warnings=warnings,
     )
 
 

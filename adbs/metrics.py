@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -73,6 +74,39 @@ def novel_image_geometry(features: torch.Tensor, labels: torch.Tensor, prototype
     best_base = (f @ p[:n_base].t()).max(1).values
     return {"novel_own_cos": own.mean().item(), "novel_best_base_cos": best_base.mean().item(),
             "novel_own_wins": 100.0 * (own > best_base).float().mean().item()}
+
+
+def embedding_sample(features: torch.Tensor, labels: torch.Tensor, prototypes: torch.Tensor, n_base: int, *,
+                     base_classes: int = 6, novel_classes: int = 4, per_class: int = 50,
+                     dims: int = 50) -> dict[str, Any]:
+    """What the paper's feature figures are drawn from, small enough to keep with every trial.
+
+    The paper shows a t-SNE of the feature embeddings of 6 base and 4 novel classes (fixed boundary against
+    ADBS) and heatmaps of the cosine similarity between class prototypes. This keeps, for the last session:
+    the first `per_class` test images of `base_classes` base and `novel_classes` novel classes, spaced evenly
+    over each range so every trial of a study shows the same classes; their L2-normalised features reduced
+    to `dims` principal components (t-SNE is usually run on a PCA reduction; cosine structure survives it up
+    to the discarded variance); and the cosine similarity of every pair of seen-class prototypes.
+    Values are plain lists (JSON-ready); `features` rows follow `labels`.
+    """
+    n_seen = len(prototypes)
+
+    def spaced(lo: int, hi: int, k: int) -> list[int]:
+        return sorted({lo + (i * (hi - lo)) // k for i in range(k)}) if hi > lo and k > 0 else []
+
+    classes = spaced(0, n_base, min(base_classes, n_base)) + spaced(n_base, n_seen, min(novel_classes, n_seen - n_base))
+    keep = torch.cat([torch.nonzero(labels == c).flatten()[:per_class] for c in classes]) if classes else \
+        torch.zeros(0, dtype=torch.long)
+    f = F.normalize(features[keep].float(), dim=-1)
+    if len(f) > 1:
+        centred = f - f.mean(0, keepdim=True)
+        # SVD of the sample itself: deterministic on the CPU, unlike a randomised PCA
+        _, _, vh = torch.linalg.svd(centred.double(), full_matrices=False)
+        f = (centred.double() @ vh[:min(dims, vh.shape[0])].t()).float()
+    p = F.normalize(prototypes.float(), dim=-1)
+    return {"classes": classes, "n_base": n_base, "n_seen": n_seen, "labels": labels[keep].tolist(),
+            "features": [[round(v, 5) for v in row] for row in f.tolist()],
+            "similarity": [[round(v, 4) for v in row] for row in (p @ p.t()).tolist()]}
 
 
 def boundary_stats(boundaries: torch.Tensor, n_base: int) -> dict[str, float]:

@@ -19,11 +19,45 @@ from typing import Any, Iterable
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
+from adbs_lab.records import EMBEDDINGS
 
 BOUNDARIES_KEY = "boundaries_json"
 """Key of the trial's summary report holding json.dumps(TrialResult.boundaries): one list of m per session."""
 
+EMBEDDINGS_KEY = "embeddings_json"
+"""Key of the trial's summary report holding encode_embeddings(TrialResult.extra["embeddings"]) (keep_embeddings)."""
+
 CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
+EMBEDDINGS_JSON = "embeddings.json"
+_ARRAYS = ("features", "similarity")
+
+
+def encode_embeddings(sample: dict[str, Any]) -> str:
+    """adbs.metrics.embedding_sample as compact JSON: its two matrices as base64 float16 (~70 kB a trial, not
+    ~400 kB of decimals), since the string travels in Tune's result, trials.parquet and an MLflow artifact."""
+    import base64
+
+    import numpy as np
+
+    out = {k: v for k, v in sample.items() if k not in _ARRAYS}
+    for k in _ARRAYS:
+        a = np.asarray(sample[k], dtype=np.float16)
+        out[k] = {"shape": list(a.shape), "float16_base64": base64.b64encode(a.tobytes()).decode("ascii")}
+    return json.dumps(out, separators=(",", ":"))
+
+
+def decode_embeddings(text: str) -> dict[str, Any]:
+    """encode_embeddings' inverse: the two matrices as float32 numpy arrays."""
+    import base64
+
+    import numpy as np
+
+    d = json.loads(text)
+    for k in _ARRAYS:
+        a = d[k]
+        d[k] = np.frombuffer(base64.b64decode(a["float16_base64"]), dtype=np.float16).reshape(a["shape"]).astype(
+            np.float32)
+    return d
 
 
 def _plt():
@@ -84,8 +118,9 @@ def boundaries_table(boundaries: list[list[float]]) -> pd.DataFrame:
 
 def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | None = None,
                           boundaries: list[list[float]] | None = None, config: dict[str, Any] | None = None,
-                          title: str = "") -> list[Path]:
-    """The trial's files that have data (a pruned trial has no sessions): curve, boundaries, config."""
+                          title: str = "", embeddings: str | None = None) -> list[Path]:
+    """The trial's files that have data (a pruned trial has no sessions): curve, boundaries, config, and the
+    embedding sample (encode_embeddings) when the trial kept one."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
@@ -98,6 +133,10 @@ def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | No
     if boundaries:
         p = folder / BOUNDARIES_CSV
         boundaries_table(boundaries).to_csv(p, index=False, float_format="%.6g", quoting=csv.QUOTE_MINIMAL)
+        out.append(p)
+    if embeddings:
+        p = folder / EMBEDDINGS_JSON
+        p.write_text(embeddings)
         out.append(p)
     return out
 
@@ -129,21 +168,28 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
 def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
                   order: list[str] | None = None) -> list[Path]:
     """The study's figure(s), drawn by the study itself and by studies/report.py from the store alike:
-    alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row."""
+    alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row; and for
+    the ablation the t-SNE and prototype-similarity figures when its trials kept embedding samples
+    (Config.keep_embeddings)."""
     from adbs_lab import figures
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if study == "alpha_sweep":
-        return [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]
-    if study == "kshot_grid":
-        return figures.kshot_curves(sessions, folder)
-    if study == "hosts":
-        return [figures.host_curves(sessions, folder / "hosts_sessions.png", order=order)]
-    if study == "boundary":
-        return [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session"),
-                figures.boundary_histograms(trials, folder / "boundary_histograms.png", order=order)]
-    return [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session")]
+        out = [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]
+    elif study == "kshot_grid":
+        out = figures.kshot_curves(sessions, folder)
+    elif study == "hosts":
+        out = [figures.host_curves(sessions, folder / "hosts_sessions.png", order=order)]
+    elif study == "boundary":
+        out = [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session"),
+               figures.boundary_histograms(trials, folder / "boundary_histograms.png", order=order)]
+    else:
+        out = [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session")]
+    if study == "ablation" and EMBEDDINGS in trials and trials[EMBEDDINGS].notna().any():
+        # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
+        out += figures.embedding_figures(trials, folder, order=order)
+    return out
 
 
 def pruning_savings(trials: pd.DataFrame) -> dict[str, Any]:

@@ -127,3 +127,82 @@ def host_curves(sessions: pd.DataFrame, path: Path, *, order: list[str] | None =
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
+
+
+def _embedding_rows(trials: pd.DataFrame, order: list[str] | None) -> list[tuple[str, dict]]:
+    """(row label, decoded embedding sample) for each row: its complete trial with the lowest seed, so every
+    panel shows one trial's embedding (t-SNE does not average over seeds)."""
+    from adbs_lab.artifacts import decode_embeddings
+    from adbs_lab.records import EMBEDDINGS
+
+    t = trials[(trials["state"] == K.COMPLETE) & trials[EMBEDDINGS].notna()] if EMBEDDINGS in trials else trials.iloc[0:0]
+    if "seed" in t:
+        t = t.sort_values("seed", kind="stable")
+    labels = list(dict.fromkeys(t["label"])) if len(t) else []
+    if order:
+        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    return [(lab, decode_embeddings(t[t["label"] == lab][EMBEDDINGS].iloc[0])) for lab in labels]
+
+
+def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | None = None) -> list[Path]:
+    """The paper's two feature figures, one panel per row (e.g. the fixed boundary beside ADBS), from the
+    trials' embedding samples (adbs.metrics.embedding_sample, kept with keep_embeddings=true):
+
+    - `tsne.png`: t-SNE of the last session's test features of 6 base (circles) and 4 novel (triangles)
+      classes, the same classes and colours in every panel;
+    - `prototype_similarity.png`: cosine similarity of every pair of class prototypes, base and novel
+      classes split by lines, with the D_cs (paper Table 4) these similarities give.
+    """
+    import numpy as np
+    from sklearn.manifold import TSNE
+
+    plt = _plt()
+    rows = _embedding_rows(trials, order)
+    if not rows:
+        return []
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(rows)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
+    classes = list(dict.fromkeys(c for _, e in rows for c in e["classes"]))
+    colors = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(classes)}
+    for ax, (lab, e) in zip(axes.flat, rows):
+        f, y = e["features"], np.asarray(e["labels"])
+        if len(f) > 3:
+            # perplexity below the sample size (sklearn requires it); PCA start and a fixed seed: reproducible
+            xy = TSNE(n_components=2, perplexity=min(30.0, (len(f) - 1) / 3), init="pca", random_state=0).fit_transform(
+                f.astype(np.float64))
+        else:
+            xy = np.zeros((len(f), 2))
+        for c in e["classes"]:
+            k = y == c
+            novel = c >= e["n_base"]
+            ax.scatter(xy[k, 0], xy[k, 1], s=9, marker="^" if novel else "o", color=colors[c],
+                       label=f"{'novel' if novel else 'base'} {c}", alpha=0.8, linewidths=0)
+        ax.set_title(lab, fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes.flat[0].legend(fontsize=6, ncol=2, loc="best", markerscale=1.5)
+    fig.suptitle("t-SNE of last-session test features (circles: base classes, triangles: novel)", fontsize=10)
+    fig.tight_layout()
+    tsne = folder / "tsne.png"
+    fig.savefig(tsne, dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
+    for ax, (lab, e) in zip(axes.flat, rows):
+        sim, nb = e["similarity"], e["n_base"]
+        im = ax.imshow(sim, vmin=-1.0, vmax=1.0, cmap="coolwarm", interpolation="nearest")
+        for pos in (nb - 0.5,):  # base classes above/left of the lines, novel classes below/right
+            ax.axhline(pos, color="k", lw=0.8)
+            ax.axvline(pos, color="k", lw=0.8)
+        d_cs = float((1.0 - sim).mean())
+        ax.set_title(f"{lab}: D_cs {d_cs:.3f}", fontsize=10)
+        ax.set_xlabel(f"class (0-{nb - 1} base, {nb}-{e['n_seen'] - 1} novel)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.colorbar(im, ax=list(axes.flat), shrink=0.8, label="cosine similarity")
+    fig.suptitle("class-prototype cosine similarity after the last session", fontsize=10)
+    heat = folder / "prototype_similarity.png"
+    fig.savefig(heat, dpi=110)
+    plt.close(fig)
+    return [tsne, heat]

@@ -21,6 +21,8 @@ from adbs_lab import metrics_keys as K
 
 LABEL = "label"
 """Column naming the configuration without the seed (rows of the paper table)."""
+EMBEDDINGS = "embeddings"
+"""trials.parquet column: a trial's embedding sample (artifacts.encode_embeddings); None when it kept none."""
 BASE_BOUNDARIES = "base_boundaries"
 """trials.parquet column (and MLflow tag adbs.base_boundaries): the base m after the base session, as JSON."""
 CONFIG_COLUMNS = list(FIELDS)
@@ -77,6 +79,8 @@ class TrialRecord:
     error: str | None = None
     warning: str = ""
     base_boundaries: str | None = None
+    embeddings: str | None = None
+    """The trial's embedding sample (artifacts.encode_embeddings) when it kept one (keep_embeddings)."""
 
     def ident(self) -> dict[str, Any]:
         return {"trial_id": self.trial_id, "state": self.state, LABEL: self.label, "optuna_trial": self.optuna_trial,
@@ -99,7 +103,8 @@ def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
         summary = r.summary if r.state == K.COMPLETE else {}
         trial_rows.append({**ident, **cfg, "base_epochs_run": r.base_epochs_run, "started_at": r.started_at,
                            "finished_at": r.finished_at, **summary, "error": r.error,
-                           K.WARNING: r.warning if r.state == K.COMPLETE else "", BASE_BOUNDARIES: r.base_boundaries})
+                           K.WARNING: r.warning if r.state == K.COMPLETE else "", BASE_BOUNDARIES: r.base_boundaries,
+                           EMBEDDINGS: r.embeddings})
     return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
 
 
@@ -113,7 +118,7 @@ def base_boundaries(boundaries_json: str | None) -> str | None:
 def from_tune(result, *, rows: dict[str, dict] | None, varying: list[str], run_ids: dict[str, str],
               pruned: bool) -> TrialRecord:
     """A TrialRecord from a Ray Tune Result (`pruned`: whether Optuna holds the trial as PRUNED)."""
-    from adbs_lab.artifacts import BOUNDARIES_KEY
+    from adbs_lab.artifacts import BOUNDARIES_KEY, EMBEDDINGS_KEY
     from adbs_lab.search import OPTUNA_TRIAL_KEY
     from adbs_lab.space import SEED_KEY, describe, resolve
 
@@ -130,7 +135,7 @@ def from_tune(result, *, rows: dict[str, dict] | None, varying: list[str], run_i
         mlflow_run_id=run_ids.get(trial_id),
         error=str(result.error)[:2000] if result.error else last.get(K.ERROR),
         warning=last.get(K.WARNING) or "", base_boundaries=base_boundaries(last.get(BOUNDARIES_KEY)),
-        summary=K.strip(K.SUMMARY, last),
+        embeddings=last.get(EMBEDDINGS_KEY) or None, summary=K.strip(K.SUMMARY, last),
     )
     if df is not None and K.REPORT_KIND in df.columns:
         sess = df[df[K.REPORT_KIND] == K.KIND_SESSION]

@@ -169,8 +169,25 @@ def trial_records(client, parent) -> list[records.TrialRecord]:
             summary=K.strip(K.SUMMARY, r.data.metrics),
             sessions=[{"session": step, **per_session[step]} for step in sorted(per_session)],
             error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
-            base_boundaries=tags.get("adbs.base_boundaries")))
+            base_boundaries=tags.get("adbs.base_boundaries"),
+            embeddings=_embeddings(client, r) if state == K.COMPLETE else None))
     return out
+
+
+def _embeddings(client, run) -> str | None:
+    """The trial's embedding sample (artifacts.EMBEDDINGS_JSON), when its config kept one (keep_embeddings)."""
+    if str(run.data.params.get("keep_embeddings", "")).lower() != "true":
+        return None  # one artifact listing saved per trial of every study that keeps none
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(run.info.run_id, artifacts.EMBEDDINGS_JSON, tmp)
+            return Path(path).read_text()
+    except Exception as e:  # noqa: BLE001 - a missing figure must not stop the tables
+        print(f"warning: run {run.info.run_id} kept no {artifacts.EMBEDDINGS_JSON} ({str(e).splitlines()[0][:200]}); "
+              "its t-SNE and similarity panels are left out", flush=True)
+        return None
 
 
 def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:

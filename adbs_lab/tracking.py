@@ -306,12 +306,13 @@ class MlflowTracker(Callback):
         run_id = self.trial_run_id(trial.trial_id)
         if run_id is None:
             return
-        from adbs_lab.artifacts import BOUNDARIES_KEY
+        from adbs_lab.artifacts import BOUNDARIES_KEY, EMBEDDINGS_KEY
 
         sessions = [v for _, v in sorted(self.__dict__.get("_sessions", {}).pop(trial.trial_id, {}).items())]
         boundaries = (trial.last_result or {}).get(BOUNDARIES_KEY)
         self._log_trial_artifacts(run_id, sessions=sessions, boundaries=json.loads(boundaries) if boundaries else None,
-                                  title=f"{self.study}: {describe(trial.config, self.varying)}")
+                                  title=f"{self.study}: {describe(trial.config, self.varying)}",
+                                  embeddings=(trial.last_result or {}).get(EMBEDDINGS_KEY))
         self.client.set_tag(run_id, "adbs.state", state)
         base_m = base_boundaries(boundaries)
         if base_m:  # the boundary study's histograms, rebuilt from the store by studies/report.py

@@ -16,7 +16,7 @@ import tempfile
 from typing import Any, Callable
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.artifacts import BOUNDARIES_KEY
+from adbs_lab.artifacts import BOUNDARIES_KEY, EMBEDDINGS_KEY, encode_embeddings
 from adbs_lab.space import resolve
 
 CHECKPOINT_FILE = "trial_state.pt"
@@ -103,6 +103,9 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
         # m of every class after every session (the tracker logs it as boundaries.csv)
         boundaries = getattr(result, "boundaries", None)
         extra = {BOUNDARIES_KEY: json.dumps(boundaries)} if boundaries else {}
+        sample = (getattr(result, "extra", None) or {}).get("embeddings")
+        if sample:  # keep_embeddings: the t-SNE and similarity figures' data (the tracker logs embeddings.json)
+            extra[EMBEDDINGS_KEY] = encode_embeddings(sample)
         extra[K.WARNING] = "; ".join(getattr(result, "warnings", None) or [])  # collapse warnings, "" if none
         # Which Ray node ran the trial (result.json beside Tune's node_ip/pid, which cannot tell apart
         # two nodes on one host); the tracker and the tables ignore keys outside base/ session/ summary/.

@@ -11,7 +11,9 @@ and Delta_last = last-session gain over the baseline row.
 Time: default run (9 trials, 8 base epochs, 2 at a time) 263 s wall on an idle 2-core CPU;
 --smoke ~1-2 min; cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/ablation/: sessions.parquet, trials.parquet, table.txt/.md (the ablation table),
-best_config.json; MLflow experiment 'ablation'.
+best_config.json, ablation_sessions.png, and the paper's feature figures: tsne.png (t-SNE of 6 base and
+4 novel classes' test features, one panel per row) and prototype_similarity.png (cosine similarity of the
+class prototypes, base/novel split); MLflow experiment 'ablation'.
 """
 
 import sys

@@ -12,7 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from _issue5_store import REPO, printed_table, smoke_store
-from adbs_lab import report, results
+from adbs_lab import artifacts, report, results
 
 pytestmark = pytest.mark.slow
 
@@ -57,8 +57,11 @@ def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path)
     assert list(ours.index) == list(theirs.index)
     for col in ("test_acc", "val_acc", "test_base_acc", "n_classes"):
         pd.testing.assert_series_equal(ours[col].astype(float), theirs[col].astype(float), check_names=False)
-    for f in ("sessions.parquet", "trials.parquet", "report.md", "ablation_sessions.png"):
-        assert (out / f).stat().st_size > 0, f
+    for f in ("sessions.parquet", "trials.parquet", "report.md", "ablation_sessions.png", "tsne.png",
+              "prototype_similarity.png"):
+        assert (out / f).stat().st_size > 0, f  # the t-SNE and similarity figures too, from the store alone
+        assert (store.study_dir / f).stat().st_size > 0, f  # and as the study drew them
+    assert study.trials["embeddings"].notna().all()  # every trial's sample came back from its run
 
 
 def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
@@ -76,7 +79,12 @@ def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
         if r.data.tags.get("adbs.role") != "trial":
             continue
         files = {a.path for a in client.list_artifacts(r.info.run_id)}
-        assert {"config.json", "session_curve.png", "boundaries.csv"} <= files, (r.info.run_name, files)
+        assert {"config.json", "session_curve.png", "boundaries.csv", "embeddings.json"} <= files, (r.info.run_name,
+                                                                                                     files)
+        emb = artifacts.decode_embeddings(Path(client.download_artifacts(
+            r.info.run_id, "embeddings.json", str(tmp_path / f"emb-{r.info.run_id}"))).read_text())
+        assert len(emb["classes"]) == 10 and emb["features"].shape[0] == len(emb["labels"]) > 0
+        assert emb["similarity"].shape == (emb["n_seen"], emb["n_seen"])
         csv = pd.read_csv(client.download_artifacts(r.info.run_id, "boundaries.csv", str(tmp_path / r.info.run_id)))
         n_sessions = len(client.get_metric_history(r.info.run_id, "session/test_acc"))
         assert [c for c in csv.columns if c.startswith("m_s")] == [f"m_s{t}" for t in range(n_sessions)]
