@@ -193,7 +193,9 @@ class Config:
     ablation study and studies/report.py draw. Numbers are unchanged either way; false leaves out ~70 kB a
     trial in the study's results (~0.4 MB in a `python -m adbs.run` result JSON)."""
     threads: NotBase[int | None] = None
-    """torch CPU threads (None = leave torch's default)."""
+    """torch CPU threads. None = 1 on CPU (the rule of adbs/runtime.py, shared by `python -m adbs.run` and a
+    study's trials, whose threads follow --cpus-per-trial: the thread count changes CPU numbers by float
+    rounding, so it is part of the base-session cache key) and torch's default on CUDA."""
 
     # ------------------------------------------------------------------------------
     # derived values: computed here only
