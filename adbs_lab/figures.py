@@ -189,7 +189,7 @@ def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | 
     fig.savefig(tsne, dpi=110)
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 1.0, 4.0), squeeze=False, layout="constrained")
     for ax, (lab, e) in zip(axes.flat, rows):
         sim, nb = e["similarity"], e["n_base"]
         im = ax.imshow(sim, vmin=-1.0, vmax=1.0, cmap="coolwarm", interpolation="nearest")
