@@ -155,6 +155,7 @@ def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | 
     """
     import numpy as np
     from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
 
     plt = _plt()
     rows = _embedding_rows(trials, order)
@@ -169,9 +170,11 @@ def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | 
     for ax, (lab, e) in zip(axes.flat, rows):
         f, y = e["features"], np.asarray(e["labels"])
         if len(f) > 3:
-            # perplexity below the sample size (sklearn requires it); PCA start and a fixed seed: reproducible
-            xy = TSNE(n_components=2, perplexity=min(30.0, (len(f) - 1) / 3), init="pca", random_state=0).fit_transform(
-                f.astype(np.float64))
+            # perplexity below the sample size (sklearn requires it); PCA start and a fixed seed: reproducible.
+            # One OpenMP thread: ~2.5 CPU s a panel, where two threads beside busy trials spin for ~20 s.
+            with threadpool_limits(1):
+                xy = TSNE(n_components=2, perplexity=min(30.0, (len(f) - 1) / 3), init="pca",
+                          random_state=0).fit_transform(f.astype(np.float64))
         else:
             xy = np.zeros((len(f), 2))
         for c in e["classes"]:
