@@ -8,7 +8,8 @@ Rows: baseline (fixed boundary m = 1), adb (learnable boundaries, alpha = 0), ad
 ADBS), plus one row per --toggles entry (full ADBS with one change; see search_spaces/ablation.py).
 Each (row, seed) is one trial running the full pipeline; the table shows mean ± 95% CI over seeds
 and Delta_last = last-session gain over the baseline row.
-Time: default run (9 trials, 8 base epochs, 2 at a time) 263 s wall on an idle 2-core CPU;
+Time: default run (9 trials, 8 base epochs, 2 at a time) 263 s wall on an idle 2-core CPU, plus ~14 CPU s
+for the t-SNE and similarity figures;
 --smoke ~1-2 min; cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/ablation/: sessions.parquet, trials.parquet, table.txt/.md (the ablation table),
 best_config.json, ablation_sessions.png, and the paper's feature figures: tsne.png (t-SNE of 6 base and
