@@ -37,6 +37,11 @@ class TrackingError(RuntimeError):
     """The tracking store cannot be used; the message says how to fix it."""
 
 
+# MLflow 3's UI opens an experiment in the view its kind names; without the tag it may infer the GenAI view
+# (traces, an assistant panel), where a study's runs are one click away. The value is the UI's "model training".
+EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
+
+
 def _locked(e: Exception) -> bool:
     text = str(e).lower()
     return "database is locked" in text or "database table is locked" in text
@@ -176,7 +181,9 @@ class MlflowTracker(Callback):
         """Experiment and parent run; on --resume the interrupted invocation's parent run is reopened."""
         exp = self.client.get_experiment_by_name(self.study)
         self.experiment_id = exp.experiment_id if exp else self.client.create_experiment(
-            self.study, artifact_location=artifact_root(self.uri))
+            self.study, artifact_location=artifact_root(self.uri), tags={EXPERIMENT_KIND: MODEL_TRAINING})
+        if exp is not None and exp.tags.get(EXPERIMENT_KIND) is None:  # made before this tag was set
+            self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
         runs = load_runs(self.study_dir)
         if self.resume and runs.get("parent"):
             self.parent_run_id = runs["parent"]

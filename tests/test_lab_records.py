@@ -50,3 +50,21 @@ def test_frames_one_schema():
     for col in ("trial_id", "state", "label", "optuna_trial", "mlflow_run_id", "base_epochs_run", "started_at",
                 "finished_at", "error", "base_boundaries"):
         assert col in trials
+
+
+def test_study_experiments_open_in_mlflows_model_training_view(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from adbs_lab.tracking import EXPERIMENT_KIND, MODEL_TRAINING, MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    client.create_experiment("older")  # a study's experiment made before the tag existed
+
+    def tracker(study):
+        return MlflowTracker(uri=uri, study=study, study_dir=tmp_path / study, run_name="r", tags={}, varying=[],
+                             rows=None, resume=False, optuna_url="", optuna_study=study)
+
+    for study in ("new", "older"):
+        tracker(study)
+        assert client.get_experiment_by_name(study).tags.get(EXPERIMENT_KIND) == MODEL_TRAINING
