@@ -230,10 +230,16 @@ class Config:
         """Range checks that need no data; dataset-dependent checks live in adbs.data."""
         from adbs.backbones import BACKBONES  # late import: backbones import torch
 
-        from adbs.data import DATASETS
+        from adbs.data import DATASETS, DataError, import_dataset
         from adbs.hosts import get_host, host_names
 
-        _choice("dataset", self.dataset, tuple(DATASETS))
+        try:  # MODULE:NAME imports the module that registers dataset NAME (docs/datasets.md)
+            dataset = import_dataset(self.dataset)
+        except DataError as e:
+            raise ConfigError(str(e)) from None
+        if dataset not in DATASETS:
+            raise ConfigError(f"unknown dataset {dataset!r}; valid choices: {', '.join(DATASETS)}, or MODULE:NAME for "
+                              "a dataset that MODULE registers (docs/datasets.md)")
         _choice("host", self.host, host_names())
         options = get_host(self.host).Options(**_host_options(self.host, _parse_options(self.host_options)))
         options.check(self)

@@ -25,9 +25,14 @@ from .errors import DataError
 from .loader import make_loader
 from .pool import ImagePool
 from .protocol import FSCILData, SessionSplit, build_data, check_data
-from .registry import DATASETS, DatasetSpec, get_spec, register_dataset
+from .registry import (CIFAR_MEAN, CIFAR_STD, DATASETS, IMAGENET_MEAN, IMAGENET_STD, READERS, DatasetSpec, get_spec,
+                       import_dataset, register_dataset)
 
 __all__ = [
+    "CIFAR_MEAN",
+    "CIFAR_STD",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
     "DATASETS",
     "DataError",
     "DatasetSpec",
@@ -37,6 +42,8 @@ __all__ = [
     "build_data",
     "check_data",
     "get_spec",
+    "import_dataset",
+    "READERS",
     "make_loader",
     "register_dataset",
 ]

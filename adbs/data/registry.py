@@ -5,11 +5,20 @@ class counts, the standard way/shot, image size, normalisation and the transform
 the official code. Transform strings use a tiny grammar read by adbs.data.loader:
 parts joined by '+', each one of none, random_crop(S,pad=P), hflip,
 random_resized_crop(S), resize(S), center_crop(S).
+
+A dataset of your own (docs/datasets.md): a module that calls
+`register_dataset(DatasetSpec(name="toy", ..., folder="toy", files=("train.npz", "test.npz")), reader=read_toy)`,
+selected as `dataset="my_module:toy"` (`--dataset my_module:toy`): the module is imported wherever the config is
+used, so study trials in other processes and on other machines register it too.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from .errors import DataError
 
@@ -32,6 +41,11 @@ class DatasetSpec:
     train_transform: str
     test_transform: str
     download_hint: str
+    folder: str = ""
+    """The dataset's folder name: `data_root` is that folder or its parent (e.g. cifar-100-python)."""
+    files: tuple[str, ...] = ()
+    """Files (or sub-folders) the folder must hold, relative to it: checked before any compute, and their content
+    is part of the base-session cache key (adbs/cache.py), so list every file the reader opens."""
 
     @property
     def novel_classes(self) -> int:
@@ -39,25 +53,59 @@ class DatasetSpec:
 
 
 DATASETS: dict[str, DatasetSpec] = {}
+Reader = Callable[[DatasetSpec, Path], Any]
+"""reader(spec, folder) -> (train ImagePool, test ImagePool) (adbs/data/pool.py), the folder being resolved
+from data_root and holding spec.files."""
+READERS: dict[str, Reader] = {}
+"""The reader of each file-based dataset (the built-in ones are added by adbs/data/sources.py)."""
 
 
-def register_dataset(spec: DatasetSpec) -> DatasetSpec:
-    """Add `spec` to DATASETS; a name registered twice raises DataError."""
-    if spec.name in DATASETS:
+def register_dataset(spec: DatasetSpec, reader: Reader | None = None) -> DatasetSpec:
+    """Add `spec` (and its `reader`, for a dataset read from files) to the registry.
+
+    A name registered twice raises DataError, unless it is the same spec again (a module imported twice, e.g.
+    as `my_module` and by path). A reader needs spec.folder and spec.files.
+    """
+    if spec.name in DATASETS and DATASETS[spec.name] != spec:
         raise DataError(
             f"dataset {spec.name!r} is already registered; registered names must be unique "
             f"(existing: {', '.join(DATASETS)}); pick another name for the new spec"
         )
+    if reader is not None and not (spec.folder and spec.files):
+        raise DataError(f"dataset {spec.name!r}: a reader needs DatasetSpec.folder (the dataset's folder name) and "
+                        "DatasetSpec.files (the files it must hold), e.g. folder='toy', files=('train.npz',)")
     DATASETS[spec.name] = spec
+    if reader is not None:
+        READERS[spec.name] = reader
     return spec
 
 
+def import_dataset(name: str) -> str:
+    """`module:dataset` imports the module (which registers the dataset) and returns `dataset`; a plain name
+    is returned as it is. A module that cannot be imported, or that registers no such dataset, is a DataError."""
+    if ":" not in name:
+        return name
+    module, _, dataset = name.partition(":")
+    try:
+        importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - ImportError or an error in the user's module: one line, its cause
+        raise DataError(f"dataset {name!r}: cannot import module {module!r} ({type(e).__name__}: {e}); it must be "
+                        "importable in every process that runs a trial (on PYTHONPATH, or installed)") from None
+    if dataset not in DATASETS:
+        raise DataError(f"dataset {name!r}: module {module!r} registers no dataset {dataset!r} (registered: "
+                        f"{', '.join(DATASETS)}); it should call adbs.data.register_dataset(DatasetSpec(name="
+                        f"{dataset!r}, ...), reader=...)")
+    return dataset
+
+
 def get_spec(name: str) -> DatasetSpec:
-    """The spec registered as `name`; an unknown name raises DataError listing the valid ones."""
+    """The spec registered as `name` (or `module:name`, importing the module); an unknown name raises DataError
+    listing the valid ones."""
+    name = import_dataset(name)
     if name not in DATASETS:
         raise DataError(
-            f"unknown dataset {name!r}; valid datasets: {', '.join(DATASETS)} "
-            "(set Config.dataset / --dataset to one of them)"
+            f"unknown dataset {name!r}; valid datasets: {', '.join(DATASETS)}, or MODULE:NAME for a dataset a "
+            "module registers (docs/datasets.md) (set Config.dataset / --dataset to one of them)"
         )
     return DATASETS[name]
 
@@ -77,6 +125,8 @@ register_dataset(DatasetSpec(
 ))
 register_dataset(DatasetSpec(
     name="cifar100",
+    folder="cifar-100-python",
+    files=("train", "test"),
     num_classes=100,
     base_classes=60,
     default_ways=5,
@@ -94,6 +144,8 @@ register_dataset(DatasetSpec(
 ))
 register_dataset(DatasetSpec(
     name="mini_imagenet",
+    folder="miniimagenet",
+    files=("images", "split/train.csv", "split/test.csv"),
     num_classes=100,
     base_classes=60,
     default_ways=5,
@@ -110,6 +162,8 @@ register_dataset(DatasetSpec(
 ))
 register_dataset(DatasetSpec(
     name="cub200",
+    folder="CUB_200_2011",
+    files=("images.txt", "image_class_labels.txt", "train_test_split.txt", "images"),
     num_classes=200,
     base_classes=100,
     default_ways=10,

@@ -17,7 +17,6 @@ import csv
 import functools
 import os
 import pickle
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,23 +25,17 @@ import torch
 from . import synthetic
 from .errors import DataError
 from .pool import ImagePool
-from .registry import DatasetSpec, get_spec
-
-_LAYOUTS = {
-    "cifar100": ("cifar-100-python", ("train", "test")),
-    "mini_imagenet": ("miniimagenet", ("images", "split/train.csv", "split/test.csv")),
-    "cub200": ("CUB_200_2011", ("images.txt", "image_class_labels.txt", "train_test_split.txt", "images")),
-}
+from .registry import READERS, DatasetSpec, get_spec
 
 
 def _layout_text(spec: DatasetSpec) -> str:
-    folder, files = _LAYOUTS[spec.name]
+    folder, files = spec.folder, spec.files
     return f"DATA_ROOT/{folder}/ holding {', '.join(files)}"
 
 
 def resolve_root(spec: DatasetSpec, data_root: str | os.PathLike | None) -> Path:
     """The dataset folder (e.g. .../cifar-100-python) from data_root = it or its parent."""
-    folder, files = _LAYOUTS[spec.name]
+    folder, files = spec.folder, spec.files
     how = f"To get it: {spec.download_hint}."
     if not data_root:
         raise DataError(
@@ -55,7 +48,7 @@ def resolve_root(spec: DatasetSpec, data_root: str | os.PathLike | None) -> Path
             f"data_root {str(root)!r} for dataset {spec.name!r} does not exist or is not a folder; "
             f"expected {_layout_text(spec)} (data_root may also be the {folder}/ folder itself). {how}"
         )
-    candidates = [root / folder, root] if root.name != folder else [root]
+    candidates = [root / folder, root]  # data_root is the folder or its parent (which may share its name)
     for cand in candidates:
         if all((cand / f).exists() for f in files):
             return cand
@@ -75,7 +68,7 @@ def resolve_root(spec: DatasetSpec, data_root: str | os.PathLike | None) -> Path
 def _signature(spec: DatasetSpec, root: Path) -> tuple:
     """mtimes and sizes of the layout files: a changed dataset copy is read again."""
     out = []
-    for f in _LAYOUTS[spec.name][1]:
+    for f in spec.files:
         st = (root / f).stat()
         out.append((f, st.st_mtime_ns, st.st_size))
     return tuple(out)
@@ -86,8 +79,9 @@ def load_pools(spec: DatasetSpec, data_root: str | None, synthetic_seed: int = 0
     """(train_pool, test_pool) of a registered dataset, cached per process."""
     if spec.name == "synthetic":
         return synthetic.synthetic_pools(int(synthetic_seed), int(synthetic_version))
-    if spec.name not in _READERS:
-        raise DataError(f"dataset {spec.name!r} has no reader; datasets with readers: synthetic, {', '.join(_READERS)}")
+    if spec.name not in READERS:
+        raise DataError(f"dataset {spec.name!r} has no reader; datasets with readers: synthetic, {', '.join(READERS)} "
+                        "(register_dataset(spec, reader=...): docs/datasets.md)")
     root = resolve_root(spec, data_root)
     return _cached(spec.name, str(root.resolve()), _signature(spec, root))
 
@@ -103,8 +97,8 @@ def dataset_files(spec: DatasetSpec, data_root: str | None) -> tuple[Path, list[
     if spec.name == "synthetic":
         return Path("."), []
     root = resolve_root(spec, data_root)
-    files = [root / f for f in _LAYOUTS[spec.name][1] if (root / f).is_file()]
-    if spec.name in ("mini_imagenet", "cub200"):
+    files = [root / f for f in spec.files if (root / f).is_file()]
+    if spec.name != "cifar100":  # file-based pools (miniImageNet, CUB-200, a registered one): their images too
         train, test = load_pools(spec, data_root)
         files += [Path(p) for p in [*(train.paths or []), *(test.paths or [])]]
     return root, files
@@ -112,7 +106,11 @@ def dataset_files(spec: DatasetSpec, data_root: str | None) -> tuple[Path, list[
 
 @functools.lru_cache(maxsize=4)
 def _cached(name: str, root: str, _sig: tuple) -> tuple[ImagePool, ImagePool]:
-    return _READERS[name](get_spec(name), Path(root))
+    train, test = READERS[name](get_spec(name), Path(root))
+    if not (isinstance(train, ImagePool) and isinstance(test, ImagePool)):
+        raise DataError(f"the reader of dataset {name!r} returned {type(train).__name__}, {type(test).__name__}; "
+                        "it must return (train, test) ImagePools (adbs/data/pool.py)")
+    return train, test
 
 
 # --- CIFAR100 ----------------------------------------------------------------------------
@@ -283,8 +281,8 @@ def _read_cub(spec: DatasetSpec, root: Path) -> tuple[ImagePool, ImagePool]:
     return pools[0], pools[1]
 
 
-_READERS: dict[str, Callable[[DatasetSpec, Path], tuple[ImagePool, ImagePool]]] = {
+READERS.update({
     "cifar100": _read_cifar,
     "mini_imagenet": _read_mini,
     "cub200": _read_cub,
-}
+})
