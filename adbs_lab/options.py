@@ -39,6 +39,12 @@ class Defaults:
     """What differs between studies in the shared flags' defaults."""
 
     pruner: str = "none"
+    pruner_when: tuple[tuple[str, str], ...] = ()
+    """(study flag, pruner): the default pruner while that flag of the study's own is on, e.g. (("grid", "none"),):
+    a grid's points each count, so none is pruned unless --pruner says so (an explicit --pruner always wins)."""
+    pruning: bool = True
+    """False: the study runs every trial to the end (each one is a result); --pruner is hidden and only none
+    is accepted."""
     num_samples: int | None = None
     """Configurations Optuna samples (sampled studies only; None = the study has no --num-samples)."""
     smoke_num_samples: int | None = None
@@ -213,11 +219,16 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
                    help=f"repeat every configuration over these seeds (Config.seed and split_seed; default "
                         f"{' '.join(map(str, defaults.seeds))})")
     if defaults.num_samples is not None:
+        # TPESampler(n_startup_trials=10) is Optuna's default: its first 10 configurations are random draws.
         s.add_argument("--num-samples", type=int, default=None,
-                       help=f"configurations Optuna samples (default {defaults.num_samples})")
-    s.add_argument("--pruner", default=defaults.pruner, choices=PRUNERS,
-                   help="Optuna pruner on base-epoch validation accuracy (default: %(default)s; none: every "
-                        "trial runs to the end)")
+                       help=f"configurations Optuna samples (default {defaults.num_samples}); Optuna's TPE draws its "
+                            f"first 10 configurations at random (its n_startup_trials) and models the results only "
+                            f"after them, so up to 10 samples are a random search")
+    when = "".join(f"; {pruner} with --{flag.replace('_', '-')}" for flag, pruner in defaults.pruner_when)
+    s.add_argument("--pruner", default=None, choices=PRUNERS,
+                   help=argparse.SUPPRESS if not defaults.pruning else
+                   f"Optuna pruner on base-epoch validation accuracy (default: {defaults.pruner}{when}; none: every "
+                   "trial runs to the end)")
     s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler (default: %(default)s)")
     s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
     s.add_argument("--no-cache", action="store_true",
@@ -274,6 +285,12 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
                                   for k, v in load_file(ns.config).items())
         except ConfigError as e:
             raise SystemExit(_usage_error(p, str(e))) from None
+    pruner = ns.pruner
+    if pruner is None:  # not typed: the study's default, which may follow one of its own flags (--grid)
+        pruner = next((p_ for flag, p_ in d.pruner_when if getattr(ns, flag, False)), d.pruner)
+    if not d.pruning and pruner != "none":
+        raise SystemExit(_usage_error(p, f"--pruner {pruner}: this study runs every trial to the end (each one is a "
+                                         "result), so it takes no pruner; drop --pruner"))
     seeds = ns.seeds if ns.seeds is not None else (d.smoke_seeds if ns.smoke and d.smoke_seeds else d.seeds)
     num_samples = getattr(ns, "num_samples", None)
     if num_samples is None and d.num_samples is not None:
@@ -283,7 +300,7 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
               "gpus_per_trial", "max_concurrent", "address", "storage", "optuna_storage", "tracking_uri", "_defaults"}
     opts = StudyOptions(
         preset=ns.preset, config_file=ns.config, config_values=config_values, overrides=tuple(pairs), host=ns.host, dataset=ns.dataset, data_root=ns.data_root, smoke=ns.smoke,
-        seeds=tuple(seeds), num_samples=num_samples, pruner=ns.pruner, sampler_seed=ns.sampler_seed,
+        seeds=tuple(seeds), num_samples=num_samples, pruner=pruner, sampler_seed=ns.sampler_seed,
         resume=ns.resume, cache=not ns.no_cache, max_failures=ns.max_failures, checkpoint_every=ns.checkpoint_every,
         name=ns.name, cpus_per_trial=ns.cpus_per_trial, gpus_per_trial=ns.gpus_per_trial,
         max_concurrent=ns.max_concurrent, address=ns.address, storage=ns.storage, optuna_storage=ns.optuna_storage,

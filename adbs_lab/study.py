@@ -184,7 +184,8 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     if clash:
         typed = {k for k, _ in opts.overrides}
         flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
-        hint = "; ".join(f"{plan.axis_flags[k]} VALUE ... runs part of the {k} axis" for k in clash
+        typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
+        hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
                          if k in plan.axis_flags)
         raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
                               f"({plan.space_source}); remove the flag or edit the search space"
