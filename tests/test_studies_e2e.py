@@ -114,6 +114,34 @@ def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
     assert (storage / "kshot_grid" / "kshot_5way.png").exists() and (storage / "kshot_grid" / "kshot_10way.png").exists()
 
 
+def test_alpha_sweep_grid_runs_every_point_over_every_seed(study_cmd, storage, tracking_uri):
+    """--grid: no pruner by default, so every alpha ends with all its seeds."""
+    _run(study_cmd("alpha_sweep", "--smoke", "--grid", "--seeds", "0", "1", "--set", "sessions=1"))
+    folder = storage / "alpha_sweep"
+    assert json.loads((folder / "study.json").read_text())["settings"]["pruner"] == "none"
+    trials = pd.read_parquet(folder / "trials.parquet")
+    assert (trials["state"] == K.COMPLETE).all()
+    assert sorted(zip(trials["alpha"], trials["seed"])) == [(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)]
+    _, parent, _ = _check_nested_with_curves(tracking_uri, "alpha_sweep", 4, 2)
+    assert parent.data.params["study.pruner"] == "none"
+
+
+def test_kshot_sub_grid_from_the_command_line_with_a_config_file(study_cmd, storage, tracking_uri, tmp_path):
+    """--ways/--shots pick cells; a --config file sets values under them; the table marks the sessions per row."""
+    cfg = tmp_path / "kshot.yaml"
+    cfg.write_text("sessions: null   # every novel class: 8 sessions at 5-way, 4 at 10-way\nfinetune_epochs: 1\n"
+                   "ways: 5          # the study's --ways decides\n")
+    r = _run(study_cmd("kshot_grid", "--smoke", "--ways", "5", "10", "--shots", "1", "--config", str(cfg)))
+    assert "note: --config" in r.stdout and "sets ways" in r.stdout
+    trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
+    assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (10, 1)] and (trials["finetune_epochs"] == 1).all()
+    table = (storage / "kshot_grid" / "table.txt").read_text()
+    assert table.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"]
+    rows = {line.split()[0] + " " + line.split()[1]: line.split()[3] for line in table.splitlines()[2:4]}
+    assert rows == {"ways=5 shots=1": "8", "ways=10 shots=1": "4"}
+    assert "sessions: incremental sessions of each row" in r.stdout
+
+
 def test_ablation_smoke_from_another_cwd(study_cmd, storage, tracking_uri, tmp_path):
     r = _run(study_cmd("ablation", "--smoke", "--set", "sessions=1"), cwd=tmp_path)
     assert "Δlast" in r.stdout
