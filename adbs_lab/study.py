@@ -605,7 +605,8 @@ def launch(p: Prepared) -> Launched:
                                      optuna_url=p.optuna_url, optuna_study=p.folder)
     # Tune pickles its callbacks with the experiment: the check holds plain strings only
     is_pruned = functools.partial(_is_pruned, p.optuna_url, p.folder)
-    progress = Progress(study=plan.name, total=p.total, varying=p.varying, is_pruned=is_pruned)
+    progress = Progress(study=plan.name, total=p.total, varying=p.varying, is_pruned=is_pruned,
+                        max_concurrent=max_concurrent)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
                             "study.configurations": p.n_configs, "study.sampler": type(sampler).__name__,
@@ -712,7 +713,9 @@ def _print_start(p: Prepared, max_concurrent: int) -> None:
         est = 35.0 if p.opts.smoke else p.plan.est_trial_s
         head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
                  f"(+~30 s to start Ray and the MLflow store and write the results)")
-    print(head, flush=True)
+    else:  # no measured figure for this preset on this machine: the first base epoch gives one
+        head += "; a time estimate follows the first measured base epoch"
+    print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
 
 
 # -- summarise --------------------------------------------------------------------------------------

@@ -65,6 +65,9 @@ def _check_nested_with_curves(uri: str, experiment: str, n_trials: int, n_sessio
 def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     r = _run(study_cmd("alpha_sweep", "--smoke"))
     assert "mlflow/serve.py --backend-store-uri" in r.stdout and "alpha=" in r.stdout
+    # each running trial reports its base epochs (first and last always), and one estimate follows the first
+    assert r.stdout.count(": base epoch 1/2, val acc ") == 2 and r.stdout.count(": base epoch 2/2, val acc ") >= 1
+    assert r.stdout.count("estimate from this epoch: base session ~") == 1
     _, parent, trials = _check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 3)
     assert parent.data.tags["adbs.search_space"].startswith("search_spaces/alpha_sweep.py:SPACE")
     assert {"adbs.code_version", "adbs.command"} <= set(parent.data.tags)
