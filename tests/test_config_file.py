@@ -102,3 +102,19 @@ def test_config_is_a_frozen_field():
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.config_values = ()  # type: ignore[misc]
     assert opts.base_config()["alpha"] == 0.05 and Config().alpha == 0.01
+
+
+def test_paper_presets_hold_the_papers_two_settings_only():
+    from adbs.config import PAPER_SETTINGS, PRESETS, host_preset
+
+    assert PAPER_SETTINGS == {"alpha": 0.05, "batch_size": 128}
+    for name in ("cifar100", "mini_imagenet", "cub200"):
+        code, paper = PRESETS[name], PRESETS[f"{name}_paper"]
+        assert {k: v for k, v in paper.items() if code.get(k, object()) != v} == PAPER_SETTINGS
+        cfg = from_dict(resolve(f"{name}_paper", None, {"data_root": "/d"})).validate()
+        assert (cfg.alpha, cfg.batch_size, cfg.dataset) == (0.05, 128, name)
+        savc = host_preset("savc", f"{name}_paper")  # a host keeps its own dataset settings
+        assert savc == {**PRESETS[f"savc_{name}"], **PAPER_SETTINGS}
+    r = subprocess.run([sys.executable, "-m", "adbs.run", "--help"], capture_output=True, text=True, timeout=120,
+                       cwd=REPO_ROOT, check=False)
+    assert "cifar100_paper" in r.stdout
