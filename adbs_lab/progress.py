@@ -1,4 +1,5 @@
-"""One line per trial event a person can follow: started / finished / pruned / failed, counts, best so far."""
+"""One line per trial event a person can follow: started / finished / pruned / failed, counts, best so far; and,
+while a trial trains its base session, its base epochs (throttled) with s/epoch and the trial's ETA."""
 
 from __future__ import annotations
 
