@@ -57,7 +57,8 @@ class Hooks:
     """Callbacks from a running trial. Any of them may raise to stop the trial (e.g. pruning)."""
 
     on_base_epoch: MetricsHook | None = None
-    """After every base epoch: epoch (1-based), train_loss, train_acc, val_acc, lr, boundary_* (adbs.metrics)."""
+    """After every base epoch: epoch (1-based), epochs (the base session's total), train_loss, train_acc, val_acc,
+    lr, epoch_time_s, reused, boundary_* (adbs.metrics)."""
     on_session: MetricsHook | None = None
     """After every session (0 = base): session, n_classes, val_*/test_* acc, base_acc, novel_acc, hmean,
     pred_novel_share, unpredicted_classes, boundary_*."""
@@ -276,6 +277,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
                 "val_acc": val_acc,
                 "lr": lr,
                 "epoch_time_s": time.perf_counter() - t0,
+                "epochs": total,  # base epochs of all phases: progress lines say "epoch i/N" and an ETA from it
                 "reused": 0.0,
             }
             row.update({k: v for k, v in boundary_stats(boundaries[:n_rows], n_rows).items() if "novel" not in k})

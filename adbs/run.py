@@ -3,6 +3,8 @@
     python -m adbs.run --variant adb+ic --alpha 0.05            # embedded benchmark, CPU preset
     python -m adbs.run --preset cifar100 --data-root ~/data      # the paper's CIFAR100 settings
     python -m adbs.run --preset smoke --out smoke.json            # seconds, for a quick check
+    python -m adbs.run --config my.yaml --seed 1                  # values from a file, flags on top
+    python -m adbs.run --config runs/alpha_sweep/best_config.json # a study's best trial again
     python -m adbs.run --host savc --variant baseline             # another host method, without ADBS
     python -m adbs.run --host alice --alice.mix-times 4            # a host's option (--help lists them)
 
@@ -24,7 +26,8 @@ import time
 import typing
 from pathlib import Path
 
-from adbs.config import _HINTS, FIELDS, PRESETS, RENAMED, ConfigError, field_doc, from_dict, option_keys, resolve
+from adbs.config import (_HINTS, FIELDS, PRESETS, RENAMED, ConfigError, field_doc, from_dict, load_file, option_keys,
+                         resolve)
 from adbs.hosts import get_host, host_names
 
 
@@ -38,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "--dataset NAME with the default preset picks the paper preset of "
                                                    "that name, as in the studies; options below override it "
                                                    "[default: cpu]")
+    p.add_argument("--config", metavar="FILE", default=None,
+                   help="YAML or JSON file of config values: Config fields and <host>.<option> keys (a host's options "
+                        "may also nest under its name); a study's best_config.json as written reruns its best trial. "
+                        "Precedence: preset < this file < the options below")
     p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
     p.add_argument("--quiet", action="store_true", help="print only the final table")
     cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
@@ -127,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             if old in overrides and new in overrides:
                 raise ConfigError(f"--{old.replace('_', '-')} is the old name of --{new.replace('_', '-')}; "
                                   f"give only --{new.replace('_', '-')}")
-        cfg = from_dict(resolve(args.preset, None, overrides)).validate()
+        file = load_file(args.config) if args.config else None
+        cfg = from_dict(resolve(args.preset, None, overrides, file)).validate()
         from adbs.data import check_data
         from adbs.runtime import check_device
 

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from adbs.config import PRESETS, ConfigError, preset_for, resolve
+from adbs.config import PRESETS, ConfigError, load_file, preset_for, resolve
 from adbs_lab import paths
 
 PRUNERS = ("median", "halving", "hyperband", "none")
@@ -39,6 +39,12 @@ class Defaults:
     """What differs between studies in the shared flags' defaults."""
 
     pruner: str = "none"
+    pruner_when: tuple[tuple[str, str], ...] = ()
+    """(study flag, pruner): the default pruner while that flag of the study's own is on, e.g. (("grid", "none"),):
+    a grid's points each count, so none is pruned unless --pruner says so (an explicit --pruner always wins)."""
+    pruning: bool = True
+    """False: the study runs every trial to the end (each one is a result); --pruner is hidden and only none
+    is accepted."""
     num_samples: int | None = None
     """Configurations Optuna samples (sampled studies only; None = the study has no --num-samples)."""
     smoke_num_samples: int | None = None
@@ -59,6 +65,11 @@ class StudyOptions:
     """--dataset NAME: shortcut for --set dataset=NAME (the paper preset of that name with the default preset)."""
     data_root: str | None = None
     """--data-root DIR: shortcut for --set data_root=DIR."""
+    config_file: str | None = None
+    """--config FILE: a YAML or JSON file of config values (shown in messages; its values are `config_values`)."""
+    config_values: tuple[tuple[str, Any], ...] = ()
+    """The values of --config FILE, read once, checked and typed (adbs.config.load_file); precedence: preset <
+    this file < --host/--dataset/--data-root/--set."""
     smoke: bool = False
     """A seconds-long end-to-end version of the study (smoke preset, fewer seeds or samples)."""
     # --- study ----------------------------------------------------------------------------------
@@ -122,12 +133,17 @@ class StudyOptions:
 
     @property
     def preset_name(self) -> str:
-        """The preset the flags pick: smoke with --smoke, a paper preset for --dataset NAME, else --preset."""
-        return "smoke" if self.smoke else preset_for(self.preset, self.config_overrides().get("dataset"))
+        """The preset the flags pick: smoke with --smoke, a paper preset for --dataset NAME (or a --config file's
+        dataset), else --preset."""
+        dataset = {**dict(self.config_values), **self.config_overrides()}.get("dataset")
+        return "smoke" if self.smoke else preset_for(self.preset, dataset)
 
-    def base_config(self, study_defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The study's base config: adbs.config.resolve(preset < study defaults < overrides)."""
-        return resolve("smoke" if self.smoke else self.preset, study_defaults, self.config_overrides())
+    def base_config(self, study_defaults: dict[str, Any] | None = None, without: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The study's base config: adbs.config.resolve(preset < study defaults < --config < overrides).
+
+        `without`: keys of the --config file the study sets itself (searched, fixed by its space, or from --seeds)."""
+        file = {k: v for k, v in self.config_values if k not in without}
+        return resolve("smoke" if self.smoke else self.preset, study_defaults, self.config_overrides(), file)
 
     def check(self) -> None:
         """Everything wrong with the options themselves; raises StudyInputError naming the flag."""
@@ -186,6 +202,10 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
     g = p.add_argument_group("configuration")
     g.add_argument("--preset", default="cpu", choices=list(PRESETS),
                    help="named Config preset (adbs.config.PRESETS); default cpu = embedded benchmark on CPU")
+    g.add_argument("--config", metavar="FILE", default=None,
+                   help="YAML or JSON file of config values (Config fields, <host>.<option> keys; a study's "
+                        "best_config.json as written); precedence: preset < this file < --host/--dataset/--data-root/"
+                        "--set; keys the study searches or takes from --seeds are the study's")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any Config field, repeatable (e.g. --set base_epochs=20)")
     g.add_argument("--host", help="host method ADBS plugs into (adbs/hosts/: baseline, savc, alice): its version of "
@@ -199,11 +219,16 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
                    help=f"repeat every configuration over these seeds (Config.seed and split_seed; default "
                         f"{' '.join(map(str, defaults.seeds))})")
     if defaults.num_samples is not None:
+        # TPESampler(n_startup_trials=10) is Optuna's default: its first 10 configurations are random draws.
         s.add_argument("--num-samples", type=int, default=None,
-                       help=f"configurations Optuna samples (default {defaults.num_samples})")
-    s.add_argument("--pruner", default=defaults.pruner, choices=PRUNERS,
-                   help="Optuna pruner on base-epoch validation accuracy (default: %(default)s; none: every "
-                        "trial runs to the end)")
+                       help=f"configurations Optuna samples (default {defaults.num_samples}); Optuna's TPE draws its "
+                            f"first 10 configurations at random (its n_startup_trials) and models the results only "
+                            f"after them, so up to 10 samples are a random search")
+    when = "".join(f"; {pruner} with --{flag.replace('_', '-')}" for flag, pruner in defaults.pruner_when)
+    s.add_argument("--pruner", default=None, choices=PRUNERS,
+                   help=argparse.SUPPRESS if not defaults.pruning else
+                   f"Optuna pruner on base-epoch validation accuracy (default: {defaults.pruner}{when}; none: every "
+                   "trial runs to the end)")
     s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler (default: %(default)s)")
     s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
     s.add_argument("--no-cache", action="store_true",
@@ -253,16 +278,29 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
         if not eq or not key.strip():
             raise SystemExit(_usage_error(p, f"--set expects KEY=VALUE, got {item!r} (e.g. --set base_epochs=20)"))
         pairs.append((key.strip(), value.strip()))
+    config_values: tuple[tuple[str, Any], ...] = ()
+    if ns.config:
+        try:
+            config_values = tuple((k, tuple(v) if isinstance(v, list) else v)
+                                  for k, v in load_file(ns.config).items())
+        except ConfigError as e:
+            raise SystemExit(_usage_error(p, str(e))) from None
+    pruner = ns.pruner
+    if pruner is None:  # not typed: the study's default, which may follow one of its own flags (--grid)
+        pruner = next((p_ for flag, p_ in d.pruner_when if getattr(ns, flag, False)), d.pruner)
+    if not d.pruning and pruner != "none":
+        raise SystemExit(_usage_error(p, f"--pruner {pruner}: this study runs every trial to the end (each one is a "
+                                         "result), so it takes no pruner; drop --pruner"))
     seeds = ns.seeds if ns.seeds is not None else (d.smoke_seeds if ns.smoke and d.smoke_seeds else d.seeds)
     num_samples = getattr(ns, "num_samples", None)
     if num_samples is None and d.num_samples is not None:
         num_samples = d.smoke_num_samples if ns.smoke and d.smoke_num_samples else d.num_samples
-    shared = {"preset", "overrides", "host", "dataset", "data_root", "smoke", "seeds", "num_samples", "pruner",
+    shared = {"preset", "config", "overrides", "host", "dataset", "data_root", "smoke", "seeds", "num_samples", "pruner",
               "sampler_seed", "resume", "no_cache", "max_failures", "checkpoint_every", "name", "cpus_per_trial",
               "gpus_per_trial", "max_concurrent", "address", "storage", "optuna_storage", "tracking_uri", "_defaults"}
     opts = StudyOptions(
-        preset=ns.preset, overrides=tuple(pairs), host=ns.host, dataset=ns.dataset, data_root=ns.data_root, smoke=ns.smoke,
-        seeds=tuple(seeds), num_samples=num_samples, pruner=ns.pruner, sampler_seed=ns.sampler_seed,
+        preset=ns.preset, config_file=ns.config, config_values=config_values, overrides=tuple(pairs), host=ns.host, dataset=ns.dataset, data_root=ns.data_root, smoke=ns.smoke,
+        seeds=tuple(seeds), num_samples=num_samples, pruner=pruner, sampler_seed=ns.sampler_seed,
         resume=ns.resume, cache=not ns.no_cache, max_failures=ns.max_failures, checkpoint_every=ns.checkpoint_every,
         name=ns.name, cpus_per_trial=ns.cpus_per_trial, gpus_per_trial=ns.gpus_per_trial,
         max_concurrent=ns.max_concurrent, address=ns.address, storage=ns.storage, optuna_storage=ns.optuna_storage,

@@ -1,4 +1,5 @@
-"""One line per trial event a person can follow: started / finished / pruned / failed, counts, best so far."""
+"""One line per trial event a person can follow: started / finished / pruned / failed, counts, best so far; and,
+while a trial trains its base session, its base epochs (throttled) with s/epoch and the trial's ETA."""
 
 from __future__ import annotations
 
@@ -12,15 +13,29 @@ from adbs_lab.records import classify
 from adbs_lab.space import describe
 
 
+EPOCH_LINE_EVERY_S = 30.0
+"""At most one base-epoch line per trial this often (the first and last epoch always print): a GPU trial's epochs
+take minutes and each one prints, while a CPU study's seconds-long epochs stay a few lines per trial."""
+
+
 class Progress(Callback):
-    def __init__(self, *, study: str, total: int, varying: list[str], is_pruned: Callable[[object], bool]) -> None:
+    def __init__(self, *, study: str, total: int, varying: list[str], is_pruned: Callable[[object], bool],
+                 max_concurrent: int = 1, epoch_every_s: float = EPOCH_LINE_EVERY_S,
+                 clock: Callable[[], float] = time.time) -> None:
         """`is_pruned(trial)`: whether Optuna holds the trial's configuration as PRUNED (the study's one answer)."""
         self.study, self.total, self.varying, self.is_pruned = study, total, varying, is_pruned
-        self.t0 = time.time()
+        self.max_concurrent, self.epoch_every_s, self.clock = max(1, max_concurrent), epoch_every_s, clock
+        self.t0 = clock()
         self.states: dict[str, str] = {}  # trial id -> final state, as classified when the trial ended
+        self.epochs: dict[str, dict] = {}  # trial id -> {"printed": time of its last epoch line, "times": [s]}
+        self.estimated = False  # the study's time estimate from a measured epoch, printed once
 
     def setup(self, **info) -> None:
-        self.t0 = time.time()
+        self.t0 = self.clock()
+
+    def _stamp(self) -> str:
+        el = int(self.clock() - self.t0)
+        return f"[{self.study} {el // 60:02d}:{el % 60:02d}]"
 
     def _line(self, trials, trial, event: str) -> None:
         counts = {K.COMPLETE: 0, K.PRUNED: 0, K.FAILED: 0}
@@ -35,10 +50,9 @@ class Progress(Callback):
             value = (t.last_result or {}).get(K.OBJECTIVE)
             if state == K.COMPLETE and (best is None or value > best):
                 best, best_name = value, describe(t.config, self.varying)
-        el = int(time.time() - self.t0)
         best_txt = f"best val avg acc {best:.2f} ({best_name})" if best is not None else "best val avg acc -"
         print(
-            f"[{self.study} {el // 60:02d}:{el % 60:02d}] {describe(trial.config, self.varying)}: {event} | "
+            f"{self._stamp()} {describe(trial.config, self.varying)}: {event} | "
             f"done {counts[K.COMPLETE]}/{self.total}, running {running}, pruned {counts[K.PRUNED]}, "
             f"failed {counts[K.FAILED]} | {best_txt}",
             flush=True,
@@ -47,6 +61,41 @@ class Progress(Callback):
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self.states.pop(trial.trial_id, None)  # a restored trial runs again
         self._line(trials, trial, "started")
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        """A line per base epoch of a running trial (throttled): epoch i/N, validation accuracy, s/epoch, ETA."""
+        if result.get(K.REPORT_KIND) != K.KIND_BASE or not K.finite(result.get(K.BASE_STEP)):
+            return
+        if result.get(K.BASE + "reused") == 1:  # a cached base session replayed in a moment: nothing to wait for
+            return
+        epoch = int(result[K.BASE_STEP])
+        n = result.get(K.BASE + "epochs")
+        n = int(n) if K.finite(n) else int(trial.config.get("base_epochs") or epoch)
+        seen = self.epochs.setdefault(trial.trial_id, {"printed": None, "times": []})
+        secs = result.get(K.BASE + "epoch_time_s")
+        if K.finite(secs):
+            seen["times"].append(float(secs))
+        now = self.clock()
+        first = seen["printed"] is None  # epoch 1, or the first epoch after a restart from a checkpoint
+        if not (first or epoch >= n or now - seen["printed"] >= self.epoch_every_s):
+            return
+        seen["printed"] = now
+        times = seen["times"]
+        # the first epoch carries one-off costs (data on the device, cuDNN autotuning): left out once others exist
+        per = sum(times[1:]) / len(times[1:]) if len(times) > 1 else (times[0] if times else None)
+        parts = [f"base epoch {epoch}/{n}", f"val acc {result.get(K.BASE_PRUNE_VALUE, float('nan')):.2f}"]
+        if per is not None:
+            parts.append(f"{per:.1f} s/epoch")
+            if epoch < n:
+                parts.append(f"trial ETA {_duration((n - epoch) * per)} + its incremental sessions")
+        print(f"{self._stamp()} {describe(trial.config, self.varying)}: {', '.join(parts)}", flush=True)
+        if per is not None and not self.estimated:
+            self.estimated = True
+            waves = -(-self.total // self.max_concurrent)
+            print(f"{self._stamp()} estimate from this epoch: base session ~{_duration(n * per)} per trial "
+                  f"({n} epochs x {per:.1f} s); {self.total} trials, {self.max_concurrent} at a time: ~"
+                  f"{_duration(waves * n * per)} of base sessions in all (less where base sessions are reused or "
+                  "trials pruned; the incremental sessions add a little)", flush=True)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         result = trial.last_result or {}
@@ -67,3 +116,12 @@ class Progress(Callback):
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self.states[trial.trial_id] = K.FAILED
         self._line(trials, trial, "FAILED (see the trial's error file / MLflow tag adbs.error)")
+
+
+def _duration(seconds: float) -> str:
+    """4 s, 12 min, 2.3 h: what a person reads at a glance."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

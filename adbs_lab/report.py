@@ -240,6 +240,8 @@ def to_csv(table: pd.DataFrame) -> str:
     rows = []
     for _, r in table.iterrows():
         row: dict[str, Any] = {"config": r["config"], "seeds": r["seeds"]}
+        if "sessions" in table:
+            row["sessions"] = r["sessions"]
         for c in _session_cols(table) + ["avg"]:
             name = f"s{c}" if c.isdigit() else c
             row[name], row[f"{name}_ci95"] = r[c]
@@ -261,7 +263,8 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
         return "% (no completed trials)"
     cols = _session_cols(table)
     has_delta, has_dcs = "delta_last" in table, "d_cs" in table
-    head = (["Config", "Seeds"] + [f"S{c}" for c in cols] + ["Avg"] + (["$\\Delta_{last}$"] if has_delta else [])
+    has_sessions = "sessions" in table
+    head = (["Config", "Seeds"] + (["Sessions"] if has_sessions else []) + [f"S{c}" for c in cols] + ["Avg"] + (["$\\Delta_{last}$"] if has_delta else [])
             + (["$D_{cs}$"] if has_dcs else []))
 
     def cell(v, digits: int = 2) -> str:
@@ -273,7 +276,8 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     lines = ["\\begin{table}[t]", "\\centering", f"\\begin{{tabular}}{{l{'r' * (len(head) - 1)}}}", "\\toprule",
              " & ".join(head) + " \\\\", "\\midrule"]
     for _, r in table.iterrows():
-        cells = [_tex(r["config"]), str(r["seeds"])] + [cell(r[c]) for c in cols] + [cell(r["avg"])]
+        cells = ([_tex(r["config"]), str(r["seeds"])] + ([str(r["sessions"])] if has_sessions else [])
+                 + [cell(r[c]) for c in cols] + [cell(r["avg"])])
         if has_delta:
             cells.append(f"{r['delta_last']:+.2f}" if K.finite(r["delta_last"]) else "-")
         if has_dcs:

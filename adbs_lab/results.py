@@ -37,6 +37,9 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
                 order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
+    When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
+    the embedded benchmark), a `sessions` column after `seeds` says how many each row's average covers.
+
     Cells are mean over seeds (trials) of `metric` in percent, with the 95% CI half-width
     (t-distribution) when a row has several seeds. Only COMPLETE trials count. `baseline` is one
     row every row is compared with, or {row: its reference row} (the hosts study: each host with
@@ -56,14 +59,18 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     out = []
     for lab in labels:
         t = per_trial.loc[lab]
-        row: dict[str, Any] = {"config": lab, "seeds": len(t)}
+        row: dict[str, Any] = {"config": lab, "seeds": len(t), "sessions": 0}  # (placed after seeds)
         for sess in range(n_sessions):
             row[str(sess)] = ci95(list(t[sess])) if sess in t else (math.nan, math.nan)
         # each trial's average over its own sessions (10-way rows have fewer sessions than 5-way ones)
         row["avg"] = ci95(list(t.mean(axis=1, skipna=True)))
         last_col = max(c for c in t.columns if t[c].notna().any())
         last_of[lab] = ci95(list(t[last_col]))[0]
+        row["sessions"] = int(last_col)  # incremental sessions the row ran (its avg covers 0..this)
         out.append(row)
+    if len({row["sessions"] for row in out}) < 2:  # one number for every row: nothing to mark
+        for row in out:
+            del row["sessions"]
     reference = baseline if isinstance(baseline, dict) else {lab: baseline for lab in labels} if baseline else {}
     if any(ref in last_of for ref in reference.values()):
         for row in out:
@@ -96,13 +103,18 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
     body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2)) for h in headers] for _, r in table.iterrows()]
+    note = [SESSIONS_NOTE] if "sessions" in table else []
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(b) + " |" for b in body]
-        return "\n".join(lines)
+        return "\n".join(lines + ([""] + note if note else []))
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
+    return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body] + note)
+
+
+SESSIONS_NOTE = ("sessions: incremental sessions of each row; its avg is over sessions 0..sessions, so avg compares "
+                 "rows with the same sessions only")
 
 
 def departure_lines(trials: pd.DataFrame) -> list[str]:

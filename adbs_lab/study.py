@@ -55,6 +55,8 @@ class Plan:
     """Label of the baseline row (Delta_last column), or {row: its reference row}."""
     order: list[str] | None = None
     """Row order of the paper table."""
+    axis_flags: dict[str, str] = field(default_factory=dict)
+    """Study flags that pick part of a grid axis, e.g. {"ways": "--ways"} (named when --set on that axis is refused)."""
     points_to_evaluate: list[dict] | None = None
     """Configurations Optuna runs first (sampled studies)."""
     est_trial_s: float = 45.0
@@ -164,9 +166,9 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
 
     opts.check()
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
-    base = opts.base_config(plan.cpu_defaults)
     _, grid, dists = sp.split(plan.space)
     searched = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
+    base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
     set_keys = [canonical(k) for k in opts.config_overrides()]  # --host, --dataset, --data-root and --set
     seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
     if seeded:
@@ -182,8 +184,12 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     if clash:
         typed = {k for k, _ in opts.overrides}
         flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
+        typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
+        hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
+                         if k in plan.axis_flags)
         raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
-                              f"({plan.space_source}); remove the flag or edit the search space")
+                              f"({plan.space_source}); remove the flag or edit the search space"
+                              + (f" ({hint})" if hint else ""))
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
     # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)
@@ -223,6 +229,20 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     return base, configs, gpus
 
 
+def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
+    """Keys of the --config file that the study sets itself, so the file's values are not used: what it searches
+    (grid axes, distributions, rows), what its space fixes, seed and split_seed (from --seeds), and threads when
+    --cpus-per-trial is given (a trial's threads are its CPUs; the explicit flag wins over the file)."""
+    from adbs.config import coerce
+
+    fixed, grid, dists = sp.split(plan.space)
+    own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | SEEDED
+    own |= {k for k, v in opts.config_values if k in fixed and coerce(k, fixed[k]) != v}  # same value: no news
+    if opts.cpus_per_trial is not None:
+        own.add("threads")
+    return tuple(k for k, _ in opts.config_values if k in own)
+
+
 def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int) -> str:
     ident = repr((plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
                   sorted((k, repr(v)) for k, v in base.items()), seeds, total))
@@ -243,6 +263,11 @@ def _logged_argv(argv: tuple[str, ...]) -> list[str]:
 def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
     """Check everything, then claim the study's folder (lock; move earlier results aside, or check --resume)."""
     base, configs, gpus = validate(plan, opts)
+    owned = study_owned(plan, opts)
+    if owned:  # not an error: a best_config.json holds every field, and a study sets some of them itself
+        print(f"note: --config {opts.config_file}: this study sets {', '.join(owned)} itself (its search space "
+              f"{plan.space_source}, --seeds{', --cpus-per-trial' if 'threads' in owned else ''}); the file's "
+              "values of those keys are not used", flush=True)
     uri = tracking.tracking_uri(opts.tracking_uri)
     tracking.check_tracking_uri(uri)
 
@@ -580,7 +605,8 @@ def launch(p: Prepared) -> Launched:
                                      optuna_url=p.optuna_url, optuna_study=p.folder)
     # Tune pickles its callbacks with the experiment: the check holds plain strings only
     is_pruned = functools.partial(_is_pruned, p.optuna_url, p.folder)
-    progress = Progress(study=plan.name, total=p.total, varying=p.varying, is_pruned=is_pruned)
+    progress = Progress(study=plan.name, total=p.total, varying=p.varying, is_pruned=is_pruned,
+                        max_concurrent=max_concurrent)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
                             "study.configurations": p.n_configs, "study.sampler": type(sampler).__name__,
@@ -687,7 +713,9 @@ def _print_start(p: Prepared, max_concurrent: int) -> None:
         est = 35.0 if p.opts.smoke else p.plan.est_trial_s
         head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
                  f"(+~30 s to start Ray and the MLflow store and write the results)")
-    print(head, flush=True)
+    else:  # no measured figure for this preset on this machine: the first base epoch gives one
+        head += "; a time estimate follows the first measured base epoch"
+    print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
 
 
 # -- summarise --------------------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """kshot_grid: ADBS under the paper's practical settings, ways {5, 10} x shots {1, 5, 10, 15, 20, 50}.
 
     python studies/kshot_grid.py                       # 12 cells on the embedded benchmark, CPU
+    python studies/kshot_grid.py --ways 5 --shots 1 5  # a sub-grid: 2 cells
     python studies/kshot_grid.py --seeds 1 2 3         # each cell over 3 seeds (few-shot draws)
     python studies/kshot_grid.py --preset mini_imagenet --data-root DIR   # the paper's setting, GPU
 
 Each cell is the full pipeline (base session, then every incremental session); on the embedded
-benchmark (40 novel classes) 10-way gives 4 incremental sessions and 5-way gives 8. No pruning:
-every cell is a result.
+benchmark (40 novel classes) 10-way gives 4 incremental sessions and 5-way gives 8, so the table's
+avg column covers a different number of sessions per way (its `sessions` column says how many).
+No pruning: every cell is a result (the study takes no --pruner).
+--ways and --shots pick part of the grid (values from the grid above); `--set ways=...` is refused
+because the grid sets ways and shots itself.
 Ways and shots only change the incremental sessions, so all cells share ONE base session: the first
 cell trains it, the others load it from <storage>/base_cache (--no-cache trains it per cell).
 Time: default run (12 cells, one 8-epoch base session, 2 at a time) 110 s wall on an idle 2-core CPU;
@@ -24,13 +28,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import kshot_grid as spaces  # noqa: E402
 
-opts, _ = options.parse(__doc__)
+p = options.parser(__doc__, options.Defaults(pruning=False))
+for axis in ("ways", "shots"):
+    p.add_argument(f"--{axis}", type=int, nargs="+", choices=spaces.GRID[axis], metavar=axis[:-1].upper(),
+                   help=f"run only these {axis} of the grid (any of {' '.join(map(str, spaces.GRID[axis]))}; "
+                        f"default: all{', --smoke: ' + ' '.join(map(str, spaces.SMOKE_GRID[axis]))})")
+opts, extra = options.parse(p)
 
+grid, source = (spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")
+picked = {axis: list(dict.fromkeys(getattr(extra, axis))) for axis in ("ways", "shots") if getattr(extra, axis)}
 study.run(study.Plan(
     name="kshot_grid",
-    space=spaces.SMOKE_GRID if opts.smoke else spaces.GRID,
-    space_source=f"search_spaces/kshot_grid.py:{'SMOKE_GRID' if opts.smoke else 'GRID'}",
-    order=[f"ways={w} shots={k}" for w in (5, 10) for k in (1, 5, 10, 15, 20, 50)],  # paper table order
+    space={**grid, **picked},
+    space_source=f"search_spaces/kshot_grid.py:{source}"
+                 + "".join(f" {axis}={' '.join(map(str, v))}" for axis, v in picked.items()),
+    order=[f"ways={w} shots={k}" for w in spaces.GRID["ways"] for k in spaces.GRID["shots"]],  # paper table order
+    axis_flags={"ways": "--ways", "shots": "--shots"},
     cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
     est_trial_s=15,
 ), opts)

@@ -4,6 +4,7 @@ Ray instance, real Optuna storage and a real MLflow SQLite store in tmp_path, th
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -64,6 +65,9 @@ def _check_nested_with_curves(uri: str, experiment: str, n_trials: int, n_sessio
 def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     r = _run(study_cmd("alpha_sweep", "--smoke"))
     assert "mlflow/serve.py --backend-store-uri" in r.stdout and "alpha=" in r.stdout
+    # each running trial reports its base epochs (first and last always), and one estimate follows the first
+    assert r.stdout.count(": base epoch 1/2, val acc ") == 2 and r.stdout.count(": base epoch 2/2, val acc ") >= 1
+    assert r.stdout.count("estimate from this epoch: base session ~") == 1
     _, parent, trials = _check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 3)
     assert parent.data.tags["adbs.search_space"].startswith("search_spaces/alpha_sweep.py:SPACE")
     assert {"adbs.code_version", "adbs.command"} <= set(parent.data.tags)
@@ -77,6 +81,21 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     assert json.loads((folder / "best_config.json").read_text())["config"]["variant"] == "adb+ic"
     st = optuna.load_study(study_name="alpha_sweep", storage=f"sqlite:///{folder / 'optuna.db'}")
     assert len(st.trials) == 2
+    # the written best_config.json, as is, reruns that trial's config in the single run
+    best = json.loads((folder / "best_config.json").read_text())
+    out = folder / "rerun.json"
+    _run([sys.executable, "-m", "adbs.run", "--config", str(folder / "best_config.json"), "--out", str(out),
+          "--quiet"], cwd=REPO)
+    from adbs.config import from_dict
+
+    row = trials_df[(trials_df["label"] == best["config_label"]) & (trials_df["seed"] == best["config"]["seed"])]
+    trial_cfg = {k: (json.loads(v) if k == "milestones" else v) for k, v in row.iloc[0].items() if k in best["config"]}
+    trial_cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v.item() if hasattr(v, "item") else v)
+                 for k, v in trial_cfg.items()}
+    rerun = json.loads(out.read_text())
+    assert from_dict(rerun["config"]) == from_dict(trial_cfg)
+    same = trials_df.loc[row.index[0]]
+    assert abs(rerun["summary"]["val_avg_acc"] - same["val_avg_acc"]) < 1e-6  # same config, same numbers on CPU
 
 
 def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
@@ -96,6 +115,34 @@ def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
         assert reused and {m.value for m in reused} == {r.data.metrics["summary/base_reused"]}
     assert sorted(r.data.metrics["summary/base_reused"] for r in runs) == [0.0, 1.0, 1.0, 1.0]
     assert (storage / "kshot_grid" / "kshot_5way.png").exists() and (storage / "kshot_grid" / "kshot_10way.png").exists()
+
+
+def test_alpha_sweep_grid_runs_every_point_over_every_seed(study_cmd, storage, tracking_uri):
+    """--grid: no pruner by default, so every alpha ends with all its seeds."""
+    _run(study_cmd("alpha_sweep", "--smoke", "--grid", "--seeds", "0", "1", "--set", "sessions=1"))
+    folder = storage / "alpha_sweep"
+    assert json.loads((folder / "study.json").read_text())["settings"]["pruner"] == "none"
+    trials = pd.read_parquet(folder / "trials.parquet")
+    assert (trials["state"] == K.COMPLETE).all()
+    assert sorted(zip(trials["alpha"], trials["seed"])) == [(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)]
+    _, parent, _ = _check_nested_with_curves(tracking_uri, "alpha_sweep", 4, 2)
+    assert parent.data.params["study.pruner"] == "none"
+
+
+def test_kshot_sub_grid_from_the_command_line_with_a_config_file(study_cmd, storage, tracking_uri, tmp_path):
+    """--ways/--shots pick cells; a --config file sets values under them; the table marks the sessions per row."""
+    cfg = tmp_path / "kshot.yaml"
+    cfg.write_text("sessions: null   # every novel class: 8 sessions at 5-way, 4 at 10-way\nfinetune_epochs: 1\n"
+                   "ways: 5          # the study's --ways decides\n")
+    r = _run(study_cmd("kshot_grid", "--smoke", "--ways", "5", "10", "--shots", "1", "--config", str(cfg)))
+    assert "note: --config" in r.stdout and "sets ways" in r.stdout
+    trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
+    assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (10, 1)] and (trials["finetune_epochs"] == 1).all()
+    table = (storage / "kshot_grid" / "table.txt").read_text()
+    assert table.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"]
+    rows = {line.split()[0] + " " + line.split()[1]: line.split()[3] for line in table.splitlines()[2:4]}
+    assert rows == {"ways=5 shots=1": "8", "ways=10 shots=1": "4"}
+    assert "sessions: incremental sessions of each row" in r.stdout
 
 
 def test_ablation_smoke_from_another_cwd(study_cmd, storage, tracking_uri, tmp_path):

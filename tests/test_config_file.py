@@ -1,0 +1,120 @@
+"""--config FILE (YAML or JSON) for `python -m adbs.run` and every study: precedence, unknown keys, best_config.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from adbs.config import Config, ConfigError, from_dict, load_file, resolve
+from adbs_lab import options, study
+from adbs_lab.paths import REPO_ROOT
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_yaml_and_json_read_fields_and_host_options(tmp_path):
+    y = _write(tmp_path, "c.yaml", "alpha: 0.05\nmilestones: [30, 60]\nhost: savc\nsavc:\n  queue_size: 512\n"
+                                   "alice.mix_times: 2\n")
+    assert load_file(y) == {"alpha": 0.05, "milestones": (30, 60), "host": "savc", "savc.queue_size": 512,
+                            "alice.mix_times": 2}
+    j = _write(tmp_path, "c.json", json.dumps({"shots": "10", "abs_margin": False}))  # old names read as new
+    assert load_file(j) == {"shots": 10, "abs_boundary": False}
+    assert load_file(_write(tmp_path, "empty.yaml", "")) == {}
+
+
+@pytest.mark.parametrize("name,text,fragment", [
+    ("bad.yaml", "alpah: 0.1\n", "unknown config key 'alpah' (did you mean alpha?); valid keys: dataset"),
+    ("bad.json", '{"savc": {"queu_size": 1}}', "did you mean savc.queue_size"),
+    ("type.yaml", "shots: five\n", "shots must be an int"),
+    ("list.yaml", "- alpha\n", "must hold a mapping"),
+    ("broken.json", "{alpha: ", "is not valid JSON"),
+    ("broken.yaml", "alpha: [0.1\n", "is not valid YAML"),
+])
+def test_bad_files_fail_with_the_config_error(tmp_path, name, text, fragment):
+    path = _write(tmp_path, name, text)
+    with pytest.raises(ConfigError) as e:
+        load_file(path)
+    assert fragment in str(e.value) and str(e.value).startswith(f"--config {path}")
+    with pytest.raises(ConfigError, match="cannot read it"):
+        load_file(str(tmp_path / "missing.yaml"))
+
+
+def test_precedence_preset_file_flags():
+    file = {"base_epochs": 3, "alpha": 0.05, "batch_size": 32}
+    out = resolve("smoke", None, {"alpha": "0.02"}, file)
+    assert out["base_epochs"] == 3 and out["alpha"] == 0.02 and out["batch_size"] == 32  # flag > file > preset
+    assert out["sessions"] == 2  # the preset's, untouched by the file
+    # a file's dataset picks the paper preset as --dataset does; flags still win over it
+    paper = resolve("cpu", None, {"base_epochs": 5}, {"dataset": "cifar100", "data_root": "/d"})
+    assert paper["backbone"] == "resnet12" and paper["base_epochs"] == 5
+    # host options: the file's add to the host preset's; a typed one adds on top
+    savc = resolve("cpu", None, {"savc.small_crops": 1}, {"host": "savc", "savc.queue_size": 256})
+    assert json.loads(savc["host_options"]) == {"queue_size": 256, "small_crops": 1}
+
+
+def test_a_whole_config_file_is_the_config_whatever_the_preset(tmp_path):
+    """A study's best_config.json gives every field: it reproduces its trial, host options included."""
+    trial = from_dict({"dataset": "cifar100", "data_root": "/d", "host": "savc", "savc.queue_size": 64,
+                       "alpha": 0.03, "seed": 2, "split_seed": 2, "threads": 1})
+    best = {"config_label": "alpha=0.03", "objective": "summary/val_avg_acc", "mean_over_seeds": 50.0, "seeds": 1,
+            "config": json.loads(json.dumps(trial.to_dict()))}  # as results.write stores it
+    path = _write(tmp_path, "best_config.json", json.dumps(best))
+    for preset in ("cpu", "smoke", "cifar100"):
+        assert from_dict(resolve(preset, None, {}, load_file(path))) == trial  # savc_cifar100's options unused
+    assert from_dict(resolve("cpu", None, {"seed": 5}, load_file(path))) == trial.replace(seed=5)
+
+
+def test_single_run_takes_config_and_refuses_unknown_keys_before_compute(tmp_path):
+    bad = _write(tmp_path, "bad.yaml", "base_epocs: 2\n")
+    r = subprocess.run([sys.executable, "-m", "adbs.run", "--config", bad, "--out", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, check=False)
+    assert r.returncode == 2 and "did you mean base_epochs" in r.stderr and "base epoch" not in r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_study_options_read_the_file_once(tmp_path):
+    path = _write(tmp_path, "c.yaml", "base_epochs: 3\nalpha: 0.05\nshots: 1\nseed: 4\n")
+    opts = options.parse("t", argv=["--config", path, "--set", "alpha=0.02", "--smoke"])[0]
+    assert opts.config_file == path and dict(opts.config_values) == {"base_epochs": 3, "alpha": 0.05, "shots": 1,
+                                                                    "seed": 4}
+    base = opts.base_config()
+    assert base["base_epochs"] == 3 and base["alpha"] == 0.02 and base["sessions"] == 2
+    # keys the study sets itself (searched shots, seeds) are the study's, with a note; not an error
+    plan = study.Plan(name="t", space={"variant": "adb+ic", "shots": [1, 5]}, space_source="tests")
+    assert study.study_owned(plan, opts) == ("shots", "seed")
+    base, configs, _ = study.validate(plan, opts.replace(gpus_per_trial=0.0))
+    assert "shots" not in base and {c.shots for c in configs} == {1, 5} and {c.seed for c in configs} == {0}
+    bad = _write(tmp_path, "bad.yaml", "alhpa: 1\n")
+    with pytest.raises(SystemExit):
+        options.parse("t", argv=["--config", bad])
+
+
+def test_config_is_a_frozen_field():
+    opts = options.StudyOptions(config_values=(("alpha", 0.05),))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.config_values = ()  # type: ignore[misc]
+    assert opts.base_config()["alpha"] == 0.05 and Config().alpha == 0.01
+
+
+def test_paper_presets_hold_the_papers_two_settings_only():
+    from adbs.config import PAPER_SETTINGS, PRESETS, host_preset
+
+    assert PAPER_SETTINGS == {"alpha": 0.05, "batch_size": 128}
+    for name in ("cifar100", "mini_imagenet", "cub200"):
+        code, paper = PRESETS[name], PRESETS[f"{name}_paper"]
+        assert {k: v for k, v in paper.items() if code.get(k, object()) != v} == PAPER_SETTINGS
+        cfg = from_dict(resolve(f"{name}_paper", None, {"data_root": "/d"})).validate()
+        assert (cfg.alpha, cfg.batch_size, cfg.dataset) == (0.05, 128, name)
+        savc = host_preset("savc", f"{name}_paper")  # a host keeps its own dataset settings
+        assert savc == {**PRESETS[f"savc_{name}"], **PAPER_SETTINGS}
+    r = subprocess.run([sys.executable, "-m", "adbs.run", "--help"], capture_output=True, text=True, timeout=120,
+                       cwd=REPO_ROOT, check=False)
+    assert "cifar100_paper" in r.stdout

@@ -1,0 +1,59 @@
+"""Per-epoch progress lines of running trials: throttled, first and last always, s/epoch, ETA, one study estimate."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from adbs_lab import metrics_keys as K
+from adbs_lab.progress import Progress
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def _epoch(epoch, secs, n=10, val=40.0, reused=0.0):
+    return {K.REPORT_KIND: K.KIND_BASE, K.BASE_STEP: epoch, "base/epochs": n, "base/epoch_time_s": secs,
+            K.BASE_PRUNE_VALUE: val, "base/reused": reused}
+
+
+def _progress(clock, **kw):
+    return Progress(study="s", total=4, varying=["alpha"], is_pruned=lambda t: False, max_concurrent=2,
+                    clock=clock, **kw)
+
+
+def test_lines_are_throttled_per_trial_with_first_and_last_epoch_always(capsys):
+    clock = Clock()
+    p = _progress(clock)
+    trial = SimpleNamespace(trial_id="a", config={"alpha": 0.05, "base_epochs": 10})
+    for epoch in range(1, 11):  # 20 s per epoch: lines at epochs 1, 3 (40 s after 1), 5, 7, 9 and the last
+        clock.t += 20.0 if epoch > 1 else 90.0
+        p.on_trial_result(0, [trial], trial, _epoch(epoch, 90.0 if epoch == 1 else 20.0))
+    lines = [x for x in capsys.readouterr().out.splitlines() if "base epoch" in x]
+    assert [int(x.split("base epoch ")[1].split("/")[0]) for x in lines] == [1, 3, 5, 7, 9, 10]
+    assert lines[0] == "[s 01:30] alpha=0.05: base epoch 1/10, val acc 40.00, 90.0 s/epoch, trial ETA 14 min + its " \
+                       "incremental sessions"
+    assert "20.0 s/epoch, trial ETA 20 s" in lines[-2]  # epoch 9: the first epoch's set-up left out of s/epoch
+    assert lines[-1].endswith("base epoch 10/10, val acc 40.00, 20.0 s/epoch")
+
+
+def test_study_estimate_once_and_reused_base_sessions_print_nothing(capsys):
+    clock = Clock()
+    p = _progress(clock)
+    a = SimpleNamespace(trial_id="a", config={"alpha": 0.05})
+    b = SimpleNamespace(trial_id="b", config={"alpha": 0.1})
+    p.on_trial_result(0, [a, b], a, _epoch(1, 120.0, n=100))
+    p.on_trial_result(0, [a, b], b, _epoch(1, 120.0, n=100))
+    p.on_trial_result(0, [a, b], b, {K.REPORT_KIND: K.KIND_SESSION, "session/session": 1})  # not an epoch
+    out = capsys.readouterr().out
+    estimate = [x for x in out.splitlines() if "estimate from this epoch" in x]
+    assert len(estimate) == 1 and "base session ~3.3 h per trial (100 epochs x 120.0 s)" in estimate[0]
+    assert "4 trials, 2 at a time: ~6.7 h of base sessions in all" in estimate[0]
+    c = SimpleNamespace(trial_id="c", config={"alpha": 0.2})
+    for epoch in range(1, 4):
+        p.on_trial_result(0, [c], c, _epoch(epoch, 0.01, n=3, reused=1.0))
+    assert capsys.readouterr().out == ""

@@ -1,0 +1,104 @@
+"""Study-specific flags: alpha_sweep's --grid turns pruning off, kshot_grid's sub-grids and its refusal of a pruner,
+and the table's `sessions` column when rows ran different numbers of sessions (no Ray here)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from adbs_lab import options, results, study
+from adbs_lab.paths import REPO_ROOT
+
+
+def _alpha_parser():
+    p = options.parser("t", options.Defaults(pruner="median", pruner_when=(("grid", "none"),), num_samples=4))
+    p.add_argument("--grid", action="store_true")
+    return p
+
+
+@pytest.mark.parametrize("argv,pruner", [([], "median"), (["--grid"], "none"),
+                                          (["--grid", "--pruner", "median"], "median"),
+                                          (["--pruner", "none"], "none")])
+def test_grid_turns_the_default_pruner_off_and_an_explicit_pruner_wins(argv, pruner):
+    assert options.parse(_alpha_parser(), argv=argv)[0].pruner == pruner
+
+
+def test_a_study_without_pruning_hides_and_refuses_pruner(capsys):
+    p = options.parser("t", options.Defaults(pruning=False))
+    assert options.parse(p, argv=["--pruner", "none"])[0].pruner == "none"
+    with pytest.raises(SystemExit):
+        options.parse(options.parser("t", options.Defaults(pruning=False)), argv=["--pruner", "median"])
+    err = capsys.readouterr().err
+    assert "--pruner median: this study runs every trial to the end" in err and err.count("error:") == 1
+    with pytest.raises(SystemExit):
+        options.parser("t", options.Defaults(pruning=False)).parse_args(["--help"])
+    assert "--pruner" not in capsys.readouterr().out
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+                          check=False)
+
+
+def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner():
+    a = " ".join(_run("studies/alpha_sweep.py", "--help").stdout.split())
+    assert "run the paper's alphas 0.01 0.02 0.05 0.08 0.1" in a and "pruner none unless --pruner is given" in a
+    assert "(default: median; none with --grid;" in a and "up to 10 samples are a random search" in a
+    k = _run("studies/kshot_grid.py", "--help").stdout
+    assert "--pruner {" not in k and "--ways WAY" in k and "--shots SHOT" in k
+
+
+@pytest.mark.parametrize("flags,fragment", [
+    (["--ways", "7"], "argument --ways: invalid choice: 7 (choose from 5, 10)"),
+    (["--shots", "2"], "argument --shots: invalid choice: 2 (choose from 1, 5, 10, 15, 20, 50)"),
+    (["--pruner", "median"], "--pruner median: this study runs every trial to the end"),
+    (["--set", "ways=5"], ("this study searches ways (search_spaces/kshot_grid.py:GRID); remove the flag or edit "
+                           "the search space (to run part of the grid, use --ways 5)")),
+])
+def test_kshot_grid_refuses_bad_sub_grids_in_one_line(flags, fragment, tmp_path):
+    r = _run("studies/kshot_grid.py", *flags, "--storage", str(tmp_path), "--gpus-per-trial", "0")
+    assert r.returncode == 2 and fragment in r.stderr, r.stderr
+    assert "Ray" not in r.stdout and not (tmp_path / "kshot_grid").exists()
+
+
+def test_kshot_sub_grid_plan(tmp_path):
+    """--ways 5 --shots 5 1 5: the plan holds those cells only, in the order typed, duplicates dropped."""
+    import runpy
+    from unittest import mock
+
+    seen = {}
+    argv = ["kshot_grid.py", "--ways", "5", "--shots", "5", "1", "5"]
+    with mock.patch.object(sys, "argv", argv), mock.patch.object(study, "run", lambda plan, opts: seen.update(
+            plan=plan, opts=opts)):
+        runpy.run_path(str(REPO_ROOT / "studies" / "kshot_grid.py"), run_name="__main__")
+    plan = seen["plan"]
+    assert plan.space == {"variant": "adb+ic", "ways": [5], "shots": [5, 1]}
+    assert plan.space_source == "search_spaces/kshot_grid.py:GRID ways=5 shots=5 1"
+    _, configs, _ = study.validate(plan, seen["opts"].replace(gpus_per_trial=0.0, storage=str(tmp_path)))
+    assert sorted((c.ways, c.shots) for c in configs) == [(5, 1), (5, 5)]
+
+
+def _sessions(rows):
+    out = []
+    for label, n_sessions, acc in rows:
+        for s in range(n_sessions + 1):
+            out.append({"label": label, "trial_id": label, "state": "COMPLETE", "session": s, "test_acc": acc - s})
+    return pd.DataFrame(out)
+
+
+def test_table_marks_rows_averaging_different_numbers_of_sessions():
+    table = results.paper_table(_sessions([("ways=5 shots=1", 8, 80.0), ("ways=10 shots=1", 4, 80.0)]))
+    assert list(table["sessions"]) == [8, 4] and list(table.columns[:3]) == ["config", "seeds", "sessions"]
+    assert math.isclose(table.loc[0, "avg"][0], 76.0) and math.isclose(table.loc[1, "avg"][0], 78.0)
+    text = results.format_table(table)
+    assert text.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"] and results.SESSIONS_NOTE in text
+    assert results.SESSIONS_NOTE in results.format_table(table, markdown=True)
+    from adbs_lab.report import to_csv, to_latex
+
+    assert "sessions" in to_csv(table).splitlines()[0] and "Sessions" in to_latex(table)
+    same = results.paper_table(_sessions([("a", 2, 80.0), ("b", 2, 70.0)]))  # one number: no column, no note
+    assert "sessions" not in same and results.SESSIONS_NOTE not in results.format_table(same)
