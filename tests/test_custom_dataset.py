@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adbs.config import ConfigError, from_dict
-from adbs.data import DataError, DatasetSpec, check_data, register_dataset
+from adbs.data import DATASETS, READERS, DataError, DatasetSpec, check_data, register_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -26,7 +26,11 @@ def toy_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     toy_dataset.write(root)
     yield root
+    # leave the registry as other tests expect it (tests/test_data.py lists the built-in datasets)
     sys.path.remove(str(EXAMPLES))
+    sys.modules.pop("toy_dataset", None)
+    DATASETS.pop("toy", None)
+    READERS.pop("toy", None)
 
 
 def _env():

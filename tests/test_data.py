@@ -170,8 +170,11 @@ def test_registry_entries():
 
 
 def test_registry_duplicate_and_unknown():
-    with pytest.raises(DataError, match="already registered"):
-        registry.register_dataset(DATASETS["cifar100"])
+    import dataclasses
+
+    with pytest.raises(DataError, match="already registered"):  # another spec under a taken name
+        registry.register_dataset(dataclasses.replace(DATASETS["cifar100"], num_classes=10))
+    assert registry.register_dataset(DATASETS["cifar100"]) is DATASETS["cifar100"]  # the same spec again: a no-op
     with pytest.raises(DataError, match="valid datasets: synthetic, cifar100, mini_imagenet, cub200"):
         registry.get_spec("cifar10")
     with pytest.raises(DataError, match="valid datasets"):
