@@ -682,3 +682,17 @@ def resolve(preset_name: str = "cpu", study_defaults: dict[str, Any] | None = No
         out.update(study_defaults or {})
     out.update(overrides)
     return fold_options({k: coerce(k, v) for k, v in out.items()})
+
+
+def _host_file_presets() -> None:
+    """Presets a host keeps in its own file (adbs/hosts/<host>.py: PRESETS, e.g. orco_cpu) join PRESETS. Run once,
+    here at the end of this module, which the host files import, so every lookup of PRESETS sees them."""
+    import sys
+
+    from adbs.hosts import HOSTS, host_names
+
+    for name in host_names():
+        PRESETS.update(getattr(sys.modules[HOSTS[name].__module__], "PRESETS", {}))
+
+
+_host_file_presets()
