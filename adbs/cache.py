@@ -3,8 +3,10 @@
 A base session is identified by everything that determines it (`base_key`):
 every Config field declared Base[...] in adbs/config.py (the data that the base
 session sees, the backbone, the host method and its base options, the variant
-flags, alpha, optimiser settings, epochs, seed, ...), the device kind and a
-version of the training code. Fields declared NotBase[...] act only on
+flags, alpha, optimiser settings, epochs, seed, ...), the content of its input
+files (dataset, index lists, pretrained weights: SHA-256, adbs/digests.py), the
+runtime settings that change numbers (adbs/runtime.py: device kind, torch
+version, CPU threads, TF32/AMP on CUDA) and a version of the training code. Fields declared NotBase[...] act only on
 incremental sessions (ways, shots, sessions, fine-tuning epochs/lr,
 new-boundary init, ...) or on speed, so e.g. every cell of a k-shot grid shares
 one base session.
@@ -48,7 +50,7 @@ from typing import Any
 
 import torch
 
-from adbs import objstore
+from adbs import digests, objstore, runtime
 from adbs.config import Config, shapes_base
 from adbs.state import BaseSession, base_state
 
@@ -69,22 +71,49 @@ def base_key(cfg: Config, device_kind: str) -> str:
 
     The fields are those Config declares Base[...]; a few enter in the form that decides the numbers, so
     configs that train the same base session share it: the variant as "are boundaries learned", alpha and
-    the IC reduction only when IC is on, milestones only under the milestones schedule, the device as its
-    resolved kind, AMP only on CUDA, and of the host's options those its Options declares Base[...].
+    the IC reduction only when IC is on, milestones only under the milestones schedule, and of the host's
+    options those its Options declares Base[...]. The input files enter by content, not by path
+    (`input_digests`), and the runtime settings that change numbers enter as adbs/runtime.py: settings gives
+    them (device kind, torch version; CPU threads; TF32, AMP and the GPU model on CUDA).
     """
     fields: dict[str, Any] = {k: getattr(cfg, k) for k in base_fields()}
-    del fields["variant"], fields["device"]
+    del fields["variant"], fields["device"], fields["amp"]  # device and AMP: in the runtime settings below
     fields["learn_boundaries"] = cfg.learn_boundaries
     fields["alpha"] = cfg.effective_alpha
     fields["ic_reduction"] = cfg.ic_reduction if cfg.effective_alpha else None
     fields["milestones"] = list(cfg.milestones) if cfg.schedule == "milestones" else None
-    fields["device_kind"] = device_kind  # CPU and GPU (AMP) numbers differ
-    fields["amp"] = cfg.amp if device_kind == "cuda" else False
+    fields.update(input_digests(cfg))  # data_root, index_list, pretrained: what the files hold
+    fields["runtime"] = runtime.settings(cfg, device_kind)
     options = cfg.options
     fields["host_options"] = {k: getattr(options, k) for k, base in shapes_base(type(options)).items() if base}
     fields["code_version"] = BASE_CODE_VERSION
     blob = json.dumps(fields, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
+
+
+def input_digests(cfg: Config) -> dict[str, str | None]:
+    """SHA-256 of what `cfg`'s input files hold: the dataset's files, the index lists, the pretrained weights.
+
+    The dataset's files are those adbs/data/sources.py: dataset_files names (e.g. the CIFAR-100 train and test
+    pickles); digests are remembered per file version (adbs/digests.py), so an unchanged file is not read
+    again. Paths themselves do not enter: the same files under another path (or with a trailing '/') give the
+    same key, changed files under the same path another.
+    """
+    from adbs.data import get_spec
+    from adbs.data.protocol import index_list_files
+    from adbs.data.sources import dataset_files
+
+    spec = get_spec(cfg.dataset)
+    out: dict[str, str | None] = {"data_root": None, "index_list": None, "pretrained": None}
+    if spec.name != "synthetic" and cfg.data_root:
+        root, files = dataset_files(spec, cfg.data_root)
+        out["data_root"] = digests.tree_digest(root, files)
+    if cfg.index_list:
+        folder, files = index_list_files(spec, cfg.index_list)
+        out["index_list"] = digests.tree_digest(folder, files)
+    if cfg.pretrained:
+        out["pretrained"] = digests.file_digests([os.path.expanduser(cfg.pretrained)])[0]
+    return out
 
 
 class BaseCache:

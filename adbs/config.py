@@ -385,7 +385,21 @@ def coerce(name: str, value: Any) -> Any:
         close = difflib.get_close_matches(name, FIELDS, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise ConfigError(f"unknown config key {name!r}{hint}; valid keys: {', '.join(FIELDS)}")
-    return _coerce_type(name, _HINTS[name], value)
+    out = _coerce_type(name, _HINTS[name], value)
+    return _normpath(out) if name in PATH_FIELDS else out
+
+
+PATH_FIELDS = ("data_root", "index_list", "pretrained")
+"""Fields naming a file or folder: kept absolute and normalised (a trailing '/', '~' or a relative path name
+the same files wherever a trial runs), so the same files always give the same config."""
+
+
+def _normpath(value: Any) -> Any:
+    import os
+
+    if not isinstance(value, str) or not value.strip() or "://" in value:
+        return value
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def _coerce_type(name: str, tp: Any, value: Any) -> Any:
@@ -675,13 +689,36 @@ def resolve(preset_name: str = "cpu", study_defaults: dict[str, Any] | None = No
     Config is built from (`from_dict`), so searched fields can still be added.
     """
     overrides = {k: coerce(k, v) for k, v in renamed(dict(overrides or {})).items()}
+    _given_once(overrides)
     preset_name = preset_for(preset_name, overrides.get("dataset"))
     host = overrides.get("host")
+    owner = PRESETS[preset_name].get("host")
+    if host and owner and host != owner:  # e.g. preset savc_cpu with host alice: a mix of two hosts' settings
+        plain = preset_name[len(owner) + 1:] if preset_name.startswith(owner + "_") else "cpu"
+        raise ConfigError(f"preset {preset_name} is host {owner}'s, but host is {host}: pick host {host}'s "
+                          f"version with preset {plain} and host {host}, or drop the host to run {owner}")
     out = host_preset(host, preset_name) if host else dict(PRESETS[preset_name])
     if preset_name == "cpu":
         out.update(study_defaults or {})
+    if "host_options" in overrides:  # typed host_options add to the preset's options, as <host>.<option> do
+        preset_options = _parse_options(fold_options({k: coerce(k, v) for k, v in out.items()})
+                                        .get("host_options", "{}"))
+        out = {k: v for k, v in out.items() if "." not in k}
+        overrides = {**overrides, "host_options": _dump_options({**preset_options,
+                                                                **_parse_options(overrides["host_options"])})}
     out.update(overrides)
     return fold_options({k: coerce(k, v) for k, v in out.items()})
+
+
+def _given_once(overrides: dict[str, Any]) -> None:
+    """A host option typed both inside host_options and as <host>.<option>: which one is meant is unclear."""
+    if "host_options" not in overrides:
+        return
+    inside = _parse_options(overrides["host_options"])
+    for key, value in overrides.items():
+        if "." in key and key.split(".", 1)[1] in inside:
+            raise ConfigError(f"{key} is given twice: as {key}={value!r} and inside host_options "
+                              f"({overrides['host_options']}); give it once")
 
 
 def _host_file_presets() -> None:

@@ -42,6 +42,7 @@ from adbs.data.augment import batch_generator
 from adbs.hosts import Head, Host, create_host, joint_labels
 from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, novel_image_geometry,
                           prediction_stats, prototype_geometry, session_accuracies, trial_summary)
+from adbs.runtime import CUDA_TF32, apply_threads
 from adbs.state import BaseSession, TrialResult, base_state
 
 MetricsHook = Callable[[dict[str, float]], None]
@@ -112,10 +113,9 @@ class Runtime:
         self.amp = cfg.amp and self.cuda
         if self.cuda:
             torch.backends.cudnn.benchmark = True
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+            torch.backends.cuda.matmul.allow_tf32 = CUDA_TF32
+            torch.backends.cudnn.allow_tf32 = CUDA_TF32
+        apply_threads(cfg, self.device.type)  # the one thread rule (adbs/runtime.py): CPU numbers depend on it
         on_device = cfg.data_on_device if cfg.data_on_device is not None else self.cuda
         self.data_device: torch.device | None = self.device if on_device else None
         self.num_workers = cfg.num_workers if cfg.num_workers is not None else default_workers(torch.get_num_threads())

@@ -32,12 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m adbs.run",
         description="Run one ADBS trial (base session + all incremental sessions) and print its per-session table.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); with --host, that host's "
                                                    "version of it (e.g. --host savc --preset cifar100 = savc_cifar100); "
                                                    "--dataset NAME with the default preset picks the paper preset of "
-                                                   "that name, as in the studies; options below override it")
+                                                   "that name, as in the studies; options below override it "
+                                                   "[default: cpu]")
     p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
     p.add_argument("--quiet", action="store_true", help="print only the final table")
     cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
@@ -48,10 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             nargs="+" if name == "milestones" else None,
             metavar=_metavar(_HINTS[name]) if name != "milestones" else "EPOCH",
-            help=f"{field_doc(name)} [default: {f.default!r}]".replace("%", "%%"),
+            help=f"{field_doc(name)} {_default_text(name, f.default)}".replace("%", "%%"),
         )
     for old, new in RENAMED.items():  # the old names of renamed fields keep working, unlisted
-        cfg_group.add_argument("--" + old.replace("_", "-"), dest=new, default=None, help=argparse.SUPPRESS)
+        cfg_group.add_argument("--" + old.replace("_", "-"), dest=old, default=None, help=argparse.SUPPRESS)
     groups: dict[str, argparse._ArgumentGroup] = {}
     hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(get_host(h).Options).items()}
     for key, f in option_keys().items():
@@ -65,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{field_doc(key)} [default: {f.default!r}]".replace("%", "%%"),
         )
     return p
+
+
+def _default_text(name: str, default) -> str:
+    """The field's default, and the default preset's value where that preset changes it (what a bare run uses)."""
+    text = f"[default: {default!r}"
+    if name in PRESETS["cpu"] and PRESETS["cpu"][name] != default:
+        text += f"; the default preset cpu sets {PRESETS['cpu'][name]!r}"
+    return text + "]"
 
 
 def _metavar(tp) -> str:
@@ -112,12 +120,18 @@ def _fmt(v: float, digits: int = 2) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    keys = [*FIELDS, *option_keys()]
+    keys = [*FIELDS, *option_keys(), *RENAMED]
     overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     try:
+        for old, new in RENAMED.items():  # an old flag name beside the new one: which one is meant?
+            if old in overrides and new in overrides:
+                raise ConfigError(f"--{old.replace('_', '-')} is the old name of --{new.replace('_', '-')}; "
+                                  f"give only --{new.replace('_', '-')}")
         cfg = from_dict(resolve(args.preset, None, overrides)).validate()
         from adbs.data import check_data
+        from adbs.runtime import check_device
 
+        check_device(cfg)
         check_data(cfg)
         who = "" if cfg.host == "baseline" else f"{cfg.host}-"
         out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
@@ -131,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
 
     log = None if args.quiet else (lambda s: print(s, flush=True))
     if log:
+        from adbs import runtime
+
         log(f"ADBS {cfg.variant} in host {cfg.host} on {cfg.dataset} ({cfg.backbone}), seed {cfg.seed}, "
-            f"split seed {cfg.split_seed}")
+            f"split seed {cfg.split_seed}; {runtime.describe(cfg, runtime.device_kind(cfg))}")
     t0 = time.perf_counter()
     result = run_trial(cfg, hooks=Hooks(log=log))
     print(format_table(result))

@@ -58,7 +58,9 @@ def run_trial(
     else:
         store = _NoStore() if cache is None else BaseCache(cache)
     cached = isinstance(store, BaseCache)
-    key = base_key(cfg, resolve_device(cfg).type)
+    kind = resolve_device(cfg).type
+    # the key hashes the input files (remembered per file version): only computed when the cache is used
+    key = base_key(cfg, kind) if cached else "uncached"
     in_sessions = resume is not None and resume.get("phase") == "sessions"
 
     if in_sessions and "base" in resume:  # the checkpoint carries its base session

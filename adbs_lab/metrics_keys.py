@@ -55,6 +55,8 @@ LEGACY_NAMES = {"margin_mean": "boundary_mean", "margin_min": "boundary_min", "m
 COMPLETE, PRUNED, FAILED = "COMPLETE", "PRUNED", "FAILED"
 INTERRUPTED = "INTERRUPTED"
 """Tables only: the study was stopped (Ctrl-C, crash) before this trial ended; --resume continues it."""
+RUNNING = "RUNNING"
+"""Reports only (studies/report.py): the trial was still running in a study that is still running."""
 
 
 def base(metrics: dict[str, float]) -> dict[str, float]:

@@ -23,6 +23,11 @@ from adbs_lab import paths
 
 PRUNERS = ("median", "halving", "hyperband", "none")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_NAME = 100
+"""Characters of --name: the study folder <study>-<name> and its moved-aside copy <study>-<name>.<time> must
+stay under the usual 255-byte limit of one file name."""
+SMOKE_PRESETS = ("cpu", "smoke", *(k for k, v in PRESETS.items() if v.get("host") and k.endswith("_cpu")))
+"""Presets --smoke can replace: the CPU ones (a host's CPU preset keeps its host in the smoke run)."""
 
 
 class StudyInputError(ValueError):
@@ -100,10 +105,14 @@ class StudyOptions:
         return "" if self.name is None else f"-{self.name}"
 
     def config_overrides(self) -> dict[str, str]:
-        """--host, --dataset, --data-root, then --set, as one dict (later wins), for adbs.config.resolve."""
+        """--host, --dataset, --data-root, then --set, as one dict (later wins), for adbs.config.resolve.
+
+        With --smoke and a host's CPU preset (--preset savc_cpu), the host is that preset's: --smoke replaces
+        the preset by `smoke`, and the host it named is kept (host_preset gives that host's smoke run)."""
         out: dict[str, str] = {}
-        if self.host:
-            out["host"] = self.host
+        host = self.host or (PRESETS.get(self.preset, {}).get("host") if self.smoke else None)
+        if host:
+            out["host"] = host
         if self.dataset:
             out["dataset"] = self.dataset
         if self.data_root:
@@ -152,6 +161,19 @@ class StudyOptions:
         if self.name is not None and (not NAME.match(self.name) or ".." in self.name):
             raise StudyInputError(f"--name {self.name!r}: a study name is one folder name: letters, digits, '.', "
                                   "'_' and '-', starting with a letter or digit (no '/', no '..')")
+        if self.name is not None and len(self.name) > MAX_NAME:
+            raise StudyInputError(f"--name is {len(self.name)} characters long; at most {MAX_NAME}: it names the "
+                                  "study's folder (and the folder earlier results are moved to), whose name the "
+                                  "filesystem limits; pass a shorter --name")
+        if self.smoke and self.preset not in SMOKE_PRESETS:
+            raise StudyInputError(
+                f"--smoke runs the seconds-long smoke preset on the embedded benchmark and cannot shorten --preset "
+                f"{self.preset}: drop --smoke to run {self.preset}, or drop --preset (--smoke --dataset NAME "
+                f"--data-root DIR is a smoke run on that dataset; --set base_epochs=N shortens any preset)")
+        owner = PRESETS[self.preset].get("host")
+        if self.smoke and self.host and owner and self.host != owner:
+            raise StudyInputError(f"--preset {self.preset} is host {owner}'s, but --host is {self.host}: pass one "
+                                  "of them")
 
     def replace(self, **changes: Any) -> "StudyOptions":
         return dataclasses.replace(self, **changes)
@@ -180,17 +202,19 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
         s.add_argument("--num-samples", type=int, default=None,
                        help=f"configurations Optuna samples (default {defaults.num_samples})")
     s.add_argument("--pruner", default=defaults.pruner, choices=PRUNERS,
-                   help="Optuna pruner on base-epoch validation accuracy")
-    s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler")
+                   help="Optuna pruner on base-epoch validation accuracy (default: %(default)s; none: every "
+                        "trial runs to the end)")
+    s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler (default: %(default)s)")
     s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
     s.add_argument("--no-cache", action="store_true",
                    help="train every trial's base session itself instead of reusing an identical one "
                         "(cache: <storage>/base_cache; results are identical either way)")
     s.add_argument("--max-failures", type=int, default=2,
-                   help="restarts of a trial whose process dies, each from its last checkpoint")
+                   help="restarts of a trial whose process dies, each from its last checkpoint (default: "
+                        "%(default)s)")
     s.add_argument("--checkpoint-every", type=int, default=5,
                    help="base epochs between trial checkpoints (also at the end of the base session and "
-                        "after every incremental session)")
+                        "after every incremental session; default: %(default)s)")
     s.add_argument("--name", help="suffix of the study folder and MLflow parent run name (a study beside the "
                                   "default one; letters, digits, '.', '_', '-')")
     r = p.add_argument_group("resources and storage")

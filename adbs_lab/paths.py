@@ -32,3 +32,22 @@ def code_version() -> str:
         return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def out_dir_problem(path: str | Path, flag: str = "--out") -> str | None:
+    """Why folder `path` cannot receive output files (it is a file, lies under a file, is not writable), or None.
+
+    Checked before any work, so a long computation never ends in a traceback at the write."""
+    import os
+
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        return f"{flag} {p} is a file; pass a folder (the files are written into it)"
+    up = p
+    while not up.exists() and up != up.parent:
+        up = up.parent
+    if not up.is_dir():
+        return f"{flag} {p}: {up} is a file, so no folder can be made there; pass another folder"
+    if not os.access(up, os.W_OK | os.X_OK):
+        return f"{flag} {p}: {up} is not writable; pass a writable folder"
+    return None

@@ -144,11 +144,13 @@ def trial_records(client, parent) -> list[records.TrialRecord]:
         n = r.data.tags.get("adbs.optuna_trial", "")
         return (int(n) if n.isdigit() else math.inf, r.info.start_time)
 
+    live = parent.info.status == "RUNNING"  # the study is still running (or its driver died without a word)
     out = []
     for r in sorted(runs, key=order):
         tags = r.data.tags
         state = tags.get("adbs.state", K.INTERRUPTED)
-        state = K.INTERRUPTED if state == "RUNNING" else state  # the tracker never saw it end
+        if state == "RUNNING":  # the tracker has not seen it end: still running, or stopped with its study
+            state = K.RUNNING if live and r.info.status == "RUNNING" else K.INTERRUPTED
         n = tags.get("adbs.optuna_trial", "")
         per_session: dict[int, dict[str, float]] = {}
         for key in (k for k in r.data.metrics if k.startswith(K.SESSION)):

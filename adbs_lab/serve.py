@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -76,16 +77,36 @@ def _local_or_uri(dest: str) -> str:
 
 
 def _check(args: argparse.Namespace) -> str | None:
+    from adbs_lab.stores import sqlite_problem
+
     uri = args.backend_store_uri
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         if not db.is_absolute():
             return f"--backend-store-uri {uri}: use an absolute path (sqlite:////abs/path/mlflow.db)"
-        db.parent.mkdir(parents=True, exist_ok=True)
+        if db.is_dir():
+            return f"--backend-store-uri {uri}: {db} is a folder; name the database file, e.g. {db / 'mlflow.db'}"
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            return (f"--backend-store-uri {uri}: cannot create the folder {db.parent} ({e.strerror}: a file is "
+                    "in the way, or it is not writable); pass a path in a writable folder")
+        problem = sqlite_problem(db, "mlflow")  # before MLflow adds its tables to another program's database
+        if problem:
+            return f"--backend-store-uri {uri}: {problem}"
     elif "://" not in uri:
         return f"--backend-store-uri {uri!r} is not a URI; e.g. sqlite:////abs/mlflow.db or postgresql://..."
+    else:
+        problem = _reachable(uri)
+        if problem:
+            return problem
     if "://" not in args.artifacts_destination:
-        Path(_local_or_uri(args.artifacts_destination)).mkdir(parents=True, exist_ok=True)
+        dest = Path(_local_or_uri(args.artifacts_destination))
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            return (f"--artifacts-destination {args.artifacts_destination}: cannot create it ({e.strerror}); pass a "
+                    "writable folder")
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a just-stopped server's port is free
@@ -93,6 +114,29 @@ def _check(args: argparse.Namespace) -> str | None:
             s.bind((args.host, args.port))
         except OSError as e:
             return f"cannot listen on {args.host}:{args.port} ({e.strerror}); pick another --port"
+    return None
+
+
+def _reachable(uri: str) -> str | None:
+    """A server's store (postgresql://, mysql://, ...) opened once, failing fast: a bad scheme, host or
+    password is one line here, not a traceback from the server after its URL was printed."""
+    env = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
+    os.environ.update(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="10")
+    try:
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient(uri).search_experiments(max_results=1)
+    except Exception as e:  # noqa: BLE001 - any failure means the server could not use it either
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        shown = re.sub(r"://[^/@\s]+@", "://", uri)
+        return (f"--backend-store-uri {shown}: cannot open it ({first}); e.g. sqlite:////abs/mlflow.db or "
+                "postgresql://...")
+    finally:
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return None
 
 

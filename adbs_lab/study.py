@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from adbs.config import Config, ConfigError
+from adbs.config import Config, ConfigError, canonical, from_dict
 from adbs_lab import artifacts, records, results, space as sp, tracking
 from adbs_lab import metrics_keys as K
 from adbs_lab.options import StudyInputError, StudyOptions, resume_command
@@ -34,6 +34,9 @@ from adbs_lab.paths import code_version
 from adbs_lab.study_folder import StudyBusy, StudyFolder, StudyLock
 
 __all__ = ["Plan", "Outcome", "StudyInputError", "prepare", "launch", "summarise", "run"]
+
+SEEDED = {"seed", "split_seed"}
+"""Config fields a study sets from --seeds (adbs_lab/space.py: resolve): never typed, searched or fixed."""
 
 
 @dataclass
@@ -164,11 +167,23 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     base = opts.base_config(plan.cpu_defaults)
     _, grid, dists = sp.split(plan.space)
     searched = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
-    set_keys = [k for k, _ in opts.overrides]
+    set_keys = [canonical(k) for k in opts.config_overrides()]  # --host, --dataset, --data-root and --set
+    seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
+    if seeded:
+        raise StudyInputError(
+            f"--set {seeded[0][0]}={seeded[0][1]}: a study sets seed and split_seed from --seeds (each seed is one "
+            f"repetition: the training seed and the few-shot draw together), so the --set would be overridden; use "
+            f"--seeds {seeded[0][1]} instead")
+    in_space = sorted(SEEDED & (searched | set(sp.split(plan.space)[0])))
+    if in_space:
+        raise StudyInputError(f"search space {plan.space_source} sets {', '.join(in_space)}, which a study sets from "
+                              "--seeds; remove it from the space and pass --seeds")
     clash = [k for k in set_keys if k in searched]
     if clash:
-        raise StudyInputError(f"--set {', '.join(clash)}: this study searches {', '.join(clash)} "
-                              f"({plan.space_source}); remove the --set or edit the search space")
+        typed = {k for k, _ in opts.overrides}
+        flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
+        raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
+                              f"({plan.space_source}); remove the flag or edit the search space")
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
     # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)
@@ -178,8 +193,26 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
             f"--gpus-per-trial {gpus:g} asks for GPUs but this machine has none "
             "(torch.cuda.is_available() is False); use --gpus-per-trial 0 for CPU trials, or run on a GPU "
             "machine / pass --address of a Ray cluster with GPUs")
+    threads = from_dict(base).threads
+    if threads and opts.cpus_per_trial is not None and max(1, int(opts.cpus_per_trial)) != threads:
+        raise StudyInputError(f"--set threads={threads} and --cpus-per-trial {opts.cpus_per_trial:g} disagree: a "
+                              "trial's torch threads are its CPUs; give one of them")
     check_storage(opts.storage)
+    if opts.optuna_storage and opts.optuna_storage.startswith("sqlite:///"):
+        from adbs_lab.stores import sqlite_path, sqlite_problem
+
+        problem = sqlite_problem(sqlite_path(opts.optuna_storage), "optuna")  # Optuna would add its tables
+        if problem:
+            raise StudyInputError(f"--optuna-storage {opts.optuna_storage}: {problem}")
     configs = sp.configs_to_check(base, plan.space, list(opts.seeds), plan.rows)
+    if any(c.device == "cuda" for c in configs):
+        if opts.gpus_per_trial == 0:
+            raise StudyInputError("device=cuda but --gpus-per-trial 0: the trials would get no GPU and fail; give "
+                                  "them GPUs (--gpus-per-trial 1, or leave it out to pack them) or use device=auto/cpu")
+        if opts.address is None and not torch.cuda.is_available():
+            raise StudyInputError("device=cuda but torch sees no CUDA GPU on this machine; use device=auto (CUDA "
+                                  "when there is one, else CPU) or device=cpu, or pass --address of a Ray cluster "
+                                  "with GPUs")
     for cfg in configs:
         try:
             check_data(cfg)
@@ -221,6 +254,10 @@ def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
         space[sp.ROW_KEY] = list(plan.rows)
     if not is_grid and opts.num_samples is None:
         raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
+    if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
+        raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
+                              f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
+                              "(it sizes sampled studies only)")
     n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
     total = n_configs * len(seeds)
     varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]
@@ -234,7 +271,7 @@ def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
     except StudyBusy as e:
         raise StudyInputError(str(e)) from None
     try:
-        settings = _claim(plan, opts, where, optuna_url, fingerprint, command)
+        settings = _claim(plan, opts, where, optuna_url, fingerprint, command, uri)
     except BaseException:
         lock.release()
         raise
@@ -243,7 +280,7 @@ def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
 
 
 def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, fingerprint: str,
-           command: str) -> dict[str, Any]:
+           command: str, tracking_uri: str) -> dict[str, Any]:
     """For a new study: earlier results moved aside, study.json written. For --resume: what there is to resume."""
     import optuna
     from ray import tune
@@ -277,7 +314,9 @@ def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, 
                 f"--resume: Ray Tune's saved state of this study is damaged ({damaged}; written while the disk was "
                 f"full?), so it cannot be resumed. Run the study again without --resume: the earlier results are "
                 f"moved aside, and base sessions already trained are reused from {where.cache_location}")
-        return held.get("settings", {})
+        settings = held.get("settings", {})
+        _check_resume(opts, where, settings, held.get("command", "?"), tracking_uri, optuna_url)
+        return settings
     if where.in_use():
         if where.remote:
             print(f"moving the previous results of {where.folder} aside in {where} ...", flush=True)
@@ -293,12 +332,58 @@ def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, 
             pass
     where.prepare()
     settings = {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
-                "gpus_per_trial": opts.gpus_per_trial}
+                "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
+                "max_failures": opts.max_failures}
     ident_file = where.local / "study.json"
     ident_file.write_text(json.dumps({"study": plan.name, "folder": where.folder, "fingerprint": fingerprint,
                                       "command": command, "settings": settings}, indent=1))
     where.push([ident_file])
     return settings
+
+
+RESUME_FIXED = {"pruner": "--pruner", "sampler_seed": "--sampler-seed", "cpus_per_trial": "--cpus-per-trial"}
+"""Settings --resume cannot change: Tune restores the pruner (its stopper) and the sampler (its searcher) of the
+interrupted run, and a trial's CPUs are its torch threads, which change CPU numbers (adbs/runtime.py)."""
+
+
+def _check_resume(opts: StudyOptions, where: StudyFolder, held: dict[str, Any], command: str, tracking_uri: str,
+                  optuna_url: str) -> None:
+    """--resume continues the study as it was started: the same pruner, sampler seed and CPUs per trial, and
+    the same MLflow and Optuna stores, which must hold its runs; otherwise StudyInputError, before Ray starts."""
+    import re
+
+    import optuna
+    from mlflow.tracking import MlflowClient
+
+    def redact(uri: str) -> str:  # user:password@ never printed
+        return re.sub(r"://[^/@\s]+@", "://", uri)
+
+    for key, flag in RESUME_FIXED.items():
+        if key in held and held[key] != getattr(opts, key):
+            def show(v):
+                return "(not given)" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+            raise StudyInputError(
+                f"--resume: {flag} {show(getattr(opts, key))} differs from the study's {flag} {show(held[key])} "
+                f"({command}); a study cannot change it midway: rerun with {flag} {show(held[key])} (or without the "
+                "flag when it was not given), or start a new study with --name NAME")
+    if "max_failures" in held and held["max_failures"] != opts.max_failures:
+        print(f"note: --max-failures {opts.max_failures} is ignored on --resume: Ray Tune continues with the "
+              f"interrupted run's {held['max_failures']}", flush=True)
+    parent = tracking.load_runs(where.local).get("parent")
+    if parent:
+        try:
+            MlflowClient(tracking_uri).get_run(parent)
+        except Exception:  # noqa: BLE001 - not in this store (or the store is unusable): cannot continue here
+            raise StudyInputError(
+                f"--resume: the MLflow store {redact(tracking_uri)} holds no run {parent}, the study's parent run: "
+                f"the study was tracked in another store; rerun with the --tracking-uri it started with ({command})"
+            ) from None
+    try:
+        optuna.load_study(study_name=where.folder, storage=optuna_url)
+    except KeyError:
+        raise StudyInputError(f"--resume: the Optuna storage {redact(optuna_url)} holds no study {where.folder!r}; "
+                              f"rerun with the --optuna-storage the study started with ({command})") from None
 
 
 def _damaged_tune_state(where: StudyFolder) -> str | None:
@@ -442,6 +527,11 @@ def launch(p: Prepared) -> Launched:
         p.lock.release()
         fail(f"--gpus-per-trial {gpus:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
              "use --gpus-per-trial 0 or a cluster with GPUs")
+    if gpus == 0 and any(c.device == "cuda" for c in p.configs):
+        ray.shutdown()
+        p.lock.release()
+        fail(f"device=cuda but the trials get no GPU (the Ray cluster has {res.get('GPU', 0):g} GPUs); use "
+             "device=auto or cpu, or a cluster with GPUs")
     try:  # multi-node: shared storage, a tracking server, the dataset on every node
         cluster.preflight(storage=opts.storage if where.remote else str(where.local.parent),
                           tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=cpus,
@@ -505,6 +595,9 @@ def launch(p: Prepared) -> Launched:
         {"cpu": cpus, "gpu": gpus},
     )
     param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**p.base).to_dict().items()}
+    # A trial's torch threads are its CPUs, written into its config: logged with it, part of the base-session
+    # key, and what `python -m adbs.run --threads N` needs to give the same numbers (adbs/runtime.py).
+    param_space["threads"] = param_space["threads"] or max(1, int(cpus))
     _, tune_fs = where.tune_location()
     if opts.resume:
         # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
@@ -555,6 +648,8 @@ def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
     from adbs_lab import packing
 
     gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
+    if cpus is None and p.base.get("threads"):  # --set threads=N: the trial's CPUs follow
+        cpus = float(p.base["threads"])
     if p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs):
         print("packing: probing one trial's peak GPU memory ...", flush=True)
         choice, _ = packing.plan([c.to_dict() for c in p.configs], cluster_cpus=res.get("CPU", 1),
@@ -647,8 +742,9 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
             print(f"warning: the MLflow runs could not be marked KILLED ({e}); --resume reopens them", flush=True)
         _upload(where)
         p.lock.release()
-        print(f"\n{plan.name} stopped ({stopped}); the tables of the {len(recs) - unfinished} trials that ended are in "
-              f"{where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True)
+        ended = ended_count(recs)
+        print(f"\n{plan.name} stopped ({stopped}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
+              f"are in {where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True)
         raise SystemExit(130)
     _upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
@@ -674,6 +770,11 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
     return Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, where, wall)
+
+
+def ended_count(recs: list) -> int:
+    """Trials that ran to their end (complete, pruned or failed): neither interrupted nor never started."""
+    return sum(r.state in (K.COMPLETE, K.PRUNED, K.FAILED) for r in recs)
 
 
 def _upload(where: StudyFolder) -> None:

@@ -120,6 +120,11 @@ def check_tracking_uri(uri: str) -> None:
             raise TrackingError(f"cannot create the folder of tracking store {uri!r}: {e}; {hint}") from None
         if not os.access(db.parent, os.W_OK):
             raise TrackingError(f"tracking store folder {db.parent} is not writable; {hint}")
+        from adbs_lab.stores import sqlite_problem
+
+        problem = sqlite_problem(db, "mlflow")  # MLflow would add its tables to e.g. an Optuna database
+        if problem:
+            raise TrackingError(f"tracking URI {uri!r}: {problem}")
     try:
         with _fail_fast_http():
             MlflowClient(uri).search_experiments(max_results=1)
@@ -337,12 +342,15 @@ def ui_command(uri: str) -> str:
     import sys
 
     if uri.startswith("sqlite:") or uri.startswith("postgresql") or uri.startswith("mysql"):
+        from urllib.parse import urlsplit
+        from urllib.request import url2pathname
+
         cmd = [sys.executable, str(paths.REPO_ROOT / "mlflow" / "serve.py")]
         if uri != paths.DEFAULT_TRACKING_URI:
             cmd += ["--backend-store-uri", uri]
             root = artifact_root(uri)
-            if root and root.startswith("file://"):
-                cmd += ["--artifacts-destination", root[len("file://"):]]
+            if root and root.startswith("file://"):  # a path, not the URI's %-escapes ('my%20runs')
+                cmd += ["--artifacts-destination", url2pathname(urlsplit(root).path)]
         return shlex.join(cmd)
     return f"open {uri} in a browser"
 

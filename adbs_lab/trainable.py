@@ -42,8 +42,6 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
 
         from adbs.loops import Hooks
 
-        # Ray sets OMP_NUM_THREADS only when unset; torch's pool must follow the trial's CPUs.
-        torch.set_num_threads(threads)
         _quiet_stop()
         # Ray Train logs every checkpoint at INFO ("Checkpoint successfully created at: ..."), one
         # long line per epoch/session per trial in the study's output; the progress lines say enough.
@@ -51,6 +49,9 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
 
         logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
         cfg = resolve(config, rows)
+        if cfg.threads is None:  # a study started before trials carried their threads: its CPUs, as it ran then
+            cfg = cfg.replace(threads=threads)
+        # torch's threads follow cfg.threads (adbs/runtime.py, the rule `python -m adbs.run` follows too)
         placeholder = {K.OBJECTIVE: float("nan")}
         pending: list[dict[str, Any]] = []  # a checkpoint waiting for the report it belongs to
 

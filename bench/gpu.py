@@ -1,7 +1,7 @@
 """GPU throughput: the limit, one trial, packed trials and the authors' code, each measured in this run.
 
     python bench/gpu.py                                                   # on a GPU machine
-    python bench/gpu.py --official ../shared/reference/adbs-official      # and the authors' epoch time
+    python bench/gpu.py --official adbs-official      # and the authors' epoch time
     python bench/gpu.py --device cpu --quick                              # the plumbing on a CPU, ~1-2 min
 
 Prints one line per figure (docs/gpu.md says what each means and what bounds it):
@@ -183,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--official {a.official}: not a folder; pass a checkout of the authors' code")
     if a.epochs is not None and a.epochs < 2:
         ap.error("--epochs must be >= 2 (the first epoch is warm-up)")
+    if a.max_per_gpu is not None and a.max_per_gpu < 1:
+        ap.error(f"--max-per-gpu must be >= 1 (trials one GPU may hold at once), got {a.max_per_gpu}")
+    from adbs_lab.paths import out_dir_problem
+
+    if a.out is not None and out_dir_problem(a.out):  # now, not after the benchmark: its figures would be lost
+        ap.error(out_dir_problem(a.out))
     if a.official is not None:
         import vs_official as vs
 

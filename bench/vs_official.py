@@ -1,10 +1,13 @@
 """Side by side with the authors' released ADBS code, on identical data, over seeds.
 
-    python bench/vs_official.py --official ../shared/reference/adbs-official            # GPU, seeds 1 2 3, 8 epochs
+    python bench/vs_official.py --official adbs-official            # GPU, seeds 1 2 3, 8 epochs
     python bench/vs_official.py --official PATH --seeds 1 2 3 4 5 --jobs 2
     python bench/vs_official.py --official PATH --ours-set amp=true val_fraction=0.01    # check a change of ours
     python bench/vs_official.py --official PATH --device cpu --epochs 1 --train-per-class 20 \\
         --test-per-class 4 --sessions 2 --seeds 1                                        # the tiny CPU path
+    python bench/vs_official.py --official PATH --device cpu --epochs 1 --train-per-class 30 --sessions 1 \\
+        --seeds 1 2 3 4 5 6 7 8 --released-from results/vs_official/A --ours-set val_fraction=0.034
+                                   # one factor of ours against the released runs of an earlier --out A
 
 What it does, in order (nothing trains before every check has passed):
 
@@ -28,9 +31,13 @@ What it does, in order (nothing trains before every check has passed):
    --variant adb+ic --base-epochs E --seed S`), one run after another, or --jobs at a time.
 5. Parses both (the released log, ours' result JSON) and prints per-session test accuracy means with
    95% CIs (t-distribution, adbs_lab.results.ci95), ours - released per session with a Welch 95% CI,
-   the negative base boundaries after the base session, per-epoch times, and every setting of ours that
+   the negative base boundaries after base epoch 1 and after the base session (per seed, mean and 95% CI
+   per code, ours - released with a Welch 95% CI), per-epoch times, and every setting of ours that
    differs from the released run. Everything goes to --out: vs_official.json, runs.csv, summary.csv,
-   report.txt, data.json (the data's sha256), both codes' logs and ours' result JSONs.
+   negatives.csv, report.txt, data.json (the data's sha256), both codes' logs and ours' result JSONs.
+   With --released-from A the released runs are taken from the earlier results folder A (same data,
+   checked by sha256, same seeds, epochs, sessions and device) and only ours runs: the released code's
+   runs do not depend on --ours-set, so each factor of ours costs ours' runs only.
 
 PATCHES (to the temporary copy; `released_patches` holds their exact text):
     md5-train, md5-meta  dataloader/cifar100/cifar.py: no md5 checks (the data are not CIFAR-100's bytes)
@@ -90,6 +97,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from adbs.config import SYNTHETIC_VERSIONS  # noqa: E402  (no torch: importable before the checks)
 
 # CIFAR-100 FSCIL (docs/protocols.md): 60 base classes, 8 sessions of 5 ways x 5 shots.
 BASE_CLASSES, NUM_CLASSES, WAYS, SHOTS, ALL_SESSIONS = 60, 100, 5, 5, 8
@@ -394,7 +403,7 @@ _LIST_RE = re.compile(r"^\[\s*-?\d+(?:\.\d*)?(?:\s*,\s*-?\d+(?:\.\d*)?)*\s*\]$")
 def parse_released_log(text: str) -> dict[str, Any]:
     """Figures from a log of the released train.py (stdout and stderr together, tqdm's \\r included).
 
-    Reads the patched copy's VS_* lines and, for logs of ../shared/gpu-compare (patch_official.py), its
+    Reads the patched copy's VS_* lines and, for logs of an earlier side-by-side script (patch_official.py), its
     EPOCH_TRAIN_S / MARGINS_BASE lines; the session accuracies come from the list the released trainer
     prints at the end (trlog['max_acc']), else from VS_SESSION_ACC / '  test acc=' lines.
     """
@@ -515,6 +524,37 @@ def summarize(released: list[dict[str, Any]], ours: list[dict[str, Any]]) -> lis
         rows.append({"figure": key, "released_mean": rm, "released_ci95": rc, "ours_mean": om, "ours_ci95": oc,
                      "diff": d, "diff_ci95": dc, "n_released": len(ra[key]), "n_ours": len(oa[key]),
                      "within_noise": None if math.isnan(dc) else abs(d) <= dc})
+    return rows
+
+
+NEGATIVE_FIGURES = {"epoch1": "after base epoch 1", "base": "after the base session"}
+
+
+def negative_counts(run: dict[str, Any]) -> dict[str, int | None]:
+    """A run's negative base boundaries after its first base epoch and after the base session (None: not logged).
+
+    Released: VS_EPOCH's count of the first epoch (the tool's print-epoch patch) and VS_BASE_MARGINS;
+    ours: the base curve's first epoch (boundary_negative) and the base boundaries carried into the sessions.
+    """
+    first = run["epochs"][0].get("negative") if run.get("epochs") else None
+    return {"epoch1": None if first is None else int(first), "base": run.get("negative_base")}
+
+
+def summarize_negatives(released: list[dict[str, Any]], ours: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Negative base boundaries across seeds, per figure (NEGATIVE_FIGURES): per-seed counts, mean and 95% CI per
+    code (t), ours - released with its Welch 95% CI; within_noise is None when a side has fewer than 2 counts."""
+    rows = []
+    for key, label in NEGATIVE_FIGURES.items():
+        r = [c for c in (negative_counts(x)[key] for x in released) if c is not None]
+        o = [c for c in (negative_counts(x)[key] for x in ours) if c is not None]
+        if not r and not o:
+            continue
+        rm, rc = ci95(r) if r else (math.nan, math.nan)
+        om, oc = ci95(o) if o else (math.nan, math.nan)
+        d, dc = welch_ci95(r, o)
+        rows.append({"figure": key, "label": label, "released": r, "ours": o, "released_mean": rm,
+                     "released_ci95": rc, "ours_mean": om, "ours_ci95": oc, "diff": d, "diff_ci95": dc,
+                     "n_released": len(r), "n_ours": len(o), "within_noise": None if math.isnan(dc) else abs(d) <= dc})
     return rows
 
 
@@ -696,6 +736,20 @@ def format_report(res: dict[str, Any]) -> str:
         f"mean |m| of the base boundaries: released {per_seed(rel, 'base_abs_mean', '{:.2f}')} | ours "
         f"{per_seed(ours, 'base_abs_mean', '{:.2f}')}",
     ]
+    neg = res.get("negatives") or summarize_negatives(rel, ours)
+    if neg:
+        lines += ["", f"negative base boundaries (of {BASE_CLASSES}) across seeds, mean ± 95% CI half-width (t); "
+                      "diff = ours - released ± its Welch 95% CI"]
+        for r in neg:
+            flag = "" if r["within_noise"] is None else ("  within noise" if r["within_noise"] else "  DIFFERS")
+            dc = "  n/a" if math.isnan(r["diff_ci95"]) else f"{r['diff_ci95']:5.2f}"
+            diff = "-" if math.isnan(r["diff"]) else f"{r['diff']:+6.2f} ± {dc}"
+            lines.append(f"  {r['label']:<23} released {_pm(r['released_mean'], r['released_ci95'], r['n_released'])}"
+                         f"  ours {_pm(r['ours_mean'], r['ours_ci95'], r['n_ours'])}  diff {diff}{flag}"
+                         f"  (per seed: released {' '.join(map(str, r['released'])) or '-'} | ours "
+                         f"{' '.join(map(str, r['ours'])) or '-'})")
+    if res.get("released_from"):
+        lines.append(f"released runs reused from {res['released_from']} (same data, seeds, epochs, sessions, device)")
     rt = [e["train_s"] for r in rel for e in r["epochs"] if "train_s" in e]
     rs = [e["test_s"] for r in rel for e in r["epochs"] if "test_s" in e]
     ot = [e["epoch_s"] for r in ours for e in r["epochs"]]
@@ -707,7 +761,8 @@ def format_report(res: dict[str, Any]) -> str:
                  + " ".join(f"{r['wall_s']:.0f}" for r in rel) + " | ours " + " ".join(f"{r['wall_s']:.0f}" for r in ours)
                  + f" | all runs {res['wall_s']:.0f} s ({a['jobs']} at a time)")
     diffs = res["differences"]
-    lines += ["", "settings of ours that differ from the released run" + (":" if diffs else ": none")]
+    lines += ["", "settings of ours that differ from the released run" + (
+        ": (ours not run, --released-only)" if not ours else ":" if diffs else ": none")]
     lines += [f"  - {d}" for d in diffs]
     lines += ["", f"patches applied to the temporary copy of {a['official']} (bench/vs_official.py: released_patches):"]
     lines += [f"  {p}" for p in res["patches"]]
@@ -733,6 +788,15 @@ def write_outputs(out: Path, res: dict[str, Any], report: str) -> None:
         w.writeheader()
         for r in res["summary"]:
             w.writerow(r)
+        for r in res.get("negatives", []):  # negative base boundaries: figures negative_epoch1, negative_base
+            w.writerow({**{k: r[k] for k in keys}, "figure": f"negative_{r['figure']}"})
+    with open(out / "negatives.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["code", "seed", "negative_epoch1", "negative_base"])
+        for code in ("released", "ours"):
+            for r in res[code]:
+                c = negative_counts(r)
+                w.writerow([code, r["seed"], c["epoch1"], c["base"]])
 
 
 # --- main ------------------------------------------------------------------------------------------------------
@@ -750,11 +814,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-per-class", type=int, default=100, help="test images per class written (<= 100)")
     p.add_argument("--sessions", type=int, default=ALL_SESSIONS, help="incremental sessions run (1..8; <8 patches the "
                    "released code, for tiny runs)")
-    p.add_argument("--synthetic-version", type=int, default=2, help="embedded benchmark version (1 or 2)")
+    p.add_argument("--synthetic-version", type=int, default=2, help="embedded benchmark version "
+                   f"({', '.join(map(str, SYNTHETIC_VERSIONS))}; adbs/data/synthetic.py)")
     p.add_argument("--synthetic-seed", type=int, default=0, help="seed that generates the embedded benchmark")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the 5-shot draws (the project's protocol)")
     p.add_argument("--ours-set", nargs="+", default=[], metavar="KEY=VALUE",
                    help="Config fields of ours to change (e.g. amp=true val_fraction=0.01)")
+    p.add_argument("--released-from", default=None, metavar="DIR",
+                   help="reuse the released runs in DIR (an earlier --out, same data and settings) instead of running "
+                   "the released code again: for checking factors of ours one at a time with --ours-set")
+    p.add_argument("--released-only", action="store_true",
+                   help="run the released code only (e.g. on other data than an earlier run of ours; a later "
+                   "--released-from can pair its runs with ours)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: patches the released code to run "
                    "on the CPU (tiny settings only)")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time on the one device (epoch times then include "
@@ -764,6 +835,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="results folder (default results/vs_official/<time>)")
     p.add_argument("--keep-temp", action="store_true", help="keep the temporary copy and data (their path is printed)")
     return p
+
+
+REUSE_ARGS = ("epochs", "sessions", "device", "synthetic_version", "synthetic_seed", "split_seed", "train_per_class",
+              "test_per_class")
+"""Options an earlier run must share for --released-from to reuse its released runs (the data are checked too)."""
+
+
+def load_released_runs(folder: Path, a: argparse.Namespace) -> dict[str, Any]:
+    """The earlier results (vs_official.json in `folder`) whose released runs --released-from reuses.
+
+    The released code's runs do not depend on anything of ours, so a factor of ours (--ours-set) can be checked
+    against released runs made before on the same data: same REUSE_ARGS, every seed asked for present. The
+    written data's sha256 is compared after the data are written (check_reused_data).
+    """
+    f = folder / "vs_official.json"
+    if not f.is_file():
+        raise ToolError(f"--released-from {folder}: no vs_official.json there; pass the --out folder of an earlier "
+                        "run of this tool")
+    try:
+        prev = json.loads(f.read_text())
+        prev_args, runs = prev["args"], prev["released"]
+        have = {int(r["seed"]): r for r in runs}
+    except (ValueError, KeyError, TypeError) as e:
+        raise ToolError(f"--released-from {folder}: {f.name} is not this tool's output ({e!r})") from None
+    bad = [f"--{k.replace('_', '-')} {getattr(a, k)} (there: {prev_args.get(k)})" for k in REUSE_ARGS
+           if prev_args.get(k) != getattr(a, k)]
+    if bad:
+        raise ToolError(f"--released-from {folder}: its released runs were made with other settings: {'; '.join(bad)}; "
+                        "reuse only runs on the same data and settings")
+    missing = [s for s in a.seeds if s not in have]
+    if missing:
+        raise ToolError(f"--released-from {folder}: no released run of seed(s) {' '.join(map(str, missing))} there "
+                        f"(it has {' '.join(map(str, sorted(have))) or 'none'}); ask for those seeds or run them")
+    return {"folder": str(folder.resolve()), "data": prev["data"], "runs": [have[s] for s in a.seeds]}
+
+
+def check_reused_data(reused: dict[str, Any], data: dict[str, Any]) -> None:
+    """The data the reused released runs trained on are the bytes just written (sha256 of the pickles)."""
+    if reused["data"].get("sha256") != data["sha256"]:
+        raise ToolError(f"--released-from {reused['folder']}: its data differ from the data written now (sha256 of "
+                        "the pickles); the embedded benchmark changed since, so run the released code again")
 
 
 def check_args(a: argparse.Namespace) -> dict[str, Any]:
@@ -784,11 +896,14 @@ def check_args(a: argparse.Namespace) -> dict[str, Any]:
                         "class; the embedded benchmark has 500 training images per class)")
     if not 1 <= a.test_per_class <= 100:
         raise ToolError(f"--test-per-class {a.test_per_class}: expected 1..100 (the benchmark's test images per class)")
-    if a.synthetic_version not in (1, 2):
-        raise ToolError(f"--synthetic-version {a.synthetic_version}: expected 1 or 2 (adbs/data/synthetic.py)")
+    if a.synthetic_version not in SYNTHETIC_VERSIONS:
+        raise ToolError(f"--synthetic-version {a.synthetic_version}: expected one of "
+                        f"{', '.join(map(str, SYNTHETIC_VERSIONS))} (adbs/data/synthetic.py)")
     if a.jobs < 1:
         raise ToolError(f"--jobs {a.jobs}: expected >= 1")
     ours_set = parse_ours_set(a.ours_set)
+    if a.released_only and (a.released_from or ours_set):
+        raise ToolError("--released-only runs no ours: it takes neither --released-from nor --ours-set")
     if a.device == "cuda":
         import torch
 
@@ -805,6 +920,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp: Path | None = None
     try:
         ours_set = check_args(a)
+        reused = load_released_runs(Path(a.released_from).expanduser(), a) if a.released_from else None
         out = Path(a.out or REPO / "results" / "vs_official" / datetime.now().strftime("%Y%m%d-%H%M%S")).resolve()
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -832,6 +948,8 @@ def main(argv: list[str] | None = None) -> int:
         for f in sorted(Path(data["index_list"]).iterdir()):
             shutil.copy(f, lists / f.name)
         (out / "data.json").write_text(json.dumps(data, indent=1))
+        if reused is not None:
+            check_reused_data(reused, data)
         say(f"wrote benchmark v{a.synthetic_version}: {data['train_images']} train / {data['test_images']} test "
             f"images and session_1..9.txt to {tmp / 'data'} ({time.monotonic() - t0:.1f}s)")
 
@@ -853,18 +971,26 @@ def main(argv: list[str] | None = None) -> int:
                     "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
         jobs = []
         for s in a.seeds:
-            jobs.append(Job("released", s, released_command(a.official_python, tmp / "data", seed=s, epochs=a.epochs,
-                                                            device=a.device), copy, out / f"released-seed{s}.log"))
+            if reused is None:
+                jobs.append(Job("released", s, released_command(a.official_python, tmp / "data", seed=s,
+                                                                epochs=a.epochs, device=a.device),
+                                copy, out / f"released-seed{s}.log"))
+            if a.released_only:
+                continue
             res_json = out / f"ours-seed{s}.json"
             ov = ours_overrides(data, seed=s, epochs=a.epochs, device=a.device, sessions=a.sessions, ours_set=ours_set)
             jobs.append(Job("ours", s, ours_command(sys.executable, ov, res_json), REPO, out / f"ours-seed{s}.log",
                             res_json))
-        say(f"{len(jobs)} runs ({len(a.seeds)} seeds x 2 codes), {a.jobs} at a time, on {a.device}; results in {out}")
+        what = (f"{len(a.seeds)} seeds, ours only: the released runs are reused from {reused['folder']}"
+                if reused is not None else f"{len(a.seeds)} seeds, the released code only" if a.released_only
+                else f"{len(a.seeds)} seeds x 2 codes")
+        say(f"{len(jobs)} runs ({what}), {a.jobs} at a time, on {a.device}; results in {out}")
         t_runs = time.monotonic()
         walls = run_all(jobs, n_parallel=a.jobs, envs={"released": env_rel, "ours": env_ours}, timeout=a.timeout)
         wall_runs = time.monotonic() - t_runs
 
-        released, ours = [], []
+        released = [] if reused is None else [dict(r) for r in reused["runs"]]
+        ours = []
         for j in jobs:
             if j.code == "released":
                 r = parse_released_log(j.log.read_text(errors="replace"))
@@ -885,8 +1011,10 @@ def main(argv: list[str] | None = None) -> int:
             "patches": [p.describe() for p in patches],
             "patch_text": [dataclasses.asdict(p) for p in patches],
             "released": released, "ours": ours, "summary": summarize(released, ours),
-            "differences": config_differences(ours[0]["config"], a.device) + [f"changed with --ours-set: {k}={v!r}" for k, v in
-                                                                                ours_set.items()],
+            "negatives": summarize_negatives(released, ours),
+            "released_from": None if reused is None else reused["folder"],
+            "differences": [] if not ours else config_differences(ours[0]["config"], a.device)
+            + [f"changed with --ours-set: {k}={v!r}" for k, v in ours_set.items()],
             "wall_s": wall_runs, "total_s": time.monotonic() - t_start,
             "temp": str(tmp) if a.keep_temp else None,
         }

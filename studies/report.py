@@ -31,7 +31,8 @@ p.add_argument("--tracking-uri", default=None,
 p.add_argument("--format", default="text", choices=list(report.EXT),
                help="table format printed and written (text = exactly what the study printed)")
 p.add_argument("--metric", default="test_acc",
-               help="session metric of the table (default test_acc; any of adbs_lab.metrics_keys.SESSION_METRICS)")
+               help="session metric of the table (default: %(default)s; one of "
+                    f"{', '.join(K.SESSION_METRICS)})")
 p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
 p.add_argument("--paper", action="store_true",
                help="print the paper's numbers beside ours when the study matches a paper table "
@@ -40,6 +41,9 @@ args = p.parse_args()
 if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
     p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
             + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
+if args.out is not None and paths.out_dir_problem(args.out):  # before reading the store, not at the write
+    print(f"error: {paths.out_dir_problem(args.out)}", file=sys.stderr)
+    raise SystemExit(2)
 
 import logging  # noqa: E402
 
@@ -60,10 +64,14 @@ except (report.ReportError, tracking.TrackingError) as e:
 table = report.paper_table(study, metric=args.metric)
 run = study.parent.info
 n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
-counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.FAILED, K.INTERRUPTED) if n.get(k)]
+counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.FAILED, K.INTERRUPTED, K.RUNNING) if n.get(k)]
 print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
       f"({', '.join(counts) or 'none'})")
-if run.status != "FINISHED":
+if run.status == "RUNNING":
+    print(f"note: this study is still running (parent run RUNNING): the table holds the trials that ended so far; "
+          f"report again when it finishes (if its process died instead, rerun its command with --resume: "
+          f"{study.parent.data.tags.get('adbs.command', '?')})")
+elif run.status != "FINISHED":
     print(f"note: this study did not finish (parent run {run.status}): the table holds the trials that ended; "
           f"rerun its command with --resume to complete it: {study.parent.data.tags.get('adbs.command', '?')}")
 print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")

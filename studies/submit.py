@@ -47,10 +47,19 @@ class SubmitError(ValueError):
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
     if "--" not in argv:
+        if "-h" in argv or "--help" in argv:
+            p.parse_args(["--help"])  # prints the help and exits 0
         raise SubmitError("put the study command after `--`, e.g. "
                           "submit.py --address http://HEAD:8265 -- studies/alpha_sweep.py --storage /shared/runs ...")
     cut = argv.index("--")
+    args = p.parse_args(argv[:cut])
+    args.study = argv[cut + 1:]
+    return args
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                 usage="%(prog)s --address http://HEAD:8265 [options] -- studies/NAME.py [study options]")
     p.add_argument("--address", default=os.environ.get("RAY_API_SERVER_ADDRESS") or os.environ.get("RAY_ADDRESS"),
@@ -66,9 +75,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="extra pip requirement for the job, repeatable (e.g. --pip 'psycopg2-binary')")
     p.add_argument("--python", default="python", help="python executable on the cluster (default: python)")
     p.add_argument("--job-id", default=None, help="submission id (default: Ray generates one)")
-    args = p.parse_args(argv[:cut])
-    args.study = argv[cut + 1:]
-    return args
+    return p
 
 
 def _flag(study_args: list[str], name: str) -> str | None:
@@ -112,12 +119,15 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
     full = (script if script.is_absolute() else Path.cwd() / script).resolve()
     if not full.is_file() and (REPO / script).is_file():
         full = (REPO / script).resolve()
-    if not full.is_file() or full.suffix != ".py":
-        raise SubmitError(f"study script {args.study[0]!r} not found (e.g. studies/alpha_sweep.py)")
+    if not full.exists():
+        raise SubmitError(f"study script {args.study[0]!r} not found; name one of {', '.join(study_scripts())}")
     if REPO not in full.parents:
         raise SubmitError(f"{full} is outside the project {REPO}: only the project folder is uploaded")
     if full == Path(__file__).resolve():
         raise SubmitError("submit.py cannot submit itself; name a study script after `--`")
+    if full.relative_to(REPO).as_posix() not in study_scripts():
+        raise SubmitError(f"{args.study[0]!r} is not a study script; submit.py runs studies (each one has a "
+                          f"search space in search_spaces/): {', '.join(study_scripts())}")
     args.script = full.relative_to(REPO).as_posix()
     rest = args.study[1:]
     if any(a in ("-h", "--help") for a in rest):
@@ -164,6 +174,12 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
                 raise SubmitError(f"the value of {name} appears in the study arguments; secrets travel only as "
                                   f"--env {name}, never in the command")
     return env
+
+
+def study_scripts() -> list[str]:
+    """The study scripts: studies/NAME.py with a search space search_spaces/NAME.py (not report.py, submit.py)."""
+    return sorted(f"studies/{f.name}" for f in (REPO / "studies").glob("*.py")
+                  if (REPO / "search_spaces" / f.name).is_file())
 
 
 def dependencies(deps: str, extra: list[str]) -> list[str]:

@@ -21,6 +21,9 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+# File digests of the base-session cache key (adbs/digests.py) stay in each process: tests never write the
+# user's ~/.cache memo (tests/test_cache_inputs.py points it at a temporary file where it tests it).
+os.environ.setdefault("ADBS_DIGEST_MEMO", "")
 
 
 @pytest.fixture(scope="session")

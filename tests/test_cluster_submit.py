@@ -49,7 +49,9 @@ def test_script_found_from_another_cwd_and_absolute(tmp_path, monkeypatch):
     (GOOD[:3], "no study after"),
     (GOOD[:3] + ["studies/nope.py"], "not found"),
     (GOOD[:3] + ["studies/submit.py", "--storage", "/s"], "cannot submit itself"),
-    (GOOD[:3] + ["/etc/hostname"], "not found"),
+    (GOOD[:3] + ["/etc/hostname"], "outside the project"),
+    (GOOD[:3] + ["README.md"], "not a study script"),  # a file of the project, but no study
+    (GOOD[:3] + ["adbs/run.py"], "not a study script"),
     (GOOD[:4] + ["--tracking-uri", "http://m:5000"], "needs --storage"),
     (GOOD[:4] + ["--storage", "runs", "--tracking-uri", "http://m:5000"], "must be absolute"),
     (GOOD[:4] + ["--storage", "~/runs", "--tracking-uri", "http://m:5000"], "must be absolute"),
@@ -73,6 +75,14 @@ def test_bad_arguments_refused_before_submitting(argv, msg, monkeypatch):
 def test_missing_separator():
     with pytest.raises(submit.SubmitError, match="after `--`"):
         submit.parse(["--address", "http://h:8265", "studies/alpha_sweep.py"])
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_without_a_study_command_prints_the_help(flag):
+    r = subprocess.run([sys.executable, str(REPO / "studies" / "submit.py"), flag], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: submit.py --address") and "--deps" in r.stdout and not r.stderr
 
 
 def test_env_copied_by_name_and_secret_never_in_the_command(monkeypatch):

@@ -167,3 +167,17 @@ def test_deploy_readme_covers_every_file():
     for name in ("ray-cluster-gpu.yaml", "kuberay-rayjob.yaml", "slurm-study.sbatch", "Dockerfile", "studies/submit.py"):
         assert name in text, name
     assert os.path.exists(DEPLOY / "slurm-study.sbatch")
+
+
+def test_deploy_examples_pack_gpus_and_keep_results():
+    """The GPU examples leave --gpus-per-trial to packing; tear-down never deletes the results volume;
+    `ray up` does not wait on its prompt."""
+    for name in ("kuberay-rayjob.yaml", "ray-cluster-gpu.yaml", "README.md"):
+        text = (DEPLOY / name).read_text()
+        assert "--gpus-per-trial 1" not in text.replace("--gpus-per-trial 1 would", ""), name
+        assert "kubectl delete -f deploy/kuberay-rayjob.yaml\n" not in text, name
+        for line in text.splitlines():
+            if "ray up deploy/" in line:
+                assert " -y" in line, (name, line)
+    rayjob = (DEPLOY / "kuberay-rayjob.yaml").read_text()
+    assert "kubectl delete rayjob" in rayjob and "secretRef: {name: adbs-s3}" in rayjob

@@ -241,3 +241,19 @@ def test_host_flag_picks_the_hosts_preset_and_options_fold_into_host_options():
     from adbs.config import resolve
 
     assert resolve("cpu", None, {"host": "savc", "savc.queue_size": 256}) == base
+
+
+def test_study_and_report_help_state_their_defaults_and_the_metrics(capsys):
+    import subprocess
+    import sys
+
+    with pytest.raises(SystemExit):
+        options.parser(None, options.Defaults(pruner="median", num_samples=4)).parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for fragment in ("(default: median;", "seed of the Optuna sampler (default: 0)", "last checkpoint (default: 2)",
+                     "default: 5)"):
+        assert fragment in text
+    r = subprocess.run([sys.executable, str(REPO_ROOT / "studies" / "report.py"), "--help"], capture_output=True,
+                       text=True, timeout=120)
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "(default: test_acc; one of " + ", ".join(K.SESSION_METRICS) + ")" in text

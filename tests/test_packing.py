@@ -113,14 +113,14 @@ def test_probe_measures_a_real_trial():
     print(p.line(), out)
 
 
-def _prepared(*args: str, configs=None):
+def _prepared(*args: str, configs=None, base=None):
     """A stand-in for study.Prepared with what study.resources reads."""
     from types import SimpleNamespace
 
     from adbs_lab.options import StudyOptions
 
     opts = StudyOptions(**dict(args))
-    return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10,
+    return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10, base=base or {},
                            configs=configs if configs is not None else [preset("cifar100")])
 
 
@@ -136,6 +136,7 @@ def test_study_resources_pack_only_gpu_clusters_without_flags(monkeypatch, capsy
     monkeypatch.setattr(packing, "probe_memory", fake_probe)
     gpu_cluster = {"CPU": 16.0, "GPU": 1.0}
     assert study.resources(_prepared(), {"CPU": 2.0}) == (0.0, 1.0)  # CPU cluster: as before
+    assert study.resources(_prepared(base={"threads": 2}), {"CPU": 2.0}) == (0.0, 2.0)  # --set threads=2: its CPUs
     assert calls == [] and capsys.readouterr().out == ""
     assert study.resources(_prepared(), gpu_cluster) == (0.125, 2.0)  # 8 of 4.5 GiB in 64 GiB: the cap
     assert calls == ["cifar100"]

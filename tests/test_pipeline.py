@@ -52,6 +52,9 @@ def test_cli_help_documents_every_field():
         assert "--" + name.replace("_", "-") in proc.stdout
     for key in option_keys():  # every host's options, e.g. --savc.queue-size
         assert "--" + key.replace("_", "-") in proc.stdout
+    text = " ".join(proc.stdout.split())  # argparse wraps lines
+    assert "(default: " not in text  # one default per option, not argparse's second one
+    assert "[default: 1.0; the default preset cpu sets 0.1]" in text  # what a bare run uses
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ instance with real Optuna and MLflow stores in tmp_path."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -103,6 +104,7 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
     out = "".join(seen) + rest
     assert proc.returncode == 130, out
     assert "continue with:" in out and "--resume" in out and "Traceback" not in out and "core dumped" not in out
+    assert "the tables of the 1 trial that ended are in" in out  # one finished, one stopped: counted right
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).sum() == 1  # the table of what finished is there
     parents, runs = _runs(tracking_uri)
@@ -192,3 +194,79 @@ def test_resume_says_which_max_concurrent_it_uses(study_cmd, storage):
               "2", "--resume"])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "--max-concurrent 2 is ignored on --resume" in r.stdout and "1 at a time" in r.stdout
+
+
+def _sessions(path: Path, alpha: float) -> list[float]:
+    s = pd.read_parquet(path)
+    return s[s["alpha"] == alpha].sort_values("session")["test_acc"].tolist()
+
+
+def test_replaced_data_or_more_cpus_miss_the_cache_and_a_trial_is_what_adbs_run_gives(study_cmd, storage, tmp_path):
+    """The same study on the same storage after the CIFAR-100 pickles were replaced in place, then with
+    --cpus-per-trial 2: no trial reuses a base session trained on other data or with other threads, and each
+    trial's numbers are exactly those of `python -m adbs.run` with the trial's config (its threads included)."""
+    from test_cache_inputs import write_cifar
+
+    data = write_cifar(tmp_path / "data", seed=0)
+    flags = ["--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1", "--dataset", "cifar100",
+             "--data-root", str(data)]
+    cmd = study_cmd("alpha_sweep", *flags)
+    first = _run(cmd)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    old = _sessions(storage / "alpha_sweep" / "sessions.parquet", 0.01)
+    write_cifar(data, seed=1)  # other images under the same names and sizes
+
+    def single(*extra: str) -> list[float]:
+        out = tmp_path / f"run{len(extra)}.json"
+        r = _run([sys.executable, "-m", "adbs.run", "--preset", "smoke", "--dataset", "cifar100", "--data-root",
+                  str(data), "--sessions", "1", "--variant", "adb+ic", "--alpha", "0.01", "--out", str(out), *extra],
+                 env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        return [row["test_acc"] for row in json.loads(out.read_text())["sessions"]]
+
+    for run, extra, threads in ((2, [], 1), (3, ["--cpus-per-trial", "2"], 2)):
+        r = _run(cmd + extra)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+        assert (trials["base_reused"] == 0).all(), f"run {run}: a base session of other data or threads was reused"
+        assert (trials["threads"] == threads).all()
+        got = _sessions(storage / "alpha_sweep" / "sessions.parquet", 0.01)
+        assert got == single(*(["--threads", str(threads)] if threads != 1 else [])), f"run {run}"
+        assert got != old
+
+
+def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd, storage, tmp_path):
+    """--resume with another --tracking-uri, --pruner or --sampler-seed: one line before Ray, and nothing written
+    into the other store; with the data root typed with a trailing '/' it is the same study and continues."""
+    from test_cache_inputs import write_cifar
+
+    data = write_cifar(tmp_path / "data")
+    cmd = study_cmd("alpha_sweep", *GRID, "--dataset", "cifar100", "--data-root", str(data))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    seen: list[str] = []
+    _wait_for(proc, ": finished:", 200, seen)
+    time.sleep(4)  # Tune saves its experiment state every 2 s
+    proc.kill()
+    proc.wait()
+    resume = [*cmd[:cmd.index(str(data))], f"{data}/", *cmd[cmd.index(str(data)) + 1:], "--resume"]
+    other = tmp_path / "other" / "mlflow.db"
+    at = resume.index("--tracking-uri") + 1
+    moved = [*resume[:at], f"sqlite:///{other}", *resume[at + 1:]]
+    for argv, msg in ((moved, f"the MLflow store sqlite:///{other} holds no run"),
+                      (resume + ["--pruner", "hyperband"],
+                       "--pruner hyperband differs from the study's --pruner median"),
+                      (resume + ["--sampler-seed", "3"],
+                       "--sampler-seed 3 differs from the study's --sampler-seed 0"),
+                      (resume + ["--cpus-per-trial", "2"],
+                       "--cpus-per-trial 2 differs from the study's --cpus-per-trial (not given)"),
+                      (resume + ["--optuna-storage", f"sqlite:///{tmp_path / 'other.db'}"], "holds no study")):
+        r = _run(argv)
+        assert r.returncode == 2 and msg in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
+        assert "Traceback" not in r.stderr and ": started" not in r.stdout
+    if other.exists():  # the other store got no experiment of this study
+        assert MlflowClient(f"sqlite:///{other}").get_experiment_by_name("alpha_sweep") is None
+    again = _run(resume + ["--max-failures", "3"])
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "--max-failures 3 is ignored on --resume" in again.stdout
+    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()

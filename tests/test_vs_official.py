@@ -155,11 +155,14 @@ def test_bad_inputs_fail_before_any_compute(capsys, tmp_path: Path):
     assert "--sessions 9" in _main_error(capsys, tmp_path, *cpu, "--sessions", "9")
     assert "--train-per-class 3" in _main_error(capsys, tmp_path, *cpu, "--train-per-class", "3")
     assert "--test-per-class 101" in _main_error(capsys, tmp_path, *cpu, "--test-per-class", "101")
-    assert "--synthetic-version 3" in _main_error(capsys, tmp_path, *cpu, "--synthetic-version", "3")
+    assert "--synthetic-version 4" in _main_error(capsys, tmp_path, *cpu, "--synthetic-version", "4")
     assert "set by the tool (--seeds)" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "seed=4")
     assert "unknown config key 'alhpa'" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "alhpa=0.1")
     assert "must be a bool" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "amp=maybe")
     assert "expected KEY=VALUE" in _main_error(capsys, tmp_path, *cpu, "--ours-set", "amp")
+    assert "--released-only runs no ours" in _main_error(capsys, tmp_path, *cpu, "--released-only", "--ours-set",
+                                                         "amp=false")
+    assert "no vs_official.json there" in _main_error(capsys, tmp_path, *cpu, "--released-from", str(tmp_path))
     import torch
 
     if not torch.cuda.is_available():
@@ -347,6 +350,84 @@ def test_summarize():
     assert one[0]["within_noise"] is None and math.isnan(one[0]["diff_ci95"])
 
 
+def test_negative_counts_after_epoch_one_and_the_base_session():
+    rel = vs.parse_released_log(RELEASED_LOG)
+    assert vs.negative_counts(rel) == {"epoch1": 6, "base": 2}  # VS_EPOCH of epoch 0; VS_BASE_MARGINS
+    ours = vs.parse_ours_result(_ours_json(base_m=(1.0, -0.5, -0.25)))
+    assert vs.negative_counts(ours) == {"epoch1": 0, "base": 2}  # base curve's first epoch; carried boundaries
+    kit = vs.parse_released_log("EPOCH_TRAIN_S 0 12.5\nMARGINS_BASE [0.9, -0.1]\n[84.58]\n")  # no NEG logged
+    assert vs.negative_counts(kit) == {"epoch1": None, "base": 1}
+
+
+def test_summarize_negatives():
+    def runs(first, base):
+        return [{"epochs": [{"negative": f}, {"negative": 99}], "negative_base": b} for f, b in zip(first, base)]
+
+    released, ours = runs([9, 12, 15, 11], [14, 15, 16, 13]), runs([5, 6, 8], [8, 9, 10])
+    rows = {r["figure"]: r for r in vs.summarize_negatives(released, ours)}
+    assert list(rows) == ["epoch1", "base"]
+    e1 = rows["epoch1"]
+    assert e1["released"] == [9, 12, 15, 11] and e1["ours"] == [5, 6, 8]  # the first epoch's count, not a later one
+    assert (e1["released_mean"], e1["released_ci95"]) == pytest.approx(vs.ci95([9, 12, 15, 11]))
+    assert (e1["ours_mean"], e1["ours_ci95"]) == pytest.approx(vs.ci95([5, 6, 8]))
+    assert (e1["diff"], e1["diff_ci95"]) == pytest.approx(vs.welch_ci95([9, 12, 15, 11], [5, 6, 8]))
+    assert e1["diff"] == pytest.approx(19 / 3 - 47 / 4) and e1["within_noise"] is False
+    assert rows["base"]["n_released"] == 4 and rows["base"]["n_ours"] == 3
+    same = {r["figure"]: r for r in vs.summarize_negatives(released, runs([10, 14, 11, 12], [13, 16, 14, 15]))}
+    assert same["epoch1"]["within_noise"] is True and same["base"]["within_noise"] is True
+    # a run whose epoch count was not logged is left out of that figure, not counted as 0
+    kit = [{"epochs": [{"train_s": 1.0}], "negative_base": 3}]
+    one = {r["figure"]: r for r in vs.summarize_negatives(kit, runs([4], [5]))}
+    assert one["epoch1"]["released"] == [] and math.isnan(one["epoch1"]["released_mean"])
+    assert one["base"]["released"] == [3] and one["base"]["within_noise"] is None
+
+
+# --- reusing released runs (--released-from) --------------------------------------------------------------------
+
+
+def _earlier(tmp_path: Path, **changes) -> Path:
+    folder = tmp_path / "earlier"
+    folder.mkdir(exist_ok=True)
+    args = {"epochs": 1, "sessions": 1, "device": "cpu", "synthetic_version": 1, "synthetic_seed": 0, "split_seed": 0,
+            "train_per_class": 30, "test_per_class": 4, **changes}
+    released = [{"seed": s, "sessions": [50.0 + s, 40.0], "negative_base": s, "epochs": [{"negative": s}],
+                 "wall_s": 10.0} for s in (1, 2, 3)]
+    (folder / "vs_official.json").write_text(json.dumps({"args": args, "released": released,
+                                                          "data": {"sha256": {"train": "aa", "test": "bb"}}}))
+    return folder
+
+
+def _ns(**kw):
+    import argparse
+
+    base = {"epochs": 1, "sessions": 1, "device": "cpu", "synthetic_version": 1, "synthetic_seed": 0, "split_seed": 0,
+            "train_per_class": 30, "test_per_class": 4, "seeds": [3, 1]}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_released_from_takes_the_earlier_runs_of_the_seeds_asked_for(tmp_path: Path):
+    reused = vs.load_released_runs(_earlier(tmp_path), _ns())
+    assert [r["seed"] for r in reused["runs"]] == [3, 1] and reused["runs"][0]["sessions"] == [53.0, 40.0]
+    assert reused["folder"] == str((tmp_path / "earlier").resolve())
+    vs.check_reused_data(reused, {"sha256": {"train": "aa", "test": "bb"}})
+    with pytest.raises(vs.ToolError, match="its data differ from the data written now"):
+        vs.check_reused_data(reused, {"sha256": {"train": "aa", "test": "cc"}})
+
+
+def test_released_from_refuses_runs_it_cannot_reuse(tmp_path: Path):
+    with pytest.raises(vs.ToolError, match="no vs_official.json there"):
+        vs.load_released_runs(tmp_path, _ns())
+    with pytest.raises(vs.ToolError, match=r"--epochs 2 \(there: 1\); --train-per-class 20 \(there: 30\)"):
+        vs.load_released_runs(_earlier(tmp_path), _ns(epochs=2, train_per_class=20))
+    with pytest.raises(vs.ToolError, match=r"--synthetic-version 2 \(there: 1\)"):
+        vs.load_released_runs(_earlier(tmp_path), _ns(synthetic_version=2))
+    with pytest.raises(vs.ToolError, match="no released run of seed\\(s\\) 4 5 there \\(it has 1 2 3\\)"):
+        vs.load_released_runs(_earlier(tmp_path), _ns(seeds=[1, 4, 5]))
+    (tmp_path / "earlier" / "vs_official.json").write_text("{}")
+    with pytest.raises(vs.ToolError, match="is not this tool's output"):
+        vs.load_released_runs(tmp_path / "earlier", _ns())
+
+
 # --- commands, differences, report ---------------------------------------------------------------------------
 
 
@@ -412,6 +493,16 @@ def test_format_report():
     assert "    PD    21.50 ±  6.35    17.50 ±  6.35    -4.00 ±  3.04  DIFFERS" in text and "per seed: released 11 12 (mean 11.5) | ours 5 5 (mean 5)" in text
     assert "released train 2.00 + test 0.50 | ours train + validation pass 1.50" in text
     assert "  - amp differs" in text and "print-session" in text and "-num_crops 1 1 -size_crops 32 32" in text
+    assert "negative base boundaries (of 60) across seeds" in text
+    assert "after the base session  released  11.50 ±  6.35  ours   5.00 ±  0.00  diff  -6.50 ±  6.35  DIFFERS" \
+           "  (per seed: released 11 12 | ours 5 5)" in text
+    assert "after base epoch 1" not in text  # the runs above logged no per-epoch count
+    assert "reused" not in text
+    res["released_from"] = "/earlier"
+    assert "released runs reused from /earlier" in vs.format_report(res)
+    alone = {**res, "ours": [], "summary": vs.summarize(released, []), "differences": [], "released_from": None}
+    text = vs.format_report(alone)  # --released-only
+    assert "ours not run, --released-only" in text and "per seed: released 11 12 | ours -" in text
 
 
 # --- running: progress, failures, timeouts ----------------------------------------------------------------------
@@ -533,3 +624,91 @@ def test_end_to_end_on_gpu(tmp_path: Path):
     assert "cpu-device" not in r.stdout and res["device_name"]
     assert not any("bf16 autocast" in d for d in res["differences"])  # amp is off by default (fp32 + TF32)
     print(f"GPU run: {wall:.0f}s wall")
+
+
+# --- bench/lockstep.py: the released base step against ours, same weights and batches ------------------------------
+
+
+def _load_lockstep():
+    spec = importlib.util.spec_from_file_location("lockstep", REPO / "bench" / "lockstep.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["lockstep"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lockstep_renames_the_released_encoder_into_ours():
+    from torch import zeros
+
+    from adbs.backbones import create_backbone
+
+    ls = _load_lockstep()
+    ours = create_backbone("resnet12").state_dict()
+    # the released MYNET's names: encoder.layerK.0.<name>, plus parts ours has no counterpart of
+    released = {f"encoder.{k.split('.', 1)[0]}.0.{k.split('.', 1)[1]}": v for k, v in ours.items()}
+    released.update({"encoder.fc.weight": zeros(10, 640), "encoder.downsample_layer.0.weight": zeros(1),
+                     "fc.weight": zeros(100, 640), "margin": zeros(100)})
+    mapped = ls.released_encoder_to_ours(released)
+    assert set(mapped) == set(ours) and all(mapped[k] is released[f"encoder.{k.split('.', 1)[0]}.0.{k.split('.', 1)[1]}"]
+                                            for k in ours)
+    with pytest.raises(ValueError, match="unexpected key in the released encoder: encoder.stem.weight"):
+        ls.released_encoder_to_ours({"encoder.stem.weight": zeros(1)})
+
+
+def test_lockstep_verdict_tells_rounding_from_a_structural_difference():
+    ls = _load_lockstep()
+
+    def rows(*dm, signs=()):
+        return [{"step": t, "max_abs_dm": d, "sign_differs": int(t in signs)} for t, d in enumerate(dm, 1)]
+
+    assert ls.verdict(rows(0.0, 0.0, 0.0), 1e-5) == ("same, bit for bit", True)
+    said, same = ls.verdict(rows(0.0, 0.0, 6e-8, 1e-4, 2e-3, signs=(5,)), 1e-5)
+    assert same and said == ("same up to float32 rounding: equal through step 2, then |dm| 6.0e-08 at step 3 "
+                             "growing to 2.0e-03 by step 5 (signs differ at 1 step)")
+    # e.g. weight decay missing on m: 0.1 x 1.9 x 5e-4 x 1 ~ 1e-4 off at the first step
+    assert ls.verdict(rows(9.5e-5, 2e-4), 1e-5) == ("DIFFERS from step 1 (|dm| 9.5e-05, above rounding)", False)
+    assert not ls.verdict(rows(0.0, 3e-5), 1e-5)[1]
+
+
+@needs_official
+def test_lockstep_the_released_encoder_loaded_into_ours_computes_the_same_features(released_copy: Path):
+    """Strict loading (every key of ours, nothing left over) and the same forward pass, bit for bit in NCHW."""
+    vs.apply_patches(released_copy, vs.released_patches("cpu", 8))
+    code = f"""
+import sys, torch
+sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(REPO / 'bench')!r})
+import lockstep
+from models.resnet12 import resnet12
+from adbs.backbones import create_backbone
+torch.manual_seed(0)
+enc = resnet12()
+ours = create_backbone('resnet12')
+ours.load_state_dict(lockstep.released_encoder_to_ours({{'encoder.' + k: v for k, v in enc.state_dict().items()}}))
+x = torch.randn(8, 3, 32, 32)
+for train in (True, False):
+    enc.train(train); ours.train(train)
+    f, _ = enc(x)
+    print(torch.equal(torch.nn.functional.adaptive_avg_pool2d(f, 1).flatten(1), ours(x)))
+"""
+    r = subprocess.run([sys.executable, "-c", code], cwd=released_copy, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "True"]
+
+
+@needs_official
+@pytest.mark.slow
+def test_lockstep_two_steps_agree_bit_for_bit(tmp_path: Path, capsys):
+    """Two base steps of each code from the same weights on the same batches: m, rows and backbone equal (NCHW).
+
+    60-150 s on this project's shared 2-core machine."""
+    ls = _load_lockstep()
+    rc = ls.main(["--official", str(OFFICIAL), "--steps", "2", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    res = json.loads((tmp_path / "lockstep.json").read_text())
+    assert res["verdict"] == "same, bit for bit" and [r["step"] for r in res["rows"]] == [1, 2]
+    # NCHW: the same arithmetic in the same order, so not just close but equal
+    assert all(r["max_abs_dm"] == 0.0 and r["sign_differs"] == 0 for r in res["rows"])
+    assert res["head_diff"] == 0.0 and res["backbone_diff"] == 0.0 and res["lr_diff"] == 0.0
+    assert res["rows"][-1]["m_mean_released"] < 1.0  # m did train
+    assert "verdict (tol 1e-05): same, bit for bit" in out and "schedule epoch1, ours in NCHW" in out

@@ -123,6 +123,12 @@ def _prepare(cfg: Any, need_images: bool) -> FSCILData | None:
                 "cifar100, mini_imagenet or cub200, while synthetic splits are drawn from split_seed. "
                 "Unset index_list, or pick the real dataset the lists belong to"
             )
+        if cfg.data_root:
+            raise DataError(
+                f"data_root={cfg.data_root!r} was given for dataset 'synthetic', the embedded benchmark, which reads "
+                "no files: set the dataset stored there (--dataset cifar100, mini_imagenet or cub200), or drop "
+                "data_root to run the embedded benchmark"
+            )
         # labels are known without generating the images: checks stay instant, images come last
         train_labels, test_labels, keys = synthetic.train_labels(), synthetic.test_labels(), None
         pools = None
@@ -226,6 +232,7 @@ def _seeded(spec, cfg, train_labels, test_labels) -> tuple[list[SessionSplit], i
     n_sessions = _ways_sessions(spec, cfg, ways)
     by_class = _by_class(train_labels, spec.num_classes)
     test_by_class = _by_class(test_labels, spec.num_classes)
+    _check_classes_present(spec, cfg, by_class, test_by_class, spec.base_classes + n_sessions * ways)
     base = np.arange(spec.base_classes)
     tr, va = zip(*(_base_carve(spec, cfg, c, by_class[c], "") for c in base))
     sessions = [_session(0, base, list(tr), list(va), test_by_class)]
@@ -273,6 +280,15 @@ def read_index_list(spec: DatasetSpec, index_list: str) -> tuple[Path, list[list
     while (d / f"session_{t}.txt").is_file():
         lines = [ln.strip() for ln in (d / f"session_{t}.txt").read_text().splitlines()]
         files.append([ln for ln in lines if ln])
+        if not files[-1]:
+            raise DataError(
+                f"{d / f'session_{t}.txt'} is empty; expected one image per line (session_1.txt: the base "
+                f"training images, session_{t}.txt: the few-shot images of incremental session {t - 1}): restore "
+                f"it from the lists distributed with CEC/TOPIC, or unset index_list to draw splits from split_seed"
+                if t > 1 else
+                f"{d / 'session_1.txt'} is empty; expected one base training image per line: restore it from the "
+                "lists distributed with CEC/TOPIC, or unset index_list to draw splits from split_seed"
+            )
         t += 1
     stray = sorted(f.name for f in d.glob("session_*.txt") if f.name not in {f"session_{i}.txt" for i in range(1, t)})
     if stray:
@@ -280,6 +296,16 @@ def read_index_list(spec: DatasetSpec, index_list: str) -> tuple[Path, list[list
             f"index_list {str(d)!r} has {stray} but not session_{t}.txt; expected consecutive files "
             f"session_1.txt, session_2.txt, ..: add the missing file or remove the stray ones"
         )
+    return d, files
+
+
+def index_list_files(spec: DatasetSpec, index_list: str) -> tuple[Path, list[Path]]:
+    """(folder, its session_1.txt, session_2.txt, ...): the files an index list is read from."""
+    d = _index_dir(spec, index_list)
+    files, t = [], 1
+    while (d / f"session_{t}.txt").is_file():
+        files.append(d / f"session_{t}.txt")
+        t += 1
     return d, files
 
 
@@ -385,6 +411,7 @@ def sessions_from_index_lists(
 
     by_class = _by_class(train_labels, spec.num_classes)
     test_by_class = _by_class(test_labels, spec.num_classes)
+    _check_classes_present(spec, cfg, by_class, test_by_class, spec.base_classes + n_sessions * ways)
     base_by_class = _by_class(train_labels[idx[0]], spec.num_classes)
     tr, va = zip(*(_base_carve(spec, cfg, c, idx[0][base_by_class[c]], f"in {name(0)}") for c in base))
     sessions = [_session(0, base, list(tr), list(va), test_by_class)]
@@ -401,6 +428,36 @@ def sessions_from_index_lists(
             va.append(np.sort(_class_rng(cfg.split_seed, c, 1).permutation(rest)[:nv]))
         sessions.append(_session(t, classes, tr, va, test_by_class))
     return sessions, ways, shots, f"index_list({where})"
+
+
+def _check_classes_present(spec: DatasetSpec, cfg: Any, by_class: list, test_by_class: list, n_used: int) -> None:
+    """Every class the sessions use has training and test images (a partial dataset copy fails here, not as
+    a nonsensical split message or as sessions whose accuracy silently covers the base classes only)."""
+    where = f" at {cfg.data_root}" if getattr(cfg, "data_root", None) else ""
+    for split, groups in (("training", by_class), ("test", test_by_class)):
+        empty = [c for c in range(n_used) if len(groups[c]) == 0]
+        if empty:
+            novel = [c for c in empty if c >= spec.base_classes]
+            what = ("its novel classes: sessions would be scored on the base classes only"
+                    if len(novel) == len(empty) else "classes the sessions use")
+            raise DataError(
+                f"the {split} split of {spec.name}{where} has no images of classes {_ranges(empty)} "
+                f"({len(empty)} of the {n_used} classes the sessions use; {what}); expected images of every "
+                f"class 0..{spec.num_classes - 1}: point data_root at a complete copy of {spec.name}"
+                + (", or lower sessions to use fewer novel classes" if len(novel) == len(empty) else "")
+            )
+
+
+def _ranges(classes: list[int]) -> str:
+    """[20, 21, ..., 59, 61] -> '20..59, 61'."""
+    parts, start = [], None
+    for i, c in enumerate(classes):
+        if start is None:
+            start = c
+        if i + 1 == len(classes) or classes[i + 1] != c + 1:
+            parts.append(str(start) if start == c else f"{start}..{c}")
+            start = None
+    return ", ".join(parts)
 
 
 def _span(classes: np.ndarray) -> str:

@@ -92,6 +92,24 @@ def load_pools(spec: DatasetSpec, data_root: str | None, synthetic_seed: int = 0
     return _cached(spec.name, str(root.resolve()), _signature(spec, root))
 
 
+def dataset_files(spec: DatasetSpec, data_root: str | None) -> tuple[Path, list[Path]]:
+    """(dataset folder, every file its data is read from): what decides the images and labels of the pools.
+
+    cifar100: the train and test pickles; mini_imagenet: split/train.csv, split/test.csv and every image they
+    list; cub200: images.txt, image_class_labels.txt, train_test_split.txt and every image listed (the files
+    the reader opens, and the images the loader decodes). The base-session cache key holds their content
+    (adbs/cache.py: base_key). Synthetic data has none: it is generated from its seed and version.
+    """
+    if spec.name == "synthetic":
+        return Path("."), []
+    root = resolve_root(spec, data_root)
+    files = [root / f for f in _LAYOUTS[spec.name][1] if (root / f).is_file()]
+    if spec.name in ("mini_imagenet", "cub200"):
+        train, test = load_pools(spec, data_root)
+        files += [Path(p) for p in [*(train.paths or []), *(test.paths or [])]]
+    return root, files
+
+
 @functools.lru_cache(maxsize=4)
 def _cached(name: str, root: str, _sig: tuple) -> tuple[ImagePool, ImagePool]:
     return _READERS[name](get_spec(name), Path(root))
