@@ -43,52 +43,12 @@ from functools import partial
 import numpy as np
 import torch
 import torch.nn.functional as F
-from adbs import config
+
 from adbs.config import Base, Config, ConfigError, NotBase
 from adbs.data import augment, make_loader
 from adbs.hosts import Head, Host, Phase, Step, copy_means, register_host
 
 RESERVES = ("all", "full")
-
-# Presets (adbs/config.py adds them to its PRESETS): `orco_cpu`, then the paper's datasets from OrCo's commands.
-# Phase 2's epochs are `base_epochs` (the selecting phase); phase 1's and the sessions' are options. Each paper
-# preset fine-tunes the boundaries 10 epochs per session, as the ADBS paper's supplement says for OrCo.
-PRESETS = {
-    "orco_cpu": {**config.PRESETS["cpu"], "host": "orco"},
-    # scripts/incremental_session/run_cifar.sh: -epochs_base 10 -lr_base 0.25 -decay 5e-4 (base_schedule
-    # Milestone 60/80: constant over 10 epochs), batch_size_sup_con 128, -perturb_epsilon_base/inc 9e-5,
-    # -rand_aug_sup_con, -epochs_joint 100 -batch_size_joint 64 -lr_new 0.1 -decay_new 1e-4 -cos_b_lam 0;
-    # phase 1 from solo_learn/scripts/pretrain/cifar/base.yaml: resnet12_nc (640-d), projector 2048-128,
-    # LARS lr 0.8 at batch 512, warm-up 10, 300 epochs, 4 crops at 0.2-1.
-    "orco_cifar100": {**config.PRESETS["cifar100"], "host": "orco", "base_epochs": 10, "base_lr": 0.25,
-                      "schedule": "milestones", "milestones": (60, 80), "batch_size": 128, "finetune_epochs": 10,
-                      "orco.proj_hidden": 2048, "orco.pretrain_epochs": 300, "orco.pretrain_batch_size": 512,
-                      "orco.pretrain_warmup_epochs": 10, "orco.pretrain_views": 4, "orco.perturb_base": 9e-5,
-                      "orco.perturb_session": 9e-5, "orco.autoaugment": True, "orco.session_epochs": 100,
-                      "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.0},
-    # run_minet.sh: -epochs_base 10 -decay 1e-4 -decay_new 1e-4 -cos_b_lam 0, lr_base 0.1 and perturbations
-    # 1e-2 (train.py's defaults), no -rand_aug_sup_con; ResNet-18 with a 3x3 stem (models/resnet18.py);
-    # phase 1 from scripts/pretrain/minet/base.yaml: LARS lr 0.4 (probe 0.2) at batch 512, 400 epochs, 2 crops
-    # at 0.08-1.
-    "orco_mini_imagenet": {**config.PRESETS["mini_imagenet"], "host": "orco", "backbone": "resnet18_cifar",
-                           "base_epochs": 10, "base_lr": 0.1, "weight_decay": 1e-4, "milestones": (60, 80),
-                           "batch_size": 128, "finetune_epochs": 10, "orco.proj_hidden": 2048,
-                           "orco.pretrain_epochs": 400, "orco.pretrain_batch_size": 512, "orco.pretrain_lr": 0.4,
-                           "orco.probe_lr": 0.2, "orco.pretrain_warmup_epochs": 10,
-                           "orco.pretrain_crop_scale": (0.08, 1.0), "orco.session_epochs": 100,
-                           "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.0},
-    # run_cub.sh: no phase 1 (ImageNet ResNet-18: --pretrained FILE), -fine_tune_backbone_base -epochs_base 100
-    # -lr_base 0.025 -lr_base_encoder 0.025 -base_schedule Cosine -decay 5e-4 -reserve_mode full (proj 256)
-    # -epochs_target_gen 5000, -epochs_joint 100 -batch_size_joint 32 -lr_new 0.05 -decay_new 1e-5 -cos_b_lam 0.6.
-    "orco_cub200": {**config.PRESETS["cub200"], "host": "orco", "base_epochs": 100, "base_lr": 0.025,
-                    "schedule": "cosine", "weight_decay": 5e-4, "batch_size": 128, "finetune_epochs": 10,
-                    "orco.proj_hidden": 2048, "orco.proj_dim": 256, "orco.reserve": "full",
-                    "orco.target_steps": 5000, "orco.pretrain_epochs": 0, "orco.align_backbone": True,
-                    "orco.backbone_lr": 0.025, "orco.session_epochs": 100, "orco.session_batch_size": 32,
-                    "orco.session_lr": 0.05, "orco.session_weight_decay": 1e-5, "orco.session_warmup_epochs": 10,
-                    "orco.base_ce_weight": 0.6},
-}
-
 
 @dataclass
 class Options:
@@ -248,7 +208,7 @@ class LARS(torch.optim.Optimizer):
 
     def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0, eta: float = 0.02,
                  eps: float = 1e-8):
-        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, eta=eta, eps=eps))
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay, "eta": eta, "eps": eps})
 
     @torch.no_grad()
     def step(self, closure=None):
