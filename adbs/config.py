@@ -659,8 +659,8 @@ PRESETS.update({
     # 9e-5, -rand_aug_sup_con, -epochs_joint 100 -batch_size_joint 64 -lr_new 0.1 -decay_new 1e-4 -cos_b_lam 0;
     # phase 1 from solo_learn/scripts/pretrain/cifar/base.yaml: resnet12_nc (640-d), projector 2048-128, LARS lr
     # 0.8 at batch 512, warm-up 10, 300 epochs, 4 crops at 0.2-1.
-    "orco_cifar100": {**PRESETS["cifar100"], "host": "orco", "base_epochs": 10, "base_lr": 0.25,
-                      "schedule": "milestones", "milestones": (60, 80), "batch_size": 128,
+    "orco_cifar100": {**PRESETS["cifar100"], "host": "orco", "orco.views": "orco", "base_epochs": 10,
+                      "base_lr": 0.25, "schedule": "milestones", "milestones": (60, 80), "batch_size": 128,
                       "orco.proj_hidden": 2048, "orco.pretrain_epochs": 300, "orco.pretrain_batch_size": 512,
                       "orco.pretrain_warmup_epochs": 10, "orco.pretrain_views": 4, "orco.perturb_base": 9e-5,
                       "orco.perturb_session": 9e-5, "orco.autoaugment": True, "orco.session_epochs": 100,
@@ -669,9 +669,9 @@ PRESETS.update({
     # (train.py's defaults), no -rand_aug_sup_con; ResNet-18 with a 3x3 stem (models/resnet18.py); phase 1 from
     # solo_learn/scripts/pretrain/minet/base.yaml: LARS lr 0.4 (probe 0.2) at batch 512, 400 epochs, 2 crops at
     # 0.08-1.
-    "orco_mini_imagenet": {**PRESETS["mini_imagenet"], "host": "orco", "backbone": "resnet18_cifar",
-                           "base_epochs": 10, "weight_decay": 1e-4, "milestones": (60, 80), "batch_size": 128,
-                           "finetune_epochs": 10, "orco.proj_hidden": 2048, "orco.pretrain_epochs": 400,
+    "orco_mini_imagenet": {**PRESETS["mini_imagenet"], "host": "orco", "orco.views": "orco",
+                           "backbone": "resnet18_cifar", "base_epochs": 10, "weight_decay": 1e-4,
+                           "milestones": (60, 80), "batch_size": 128, "finetune_epochs": 10, "orco.proj_hidden": 2048, "orco.pretrain_epochs": 400,
                            "orco.pretrain_batch_size": 512, "orco.pretrain_lr": 0.4, "orco.probe_lr": 0.2,
                            "orco.pretrain_warmup_epochs": 10, "orco.pretrain_crop_scale": (0.08, 1.0),
                            "orco.session_epochs": 100, "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.0},
@@ -679,8 +679,8 @@ PRESETS.update({
     # -lr_base_encoder 0.025 -base_schedule Cosine -reserve_mode full (projector 256) -epochs_target_gen 5000,
     # -epochs_joint 100 -batch_size_joint 32 -lr_new 0.05 -decay_new 1e-5 -cos_b_lam 0.6; phase 2 200 epochs
     # as the ADBS paper (OrCo's -epochs_base 100: --base-epochs 100).
-    "orco_cub200": {**PRESETS["cub200"], "host": "orco", "base_epochs": 200, "base_lr": 0.025,
-                    "schedule": "cosine", "batch_size": 128, "finetune_epochs": 10,
+    "orco_cub200": {**PRESETS["cub200"], "host": "orco", "orco.views": "orco", "base_epochs": 200,
+                    "base_lr": 0.025, "schedule": "cosine", "batch_size": 128, "finetune_epochs": 10,
                     "orco.proj_hidden": 2048, "orco.proj_dim": 256, "orco.reserve": "full",
                     "orco.target_steps": 5000, "orco.pretrain_epochs": 0, "orco.align_backbone": True,
                     "orco.backbone_lr": 0.025, "orco.session_epochs": 100, "orco.session_batch_size": 32,

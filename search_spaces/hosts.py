@@ -10,7 +10,7 @@ from adbs.config import PRESETS, host_preset
 
 SPACE = {}  # nothing sampled: every row over every seed
 
-LABELS = {"baseline": "baseline", "savc": "SAVC", "alice": "ALICE"}
+LABELS = {"baseline": "baseline", "savc": "SAVC", "alice": "ALICE", "orco": "OrCo"}
 """Row label of each host (the paper's names; a host not listed here is labelled by its registry name)."""
 
 WITHOUT = {"variant": "baseline"}
@@ -38,6 +38,6 @@ def baselines(hosts: list[str]) -> dict[str, str]:
     return {f"{label(h)}{suffix}": label(h) for h in hosts for suffix in ("", "+ADBS")}
 
 
-HOSTS = ["baseline", "savc", "alice"]
+HOSTS = ["baseline", "savc", "alice", "orco"]
 ROWS = rows("cpu", HOSTS)  # the default study's rows
 BASELINE = baselines(HOSTS)
