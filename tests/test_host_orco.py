@@ -48,14 +48,14 @@ def test_supcon_matches_the_loop_formula():
 
 
 def test_solo_contrastive_by_hand():
-    # Three rows: 0 and 1 share an id; row 2 is alone (no positive: its term is log(sum) - log(0) -> excluded
-    # in solo-learn by construction, since every row there has a positive; here rows 0 and 1 only).
+    # Two pairs of identical unit vectors, orthogonal to each other. Row 0: its positive row 1 (s = 1/t), the
+    # other rows 2 and 3 (s = 0): log((e^{1/t} + 2) / e^{1/t}); every row alike by symmetry.
     z = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
-    ids = torch.tensor([0, 0, 1, 1])
-    # row 0: positive row 1 (s = 1/t), others rows 2, 3 (s = 0): log((e^{1/t} + 2) / e^{1/t})
     t = 0.2
     by_hand = math.log((math.exp(1 / t) + 2) / math.exp(1 / t))
-    assert solo_contrastive_loss(z, ids, t).item() == pytest.approx(by_hand, rel=1e-6)
+    assert solo_contrastive_loss(z, torch.tensor([0, 0, 1, 1]), t).item() == pytest.approx(by_hand, rel=1e-6)
+    # One id for all four rows: every other row is a positive, so each row's term is log(1) = 0.
+    assert solo_contrastive_loss(z, torch.tensor([0, 0, 0, 0]), t).item() == pytest.approx(0.0, abs=1e-6)
 
 
 def test_orthogonality_term_by_hand():

@@ -1,6 +1,6 @@
 """Host methods: the FSCIL methods ADBS is plugged into (docs/hosts.md), chosen by `Config.host`.
 
-    HOSTS: dict[str, type[Host]]      registry: baseline, savc, alice (every module of this package)
+    HOSTS: dict[str, type[Host]]      registry: baseline, savc, alice, orco (every module of this package)
     register_host(cls)                 class decorator; a duplicate name raises
     get_host(name) -> type[Host]       an unknown name raises ConfigError listing the hosts
     create_host(cfg, data, rt) -> Host the host of cfg.host

@@ -53,7 +53,7 @@ VIEWS = ("orco", "dataset")
 
 @dataclass
 class Options:
-    """OrCo's options; defaults are the CPU setting, the presets below OrCo's commands (run_*.sh, base.yaml)."""
+    """OrCo's options; defaults are the CPU setting, the paper presets (adbs/config.py) OrCo's commands."""
 
     # -- parts ----------------------------------------------------------------------------------------------
     proj_hidden: Base[int] = 512
