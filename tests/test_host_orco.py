@@ -11,8 +11,17 @@ import torch.nn.functional as F
 from adbs.config import ConfigError, from_dict, preset
 from adbs.data import build_data
 from adbs.hosts import get_host
-from adbs.hosts.orco import (LARS, assign_targets, orthogonality_loss, perturbed_targets, solo_contrastive_loss,
-                             split_cross_entropy, spread_targets, supcon_loss, warmup_cosine)
+from adbs.hosts.orco import (
+    LARS,
+    assign_targets,
+    orthogonality_loss,
+    perturbed_targets,
+    solo_contrastive_loss,
+    split_cross_entropy,
+    spread_targets,
+    supcon_loss,
+    warmup_cosine,
+)
 from adbs.trial import run_trial
 
 
@@ -53,7 +62,7 @@ def test_solo_contrastive_by_hand():
     z = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     t = 0.2
     by_hand = math.log((math.exp(1 / t) + 2) / math.exp(1 / t))
-    assert solo_contrastive_loss(z, torch.tensor([0, 0, 1, 1]), t).item() == pytest.approx(by_hand, rel=1e-6)
+    assert solo_contrastive_loss(z, torch.tensor([0, 0, 1, 1]), t).item() == pytest.approx(by_hand, abs=1e-6)
     # One id for all four rows: every other row is a positive, so each row's term is log(1) = 0.
     assert solo_contrastive_loss(z, torch.tensor([0, 0, 0, 0]), t).item() == pytest.approx(0.0, abs=1e-6)
 
@@ -110,7 +119,8 @@ def test_perturbed_targets_cover_every_target_before_repeating():
 def test_split_cross_entropy_by_hand():
     logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
     y = torch.tensor([0, 2, 2])  # base class 0; novel class 2 (n_base = 2)
-    ce = lambda r, c: -math.log(math.exp(logits[r, c]) / math.exp(logits[r]).sum())  # noqa: E731
+    def ce(r, c):  # -log softmax of row r at column c, from the numbers
+        return -math.log(math.exp(logits[r, c].item()) / sum(math.exp(v) for v in logits[r].tolist()))
     by_hand = 0.5 * (ce(1, 2) + ce(2, 2)) / 2 + 0.25 * ce(0, 0)
     assert split_cross_entropy(logits, y, 2, 0.5, 0.25).item() == pytest.approx(by_hand, rel=1e-6)
     assert split_cross_entropy(logits[1:], y[1:], 2, 0.5, 0.25).item() == pytest.approx(0.5 * (ce(1, 2) + ce(2, 2)) / 2,
@@ -165,13 +175,14 @@ def test_phases_follow_the_options():
     assert [p.name for p in get_host("orco")(cfg, data, None).phases()] == ["align"]  # CUB200: no phase 1
 
 
+@pytest.mark.slow  # three tiny trials: ~50 s on the 2-core CPU with other jobs (each re-embeds every val/test image per session)
 def test_tiny_run_with_and_without_adbs_is_reproducible():
     cfg = tiny_cfg()
     data = build_data(cfg)
     runs = {v: run_trial(cfg.replace(variant=v), data=data) for v in ("baseline", "adb+ic")}
     again = run_trial(cfg.replace(variant="adb+ic"), data=data)
     assert again.sessions == runs["adb+ic"].sessions and again.boundaries == runs["adb+ic"].boundaries
-    for v, r in runs.items():
+    for r in runs.values():
         assert [s["n_classes"] for s in r.sessions] == [60, 65, 70]
         assert all(s["test_acc"] == s["test_acc"] for s in r.sessions)  # finite
     assert set(runs["baseline"].boundaries[-1]) == {1.0}
