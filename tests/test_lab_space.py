@@ -86,5 +86,8 @@ def test_hosts_rows_are_checked_configs_with_their_references(preset):
         assert rows["OrCo+ADBS"] == {"host": "orco", "variant": "adb+ic"}
     if preset == "cifar100":
         assert rows["SAVC"]["base_epochs"] == 600 and rows["ALICE"]["backbone"] == "resnet18_cifar"
-        assert rows["OrCo"]["base_epochs"] == 10 and rows["OrCo"]["host_options"] != "{}"  # phase 2: 10 epochs
+        assert rows["OrCo"]["base_epochs"] == 10 and rows["OrCo"]["orco.session_epochs"] == 100  # phases 2 and 3
+    if preset == "cub200":  # the row sets back what orco_cub200 leaves at the default and cub200 changes
+        cfg = from_dict({**PRESETS[preset], "data_root": "/d", **rows["OrCo+ADBS"]})
+        assert (cfg.schedule, cfg.finetune_epochs, cfg.base_epochs) == ("cosine", 10, 200)
     assert hosts.baselines(hosts.HOSTS)["SAVC+ADBS"] == "SAVC"
