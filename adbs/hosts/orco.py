@@ -28,6 +28,10 @@ docs/hosts.md, "OrCo". Read top to bottom:
    new classes + CE on the cosines, weighted separately for novel and base images.
 6. Prediction: the target with the largest logit.
 
+Views of phases 1-3: OrCo's own augmentations with `views=orco` (the paper presets) or the dataset's train
+transform with `views=dataset` (the CPU setting: the embedded benchmark's classes do not survive OrCo's crops
+and colour jitter; the option's docstring has the measurement).
+
 Where ADBS enters (docs/hosts.md, choices): m multiplies the logits against the targets (the base alignment's
 CE, evaluation and the boundary fine-tuning), IC runs over the base targets, and every session ends with the
 trainer's fine-tuning of the new m on the shots' projections, at the scale `session_scale`. The projector's
