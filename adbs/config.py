@@ -104,7 +104,7 @@ class Config:
 
     # --- host method: the FSCIL method ADBS is plugged into (adbs/hosts/, docs/hosts.md) ------------
     host: Base[str] = "baseline"
-    """Host method (adbs/hosts/ registry): baseline (cosine prototypes, the released ADBS code), savc, alice."""
+    """Host method (adbs/hosts/ registry): baseline (cosine prototypes, the released ADBS code), savc, alice, orco."""
     host_options: Base[str] = "{}"
     """The host's own options that differ from its defaults, as JSON (set them one by one as
     <host>.<option>=VALUE, e.g. savc.queue_size=512; adbs/hosts/<host>.py: Options lists them). The cache key
@@ -624,6 +624,12 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def _without(preset: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """A preset less some of its keys, for a host preset whose value for them is Config's default (presets hold
+    only differences from the defaults)."""
+    return {k: v for k, v in preset.items() if k not in keys}
+
+
 # Host presets: `<host>_<preset>` = that preset with the host and its settings. The CPU ones change the host
 # and little else (a host's option defaults are its CPU setting, as Config's defaults are the baseline's); the paper
 # ones follow each host's public code for that dataset (docs/hosts.md, which also says where the ADBS
@@ -662,6 +668,46 @@ PRESETS.update({
     # run_base_CUB200.sh: ImageNet ResNet-18, lr 0.001, milestones 60/70, 100 epochs, batch 512, no fusion.
     "alice_cub200": {**PRESETS["cub200"], "host": "alice", "base_epochs": 100, "base_lr": 0.001,
                      "milestones": (60, 70), "batch_size": 512, "alice.proj_dim": 2048, "alice.mix_times": 0},
+    # OrCo (adbs/hosts/orco.py; docs/hosts.md, "OrCo"): phase 2, the base alignment, is `base_epochs` (its
+    # selecting phase); phase 1 and the sessions' projector training are options. The ADBS paper's supplement
+    # trains the projector alone 10 epochs (phase 2) and 100 per session (phase 3) on CIFAR100 and
+    # miniImageNet, as OrCo's commands do, backbone and projector 200 epochs on CUB200 (phase 2; OrCo's
+    # command: 100), and fine-tunes the boundaries 10 epochs at the end of every session.
+    "orco_cpu": {**PRESETS["cpu"], "host": "orco"},
+    # noorahmedds/OrCo scripts/incremental_session/run_cifar.sh: -epochs_base 10 -lr_base 0.25 -decay 5e-4
+    # (base_schedule Milestone 60/80: constant over 10 epochs), batch_size_sup_con 128, -perturb_epsilon_base/inc
+    # 9e-5, -rand_aug_sup_con, -epochs_joint 100 -batch_size_joint 64 -lr_new 0.1 -decay_new 1e-4 -cos_b_lam 0;
+    # phase 1 from solo_learn/scripts/pretrain/cifar/base.yaml: resnet12_nc (640-d), projector 2048-128, LARS lr
+    # 0.8 at batch 512, warm-up 10, 300 epochs, 4 crops at 0.2-1.
+    "orco_cifar100": {**PRESETS["cifar100"], "host": "orco", "orco.views": "orco", "base_epochs": 10,
+                      "base_lr": 0.25, "schedule": "milestones", "milestones": (60, 80), "batch_size": 128,
+                      "orco.proj_hidden": 2048, "orco.pretrain_epochs": 300, "orco.pretrain_batch_size": 512,
+                      "orco.pretrain_warmup_epochs": 10, "orco.pretrain_views": 4, "orco.perturb_base": 9e-5,
+                      "orco.perturb_session": 9e-5, "orco.autoaugment": True, "orco.session_epochs": 100,
+                      "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.0},
+    # run_minet.sh: -epochs_base 10 -decay 1e-4 -decay_new 1e-4 -cos_b_lam 0, lr_base 0.1 and perturbations 1e-2
+    # (train.py's defaults), no -rand_aug_sup_con; ResNet-18 with a 3x3 stem (models/resnet18.py); phase 1 from
+    # solo_learn/scripts/pretrain/minet/base.yaml: LARS lr 0.4 (probe 0.2) at batch 512, 400 epochs, 2 crops at
+    # 0.08-1.
+    # Boundary fine-tuning: the default 10 epochs (the ADBS paper for OrCo), not the plain preset's 6.
+    "orco_mini_imagenet": {**_without(PRESETS["mini_imagenet"], "finetune_epochs"), "host": "orco",
+                           "orco.views": "orco", "backbone": "resnet18_cifar", "base_epochs": 10, "weight_decay": 1e-4,
+                           "milestones": (60, 80), "batch_size": 128, "orco.proj_hidden": 2048, "orco.pretrain_epochs": 400,
+                           "orco.pretrain_batch_size": 512, "orco.pretrain_lr": 0.4, "orco.probe_lr": 0.2,
+                           "orco.pretrain_warmup_epochs": 10, "orco.pretrain_crop_scale": (0.08, 1.0),
+                           "orco.session_epochs": 100, "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.0},
+    # run_cub.sh: no phase 1 (ImageNet ResNet-18: --pretrained FILE), -fine_tune_backbone_base -lr_base 0.025
+    # -lr_base_encoder 0.025 -base_schedule Cosine -reserve_mode full (projector 256) -epochs_target_gen 5000,
+    # -epochs_joint 100 -batch_size_joint 32 -lr_new 0.05 -decay_new 1e-5 -cos_b_lam 0.6; phase 2 200 epochs
+    # as the ADBS paper (OrCo's -epochs_base 100: --base-epochs 100).
+    # Cosine schedule and 10 epochs of boundary fine-tuning: the defaults (the plain preset: milestones, 1 epoch).
+    "orco_cub200": {**_without(PRESETS["cub200"], "schedule", "milestones", "finetune_epochs"), "host": "orco",
+                    "orco.views": "orco", "base_epochs": 200, "base_lr": 0.025, "batch_size": 128,
+                    "orco.proj_hidden": 2048, "orco.proj_dim": 256, "orco.reserve": "full",
+                    "orco.target_steps": 5000, "orco.pretrain_epochs": 0, "orco.align_backbone": True,
+                    "orco.backbone_lr": 0.025, "orco.session_epochs": 100, "orco.session_batch_size": 32,
+                    "orco.session_lr": 0.05, "orco.session_weight_decay": 1e-5, "orco.session_warmup_epochs": 10,
+                    "orco.base_ce_weight": 0.6},
 })
 
 

@@ -212,7 +212,6 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
         model.load_state_dict(resume["model"])
         with torch.no_grad():
             boundaries.copy_(resume["boundaries"])
-        loader.epoch = resume["loader_epoch"]
         best_acc, best_epoch = resume["best_acc"], resume["best_epoch"]
         if resume["best_model"] is not None:
             best_state = (resume["best_model"], resume["best_boundaries"].to(rt.device))
@@ -223,11 +222,16 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
         return extract_features(host, model, data, data.train_pool, base.train, rt, cfg)
 
     first = 0  # epochs before this phase
+    shared_before = 0  # epochs of earlier phases that ran on the shared loader
     for k, phase in enumerate(phases):
         last = first + phase.epochs
         if done >= last:
             first = last
+            if phase.batch_size in (None, cfg.batch_size):
+                shared_before += phase.epochs
             continue
+        if phase.start is not None and done <= first:  # resumed inside the phase: its effect is in the model state
+            phase.start(model, base_features)
         params = phase.trainable(model) if phase.trainable else [p for p in model.parameters() if p.requires_grad]
         if phase.optimizer is not None:
             groups = [{"params": params}] + ([{"params": [boundaries]}] if cfg.learn_boundaries else [])
@@ -237,6 +241,17 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
         if done > first:  # resumed in the middle of this phase
             opt.load_state_dict(resume["optimizer"])
             sched.load_state_dict(resume["scheduler"])
+        # The loader's position is the epochs it has run (its shuffles and augmentations follow from it): the
+        # shared loader's count over the phases that use it, a phase's own loader's over that phase.
+        if phase.batch_size in (None, cfg.batch_size):
+            batches = loader
+            batches.epoch = shared_before + max(done, first) - first
+            shared_before += phase.epochs
+        else:
+            batches = make_loader(data, data.train_pool, base.train, train=host.augmented_batches,
+                                  batch_size=phase.batch_size, shuffle=True, seed=cfg.seed,
+                                  num_workers=rt.num_workers, device=rt.data_device)
+            batches.epoch = max(done, first) - first
         for epoch in range(max(done, first) + 1, last + 1):
             t0 = time.perf_counter()
             model.train()
@@ -246,7 +261,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
             loss_sum = torch.zeros((), device=rt.device)
             correct = torch.zeros((), device=rt.device)
             seen = 0
-            for b, (x, y) in enumerate(loader):
+            for b, (x, y) in enumerate(batches):
                 x, y = rt.images(x), y.to(rt.device)
                 step = phase.step(model, head, x, y, batch_generator(cfg.seed, epoch, b))
                 loss = step.loss
@@ -272,7 +287,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
             val_acc = 100.0 * (vpred == vy).float().mean().item()
             row = {
                 "epoch": epoch,
-                "train_loss": loss_sum.item() / max(len(loader.indices), 1),
+                "train_loss": loss_sum.item() / max(len(batches.indices), 1),
                 "train_acc": 100.0 * correct.item() / max(seen, 1),
                 "val_acc": val_acc,
                 "lr": lr,
@@ -295,7 +310,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None, resume:
                 hooks.on_checkpoint({
                     "phase": "base", "epoch": epoch, "model": _cpu(model.state_dict()),
                     "boundaries": boundaries.detach().cpu().clone(), "optimizer": opt.state_dict(),
-                    "scheduler": sched.state_dict(), "loader_epoch": loader.epoch, "best_acc": best_acc,
+                    "scheduler": sched.state_dict(), "loader_epoch": batches.epoch, "best_acc": best_acc,
                     "best_epoch": best_epoch, "best_model": None if best_state is None else _cpu(best_state[0]),
                     "best_boundaries": None if best_state is None else best_state[1].cpu(), "curve": list(curve),
                 })

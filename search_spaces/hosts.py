@@ -6,11 +6,11 @@ with variant=baseline (m = 1 fixed, no IC, no boundary fine-tuning: the host as 
 variant=adb+ic (ADBS on the host's head). Each row is compared with its host without ADBS (Delta_last).
 """
 
-from adbs.config import PRESETS, host_preset
+from adbs.config import PRESETS, Config, host_preset
 
 SPACE = {}  # nothing sampled: every row over every seed
 
-LABELS = {"baseline": "baseline", "savc": "SAVC", "alice": "ALICE"}
+LABELS = {"baseline": "baseline", "savc": "SAVC", "alice": "ALICE", "orco": "OrCo"}
 """Row label of each host (the paper's names; a host not listed here is labelled by its registry name)."""
 
 WITHOUT = {"variant": "baseline"}
@@ -27,6 +27,9 @@ def rows(preset: str, hosts: list[str]) -> dict[str, dict]:
     for host in hosts:
         own = host_preset(host, preset)
         change = {k: v for k, v in own.items() if PRESETS[preset].get(k, object()) != v}
+        # what the host's preset leaves at Config's default where the study's preset does not (orco_cub200: the
+        # cosine schedule and 10 boundary epochs against cub200's milestones and 1 epoch)
+        change.update({k: getattr(Config(), k) for k in PRESETS[preset] if k not in own})
         change["host"] = host
         out[label(host)] = {**change, **WITHOUT}
         out[f"{label(host)}+ADBS"] = {**change, **WITH}
@@ -38,6 +41,6 @@ def baselines(hosts: list[str]) -> dict[str, str]:
     return {f"{label(h)}{suffix}": label(h) for h in hosts for suffix in ("", "+ADBS")}
 
 
-HOSTS = ["baseline", "savc", "alice"]
+HOSTS = ["baseline", "savc", "alice", "orco"]
 ROWS = rows("cpu", HOSTS)  # the default study's rows
 BASELINE = baselines(HOSTS)

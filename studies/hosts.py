@@ -1,6 +1,6 @@
 """hosts: each host method without and with ADBS over seeds (the paper's "<method>" / "<method>+ADBS" rows).
 
-    python studies/hosts.py                                     # baseline, SAVC, ALICE x {without, with ADBS}, CPU
+    python studies/hosts.py                                     # baseline, SAVC, ALICE, OrCo x {without, with ADBS}, CPU
     python studies/hosts.py --hosts savc --seeds 0 1 2          # one host, more seeds
     python studies/hosts.py --dataset cifar100 --data-root DIR  # each host's paper settings for CIFAR100, GPU
     python studies/report.py hosts --paper                      # our rows beside the paper's (cifar100)
@@ -13,8 +13,9 @@ pipeline; the table shows test accuracy per session (mean ± 95% CI over seeds) 
 against the same host without ADBS; hosts_sessions.png has one curve per row (a colour per host,
 dashed without ADBS). On CPU every row runs the calibrated CPU preset, so the table's first line
 names its one departure from the released code (boundary_lr_scale=0.1, docs/boundary-dynamics.md).
-Time: default run (6 rows x seeds 0 1 = 12 trials, 2 at a time; a SAVC or ALICE trial is 4-5x a baseline
-trial) 12.5 min wall on this project's 2-core CPU with another job beside it (README); --seeds 0 about
+Time: default run (8 rows x seeds 0 1 = 16 trials, 2 at a time; a SAVC, ALICE or OrCo trial is 4-6x a
+baseline trial) 12.5 min wall for the six rows before OrCo on this project's 2-core CPU with another job beside
+it (README); OrCo's four trials add theirs (one OrCo trial: README, "Presets"); --seeds 0 about
 half; --smoke ~1.5 min; the paper presets take hours per trial on one GPU (SAVC's CIFAR100 setting is
 600 epochs).
 Writes <storage>/hosts/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,

@@ -32,7 +32,7 @@ def test_host_options_are_typed_checked_and_normalised():
     with pytest.raises(ConfigError, match="option of host savc, but host is alice"):
         from_dict({"host": "alice", "savc.queue_size": 512})
     with pytest.raises(ConfigError, match="valid choices: baseline"):
-        from_dict({"host": "orco"}).validate()
+        from_dict({"host": "icarl"}).validate()
     with pytest.raises(ConfigError, match="savc.key_momentum must be in"):
         from_dict({"host": "savc", "savc.key_momentum": 1.5}).validate()
 

@@ -34,11 +34,11 @@ def _untimed(curve):
 
 
 def test_registry():
-    assert HOST_NAMES[0] == "baseline" and {"savc", "alice"} <= set(HOST_NAMES)
+    assert HOST_NAMES[0] == "baseline" and {"savc", "alice", "orco"} <= set(HOST_NAMES)
     with pytest.raises(ValueError, match="already registered"):
         register_host(type("Other", (Host,), {"name": "savc"}))
-    with pytest.raises(ConfigError, match="unknown host 'orco'; valid choices: baseline"):
-        get_host("orco")
+    with pytest.raises(ConfigError, match="unknown host 'icarl'; valid choices: baseline"):
+        get_host("icarl")
 
 
 @pytest.mark.parametrize("host", HOST_NAMES)
@@ -68,15 +68,16 @@ def test_cache_and_resume_give_identical_numbers(host, data, tmp_path):
     states = []
     hooks = Hooks(on_checkpoint=lambda s: states.append(copy.deepcopy(s)), checkpoint_every=1)
     full = run_trial(cfg, data=data, hooks=hooks, cache=tmp_path / "cache")
+    epochs = sum(p.epochs for p in get_host(host)(cfg, data, None).phases())  # over every base phase (OrCo: pretraining + alignment)
     assert [(s["phase"], s.get("epoch", s.get("session"))) for s in states] == [
-        ("base", 1), ("base", 2), ("sessions", 0), ("sessions", 1), ("sessions", 2)]
+        *(("base", e) for e in range(1, epochs + 1)), ("sessions", 0), ("sessions", 1), ("sessions", 2)]
     again = run_trial(cfg, data=data, cache=tmp_path / "cache")  # the base session comes from the cache
     assert again.summary["base_reused"] == 1.0 and again.sessions == full.sessions and again.boundaries == full.boundaries
     resumed = run_trial(cfg, data=data, resume=states[0])  # mid base session, without the cache
     assert resumed.sessions == full.sessions and resumed.boundaries == full.boundaries
     assert _untimed(resumed.base_curve) == _untimed(full.base_curve)
     seen = []
-    from_session = run_trial(cfg, data=data, resume=states[3], cache=tmp_path / "cache",
+    from_session = run_trial(cfg, data=data, resume=states[epochs + 1], cache=tmp_path / "cache",
                              hooks=Hooks(on_session=seen.append))
     assert from_session.sessions == full.sessions and [r["session"] for r in seen] == [2]
 

@@ -76,13 +76,18 @@ def test_hosts_rows_are_checked_configs_with_their_references(preset):
 
     rows = hosts.rows(preset, hosts.HOSTS)
     sp.check({}, source="hosts", rows=rows)
-    assert list(rows) == ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS"]
+    assert list(rows) == ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "OrCo", "OrCo+ADBS"]
     for name, change in rows.items():
         cfg = from_dict({**PRESETS[preset], "data_root": "/d", **change})
         assert cfg.host == change["host"] and cfg.variant == ("adb+ic" if name.endswith("+ADBS") else "baseline")
     if preset == "cpu":  # on CPU SAVC changes nothing but the host, ALICE its lr too (alice_cpu)
         assert rows["SAVC"] == {"host": "savc", "variant": "baseline"}
         assert rows["ALICE+ADBS"] == {"host": "alice", "base_lr": 0.01, "variant": "adb+ic"}
+        assert rows["OrCo+ADBS"] == {"host": "orco", "variant": "adb+ic"}
     if preset == "cifar100":
         assert rows["SAVC"]["base_epochs"] == 600 and rows["ALICE"]["backbone"] == "resnet18_cifar"
+        assert rows["OrCo"]["base_epochs"] == 10 and rows["OrCo"]["orco.session_epochs"] == 100  # phases 2 and 3
+    if preset == "cub200":  # the row sets back what orco_cub200 leaves at the default and cub200 changes
+        cfg = from_dict({**PRESETS[preset], "data_root": "/d", **rows["OrCo+ADBS"]})
+        assert (cfg.schedule, cfg.finetune_epochs, cfg.base_epochs) == ("cosine", 10, 200)
     assert hosts.baselines(hosts.HOSTS)["SAVC+ADBS"] == "SAVC"

@@ -67,7 +67,7 @@ def test_cli_help_documents_every_field():
         (["--ways", "7"], "ways"),
         (["--dataset", "cifar100", "--data-root", "/nonexistent"], "cifar-100-python"),
         (["--preset", "cifar"], "valid presets"),
-        (["--host", "orco"], "unknown host 'orco'; valid choices: baseline"),
+        (["--host", "icarl"], "unknown host 'icarl'; valid choices: baseline"),
         (["--host", "savc", "--savc.queue-size", "many"], "savc.queue_size must be an int"),
         (["--host", "alice", "--savc.queue-size", "8"], "option of host savc, but host is alice"),
     ],

@@ -140,11 +140,13 @@ def test_formats_and_the_papers_numbers(store):
 def test_the_papers_host_rows_beside_the_hosts_study():
     """docs/hosts.md, "The paper's CIFAR100 rows": SAVC 52.19 -> 60.60 with ADBS in the last session."""
     sessions = pd.DataFrame([{"label": lab, "trial_id": lab, "session": s, "test_acc": 50.0 + s, "state": K.COMPLETE}
-                             for lab in ("SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "baseline+ADBS")
+                             for lab in ("SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "OrCo", "OrCo+ADBS",
+                                         "baseline+ADBS")
                              for s in range(9)])
     table = results.paper_table(sessions, baseline={"SAVC+ADBS": "SAVC", "SAVC": "SAVC"})
     beside = report.paper_beside(table, "cifar100").set_index(["config", "source"])
     assert beside.loc[("SAVC", "paper"), "s8"] == 52.19 and beside.loc[("SAVC+ADBS", "paper"), "s8"] == 60.60
     assert beside.loc[("ALICE+ADBS", "paper"), "avg"] == 65.63 and beside.loc[("ALICE", "paper"), "s0"] == 80.37
+    assert beside.loc[("OrCo", "paper"), "s8"] == 51.12 and beside.loc[("OrCo+ADBS", "paper"), "avg"] == 60.32
     assert beside.loc[("baseline+ADBS", "paper"), "avg"] == 63.77  # the baseline host with ADBS = adb+ic
     assert beside.loc[("SAVC", "ours"), "s8"] == 58.0

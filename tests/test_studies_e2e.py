@@ -197,7 +197,7 @@ def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_ur
 
 def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, tracking_uri, tmp_path):
     r = _run(study_cmd("hosts", "--smoke", "--set", "sessions=1", "--set", "savc.queue_size=256"), timeout=400)
-    rows = ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS"]
+    rows = ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "OrCo", "OrCo+ADBS"]
     folder = storage / "hosts"
     trials = pd.read_parquet(folder / "trials.parquet").set_index("label")
     assert sorted(trials.index) == sorted(rows) and (trials["state"] == K.COMPLETE).all()
@@ -209,7 +209,7 @@ def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, trackin
     for row in rows:
         assert f"\n{row} " in table, row
     assert "Δlast" in r.stdout and (folder / "hosts_sessions.png").stat().st_size > 0
-    client, parent, runs = _check_nested_with_curves(tracking_uri, "hosts", 6, 2)
+    client, parent, runs = _check_nested_with_curves(tracking_uri, "hosts", 8, 2)
     assert json.loads(parent.data.tags["adbs.baseline"])["SAVC+ADBS"] == "SAVC"
     out = tmp_path / "report"
     rep = _run([sys.executable, str(REPO / "studies" / "report.py"), "hosts", "--tracking-uri", tracking_uri,

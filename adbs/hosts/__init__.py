@@ -1,6 +1,6 @@
 """Host methods: the FSCIL methods ADBS is plugged into (docs/hosts.md), chosen by `Config.host`.
 
-    HOSTS: dict[str, type[Host]]      registry: baseline, savc, alice (every module of this package)
+    HOSTS: dict[str, type[Host]]      registry: baseline, savc, alice, orco (every module of this package)
     register_host(cls)                 class decorator; a duplicate name raises
     get_host(name) -> type[Host]       an unknown name raises ConfigError listing the hosts
     create_host(cfg, data, rt) -> Host the host of cfg.host
@@ -133,8 +133,8 @@ class Phase:
 
     Most hosts have one phase with Config's optimiser and schedule; a host with several (e.g. a
     pretraining phase before the base phase) lists them, each with the parameters it trains and, if it
-    needs one, its own optimiser (`optimizer(param_groups) -> (optimizer, scheduler)`). The best epoch is
-    picked on validation accuracy among the epochs of phases with `select=True`.
+    needs one, its own optimiser (`optimizer(param_groups) -> (optimizer, scheduler)`), batch size and a
+    `start` hook. The best epoch is picked on validation accuracy among the epochs of phases with `select=True`.
     """
 
     name: str
@@ -143,6 +143,13 @@ class Phase:
     trainable: Callable[[torch.nn.Module], list[torch.nn.Parameter]] | None = None
     optimizer: Callable[[list[dict[str, Any]]], tuple[Any, Any]] | None = None
     select: bool = True
+    start: Callable[[torch.nn.Module, Callable[[], tuple[torch.Tensor, torch.Tensor]]], None] | None = None
+    """Called once before the phase's first epoch as start(model, base_features) (e.g. OrCo fixes its pseudo-targets
+    from the base class means there); what it does must live in the model's state, since a trial resumed inside
+    the phase does not call it again."""
+    batch_size: int | None = None
+    """Base images per batch in this phase; None = Config.batch_size (a phase with its own batch size gets its
+    own loader, whose shuffles are fixed by the seed and the phase's epoch)."""
 
 
 class Host:
