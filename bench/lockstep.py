@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -287,18 +288,23 @@ def main(argv: list[str] | None = None) -> int:
         # ours' validation and prototype passes need a dataset: one validation image per class (val_fraction 1/n);
         # the batches are drawn from all of the written base images
         n = a.train_per_class
+        threads = torch.get_num_threads()
         info = vs.write_benchmark(tmp / "data", version=a.synthetic_version, train_per_class=n, test_per_class=1)
         cfg = from_dict({**PRESETS["cifar100"], "data_root": info["data_root"], "index_list": info["index_list"],
                          "base_epochs": a.steps, "seed": a.seed, "device": "cpu", "sessions": 1,
                          **({"schedule": "cosine"} if a.schedule == "cosine" else
                             {"schedule": "milestones", "milestones": (a.steps + 1,)}),
-                         "val_fraction": 1 / n, "eval_batch_size": 128})
+                         "val_fraction": 1 / n, "eval_batch_size": 128,
+                         # both codes on the same number of CPU threads: another count sums in another order
+                         # (float32 rounding from the first step); ours would otherwise take adbs/runtime.py's 1
+                         "threads": threads})
         data = build_data(cfg)
         batches = draw_batches(data, a.steps, a.batch_size, a.seed)
         torch.save(batches, tmp / "batches.pt")
 
         r = subprocess.run([a.official_python, "-c", RELEASED_SCRIPT, str(tmp / "batches.pt"), str(tmp / "released.pt"),
-                            str(a.seed), str(a.steps), a.schedule], cwd=copy, capture_output=True, text=True)
+                            str(a.seed), str(a.steps), a.schedule], cwd=copy, capture_output=True, text=True,
+                           env={**os.environ, "OMP_NUM_THREADS": str(threads)})
         if r.returncode != 0 or "RELEASED_DONE" not in r.stdout:
             print(f"error: the released code failed (exit status {r.returncode}):\n{r.stderr[-3000:]}", file=sys.stderr)
             return 2

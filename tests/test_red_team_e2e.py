@@ -254,7 +254,7 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
     moved = [*resume[:at], f"sqlite:///{other}", *resume[at + 1:]]
     for argv, msg in ((moved, f"the MLflow store sqlite:///{other} holds no run"),
                       (resume + ["--pruner", "hyperband"],
-                       "--pruner hyperband differs from the study's --pruner median"),
+                       "--pruner hyperband differs from the study's --pruner none"),
                       (resume + ["--sampler-seed", "3"],
                        "--sampler-seed 3 differs from the study's --sampler-seed 0"),
                       (resume + ["--cpus-per-trial", "2"],
