@@ -40,6 +40,16 @@ def _wait_for(proc: subprocess.Popen, text: str, timeout: float, seen: list[str]
     raise AssertionError(f"the study ended before {text!r}:\n{''.join(seen)[-3000:]}")
 
 
+def _kill_after_first_trial(cmd: list[str]) -> None:
+    """Start the study, SIGKILL it once a trial has finished and Tune has saved its state: a study to resume."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    seen: list[str] = []
+    _wait_for(proc, ": finished:", 200, seen)
+    time.sleep(4)  # Tune saves its experiment state every 2 s
+    proc.kill()
+    proc.wait()
+
+
 def _runs(uri: str, experiment: str = "alpha_sweep"):
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
@@ -184,12 +194,7 @@ def test_a_full_disk_ends_in_a_message_and_resumes(study_cmd, tmp_path, tracking
 
 def test_resume_says_which_max_concurrent_it_uses(study_cmd, storage):
     cmd = study_cmd("alpha_sweep", *GRID)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
-    seen: list[str] = []
-    _wait_for(proc, ": finished:", 200, seen)
-    time.sleep(4)  # Tune saves its experiment state every 2 s
-    proc.kill()
-    proc.wait()
+    _kill_after_first_trial(cmd)
     r = _run([*cmd[:cmd.index("--max-concurrent")], *cmd[cmd.index("--max-concurrent") + 2:], "--max-concurrent",
               "2", "--resume"])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -242,12 +247,7 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
 
     data = write_cifar(tmp_path / "data")
     cmd = study_cmd("alpha_sweep", *GRID, "--dataset", "cifar100", "--data-root", str(data))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
-    seen: list[str] = []
-    _wait_for(proc, ": finished:", 200, seen)
-    time.sleep(4)  # Tune saves its experiment state every 2 s
-    proc.kill()
-    proc.wait()
+    _kill_after_first_trial(cmd)
     resume = [*cmd[:cmd.index(str(data))], f"{data}/", *cmd[cmd.index(str(data)) + 1:], "--resume"]
     other = tmp_path / "other" / "mlflow.db"
     at = resume.index("--tracking-uri") + 1
