@@ -244,7 +244,7 @@ def to_csv(table: pd.DataFrame) -> str:
         row: dict[str, Any] = {"config": r["config"], "seeds": r["seeds"]}
         if "sessions" in table:
             row["sessions"] = r["sessions"]
-        for c in _session_cols(table) + ["avg"]:
+        for c in _session_cols(table) + [c for c in ("avg", "last", "pd") if c in table]:
             name = f"s{c}" if c.isdigit() else c
             row[name], row[f"{name}_ci95"] = r[c]
         if "delta_last" in table:
@@ -266,7 +266,9 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     cols = _session_cols(table)
     has_delta, has_dcs = "delta_last" in table, "d_cs" in table
     has_sessions = "sessions" in table
-    head = (["Config", "Seeds"] + (["Sessions"] if has_sessions else []) + [f"S{c}" for c in cols] + ["Avg"] + (["$\\Delta_{last}$"] if has_delta else [])
+    extra = [c for c in ("last", "pd") if c in table]  # the last session and the performance drop
+    head = (["Config", "Seeds"] + (["Sessions"] if has_sessions else []) + [f"S{c}" for c in cols] + ["Avg"]
+            + [{"last": "Last", "pd": "PD"}[c] for c in extra] + (["$\\Delta_{last}$"] if has_delta else [])
             + (["$D_{cs}$"] if has_dcs else []))
 
     def cell(v, digits: int = 2) -> str:
@@ -279,7 +281,7 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
              " & ".join(head) + " \\\\", "\\midrule"]
     for _, r in table.iterrows():
         cells = ([_tex(r["config"]), str(r["seeds"])] + ([str(r["sessions"])] if has_sessions else [])
-                 + [cell(r[c]) for c in cols] + [cell(r["avg"])])
+                 + [cell(r[c]) for c in cols] + [cell(r["avg"])] + [cell(r[c]) for c in extra])
         if has_delta:
             cells.append(f"{r['delta_last']:+.2f}" if K.finite(r["delta_last"]) else "-")
         if has_dcs:
@@ -320,6 +322,8 @@ def paper_beside(table: pd.DataFrame, dataset: str | None) -> pd.DataFrame | Non
         theirs = {"config": r["config"], "source": "paper",
                   **{f"s{c}": (ref["sessions"][int(c)] if int(c) < len(ref["sessions"]) else None) for c in cols},
                   "avg": ref["avg"]}
+        if "pd" in table:  # the paper's PD: its first minus its last quoted session
+            ours["PD"], theirs["PD"] = r["pd"][0], ref["sessions"][0] - ref["sessions"][-1]
         if "d_cs" in table:  # the class geometry beside the accuracies (paper Table 4)
             ours["D_cs"], theirs["D_cs"] = r["d_cs"][0], ref.get("d_cs")
         rows += [ours, theirs]

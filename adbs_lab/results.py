@@ -65,7 +65,11 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
         # each trial's average over its own sessions (10-way rows have fewer sessions than 5-way ones)
         row["avg"] = ci95(list(t.mean(axis=1, skipna=True)))
         last_col = max(c for c in t.columns if t[c].notna().any())
-        last_of[lab] = ci95(list(t[last_col]))[0]
+        # the two other numbers FSCIL papers quote beside the average: the last session's accuracy and the
+        # performance drop PD = session 0 - last session (per trial, then mean ± CI over trials)
+        row["last"] = ci95(list(t[last_col]))
+        row["pd"] = ci95(list(t[0] - t[last_col])) if 0 in t else (math.nan, math.nan)
+        last_of[lab] = row["last"][0]
         row["sessions"] = int(last_col)  # incremental sessions the row ran (its avg covers 0..this)
         out.append(row)
     if len({row["sessions"] for row in out}) < 2:  # one number for every row: nothing to mark
@@ -99,20 +103,22 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
         return str(v)
 
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds")]
-    names = {"avg": "avg", "delta_last": "Δlast", "d_cs": "D_cs"}
+    names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs"}
     digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
     body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2)) for h in headers] for _, r in table.iterrows()]
-    note = [SESSIONS_NOTE] if "sessions" in table else []
+    note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(b) + " |" for b in body]
-        return "\n".join(lines + ([""] + note if note else []))
+        return "\n".join(lines + [line for n in note for line in ("", n)])
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body] + note)
 
 
+CI_NOTE = ("a ± b: mean over the row's n = seeds trials ± the half-width of its 95% confidence interval "
+           "(t-distribution, n - 1 degrees of freedom); PD = s0 - last session, per trial")
 SESSIONS_NOTE = ("sessions: incremental sessions of each row; its avg is over sessions 0..sessions, so avg compares "
                  "rows with the same sessions only")
 

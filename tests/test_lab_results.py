@@ -46,6 +46,22 @@ def test_paper_table_rows_sessions_avg_delta():
     assert format_table(t, markdown=True).startswith("| config | seeds | s0")
 
 
+def test_last_session_and_performance_drop_beside_the_average_and_the_ci_says_its_n():
+    s = _sessions([("baseline", "t1", [70, 60, 50], K.COMPLETE), ("baseline", "t2", [72, 62, 50], K.COMPLETE),
+                   ("ways=10", "t3", [80, 66], K.COMPLETE)])  # a row with fewer sessions: its own last one
+    t = paper_table(s)
+    assert list(t.columns[t.columns.get_loc("avg"):][:3]) == ["avg", "last", "pd"]
+    assert t.loc[0, "last"] == (50.0, 0.0) and t.loc[0, "pd"][0] == pytest.approx(21.0)  # (20 + 22) / 2
+    assert t.loc[0, "pd"][1] == pytest.approx(12.7062, abs=1e-3)  # sd sqrt(2) over n = 2
+    assert t.loc[1, "last"][0] == 66.0 and t.loc[1, "pd"][0] == 14.0
+    text = format_table(t)
+    head = text.splitlines()[0].split()
+    assert head[head.index("avg") + 1: head.index("avg") + 3] == ["last", "PD"]
+    assert "95% confidence interval" in text and "n = seeds" in text  # the CI says over how many trials
+    one_seed = format_table(paper_table(_sessions([("a", "t1", [70, 60], K.COMPLETE)])))
+    assert "confidence interval" not in one_seed  # no ± anywhere, nothing to explain
+
+
 def test_d_cs_column_from_the_trials_of_each_row():
     s = _sessions([("baseline", "t1", [70, 60], K.COMPLETE), ("baseline", "t2", [72, 62], K.COMPLETE),
                    ("adb+ic", "t3", [80, 70], K.COMPLETE)])
