@@ -232,6 +232,51 @@ def paper_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
                                trials=study.trials)
 
 
+# -- several studies as one table ------------------------------------------------------------
+def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict[str, str]]:
+    """(sessions, trials, row order, {row: reference row}) of several studies as one: each row becomes
+    '<study>: <row>' ('<study> (<run id>): <row>' when a study appears twice, e.g. two runs of `ablation` on
+    two presets), and each row keeps the Delta_last reference it has in its own study."""
+    names = [s.name for s in studies]
+    sessions, trials, order, reference = [], [], [], {}
+    for st in studies:
+        prefix = st.name if names.count(st.name) == 1 else f"{st.name} ({st.parent.info.run_id[:8]})"
+        rename = lambda lab, prefix=prefix: f"{prefix}: {lab}"  # noqa: E731
+        for frame, out in ((st.sessions, sessions), (st.trials, trials)):
+            if len(frame):
+                out.append(frame.assign(**{records.LABEL: frame[records.LABEL].map(rename)}))
+        labels = list(dict.fromkeys(st.sessions[records.LABEL])) if len(st.sessions) else []
+        order += [rename(lab) for lab in dict.fromkeys((st.order or []) + labels)]
+        base = st.baseline if isinstance(st.baseline, dict) else {lab: st.baseline for lab in labels} if st.baseline else {}
+        reference.update({rename(lab): rename(ref) for lab, ref in base.items()})
+    cat = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()  # noqa: E731
+    return cat(sessions), cat(trials), order, reference
+
+
+def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame,
+                     out: Path, *, fmt: str, uri: str, metric: str = "test_acc") -> list[Path]:
+    """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    title = " + ".join(dict.fromkeys(s.name for s in studies))
+    files = [out / "sessions.parquet", out / "trials.parquet"]
+    sessions.to_parquet(files[0], index=False)
+    trials.to_parquet(files[1], index=False)
+    for f in {"text", fmt}:
+        p = out / f"table.{EXT[f]}"
+        p.write_text(render(table, f, caption=f"{title}: {metric} (%) per session", trials=trials) + "\n")
+        files.append(p)
+    figs = [artifacts.session_curves(sessions, out / "compare_sessions.png", f"{title}: {metric} per session",
+                                     metric=metric)] if len(sessions) else []
+    meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
+                                    f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
+                                    for s in studies}}
+    files.append(artifacts.write_study_report(out, study=title, table=table, trials=trials,
+                                              best=results.best_config(trials) if len(trials) else None,
+                                              figures=figs, meta=meta))
+    return files + figs
+
+
 # -- renderings ------------------------------------------------------------------------------
 def _session_cols(table: pd.DataFrame) -> list[str]:
     return [c for c in table.columns if c.isdigit()]

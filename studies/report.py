@@ -5,12 +5,16 @@
     python studies/report.py hosts --paper                     # SAVC, SAVC+ADBS, ... beside the paper's rows
     python studies/report.py 8a27a18c...  --tracking-uri http://127.0.0.1:5000   # a parent (or trial) run id
     python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
+    python studies/report.py ablation boundary                 # two studies in one table and one figure
 
 Reads only the tracking store (nested trial runs: params, session/* metric histories, summary/*,
 tags), so a study run on a cluster can be reported on a laptop. The table is
 adbs_lab.results.paper_table, the same function the study printed its table with.
-Time: seconds. Writes to --out (default <repo>/results/reports/<study>-<run id>/): table.txt and
-table.<format>, sessions.parquet, trials.parquet, the study's figure(s), report.md.
+With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
+of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
+and one figure (compare_sessions.png: every row's accuracy per session).
+Time: seconds. Writes to --out (default <repo>/results/reports/<study>-<run id>/, or compare-<studies>/):
+table.txt and table.<format>, sessions.parquet, trials.parquet, the study's figure(s), report.md.
 """
 
 import argparse
@@ -22,10 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from adbs_lab import metrics_keys as K, paths, report, tracking  # noqa: E402
+from adbs_lab import metrics_keys as K, paths, report, results, tracking  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-p.add_argument("study", help="study name (= MLflow experiment; its latest study run) or a parent/trial run id")
+p.add_argument("study", nargs="+",
+               help="study name (= MLflow experiment; its latest study run) or a parent/trial run id; several "
+                    "for one table across studies")
 p.add_argument("--tracking-uri", default=None,
                help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
 p.add_argument("--format", default="text", choices=list(report.EXT),
@@ -38,6 +44,8 @@ p.add_argument("--paper", action="store_true",
                help="print the paper's numbers beside ours when the study matches a paper table "
                     "(ablation rows on cifar100, mini_imagenet, cub200; hosts rows on cifar100)")
 args = p.parse_args()
+if args.paper and len(args.study) > 1:
+    p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
 if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
     p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
             + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
@@ -50,31 +58,54 @@ import logging  # noqa: E402
 logging.getLogger("mlflow").setLevel(logging.WARNING)
 logging.getLogger("alembic").setLevel(logging.WARNING)
 from mlflow.tracking import MlflowClient  # noqa: E402
+import pandas as pd  # noqa: E402
 
 uri = tracking.tracking_uri(args.tracking_uri)
 try:
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise report.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking.check_tracking_uri(uri)
-    study = report.load_study(MlflowClient(uri), args.study)
+    client = MlflowClient(uri)
+    studies = [report.load_study(client, ref) for ref in args.study]
 except (report.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2)
+ids = [s.parent.info.run_id for s in studies]
+if len(set(ids)) < len(ids):
+    print(f"error: {' '.join(args.study)} name the same study run twice; to compare two runs of one study, "
+          "pass their parent run ids (MLflow's run page, or report.py NAME prints the latest one's id)", file=sys.stderr)
+    raise SystemExit(2)
 
-table = report.paper_table(study, metric=args.metric)
-run = study.parent.info
-n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
-counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.FAILED, K.INTERRUPTED, K.RUNNING) if n.get(k)]
-print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
-      f"({', '.join(counts) or 'none'})")
-if run.status == "RUNNING":
-    print(f"note: this study is still running (parent run RUNNING): the table holds the trials that ended so far; "
-          f"report again when it finishes (if its process died instead, rerun its command with --resume: "
-          f"{study.parent.data.tags.get('adbs.command', '?')})")
-elif run.status != "FINISHED":
-    print(f"note: this study did not finish (parent run {run.status}): the table holds the trials that ended; "
-          f"rerun its command with --resume to complete it: {study.parent.data.tags.get('adbs.command', '?')}")
+for study in studies:
+    run = study.parent.info
+    n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
+    counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.FAILED, K.INTERRUPTED, K.RUNNING) if n.get(k)]
+    print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
+          f"({', '.join(counts) or 'none'})")
+    if run.status == "RUNNING":
+        print(f"note: this study is still running (parent run RUNNING): the table holds the trials that ended so "
+              f"far; report again when it finishes (if its process died instead, rerun its command with --resume: "
+              f"{study.parent.data.tags.get('adbs.command', '?')})")
+    elif run.status != "FINISHED":
+        print(f"note: this study did not finish (parent run {run.status}): the table holds the trials that ended; "
+              f"rerun its command with --resume to complete it: {study.parent.data.tags.get('adbs.command', '?')}")
 print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
+
+if len(studies) > 1:
+    sessions, trials, order, reference = report.combine(studies)
+    table = results.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
+                                trials=trials) if len(sessions) else pd.DataFrame()
+    print(report.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order))
+    names = "-".join(dict.fromkeys(s.name for s in studies))
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"compare-{names}-{'-'.join(i[:8] for i in ids)}"
+    files = report.write_comparison(studies, table, sessions, trials, out, fmt=args.format, uri=uri,
+                                    metric=args.metric)
+    print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
+    raise SystemExit(0)
+
+study = studies[0]
+run = study.parent.info
+table = report.paper_table(study, metric=args.metric)
 print(report.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials,
                     order=study.order))
 if args.paper:

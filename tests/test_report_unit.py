@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -150,3 +151,56 @@ def test_the_papers_host_rows_beside_the_hosts_study():
     assert beside.loc[("OrCo", "paper"), "s8"] == 51.12 and beside.loc[("OrCo+ADBS", "paper"), "avg"] == 60.32
     assert beside.loc[("baseline+ADBS", "paper"), "avg"] == 63.77  # the baseline host with ADBS = adb+ic
     assert beside.loc[("SAVC", "ours"), "s8"] == 58.0
+
+
+def _second_study(uri: str, name: str, curves: dict[str, list[float]], baseline: str) -> str:
+    """Another study in the store (one seed per row), as the tracker writes it."""
+    c = MlflowClient(uri)
+    exp = c.create_experiment(name)
+    parent = c.create_run(exp, run_name=f"{name} 2026-01-02 00:00",
+                          tags={"adbs.role": "study", "adbs.study": name, "adbs.baseline": baseline,
+                                "adbs.order": json.dumps(list(curves))})
+    for number, (label, accs) in enumerate(curves.items()):
+        run = c.create_run(exp, run_name=f"{label} seed=0",
+                           tags={"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": name,
+                                 "adbs.trial_id": f"{name}{number}", "adbs.optuna_trial": str(number),
+                                 "adbs.state": K.COMPLETE, "adbs.label": label})
+        c.log_batch(run.info.run_id, metrics=[Metric("session/test_acc", a, 0, s) for s, a in enumerate(accs)]
+                    + [Metric("summary/val_avg_acc", sum(accs) / len(accs), 0, 0)],
+                    params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v))
+                            for k, v in Config(seed=0).to_dict().items()])
+        c.set_terminated(run.info.run_id, "FINISHED")
+    c.set_terminated(parent.info.run_id)
+    return parent.info.run_id
+
+
+@pytest.mark.slow  # three report.py processes
+def test_report_across_two_studies_one_table_one_figure(store, tmp_path):
+    """`report.py ablation boundary`: every row of both, each Delta_last against its own study's baseline."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    uri, ablation_id, _, _ = store
+    _second_study(uri, "boundary", {"released": [70.0, 40.0, 20.0], "clamp": [70.0, 58.0, 50.0]}, "released")
+    script = Path(__file__).resolve().parents[1] / "studies" / "report.py"
+    run = lambda *a: subprocess.run([sys.executable, str(script), *a, "--tracking-uri", uri], capture_output=True,  # noqa: E731
+                                    text=True, timeout=300)
+    r = run("ablation", "boundary", "--out", str(tmp_path / "cmp"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("config"))
+    head, body = lines[start], [line for line in lines[start + 2:start + 6]]
+    assert [b.split("  ")[0] for b in body] == ["ablation: baseline", "ablation: adb+ic", "boundary: released",
+                                                 "boundary: clamp"]
+    cols = re.split(r"\s{2,}", head.strip())
+    delta = [re.split(r"\s{2,}", b.strip())[cols.index("Δlast")] for b in body]
+    assert delta == ["+0.00", "+6.50", "+0.00", "+30.00"]
+    out = tmp_path / "cmp"
+    assert (out / "compare_sessions.png").read_bytes()[:4] == b"\x89PNG"
+    assert "boundary: clamp" in (out / "report.md").read_text() and (out / "table.txt").exists()
+    assert len(pd.read_parquet(out / "sessions.parquet")["label"].unique()) == 4
+    twice = run("ablation", ablation_id)  # the same run by name and by id
+    assert twice.returncode == 2 and "same study run twice" in twice.stderr
+    paper = run("ablation", "boundary", "--paper")
+    assert paper.returncode == 2 and "one at a time" in paper.stderr
