@@ -48,8 +48,14 @@ class Defaults:
     num_samples: int | None = None
     """Configurations Optuna samples (sampled studies only; None = the study has no --num-samples)."""
     smoke_num_samples: int | None = None
+    sample_on_request: bool = False
+    """True: --num-samples has no default and selects sampling: without it the study runs its grid (alpha_sweep:
+    the grid draws the curve with error bars; --num-samples N asks TPE for N configurations instead)."""
     seeds: tuple[int, ...] = (0,)
     smoke_seeds: tuple[int, ...] | None = None
+    seeds_when: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """(study flag, seeds): the default seeds while that flag is given, e.g. (("num_samples", (0,)),): a sampled
+    search explores configurations, one seed each, unless --seeds says otherwise."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,8 @@ class StudyOptions:
     """Seed of the Optuna sampler."""
     resume: bool = False
     """Continue the interrupted study in the same results folder."""
+    dry_run: bool = False
+    """Check every input as a run would and print the number of trials; start and write nothing."""
     cache: bool = True
     """Reuse identical base sessions through <storage>/base_cache (--no-cache turns it off)."""
     max_failures: int = 2
@@ -217,8 +225,16 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
     s = p.add_argument_group("study")
     s.add_argument("--seeds", type=int, nargs="+", default=None,
                    help=f"repeat every configuration over these seeds (Config.seed and split_seed; default "
-                        f"{' '.join(map(str, defaults.seeds))})")
-    if defaults.num_samples is not None:
+                        f"{' '.join(map(str, defaults.seeds))}"
+                        + "".join(f"; {' '.join(map(str, s_))} with --{flag.replace('_', '-')}"
+                                  for flag, s_ in defaults.seeds_when) + ")")
+    if defaults.sample_on_request:
+        s.add_argument("--num-samples", type=int, default=None,
+                       help="sample this many configurations with Optuna's TPE (pruner median, seed 0 unless "
+                            "--pruner/--seeds say otherwise) instead of running the grid; TPE draws its first 10 "
+                            "configurations at random (Optuna's n_startup_trials), so up to 10 samples are a random "
+                            "search")
+    elif defaults.num_samples is not None:
         # TPESampler(n_startup_trials=10) is Optuna's default: its first 10 configurations are random draws.
         s.add_argument("--num-samples", type=int, default=None,
                        help=f"configurations Optuna samples (default {defaults.num_samples}); Optuna's TPE draws its "
@@ -231,6 +247,9 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
                    "trial runs to the end)")
     s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler (default: %(default)s)")
     s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
+    s.add_argument("--dry-run", action="store_true",
+                   help="check every input as a run would (flags, config, search space, data, storage) and print how "
+                        "many trials it would run, then exit: nothing is started or written")
     s.add_argument("--no-cache", action="store_true",
                    help="train every trial's base session itself instead of reusing an identical one "
                         "(cache: <storage>/base_cache; results are identical either way)")
@@ -287,21 +306,25 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
             raise SystemExit(_usage_error(p, str(e))) from None
     pruner = ns.pruner
     if pruner is None:  # not typed: the study's default, which may follow one of its own flags (--grid)
-        pruner = next((p_ for flag, p_ in d.pruner_when if getattr(ns, flag, False)), d.pruner)
+        pruner = next((p_ for flag, p_ in d.pruner_when if getattr(ns, flag, None) not in (None, False)), d.pruner)
     if not d.pruning and pruner != "none":
         raise SystemExit(_usage_error(p, f"--pruner {pruner}: this study runs every trial to the end (each one is a "
                                          "result), so it takes no pruner; drop --pruner"))
-    seeds = ns.seeds if ns.seeds is not None else (d.smoke_seeds if ns.smoke and d.smoke_seeds else d.seeds)
+    seeds = ns.seeds
+    if seeds is None:  # not typed: the study's default, which may follow one of its own flags (--num-samples)
+        seeds = (d.smoke_seeds if ns.smoke and d.smoke_seeds else
+                 next((s_ for flag, s_ in d.seeds_when if getattr(ns, flag, None) is not None), d.seeds))
     num_samples = getattr(ns, "num_samples", None)
-    if num_samples is None and d.num_samples is not None:
+    if num_samples is None and d.num_samples is not None and not d.sample_on_request:
         num_samples = d.smoke_num_samples if ns.smoke and d.smoke_num_samples else d.num_samples
     shared = {"preset", "config", "overrides", "host", "dataset", "data_root", "smoke", "seeds", "num_samples", "pruner",
+              "dry_run",
               "sampler_seed", "resume", "no_cache", "max_failures", "checkpoint_every", "name", "cpus_per_trial",
               "gpus_per_trial", "max_concurrent", "address", "storage", "optuna_storage", "tracking_uri", "_defaults"}
     opts = StudyOptions(
         preset=ns.preset, config_file=ns.config, config_values=config_values, overrides=tuple(pairs), host=ns.host, dataset=ns.dataset, data_root=ns.data_root, smoke=ns.smoke,
         seeds=tuple(seeds), num_samples=num_samples, pruner=pruner, sampler_seed=ns.sampler_seed,
-        resume=ns.resume, cache=not ns.no_cache, max_failures=ns.max_failures, checkpoint_every=ns.checkpoint_every,
+        resume=ns.resume, dry_run=ns.dry_run, cache=not ns.no_cache, max_failures=ns.max_failures, checkpoint_every=ns.checkpoint_every,
         name=ns.name, cpus_per_trial=ns.cpus_per_trial, gpus_per_trial=ns.gpus_per_trial,
         max_concurrent=ns.max_concurrent, address=ns.address, storage=ns.storage, optuna_storage=ns.optuna_storage,
         tracking_uri=ns.tracking_uri, argv=tuple(sys.argv if argv is None else [sys.argv[0], *argv]),

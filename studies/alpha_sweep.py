@@ -1,19 +1,19 @@
 """alpha_sweep: how sensitive is ADBS to the IC loss weight alpha?
 
-    python studies/alpha_sweep.py                      # 4 alphas in [0.01, 0.1] (log), median pruning
-    python studies/alpha_sweep.py --grid --seeds 1 2 3 # the paper's points 0.01 0.02 0.05 0.08 0.1 over 3 seeds
-    python studies/alpha_sweep.py --dataset cifar100 --data-root DIR --num-samples 20  # paper settings, GPU
+    python studies/alpha_sweep.py                      # alphas 0.01 0.02 0.05 0.1 x seeds 0 1 2: the curve with error bars
+    python studies/alpha_sweep.py --grid               # the paper's 5 points 0.01 0.02 0.05 0.08 0.1 x seeds 0 1 2
+    python studies/alpha_sweep.py --num-samples 20     # Optuna's TPE picks 20 alphas in [0.01, 0.1], median pruning
+    python studies/alpha_sweep.py --dataset cifar100 --data-root DIR --grid --seeds 1 2 3   # paper settings, GPU
 
 Runs ADB+IC (full ADBS) trials, one Tune trial per (alpha, seed), each the full FSCIL pipeline.
-Sampled (the default): Optuna's TPE picks alpha to maximise validation average accuracy, and the
+The default and --grid run every point over every seed to the end (no pruning unless --pruner is
+given), and alpha_sensitivity.png draws the mean over seeds with its 95% confidence interval.
+--num-samples N: a search instead of a curve: Optuna's TPE picks N alphas log-uniformly in the paper's
+range [0.01, 0.1] to maximise validation average accuracy, one seed each (unless --seeds), and the
 median pruner stops trials whose base-session validation accuracy lags. TPE draws its first 10
-configurations at random (Optuna's default n_startup_trials), so the default 4 samples are a random
-log-uniform search; pass --num-samples 20 or more for TPE to model the results.
---grid: every one of the paper's 5 alphas over every seed, each trial to the end (no pruning unless
---pruner is given), so every point has all its seeds.
-Time: default run (4 trials, 8 base epochs, 2 at a time; the median pruner usually stops 2) 92 s wall
-on an idle 2-core CPU; --grid runs 5 trials per seed, none of them pruned; --smoke ~1 min; the
-cifar100 preset ~1-2 h per trial on one GPU.
+configurations at random (Optuna's n_startup_trials), so up to 10 samples are a random search.
+Time: default run (12 trials, 8 base epochs, 2 at a time) about 5 min on an idle 2-core CPU; --grid
+15 trials; --smoke (2 alphas x 1 seed) about 1 min; the cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/alpha_sweep/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 alpha_sensitivity.png, optuna.db; MLflow experiment 'alpha_sweep' (parent run + one run per trial).
 """
@@ -26,17 +26,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import alpha_sweep as spaces  # noqa: E402
 
-# A grid's points each count: pruning one would drop it (or some of its seeds) from the table.
-p = options.parser(__doc__, options.Defaults(pruner="median", pruner_when=(("grid", "none"),), num_samples=4,
-                                             smoke_num_samples=2))
+# A grid's points each count: pruning one would drop it (or some of its seeds) from the curve. A TPE search
+# explores alphas: one seed each, and the median pruner saves the lagging ones' epochs.
+p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("num_samples", "median"),),
+                                             sample_on_request=True, seeds=(0, 1, 2), smoke_seeds=(0,),
+                                             seeds_when=(("num_samples", (0,)),)))
 p.add_argument("--grid", action="store_true",
-               help=f"run the paper's alphas {' '.join(map(str, spaces.GRID['alpha']))} (Optuna's GridSampler; "
-                    f"--smoke: {' '.join(map(str, spaces.SMOKE_GRID['alpha']))}), each over every --seeds, every "
-                    "trial to the end (pruner none unless --pruner is given), instead of sampling with TPE")
+               help=f"the paper's 5 alphas {' '.join(map(str, spaces.GRID['alpha']))} instead of the default 4 "
+                    f"({' '.join(map(str, spaces.DEFAULT_GRID['alpha']))}), each over every --seeds (--smoke: "
+                    f"{' '.join(map(str, spaces.SMOKE_GRID['alpha']))})")
 opts, extra = options.parse(p)
+if extra.grid and opts.num_samples is not None:
+    p.error("--grid runs the paper's points and --num-samples asks TPE to pick alphas: choose one")
 
-space, name = ((spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")) if extra.grid \
-    else (spaces.SPACE, "SPACE")
+if opts.num_samples is not None:
+    space, name = spaces.SPACE, "SPACE"
+elif opts.smoke:
+    space, name = spaces.SMOKE_GRID, "SMOKE_GRID"
+else:
+    space, name = (spaces.GRID, "GRID") if extra.grid else (spaces.DEFAULT_GRID, "DEFAULT_GRID")
 study.run(study.Plan(
     name="alpha_sweep",
     space=space,

@@ -63,7 +63,7 @@ def _check_nested_with_curves(uri: str, experiment: str, n_trials: int, n_sessio
 
 
 def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
-    r = _run(study_cmd("alpha_sweep", "--smoke"))
+    r = _run(study_cmd("alpha_sweep", "--smoke", "--num-samples", "2"))  # the TPE search (the grid: below)
     assert "mlflow/serve.py --backend-store-uri" in r.stdout and "alpha=" in r.stdout
     # each running trial reports its base epochs (first and last always), and one estimate follows the first
     assert r.stdout.count(": base epoch 1/2, val acc ") == 2 and r.stdout.count(": base epoch 2/2, val acc ") >= 1

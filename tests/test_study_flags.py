@@ -27,6 +27,33 @@ def test_grid_turns_the_default_pruner_off_and_an_explicit_pruner_wins(argv, pru
     assert options.parse(_alpha_parser(), argv=argv)[0].pruner == pruner
 
 
+def _sweep_parser():  # alpha_sweep's defaults: a grid over seeds 0 1 2 unless --num-samples asks TPE to search
+    p = options.parser("t", options.Defaults(pruner="none", pruner_when=(("num_samples", "median"),),
+                                             sample_on_request=True, seeds=(0, 1, 2), smoke_seeds=(0,),
+                                             seeds_when=(("num_samples", (0,)),)))
+    p.add_argument("--grid", action="store_true")
+    return p
+
+
+@pytest.mark.parametrize("argv,samples,pruner,seeds", [
+    ([], None, "none", (0, 1, 2)),  # the default grid: every point, every seed, to the end
+    (["--grid"], None, "none", (0, 1, 2)),
+    (["--num-samples", "20"], 20, "median", (0,)),  # a TPE search: one seed per sampled alpha, median pruning
+    (["--num-samples", "5", "--seeds", "3", "4", "--pruner", "none"], 5, "none", (3, 4)),  # typed flags win
+    (["--smoke"], None, "none", (0,)),
+])
+def test_num_samples_selects_a_search_and_its_defaults(argv, samples, pruner, seeds):
+    o = options.parse(_sweep_parser(), argv=argv)[0]
+    assert (o.num_samples, o.pruner, o.seeds) == (samples, pruner, seeds)
+
+
+def test_sweep_help_states_each_mode_default(capsys):
+    with pytest.raises(SystemExit):
+        _sweep_parser().parse_args(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default 0 1 2; 0 with --num-samples" in out and "default: none; median with --num-samples" in out
+
+
 def test_a_study_without_pruning_hides_and_refuses_pruner(capsys):
     p = options.parser("t", options.Defaults(pruning=False))
     assert options.parse(p, argv=["--pruner", "none"])[0].pruner == "none"
@@ -46,8 +73,11 @@ def _run(*args):
 
 def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner():
     a = " ".join(_run("studies/alpha_sweep.py", "--help").stdout.split())
-    assert "run the paper's alphas 0.01 0.02 0.05 0.08 0.1" in a and "pruner none unless --pruner is given" in a
-    assert "(default: median; none with --grid;" in a and "up to 10 samples are a random search" in a
+    assert "the paper's 5 alphas 0.01 0.02 0.05 0.08 0.1 instead of the default 4 (0.01 0.02 0.05 0.1)" in a
+    assert "(default: none; median with --num-samples;" in a and "up to 10 samples are a random search" in a
+    assert "default 0 1 2; 0 with --num-samples" in a
+    both = _run("studies/alpha_sweep.py", "--grid", "--num-samples", "3")
+    assert both.returncode == 2 and "choose one" in both.stderr
     k = _run("studies/kshot_grid.py", "--help").stdout
     assert "--pruner {" not in k and "--ways WAY" in k and "--shots SHOT" in k
 
