@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "Precedence: preset < this file < the options below")
     p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
     p.add_argument("--quiet", action="store_true", help="print only the final table")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the config, the device, the data and --out, print what would run, and exit (nothing "
+                        "is trained or written)")
     cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
     for name, f in FIELDS.items():
         cfg_group.add_argument(
@@ -147,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+    if args.dry_run:
+        print(f"dry run: ADBS {cfg.variant} in host {cfg.host} on {cfg.dataset} (preset {args.preset}"
+              f"{', config ' + args.config if args.config else ''}), seed {cfg.seed}, {cfg.base_epochs} base epochs, "
+              f"{cfg.shots}-shot sessions; config, device and data checked; would write {out}; nothing was trained")
+        return 0
 
     from adbs.loops import Hooks
     from adbs.trial import run_trial

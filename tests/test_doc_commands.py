@@ -1,0 +1,346 @@
+"""Every command of the README's and docs/recipes.md's `bash` blocks, checked, so that a documented command
+that breaks fails CI.
+
+- `python -m adbs.run ...` on the embedded benchmark runs, shortened to one base epoch and one session.
+- A study (`studies/<name>.py ...`) runs with `--dry-run`: every check a run makes before its first trial
+  (flags, config, search space, data, storage), then the number of trials. The studies themselves run end
+  to end, smoke-sized, in tests/test_studies_e2e.py.
+- `studies/report.py ...` runs against a store that holds the studies it names (built with MlflowClient in
+  the tracker's layout), placeholders such as `<parent run id A>` filled in with run ids of that store.
+- A config file the docs show (a `yaml` block that starts with `# <name>.yaml`) is written where the
+  commands run, so `--config my.yaml` reads what the docs show.
+- Commands on a real dataset (`--dataset cifar100 --data-root ~/data`, index lists) run with `--dry-run` on a
+  small stand-in in the same layout, so the flags, the preset and the data checks are exercised.
+- `mlflow/serve.py` runs with `--dry-run` (it prints the server command).
+- The toy dataset example runs as written (the writer, then a smoke run on what it wrote).
+- Benchmarks (`bench/...`) take minutes to hours or the authors' code: `--help` (the script imports and
+  parses); tests/test_vs_official.py and tests/test_bench_gpu.py run them small.
+- Cluster commands (`sbatch`, `kubectl`, `docker`, ...) are checked by tests/test_deploy.py (the Slurm script
+  run with stand-ins for srun, the manifests parsed and linted); here the files they name must exist and a
+  study they start must pass `--dry-run`.
+- The set-up and test commands are what `.ci/run` runs; a download and a bucket read need the network.
+
+A command that no rule covers fails `test_every_doc_command_has_a_rule`: a new doc command needs a rule here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = ["README.md", "docs/recipes.md"]
+
+
+def doc_commands() -> list[tuple[str, int, str]]:
+    """(file, line, command) of every command in a ```bash block: continuation lines joined, comments cut."""
+    out = []
+    for name in DOCS:
+        lines = (REPO / name).read_text().splitlines()
+        inside, pending, start = False, "", 0
+        for i, line in enumerate(lines, 1):
+            if line.startswith("```"):
+                inside = line.strip() == "```bash" if not inside else False
+                continue
+            if not inside:
+                continue
+            if not pending:
+                start = i
+            pending += line.rstrip().removesuffix("\\") + " " if line.rstrip().endswith("\\") else line
+            if line.rstrip().endswith("\\"):
+                continue
+            cmd = _strip_comment(pending).strip()
+            pending = ""
+            if cmd:
+                out.append((name, start, " ".join(cmd.split())))
+    return out
+
+
+def _strip_comment(line: str) -> str:
+    """The line without its trailing `# ...` comment (a `#` inside quotes stays)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if ch in "'\"" and quote in (None, ch):
+            quote = None if quote == ch else ch
+        elif ch == "#" and quote is None and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
+
+
+# -- rules: (name, pattern on the command, why it is not run as written) --------------------------------------
+EXTERNAL = [
+    ("set-up", r"^python3 -m venv \.venv && \.venv/bin/pip install", ".ci/run runs the set-up itself"),
+    ("tests", r"^\.venv/bin/python -m pytest", "the test command itself"),
+    ("download", r"download=True", "downloads CIFAR-100: needs the network"),
+    ("bucket read", r"s3://BUCKET", "reads an S3 bucket: needs the network and credentials"),
+    ("cluster shell", r"^(export |cd /shared/|squeue|ls ~/data)", "a shell step on a cluster or a data machine"),
+    ("mlflow server", r"^mlflow server ", "MLflow's own server command on a server machine"),
+    ("docker", r"^docker build -f deploy/Dockerfile", "tests/test_deploy.py checks deploy/Dockerfile"),
+    ("kubectl", r"^(kubectl |sed -i .*deploy/kuberay-rayjob\.yaml)", "tests/test_deploy.py parses the manifests"),
+]
+REAL_DATA = re.compile(r"--dataset (cifar100|mini_imagenet|cub200)|--preset (cifar100|mini_imagenet|cub200)|"
+                       r"--data-root|--index-list|index_list=")
+
+
+def rule(cmd: str) -> str:
+    for name, pattern, _ in EXTERNAL:
+        if re.search(pattern, cmd):
+            return name
+    if cmd.startswith("sbatch "):
+        return "sbatch"
+    if re.match(r"^\.venv/bin/python bench/\w+\.py", cmd):
+        return "bench"
+    if re.match(r"^(\.venv/bin/python examples/toy_dataset\.py write|PYTHONPATH=examples \.venv/bin/python -m adbs\.run)",
+                cmd):
+        return "toy dataset"
+    if re.match(r"^\.venv/bin/python -m adbs\.run ", cmd):
+        return "adbs.run on real data" if REAL_DATA.search(cmd) else "adbs.run"
+    if re.match(r"^\.venv/bin/python studies/report\.py ", cmd):
+        return "report"
+    if re.match(r"^\.venv/bin/python studies/\w+\.py", cmd):
+        return "study on real data" if REAL_DATA.search(cmd) else "study"
+    if re.match(r"^\.venv/bin/python mlflow/serve\.py", cmd):
+        return "serve"
+    if re.match(r"^\.venv/bin/python -c ", cmd) and "results/reports/compare-" in cmd:
+        return "compare snippet"
+    return ""
+
+
+COMMANDS = doc_commands()
+
+
+def test_the_docs_show_commands():
+    assert len(COMMANDS) > 30 and any("studies/alpha_sweep.py" in c for _, _, c in COMMANDS)
+
+
+def test_every_doc_command_has_a_rule():
+    missing = [f"{f}:{n}: {c}" for f, n, c in COMMANDS if not rule(c)]
+    assert not missing, "doc commands no rule of tests/test_doc_commands.py covers:\n" + "\n".join(missing)
+
+
+def test_files_named_by_cluster_commands_exist():
+    for f, n, c in COMMANDS:
+        for path in re.findall(r"\b((?:deploy|studies|mlflow)/[\w./-]+\.(?:py|sbatch|yaml|Dockerfile))", c):
+            assert (REPO / path).exists(), f"{f}:{n}: {path} does not exist ({c})"
+        if "deploy/Dockerfile" in c:
+            assert (REPO / "deploy" / "Dockerfile").exists()
+
+
+# -- the stand-ins: a small CIFAR-100 in torchvision's layout, index lists for it, and a report store ------------
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """A HOME with ~/data/cifar-100-python and the index lists the docs name (~/fscil_index_lists/cifar100 and,
+    under the working folder, adbs-official/data/index_list/cifar100)."""
+    h = tmp_path_factory.mktemp("home")
+    d = h / "data" / "cifar-100-python"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    labels = {}
+    for split, n in (("train", 30), ("test", 4)):
+        lab = rng.permutation(np.repeat(np.arange(100), n))
+        labels[split] = lab
+        with open(d / split, "wb") as fh:
+            pickle.dump({"batch_label": split, "fine_labels": lab.tolist(), "coarse_labels": (lab // 5).tolist(),
+                         "data": rng.integers(0, 256, (len(lab), 3072), dtype=np.uint8),
+                         "filenames": [f"img_{i}.png" for i in range(len(lab))]}, fh)
+    train = labels["train"]
+    sessions = [np.flatnonzero(train < 60)] + [
+        np.concatenate([np.flatnonzero(train == c)[:5] for c in range(60 + 5 * t, 65 + 5 * t)]) for t in range(8)]
+    for folder in (h / "fscil_index_lists" / "cifar100", h / "work" / "adbs-official" / "data" / "index_list" / "cifar100"):
+        folder.mkdir(parents=True)
+        for t, idx in enumerate(sessions, 1):
+            (folder / f"session_{t}.txt").write_text("\n".join(map(str, idx)) + "\n")
+    # the config files the docs show (a ```yaml block whose first line is `# <name>.yaml`), in the working folder
+    for name in DOCS:
+        for block in re.findall(r"```yaml\n(.*?)```", (REPO / name).read_text(), re.S):
+            first = block.splitlines()[0]
+            if re.fullmatch(r"# [\w.-]+\.ya?ml", first.strip()):
+                (h / "work" / first.strip()[2:]).write_text(block)
+    # a study's best_config.json as studies write it, for `adbs.run --config runs/alpha_sweep/best_config.json`
+    from adbs.config import Config
+
+    best = h / "work" / "runs" / "alpha_sweep" / "best_config.json"
+    best.parent.mkdir(parents=True)
+    best.write_text(json.dumps({"config_label": "alpha=0.05", "objective": "summary/val_avg_acc",
+                                "mean_over_seeds": 60.0, "seeds": 3,
+                                "config": Config(variant="adb+ic", alpha=0.05).to_dict()}, indent=1))
+    return h
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "HOME": str(home), "MPLBACKEND": "Agg", "RAY_USAGE_STATS_ENABLED": "0",
+            "MLFLOW_DISABLE_TELEMETRY": "true"}
+
+
+def _argv(cmd: str, home: Path) -> list[str]:
+    """The command as a shell would split it, ~ expanded to the stand-in HOME, the venv's python = this one."""
+    words = [w.replace("~", str(home)) if w.startswith("~") else w for w in shlex.split(cmd)]
+    return [sys.executable if w == ".venv/bin/python" else w for w in words]
+
+
+def _run(argv: list[str], home: Path, cwd: Path = REPO, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, env=_env(home), capture_output=True, text=True, timeout=timeout)
+
+
+def _isolated(argv: list[str], tmp: Path) -> list[str]:
+    """A study's results and tracking in a temporary folder, never the repository's runs/ and mlflow/."""
+    extra = []
+    if "--storage" not in argv:
+        extra += ["--storage", str(tmp / "runs")]
+    if "--tracking-uri" not in argv:
+        extra += ["--tracking-uri", f"sqlite:///{tmp / 'mlflow.db'}"]
+    return argv + extra
+
+
+def _by_rule(*names: str) -> list:
+    return [pytest.param(c, id=f"{f}:{n}") for f, n, c in COMMANDS if rule(c) in names]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", _by_rule("study", "study on real data", "sbatch"))
+def test_study_commands_pass_their_dry_run(cmd, home, tmp_path):
+    if cmd.startswith("sbatch "):  # the study the Slurm script starts, on a cluster's shared folders
+        cmd = ".venv/bin/python " + cmd[cmd.index("studies/"):].replace("/shared/data", "~/data")
+    argv = _isolated(_argv(cmd, home) + ["--dry-run"], tmp_path)
+    r = _run(argv, home, cwd=home / "work")
+    assert r.returncode == 0 and "dry run: study " in r.stdout, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # nothing written
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", _by_rule("adbs.run", "adbs.run on real data"))
+def test_single_run_commands_run(cmd, home, tmp_path):
+    """On the embedded benchmark they run (one base epoch, one session); on a real dataset, a dry run."""
+    argv = _argv(cmd, home) + ["--out", str(tmp_path / "run.json")]
+    if rule(cmd) == "adbs.run on real data":
+        argv += ["--dry-run"]
+    else:
+        argv += ["--base-epochs", "1", "--sessions", "1", "--quiet"]
+    r = _run(argv, home, cwd=home / "work")
+    assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    if "--dry-run" in argv:
+        assert "dry run: " in r.stdout
+    else:
+        assert json.loads((tmp_path / "run.json").read_text())["summary"]["test_avg_acc"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", _by_rule("serve"))
+def test_serve_commands_print_their_server(cmd, home, tmp_path):
+    r = _run(_argv(cmd, home) + ["--dry-run"], home)
+    assert r.returncode == 0 and "mlflow" in r.stdout, f"{cmd}\n{r.stdout}\n{r.stderr}"
+
+
+# -- report.py on a store that holds the studies the docs name ---------------------------------------------------
+STUDIES = {"ablation": ("baseline", {"baseline": [70, 60, 50], "adb": [72, 61, 51], "adb+ic": [73, 62, 53]}),
+           "boundary": ("released", {"released": [70, 40, 20], "clamp": [70, 58, 50]}),
+           "alpha_sweep": (None, {"alpha=0.01": [71, 60, 52], "alpha=0.1": [72, 61, 50]}),
+           "hosts": ({"SAVC+ADBS": "SAVC"}, {"SAVC": [78, 60, 52], "SAVC+ADBS": [85, 70, 60]})}
+
+
+@pytest.fixture(scope="module")
+def report_store(tmp_path_factory) -> tuple[str, list[str]]:
+    """An MLflow store in the tracker's layout with one run of each study above (two of alpha_sweep), two seeds
+    per row, on cifar100 (so --paper has the paper's rows to print); (uri, parent run ids of alpha_sweep)."""
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab import metrics_keys as K
+
+    uri = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
+    c = MlflowClient(uri)
+    sweeps = []
+    for name, (baseline, rows) in [*STUDIES.items(), ("alpha_sweep", STUDIES["alpha_sweep"])]:
+        exp = c.get_experiment_by_name(name)
+        exp_id = exp.experiment_id if exp else c.create_experiment(name)
+        tags = {"adbs.role": "study", "adbs.study": name, "adbs.order": json.dumps(list(rows)),
+                "adbs.command": f"python studies/{name}.py"}
+        if baseline:
+            tags["adbs.baseline"] = baseline if isinstance(baseline, str) else json.dumps(baseline)
+        parent = c.create_run(exp_id, run_name=f"{name} 2026-01-01", tags=tags)
+        number = 0
+        for label, accs in rows.items():
+            for seed in (0, 1):
+                run = c.create_run(exp_id, run_name=f"{label} seed={seed}", tags={
+                    "mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": name,
+                    "adbs.trial_id": f"{name}{number}", "adbs.optuna_trial": str(number), "adbs.state": K.COMPLETE,
+                    "adbs.label": label})
+                got = [a + seed for a in accs]
+                cfg = Config(seed=seed, dataset="cifar100", keep_embeddings=False).to_dict()
+                c.log_batch(run.info.run_id,
+                            metrics=[Metric("session/test_acc", a, 0, s) for s, a in enumerate(got)]
+                            + [Metric("session/test_novel_acc", a / 2, 0, s) for s, a in enumerate(got)]
+                            + [Metric("summary/val_avg_acc", sum(got) / len(got), 0, 0)],
+                            params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
+                c.set_terminated(run.info.run_id, "FINISHED")
+                number += 1
+        c.set_terminated(parent.info.run_id)
+        if name == "alpha_sweep":
+            sweeps.append(parent.info.run_id)
+    return uri, sweeps
+
+
+@pytest.mark.slow
+def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path):
+    """Every report.py command of the docs, in order, then the pandas snippet that reads the comparison."""
+    uri, sweeps = report_store
+    work = tmp_path / "work"
+    work.mkdir()
+    cmds = _by_rule("report", "compare snippet")
+    assert cmds
+    for param in cmds:
+        cmd = param.values[0]
+        cmd = (cmd.replace("<parent run id A>", sweeps[0]).replace("<parent run id B>", sweeps[1])
+               .replace("<parent or trial run id>", sweeps[0]))
+        argv = _argv(cmd, home)
+        if rule(cmd) == "report":
+            if "--tracking-uri" in argv:  # a server or a copied store in the docs: this store here
+                argv[argv.index("--tracking-uri") + 1] = uri
+            else:
+                argv += ["--tracking-uri", uri]
+            if "--out" in argv:
+                argv[argv.index("--out") + 1] = str(work / "out")
+            else:  # report.py's default folder, under this test's working folder instead of the repository
+                names = [a for a in argv[2:] if not a.startswith("-")]
+                folder = f"compare-{'-'.join(names)}" if len(names) > 1 else names[0]
+                argv += ["--out", str(work / "results" / "reports" / folder)]
+        r = _run(argv, home, cwd=work)
+        assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+        if rule(cmd) == "compare snippet":
+            assert "test_avg_acc" in r.stdout
+        elif "--paper" in cmd:
+            assert "beside the paper" in r.stdout
+
+
+@pytest.mark.slow
+def test_the_toy_dataset_commands_run(home, tmp_path):
+    cmds = [p.values[0] for p in _by_rule("toy dataset")]
+    assert len(cmds) == 2 and "write" in cmds[0]
+    for cmd in cmds:
+        env_words = []
+        while re.match(r"^[A-Z_]+=", cmd):
+            word, cmd = cmd.split(" ", 1)
+            env_words.append(word.split("=", 1))
+        argv = _argv(cmd, home) + (["--out", str(tmp_path / "toy.json")] if "adbs.run" in cmd else [])
+        env = {**_env(home), **{k: str(REPO / v) for k, v in env_words}}
+        r = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    assert json.loads((tmp_path / "toy.json").read_text())["config"]["dataset"] == "toy_dataset:toy"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", _by_rule("bench"))
+def test_bench_commands_parse(cmd, home):
+    script = _argv(cmd, home)[:2]
+    r = _run(script + ["--help"], home, timeout=120)
+    assert r.returncode == 0 and "usage" in r.stdout.lower(), f"{cmd}\n{r.stdout[-1000:]}\n{r.stderr[-2000:]}"
