@@ -52,6 +52,7 @@ import torch
 
 from adbs import digests, objstore, runtime
 from adbs.config import Config, shapes_base
+from adbs.host_options import options_of
 from adbs.state import BaseSession, base_state
 
 # Bump when a change to adbs/loops.py or a host alters what a base session produces.
@@ -84,7 +85,7 @@ def base_key(cfg: Config, device_kind: str) -> str:
     fields["milestones"] = list(cfg.milestones) if cfg.schedule == "milestones" else None
     fields.update(input_digests(cfg))  # data_root, index_list, pretrained: what the files hold
     fields["runtime"] = runtime.settings(cfg, device_kind)
-    options = cfg.options
+    options = options_of(cfg)
     fields["host_options"] = {k: getattr(options, k) for k, base in shapes_base(type(options)).items() if base}
     fields["code_version"] = BASE_CODE_VERSION
     blob = json.dumps(fields, sort_keys=True, default=str).encode()

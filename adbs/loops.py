@@ -27,7 +27,6 @@ import copy
 import random
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +41,7 @@ from adbs.data.augment import batch_generator
 from adbs.hosts import Head, Host, create_host, joint_labels
 from adbs.metrics import (boundary_stats, class_separation, collapse_warnings, embedding_sample, novel_image_geometry,
                           prediction_stats, prototype_geometry, session_accuracies, trial_summary)
-from adbs.runtime import CUDA_TF32, apply_threads
+from adbs.runtime import MAX_DEFAULT_WORKERS, Runtime, default_workers, resolve_device  # noqa: F401 - also from here
 from adbs.state import BaseSession, TrialResult, base_state
 
 MetricsHook = Callable[[dict[str, float]], None]
@@ -72,65 +71,10 @@ class Hooks:
     """Base epochs between checkpoints (the last base epoch always checkpoints)."""
 
 
-def resolve_device(cfg: Config) -> torch.device:
-    if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device='cuda' was requested but torch sees no CUDA GPU; use device='auto' or 'cpu'")
-    if cfg.device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(cfg.device)
-
-
-MAX_DEFAULT_WORKERS = 4
-
-
-def default_workers(threads: int) -> int:
-    """Loader workers for file-based pools from the CPUs this process may use (a study trial sets torch's
-    threads to its --cpus-per-trial): one per CPU up to 4, none with a single CPU. More than 4 fed a GPU
-    trial more slowly on a 16-CPU machine (docs/gpu.md, "Measured"): they contend with the training
-    process for the same cores."""
-    return min(threads, MAX_DEFAULT_WORKERS) if threads > 1 else 0
-
-
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-
-
-class Runtime:
-    """Device placement, precision, channels_last and the data path in one place.
-
-    channels_last on every device: on CPU (oneDNN) it makes the ConvNet's eval pass ~3x and its training
-    step ~1.5x faster than NCHW (max-pooling in NCHW alone took a third of the eval time); AMP is GPU only
-    and off by default, CPU runs fp32. On CUDA: TF32 for matmul and cuDNN convolutions and cudnn.benchmark
-    (the ResNet-12 step measured fastest in TF32 at batch 64, docs/gpu.md, "Measured"), so GPU numbers are
-    not bit-reproducible run to run (cuDNN picks algorithms by timing); CPU numbers are, for a config and
-    seed. In-memory pools are kept and augmented on the training device (`data_device`, Config.data_on_device).
-    """
-
-    def __init__(self, cfg: Config):
-        self.device = resolve_device(cfg)
-        self.cuda = self.device.type == "cuda"
-        self.amp = cfg.amp and self.cuda
-        if self.cuda:
-            torch.backends.cudnn.benchmark = True
-            torch.backends.cuda.matmul.allow_tf32 = CUDA_TF32
-            torch.backends.cudnn.allow_tf32 = CUDA_TF32
-        apply_threads(cfg, self.device.type)  # the one thread rule (adbs/runtime.py): CPU numbers depend on it
-        on_device = cfg.data_on_device if cfg.data_on_device is not None else self.cuda
-        self.data_device: torch.device | None = self.device if on_device else None
-        self.num_workers = cfg.num_workers if cfg.num_workers is not None else default_workers(torch.get_num_threads())
-
-    def images(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.to(self.device, non_blocking=True)
-        return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
-
-    def module(self, m: torch.nn.Module) -> torch.nn.Module:
-        m = m.to(self.device)
-        return m.to(memory_format=torch.channels_last)
-
-    def autocast(self):
-        return torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else nullcontext()
 
 
 def _check_finite(what: str, value: torch.Tensor, where: str) -> None:

@@ -26,8 +26,13 @@ import time
 import typing
 from pathlib import Path
 
-from adbs.config import (_HINTS, FIELDS, PRESETS, RENAMED, ConfigError, field_doc, from_dict, load_file, option_keys,
-                         resolve)
+from adbs.config import _HINTS, FIELDS, ConfigError
+from adbs.config_file import load_file
+from adbs.field_docs import field_doc
+from adbs.host_options import option_keys
+from adbs.overrides import from_dict
+from adbs.presets import PRESETS, resolve
+from adbs.renames import RENAMED
 from adbs.hosts import get_host, host_names
 
 

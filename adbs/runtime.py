@@ -14,6 +14,7 @@ cache key holds it (adbs/cache.py: base_key), so a session trained under other s
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -21,7 +22,7 @@ import torch
 from adbs.config import Config, ConfigError
 
 CUDA_TF32 = True
-"""CUDA runs use TF32 for matmul and cuDNN convolutions (adbs/loops.py: Runtime; docs/gpu.md, "Measured")."""
+"""CUDA runs use TF32 for matmul and cuDNN convolutions (Runtime below; docs/gpu.md, "Measured")."""
 
 
 def torch_threads(cfg: Config, device_kind: str) -> int | None:
@@ -73,3 +74,58 @@ def describe(cfg: Config, kind: str) -> str:
         return f"cpu, {n} torch thread{'s' * (n != 1)} ({why}; CPU numbers depend on the threads)"
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "cuda"
     return f"{name}, TF32 {'on' if CUDA_TF32 else 'off'}, amp {'on' if cfg.amp else 'off'}"
+
+
+def resolve_device(cfg: Config) -> torch.device:
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' was requested but torch sees no CUDA GPU; use device='auto' or 'cpu'")
+    if cfg.device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(cfg.device)
+
+
+MAX_DEFAULT_WORKERS = 4
+
+
+def default_workers(threads: int) -> int:
+    """Loader workers for file-based pools from the CPUs this process may use (a study trial sets torch's
+    threads to its --cpus-per-trial): one per CPU up to 4, none with a single CPU. More than 4 fed a GPU
+    trial more slowly on a 16-CPU machine (docs/gpu.md, "Measured"): they contend with the training
+    process for the same cores."""
+    return min(threads, MAX_DEFAULT_WORKERS) if threads > 1 else 0
+
+
+class Runtime:
+    """Device placement, precision, channels_last and the data path in one place (the trainer and the hosts use it).
+
+    channels_last on every device: on CPU (oneDNN) it makes the ConvNet's eval pass ~3x and its training
+    step ~1.5x faster than NCHW (max-pooling in NCHW alone took a third of the eval time); AMP is GPU only
+    and off by default, CPU runs fp32. On CUDA: TF32 for matmul and cuDNN convolutions and cudnn.benchmark
+    (the ResNet-12 step measured fastest in TF32 at batch 64, docs/gpu.md, "Measured"), so GPU numbers are
+    not bit-reproducible run to run (cuDNN picks algorithms by timing); CPU numbers are, for a config and
+    seed. In-memory pools are kept and augmented on the training device (`data_device`, Config.data_on_device).
+    """
+
+    def __init__(self, cfg: Config):
+        self.device = resolve_device(cfg)
+        self.cuda = self.device.type == "cuda"
+        self.amp = cfg.amp and self.cuda
+        if self.cuda:
+            torch.backends.cudnn.benchmark = True
+            torch.backends.cuda.matmul.allow_tf32 = CUDA_TF32
+            torch.backends.cudnn.allow_tf32 = CUDA_TF32
+        apply_threads(cfg, self.device.type)  # the one thread rule (adbs/runtime.py): CPU numbers depend on it
+        on_device = cfg.data_on_device if cfg.data_on_device is not None else self.cuda
+        self.data_device: torch.device | None = self.device if on_device else None
+        self.num_workers = cfg.num_workers if cfg.num_workers is not None else default_workers(torch.get_num_threads())
+
+    def images(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.to(self.device, non_blocking=True)
+        return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+
+    def module(self, m: torch.nn.Module) -> torch.nn.Module:
+        m = m.to(self.device)
+        return m.to(memory_format=torch.channels_last)
+
+    def autocast(self):
+        return torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else nullcontext()

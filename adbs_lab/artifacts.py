@@ -19,45 +19,10 @@ from typing import Any, Iterable
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.records import EMBEDDINGS
-
-BOUNDARIES_KEY = "boundaries_json"
-"""Key of the trial's summary report holding json.dumps(TrialResult.boundaries): one list of m per session."""
-
-EMBEDDINGS_KEY = "embeddings_json"
-"""Key of the trial's summary report holding encode_embeddings(TrialResult.extra["embeddings"]) (keep_embeddings)."""
+from adbs_lab.metrics_keys import EMBEDDINGS, decode_embeddings, encode_embeddings  # noqa: F401 - the codec, also here
 
 CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
 EMBEDDINGS_JSON = "embeddings.json"
-_ARRAYS = ("features", "similarity")
-
-
-def encode_embeddings(sample: dict[str, Any]) -> str:
-    """adbs.metrics.embedding_sample as compact JSON: its two matrices as base64 float16 (~70 kB a trial, not
-    ~400 kB of decimals), since the string travels in Tune's result, trials.parquet and an MLflow artifact."""
-    import base64
-
-    import numpy as np
-
-    out = {k: v for k, v in sample.items() if k not in _ARRAYS}
-    for k in _ARRAYS:
-        a = np.asarray(sample[k], dtype=np.float16)
-        out[k] = {"shape": list(a.shape), "float16_base64": base64.b64encode(a.tobytes()).decode("ascii")}
-    return json.dumps(out, separators=(",", ":"))
-
-
-def decode_embeddings(text: str) -> dict[str, Any]:
-    """encode_embeddings' inverse: the two matrices as float32 numpy arrays."""
-    import base64
-
-    import numpy as np
-
-    d = json.loads(text)
-    for k in _ARRAYS:
-        a = d[k]
-        d[k] = np.frombuffer(base64.b64decode(a["float16_base64"]), dtype=np.float16).reshape(a["shape"]).astype(
-            np.float32)
-    return d
 
 
 def _plt():

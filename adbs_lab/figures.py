@@ -143,8 +143,7 @@ def host_curves(sessions: pd.DataFrame, path: Path, *, order: list[str] | None =
 def _embedding_rows(trials: pd.DataFrame, order: list[str] | None) -> list[tuple[str, dict]]:
     """(row label, decoded embedding sample) for each row: its complete trial with the lowest seed, so every
     panel shows one trial's embedding (t-SNE does not average over seeds)."""
-    from adbs_lab.artifacts import decode_embeddings
-    from adbs_lab.records import EMBEDDINGS
+    from adbs_lab.metrics_keys import EMBEDDINGS, decode_embeddings
 
     t = trials[(trials["state"] == K.COMPLETE) & trials[EMBEDDINGS].notna()] if EMBEDDINGS in trials else trials.iloc[0:0]
     if "seed" in t:

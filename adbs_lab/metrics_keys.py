@@ -1,4 +1,5 @@
-"""Metric names are contracts: one place defines them, study, tuner, tracker and tables import them.
+"""Metric names and the other keys of what a trial reports are contracts: one place defines them, study, tuner,
+tracker and tables import them (and nothing else from each other for them, so no module imports back).
 
 - `base/<k>`    one value per base epoch, MLflow step = epoch (1-based, as adbs.loops reports it);
 - `session/<k>` one value per session, MLflow step = session index (0 = base session);
@@ -11,7 +12,10 @@ epoch on test accuracy).
 
 from __future__ import annotations
 
+import base64
+import json
 import math
+from typing import Any
 
 BASE = "base/"
 SESSION = "session/"
@@ -91,3 +95,44 @@ def _is_np_number(v) -> bool:
         return isinstance(v, (np.integer, np.floating))
     except ImportError:  # pragma: no cover
         return False
+
+
+# What a trial reports besides metrics: keys of its summary report and of its Tune config, and the column of
+# trials.parquet they become; trainable writes them, records, tracking and the figures read them.
+BOUNDARIES_KEY = "boundaries_json"
+"""Key of the trial's summary report holding json.dumps(TrialResult.boundaries): one list of m per session."""
+
+EMBEDDINGS_KEY = "embeddings_json"
+"""Key of the trial's summary report holding encode_embeddings(TrialResult.extra["embeddings"]) (keep_embeddings)."""
+
+OPTUNA_TRIAL_KEY = "_optuna_trial"
+"""Trial-config key holding the Optuna trial number (logged as tag adbs.optuna_trial)."""
+
+EMBEDDINGS = "embeddings"
+"""trials.parquet column: a trial's embedding sample (encode_embeddings); None when it kept none."""
+
+_ARRAYS = ("features", "similarity")
+
+
+def encode_embeddings(sample: dict[str, Any]) -> str:
+    """adbs.metrics.embedding_sample as compact JSON: its two matrices as base64 float16 (~70 kB a trial, not
+    ~400 kB of decimals), since the string travels in Tune's result, trials.parquet and an MLflow artifact."""
+    import numpy as np  # late: the keys alone are imported by every process
+
+    out = {k: v for k, v in sample.items() if k not in _ARRAYS}
+    for k in _ARRAYS:
+        a = np.asarray(sample[k], dtype=np.float16)
+        out[k] = {"shape": list(a.shape), "float16_base64": base64.b64encode(a.tobytes()).decode("ascii")}
+    return json.dumps(out, separators=(",", ":"))
+
+
+def decode_embeddings(text: str) -> dict[str, Any]:
+    """encode_embeddings' inverse: the two matrices as float32 numpy arrays."""
+    import numpy as np  # late: the keys alone are imported by every process
+
+    d = json.loads(text)
+    for k in _ARRAYS:
+        a = d[k]
+        d[k] = np.frombuffer(base64.b64decode(a["float16_base64"]), dtype=np.float16).reshape(a["shape"]).astype(
+            np.float32)
+    return d

@@ -18,7 +18,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from adbs.config import PRESETS, ConfigError, load_file, preset_for, resolve
+from adbs.config import ConfigError
+from adbs.config_file import load_file
+from adbs.presets import PRESETS, preset_for, resolve
 from adbs_lab import paths
 
 PRUNERS = ("median", "halving", "hyperband", "none")
@@ -62,9 +64,9 @@ class Defaults:
 class StudyOptions:
     # --- configuration --------------------------------------------------------------------------
     preset: str = "cpu"
-    """Named Config preset (adbs.config.PRESETS); --smoke means the smoke preset."""
+    """Named Config preset (adbs.presets.PRESETS); --smoke means the smoke preset."""
     overrides: tuple[tuple[str, str], ...] = ()
-    """--set KEY=VALUE pairs, in order, as typed (adbs.config coerces and checks them)."""
+    """--set KEY=VALUE pairs, in order, as typed (adbs.overrides coerces and checks them)."""
     host: str | None = None
     """--host NAME: shortcut for --set host=NAME (the FSCIL method ADBS plugs into; its version of the preset)."""
     dataset: str | None = None
@@ -74,7 +76,7 @@ class StudyOptions:
     config_file: str | None = None
     """--config FILE: a YAML or JSON file of config values (shown in messages; its values are `config_values`)."""
     config_values: tuple[tuple[str, Any], ...] = ()
-    """The values of --config FILE, read once, checked and typed (adbs.config.load_file); precedence: preset <
+    """The values of --config FILE, read once, checked and typed (adbs.config_file.load_file); precedence: preset <
     this file < --host/--dataset/--data-root/--set."""
     smoke: bool = False
     """A seconds-long end-to-end version of the study (smoke preset, fewer seeds or samples)."""
@@ -124,7 +126,7 @@ class StudyOptions:
         return "" if self.name is None else f"-{self.name}"
 
     def config_overrides(self) -> dict[str, str]:
-        """--host, --dataset, --data-root, then --set, as one dict (later wins), for adbs.config.resolve.
+        """--host, --dataset, --data-root, then --set, as one dict (later wins), for adbs.presets.resolve.
 
         With --smoke and a host's CPU preset (--preset savc_cpu), the host is that preset's: --smoke replaces
         the preset by `smoke`, and the host it named is kept (host_preset gives that host's smoke run)."""
@@ -147,7 +149,7 @@ class StudyOptions:
         return "smoke" if self.smoke else preset_for(self.preset, dataset)
 
     def base_config(self, study_defaults: dict[str, Any] | None = None, without: tuple[str, ...] = ()) -> dict[str, Any]:
-        """The study's base config: adbs.config.resolve(preset < study defaults < --config < overrides).
+        """The study's base config: adbs.presets.resolve(preset < study defaults < --config < overrides).
 
         `without`: keys of the --config file the study sets itself (searched, fixed by its space, or from --seeds)."""
         file = {k: v for k, v in self.config_values if k not in without}
@@ -209,7 +211,7 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
     p.set_defaults(_defaults=defaults)
     g = p.add_argument_group("configuration")
     g.add_argument("--preset", default="cpu", choices=list(PRESETS),
-                   help="named Config preset (adbs.config.PRESETS); default cpu = embedded benchmark on CPU")
+                   help="named Config preset (adbs.presets.PRESETS); default cpu = embedded benchmark on CPU")
     g.add_argument("--config", metavar="FILE", default=None,
                    help="YAML or JSON file of config values (Config fields, <host>.<option> keys; a study's "
                         "best_config.json as written); precedence: preset < this file < --host/--dataset/--data-root/"

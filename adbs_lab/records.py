@@ -18,11 +18,10 @@ import pandas as pd
 
 from adbs.config import FIELDS
 from adbs_lab import metrics_keys as K
+from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS, EMBEDDINGS_KEY, OPTUNA_TRIAL_KEY
 
 LABEL = "label"
 """Column naming the configuration without the seed (rows of the paper table)."""
-EMBEDDINGS = "embeddings"
-"""trials.parquet column: a trial's embedding sample (artifacts.encode_embeddings); None when it kept none."""
 BASE_BOUNDARIES = "base_boundaries"
 """trials.parquet column (and MLflow tag adbs.base_boundaries): the base m after the base session, as JSON."""
 CONFIG_COLUMNS = list(FIELDS)
@@ -80,7 +79,7 @@ class TrialRecord:
     warning: str = ""
     base_boundaries: str | None = None
     embeddings: str | None = None
-    """The trial's embedding sample (artifacts.encode_embeddings) when it kept one (keep_embeddings)."""
+    """The trial's embedding sample (metrics_keys.encode_embeddings) when it kept one (keep_embeddings)."""
 
     def ident(self) -> dict[str, Any]:
         return {"trial_id": self.trial_id, "state": self.state, LABEL: self.label, "optuna_trial": self.optuna_trial,
@@ -118,8 +117,6 @@ def base_boundaries(boundaries_json: str | None) -> str | None:
 def from_tune(result, *, rows: dict[str, dict] | None, varying: list[str], run_ids: dict[str, str],
               pruned: bool) -> TrialRecord:
     """A TrialRecord from a Ray Tune Result (`pruned`: whether Optuna holds the trial as PRUNED)."""
-    from adbs_lab.artifacts import BOUNDARIES_KEY, EMBEDDINGS_KEY
-    from adbs_lab.search import OPTUNA_TRIAL_KEY
     from adbs_lab.space import SEED_KEY, describe, resolve
 
     config = result.config or {}

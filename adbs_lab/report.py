@@ -17,7 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from adbs.config import ConfigError, canonical, coerce
+from adbs.config import ConfigError
+from adbs.overrides import coerce
+from adbs.renames import canonical
 from adbs_lab import artifacts, records, results
 from adbs_lab import metrics_keys as K
 from adbs_lab.records import CONFIG_COLUMNS

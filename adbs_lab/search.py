@@ -30,12 +30,10 @@ from ray.tune.stopper import Stopper
 from ray.tune.utils.util import unflatten_dict
 
 from adbs_lab import metrics_keys as K
+from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
 from adbs_lab.options import PRUNERS
 from adbs_lab.records import classify, objective
 from adbs_lab.space import SEED_KEY
-
-OPTUNA_TRIAL_KEY = "_optuna_trial"
-"""Trial-config key holding the Optuna trial number (logged as tag adbs.optuna_trial)."""
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 

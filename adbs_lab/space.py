@@ -18,7 +18,8 @@ from typing import Any
 
 import optuna.distributions as od
 
-from adbs.config import FIELDS, Config, ConfigError, coerce, from_dict
+from adbs.config import FIELDS, Config, ConfigError
+from adbs.overrides import coerce, from_dict
 
 ROW_KEY = "row"
 SEED_KEY = "trial_seed"

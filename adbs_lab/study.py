@@ -26,7 +26,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from adbs.config import Config, ConfigError, canonical, from_dict
+from adbs.config import Config, ConfigError
+from adbs.overrides import from_dict
+from adbs.renames import canonical
 from adbs_lab import artifacts, records, results, space as sp, tracking
 from adbs_lab import metrics_keys as K
 from adbs_lab.options import StudyInputError, StudyOptions, resume_command
@@ -233,7 +235,7 @@ def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
     """Keys of the --config file that the study sets itself, so the file's values are not used: what it searches
     (grid axes, distributions, rows), what its space fixes, seed and split_seed (from --seeds), and threads when
     --cpus-per-trial is given (a trial's threads are its CPUs; the explicit flag wins over the file)."""
-    from adbs.config import coerce
+    from adbs.overrides import coerce
 
     fixed, grid, dists = sp.split(plan.space)
     own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | SEEDED

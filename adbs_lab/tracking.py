@@ -24,8 +24,9 @@ from ray.tune import Callback
 
 from adbs_lab import metrics_keys as K
 from adbs_lab import paths
+from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs_lab.records import base_boundaries, classify
-from adbs_lab.search import OPTUNA_TRIAL_KEY, optuna_pruned
+from adbs_lab.search import optuna_pruned
 from adbs_lab.space import SEED_KEY, describe, resolve
 
 RUNS_FILE = "mlflow_runs.json"
@@ -313,7 +314,7 @@ class MlflowTracker(Callback):
         run_id = self.trial_run_id(trial.trial_id)
         if run_id is None:
             return
-        from adbs_lab.artifacts import BOUNDARIES_KEY, EMBEDDINGS_KEY
+        from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS_KEY
 
         sessions = [v for _, v in sorted(self.__dict__.get("_sessions", {}).pop(trial.trial_id, {}).items())]
         boundaries = (trial.last_result or {}).get(BOUNDARIES_KEY)

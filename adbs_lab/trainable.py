@@ -16,7 +16,7 @@ import tempfile
 from typing import Any, Callable
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.artifacts import BOUNDARIES_KEY, EMBEDDINGS_KEY, encode_embeddings
+from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS_KEY, encode_embeddings
 from adbs_lab.space import resolve
 
 CHECKPOINT_FILE = "trial_state.pt"

@@ -299,7 +299,7 @@ def write_benchmark(root: Path, *, version: int = 2, synthetic_seed: int = 0, tr
     training image; session_{t+1}.txt = the shots of incremental session t as this project's seeded
     protocol draws them from these pickles (adbs/data/protocol.py, split_seed).
     """
-    from adbs.config import from_dict
+    from adbs.overrides import from_dict
     from adbs.data import build_data
     from adbs.data.synthetic import synthetic_pools
 
@@ -356,7 +356,8 @@ def released_command(python: str, data_root: Path, *, seed: int, epochs: int, de
 
 def parse_ours_set(items: list[str]) -> dict[str, Any]:
     """KEY=VALUE items -> {field: typed value}; unknown keys, bad values and the tool's own fields raise."""
-    from adbs.config import ConfigError, coerce
+    from adbs.config import ConfigError
+    from adbs.overrides import coerce
 
     out: dict[str, Any] = {}
     for item in items:
@@ -954,7 +955,9 @@ def main(argv: list[str] | None = None) -> int:
             f"images and session_1..9.txt to {tmp / 'data'} ({time.monotonic() - t0:.1f}s)")
 
         # ours' configuration against the written data, before any training (adbs.run does the same checks).
-        from adbs.config import PRESETS, ConfigError, from_dict
+        from adbs.config import ConfigError
+        from adbs.overrides import from_dict
+        from adbs.presets import PRESETS
         from adbs.data import DataError, check_data
 
         try:

@@ -2,8 +2,11 @@ import dataclasses
 
 import pytest
 
-from adbs.config import (FIELDS, PRESETS, Config, ConfigError, coerce, field_doc, from_dict, option_keys, preset,
-                         shapes_base)
+from adbs.config import FIELDS, Config, ConfigError, shapes_base
+from adbs.field_docs import field_doc
+from adbs.host_options import option_keys, options_of
+from adbs.overrides import coerce, from_dict
+from adbs.presets import PRESETS, preset
 from adbs.hosts import get_host, host_names
 
 
@@ -22,7 +25,7 @@ def test_every_field_declares_whether_it_shapes_the_base_session(cls):
 
 def test_host_options_are_typed_checked_and_normalised():
     cfg = from_dict({"host": "savc", "savc.queue_size": "512", "savc.small_crops": 0})
-    assert cfg.options.queue_size == 512 and cfg.host_options == '{"queue_size": 512}'  # defaults dropped
+    assert options_of(cfg).queue_size == 512 and cfg.host_options == '{"queue_size": 512}'  # defaults dropped
     assert from_dict(cfg.to_dict()) == cfg  # round trip through the flat dict (MLflow params, Tune)
     assert from_dict({"host": "savc", "host_options": "{'queue_size': 512}"}) == cfg  # str() of a dict, too
     with pytest.raises(ConfigError, match="did you mean savc.queue_size"):
@@ -124,7 +127,9 @@ def test_round_trip_through_dict():
 
 def test_renamed_fields_keep_working():
     """m has one name (boundary) in code and docs; the fields' old names are read as the new ones."""
-    from adbs.config import ConfigError, from_dict, resolve
+    from adbs.config import ConfigError
+    from adbs.overrides import from_dict
+    from adbs.presets import resolve
     from adbs.run import build_parser
 
     cfg = from_dict({"abs_margin": False, "new_margin_init": "one", "margin_weight_decay": "false"})

@@ -9,7 +9,10 @@ import sys
 
 import pytest
 
-from adbs.config import Config, ConfigError, from_dict, load_file, resolve
+from adbs.config import Config, ConfigError
+from adbs.config_file import load_file
+from adbs.overrides import from_dict
+from adbs.presets import resolve
 from adbs_lab import options, study
 from adbs_lab.paths import REPO_ROOT
 
@@ -105,7 +108,7 @@ def test_config_is_a_frozen_field():
 
 
 def test_paper_presets_hold_the_papers_two_settings_only():
-    from adbs.config import PAPER_SETTINGS, PRESETS, host_preset
+    from adbs.presets import PAPER_SETTINGS, PRESETS, host_preset
 
     assert PAPER_SETTINGS == {"alpha": 0.05, "batch_size": 128}
     for name in ("cifar100", "mini_imagenet", "cub200"):

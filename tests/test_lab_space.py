@@ -71,7 +71,8 @@ def test_resolve_and_describe():
 
 @pytest.mark.parametrize("preset", ["cpu", "smoke", "cifar100", "mini_imagenet", "cub200"])
 def test_hosts_rows_are_checked_configs_with_their_references(preset):
-    from adbs.config import PRESETS, from_dict
+    from adbs.overrides import from_dict
+    from adbs.presets import PRESETS
     from search_spaces import hosts
 
     rows = hosts.rows(preset, hosts.HOSTS)

@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from adbs.config import ConfigError, from_dict, resolve
+from adbs.config import ConfigError
+from adbs.overrides import from_dict
+from adbs.presets import resolve
 from adbs.data import DataError, check_data
 from adbs_lab import metrics_keys as K, options, study, tracking
 

@@ -200,7 +200,7 @@ def test_written_pickles_hold_the_embedded_benchmark_bytes(written):
 
 
 def test_index_lists_follow_the_projects_protocol(written):
-    from adbs.config import from_dict
+    from adbs.overrides import from_dict
     from adbs.data import build_data
 
     root, _ = written
@@ -443,7 +443,9 @@ def test_released_command_is_the_readme_command_with_the_schedule():
 
 
 def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
-    from adbs.config import FIELDS, PRESETS, coerce, from_dict
+    from adbs.config import FIELDS
+    from adbs.overrides import coerce, from_dict
+    from adbs.presets import PRESETS
     from adbs.run import build_parser
 
     data = {"data_root": str(tmp_path), "index_list": str(tmp_path / "lists")}
@@ -462,7 +464,8 @@ def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
 
 
 def test_config_differences_name_what_departs_from_the_released_run():
-    from adbs.config import PRESETS, from_dict
+    from adbs.overrides import from_dict
+    from adbs.presets import PRESETS
 
     cfg = from_dict({**PRESETS["cifar100"], "base_epochs": 8}).to_dict()
     gpu = vs.config_differences(cfg, "cuda")

@@ -28,9 +28,9 @@ Randomness. The trainer seeds everything and hands `base_step` a torch.Generator
 batch): a host draws its augmentations from it and from nothing else, so a trial resumed from a
 checkpoint continues bit-identically.
 
-Adding a host: one file here (a `Host` subclass with `@register_host`, its `Options` dataclass) and its
-presets in adbs/config.py (`<name>_cpu` and the paper's datasets). tests/test_hosts.py runs every
-registered host through the whole pipeline, the cache and resume.
+Adding a host: one file here: a `Host` subclass with `@register_host`, its `Options` dataclass and its
+`presets` (`<name>_cpu` and the paper's datasets, which adbs/presets.py adds to PRESETS). tests/test_hosts.py
+runs every registered host through the whole pipeline, the cache and resume.
 """
 
 from __future__ import annotations
@@ -44,10 +44,11 @@ import torch
 
 from adbs.boundary import boundary_logits
 from adbs.config import Config, ConfigError
+from adbs.options_json import parse_options
 
 if TYPE_CHECKING:
     from adbs.data import FSCILData
-    from adbs.loops import Runtime
+    from adbs.runtime import Runtime
 
 HOSTS: dict[str, type["Host"]] = {}
 
@@ -90,6 +91,10 @@ def get_host(name: str) -> type["Host"]:
 def create_host(cfg: Config, data: "FSCILData", rt: "Runtime") -> "Host":
     """The host `cfg.host` names, for this config, data and runtime."""
     return get_host(cfg.host)(cfg, data, rt)
+
+
+CONFIG_DEFAULT = object()
+"""A host preset's value for a key whose value is Config's default, not the plain preset's (adbs/presets.py)."""
 
 
 @dataclass
@@ -161,6 +166,9 @@ class Host:
 
     name: ClassVar[str]
     Options: ClassVar[type] = NoOptions
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    """The host's presets: {plain preset: values} makes preset `<name>_<plain>` (adbs/presets.py), the plain
+    preset with this host and these values (Config fields and `<name>.<option>` keys)."""
     copies: ClassVar[int] = 1
     """Copies of each image the host classifies (rows per class; SAVC's fantasy transforms)."""
     augmented_batches: ClassVar[bool] = True
@@ -169,7 +177,7 @@ class Host:
 
     def __init__(self, cfg: Config, data: "FSCILData", rt: "Runtime"):
         self.cfg, self.data, self.rt = cfg, data, rt
-        self.opt = cfg.options
+        self.opt = self.Options(**parse_options(cfg.host_options))
         self.n_base = data.base_classes
 
     # -- parts -------------------------------------------------------------------------------------

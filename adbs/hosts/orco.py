@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,14 +51,14 @@ import torch.nn.functional as F
 
 from adbs.config import Base, Config, ConfigError, NotBase
 from adbs.data import augment, make_loader
-from adbs.hosts import Head, Host, Phase, Step, copy_means, register_host
+from adbs.hosts import CONFIG_DEFAULT, Head, Host, Phase, Step, copy_means, register_host
 
 RESERVES = ("all", "full")
 VIEWS = ("orco", "dataset")
 
 @dataclass
 class Options:
-    """OrCo's options; defaults are the CPU setting, the paper presets (adbs/config.py) OrCo's commands."""
+    """OrCo's options; defaults are the CPU setting, the paper presets (PRESETS below) OrCo's commands."""
 
     # -- parts ----------------------------------------------------------------------------------------------
     proj_hidden: Base[int] = 512
@@ -413,10 +414,54 @@ class OrCoModel(torch.nn.Module):
         return self.targets[torch.as_tensor([where[int(c)] for c in classes], device=self.targets.device)]
 
 
+# Presets: `orco_<preset>` = preset <preset> (adbs/presets.py) with host orco and these values (CONFIG_DEFAULT:
+# Config's default, not the plain preset's value). Phase 2, the base alignment, is `base_epochs` (its selecting
+# phase); phase 1 and the sessions' projector training are options. The ADBS paper's supplement trains the
+# projector alone 10 epochs (phase 2) and 100 per session (phase 3) on CIFAR100 and miniImageNet, as OrCo's
+# commands do, backbone and projector 200 epochs on CUB200 (phase 2; OrCo's command: 100), and fine-tunes the
+# boundaries 10 epochs at the end of every session (docs/hosts.md, "OrCo").
+PRESETS: dict[str, dict[str, Any]] = {
+    "cpu": {},
+    # noorahmedds/OrCo scripts/incremental_session/run_cifar.sh: -epochs_base 10 -lr_base 0.25 -decay 5e-4
+    # (base_schedule Milestone 60/80: constant over 10 epochs), batch_size_sup_con 128, -perturb_epsilon_base/inc
+    # 9e-5, -rand_aug_sup_con, -epochs_joint 100 -batch_size_joint 64 -lr_new 0.1 -decay_new 1e-4 -cos_b_lam 0;
+    # phase 1 from solo_learn/scripts/pretrain/cifar/base.yaml: resnet12_nc (640-d), projector 2048-128, LARS lr
+    # 0.8 at batch 512, warm-up 10, 300 epochs, 4 crops at 0.2-1.
+    "cifar100": {"orco.views": "orco", "base_epochs": 10, "base_lr": 0.25, "schedule": "milestones",
+                 "milestones": (60, 80), "batch_size": 128, "orco.proj_hidden": 2048, "orco.pretrain_epochs": 300,
+                 "orco.pretrain_batch_size": 512, "orco.pretrain_warmup_epochs": 10, "orco.pretrain_views": 4,
+                 "orco.perturb_base": 9e-5, "orco.perturb_session": 9e-5, "orco.autoaugment": True,
+                 "orco.session_epochs": 100, "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.0},
+    # run_minet.sh: -epochs_base 10 -decay 1e-4 -decay_new 1e-4 -cos_b_lam 0, lr_base 0.1 and perturbations 1e-2
+    # (train.py's defaults), no -rand_aug_sup_con; ResNet-18 with a 3x3 stem (models/resnet18.py); phase 1 from
+    # solo_learn/scripts/pretrain/minet/base.yaml: LARS lr 0.4 (probe 0.2) at batch 512, 400 epochs, 2 crops at
+    # 0.08-1.
+    # Boundary fine-tuning: the default 10 epochs (the ADBS paper for OrCo), not the plain preset's 6.
+    "mini_imagenet": {"finetune_epochs": CONFIG_DEFAULT, "orco.views": "orco", "backbone": "resnet18_cifar",
+                      "base_epochs": 10, "weight_decay": 1e-4, "milestones": (60, 80), "batch_size": 128,
+                      "orco.proj_hidden": 2048, "orco.pretrain_epochs": 400, "orco.pretrain_batch_size": 512,
+                      "orco.pretrain_lr": 0.4, "orco.probe_lr": 0.2, "orco.pretrain_warmup_epochs": 10,
+                      "orco.pretrain_crop_scale": (0.08, 1.0), "orco.session_epochs": 100,
+                      "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.0},
+    # run_cub.sh: no phase 1 (ImageNet ResNet-18: --pretrained FILE), -fine_tune_backbone_base -lr_base 0.025
+    # -lr_base_encoder 0.025 -base_schedule Cosine -reserve_mode full (projector 256) -epochs_target_gen 5000,
+    # -epochs_joint 100 -batch_size_joint 32 -lr_new 0.05 -decay_new 1e-5 -cos_b_lam 0.6; phase 2 200 epochs
+    # as the ADBS paper (OrCo's -epochs_base 100: --base-epochs 100).
+    # Cosine schedule and 10 epochs of boundary fine-tuning: the defaults (the plain preset: milestones, 1 epoch).
+    "cub200": {"schedule": CONFIG_DEFAULT, "milestones": CONFIG_DEFAULT, "finetune_epochs": CONFIG_DEFAULT,
+               "orco.views": "orco", "base_epochs": 200, "base_lr": 0.025, "batch_size": 128,
+               "orco.proj_hidden": 2048, "orco.proj_dim": 256, "orco.reserve": "full", "orco.target_steps": 5000,
+               "orco.pretrain_epochs": 0, "orco.align_backbone": True, "orco.backbone_lr": 0.025,
+               "orco.session_epochs": 100, "orco.session_batch_size": 32, "orco.session_lr": 0.05,
+               "orco.session_weight_decay": 1e-5, "orco.session_warmup_epochs": 10, "orco.base_ce_weight": 0.6},
+}
+
+
 @register_host
 class OrCo(Host):
     name = "orco"
     Options = Options
+    presets = PRESETS
     augmented_batches = False  # the host makes its views itself
 
     def __init__(self, cfg: Config, data, rt):

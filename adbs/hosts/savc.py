@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -43,7 +44,7 @@ PAIRINGS = ("copy", "official")
 
 @dataclass
 class Options:
-    """SAVC's options; defaults are the CPU setting, the paper presets (adbs/config.py) SAVC's commands."""
+    """SAVC's options; defaults are the CPU setting, the paper presets (PRESETS below) SAVC's commands."""
 
     fantasy: Base[str] = "rotation2"
     """Fantasy transforms: rotation2 (0/180 degrees, M = 2; SAVC on CIFAR100 and CUB200, and the ADBS paper
@@ -167,10 +168,35 @@ class SAVCModel(torch.nn.Module):
         self.queue_ptr.fill_((ptr + n) % size)
 
 
+# Presets: `savc_<preset>` = preset <preset> (adbs/presets.py) with host savc and these values. The CPU one changes
+# the host only (the option defaults are the CPU setting); the paper ones follow SAVC's public code for the dataset
+# (docs/hosts.md, which also says where the ADBS paper departs from it).
+PRESETS: dict[str, dict[str, Any]] = {
+    "cpu": {},
+    # zysong0113/SAVC README, CIFAR100 command: 600 epochs, lr 0.1 cosine, wd 5e-4, batch 128 (parser
+    # default), ResNet-20, moco_dim 32, moco_k 8192, moco_m 0.995, t 0.07, crops 32/18 px at scales
+    # 0.9-1.0 / 0.2-0.7, 2 + 4 crops constrained on the key, alpha 0.2, beta 0.8, rotation2.
+    "cifar100": {"backbone": "resnet20", "base_epochs": 600, "batch_size": 128, "savc.queue_size": 8192,
+                 "savc.small_crops": 4},
+    # miniImageNet command: ResNet-18, 120 epochs, lr 0.1, milestones 40/70/100, moco_dim 128, moco_m 0.999,
+    # crops 84/50 px at 0.2-1.0 / 0.05-0.14. Fantasy: rotation2, as the ADBS paper (SAVC's own command uses
+    # rot_color_perm12: --set savc.fantasy=rot_color_perm12).
+    "mini_imagenet": {"backbone": "resnet18", "batch_size": 128, "savc.queue_size": 8192, "savc.proj_dim": 128,
+                      "savc.key_momentum": 0.999, "savc.small_crops": 4, "savc.small_crop_size": 50,
+                      "savc.global_scale": (0.2, 1.0), "savc.small_scale": (0.05, 0.14)},
+    # CUB200 command: ImageNet ResNet-18 (--pretrained FILE), lr 0.002, milestones 60/80/100, 120 epochs,
+    # moco_dim 128, moco_m 0.999, crops 224/96 px at 0.2-1.0 / 0.05-0.14.
+    "cub200": {"batch_size": 128, "savc.queue_size": 8192, "savc.proj_dim": 128, "savc.key_momentum": 0.999,
+               "savc.small_crops": 4, "savc.small_crop_size": 96, "savc.global_scale": (0.2, 1.0),
+               "savc.small_scale": (0.05, 0.14)},
+}
+
+
 @register_host
 class SAVC(Host):
     name = "savc"
     Options = Options
+    presets = PRESETS
     augmented_batches = False  # the host makes its classification view and its crops itself
 
     @property
