@@ -79,7 +79,8 @@ def _strip_comment(line: str) -> str:
 # -- rules: (name, pattern on the command, why it is not run as written) --------------------------------------
 EXTERNAL = [
     ("set-up", r"^python3 -m venv \.venv && \.venv/bin/pip install", ".ci/run runs the set-up itself"),
-    ("tests", r"^\.venv/bin/python -m pytest", "the test command itself"),
+    ("tests", r"^(\.venv/bin/python -m pytest|\.venv/bin/lint-imports$)",
+     "the test command itself (tests/test_imports.py runs the import contracts)"),
     ("download", r"download=True", "downloads CIFAR-100: needs the network"),
     ("bucket read", r"s3://BUCKET", "reads an S3 bucket: needs the network and credentials"),
     ("cluster shell", r"^(export |cd /shared/|squeue|ls ~/data)", "a shell step on a cluster or a data machine"),
