@@ -711,7 +711,7 @@ def _results_so_far(where: StudyFolder, tune_fs) -> list:
 def _print_start(p: Prepared, max_concurrent: int) -> None:
     head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
             f"{max_concurrent} at a time")
-    if p.opts.preset == "cpu" or p.opts.smoke:
+    if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
         est = 35.0 if p.opts.smoke else p.plan.est_trial_s
         head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
                  f"(+~30 s to start Ray and the MLflow store and write the results)")

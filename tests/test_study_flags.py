@@ -132,3 +132,17 @@ def test_table_marks_rows_averaging_different_numbers_of_sessions():
     assert "sessions" in to_csv(table).splitlines()[0] and "Sessions" in to_latex(table)
     same = results.paper_table(_sessions([("a", 2, 80.0), ("b", 2, 70.0)]))  # one number: no column, no note
     assert "sessions" not in same and results.SESSIONS_NOTE not in results.format_table(same)
+
+
+@pytest.mark.parametrize("argv,cpu_estimate", [([], True), (["--smoke"], True), (["--dataset", "cifar100"], False),
+                                               (["--preset", "mini_imagenet"], False)])
+def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_estimate, capsys):
+    """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
+    from types import SimpleNamespace
+
+    opts, _ = options.parse(options.parser("t"), argv=argv)
+    prepared = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=40), opts=opts, total=4, n_configs=4)
+    study._print_start(prepared, 2)
+    out = capsys.readouterr().out
+    assert ("on this CPU roughly" in out) == cpu_estimate
+    assert ("a time estimate follows the first measured base epoch" in out) != cpu_estimate
