@@ -2,9 +2,10 @@
 that breaks fails CI.
 
 - `python -m adbs.run ...` on the embedded benchmark runs, shortened to one base epoch and one session.
-- A study (`studies/<name>.py ...`) runs with `--dry-run`: every check a run makes before its first trial
-  (flags, config, search space, data, storage), then the number of trials. The studies themselves run end
-  to end, smoke-sized, in tests/test_studies_e2e.py.
+- A study (`studies/<name>.py ...`) runs with `--dry-run` (in this process, as `python studies/<name>.py`
+  would run it): every check a run makes before its first trial (flags, config, search space, data,
+  storage), then the number of trials. The studies themselves run end to end, smoke-sized, in
+  tests/test_studies_e2e.py.
 - `studies/report.py ...` runs against a store that holds the studies it names (built with MlflowClient in
   the tracker's layout), placeholders such as `<parent run id A>` filled in with run ids of that store.
 - A config file the docs show (a `yaml` block that starts with `# <name>.yaml`) is written where the
@@ -146,7 +147,7 @@ def home(tmp_path_factory) -> Path:
     d.mkdir(parents=True)
     rng = np.random.default_rng(0)
     labels = {}
-    for split, n in (("train", 30), ("test", 4)):
+    for split, n in (("train", 80), ("test", 4)):  # 80: room for the k-shot grid's 50 shots + 20 held out
         lab = rng.permutation(np.repeat(np.arange(100), n))
         labels[split] = lab
         with open(d / split, "wb") as fh:
@@ -206,14 +207,24 @@ def _by_rule(*names: str) -> list:
     return [pytest.param(c, id=f"{f}:{n}") for f, n, c in COMMANDS if rule(c) in names]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("cmd", _by_rule("study", "study on real data", "sbatch"))
-def test_study_commands_pass_their_dry_run(cmd, home, tmp_path):
+def test_study_commands_pass_their_dry_run(cmd, home, tmp_path, monkeypatch, capsys):
+    """In this process (a dry run imports, checks and prints; no Ray, no training): the study script as a
+    user runs it, from a working folder with the docs' relative paths, HOME = the stand-in's."""
+    import runpy
+
     if cmd.startswith("sbatch "):  # the study the Slurm script starts, on a cluster's shared folders
         cmd = ".venv/bin/python " + cmd[cmd.index("studies/"):].replace("/shared/data", "~/data")
     argv = _isolated(_argv(cmd, home) + ["--dry-run"], tmp_path)
-    r = _run(argv, home, cwd=home / "work")
-    assert r.returncode == 0 and "dry run: study " in r.stdout, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(home / "work")
+    monkeypatch.setattr(sys, "argv", [str(REPO / argv[1]), *argv[2:]])
+    try:
+        runpy.run_path(str(REPO / argv[1]), run_name="__main__")
+    except SystemExit as e:
+        out = capsys.readouterr()
+        pytest.fail(f"{cmd}: exit {e.code}\n{out.out[-2000:]}\n{out.err[-3000:]}")
+    assert "dry run: study " in capsys.readouterr().out, cmd
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # nothing written
 
 
