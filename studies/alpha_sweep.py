@@ -26,21 +26,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import alpha_sweep as spaces  # noqa: E402
 
-# A grid's points each count: pruning one would drop it (or some of its seeds) from the table.
-p = options.parser(__doc__, options.Defaults(pruner="median", pruner_when=(("grid", "none"),), num_samples=4,
-                                             smoke_num_samples=2))
-p.add_argument("--grid", action="store_true",
-               help=f"run the paper's alphas {' '.join(map(str, spaces.GRID['alpha']))} (Optuna's GridSampler; "
-                    f"--smoke: {' '.join(map(str, spaces.SMOKE_GRID['alpha']))}), each over every --seeds, every "
-                    "trial to the end (pruner none unless --pruner is given), instead of sampling with TPE")
-opts, extra = options.parse(p)
 
-space, name = ((spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")) if extra.grid \
-    else (spaces.SPACE, "SPACE")
-study.run(study.Plan(
-    name="alpha_sweep",
-    space=space,
-    space_source=f"search_spaces/alpha_sweep.py:{name}",
-    cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
-    est_trial_s=35,
-), opts)
+def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[study.Plan, options.StudyOptions]:
+    """The study's Plan and the options it runs with (studies/paper.py composes it too, with grid=True)."""
+    space, name = ((spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")) if grid \
+        else (spaces.SPACE, "SPACE")
+    return study.Plan(
+        name="alpha_sweep",
+        space=space,
+        space_source=f"search_spaces/alpha_sweep.py:{name}",
+        cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
+        est_trial_s=35,
+    ), opts
+
+
+if __name__ == "__main__":
+    # A grid's points each count: pruning one would drop it (or some of its seeds) from the table.
+    p = options.parser(__doc__, options.Defaults(pruner="median", pruner_when=(("grid", "none"),), num_samples=4,
+                                                 smoke_num_samples=2))
+    p.add_argument("--grid", action="store_true",
+                   help=f"run the paper's alphas {' '.join(map(str, spaces.GRID['alpha']))} (Optuna's GridSampler; "
+                        f"--smoke: {' '.join(map(str, spaces.SMOKE_GRID['alpha']))}), each over every --seeds, every "
+                        "trial to the end (pruner none unless --pruner is given), instead of sampling with TPE")
+    opts, extra = options.parse(p)
+    study.run(*plan(opts, extra.grid))
