@@ -5,6 +5,7 @@
     python studies/report.py hosts --paper                     # SAVC, SAVC+ADBS, ... beside the paper's rows
     python studies/report.py 8a27a18c...  --tracking-uri http://127.0.0.1:5000   # a parent (or trial) run id
     python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
+    python studies/report.py paper --out DIR                   # the latest studies/paper.py report, redrawn
 
 Reads only the tracking store (nested trial runs: params, session/* metric histories, summary/*,
 tags), so a study run on a cluster can be reported on a laptop. The table is
@@ -14,6 +15,7 @@ table.<format>, sessions.parquet, trials.parquet, the study's figure(s), report.
 """
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,10 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from adbs_lab import metrics_keys as K, paths, report, tracking  # noqa: E402
+from adbs_lab import metrics_keys as K, paper, paths, report, tracking  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-p.add_argument("study", help="study name (= MLflow experiment; its latest study run) or a parent/trial run id")
+p.add_argument("study", help="study name (= MLflow experiment; its latest study run) or a parent/trial run id; "
+                             "'paper' (or a paper run's id) redraws a studies/paper.py report")
 p.add_argument("--tracking-uri", default=None,
                help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
 p.add_argument("--format", default="text", choices=list(report.EXT),
@@ -56,10 +59,22 @@ try:
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise report.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking.check_tracking_uri(uri)
-    study = report.load_study(MlflowClient(uri), args.study)
+    paper_run = paper.find(MlflowClient(uri), args.study)
+    study = report.load_study(MlflowClient(uri), args.study) if paper_run is None else None
 except (report.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2)
+
+if paper_run is not None:  # studies/paper.py's report: every part's tables beside the paper's, figures, D_cs
+    tags = paper_run.data.tags
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{paper_run.info.run_id[:8]}"
+    files = paper.write_report(MlflowClient(uri), json.loads(tags["adbs.parts"]), out,
+                               dataset=tags.get("adbs.dataset") or None,
+                               meta={"paper run": f"{paper_run.info.run_name} ({paper_run.info.run_id})",
+                                     "command": f"`{tags.get('adbs.command', '?')}`", "tracking URI": uri})
+    print(files[0].read_text())
+    print(f"wrote {out}: {', '.join(str(f.relative_to(out)) for f in files)}")
+    raise SystemExit(0)
 
 table = report.paper_table(study, metric=args.metric)
 run = study.parent.info
