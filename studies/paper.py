@@ -26,7 +26,7 @@ how many trials it will run and how long that takes: measured on this project's 
 presets and --smoke, a labelled estimate for the paper presets on a GPU.
 Rerunning the same command reuses every part that finished, continues an interrupted one (as --resume would)
 and runs the rest; base sessions are shared through <storage>/paper_<dataset>/base_cache.
---seeds applies to every part (default 0: one trial per configuration).
+--seeds applies to every part (default 0: one trial per configuration); --hosts picks the main table's hosts.
 Time: --smoke 17 trials, 13.7 min wall on this project's 2-core CPU with other jobs on it (load average 12-17;
 the hosts study 10 of them); a rerun of a finished --smoke ~1.5 min (checks, report); the paper presets: the
 estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs, "25-50 GPU hours", not measured).
@@ -48,21 +48,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from adbs.config import ConfigError, canonical  # noqa: E402
+from adbs.hosts import host_names  # noqa: E402
 from adbs_lab import options, paths, study, tracking  # noqa: E402
 from adbs_lab import paper as paper_report  # noqa: E402
 from adbs_lab.study_folder import StudyFolder  # noqa: E402
 from studies import ablation, alpha_sweep, hosts, kshot_grid  # noqa: E402
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
-SMOKE_S = {"hosts": 594, "ablation": 62, "alpha_sweep": 54, "kshot_grid": 57}
-"""Wall seconds of each part with --smoke, measured on this project's 2-core CPU with other jobs on it (load
+SMOKE_S = {"hosts": (594, 8), "ablation": (62, 3), "alpha_sweep": (54, 2), "kshot_grid": (57, 4)}
+"""(wall seconds, trials) of each part with --smoke, measured on this project's 2-core CPU with other jobs on it (load
 average 12-17; 2026-11-27; `time python studies/paper.py --smoke`: 13.7 min in all); an idle machine is faster."""
 GPU_H_PER_100_EPOCHS = (1.0, 2.0)
 """The studies' own figure for one trial of a paper preset on one GPU (100 base epochs: 1-2 h); not measured on
 the paper's datasets here, so the paper presets' time is printed as an estimate, scaled by base epochs."""
 
 p = options.parser(__doc__, options.Defaults(pruning=False, seeds=(0,)))
-opts, _ = options.parse(p)
+p.add_argument("--hosts", nargs="+", default=hosts.spaces.HOSTS, choices=list(host_names()),
+               help=f"host methods of the main table, each without and with ADBS (default: "
+                    f"{' '.join(hosts.spaces.HOSTS)}, the paper's four)")
+opts, extra = options.parse(p)
 given = {**dict(opts.config_values), **{canonical(k): v for k, v in opts.config_overrides().items()}}
 dataset = given.get("dataset")  # --dataset, --set dataset=... or a --config file's
 if dataset is not None and dataset not in DATASETS:
@@ -103,7 +107,7 @@ if kshot_opts != baseline_opts:
     print("note: index_list applies to hosts, ablation and alpha_sweep; the k-shot grid draws its own shots from "
           "--seeds", flush=True)
 try:
-    parts = {"hosts": hosts.plan(part_opts), "ablation": ablation.plan(baseline_opts),
+    parts = {"hosts": hosts.plan(part_opts, list(dict.fromkeys(extra.hosts))), "ablation": ablation.plan(baseline_opts),
              "alpha_sweep": alpha_sweep.plan(baseline_opts, grid=True), "kshot_grid": kshot_grid.plan(kshot_opts)}
 except options.StudyInputError as e:
     p.error(str(e))
@@ -139,7 +143,8 @@ for name, (n, epochs) in cost.items():
     doing = {"finished": "finished earlier: reused", "unfinished": "interrupted earlier: continued"}.get(
         state[name], "to run")
     if opts.smoke:
-        when = f"~{SMOKE_S[name] / 60:.1f} min (measured on a busy 2-core CPU)"
+        seconds, trials = SMOKE_S[name]  # scaled to the trials asked for (fewer --hosts, more --seeds)
+        when = f"~{seconds * n / trials / 60:.1f} min (measured on a busy 2-core CPU)"
     elif not dataset:
         when = (f"~{math.ceil(n / at_once) * plan.est_trial_s / 60:.0f} min ({plan.est_trial_s:.0f} s a trial as the "
                 f"study measured it, {at_once} at a time)")
