@@ -35,7 +35,7 @@ from adbs_lab.options import StudyInputError, StudyOptions, resume_command
 from adbs_lab.paths import code_version
 from adbs_lab.study_folder import StudyBusy, StudyFolder, StudyLock
 
-__all__ = ["Plan", "Outcome", "StudyInputError", "prepare", "launch", "summarise", "run"]
+__all__ = ["Plan", "Outcome", "StudyInputError", "validate", "size", "held", "prepare", "launch", "summarise", "run"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/space.py: resolve): never typed, searched or fixed."""
@@ -275,18 +275,7 @@ def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
 
     seeds = list(opts.seeds)
     _, grid, dists = sp.split(plan.space)
-    is_grid = bool(grid) or bool(plan.rows)
-    space = dict(plan.space)
-    if plan.rows:
-        space[sp.ROW_KEY] = list(plan.rows)
-    if not is_grid and opts.num_samples is None:
-        raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
-    if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
-        raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
-                              f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
-                              "(it sizes sampled studies only)")
-    n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
-    total = n_configs * len(seeds)
+    space, is_grid, n_configs, total = size(plan, opts)
     varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]
     folder = plan.name + opts.folder
     where = StudyFolder(opts.storage, folder)
@@ -304,6 +293,45 @@ def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
         raise
     return Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
                     optuna_url, lock, settings)
+
+
+def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
+    """(search space with the row axis, is it a grid, configurations, trials) or StudyInputError; no side effects."""
+    seeds = list(opts.seeds)
+    _, grid, _ = sp.split(plan.space)
+    is_grid = bool(grid) or bool(plan.rows)
+    space = dict(plan.space)
+    if plan.rows:
+        space[sp.ROW_KEY] = list(plan.rows)
+    if not is_grid and opts.num_samples is None:
+        raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
+    if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
+        raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
+                              f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
+                              "(it sizes sampled studies only)")
+    n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
+    return space, is_grid, n_configs, n_configs * len(seeds)
+
+
+def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
+    """What the study's folder holds of this very study (same plan, base config `validate` gave, seeds):
+    "finished" (its MLflow parent run FINISHED), "unfinished" (--resume continues it), or None (nothing, or
+    another study). Reads study.json, the runs file and the parent run; writes nothing."""
+    where = StudyFolder(opts.storage, plan.name + opts.folder)
+    total = size(plan, opts)[3]
+    if json.loads(where.read_text("study.json") or "{}").get("fingerprint") != _fingerprint(
+            plan, base, list(opts.seeds), total):
+        return None
+    parent = json.loads(where.read_text(tracking.RUNS_FILE) or "{}").get("parent")
+    if not parent:
+        return "unfinished"
+    from mlflow.tracking import MlflowClient
+
+    try:
+        status = MlflowClient(tracking.tracking_uri(opts.tracking_uri)).get_run(parent).info.status
+    except Exception:  # noqa: BLE001 - tracked in another store: not this study's record
+        return None
+    return "finished" if status == "FINISHED" else "unfinished"
 
 
 def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, fingerprint: str,

@@ -25,19 +25,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import ablation as spaces  # noqa: E402
 
-p = options.parser(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
-p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
-               help="extra rows: full ADBS with one finer toggle changed")
-opts, extra = options.parse(p)
 
-rows = {**spaces.ROWS, **{f"adb+ic -{t}": spaces.TOGGLES[t] for t in extra.toggles}}
-study.run(study.Plan(
-    name="ablation",
-    space=spaces.SPACE,
-    space_source="search_spaces/ablation.py:ROWS" + (f"+TOGGLES{extra.toggles}" if extra.toggles else ""),
-    rows=rows,
-    baseline=spaces.BASELINE,
-    order=list(rows),
-    cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
-    est_trial_s=40,
-), opts)
+def plan(opts: options.StudyOptions, toggles: list[str] = ()) -> tuple[study.Plan, options.StudyOptions]:
+    """The study's Plan and the options it runs with (studies/paper.py composes it too)."""
+    rows = {**spaces.ROWS, **{f"adb+ic -{t}": spaces.TOGGLES[t] for t in toggles}}
+    return study.Plan(
+        name="ablation",
+        space=spaces.SPACE,
+        space_source="search_spaces/ablation.py:ROWS" + (f"+TOGGLES{list(toggles)}" if toggles else ""),
+        rows=rows,
+        baseline=spaces.BASELINE,
+        order=list(rows),
+        cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
+        est_trial_s=40,
+    ), opts
+
+
+if __name__ == "__main__":
+    p = options.parser(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
+    p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
+                   help="extra rows: full ADBS with one finer toggle changed")
+    opts, extra = options.parse(p)
+    study.run(*plan(opts, extra.toggles))

@@ -26,29 +26,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import alpha_sweep as spaces  # noqa: E402
 
-# A grid's points each count: pruning one would drop it (or some of its seeds) from the curve. A TPE search
-# explores alphas: one seed each, and the median pruner saves the lagging ones' epochs.
-p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("num_samples", "median"),),
-                                             sample_on_request=True, seeds=(0, 1, 2), smoke_seeds=(0,),
-                                             seeds_when=(("num_samples", (0,)),)))
-p.add_argument("--grid", action="store_true",
-               help=f"the paper's 5 alphas {' '.join(map(str, spaces.GRID['alpha']))} instead of the default 4 "
-                    f"({' '.join(map(str, spaces.DEFAULT_GRID['alpha']))}), each over every --seeds (--smoke: "
-                    f"{' '.join(map(str, spaces.SMOKE_GRID['alpha']))})")
-opts, extra = options.parse(p)
-if extra.grid and opts.num_samples is not None:
-    p.error("--grid runs the paper's points and --num-samples asks TPE to pick alphas: choose one")
+def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[study.Plan, options.StudyOptions]:
+    """The study's Plan and the options it runs with (studies/paper.py composes it too, with grid=True):
+    --num-samples: TPE's SPACE; --smoke: SMOKE_GRID; --grid: the paper's GRID; else DEFAULT_GRID."""
+    if opts.num_samples is not None:
+        space, name = spaces.SPACE, "SPACE"
+    elif opts.smoke:
+        space, name = spaces.SMOKE_GRID, "SMOKE_GRID"
+    else:
+        space, name = (spaces.GRID, "GRID") if grid else (spaces.DEFAULT_GRID, "DEFAULT_GRID")
+    return study.Plan(
+        name="alpha_sweep",
+        space=space,
+        space_source=f"search_spaces/alpha_sweep.py:{name}",
+        cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
+        est_trial_s=35,
+    ), opts
 
-if opts.num_samples is not None:
-    space, name = spaces.SPACE, "SPACE"
-elif opts.smoke:
-    space, name = spaces.SMOKE_GRID, "SMOKE_GRID"
-else:
-    space, name = (spaces.GRID, "GRID") if extra.grid else (spaces.DEFAULT_GRID, "DEFAULT_GRID")
-study.run(study.Plan(
-    name="alpha_sweep",
-    space=space,
-    space_source=f"search_spaces/alpha_sweep.py:{name}",
-    cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
-    est_trial_s=35,
-), opts)
+
+if __name__ == "__main__":
+    # A grid's points each count: pruning one would drop it (or some of its seeds) from the curve. A TPE search
+    # explores alphas: one seed each, and the median pruner saves the lagging ones' epochs.
+    p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("num_samples", "median"),),
+                                                 sample_on_request=True, seeds=(0, 1, 2), smoke_seeds=(0,),
+                                                 seeds_when=(("num_samples", (0,)),)))
+    p.add_argument("--grid", action="store_true",
+                   help=f"the paper's 5 alphas {' '.join(map(str, spaces.GRID['alpha']))} instead of the default 4 "
+                        f"({' '.join(map(str, spaces.DEFAULT_GRID['alpha']))}), each over every --seeds (--smoke: "
+                        f"{' '.join(map(str, spaces.SMOKE_GRID['alpha']))})")
+    opts, extra = options.parse(p)
+    if extra.grid and opts.num_samples is not None:
+        p.error("--grid runs the paper's points and --num-samples asks TPE to pick alphas: choose one")
+    study.run(*plan(opts, extra.grid))

@@ -31,30 +31,39 @@ from adbs.hosts import host_names  # noqa: E402
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import hosts as spaces  # noqa: E402
 
-p = options.parser(__doc__, options.Defaults(seeds=(0, 1), smoke_seeds=(0,)))
-p.add_argument("--hosts", nargs="+", default=spaces.HOSTS, choices=list(host_names()),
-               help="host methods to run (adbs/hosts/), each without and with ADBS")
-opts, extra = options.parse(p)
-if opts.host:
-    p.error("the hosts study runs every host of --hosts; --host picks one host for the other studies")
 
-# --set <host>.<option>=VALUE reaches the rows of that host (the study's base config is the baseline host's)
-host_sets = [(k, v) for k, v in opts.overrides if "." in k]
-rows = spaces.rows(opts.preset_name, extra.hosts)
-for key, value in host_sets:
-    host = key.split(".", 1)[0]
-    if host not in extra.hosts:
-        p.error(f"--set {key}={value}: host {host} is not among --hosts {' '.join(extra.hosts)}")
-    for name in (spaces.label(host), f"{spaces.label(host)}+ADBS"):
-        rows[name][key] = value
+def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[study.Plan, options.StudyOptions]:
+    """The study's Plan and the options it runs with (studies/paper.py composes it too): --set <host>.<option>
+    reaches the rows of that host, and the study's base config (the baseline host's) keeps the other --set values."""
+    if opts.host:
+        raise options.StudyInputError("the hosts study runs every host of --hosts; --host picks one host for the "
+                                      "other studies")
+    rows = spaces.rows(opts.preset_name, hosts)
+    for key, value in ((k, v) for k, v in opts.overrides if "." in k):
+        host = key.split(".", 1)[0]
+        if host not in hosts:
+            raise options.StudyInputError(f"--set {key}={value}: host {host} is not among --hosts {' '.join(hosts)}")
+        for name in (spaces.label(host), f"{spaces.label(host)}+ADBS"):
+            rows[name][key] = value
+    return study.Plan(
+        name="hosts",
+        space=spaces.SPACE,
+        space_source=f"search_spaces/hosts.py:rows({opts.preset_name!r}, {hosts})",
+        rows=rows,
+        baseline=spaces.baselines(hosts),
+        order=list(rows),
+        cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs)
+        est_trial_s=110,  # mean over the rows, one thread each, two trials at a time
+    ), opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k))
 
-study.run(study.Plan(
-    name="hosts",
-    space=spaces.SPACE,
-    space_source=f"search_spaces/hosts.py:rows({opts.preset_name!r}, {extra.hosts})",
-    rows=rows,
-    baseline=spaces.baselines(extra.hosts),
-    order=list(rows),
-    cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs)
-    est_trial_s=110,  # mean over the rows, one thread each, two trials at a time
-), opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k)))
+
+if __name__ == "__main__":
+    p = options.parser(__doc__, options.Defaults(seeds=(0, 1), smoke_seeds=(0,)))
+    p.add_argument("--hosts", nargs="+", default=spaces.HOSTS, choices=list(host_names()),
+                   help="host methods to run (adbs/hosts/), each without and with ADBS")
+    opts, extra = options.parse(p)
+    try:
+        composed = plan(opts, extra.hosts)
+    except options.StudyInputError as e:
+        p.error(str(e))
+    study.run(*composed)

@@ -28,22 +28,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import kshot_grid as spaces  # noqa: E402
 
-p = options.parser(__doc__, options.Defaults(pruning=False))
-for axis in ("ways", "shots"):
-    p.add_argument(f"--{axis}", type=int, nargs="+", choices=spaces.GRID[axis], metavar=axis[:-1].upper(),
-                   help=f"run only these {axis} of the grid (any of {' '.join(map(str, spaces.GRID[axis]))}; "
-                        f"default: all{', --smoke: ' + ' '.join(map(str, spaces.SMOKE_GRID[axis]))})")
-opts, extra = options.parse(p)
 
-grid, source = (spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")
-picked = {axis: list(dict.fromkeys(getattr(extra, axis))) for axis in ("ways", "shots") if getattr(extra, axis)}
-study.run(study.Plan(
-    name="kshot_grid",
-    space={**grid, **picked},
-    space_source=f"search_spaces/kshot_grid.py:{source}"
-                 + "".join(f" {axis}={' '.join(map(str, v))}" for axis, v in picked.items()),
-    order=[f"ways={w} shots={k}" for w in spaces.GRID["ways"] for k in spaces.GRID["shots"]],  # paper table order
-    axis_flags={"ways": "--ways", "shots": "--shots"},
-    cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
-    est_trial_s=15,
-), opts)
+def plan(opts: options.StudyOptions, ways: list[int] | None = None,
+         shots: list[int] | None = None) -> tuple[study.Plan, options.StudyOptions]:
+    """The study's Plan and the options it runs with (studies/paper.py composes it too)."""
+    grid, source = (spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")
+    picked = {axis: list(dict.fromkeys(v)) for axis, v in (("ways", ways), ("shots", shots)) if v}
+    return study.Plan(
+        name="kshot_grid",
+        space={**grid, **picked},
+        space_source=f"search_spaces/kshot_grid.py:{source}"
+                     + "".join(f" {axis}={' '.join(map(str, v))}" for axis, v in picked.items()),
+        order=[f"ways={w} shots={k}" for w in spaces.GRID["ways"] for k in spaces.GRID["shots"]],  # paper table order
+        axis_flags={"ways": "--ways", "shots": "--shots"},
+        cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
+        est_trial_s=15,
+    ), opts
+
+
+if __name__ == "__main__":
+    p = options.parser(__doc__, options.Defaults(pruning=False))
+    for axis in ("ways", "shots"):
+        p.add_argument(f"--{axis}", type=int, nargs="+", choices=spaces.GRID[axis], metavar=axis[:-1].upper(),
+                       help=f"run only these {axis} of the grid (any of {' '.join(map(str, spaces.GRID[axis]))}; "
+                            f"default: all{', --smoke: ' + ' '.join(map(str, spaces.SMOKE_GRID[axis]))})")
+    opts, extra = options.parse(p)
+    study.run(*plan(opts, extra.ways, extra.shots))

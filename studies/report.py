@@ -6,6 +6,7 @@
     python studies/report.py 8a27a18c...  --tracking-uri http://127.0.0.1:5000   # a parent (or trial) run id
     python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
     python studies/report.py ablation boundary                 # two studies in one table and one figure
+    python studies/report.py paper --out DIR                   # the latest studies/paper.py report, redrawn
 
 Reads only the tracking store (nested trial runs: params, session/* metric histories, summary/*,
 tags), so a study run on a cluster can be reported on a laptop. The table is
@@ -18,6 +19,7 @@ table.txt and table.<format>, sessions.parquet, trials.parquet, the study's figu
 """
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -26,12 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from adbs_lab import metrics_keys as K, paths, report, results, tracking  # noqa: E402
+from adbs_lab import metrics_keys as K, paper, paths, report, results, tracking  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 p.add_argument("study", nargs="+",
                help="study name (= MLflow experiment; its latest study run) or a parent/trial run id; several "
-                    "for one table across studies")
+                    "for one table across studies; 'paper' (or a paper run's id) redraws a studies/paper.py report")
 p.add_argument("--tracking-uri", default=None,
                help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
 p.add_argument("--format", default="text", choices=list(report.EXT),
@@ -66,10 +68,23 @@ try:
         raise report.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking.check_tracking_uri(uri)
     client = MlflowClient(uri)
-    studies = [report.load_study(client, ref) for ref in args.study]
+    paper_run = paper.find(client, args.study[0]) if len(args.study) == 1 else None
+    studies = [report.load_study(client, ref) for ref in args.study] if paper_run is None else []
 except (report.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2)
+
+if paper_run is not None:  # studies/paper.py's report: every part's tables beside the paper's, figures, D_cs
+    tags = paper_run.data.tags
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{paper_run.info.run_id[:8]}"
+    files = paper.write_report(client, json.loads(tags["adbs.parts"]), out,
+                               dataset=tags.get("adbs.dataset") or None,
+                               meta={"paper run": f"{paper_run.info.run_name} ({paper_run.info.run_id})",
+                                     "command": f"`{tags.get('adbs.command', '?')}`", "tracking URI": uri})
+    print(files[0].read_text())
+    print(f"wrote {out}: {', '.join(str(f.relative_to(out)) for f in files)}")
+    raise SystemExit(0)
+
 ids = [s.parent.info.run_id for s in studies]
 if len(set(ids)) < len(ids):
     print(f"error: {' '.join(args.study)} name the same study run twice; to compare two runs of one study, "

@@ -1,0 +1,166 @@
+"""The paper's report for one dataset: every part study's table beside the paper's numbers, its figures, and
+the D_cs table, drawn from the MLflow store alone (studies/paper.py writes it after its parts ran;
+studies/report.py redraws it for a finished paper study, on any machine that reaches the store).
+
+A paper study is an MLflow run (experiment `paper`, tag adbs.role=paper) whose tag adbs.parts names the
+parent run of each part study ({"hosts": run id, "ablation": ..., ...}); nothing else is stored for it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from adbs_lab import artifacts, report
+
+EXPERIMENT = "paper"
+ROLE = "paper"
+
+PARTS = {
+    "hosts": "Main table: the four hosts without and with ADBS (paper Tables 1-3)",
+    "ablation": "Ablation: fixed boundary, ADB, ADB+IC (paper's ablation table); t-SNE and prototype similarity",
+    "alpha_sweep": "Sensitivity to the IC loss weight alpha (supplement's alpha curve)",
+    "kshot_grid": "Practical settings: 5- and 10-way, k-shot (supplement's k-shot figures)",
+}
+"""The part studies in report order, with what each reproduces."""
+
+NOT_QUOTED = {
+    "alpha_sweep": "the paper gives this as a figure; its points are not quoted in this repository's docs, so no "
+                   "numbers are printed beside ours",
+    "kshot_grid": "the paper gives these as figures; their points are not quoted in this repository's docs, so no "
+                  "numbers are printed beside ours",
+}
+
+
+def dcs_table(tables: dict[str, pd.DataFrame], dataset: str | None) -> pd.DataFrame:
+    """Class separation D_cs after the last session, without vs with ADBS, ours (mean over seeds) beside the paper's
+    Table 4: one row per host of the hosts study, and the ablation's baseline vs adb+ic. '-' where not quoted."""
+    paper = report.PAPER.get(dataset or "", {})
+    rows = []
+
+    def ours(table: pd.DataFrame, label: str) -> float:
+        hit = table[table["config"] == label] if len(table) and "d_cs" in table else table.iloc[0:0]
+        return float(hit["d_cs"].iloc[0][0]) if len(hit) else math.nan
+
+    def add(study: str, name: str, without: str, with_: str, table: pd.DataFrame) -> None:
+        rows.append({"dataset": dataset or "embedded", "study": study, "row": name,
+                     "ours without": ours(table, without), "ours with ADBS": ours(table, with_),
+                     "paper without": paper.get(without, {}).get("d_cs"),
+                     "paper with ADBS": paper.get(with_, {}).get("d_cs")})
+
+    hosts = tables.get("hosts", pd.DataFrame())
+    for label in (c for c in (hosts["config"] if len(hosts) else []) if not c.endswith("+ADBS")):
+        add("hosts", label, label, f"{label}+ADBS", hosts)
+    if len(tables.get("ablation", pd.DataFrame())):
+        add("ablation", "baseline vs adb+ic", "baseline", "adb+ic", tables["ablation"])
+    return pd.DataFrame(rows)
+
+
+def render_dcs(df: pd.DataFrame) -> str:
+    """Markdown, 4 decimals as the paper quotes D_cs."""
+    if df.empty:
+        return "(no completed trials with D_cs)"
+
+    def cell(v: Any) -> str:
+        return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else (
+            f"{v:.4f}" if isinstance(v, float) else str(v))
+
+    head = list(df.columns)
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                     + ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)])
+
+
+def write_report(client, parts: dict[str, str], out: Path, *, dataset: str | None,
+                 meta: dict[str, str]) -> list[Path]:
+    """report.md, dcs.md/.csv and each part's tables and figures (out/figures/<part>/), from the parts' parent
+    runs in the store (`parts`: {part: parent run id})."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [f"# ADBS paper reproduction: {dataset or 'embedded benchmark'}", ""]
+    lines += [f"- {k}: {v}" for k, v in meta.items()] + [""]
+    lines += [("Every table: test accuracy (%) per session, mean ± 95% CI over seeds (selection and pruning used "
+               f"validation accuracy only). Paper numbers: {report.PAPER_SOURCE}."), ""]
+    if dataset not in report.PAPER:
+        lines += [(f"The paper reports no numbers for {repr(dataset) if dataset else 'the embedded benchmark'}; the "
+                   f"tables beside the paper's need {', '.join(report.PAPER)}."), ""]
+    files, tables = [], {}
+    for part, title in PARTS.items():
+        if part not in parts:
+            continue
+        study = report.load_study(client, parts[part])
+        table = report.paper_table(study)
+        tables[part] = table
+        folder = out / "figures" / part
+        folder.mkdir(parents=True, exist_ok=True)
+        text = report.render(table, "text", trials=study.trials, order=study.order)
+        (folder / "table.txt").write_text(text + "\n")
+        md = report.render(table, "markdown", trials=study.trials, order=study.order)
+        (folder / "table.md").write_text(md + "\n")
+        figs = (artifacts.study_figures(study.name, study.sessions, study.trials, folder, order=study.order)
+                if len(study.sessions) else [])
+        files += [folder / "table.txt", folder / "table.md", *figs]
+        run = study.parent.info
+        lines += [f"## {title}", "", (f"Study `{part}`, parent run {run.run_id} ({run.status.lower()}), "
+                                      f"{len(study.trials)} trials."), "", md, ""]
+        beside = report.paper_beside(table, dataset)
+        if beside is not None:
+            lines += ["Ours (mean over seeds) beside the paper ('-' = not quoted):", "",
+                      report.render_plain(beside, "markdown"), ""]
+        elif part in NOT_QUOTED:
+            lines += [f"Paper: {NOT_QUOTED[part]}.", ""]
+        elif dataset in report.PAPER:
+            lines += [f"Paper: no rows of this table are quoted for {dataset}.", ""]
+        lines += [f"![{f.name}](figures/{part}/{f.name})" for f in figs] + [""]
+    dcs = dcs_table(tables, dataset)
+    dcs.to_csv(out / "dcs.csv", index=False, float_format="%.4f")
+    (out / "dcs.md").write_text(render_dcs(dcs) + "\n")
+    lines += ["## Class separation D_cs (paper Table 4)", "",
+              ("D_cs after the last session (docs/metrics.md), mean over seeds, without and with ADBS; the paper's "
+               "value beside ours where it quotes one ('-' where not)."),
+              "", render_dcs(dcs), ""]
+    path = out / artifacts.REPORT_MD
+    path.write_text("\n".join(lines))
+    return [path, out / "dcs.md", out / "dcs.csv", *files]
+
+
+def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tags: dict[str, str], files: list[Path],
+            root: Path) -> str:
+    """The paper study's MLflow run (experiment `paper`): the parts' parent runs in a tag, the report as artifacts
+    (beside the store's other artifacts, as the studies' experiments keep theirs)."""
+    import time
+
+    from adbs_lab.tracking import artifact_root
+
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT, artifact_location=artifact_root(uri))
+    run = client.create_run(exp_id, run_name=f"paper {dataset or 'embedded'} {time.strftime('%Y-%m-%d %H:%M')}",
+                            tags={"adbs.role": ROLE, "adbs.dataset": dataset or "", "adbs.parts": json.dumps(parts),
+                                  **tags})
+    for f in files:
+        rel = Path(f).relative_to(root).parent
+        client.log_artifact(run.info.run_id, str(f), artifact_path=None if str(rel) == "." else str(rel))
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return run.info.run_id
+
+
+def find(client, ref: str):
+    """The paper run `ref` names (its run id), or the latest finished one of experiment `paper`; None when `ref`
+    is neither (then it names an ordinary study)."""
+    if report.RUN_ID.match(ref):
+        try:
+            run = client.get_run(ref)
+        except Exception:  # noqa: BLE001 - not a run id: maybe a study name
+            return None
+        return run if run.data.tags.get("adbs.role") == ROLE else None
+    if ref != EXPERIMENT or client.get_experiment_by_name(EXPERIMENT) is None:
+        return None
+    runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id],
+                              filter_string=f"tags.`adbs.role` = '{ROLE}' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"], max_results=1)
+    if not runs:
+        raise report.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
+    return runs[0]

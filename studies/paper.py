@@ -1,0 +1,192 @@
+"""paper: every table and figure of the ADBS paper for one dataset, from one command, in one folder with one report.
+
+    python studies/paper.py --smoke                                   # the whole thing tiny: CPU, embedded benchmark
+    python studies/paper.py                                           # embedded benchmark, the CPU presets
+    python studies/paper.py --dataset cifar100 --data-root DIR        # the paper's settings for CIFAR100, GPU
+    python studies/paper.py --dataset cub200 --data-root DIR --seeds 1 2 3   # every table over 3 seeds
+    python studies/report.py paper --out DIR                          # redraw the latest paper report from MLflow
+
+--dataset is cifar100, mini_imagenet or cub200 (with --data-root, the folder holding it; docs/datasets.md);
+without it the embedded synthetic benchmark runs on the CPU presets. The paper's tables and figures come from
+four studies, run one after another with the same options, each exactly as its own script runs it:
+
+  hosts        main table: baseline, SAVC, ALICE and OrCo, each without and with ADBS (studies/hosts.py)
+  ablation     fixed boundary vs ADB vs ADB+IC, with the t-SNE of 6 base + 4 novel classes' features and the
+               class-prototype similarity heatmaps (studies/ablation.py)
+  alpha_sweep  the alpha curve at the paper's points 0.01 0.02 0.05 0.08 0.1 (studies/alpha_sweep.py --grid)
+  kshot_grid   5- and 10-way figures over shots 1 5 10 15 20 50 (studies/kshot_grid.py)
+
+and the D_cs table (class separation without vs with ADBS, for every host and the ablation) is drawn from
+their trials. Each table is printed beside the paper's numbers where this repository quotes them (main table
+and ablation on CIFAR100, ablation on miniImageNet and CUB200, D_cs; the alpha and k-shot figures are not
+quoted, so they stand alone).
+
+Before any training the command checks every part (bad input ends here, exit 2, nothing written) and prints
+how many trials it will run and how long that takes: measured on this project's 2-core CPU for the CPU
+presets and --smoke, a labelled estimate for the paper presets on a GPU.
+Rerunning the same command reuses every part that finished, continues an interrupted one (as --resume would)
+and runs the rest; base sessions are shared through <storage>/paper_<dataset>/base_cache.
+--seeds applies to every part (default 0: one trial per configuration); --hosts picks the main table's hosts.
+Time: --smoke 17 trials, 13.7 min wall on this project's 2-core CPU with other jobs on it (load average 12-17;
+the hosts study 10 of them); a rerun of a finished --smoke ~1.5 min (checks, report); the paper presets: the
+estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs, "25-50 GPU hours", not measured).
+Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset): one folder per part (the study's own
+files), report.md with every table beside the paper's and every figure, figures/ redrawn from the MLflow
+store, dcs.md and dcs.csv; MLflow: one experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the
+paper run in experiment 'paper' naming them.
+"""
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
+
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+from adbs.config import ConfigError, canonical  # noqa: E402
+from adbs.hosts import host_names  # noqa: E402
+from adbs_lab import options, paths, study, tracking  # noqa: E402
+from adbs_lab import paper as paper_report  # noqa: E402
+from adbs_lab.study_folder import StudyFolder  # noqa: E402
+from studies import ablation, alpha_sweep, hosts, kshot_grid  # noqa: E402
+
+DATASETS = ("cifar100", "mini_imagenet", "cub200")
+SMOKE_S = {"hosts": (594, 8), "ablation": (62, 3), "alpha_sweep": (54, 2), "kshot_grid": (57, 4)}
+"""(wall seconds, trials) of each part with --smoke, measured on this project's 2-core CPU with other jobs on it (load
+average 12-17; 2026-11-27; `time python studies/paper.py --smoke`: 13.7 min in all); an idle machine is faster."""
+GPU_H_PER_100_EPOCHS = (1.0, 2.0)
+"""The studies' own figure for one trial of a paper preset on one GPU (100 base epochs: 1-2 h); not measured on
+the paper's datasets here, so the paper presets' time is printed as an estimate, scaled by base epochs."""
+
+p = options.parser(__doc__, options.Defaults(pruning=False, seeds=(0,)))
+p.add_argument("--hosts", nargs="+", default=hosts.spaces.HOSTS, choices=list(host_names()),
+               help=f"host methods of the main table, each without and with ADBS (default: "
+                    f"{' '.join(hosts.spaces.HOSTS)}, the paper's four)")
+opts, extra = options.parse(p)
+given = {**dict(opts.config_values), **{canonical(k): v for k, v in opts.config_overrides().items()}}
+dataset = given.get("dataset")  # --dataset, --set dataset=... or a --config file's
+if dataset is not None and dataset not in DATASETS:
+    p.error(f"--dataset {dataset!r}: the paper's datasets are {', '.join(DATASETS)} (leave --dataset out for the "
+            "embedded benchmark)")
+if dataset and not given.get("data_root"):
+    p.error(f"--dataset {dataset} needs --data-root DIR, the folder holding it (docs/datasets.md); this command "
+            "downloads nothing")
+if opts.host:
+    p.error("--host: the paper study runs every host in its main table and the other parts on the baseline host, "
+            "as the paper does; for one host use studies/ablation.py --host NAME")
+if opts.preset != "cpu":
+    p.error("--preset: the paper study uses the CPU presets, or the paper's presets with --dataset; use --set "
+            "KEY=VALUE to change a setting in every part")
+
+t0 = time.time()
+label = dataset or "embedded"
+folder = f"paper_{label}{opts.folder}"
+if "://" in opts.storage:  # object store: the parts live under it, the report is written here and in MLflow
+    root, _, query = opts.storage.partition("?")
+    storage = f"{root.rstrip('/')}/{folder}" + (f"?{query}" if query else "")
+    out = paths.REPO_ROOT / "results" / "reports" / folder
+else:
+    out = Path(opts.storage).expanduser().resolve() / folder
+    storage = str(out)
+# the paper's stated settings (alpha 0.05, base batch 128) on the released code's preset of the dataset
+part_opts = opts.replace(storage=storage, name=None,
+                         preset=f"{dataset}_paper" if dataset and not opts.smoke else opts.preset)
+# --set <host>.<option> reaches that host's rows of the main table (the hosts study routes it); the other parts
+# run the baseline host, which has no such options.
+baseline_opts = part_opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k),
+                                  config_values=tuple((k, v) for k, v in opts.config_values if "." not in k))
+# The k-shot grid draws each cell's shots from --seeds: index lists fix 5-way 5-shot, so they stay with the others.
+kshot_opts = baseline_opts.replace(
+    overrides=tuple((k, v) for k, v in baseline_opts.overrides if canonical(k) != "index_list"),
+    config_values=tuple((k, v) for k, v in baseline_opts.config_values if k != "index_list"))
+if kshot_opts != baseline_opts:
+    print("note: index_list applies to hosts, ablation and alpha_sweep; the k-shot grid draws its own shots from "
+          "--seeds", flush=True)
+try:
+    parts = {"hosts": hosts.plan(part_opts, list(dict.fromkeys(extra.hosts))), "ablation": ablation.plan(baseline_opts),
+             "alpha_sweep": alpha_sweep.plan(baseline_opts, grid=True), "kshot_grid": kshot_grid.plan(kshot_opts)}
+except options.StudyInputError as e:
+    p.error(str(e))
+
+# -- every part checked, and what it will cost, before any of them trains ---------------------------
+study._env_defaults()
+cost, state, total_run, where = {}, {}, 0, "tracking store"
+made = [] if "://" in storage else [d for d in (Path(storage), Path(opts.storage).expanduser()) if not d.exists()]
+try:
+    tracking.check_tracking_uri(tracking.tracking_uri(opts.tracking_uri))
+    for name, (plan, popts) in parts.items():
+        where = name  # named in the error
+        base_cfg, configs, _ = study.validate(plan, popts)
+        n = study.size(plan, popts)[3]
+        state[name] = study.held(plan, popts, base_cfg)
+        # k-shot cells differ in their incremental sessions only: one base session per seed (base_cache)
+        bases = {repr(sorted((k, v) for k, v in c.to_dict().items() if k not in ("ways", "shots"))): c
+                 for c in configs}.values() if name == "kshot_grid" else configs
+        epochs = sum(c.base_epochs for c in bases)
+        cost[name] = (n, epochs)
+        total_run += 0 if state[name] == "finished" else n
+except (ConfigError, options.StudyInputError, tracking.TrackingError) as e:
+    for d in made:  # the checks create the storage folder: leave no empty folder behind
+        if d.exists() and not any(d.iterdir()):
+            d.rmdir()
+    study.fail(f"paper, {where}: {e}")
+
+at_once = opts.max_concurrent or max(1, int((os.cpu_count() or 1) // (opts.cpus_per_trial or 1)))
+print(f"paper ({label}): 4 studies, {sum(n for n, _ in cost.values())} trials, {total_run} to run "
+      f"(seeds {' '.join(map(str, opts.seeds))}), into {storage}")
+for name, (n, epochs) in cost.items():
+    plan = parts[name][0]
+    doing = {"finished": "finished earlier: reused", "unfinished": "interrupted earlier: continued"}.get(
+        state[name], "to run")
+    if opts.smoke:
+        seconds, trials = SMOKE_S[name]  # scaled to the trials asked for (fewer --hosts, more --seeds)
+        when = f"~{seconds * n / trials / 60:.1f} min (measured on a busy 2-core CPU)"
+    elif not dataset:
+        when = (f"~{math.ceil(n / at_once) * plan.est_trial_s / 60:.0f} min ({plan.est_trial_s:.0f} s a trial as the "
+                f"study measured it, {at_once} at a time)")
+    else:
+        lo, hi = (h * epochs / 100 for h in GPU_H_PER_100_EPOCHS)
+        when = f"~{lo:.0f}-{hi:.0f} GPU h (estimate, {epochs} base epochs)"
+    print(f"  {name:<12} {n:>3} trials  {when}  [{doing}]", flush=True)
+if dataset and not opts.smoke:
+    epochs = sum(e for name, (_, e) in cost.items() if state[name] != "finished")
+    print(f"estimate (not measured on {dataset} here): {GPU_H_PER_100_EPOCHS[0] * epochs / 100:.0f}-"
+          f"{GPU_H_PER_100_EPOCHS[1] * epochs / 100:.0f} GPU hours for {epochs} base epochs to train, from the studies' "
+          "figure of 1-2 h for a 100-epoch trial on one GPU, counting base sessions the parts share (base_cache) "
+          "once per part; docs/gpu.md's H200 throughput for the baseline (~3,300 images/s) would make it several "
+          "times less, and SAVC, ALICE and OrCo, which train several views per image, more", flush=True)
+
+if opts.dry_run:
+    print(f"dry run: study paper ({label}), {sum(n for n, _ in cost.values())} trials in 4 studies checked; nothing "
+          "was started and no result written", flush=True)
+    raise SystemExit(0)
+
+# -- the parts, one after another, each its own study ------------------------------------------------
+for name, (plan, popts) in parts.items():
+    if state[name] == "finished":
+        print(f"\npaper: {name} finished earlier in {storage}; reused", flush=True)
+        continue
+    print(f"\npaper: {name} ({paper_report.PARTS[name]})", flush=True)
+    study.run(plan, popts.replace(resume=state[name] == "unfinished"))
+
+# -- one report from the store -----------------------------------------------------------------------
+uri = tracking.tracking_uri(opts.tracking_uri)
+runs = {name: json.loads(StudyFolder(storage, plan.name).read_text(tracking.RUNS_FILE))["parent"]
+        for name, (plan, _) in parts.items()}
+wall = time.time() - t0
+meta = {"command": f"`{' '.join(opts.argv)}`", "dataset": dataset or "embedded synthetic benchmark",
+        "preset": parts["ablation"][1].preset_name, "seeds": " ".join(map(str, opts.seeds)),
+        "trials": f"{sum(n for n, _ in cost.values())} ({total_run} run by this command)",
+        "wall time of this command": f"{wall / 60:.1f} min", "study folders": storage, "tracking URI": uri}
+client = MlflowClient(uri)
+files = paper_report.write_report(client, runs, out, dataset=dataset, meta=meta)
+run_id = paper_report.log_run(client, uri, dataset=dataset, parts=runs, files=files, root=out,
+                              tags={"adbs.command": " ".join(opts.argv)[:7500], "adbs.storage": storage})
+print(f"\npaper ({label}): done in {(time.time() - t0) / 60:.1f} min; report: {out / 'report.md'}")
+print(f"tables beside the paper: {', '.join(str(f.relative_to(out)) for f in files if f.suffix in ('.md',))}")
+print(f"figures: {', '.join(str(f.relative_to(out)) for f in files if f.suffix == '.png')}")
+print(f"MLflow: experiment '{paper_report.EXPERIMENT}', run {run_id}; redraw with: python studies/report.py {run_id}")
