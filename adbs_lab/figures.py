@@ -30,6 +30,8 @@ def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
         seeds = t.groupby("alpha").size()
         n = f"n = {seeds.min()}" if seeds.min() == seeds.max() else f"n = {seeds.min()}-{seeds.max()}"
         for col, style, name in (("test_avg_acc", "o-", "test avg acc"), ("val_avg_acc", "s--", "val avg acc (objective)")):
+            if col not in t:  # a store from before the metric existed
+                continue
             g = t.groupby("alpha")[col].apply(lambda v: ci95(list(v))).sort_index()
             mean, half = [m for m, _ in g], [h for _, h in g]
             label = f"{name}, mean ± 95% CI ({n} seeds)" if seeds.max() > 1 else name

@@ -26,6 +26,7 @@ A command that no rule covers fails `test_every_doc_command_has_a_rule`: a new d
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pickle
@@ -186,6 +187,7 @@ def _env(home: Path) -> dict[str, str]:
 def _argv(cmd: str, home: Path) -> list[str]:
     """The command as a shell would split it, ~ expanded to the stand-in HOME, the venv's python = this one."""
     words = [w.replace("~", str(home)) if w.startswith("~") else w for w in shlex.split(cmd)]
+    words = [str(REPO / w) if re.match(r"^(studies|mlflow|bench|examples)/[\w/]+\.py$", w) else w for w in words]
     return [sys.executable if w == ".venv/bin/python" else w for w in words]
 
 
@@ -218,9 +220,9 @@ def test_study_commands_pass_their_dry_run(cmd, home, tmp_path, monkeypatch, cap
     argv = _isolated(_argv(cmd, home) + ["--dry-run"], tmp_path)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(home / "work")
-    monkeypatch.setattr(sys, "argv", [str(REPO / argv[1]), *argv[2:]])
+    monkeypatch.setattr(sys, "argv", argv[1:])
     try:
-        runpy.run_path(str(REPO / argv[1]), run_name="__main__")
+        runpy.run_path(argv[1], run_name="__main__")
     except SystemExit as e:
         if e.code not in (0, None):
             out = capsys.readouterr()
@@ -294,7 +296,8 @@ def report_store(tmp_path_factory) -> tuple[str, list[str]]:
                 c.log_batch(run.info.run_id,
                             metrics=[Metric("session/test_acc", a, 0, s) for s, a in enumerate(got)]
                             + [Metric("session/test_novel_acc", a / 2, 0, s) for s, a in enumerate(got)]
-                            + [Metric("summary/val_avg_acc", sum(got) / len(got), 0, 0)],
+                            + [Metric("summary/val_avg_acc", sum(got) / len(got) + 1, 0, 0),
+                               Metric("summary/test_avg_acc", sum(got) / len(got), 0, 0)],
                             params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
                 c.set_terminated(run.info.run_id, "FINISHED")
                 number += 1
@@ -325,6 +328,7 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path):
         cmd = (cmd.replace("<parent run id A>", sweeps[0]).replace("<parent run id B>", sweeps[1])
                .replace("<parent or trial run id>", sweeps[0]))
         argv = _argv(cmd, home)
+        refs = list(itertools.takewhile(lambda w: not w.startswith("-"), argv[2:]))  # the studies, before the flags
         if rule(cmd) == "report":
             if "--tracking-uri" in argv:  # a server or a copied store in the docs: this store here
                 argv[argv.index("--tracking-uri") + 1] = uri
@@ -333,8 +337,7 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path):
             if "--out" in argv:
                 argv[argv.index("--out") + 1] = str(work / "out")
             else:  # report.py's default folder, under this test's working folder instead of the repository
-                names = [a for a in argv[2:] if not a.startswith("-")]
-                folder = f"compare-{'-'.join(names)}" if len(names) > 1 else names[0]
+                folder = f"compare-{'-'.join(refs)}" if len(refs) > 1 else refs[0]
                 argv += ["--out", str(work / "results" / "reports" / folder)]
         r = _run(argv, home, cwd=work)
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
@@ -363,6 +366,6 @@ def test_the_toy_dataset_commands_run(home, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("cmd", _by_rule("bench"))
 def test_bench_commands_parse(cmd, home):
-    script = _argv(cmd, home)[:2]
+    script = _argv(cmd, home)[:2]  # python, the script
     r = _run(script + ["--help"], home, timeout=120)
     assert r.returncode == 0 and "usage" in r.stdout.lower(), f"{cmd}\n{r.stdout[-1000:]}\n{r.stderr[-2000:]}"
