@@ -12,7 +12,7 @@ given), and alpha_sensitivity.png draws the mean over seeds with its 95% confide
 range [0.01, 0.1] to maximise validation average accuracy, one seed each (unless --seeds), and the
 median pruner stops trials whose base-session validation accuracy lags. TPE draws its first 10
 configurations at random (Optuna's n_startup_trials), so up to 10 samples are a random search.
-Time: default run (12 trials, 8 base epochs, 2 at a time) about 5 min on an idle 2-core CPU; --grid
+Time: default run (12 trials, 8 base epochs, 2 at a time) 5 min 30 s wall on an idle 2-core CPU; --grid
 15 trials; --smoke (2 alphas x 1 seed) about 1 min; the cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/alpha_sweep/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 alpha_sensitivity.png, optuna.db; MLflow experiment 'alpha_sweep' (parent run + one run per trial).
