@@ -206,7 +206,12 @@ def _isolated(argv: list[str], tmp: Path) -> list[str]:
 
 
 def _by_rule(*names: str) -> list:
-    return [pytest.param(c, id=f"{f}:{n}") for f, n, c in COMMANDS if rule(c) in names]
+    """The commands of these rules, each once (the README repeats a few), named by where they first appear."""
+    first = {}
+    for f, n, c in COMMANDS:
+        if rule(c) in names:
+            first.setdefault(c, f"{f}:{n}")
+    return [pytest.param(c, id=where) for c, where in first.items()]
 
 
 @pytest.mark.parametrize("cmd", _by_rule("study", "study on real data", "sbatch"))
