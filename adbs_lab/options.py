@@ -308,14 +308,14 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
             raise SystemExit(_usage_error(p, str(e))) from None
     pruner = ns.pruner
     if pruner is None:  # not typed: the study's default, which may follow one of its own flags (--grid)
-        pruner = next((p_ for flag, p_ in d.pruner_when if getattr(ns, flag, None) not in (None, False)), d.pruner)
+        pruner = next((p_ for flag, p_ in d.pruner_when if _given(ns, flag)), d.pruner)
     if not d.pruning and pruner != "none":
         raise SystemExit(_usage_error(p, f"--pruner {pruner}: this study runs every trial to the end (each one is a "
                                          "result), so it takes no pruner; drop --pruner"))
     seeds = ns.seeds
     if seeds is None:  # not typed: the study's default, which may follow one of its own flags (--num-samples)
         seeds = (d.smoke_seeds if ns.smoke and d.smoke_seeds else
-                 next((s_ for flag, s_ in d.seeds_when if getattr(ns, flag, None) is not None), d.seeds))
+                 next((s_ for flag, s_ in d.seeds_when if _given(ns, flag)), d.seeds))
     num_samples = getattr(ns, "num_samples", None)
     if num_samples is None and d.num_samples is not None and not d.sample_on_request:
         num_samples = d.smoke_num_samples if ns.smoke and d.smoke_num_samples else d.num_samples
@@ -333,6 +333,11 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     )
     extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in shared})
     return opts, extra
+
+
+def _given(ns: argparse.Namespace, flag: str) -> bool:
+    """Whether a study flag of Defaults.pruner_when / seeds_when was given: a switch on, or a value typed."""
+    return getattr(ns, flag, None) not in (None, False)
 
 
 def _usage_error(p: argparse.ArgumentParser, msg: str) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -62,16 +61,7 @@ def dcs_table(tables: dict[str, pd.DataFrame], dataset: str | None) -> pd.DataFr
 
 def render_dcs(df: pd.DataFrame) -> str:
     """Markdown, 4 decimals as the paper quotes D_cs."""
-    if df.empty:
-        return "(no completed trials with D_cs)"
-
-    def cell(v: Any) -> str:
-        return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else (
-            f"{v:.4f}" if isinstance(v, float) else str(v))
-
-    head = list(df.columns)
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                     + ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)])
+    return report.render_plain(df, "markdown", digits=4) if len(df) else "(no completed trials with D_cs)"
 
 
 def write_report(client, parts: dict[str, str], out: Path, *, dataset: str | None,

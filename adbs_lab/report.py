@@ -258,16 +258,8 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
 def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame,
                      out: Path, *, fmt: str, uri: str, metric: str = "test_acc") -> list[Path]:
     """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     title = " + ".join(dict.fromkeys(s.name for s in studies))
-    files = [out / "sessions.parquet", out / "trials.parquet"]
-    sessions.to_parquet(files[0], index=False)
-    trials.to_parquet(files[1], index=False)
-    for f in {"text", fmt}:
-        p = out / f"table.{EXT[f]}"
-        p.write_text(render(table, f, caption=f"{title}: {metric} (%) per session", trials=trials) + "\n")
-        files.append(p)
+    files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session")
     figs = [artifacts.session_curves(sessions, out / "compare_sessions.png", f"{title}: {metric} per session",
                                      metric=metric)] if len(sessions) else []
     meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
@@ -377,15 +369,16 @@ def paper_beside(table: pd.DataFrame, dataset: str | None) -> pd.DataFrame | Non
     return pd.DataFrame(rows) if rows else None
 
 
-def render_plain(df: pd.DataFrame, fmt: str) -> str:
-    """Render a DataFrame of plain values (paper_beside) in a report format."""
+def render_plain(df: pd.DataFrame, fmt: str, digits: int | None = None) -> str:
+    """Render a DataFrame of plain values (paper_beside) in a report format; floats with `digits` decimals, by
+    default 4 in a D_cs column (as the paper quotes it) and 2 elsewhere."""
     def cell(v, digits: int) -> str:
         return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else (
             f"{v:.{digits}f}" if isinstance(v, float) else str(v))
 
     head = list(df.columns)
-    digits = [4 if h == "D_cs" else 2 for h in head]  # the paper quotes D_cs to 4 decimals
-    body = [[cell(v, d) for v, d in zip(row, digits)] for row in df.itertuples(index=False)]
+    places = [digits if digits is not None else 4 if h == "D_cs" else 2 for h in head]  # the paper: D_cs to 4
+    body = [[cell(v, d) for v, d in zip(row, places)] for row in df.itertuples(index=False)]
     if fmt == "csv":
         return df.to_csv(index=False, float_format="%.2f")
     if fmt == "markdown":
@@ -403,18 +396,25 @@ def render_plain(df: pd.DataFrame, fmt: str) -> str:
 EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
 
 
-def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool) -> list[Path]:
-    """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
+def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table: pd.DataFrame, fmt: str, *,
+                  caption: str, order: list[str] | None = None) -> list[Path]:
+    """sessions.parquet, trials.parquet, table.txt and table.<fmt> in `out` (made if missing)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "sessions.parquet", out / "trials.parquet"]
-    study.sessions.to_parquet(files[0], index=False)
-    study.trials.to_parquet(files[1], index=False)
+    sessions.to_parquet(files[0], index=False)
+    trials.to_parquet(files[1], index=False)
     for f in {"text", fmt}:
         p = out / f"table.{EXT[f]}"
-        p.write_text(render(table, f, caption=f"{study.name}: test accuracy (%) per session", trials=study.trials,
-                            order=study.order) + "\n")
+        p.write_text(render(table, f, caption=caption, trials=trials, order=order) + "\n")
         files.append(p)
+    return files
+
+
+def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool) -> list[Path]:
+    """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
+    files = _write_tables(out, study.sessions, study.trials, table, fmt,
+                          caption=f"{study.name}: test accuracy (%) per session", order=study.order)
     figs = (artifacts.study_figures(study.name, study.sessions, study.trials, out, order=study.order)
             if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None

@@ -852,15 +852,13 @@ def _upload(where: StudyFolder) -> None:
 def dry_run(plan: Plan, opts: StudyOptions) -> None:
     """--dry-run: every check `prepare` makes before it claims the folder, then what would run; no side effects."""
     try:
-        base, configs, _ = validate(plan, opts)
+        base, _, _ = validate(plan, opts)
+        _, _, n, total = size(plan, opts)
     except (ConfigError, StudyInputError) as e:
         fail(str(e))
-    _, grid, dists = sp.split(plan.space)
-    space = {**plan.space, **({sp.ROW_KEY: list(plan.rows)} if plan.rows else {})}
-    n = sp.grid_size(space, None) if grid or plan.rows else int(opts.num_samples or 0)
     cfg = from_dict(base)
     print(f"dry run: study {plan.name}, preset {opts.preset_name}, {n} configuration(s) x {len(opts.seeds)} seed(s) "
-          f"= {n * len(opts.seeds)} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; search space "
+          f"= {total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; search space "
           f"{plan.space_source}); flags, config, data and storage {opts.storage} checked; nothing was started and no "
           "result written", flush=True)
 
