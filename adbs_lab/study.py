@@ -118,6 +118,7 @@ def _env_defaults() -> None:
     # Keep Tune's console quiet: its slow-operation warnings fire on a busy 2-core machine.
     os.environ.setdefault("TUNE_WARN_THRESHOLD_S", "10")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per artifact a report downloads
     import logging
 
     import optuna

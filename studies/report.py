@@ -27,6 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# one embeddings.json download per ablation trial: MLflow would draw a progress bar for each of them
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 from adbs_lab import metrics_keys as K, paper, paths, report, results, tracking  # noqa: E402
 
