@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -37,8 +38,23 @@ def ray_address() -> str:
     ray.shutdown()
 
 
+@pytest.fixture(scope="session")
+def empty_mlflow_db(tmp_path_factory) -> Path:
+    """An empty MLflow SQLite store, its tables created once per test session: MLflow's schema migrations take
+    seconds, and most end-to-end tests start from an empty store. A store a study creates itself is still
+    tested (tests/test_doc_commands.py, tests/test_paper.py and others pass their own new --tracking-uri)."""
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{db}").search_experiments()
+    return db
+
+
 @pytest.fixture
-def tracking_uri(tmp_path: Path) -> str:
+def tracking_uri(tmp_path: Path, empty_mlflow_db: Path) -> str:
+    """A real, empty MLflow store of this test's own (a copy of `empty_mlflow_db`)."""
+    (tmp_path / "mlflow").mkdir()
+    shutil.copy(empty_mlflow_db, tmp_path / "mlflow" / "mlflow.db")
     return f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
 
 

@@ -137,6 +137,7 @@ def _negative_base(data, cfg) -> BaseSession:
     return BaseSession(base.backbone_state, base.prototypes, m, base.curve, base.best_epoch)
 
 
+@pytest.mark.slow
 def test_abs_base_boundary_and_finetune_abs_reach_the_sessions(data):
     cfg = tiny()
     base = _negative_base(data, cfg)
@@ -156,6 +157,7 @@ def test_abs_base_boundary_and_finetune_abs_reach_the_sessions(data):
     assert init.boundaries[1][n_base:] == pytest.approx([base.boundaries.abs().mean().item()] * 5)
 
 
+@pytest.mark.slow
 def test_boundary_lr_scale_and_warmup_act_on_the_base_session(data):
     cfg = tiny(base_epochs=2)
     released = train_base(cfg, data)

@@ -93,6 +93,7 @@ def _worker(root, counter, delay, out):
         fh.write(f"{int(reused)}\n")
 
 
+@pytest.mark.slow
 def test_concurrent_trials_train_once(tmp_path):
     counter, out = tmp_path / "count.txt", tmp_path / "out.txt"
     ctx = mp.get_context("spawn")

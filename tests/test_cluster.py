@@ -122,6 +122,7 @@ def test_fits_needs_one_node_with_the_whole_trial():
 # -- real probes on the test session's one-node Ray instance ---------------------------------
 
 
+@pytest.mark.slow
 def test_probes_run_on_the_real_node(ray_address, tmp_path):
     import ray
 

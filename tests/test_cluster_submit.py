@@ -123,6 +123,7 @@ def test_dependencies_skip_only_ray():
     assert submit.SKIP_DEPS.match("ray[tune]>=2.50") and submit.SKIP_DEPS.match("ray") and not submit.SKIP_DEPS.match("rayon")
 
 
+@pytest.mark.slow
 def test_cli_exit_2_on_bad_args_and_on_an_unreachable_cluster(tmp_path):
     r = subprocess.run([sys.executable, str(REPO / "studies" / "submit.py"), "--address", "http://127.0.0.1:1", "--",
                         "studies/alpha_sweep.py", "--storage", "runs"], capture_output=True, text=True, cwd=REPO, timeout=60)

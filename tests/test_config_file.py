@@ -75,6 +75,7 @@ def test_a_whole_config_file_is_the_config_whatever_the_preset(tmp_path):
     assert from_dict(resolve("cpu", None, {"seed": 5}, load_file(path))) == trial.replace(seed=5)
 
 
+@pytest.mark.slow
 def test_single_run_takes_config_and_refuses_unknown_keys_before_compute(tmp_path):
     bad = _write(tmp_path, "bad.yaml", "base_epocs: 2\n")
     r = subprocess.run([sys.executable, "-m", "adbs.run", "--config", bad, "--out", str(tmp_path / "r.json")],
@@ -107,6 +108,7 @@ def test_config_is_a_frozen_field():
     assert opts.base_config()["alpha"] == 0.05 and Config().alpha == 0.01
 
 
+@pytest.mark.slow
 def test_paper_presets_hold_the_papers_two_settings_only():
     from adbs.presets import PAPER_SETTINGS, PRESETS, host_preset
 

@@ -66,6 +66,7 @@ def test_register_dataset_checks_what_a_reader_needs():
         register_dataset(DatasetSpec(**{**spec.__dict__, "name": "cifar100"}))
 
 
+@pytest.mark.slow
 def test_a_single_run_on_the_registered_dataset(toy_root, tmp_path):
     out = tmp_path / "run.json"
     r = subprocess.run([sys.executable, "-m", "adbs.run", "--dataset", "toy_dataset:toy", "--data-root", str(toy_root),

@@ -43,6 +43,7 @@ def test_registry():
         get_host("icarl")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", HOST_NAMES)
 @pytest.mark.parametrize("variant", ["baseline", "adb+ic"])
 def test_smoke_trial_with_and_without_adbs(host, variant, data):

@@ -179,6 +179,7 @@ def test_red_team_inputs_refused_before_ray(what, flags, fragment):
     assert fragment in str(e.value), f"{what}: {e.value}"
 
 
+@pytest.mark.slow
 def test_run_out_folder_refused_before_training(tmp_path):
     import subprocess
     import sys
@@ -243,6 +244,7 @@ def test_host_flag_picks_the_hosts_preset_and_options_fold_into_host_options():
     assert resolve("cpu", None, {"host": "savc", "savc.queue_size": 256}) == base
 
 
+@pytest.mark.slow
 def test_study_and_report_help_state_their_defaults_and_the_metrics(capsys):
     import subprocess
     import sys

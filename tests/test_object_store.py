@@ -77,6 +77,7 @@ def _worker(url, counter, out):
         fh.write(f"{int(reused)}\n")
 
 
+@pytest.mark.slow
 def test_concurrent_trials_train_once_over_s3(s3, tmp_path):
     s3.bucket("cache-cc")
     url = s3.url("cache-cc", "base_cache")

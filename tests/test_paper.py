@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 PAPER = [sys.executable, str(REPO / "studies" / "paper.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags, message", [
     (["--dataset", "cifar10"], "the paper's datasets are cifar100, mini_imagenet, cub200"),
     (["--dataset", "cub200"], "--dataset cub200 needs --data-root DIR"),

@@ -27,6 +27,7 @@ def data():
     return build_data(tiny())
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(tmp_path):
     out = tmp_path / "r.json"
     args = [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--out", str(out)]
@@ -43,6 +44,7 @@ def test_cli_end_to_end(tmp_path):
         assert math.isfinite(res["summary"][key])
 
 
+@pytest.mark.slow
 def test_cli_help_documents_every_field():
     proc = subprocess.run([sys.executable, "-m", "adbs.run", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
@@ -58,6 +60,7 @@ def test_cli_help_documents_every_field():
     assert "[default: 1.0; the default preset cpu sets 0.1]" in text  # what a bare run uses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args,fragment",
     [
@@ -82,6 +85,7 @@ def test_cli_bad_input_fails_before_compute(tmp_path, args, fragment):
     assert "base epoch" not in proc.stdout and not out.exists()
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers_on_cpu(data):
     a = run_trial(tiny(), data=data)
     b = run_trial(tiny(), data=data)
@@ -90,6 +94,7 @@ def test_same_seed_same_numbers_on_cpu(data):
     assert c.sessions != a.sessions
 
 
+@pytest.mark.slow
 def test_variants_behave(data):
     base = run_trial(tiny(variant="baseline"), data=data)
     assert all(m == 1.0 for m in base.boundaries[-1]), "baseline keeps m = 1"
@@ -126,6 +131,7 @@ def test_nan_stops_with_reason(data):
         run_trial(tiny(base_lr=1e30), data=data)
 
 
+@pytest.mark.slow
 def test_base_reuse_gives_identical_results(data, tmp_path):
     plain = run_trial(tiny(), data=data)
     first = run_trial(tiny(), data=data, cache=tmp_path)
@@ -146,6 +152,7 @@ def test_base_reuse_gives_identical_results(data, tmp_path):
     assert run_trial(tiny(alpha=0.02), data=data, cache=tmp_path).summary["base_reused"] == 0.0
 
 
+@pytest.mark.slow
 def test_resume_from_any_checkpoint_is_bit_identical(data):
     import copy
 
@@ -164,6 +171,7 @@ def test_resume_from_any_checkpoint_is_bit_identical(data):
         assert [r["session"] for r in seen] == ([0, 1, 2] if state["phase"] == "base" else [2])
 
 
+@pytest.mark.slow
 def test_session_checkpoints_refer_to_the_cached_base_session(data, tmp_path):
     import copy
     import shutil

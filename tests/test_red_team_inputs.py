@@ -67,6 +67,7 @@ def test_a_test_split_without_the_novel_classes_is_refused(tmp_path):
         study.validate(PLAN, _opts("--smoke", "--dataset", "cifar100", "--data-root", str(root)))
 
 
+@pytest.mark.slow
 def test_a_copy_with_20_classes_names_the_missing_classes(tmp_path):
     root = _cifar(tmp_path, train_classes=range(20), test_classes=range(20))
     with pytest.raises(DataError, match=r"training split of cifar100 at .* has no images of classes 20\.\.69 "
@@ -77,6 +78,7 @@ def test_a_copy_with_20_classes_names_the_missing_classes(tmp_path):
     assert "round(val_fraction" not in r.stderr
 
 
+@pytest.mark.slow
 def test_an_empty_session_file_is_a_data_error_not_an_index_error(tmp_path):
     root = _cifar(tmp_path)
     lists = tmp_path / "lists"
@@ -92,6 +94,7 @@ def test_an_empty_session_file_is_a_data_error_not_an_index_error(tmp_path):
                                    "--set", f"index_list={lists}"))
 
 
+@pytest.mark.slow
 def test_a_data_root_without_its_dataset_is_refused(tmp_path):
     root = _cifar(tmp_path)
     with pytest.raises(DataError, match="data_root=.* was given for dataset 'synthetic'.*--dataset cifar100"):
@@ -105,6 +108,7 @@ def test_a_data_root_without_its_dataset_is_refused(tmp_path):
 # -- python -m adbs.run ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_old_and_new_name_of_a_flag_together_are_refused():
     r = _adbs_run("--abs-boundary", "true", "--abs-margin", "false")
     assert r.returncode == 2 and "--abs-margin is the old name of --abs-boundary; give only --abs-boundary" in r.stderr
@@ -124,6 +128,7 @@ def test_a_preset_of_another_host_is_refused():
     assert resolve("savc_cpu", None, {"host": "savc"})["host"] == "savc"
 
 
+@pytest.mark.slow
 @no_cuda
 def test_device_cuda_without_a_gpu_is_refused_before_compute():
     r = _adbs_run("--device", "cuda")
@@ -162,6 +167,7 @@ def test_smoke_keeps_a_host_preset_and_refuses_a_paper_preset():
         _opts("--smoke", "--preset", "savc_cpu", "--host", "alice").check()
 
 
+@pytest.mark.slow
 def test_a_300_character_name_is_one_line_error():
     with pytest.raises(study.StudyInputError, match="--name is 300 characters long; at most 100"):
         _opts("--name", "n" * 300).check()
@@ -245,6 +251,7 @@ def test_the_ui_command_names_a_storage_path_with_spaces_as_a_path():
 # -- --out of the tools: checked before the work ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_out_an_existing_file(tmp_path):
     f = tmp_path / "report.txt"
     f.write_text("keep me")
@@ -303,6 +310,7 @@ def _store_with(tmp_path: Path, parent_status: str) -> str:
     return uri
 
 
+@pytest.mark.slow
 def test_report_calls_running_trials_of_a_running_study_running(tmp_path):
     def report(uri):
         return subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri",
@@ -339,6 +347,7 @@ def test_a_mini_imagenet_test_split_without_novel_classes_is_refused(tmp_path):
                               "novel_val_per_class": 2, "base_images_per_class": None, "val_fraction": 0.1}))
 
 
+@pytest.mark.slow
 def test_num_samples_on_a_grid_study_is_refused(tmp_path):
     plan = study.Plan(name="t", space={"alpha": [0.01, 0.1]}, space_source="tests")
     opts = options.parse("t", options.Defaults(num_samples=4), argv=[

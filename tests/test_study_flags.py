@@ -71,6 +71,7 @@ def _run(*args):
                           check=False)
 
 
+@pytest.mark.slow
 def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner():
     a = " ".join(_run("studies/alpha_sweep.py", "--help").stdout.split())
     assert "the paper's 5 alphas 0.01 0.02 0.05 0.08 0.1 instead of the default 4 (0.01 0.02 0.05 0.1)" in a
@@ -82,6 +83,7 @@ def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner():
     assert "--pruner {" not in k and "--ways WAY" in k and "--shots SHOT" in k
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags,fragment", [
     (["--ways", "7"], "argument --ways: invalid choice: 7 (choose from 5, 10)"),
     (["--shots", "2"], "argument --shots: invalid choice: 2 (choose from 1, 5, 10, 15, 20, 50)"),

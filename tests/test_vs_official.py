@@ -224,6 +224,7 @@ def test_index_lists_follow_the_projects_protocol(written):
         assert listed.sessions[t].train.tolist() == lists[t + 1]
 
 
+@pytest.mark.slow
 @needs_official
 def test_the_released_loader_reads_the_written_benchmark(written, tmp_path: Path):
     """The patched copy's own CIFAR100 class (md5 and numpy-2 patches) on the written pickles and lists."""
@@ -673,6 +674,7 @@ def test_lockstep_verdict_tells_rounding_from_a_structural_difference():
     assert not ls.verdict(rows(0.0, 3e-5), 1e-5)[1]
 
 
+@pytest.mark.slow
 @needs_official
 def test_lockstep_the_released_encoder_loaded_into_ours_computes_the_same_features(released_copy: Path):
     """Strict loading (every key of ours, nothing left over) and the same forward pass, bit for bit in NCHW."""
