@@ -38,7 +38,7 @@ def _env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "TMPDIR": str(tmp)}  # the driver's staging folder goes here
 
 
-def _run(cmd, env, timeout=300):
+def _run(cmd, env, timeout=600):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd="/", env=env)
     assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-12000:]}"
     return r
@@ -90,7 +90,7 @@ def test_resume_from_the_bucket_alone_then_a_new_run_moves_old_results_aside(s3,
                "--set", "sessions=1")
     env = _env(tmp_path / "tmp")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/", env=env)
-    finished = first_finished(proc, 240)
+    finished = first_finished(proc, 600)
     time.sleep(5)  # Tune saves (and uploads) its experiment state every 2 s
     os.kill(proc.pid, signal.SIGKILL)  # the driver dies: nothing of it survives but the bucket
     proc.wait()

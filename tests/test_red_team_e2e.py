@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 GRID = ["--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1"]  # 2 trials, one at a time
 
 
-def _run(cmd, timeout=300, **kw):
+def _run(cmd, timeout=600, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd="/", **kw)
 
 
@@ -44,7 +44,7 @@ def _kill_after_first_trial(cmd: list[str]) -> None:
     """Start the study, SIGKILL it once a trial has finished and Tune has saved its state: a study to resume."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     seen: list[str] = []
-    _wait_for(proc, ": finished:", 200, seen)
+    _wait_for(proc, ": finished:", 600, seen)
     time.sleep(4)  # Tune saves its experiment state every 2 s
     proc.kill()
     proc.wait()
@@ -63,12 +63,12 @@ def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, trackin
     cmd = study_cmd("alpha_sweep", *GRID)
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     seen: list[str] = []
-    _wait_for(first, ": started", 200, seen)
+    _wait_for(first, ": started", 600, seen)
     second = _run(cmd)
     assert second.returncode == 2, second.stdout + second.stderr
     assert f"is already running in {storage} (PID {first.pid}" in second.stderr and "--name" in second.stderr
     assert "started" not in second.stdout
-    rest, _ = first.communicate(timeout=300)
+    rest, _ = first.communicate(timeout=600)
     assert first.returncode == 0, "".join(seen) + rest
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
@@ -106,11 +106,11 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
     cmd = study_cmd("alpha_sweep", *GRID, "--set", "base_epochs=8", "--set", "base_images_per_class=40")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     seen: list[str] = []
-    _wait_for(proc, ": finished:", 200, seen)
-    _wait_for(proc, ": started", 60, seen)  # the second trial is running
+    _wait_for(proc, ": finished:", 600, seen)
+    _wait_for(proc, ": started", 300, seen)  # the second trial is running
     time.sleep(2)
     proc.send_signal(sig)
-    rest, _ = proc.communicate(timeout=200)
+    rest, _ = proc.communicate(timeout=600)
     out = "".join(seen) + rest
     assert proc.returncode == 130, out
     assert "continue with:" in out and "--resume" in out and "Traceback" not in out and "core dumped" not in out
@@ -143,13 +143,13 @@ def test_a_locked_mlflow_store_is_waited_out(study_cmd, storage, tracking_uri):
     cmd = study_cmd("alpha_sweep", *GRID)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     seen: list[str] = []
-    _wait_for(proc, ": started", 200, seen)
+    _wait_for(proc, ": started", 600, seen)
     db = sqlite3.connect(tracking_uri[len("sqlite:///"):], timeout=30, isolation_level=None)
     db.execute("BEGIN EXCLUSIVE")
     time.sleep(60)
     db.execute("COMMIT")
     db.close()
-    rest, _ = proc.communicate(timeout=300)
+    rest, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, "".join(seen) + rest
     _, runs = _runs(tracking_uri)
     assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
@@ -170,10 +170,10 @@ def test_a_full_disk_ends_in_a_message_and_resumes(study_cmd, tmp_path, tracking
         cmd[cmd.index("--storage") + 1] = str(mnt / "runs")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
         seen: list[str] = []
-        _wait_for(proc, ": started", 200, seen)
+        _wait_for(proc, ": started", 600, seen)
         filler = mnt / "filler"
         subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M"], capture_output=True)  # until it is full
-        rest, _ = proc.communicate(timeout=300)
+        rest, _ = proc.communicate(timeout=600)
         out = "".join(seen) + rest
         assert proc.returncode != 0, out
         assert "no space left" in out.lower() and "--resume" in out, out[-3000:]

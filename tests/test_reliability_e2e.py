@@ -25,7 +25,7 @@ ONE_TRIAL = ["--smoke", "--num-samples", "1", "--pruner", "none", "--set", "base
 
 
 def _run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=400, cwd="/", env={**os.environ, **(env or {})})
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=800, cwd="/", env={**os.environ, **(env or {})})
     assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
     return r
 

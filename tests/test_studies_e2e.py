@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-def _run(cmd: list[str], timeout: int = 240, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], timeout: int = 600, cwd: Path | None = None) -> subprocess.CompletedProcess:
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or "/")
     assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}"
     return r
@@ -158,7 +158,7 @@ def test_ablation_smoke_from_another_cwd(study_cmd, storage, tracking_uri, tmp_p
 
 def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_uri, tmp_path):
     """The boundary study end to end: diagnostics per epoch and session, collapse warnings everywhere a user looks."""
-    r = _run(study_cmd("boundary", "--smoke", "--set", "sessions=1"), timeout=400)
+    r = _run(study_cmd("boundary", "--smoke", "--set", "sessions=1"), timeout=800)
     folder = storage / "boundary"
     trials = pd.read_parquet(folder / "trials.parquet").set_index("label")
     assert sorted(trials.index) == sorted(["released", "abs_mean_init", "finetune_abs", "abs_base", "lr_scale=0.1",
@@ -196,7 +196,7 @@ def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_ur
 
 
 def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, tracking_uri, tmp_path):
-    r = _run(study_cmd("hosts", "--smoke", "--set", "sessions=1", "--set", "savc.queue_size=256"), timeout=400)
+    r = _run(study_cmd("hosts", "--smoke", "--set", "sessions=1", "--set", "savc.queue_size=256"), timeout=800)
     rows = ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "OrCo", "OrCo+ADBS"]
     folder = storage / "hosts"
     trials = pd.read_parquet(folder / "trials.parquet").set_index("label")
@@ -218,7 +218,7 @@ def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, trackin
 
 
 def test_ablation_accepts_host(study_cmd, storage, tracking_uri):
-    _run(study_cmd("ablation", "--smoke", "--set", "sessions=1", "--host", "alice"), timeout=400)
+    _run(study_cmd("ablation", "--smoke", "--set", "sessions=1", "--host", "alice"), timeout=800)
     trials = pd.read_parquet(storage / "ablation" / "trials.parquet")
     assert set(trials["host"]) == {"alice"} and sorted(trials["label"]) == ["adb", "adb+ic", "baseline"]
 
@@ -258,7 +258,7 @@ def test_pruning_marks_a_tiny_lr_trial_pruned(study_cmd, storage, tracking_uri, 
 def test_resume_after_sigkill_does_not_rerun_finished_trials(study_cmd, storage, tracking_uri):
     cmd = study_cmd("alpha_sweep", "--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
-    finished = first_finished(proc, 200)
+    finished = first_finished(proc, 600)
     time.sleep(4)  # Tune saves its experiment state every 2 s (TUNE_GLOBAL_CHECKPOINT_S)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
