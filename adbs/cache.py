@@ -17,7 +17,7 @@ the payload in a manifest; an entry whose payload does not match its manifest
 lock makes concurrent trials with the same key train it exactly once: the
 first takes the lock and trains, the others wait and then load.
 
-The cache lives in a folder (a shared filesystem on a cluster: flock) or under
+The cache lives in a folder (a shared filesystem on a cluster: a `filelock` lock, flock underneath) or under
 an object-store URL (s3://bucket/prefix/base_cache, through pyarrow.fs): there
 an object PUT is atomic, so entries are written the same way, and the lock is
 a lease object the trainer renews while it trains. Object stores have no
@@ -34,7 +34,6 @@ session also skip re-running the backbone over them.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import io
 import json
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from filelock import FileLock
 
 from adbs import digests, objstore, runtime
 from adbs.config import Config, shapes_base
@@ -198,7 +198,7 @@ class BaseCache:
 
 
 class _LocalFiles:
-    """A folder: atomic writes by rename, flock for the train-once lock (works on NFS v4 and Lustre)."""
+    """A folder: atomic writes by rename, a file lock for the train-once lock (filelock's flock: NFS v4, Lustre)."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -222,14 +222,8 @@ class _LocalFiles:
     def delete(self, name: str) -> None:
         (self.root / name).unlink(missing_ok=True)
 
-    @contextmanager
-    def lock(self, key: str):
-        with open(self.root / f"{key}.lock", "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def lock(self, key: str) -> FileLock:
+        return FileLock(self.root / f"{key}.lock")
 
 
 LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "60"))

@@ -200,8 +200,9 @@ class StudyBusy(RuntimeError):
 class StudyLock:
     """One driver per study folder: two copies of a study must never move each other's live files aside.
 
-    A folder: an flock on `<storage>/<folder>.lock`, released by the kernel when the driver dies, so a
-    crashed study never blocks its own --resume. An object store has no locks: a lease object
+    A folder: a file lock (filelock, an flock underneath) on `<storage>/<folder>.lock`, released by the kernel
+    when the driver dies, so a crashed study never blocks its own --resume; who holds it is written beside it
+    (`<folder>.lock.json`), for the refusal message. An object store has no locks: a lease object
     `<folder>.lock` whose timestamp the driver renews every RENEW_S; a lease older than TTL_S belongs
     to a dead driver and is taken over, as is at once a lease whose driver ran on this machine and is gone.
     """
@@ -212,39 +213,37 @@ class StudyLock:
         self.where = where
         self.info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                      "command": command, "renewed": time.time()}
-        self._fh = None
+        self._filelock = None
         self._stop = threading.Event()
         if where.remote:
             self._take_lease()
         else:
-            self._take_flock()
+            self._take_filelock()
 
     def _message(self, held: dict) -> str:
         return (f"study {self.where.folder!r} is already running in {self.where.storage} (PID {held.get('pid', '?')} "
                 f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); wait "
                 f"for it to end, or pass --name NAME to run another study beside it")
 
-    def _take_flock(self) -> None:
-        import fcntl
+    def _take_filelock(self) -> None:
+        from filelock import FileLock, Timeout
 
         path = self.where.local.parent / f"{self.where.folder}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path, "a+")
+        holder = path.with_name(path.name + ".json")
+        lock = FileLock(path, timeout=0, thread_local=False)  # released by whichever thread ends the study
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
+            lock.acquire()
+        except Timeout:
             try:
-                held = json.loads(fh.read() or "{}")
-            except ValueError:
+                held = json.loads(holder.read_text() or "{}")
+            except (OSError, ValueError):  # not written yet, or being replaced
                 held = {}
-            fh.close()
             raise StudyBusy(self._message(held)) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(json.dumps(self.info))
-        fh.flush()
-        self._fh = fh
+        tmp = holder.with_name(f".{holder.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.info))
+        os.replace(tmp, holder)
+        self._filelock = lock
 
     def _lease_path(self) -> str:
         return f"{self.where.path}.lock"
@@ -289,9 +288,10 @@ class StudyLock:
 
     def release(self) -> None:
         self._stop.set()
-        if self._fh is not None:
-            self._fh.close()  # the lock file stays (empty of meaning once unlocked): another driver may hold it now
-            self._fh = None
+        if self._filelock is not None:
+            # the lock file and its .json stay (empty of meaning once unlocked): another driver may hold it now
+            self._filelock.release()
+            self._filelock = None
         elif self.where.remote:
             try:
                 self.where.fs.delete_file(self._lease_path())
