@@ -19,18 +19,18 @@ from adbs_lab.records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F40
 
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Mean and half-width of the t-distribution confidence interval (0 for one value)."""
+    """Mean and half-width of the t-distribution confidence interval (n - 1 degrees of freedom; 0 for one value)."""
     from scipy import stats
 
     vals = [float(v) for v in values if K.finite(v)]
-    n = len(vals)
-    if n == 0:
+    if not vals:
         return math.nan, math.nan
-    mean = sum(vals) / n
-    if n == 1:
+    # summed in order, as the tables always printed it: numpy's pairwise sum can round a mean ending in ...5
+    # the other way in the last printed digit
+    mean = sum(vals) / len(vals)
+    if len(vals) == 1:
         return mean, 0.0
-    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
-    return mean, float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
+    return mean, float(stats.t.ppf(0.5 + confidence / 2, len(vals) - 1) * stats.sem(vals))
 
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
