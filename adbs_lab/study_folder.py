@@ -75,7 +75,12 @@ def snapshot_into(directory: str, files: dict[str, str]) -> None:
 
 
 class StudyFolder:
-    """The study's folder `<storage>/<folder>`: a path, or a prefix under an object-store URL."""
+    """The study's folder `<storage>/<folder>`: a path, or a prefix under an object-store URL.
+
+    Both are read and written through pyarrow.fs (`fs`, `path`); what differs is kept, and only that: with a
+    URL the driver's files are staged in a local folder (`local`, SQLite cannot live in an object store) and
+    uploaded (`push`), an object store has no rename (`move_aside` copies), and no locks (`StudyLock`).
+    """
 
     def __init__(self, storage: str, folder: str):
         self.storage, self.folder = storage, folder
@@ -86,8 +91,11 @@ class StudyFolder:
             self.path = self.path.rstrip("/")
             self.local = Path(tempfile.mkdtemp(prefix=f"adbs-{folder}-"))
         else:
+            import pyarrow.fs as pafs
+
             self.url = None
             self.local = Path(storage).expanduser().resolve() / folder
+            self.fs, self.path = pafs.LocalFileSystem(), str(self.local)
 
     def __str__(self) -> str:
         return st.redact(self.url) if self.remote else str(self.local)
@@ -95,6 +103,10 @@ class StudyFolder:
     def display(self, name: str) -> str:
         """Where file `name` of the study ends up (printable: no credentials)."""
         return st.redact(st.join(self.url, name)) if self.remote else str(self.local / name)
+
+    def _beside(self, name: str) -> str:
+        """Where `<storage>/<name>` is (printable), e.g. the folder an earlier study was moved aside to."""
+        return st.redact(st.join(self.storage, name)) if self.remote else str(self.local.parent / name)
 
     @property
     def cache_location(self) -> str:
@@ -107,14 +119,11 @@ class StudyFolder:
 
     def tune_experiment(self) -> str:
         """The Tune experiment path (for Tuner.can_restore / Tuner.restore with `tune_location()[1]`)."""
-        return f"{self.path}/tune" if self.remote else str(self.local / "tune")
+        return f"{self.path}/tune"
 
     # -- reading and moving ------------------------------------------------------------------
 
     def read_text(self, name: str) -> str | None:
-        if not self.remote:
-            f = self.local / name
-            return f.read_text() if f.exists() else None
         try:
             with self.fs.open_input_stream(f"{self.path}/{name}") as f:
                 return f.read().decode()
@@ -123,8 +132,6 @@ class StudyFolder:
 
     def in_use(self) -> bool:
         """Whether the folder holds anything (an earlier study of the same name)."""
-        if not self.remote:
-            return self.local.exists() and any(self.local.iterdir())
         import pyarrow.fs as pafs
 
         sel = pafs.FileSelector(self.path, allow_not_found=True, recursive=False)
@@ -132,18 +139,16 @@ class StudyFolder:
 
     def move_aside(self) -> str:
         """Move earlier results to `<folder>.<timestamp>` (never overwritten); returns where they went."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        if not self.remote:
-            moved = self.local.with_name(f"{self.folder}.{stamp}")
-            self.local.rename(moved)
-            return str(moved)
         import pyarrow.fs as pafs
 
-        # Object stores have no rename: copy every object, then delete the originals.
+        stamp = time.strftime("%Y%m%d-%H%M%S")
         dest = f"{self.path}.{stamp}"
-        pafs.copy_files(self.path, dest, source_filesystem=self.fs, destination_filesystem=self.fs)
-        self.fs.delete_dir(self.path)
-        return st.redact(st.join(self.storage, f"{self.folder}.{stamp}"))
+        if self.remote:  # object stores have no rename: copy every object, then delete the originals
+            pafs.copy_files(self.path, dest, source_filesystem=self.fs, destination_filesystem=self.fs)
+            self.fs.delete_dir(self.path)
+        else:
+            self.fs.move(self.path, dest)
+        return self._beside(f"{self.folder}.{stamp}")
 
     def lock(self, command: str) -> "StudyLock":
         """Hold `<storage>/<folder>.lock` while this driver runs the study; StudyBusy names the holder if taken."""
@@ -203,8 +208,8 @@ class StudyLock:
     A folder: a file lock (filelock, an flock underneath) on `<storage>/<folder>.lock`, released by the kernel
     when the driver dies, so a crashed study never blocks its own --resume; who holds it is written beside it
     (`<folder>.lock.json`), for the refusal message. An object store has no locks: a lease object
-    `<folder>.lock` whose timestamp the driver renews every RENEW_S; a lease older than TTL_S belongs
-    to a dead driver and is taken over, as is at once a lease whose driver ran on this machine and is gone.
+    `<folder>.lock` (who holds it) whose timestamp the driver renews every RENEW_S; a lease older than TTL_S
+    belongs to a dead driver and is taken over, as is at once a lease whose driver ran on this machine and is gone.
     """
 
     RENEW_S, TTL_S = 15.0, 60.0
@@ -213,6 +218,7 @@ class StudyLock:
         self.where = where
         self.info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                      "command": command, "renewed": time.time()}
+        self._holder = f"{where.path}.lock" if where.remote else f"{where.path}.lock.json"
         self._filelock = None
         self._stop = threading.Event()
         if where.remote:
@@ -225,44 +231,36 @@ class StudyLock:
                 f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); wait "
                 f"for it to end, or pass --name NAME to run another study beside it")
 
+    def _read_holder(self) -> dict:
+        try:
+            with self.where.fs.open_input_stream(self._holder) as f:
+                return json.loads(f.read().decode() or "{}")
+        except (FileNotFoundError, ValueError):  # none yet, or being written
+            return {}
+
+    def _write_holder(self) -> None:
+        self.info["renewed"] = time.time()
+        with self.where.fs.open_output_stream(self._holder) as out:
+            out.write(json.dumps(self.info).encode())
+
     def _take_filelock(self) -> None:
         from filelock import FileLock, Timeout
 
-        path = self.where.local.parent / f"{self.where.folder}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        holder = path.with_name(path.name + ".json")
-        lock = FileLock(path, timeout=0, thread_local=False)  # released by whichever thread ends the study
+        self.where.local.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{self.where.path}.lock", timeout=0, thread_local=False)  # released by any thread
         try:
             lock.acquire()
         except Timeout:
-            try:
-                held = json.loads(holder.read_text() or "{}")
-            except (OSError, ValueError):  # not written yet, or being replaced
-                held = {}
-            raise StudyBusy(self._message(held)) from None
-        tmp = holder.with_name(f".{holder.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.info))
-        os.replace(tmp, holder)
+            raise StudyBusy(self._message(self._read_holder())) from None
+        self._write_holder()
         self._filelock = lock
 
-    def _lease_path(self) -> str:
-        return f"{self.where.path}.lock"
-
-    def _write_lease(self) -> None:
-        self.info["renewed"] = time.time()
-        with self.where.fs.open_output_stream(self._lease_path()) as out:
-            out.write(json.dumps(self.info).encode())
-
     def _take_lease(self) -> None:
-        try:
-            with self.where.fs.open_input_stream(self._lease_path()) as f:
-                held = json.loads(f.read().decode() or "{}")
-        except (FileNotFoundError, ValueError):
-            held = {}
+        held = self._read_holder()
         if held and time.time() - float(held.get("renewed", 0)) < self.TTL_S and held.get("pid") != os.getpid() \
                 and not self._dead_here(held):
             raise StudyBusy(self._message(held))
-        self._write_lease()
+        self._write_holder()
         threading.Thread(target=self._renew, daemon=True, name="study-lease").start()
 
     @staticmethod
@@ -282,7 +280,7 @@ class StudyLock:
     def _renew(self) -> None:
         while not self._stop.wait(self.RENEW_S):
             try:
-                self._write_lease()
+                self._write_holder()
             except Exception:  # noqa: BLE001 - a missed renewal only shortens the lease
                 pass
 
@@ -294,6 +292,6 @@ class StudyLock:
             self._filelock = None
         elif self.where.remote:
             try:
-                self.where.fs.delete_file(self._lease_path())
+                self.where.fs.delete_file(self._holder)
             except Exception:  # noqa: BLE001 - an expired lease is taken over anyway
                 pass
