@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from adbs_lab import metrics_keys as K
 from adbs_lab import paths
