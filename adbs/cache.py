@@ -17,9 +17,9 @@ the payload in a manifest; an entry whose payload does not match its manifest
 lock makes concurrent trials with the same key train it exactly once: the
 first takes the lock and trains, the others wait and then load.
 
-The cache lives in a folder (a shared filesystem on a cluster: flock) or under
-an object-store URL (s3://bucket/prefix/base_cache, through pyarrow.fs): there
-an object PUT is atomic, so entries are written the same way, and the lock is
+The cache lives in a folder (a shared filesystem on a cluster: a `filelock` lock, flock underneath) or under
+an object-store URL (s3://bucket/prefix/base_cache); both are read and written through pyarrow.fs. In an
+object store an object PUT is atomic, so entries are written the same way, and the lock is
 a lease object the trainer renews while it trains. Object stores have no
 create-if-absent in pyarrow, so the lease is best effort: two trials that
 start within a second may both train the same entry. That costs time, never
@@ -34,7 +34,6 @@ session also skip re-running the backbone over them.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import io
 import json
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from filelock import FileLock
 
 from adbs import digests, objstore, runtime
 from adbs.config import Config, shapes_base
@@ -128,7 +128,7 @@ class BaseCache:
         an entry is discarded (default: standard error)."""
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.root = str(root) if objstore.is_url(str(root)) else Path(root)
-        self.files = _ObjectFiles(str(root), holder) if objstore.is_url(str(root)) else _LocalFiles(Path(root))
+        self.files = _Files(str(root), holder)
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
@@ -197,51 +197,28 @@ class BaseCache:
             return base, False
 
 
-class _LocalFiles:
-    """A folder: atomic writes by rename, flock for the train-once lock (works on NFS v4 and Lustre)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.root.mkdir(parents=True, exist_ok=True)
-
-    def read(self, name: str) -> bytes | None:
-        try:
-            return (self.root / name).read_bytes()
-        except FileNotFoundError:
-            return None
-
-    def write(self, name: str, data: bytes) -> None:
-        path = self.root / name
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-
-    def delete(self, name: str) -> None:
-        (self.root / name).unlink(missing_ok=True)
-
-    @contextmanager
-    def lock(self, key: str):
-        with open(self.root / f"{key}.lock", "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "60"))
 """Seconds a trainer's lease on an object-store cache key lasts without renewal (renewed every LEASE_S/4)."""
 
 
-class _ObjectFiles:
-    """Objects under a URL (pyarrow.fs). A PUT is atomic; the lock is a renewed lease object."""
+class _Files:
+    """The cache's files under a folder or an object-store URL, both through pyarrow.fs.
 
-    def __init__(self, url: str, holder: str | None = None):
-        self.url, self.holder = url, holder
-        self.fs, self.prefix = objstore.open_fs(url)
+    What differs is kept, and only that: where a store has no atomic PUT (a folder, HDFS, ABFS) an entry is
+    written under a temporary name and renamed; the train-once lock is a file lock (filelock, an flock
+    underneath: NFS v4, Lustre) in a folder, and a renewed lease object in an object store, which has no locks.
+    """
+
+    def __init__(self, root: str, holder: str | None = None):
+        self.holder = holder
+        self.local = not objstore.is_url(root)
+        if self.local:
+            import pyarrow.fs as pafs
+
+            self.fs, self.prefix = pafs.LocalFileSystem(), os.path.abspath(root)
+            self.fs.create_dir(self.prefix, recursive=True)
+        else:
+            self.fs, self.prefix = objstore.open_fs(root)
         self.prefix = self.prefix.rstrip("/")
 
     def _path(self, name: str) -> str:
@@ -255,8 +232,8 @@ class _ObjectFiles:
             return None
 
     def write(self, name: str, data: bytes) -> None:
-        # S3 and GCS make an object visible whole when its upload completes; other stores
-        # (HDFS, ABFS) get a temporary name and a rename, as on a filesystem.
+        # S3 and GCS make an object visible whole when its upload completes; a folder and other stores
+        # (HDFS, ABFS) get a temporary name and a rename.
         if self.fs.type_name in ("s3", "gcs"):
             with self.fs.open_output_stream(self._path(name)) as f:
                 f.write(data)
@@ -264,6 +241,12 @@ class _ObjectFiles:
         tmp = self._path(f".{name}.{uuid.uuid4().hex}.tmp")
         with self.fs.open_output_stream(tmp) as f:
             f.write(data)
+        if self.local:  # on disk before the rename makes it the entry (pyarrow.fs has no fsync)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         self.fs.move(tmp, self._path(name))
 
     def delete(self, name: str) -> None:
@@ -272,7 +255,11 @@ class _ObjectFiles:
         except FileNotFoundError:
             pass
 
-    def _lease(self, name: str) -> dict[str, Any] | None:
+    def lock(self, key: str):
+        """Held by one process at a time: who trains entry `key` (the others wait, then load it)."""
+        return FileLock(self._path(f"{key}.lock")) if self.local else self._lease(key)
+
+    def _read_lease(self, name: str) -> dict[str, Any] | None:
         raw = self.read(name)
         try:
             return None if raw is None else json.loads(raw)
@@ -283,15 +270,15 @@ class _ObjectFiles:
         return json.dumps({"owner": me, "holder": self.holder, "expires": time.time() + LEASE_S}).encode()
 
     @contextmanager
-    def lock(self, key: str):
+    def _lease(self, key: str):
         name, me = f"{key}.lease", f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         while True:
-            held = self._lease(name)
+            held = self._read_lease(name)
             mine = held is not None and self.holder is not None and held.get("holder") == self.holder
             if held is None or mine or held.get("expires", 0) < time.time():
                 self.write(name, self._lease_doc(me))
                 time.sleep(1.0)  # let a concurrent claimant's write land; the last write wins
-                held = self._lease(name)
+                held = self._read_lease(name)
                 if held is not None and held.get("owner") == me:
                     break
             time.sleep(2.0)
@@ -308,5 +295,5 @@ class _ObjectFiles:
         finally:
             stop.set()
             renewer.join()
-            if (self._lease(name) or {}).get("owner") == me:
+            if (self._read_lease(name) or {}).get("owner") == me:
                 self.delete(name)

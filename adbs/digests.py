@@ -16,12 +16,13 @@ An unwritable memo is not an error: digests are then remembered in this process 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from filelock import FileLock
 
 MEMO_ENV = "ADBS_DIGEST_MEMO"
 _CHUNK = 4 * 2**20
@@ -69,8 +70,7 @@ def _save(new: dict[str, list]) -> None:
         return
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
-        with open(where.with_name(where.name + ".lock"), "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with FileLock(where.with_name(where.name + ".lock")):
             merged = _read(where)
             merged.update(new)
             tmp = where.with_name(f".{where.name}.{os.getpid()}.tmp")

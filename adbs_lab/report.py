@@ -316,8 +316,7 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
             return "-"
         return f"{m:.{digits}f}" if not K.finite(h) or h == 0 else f"{m:.{digits}f} $\\pm$ {h:.{digits}f}"
 
-    lines = ["\\begin{table}[t]", "\\centering", f"\\begin{{tabular}}{{l{'r' * (len(head) - 1)}}}", "\\toprule",
-             " & ".join(head) + " \\\\", "\\midrule"]
+    body = []
     for _, r in table.iterrows():
         cells = ([_tex(r["config"]), str(r["seeds"])] + ([str(r["sessions"])] if has_sessions else [])
                  + [cell(r[c]) for c in cols] + [cell(r["avg"])] + [cell(r[c]) for c in extra])
@@ -325,8 +324,8 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
             cells.append(f"{r['delta_last']:+.2f}" if K.finite(r["delta_last"]) else "-")
         if has_dcs:
             cells.append(cell(r["d_cs"], 3))
-        lines.append(" & ".join(cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
+        body.append(cells)
+    lines = ["\\begin{table}[t]", "\\centering", results.render_cells(head, body, "latex")]
     if caption:
         lines.append(f"\\caption{{{_tex(caption)}}}")
     lines.append("\\end{table}")
@@ -381,15 +380,9 @@ def render_plain(df: pd.DataFrame, fmt: str, digits: int | None = None) -> str:
     body = [[cell(v, d) for v, d in zip(row, places)] for row in df.itertuples(index=False)]
     if fmt == "csv":
         return df.to_csv(index=False, float_format="%.2f")
-    if fmt == "markdown":
-        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                         + ["| " + " | ".join(b) + " |" for b in body])
     if fmt == "latex":
-        return "\n".join([f"\\begin{{tabular}}{{ll{'r' * (len(head) - 2)}}}", "\\toprule", " & ".join(map(_tex, head)) + " \\\\",
-                          "\\midrule"] + [" & ".join(map(_tex, b)) + " \\\\" for b in body] + ["\\bottomrule", "\\end{tabular}"])
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    fmt_row = lambda cells: "  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return "\n".join([fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(b) for b in body])
+        head, body = [_tex(h) for h in head], [[_tex(c) for c in b] for b in body]
+    return results.render_cells(head, body, fmt, left=2)
 
 
 # -- everything at once ----------------------------------------------------------------------

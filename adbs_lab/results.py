@@ -19,18 +19,18 @@ from adbs_lab.records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F40
 
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Mean and half-width of the t-distribution confidence interval (0 for one value)."""
+    """Mean and half-width of the t-distribution confidence interval (n - 1 degrees of freedom; 0 for one value)."""
     from scipy import stats
 
     vals = [float(v) for v in values if K.finite(v)]
-    n = len(vals)
-    if n == 0:
+    if not vals:
         return math.nan, math.nan
-    mean = sum(vals) / n
-    if n == 1:
+    # summed in order, as the tables always printed it: numpy's pairwise sum can round a mean ending in ...5
+    # the other way in the last printed digit
+    mean = sum(vals) / len(vals)
+    if len(vals) == 1:
         return mean, 0.0
-    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
-    return mean, float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
+    return mean, float(stats.t.ppf(0.5 + confidence / 2, len(vals) - 1) * stats.sem(vals))
 
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
@@ -108,13 +108,32 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
     body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2)) for h in headers] for _, r in table.iterrows()]
     note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
+    table_text = render_cells(head, body, "markdown" if markdown else "text")
     if markdown:
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(b) + " |" for b in body]
-        return "\n".join(lines + [line for n in note for line in ("", n)])
+        return "\n".join([table_text] + [line for n in note for line in ("", n)])
+    return "\n".join([table_text] + note)
+
+
+def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int = 1) -> str:
+    """The one renderer of every table (the study's, report.py's, paper.py's): formatted cells as fixed-width
+    "text" (the first `left` columns left-aligned, the others right-aligned), "markdown" or "latex" (a booktabs
+    tabular; the cells already in LaTeX). Ours rather than tabulate's: tabulate widens each column to its header
+    + 2, pads Markdown cells and escapes the cells' LaTeX ($\\pm$), so every table would change."""
+    if fmt == "markdown":
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                         + ["| " + " | ".join(b) + " |" for b in body])
+    if fmt == "latex":
+        return "\n".join([f"\\begin{{tabular}}{{{'l' * left}{'r' * (len(head) - left)}}}", "\\toprule",
+                          " & ".join(head) + " \\\\", "\\midrule"] + [" & ".join(b) + " \\\\" for b in body]
+                         + ["\\bottomrule", "\\end{tabular}"])
+    if fmt != "text":
+        raise ValueError(f"unknown table format {fmt!r}; choose text, markdown or latex")
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    fmt = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body] + note)
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
 
 
 CI_NOTE = ("a ± b: mean over the row's n = seeds trials ± the half-width of its 95% confidence interval "

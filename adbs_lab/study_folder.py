@@ -75,7 +75,12 @@ def snapshot_into(directory: str, files: dict[str, str]) -> None:
 
 
 class StudyFolder:
-    """The study's folder `<storage>/<folder>`: a path, or a prefix under an object-store URL."""
+    """The study's folder `<storage>/<folder>`: a path, or a prefix under an object-store URL.
+
+    Both are read and written through pyarrow.fs (`fs`, `path`); what differs is kept, and only that: with a
+    URL the driver's files are staged in a local folder (`local`, SQLite cannot live in an object store) and
+    uploaded (`push`), an object store has no rename (`move_aside` copies), and no locks (`StudyLock`).
+    """
 
     def __init__(self, storage: str, folder: str):
         self.storage, self.folder = storage, folder
@@ -86,8 +91,11 @@ class StudyFolder:
             self.path = self.path.rstrip("/")
             self.local = Path(tempfile.mkdtemp(prefix=f"adbs-{folder}-"))
         else:
+            import pyarrow.fs as pafs
+
             self.url = None
             self.local = Path(storage).expanduser().resolve() / folder
+            self.fs, self.path = pafs.LocalFileSystem(), str(self.local)
 
     def __str__(self) -> str:
         return st.redact(self.url) if self.remote else str(self.local)
@@ -95,6 +103,10 @@ class StudyFolder:
     def display(self, name: str) -> str:
         """Where file `name` of the study ends up (printable: no credentials)."""
         return st.redact(st.join(self.url, name)) if self.remote else str(self.local / name)
+
+    def _beside(self, name: str) -> str:
+        """Where `<storage>/<name>` is (printable), e.g. the folder an earlier study was moved aside to."""
+        return st.redact(st.join(self.storage, name)) if self.remote else str(self.local.parent / name)
 
     @property
     def cache_location(self) -> str:
@@ -107,14 +119,11 @@ class StudyFolder:
 
     def tune_experiment(self) -> str:
         """The Tune experiment path (for Tuner.can_restore / Tuner.restore with `tune_location()[1]`)."""
-        return f"{self.path}/tune" if self.remote else str(self.local / "tune")
+        return f"{self.path}/tune"
 
     # -- reading and moving ------------------------------------------------------------------
 
     def read_text(self, name: str) -> str | None:
-        if not self.remote:
-            f = self.local / name
-            return f.read_text() if f.exists() else None
         try:
             with self.fs.open_input_stream(f"{self.path}/{name}") as f:
                 return f.read().decode()
@@ -123,8 +132,6 @@ class StudyFolder:
 
     def in_use(self) -> bool:
         """Whether the folder holds anything (an earlier study of the same name)."""
-        if not self.remote:
-            return self.local.exists() and any(self.local.iterdir())
         import pyarrow.fs as pafs
 
         sel = pafs.FileSelector(self.path, allow_not_found=True, recursive=False)
@@ -132,18 +139,16 @@ class StudyFolder:
 
     def move_aside(self) -> str:
         """Move earlier results to `<folder>.<timestamp>` (never overwritten); returns where they went."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        if not self.remote:
-            moved = self.local.with_name(f"{self.folder}.{stamp}")
-            self.local.rename(moved)
-            return str(moved)
         import pyarrow.fs as pafs
 
-        # Object stores have no rename: copy every object, then delete the originals.
+        stamp = time.strftime("%Y%m%d-%H%M%S")
         dest = f"{self.path}.{stamp}"
-        pafs.copy_files(self.path, dest, source_filesystem=self.fs, destination_filesystem=self.fs)
-        self.fs.delete_dir(self.path)
-        return st.redact(st.join(self.storage, f"{self.folder}.{stamp}"))
+        if self.remote:  # object stores have no rename: copy every object, then delete the originals
+            pafs.copy_files(self.path, dest, source_filesystem=self.fs, destination_filesystem=self.fs)
+            self.fs.delete_dir(self.path)
+        else:
+            self.fs.move(self.path, dest)
+        return self._beside(f"{self.folder}.{stamp}")
 
     def lock(self, command: str) -> "StudyLock":
         """Hold `<storage>/<folder>.lock` while this driver runs the study; StudyBusy names the holder if taken."""
@@ -200,10 +205,11 @@ class StudyBusy(RuntimeError):
 class StudyLock:
     """One driver per study folder: two copies of a study must never move each other's live files aside.
 
-    A folder: an flock on `<storage>/<folder>.lock`, released by the kernel when the driver dies, so a
-    crashed study never blocks its own --resume. An object store has no locks: a lease object
-    `<folder>.lock` whose timestamp the driver renews every RENEW_S; a lease older than TTL_S belongs
-    to a dead driver and is taken over, as is at once a lease whose driver ran on this machine and is gone.
+    A folder: a file lock (filelock, an flock underneath) on `<storage>/<folder>.lock`, released by the kernel
+    when the driver dies, so a crashed study never blocks its own --resume; who holds it is written beside it
+    (`<folder>.lock.json`), for the refusal message. An object store has no locks: a lease object
+    `<folder>.lock` (who holds it) whose timestamp the driver renews every RENEW_S; a lease older than TTL_S
+    belongs to a dead driver and is taken over, as is at once a lease whose driver ran on this machine and is gone.
     """
 
     RENEW_S, TTL_S = 15.0, 60.0
@@ -212,58 +218,49 @@ class StudyLock:
         self.where = where
         self.info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                      "command": command, "renewed": time.time()}
-        self._fh = None
+        self._holder = f"{where.path}.lock" if where.remote else f"{where.path}.lock.json"
+        self._filelock = None
         self._stop = threading.Event()
         if where.remote:
             self._take_lease()
         else:
-            self._take_flock()
+            self._take_filelock()
 
     def _message(self, held: dict) -> str:
         return (f"study {self.where.folder!r} is already running in {self.where.storage} (PID {held.get('pid', '?')} "
                 f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); wait "
                 f"for it to end, or pass --name NAME to run another study beside it")
 
-    def _take_flock(self) -> None:
-        import fcntl
-
-        path = self.where.local.parent / f"{self.where.folder}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path, "a+")
+    def _read_holder(self) -> dict:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            try:
-                held = json.loads(fh.read() or "{}")
-            except ValueError:
-                held = {}
-            fh.close()
-            raise StudyBusy(self._message(held)) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(json.dumps(self.info))
-        fh.flush()
-        self._fh = fh
+            with self.where.fs.open_input_stream(self._holder) as f:
+                return json.loads(f.read().decode() or "{}")
+        except (FileNotFoundError, ValueError):  # none yet, or being written
+            return {}
 
-    def _lease_path(self) -> str:
-        return f"{self.where.path}.lock"
-
-    def _write_lease(self) -> None:
+    def _write_holder(self) -> None:
         self.info["renewed"] = time.time()
-        with self.where.fs.open_output_stream(self._lease_path()) as out:
+        with self.where.fs.open_output_stream(self._holder) as out:
             out.write(json.dumps(self.info).encode())
 
-    def _take_lease(self) -> None:
+    def _take_filelock(self) -> None:
+        from filelock import FileLock, Timeout
+
+        self.where.local.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{self.where.path}.lock", timeout=0, thread_local=False)  # released by any thread
         try:
-            with self.where.fs.open_input_stream(self._lease_path()) as f:
-                held = json.loads(f.read().decode() or "{}")
-        except (FileNotFoundError, ValueError):
-            held = {}
+            lock.acquire()
+        except Timeout:
+            raise StudyBusy(self._message(self._read_holder())) from None
+        self._write_holder()
+        self._filelock = lock
+
+    def _take_lease(self) -> None:
+        held = self._read_holder()
         if held and time.time() - float(held.get("renewed", 0)) < self.TTL_S and held.get("pid") != os.getpid() \
                 and not self._dead_here(held):
             raise StudyBusy(self._message(held))
-        self._write_lease()
+        self._write_holder()
         threading.Thread(target=self._renew, daemon=True, name="study-lease").start()
 
     @staticmethod
@@ -283,17 +280,18 @@ class StudyLock:
     def _renew(self) -> None:
         while not self._stop.wait(self.RENEW_S):
             try:
-                self._write_lease()
+                self._write_holder()
             except Exception:  # noqa: BLE001 - a missed renewal only shortens the lease
                 pass
 
     def release(self) -> None:
         self._stop.set()
-        if self._fh is not None:
-            self._fh.close()  # the lock file stays (empty of meaning once unlocked): another driver may hold it now
-            self._fh = None
+        if self._filelock is not None:
+            # the lock file and its .json stay (empty of meaning once unlocked): another driver may hold it now
+            self._filelock.release()
+            self._filelock = None
         elif self.where.remote:
             try:
-                self.where.fs.delete_file(self._lease_path())
+                self.where.fs.delete_file(self._holder)
             except Exception:  # noqa: BLE001 - an expired lease is taken over anyway
                 pass

@@ -21,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from adbs_lab import metrics_keys as K
 from adbs_lab import paths
@@ -52,8 +59,9 @@ class _Patient:
     """An MlflowClient whose calls wait out a locked SQLite store (retry with backoff) instead of failing.
 
     Another process writing the same store (a second study, the UI, a backup) locks a SQLite file for a
-    while; a study must not die of that. After LOCKED_WAIT_S it raises TrackingError, and the study
-    stops as interrupted with the --resume command.
+    while; a study must not die of that. A locked call is retried after 0.5 s, 1 s, 2 s, ... (at most 10 s
+    apart); after LOCKED_WAIT_S it raises TrackingError, and the study stops as interrupted with the
+    --resume command. Any other error is raised at once.
     """
 
     def __init__(self, client) -> None:
@@ -65,20 +73,17 @@ class _Patient:
             return attr
 
         def call(*args, **kwargs):
-            deadline, delay = time.monotonic() + LOCKED_WAIT_S, 0.5
-            while True:
-                try:
-                    return attr(*args, **kwargs)
-                except Exception as e:  # noqa: BLE001 - only a locked store is retried
-                    if not _locked(e):
-                        raise
-                    if time.monotonic() > deadline:
-                        raise TrackingError(f"the MLflow store stayed locked for {LOCKED_WAIT_S:.0f} s "
-                                            f"({str(e).strip().splitlines()[0][:200]})") from None
-                    time.sleep(delay)
-                    delay = min(delay * 2, 10.0)
+            patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
+                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked)
+            return patiently(attr, *args, **kwargs)
 
         return call
+
+
+def _still_locked(state: RetryCallState):
+    e = state.outcome.exception()
+    raise TrackingError(f"the MLflow store stayed locked for {LOCKED_WAIT_S:.0f} s "
+                        f"({str(e).strip().splitlines()[0][:200]})") from None
 
 
 def tracking_uri(flag: str | None) -> str:
