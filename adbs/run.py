@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from adbs import cli
-from adbs.config import ConfigError
+from adbs.config import Config, ConfigError
 from adbs.config_file import load_file
 from adbs.overrides import from_dict
 from adbs.presets import resolve
@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print only the final table")
     cli.add_field_flags(p, "config fields (adbs.config.Config; each the same as --set FIELD=VALUE)")
     return p
+
+
+def config_of(args: argparse.Namespace) -> Config:
+    """The run's Config from its parsed flags: preset < --config file < the flags (adbs.presets.resolve), checked."""
+    file = load_file(args.config) if args.config else None
+    return from_dict(resolve(args.preset, None, cli.overrides(args), file)).validate()
 
 
 def format_table(result) -> str:
@@ -69,7 +75,7 @@ def format_table(result) -> str:
 
 def departures(config: dict) -> list[str]:
     """A line naming the boundary remedies that depart from the released code (adbs.config.BOUNDARY_REMEDIES)."""
-    from adbs.config import BOUNDARY_REMEDIES, Config
+    from adbs.config import BOUNDARY_REMEDIES
 
     default = Config()
     changed = {k: config[k] for k in BOUNDARY_REMEDIES if config.get(k, getattr(default, k)) != getattr(default, k)}
@@ -86,9 +92,7 @@ def _fmt(v: float, digits: int = 2) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        overrides = cli.overrides(args)
-        file = load_file(args.config) if args.config else None
-        cfg = from_dict(resolve(args.preset, None, overrides, file)).validate()
+        cfg = config_of(args)
         from adbs.data import check_data
         from adbs.runtime import check_device
 

@@ -3,7 +3,10 @@
     opts = options.parse(__doc__, Defaults(pruner="median", num_samples=4, smoke_num_samples=2))
     opts = StudyOptions(seeds=(0, 1), smoke=True, storage="/tmp/runs")   # the same, without argparse
 
-Every flag a study shares is a field with a docstring; a study's own flags (alpha_sweep's --grid,
+Every flag a study shares is a field with a docstring, and its flag is generated from the field (its type,
+default and docstring; `parser`); the config flags (--preset, --config, --set, --host, --dataset, --data-root,
+--dry-run, and every Config field and host option as --<field>/--<host>.<option>) come from adbs/cli.py, the
+grammar of `python -m adbs.run` too, so a flag means the same in both. A study's own flags (alpha_sweep's --grid,
 ablation's --toggles) come back beside it as `extra`. Smoke-dependent defaults (fewer seeds or samples
 with --smoke) are resolved here, once; nothing downstream changes the options. `check()` finds what is
 wrong with them before anything starts (no Ray, no files).
@@ -78,7 +81,7 @@ class StudyOptions:
     --preset, --config, --set and every config field, --host, --dataset, --data-root, --dry-run) are defined in
     adbs/cli.py, once for both."""
 
-    # --- configuration (flags of adbs/cli.py) ---------------------------------------------------
+    # --- configuration (flags of adbs/cli.py, but --smoke) ------------------------------------------
     preset: str = "cpu"
     """Named Config preset (adbs.presets.PRESETS); --smoke means the smoke preset."""
     overrides: tuple[tuple[str, str], ...] = ()
@@ -94,7 +97,7 @@ class StudyOptions:
     """--config FILE: a YAML or JSON file of config values (shown in messages; its values are `config_values`)."""
     config_values: tuple[tuple[str, Any], ...] = _flag(flag=None, default=())
     """The values of --config FILE, read once, checked and typed (adbs.config_file.load_file); precedence: preset <
-    this file < --host/--dataset/--data-root/--set."""
+    this file < --host/--dataset/--data-root/--set and the field flags."""
     dry_run: bool = False
     """Check every input as a run would and print the number of trials; start and write nothing."""
     smoke: bool = False
