@@ -12,7 +12,8 @@ Prints one line per base epoch and per session, then a per-session table,
 and writes the full result (config, curves, sessions, boundaries, summary) as
 JSON to --out (default results/run-[<host>-]<variant>-seed<seed>.json). Every Config
 field is an option, and every host's options as --<host>.<option> (`--help` lists them
-with their docstrings).
+with their docstrings); `--set KEY=VALUE` is the same as a field's flag. The studies share
+this grammar (adbs/cli.py): a flag means the same in both.
 """
 
 from __future__ import annotations
@@ -23,76 +24,31 @@ import math
 import os
 import sys
 import time
-import typing
 from pathlib import Path
 
-from adbs.config import _HINTS, FIELDS, ConfigError
+from adbs import cli
+from adbs.config import Config, ConfigError
 from adbs.config_file import load_file
-from adbs.field_docs import field_doc
-from adbs.host_options import option_keys
 from adbs.overrides import from_dict
-from adbs.presets import PRESETS, resolve
-from adbs.renames import RENAMED
-from adbs.hosts import get_host, host_names
+from adbs.presets import resolve
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m adbs.run",
+        prog="python -m adbs.run", usage=f"%(prog)s {cli.USAGE} [--out OUT] [--quiet]",
         description="Run one ADBS trial (base session + all incremental sessions) and print its per-session table.",
     )
-    p.add_argument("--preset", default="cpu", help=f"named preset ({', '.join(PRESETS)}); with --host, that host's "
-                                                   "version of it (e.g. --host savc --preset cifar100 = savc_cifar100); "
-                                                   "--dataset NAME with the default preset picks the paper preset of "
-                                                   "that name, as in the studies; options below override it "
-                                                   "[default: cpu]")
-    p.add_argument("--config", metavar="FILE", default=None,
-                   help="YAML or JSON file of config values: Config fields and <host>.<option> keys (a host's options "
-                        "may also nest under its name); a study's best_config.json as written reruns its best trial. "
-                        "Precedence: preset < this file < the options below")
+    cli.add_shared_flags(p)  # --preset, --config, --set, --host, --dataset, --data-root, --dry-run, as in the studies
     p.add_argument("--out", default=None, help="where to write the JSON result (default results/run-<variant>-seed<seed>.json)")
     p.add_argument("--quiet", action="store_true", help="print only the final table")
-    p.add_argument("--dry-run", action="store_true",
-                   help="check the config, the device, the data and --out, print what would run, and exit (nothing "
-                        "is trained or written)")
-    cfg_group = p.add_argument_group("config fields (adbs.config.Config)")
-    for name, f in FIELDS.items():
-        cfg_group.add_argument(
-            "--" + name.replace("_", "-"),
-            dest=name,
-            default=None,
-            nargs="+" if name == "milestones" else None,
-            metavar=_metavar(_HINTS[name]) if name != "milestones" else "EPOCH",
-            help=f"{field_doc(name)} {_default_text(name, f.default)}".replace("%", "%%"),
-        )
-    for old, new in RENAMED.items():  # the old names of renamed fields keep working, unlisted
-        cfg_group.add_argument("--" + old.replace("_", "-"), dest=old, default=None, help=argparse.SUPPRESS)
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(get_host(h).Options).items()}
-    for key, f in option_keys().items():
-        host, option = key.split(".", 1)
-        if host not in groups:
-            groups[host] = p.add_argument_group(f"options of host {host} (with --host {host}; adbs/hosts/{host}.py)")
-        groups[host].add_argument(
-            f"--{host}.{option.replace('_', '-')}", dest=key, default=None,
-            nargs="+" if typing.get_origin(hints[key]) is tuple else None,
-            metavar="VALUE" if typing.get_origin(hints[key]) is tuple else _metavar(hints[key]),
-            help=f"{field_doc(key)} [default: {f.default!r}]".replace("%", "%%"),
-        )
+    cli.add_field_flags(p, "config fields (adbs.config.Config; each the same as --set FIELD=VALUE)")
     return p
 
 
-def _default_text(name: str, default) -> str:
-    """The field's default, and the default preset's value where that preset changes it (what a bare run uses)."""
-    text = f"[default: {default!r}"
-    if name in PRESETS["cpu"] and PRESETS["cpu"][name] != default:
-        text += f"; the default preset cpu sets {PRESETS['cpu'][name]!r}"
-    return text + "]"
-
-
-def _metavar(tp) -> str:
-    """INT, FLOAT, STR | NONE, ... of a field's type (its Base/NotBase marker left out)."""
-    return (tp.__name__ if isinstance(tp, type) else str(tp)).upper()
+def config_of(args: argparse.Namespace) -> Config:
+    """The run's Config from its parsed flags: preset < --config file < the flags (adbs.presets.resolve), checked."""
+    file = load_file(args.config) if args.config else None
+    return from_dict(resolve(args.preset, None, cli.overrides(args), file)).validate()
 
 
 def format_table(result) -> str:
@@ -119,7 +75,7 @@ def format_table(result) -> str:
 
 def departures(config: dict) -> list[str]:
     """A line naming the boundary remedies that depart from the released code (adbs.config.BOUNDARY_REMEDIES)."""
-    from adbs.config import BOUNDARY_REMEDIES, Config
+    from adbs.config import BOUNDARY_REMEDIES
 
     default = Config()
     changed = {k: config[k] for k in BOUNDARY_REMEDIES if config.get(k, getattr(default, k)) != getattr(default, k)}
@@ -135,15 +91,8 @@ def _fmt(v: float, digits: int = 2) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    keys = [*FIELDS, *option_keys(), *RENAMED]
-    overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     try:
-        for old, new in RENAMED.items():  # an old flag name beside the new one: which one is meant?
-            if old in overrides and new in overrides:
-                raise ConfigError(f"--{old.replace('_', '-')} is the old name of --{new.replace('_', '-')}; "
-                                  f"give only --{new.replace('_', '-')}")
-        file = load_file(args.config) if args.config else None
-        cfg = from_dict(resolve(args.preset, None, overrides, file)).validate()
+        cfg = config_of(args)
         from adbs.data import check_data
         from adbs.runtime import check_device
 

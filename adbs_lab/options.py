@@ -3,7 +3,10 @@
     opts = options.parse(__doc__, Defaults(pruner="median", num_samples=4, smoke_num_samples=2))
     opts = StudyOptions(seeds=(0, 1), smoke=True, storage="/tmp/runs")   # the same, without argparse
 
-Every flag a study shares is a field with a docstring; a study's own flags (alpha_sweep's --grid,
+Every flag a study shares is a field with a docstring, and its flag is generated from the field (its type,
+default and docstring; `parser`); the config flags (--preset, --config, --set, --host, --dataset, --data-root,
+--dry-run, and every Config field and host option as --<field>/--<host>.<option>) come from adbs/cli.py, the
+grammar of `python -m adbs.run` too, so a flag means the same in both. A study's own flags (alpha_sweep's --grid,
 ablation's --toggles) come back beside it as `extra`. Smoke-dependent defaults (fewer seeds or samples
 with --smoke) are resolved here, once; nothing downstream changes the options. `check()` finds what is
 wrong with them before anything starts (no Ray, no files).
@@ -15,11 +18,14 @@ import argparse
 import dataclasses
 import re
 import sys
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from adbs import cli
 from adbs.config import ConfigError
 from adbs.config_file import load_file
+from adbs.field_docs import read_field_docs
 from adbs.presets import PRESETS, preset_for, resolve
 from adbs_lab import paths
 
@@ -60,65 +66,87 @@ class Defaults:
     search explores configurations, one seed each, unless --seeds says otherwise."""
 
 
+def _flag(*, flag: str | None = "", dest: str = "", group: str = "", **kw: Any) -> Any:
+    """A StudyOptions field whose flag departs from the rule (--<field>, of the field's type): its option string
+    (None: no flag), its argparse dest, or the help group it opens (the fields after it belong to that group until
+    the next one opens)."""
+    meta = {"flag": flag, "dest": dest, "group": group}
+    return field(metadata={k: v for k, v in meta.items() if v != ""}, **kw)
+
+
 @dataclass(frozen=True)
 class StudyOptions:
-    # --- configuration --------------------------------------------------------------------------
+    """A study's shared flags: one field each, its docstring the flag's help. The flag is --<field> of the field's
+    type, unless its metadata says otherwise (_flag); the flags shared with `python -m adbs.run` (adbs.cli.SHARED:
+    --preset, --config, --set and every config field, --host, --dataset, --data-root, --dry-run) are defined in
+    adbs/cli.py, once for both."""
+
+    # --- configuration (flags of adbs/cli.py, but --smoke) ------------------------------------------
     preset: str = "cpu"
     """Named Config preset (adbs.presets.PRESETS); --smoke means the smoke preset."""
     overrides: tuple[tuple[str, str], ...] = ()
-    """--set KEY=VALUE pairs, in order, as typed (adbs.overrides coerces and checks them)."""
+    """--set KEY=VALUE pairs and the config field flags (--base-epochs 3 is base_epochs=3), in the order typed, the
+    values as typed (adbs.overrides coerces and checks them)."""
     host: str | None = None
     """--host NAME: shortcut for --set host=NAME (the FSCIL method ADBS plugs into; its version of the preset)."""
     dataset: str | None = None
     """--dataset NAME: shortcut for --set dataset=NAME (the paper preset of that name with the default preset)."""
     data_root: str | None = None
     """--data-root DIR: shortcut for --set data_root=DIR."""
-    config_file: str | None = None
+    config_file: str | None = _flag(dest="config", default=None)
     """--config FILE: a YAML or JSON file of config values (shown in messages; its values are `config_values`)."""
-    config_values: tuple[tuple[str, Any], ...] = ()
+    config_values: tuple[tuple[str, Any], ...] = _flag(flag=None, default=())
     """The values of --config FILE, read once, checked and typed (adbs.config_file.load_file); precedence: preset <
-    this file < --host/--dataset/--data-root/--set."""
-    smoke: bool = False
-    """A seconds-long end-to-end version of the study (smoke preset, fewer seeds or samples)."""
-    # --- study ----------------------------------------------------------------------------------
-    seeds: tuple[int, ...] = (0,)
-    """Every configuration runs once per seed (Config.seed and split_seed together)."""
-    num_samples: int | None = None
-    """Configurations Optuna samples in a sampled study (grids run every point)."""
-    pruner: str = "none"
-    """Optuna pruner on base-epoch validation accuracy: median, halving, hyperband or none."""
-    sampler_seed: int = 0
-    """Seed of the Optuna sampler."""
-    resume: bool = False
-    """Continue the interrupted study in the same results folder."""
+    this file < --host/--dataset/--data-root/--set and the field flags."""
     dry_run: bool = False
     """Check every input as a run would and print the number of trials; start and write nothing."""
-    cache: bool = True
-    """Reuse identical base sessions through <storage>/base_cache (--no-cache turns it off)."""
+    smoke: bool = False
+    """preset smoke and a tiny study (fewer seeds or samples): seconds, end to end"""
+    # --- study ----------------------------------------------------------------------------------
+    seeds: tuple[int, ...] = _flag(group="study", default=(0,))
+    """repeat every configuration over these seeds, each the Config's seed and split_seed"""
+    num_samples: int | None = None
+    """configurations Optuna samples; TPE draws its first 10 configurations at random (Optuna's n_startup_trials)
+    and models the results only after them, so up to 10 samples are a random search"""
+    pruner: str = "none"
+    """Optuna pruner on base-epoch validation accuracy"""
+    sampler_seed: int = 0
+    """seed of the Optuna sampler"""
+    resume: bool = False
+    """continue the interrupted study in the same storage folder"""
+    cache: bool = _flag(flag="--no-cache", default=True)
+    """train every trial's base session itself instead of reusing an identical one (cache: <storage>/base_cache;
+    results are identical either way)"""
     max_failures: int = 2
-    """Restarts of a trial whose process dies, each from its last checkpoint."""
+    """restarts of a trial whose process dies, each from its last checkpoint"""
     checkpoint_every: int = 5
-    """Base epochs between trial checkpoints (also at the end of the base session and every session)."""
+    """base epochs between trial checkpoints; one is also taken at the end of the base session and after every
+    incremental session"""
     name: str | None = None
-    """Suffix of the study's folder and MLflow parent run (a study beside the default one)."""
+    """suffix of the study folder and MLflow parent run name (a study beside the default one; letters, digits,
+    '.', '_', '-')"""
     # --- resources and where things go ---------------------------------------------------------
-    cpus_per_trial: float | None = None
-    """CPUs per trial (torch threads follow); None = 1 on a CPU cluster, and on a GPU cluster the CPUs
-    split evenly between the trials packed on the GPUs (adbs_lab/packing.py)."""
+    cpus_per_trial: float | None = _flag(group="resources and storage", default=None)
+    """CPUs per trial, torch threads follow (default: 1 on a CPU cluster; on a GPU cluster the CPUs split between
+    the trials packed on each GPU: adbs_lab/packing.py)"""
     gpus_per_trial: float | None = None
-    """GPUs per trial, fractional allowed; None = 0 on a CPU cluster, and on a GPU cluster packing:
-    1/k with k trials per GPU chosen from a probe of one trial's peak GPU memory (adbs_lab/packing.py)."""
+    """GPUs per trial, fractional allowed (default: 0 without GPUs; with GPUs, packing: the study probes one
+    trial's peak GPU memory and runs as many trials per GPU as fit in 80% of it, at most 8, and prints its
+    choice: adbs_lab/packing.py)"""
     max_concurrent: int | None = None
-    """Trials at once; None = as many as the CPUs/GPUs fit."""
+    """trials running at once (default: as many as the CPUs/GPUs fit)"""
     address: str | None = None
-    """Ray cluster address; None = start a local Ray instance."""
+    """Ray cluster address (default: start a local one)"""
     storage: str = str(paths.DEFAULT_STORAGE)
-    """Where a study's results go: a folder (on a cluster one every node mounts) or an object-store URL."""
+    """where results, checkpoints and the base-session cache go: a folder (on a cluster one every node mounts)
+    or an object-store URL, e.g. s3://bucket/adbs-runs (S3-compatible servers:
+    s3://bucket/runs?endpoint_override=HOST:PORT&scheme=http)"""
     optuna_storage: str | None = None
-    """Optuna's database URL; None = sqlite:///<storage>/<study>/optuna.db."""
+    """Optuna storage URL (default sqlite:///<storage>/<study>/optuna.db; with an object-store --storage, a local
+    copy uploaded beside the results)"""
     tracking_uri: str | None = None
-    """MLflow tracking URI; None = $MLFLOW_TRACKING_URI or the project's store."""
-    argv: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
+    """MLflow tracking URI (default $MLFLOW_TRACKING_URI or the project's store, mlflow/mlflow.db)"""
+    argv: tuple[str, ...] = _flag(flag=None, default_factory=lambda: tuple(sys.argv))
     """The command line as typed (for --resume hints and the logged command)."""
 
     @property
@@ -126,20 +154,14 @@ class StudyOptions:
         return "" if self.name is None else f"-{self.name}"
 
     def config_overrides(self) -> dict[str, str]:
-        """--host, --dataset, --data-root, then --set, as one dict (later wins), for adbs.presets.resolve.
+        """--host, --dataset, --data-root, then --set and the field flags, as one dict (later wins), for
+        adbs.presets.resolve: adbs.cli.config_overrides, the rule of `python -m adbs.run` too.
 
         With --smoke and a host's CPU preset (--preset savc_cpu), the host is that preset's: --smoke replaces
         the preset by `smoke`, and the host it named is kept (host_preset gives that host's smoke run)."""
-        out: dict[str, str] = {}
         host = self.host or (PRESETS.get(self.preset, {}).get("host") if self.smoke else None)
-        if host:
-            out["host"] = host
-        if self.dataset:
-            out["dataset"] = self.dataset
-        if self.data_root:
-            out["data_root"] = self.data_root
-        out.update(dict(self.overrides))
-        return out
+        return cli.config_overrides({"host": host, "dataset": self.dataset, "data_root": self.data_root},
+                                    self.overrides)
 
     @property
     def preset_name(self) -> str:
@@ -205,107 +227,86 @@ class StudyOptions:
         return dataclasses.replace(self, **changes)
 
 
+_HINTS = typing.get_type_hints(StudyOptions)
+_DOCS = read_field_docs(StudyOptions)
+
+
 def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.ArgumentParser:
-    """The shared flags; a study adds its own to the returned parser before `parse`."""
-    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The shared flags: adbs/cli.py's, one per StudyOptions field, then every config field and host option.
+
+    A study adds its own flags to the returned parser before `parse`; one named as a config field replaces that
+    field's flag (kshot_grid's --ways and --shots pick cells of its grid, which sets those fields itself)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                usage=f"%(prog)s [study flags, below] {cli.USAGE}", conflict_handler="resolve")
     p.set_defaults(_defaults=defaults)
-    g = p.add_argument_group("configuration")
-    g.add_argument("--preset", default="cpu", choices=list(PRESETS),
-                   help="named Config preset (adbs.presets.PRESETS); default cpu = embedded benchmark on CPU")
-    g.add_argument("--config", metavar="FILE", default=None,
-                   help="YAML or JSON file of config values (Config fields, <host>.<option> keys; a study's "
-                        "best_config.json as written); precedence: preset < this file < --host/--dataset/--data-root/"
-                        "--set; keys the study searches or takes from --seeds are the study's")
-    g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any Config field, repeatable (e.g. --set base_epochs=20)")
-    g.add_argument("--host", help="host method ADBS plugs into (adbs/hosts/: baseline, savc, alice): its version of "
-                                  "--preset/--dataset (e.g. savc_cpu, savc_cifar100); host options with "
-                                  "--set <host>.<option>=VALUE (python -m adbs.run --help lists them)")
-    g.add_argument("--dataset", help="shortcut for --set dataset=NAME (paper preset of that name when one exists)")
-    g.add_argument("--data-root", help="shortcut for --set data_root=DIR")
-    g.add_argument("--smoke", action="store_true", help="preset smoke and a tiny study: seconds, end to end")
-    s = p.add_argument_group("study")
-    s.add_argument("--seeds", type=int, nargs="+", default=None,
-                   help=f"repeat every configuration over these seeds (Config.seed and split_seed; default "
-                        f"{' '.join(map(str, defaults.seeds))}"
-                        + "".join(f"; {' '.join(map(str, s_))} with --{flag.replace('_', '-')}"
-                                  for flag, s_ in defaults.seeds_when) + ")")
-    if defaults.sample_on_request:
-        s.add_argument("--num-samples", type=int, default=None,
-                       help="sample this many configurations with Optuna's TPE (pruner median, seed 0 unless "
-                            "--pruner/--seeds say otherwise) instead of running the grid; TPE draws its first 10 "
-                            "configurations at random (Optuna's n_startup_trials), so up to 10 samples are a random "
-                            "search")
-    elif defaults.num_samples is not None:
-        # TPESampler(n_startup_trials=10) is Optuna's default: its first 10 configurations are random draws.
-        s.add_argument("--num-samples", type=int, default=None,
-                       help=f"configurations Optuna samples (default {defaults.num_samples}); Optuna's TPE draws its "
-                            f"first 10 configurations at random (its n_startup_trials) and models the results only "
-                            f"after them, so up to 10 samples are a random search")
-    when = "".join(f"; {pruner} with --{flag.replace('_', '-')}" for flag, pruner in defaults.pruner_when)
-    s.add_argument("--pruner", default=None, choices=PRUNERS,
-                   help=argparse.SUPPRESS if not defaults.pruning else
-                   f"Optuna pruner on base-epoch validation accuracy (default: {defaults.pruner}{when}; none: every "
-                   "trial runs to the end)")
-    s.add_argument("--sampler-seed", type=int, default=0, help="seed of the Optuna sampler (default: %(default)s)")
-    s.add_argument("--resume", action="store_true", help="continue the interrupted study in the same storage folder")
-    s.add_argument("--dry-run", action="store_true",
-                   help="check every input as a run would (flags, config, search space, data, storage) and print how "
-                        "many trials it would run, then exit: nothing is started or written")
-    s.add_argument("--no-cache", action="store_true",
-                   help="train every trial's base session itself instead of reusing an identical one "
-                        "(cache: <storage>/base_cache; results are identical either way)")
-    s.add_argument("--max-failures", type=int, default=2,
-                   help="restarts of a trial whose process dies, each from its last checkpoint (default: "
-                        "%(default)s)")
-    s.add_argument("--checkpoint-every", type=int, default=5,
-                   help="base epochs between trial checkpoints (also at the end of the base session and "
-                        "after every incremental session; default: %(default)s)")
-    s.add_argument("--name", help="suffix of the study folder and MLflow parent run name (a study beside the "
-                                  "default one; letters, digits, '.', '_', '-')")
-    r = p.add_argument_group("resources and storage")
-    r.add_argument("--cpus-per-trial", type=float, default=None,
-                   help="CPUs per trial, torch threads follow (default: 1 on a CPU cluster; on a GPU cluster the "
-                        "CPUs split between the trials packed on each GPU)")
-    r.add_argument("--gpus-per-trial", type=float, default=None,
-                   help="GPUs per trial, fractional allowed (default: 0 without GPUs; with GPUs, packing: the study "
-                        "probes one trial's peak GPU memory and runs as many trials per GPU as fit in 80%% of it, "
-                        "at most 8, and prints its choice)")
-    r.add_argument("--max-concurrent", type=int, default=None,
-                   help="trials running at once (default: as many as the CPUs/GPUs fit)")
-    r.add_argument("--address", default=None, help="Ray cluster address (default: start a local one)")
-    r.add_argument("--storage", default=str(paths.DEFAULT_STORAGE),
-                   help="where results, checkpoints and the base-session cache go: a folder (default <repo>/runs; "
-                        "on a cluster one every node mounts) or an object-store URL, e.g. s3://bucket/adbs-runs "
-                        "(S3-compatible servers: s3://bucket/runs?endpoint_override=HOST:PORT&scheme=http)")
-    r.add_argument("--optuna-storage", default=None,
-                   help="Optuna storage URL (default sqlite:///<storage>/<study>/optuna.db; with an object-store "
-                        "--storage, a local copy uploaded beside the results)")
-    r.add_argument("--tracking-uri", default=None,
-                   help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
+    group = p.add_argument_group("configuration")
+    cli.add_shared_flags(group)
+    for f in dataclasses.fields(StudyOptions):
+        if "group" in f.metadata:
+            group = p.add_argument_group(f.metadata["group"])
+        kwargs = _flag_kwargs(f, defaults)
+        if kwargs is not None:
+            group.add_argument(f.metadata.get("flag") or "--" + f.name.replace("_", "-"), **kwargs)
+    cli.add_field_flags(p, "config fields (the same as in python -m adbs.run; each the same as --set FIELD=VALUE)")
     return p
+
+
+def _flag_kwargs(f: dataclasses.Field, d: Defaults) -> dict[str, Any] | None:
+    """argparse's keywords for field `f`'s flag, from its type, default and docstring; None where the field has no
+    flag of its own here (adbs/cli.py defines it, it has none, or this study samples nothing)."""
+    dest = f.metadata.get("dest", f.name)
+    if dest in cli.SHARED or f.metadata.get("flag", "") is None:
+        return None
+    if f.name == "num_samples" and d.num_samples is None and not d.sample_on_request:
+        return None
+    hint = _HINTS[f.name]
+    text = (_DOCS[f.name] + _default_text(f, d)).replace("%", "%%")
+    if hint is bool:
+        return dict(dest=dest, action="store_false" if f.default else "store_true", help=text)
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    kwargs: dict[str, Any] = dict(dest=dest, help=text, default=None if f.name in _STUDY_DEFAULTS else f.default,
+                                  type=args[0] if args else hint)
+    if typing.get_origin(hint) is tuple:
+        kwargs["nargs"] = "+"
+    if f.name == "pruner":
+        kwargs.update(choices=PRUNERS, help=text if d.pruning else argparse.SUPPRESS)
+    return kwargs
+
+
+_STUDY_DEFAULTS = ("seeds", "num_samples", "pruner")
+"""Fields whose default a study sets (Defaults), and which may follow its own flags: `parse` resolves them."""
+
+
+def _default_text(f: dataclasses.Field, d: Defaults) -> str:
+    """The default a flag's help states: the study's for _STUDY_DEFAULTS, else the field's (None: the docstring
+    says what happens)."""
+    if f.name == "seeds":
+        return (f" (default {' '.join(map(str, d.seeds))}"
+                + "".join(f"; {' '.join(map(str, s))} with --{flag.replace('_', '-')}" for flag, s in d.seeds_when)
+                + ")")
+    if f.name == "num_samples":
+        return (" (none by default: the study runs its grid; with it, a TPE search of that many configurations)"
+                if d.sample_on_request else f" (default {d.num_samples})")
+    if f.name == "pruner":
+        when = "".join(f"; {pruner} with --{flag.replace('_', '-')}" for flag, pruner in d.pruner_when)
+        return f" (default: {d.pruner}{when}; none: every trial runs to the end)"
+    return "" if f.default is None or isinstance(f.default, bool) else f" (default: {f.default})"
 
 
 def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = Defaults(),
           argv: list[str] | None = None) -> tuple[StudyOptions, argparse.Namespace]:
-    """(StudyOptions, the study's own flags) from the command line; bad --set syntax fails here."""
+    """(StudyOptions, the study's own flags) from the command line; bad --set syntax and a bad --config file fail
+    here."""
     if p is None or isinstance(p, str):
         p = parser(p, defaults)
     ns = p.parse_args(argv)
     d: Defaults = ns._defaults
-    pairs = []
-    for item in ns.overrides:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise SystemExit(_usage_error(p, f"--set expects KEY=VALUE, got {item!r} (e.g. --set base_epochs=20)"))
-        pairs.append((key.strip(), value.strip()))
-    config_values: tuple[tuple[str, Any], ...] = ()
-    if ns.config:
-        try:
-            config_values = tuple((k, tuple(v) if isinstance(v, list) else v)
-                                  for k, v in load_file(ns.config).items())
-        except ConfigError as e:
-            raise SystemExit(_usage_error(p, str(e))) from None
+    try:
+        cli.check_pairs(ns.overrides)
+        config_values = tuple((k, tuple(v) if isinstance(v, list) else v)
+                              for k, v in (load_file(ns.config).items() if ns.config else ()))
+    except ConfigError as e:
+        raise SystemExit(_usage_error(p, str(e))) from None
     pruner = ns.pruner
     if pruner is None:  # not typed: the study's default, which may follow one of its own flags (--grid)
         pruner = next((p_ for flag, p_ in d.pruner_when if _given(ns, flag)), d.pruner)
@@ -319,19 +320,12 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     num_samples = getattr(ns, "num_samples", None)
     if num_samples is None and d.num_samples is not None and not d.sample_on_request:
         num_samples = d.smoke_num_samples if ns.smoke and d.smoke_num_samples else d.num_samples
-    shared = {"preset", "config", "overrides", "host", "dataset", "data_root", "smoke", "seeds", "num_samples", "pruner",
-              "dry_run",
-              "sampler_seed", "resume", "no_cache", "max_failures", "checkpoint_every", "name", "cpus_per_trial",
-              "gpus_per_trial", "max_concurrent", "address", "storage", "optuna_storage", "tracking_uri", "_defaults"}
-    opts = StudyOptions(
-        preset=ns.preset, config_file=ns.config, config_values=config_values, overrides=tuple(pairs), host=ns.host, dataset=ns.dataset, data_root=ns.data_root, smoke=ns.smoke,
-        seeds=tuple(seeds), num_samples=num_samples, pruner=pruner, sampler_seed=ns.sampler_seed,
-        resume=ns.resume, dry_run=ns.dry_run, cache=not ns.no_cache, max_failures=ns.max_failures, checkpoint_every=ns.checkpoint_every,
-        name=ns.name, cpus_per_trial=ns.cpus_per_trial, gpus_per_trial=ns.gpus_per_trial,
-        max_concurrent=ns.max_concurrent, address=ns.address, storage=ns.storage, optuna_storage=ns.optuna_storage,
-        tracking_uri=ns.tracking_uri, argv=tuple(sys.argv if argv is None else [sys.argv[0], *argv]),
-    )
-    extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in shared})
+    dests = {f.metadata.get("dest", f.name): f.name for f in dataclasses.fields(StudyOptions)}
+    opts = StudyOptions(**{**{name: getattr(ns, dest) for dest, name in dests.items() if hasattr(ns, dest)},
+                           "overrides": tuple(ns.overrides), "config_values": config_values, "seeds": tuple(seeds),
+                           "num_samples": num_samples, "pruner": pruner,
+                           "argv": tuple(sys.argv if argv is None else [sys.argv[0], *argv])})
+    extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in dests and k != "_defaults"})
     return opts, extra
 
 

@@ -135,6 +135,6 @@ def test_renamed_fields_keep_working():
     cfg = from_dict({"abs_margin": False, "new_margin_init": "one", "margin_weight_decay": "false"})
     assert (cfg.abs_boundary, cfg.new_boundary_init, cfg.boundary_weight_decay) == (False, "one", False)
     assert resolve("cpu", None, {"new_margin_init": "abs_mean"})["new_boundary_init"] == "abs_mean"
-    assert build_parser().parse_args(["--abs-margin", "false"]).abs_margin == "false"  # read as abs_boundary
+    assert build_parser().parse_args(["--abs-margin", "false"]).overrides == [("abs_margin", "false")]  # read as abs_boundary
     with pytest.raises(ConfigError, match="old name of 'abs_boundary'"):
         from_dict({"abs_margin": False, "abs_boundary": True})

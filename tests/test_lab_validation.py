@@ -149,10 +149,9 @@ def test_one_config_precedence_for_studies_and_the_single_run():
     opts = options.parse("t", argv=["--dataset", "cifar100", "--data-root", "/d"])[0]
     assert opts.base_config() == paper
     run_args = build_parser().parse_args(["--dataset", "cifar100", "--data-root", "/d"])
-    from adbs.config import FIELDS
+    from adbs import cli
 
-    assert resolve(run_args.preset, None, {k: getattr(run_args, k) for k in FIELDS
-                                          if getattr(run_args, k) is not None}) == paper
+    assert resolve(run_args.preset, None, cli.overrides(run_args)) == paper
 
 
 RED_TEAM_INPUTS = [

@@ -4,12 +4,14 @@ and the table's `sessions` column when rows ran different numbers of sessions (n
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
+from adbs.overrides import from_dict
 from adbs_lab import options, results, study
 from adbs_lab.paths import REPO_ROOT
 
@@ -148,3 +150,43 @@ def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_es
     out = capsys.readouterr().out
     assert ("on this CPU roughly" in out) == cpu_estimate
     assert ("a time estimate follows the first measured base epoch" in out) != cpu_estimate
+
+
+# -- one grammar: a flag means the same in python -m adbs.run and in a study (adbs/cli.py) -------------------------
+
+SAME_FLAGS = [
+    ["--base-epochs", "3", "--host", "savc", "--savc.queue-size", "64", "--milestones", "2", "3"],
+    ["--set", "base_epochs=3", "--host", "savc", "--set", "savc.queue_size=64", "--set", "milestones=2,3"],
+    ["--preset", "smoke", "--alpha", "0.05", "--set", "alpha=0.02", "--abs-margin", "false"],  # later wins; old names
+    ["--dataset", "cifar100", "--data-root", "/d", "--batch-size", "32"],  # picks the cifar100 preset in both
+    ["--config", "{file}", "--shots", "1"],  # preset < file < flags
+]
+
+
+@pytest.mark.parametrize("argv", SAME_FLAGS)
+def test_a_flag_resolves_to_the_same_config_in_adbs_run_and_a_study(argv, tmp_path):
+    from adbs.run import build_parser, config_of
+
+    file = tmp_path / "c.yaml"
+    file.write_text("host: alice\nshots: 10\nalice:\n  mix_times: 2\n")
+    argv = [a.replace("{file}", str(file)) for a in argv]
+    run = config_of(build_parser().parse_args(argv)).to_dict()
+    opts, _ = options.parse(options.parser("t"), argv=argv)
+    assert from_dict(opts.base_config()).to_dict() == run
+
+
+def test_a_field_flag_is_its_set_pair_and_fails_the_same_way():
+    from adbs.config import ConfigError
+    from adbs.run import build_parser, config_of
+
+    flags = options.parse("t", argv=SAME_FLAGS[0])[0]
+    pairs = options.parse("t", argv=SAME_FLAGS[1])[0]
+    assert flags.overrides == pairs.overrides == (("base_epochs", "3"), ("savc.queue_size", "64"),
+                                                  ("milestones", "2,3"))
+    for argv, message in ((["--set", "alhpa=1"], "unknown config key 'alhpa' (did you mean alpha?)"),
+                          (["--base-epochs", "many"], "base_epochs must be an int"),
+                          (["--host", "alice", "--savc.queue-size", "8"], "option of host savc, but host is alice")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            config_of(build_parser().parse_args(argv))
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            options.parse("t", argv=argv)[0].base_config()

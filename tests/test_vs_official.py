@@ -444,7 +444,7 @@ def test_released_command_is_the_readme_command_with_the_schedule():
 
 
 def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
-    from adbs.config import FIELDS
+    from adbs import cli
     from adbs.overrides import coerce, from_dict
     from adbs.presets import PRESETS
     from adbs.run import build_parser
@@ -455,8 +455,7 @@ def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
     cmd = vs.ours_command("python", ov, tmp_path / "o.json")
     assert cmd[:5] == ["python", "-m", "adbs.run", "--preset", "cifar100"]
     args = build_parser().parse_args(cmd[3:])
-    cfg = from_dict({**PRESETS["cifar100"], **{k: coerce(k, getattr(args, k)) for k in FIELDS
-                                               if getattr(args, k) is not None}})
+    cfg = from_dict({**PRESETS["cifar100"], **{k: coerce(k, v) for k, v in cli.overrides(args).items()}})
     assert (cfg.dataset, cfg.backbone, cfg.variant, cfg.seed, cfg.base_epochs, cfg.sessions) == \
            ("cifar100", "resnet12", "adb+ic", 3, 2, 2)
     assert cfg.amp is True and cfg.val_fraction == 0.02 and cfg.milestones == (3, 5) and cfg.device == "cpu"

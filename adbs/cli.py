@@ -1,0 +1,156 @@
+"""One command-line grammar for config values, shared by `python -m adbs.run` and every study (adbs_lab/options.py).
+
+Every Config field is a flag (`--base-epochs 3`), and every host option too (`--savc.queue-size 512`), generated
+here from the dataclasses and their docstrings (adbs/field_docs.py). `--set KEY=VALUE` says the same for any key
+(`--set base_epochs=3` is `--base-epochs 3`). The flags that pick a config (--preset, --config, --host, --dataset,
+--data-root, --set, --dry-run) are defined here once, so a flag means the same in both entry points and has one
+help text. Values stay strings as typed; adbs.presets.resolve checks and types them (unknown keys and wrong types
+raise ConfigError naming the valid choices), the same way for both.
+
+The order: --host, --dataset and --data-root first, then --set and the field flags in the order typed (a later
+value of a key wins); on top of the --config file, on top of the preset (adbs.presets.resolve).
+
+Why argparse and this generator rather than tyro or simple-parsing: the host options are dotted flags
+collected from a registry (adbs/hosts/), the renamed fields keep their old flags, the studies add their own
+argparse flags to the same parser, and every value goes through one coercion (adbs/coercion.py) whose errors
+name the valid choices; a library would parse the values itself first, with other messages, and be one more
+dependency for the code that remains ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import typing
+from typing import Any
+
+from adbs.config import _HINTS, FIELDS, ConfigError
+from adbs.field_docs import field_doc
+from adbs.host_options import option_keys
+from adbs.hosts import get_host, host_names
+from adbs.presets import PRESETS
+from adbs.renames import RENAMED
+
+PICKS = ("host", "dataset", "data_root")
+"""Config fields whose flag also picks the preset's version (adbs.presets.resolve), applied before --set."""
+NOTES = {
+    "host": "With it, --preset P means that host's version of P (--host savc --preset cifar100 = savc_cifar100); "
+            "its options are the --<host>.<option> flags.",
+    "dataset": "With the default preset, a dataset that has a paper preset picks it (--dataset cifar100 = the "
+               "paper's CIFAR100 settings).",
+}
+USAGE = "[--preset NAME] [--config FILE] [--set KEY=VALUE] [--<field> VALUE] [--<host>.<option> VALUE] [--dry-run]"
+"""The usage line's part for these flags (argparse's own would list every field and host option)."""
+SHARED = ("preset", "config", "overrides", *PICKS, "dry_run")
+"""What add_shared_flags puts in the namespace: the dests `python -m adbs.run` and the studies share."""
+
+
+def add_shared_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--preset, --config, --set, --host, --dataset, --data-root, --dry-run: one definition, one help text."""
+    p.add_argument("--preset", default="cpu", type=_preset, metavar="NAME",
+                   help=f"named preset ({', '.join(PRESETS)}); with --host, that host's version of it (e.g. --host "
+                        "savc --preset cifar100 = savc_cifar100); --dataset NAME with the default preset picks the "
+                        "paper preset of that name; every flag below overrides it [default: cpu]")
+    p.add_argument("--config", metavar="FILE", default=None,
+                   help="YAML or JSON file of config values: Config fields and <host>.<option> keys (a host's options "
+                        "may also nest under its name); a study's best_config.json as written reruns its best trial. "
+                        "Precedence: preset < this file < --host/--dataset/--data-root/--set and the field flags; a "
+                        "study keeps the keys it searches or takes from --seeds")
+    p.add_argument("--set", dest="overrides", action=_Pair, default=[], metavar="KEY=VALUE",
+                   help="set any Config field or host option <host>.<option>, repeatable; the same as its flag "
+                        "(--set base_epochs=20 is --base-epochs 20); a later value of a key wins")
+    for name in PICKS:
+        p.add_argument("--" + name.replace("_", "-"), dest=name, default=None, metavar=_metavar(_HINTS[name]),
+                       help=_help(name, FIELDS[name].default, NOTES.get(name, "")))
+    p.add_argument("--dry-run", action="store_true",
+                   help="check every input as a run would (flags, config, device, data, where results go; a study "
+                        "also its search space and storage), print what would run, and exit: nothing is trained or "
+                        "written")
+
+
+def add_field_flags(p: argparse.ArgumentParser, title: str) -> None:
+    """A flag per Config field (but PICKS) in group `title`, then a group of flags per host's options.
+
+    Each one appends (key, value as typed) to `overrides`, as --set KEY=VALUE does; tuple fields take several
+    values (`--milestones 60 80`), kept as one comma-separated string."""
+    g = p.add_argument_group(title)
+    for name, f in FIELDS.items():
+        if name not in PICKS:
+            g.add_argument("--" + name.replace("_", "-"), **_pair_kwargs(name, _HINTS[name], f.default))
+    for old in RENAMED:  # the old names of renamed fields keep working, unlisted
+        g.add_argument("--" + old.replace("_", "-"), dest="overrides", action=_Pair, key=old, default=[],
+                       help=argparse.SUPPRESS)
+    hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(get_host(h).Options).items()}
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for key, f in option_keys().items():
+        host, option = key.split(".", 1)
+        if host not in groups:
+            groups[host] = p.add_argument_group(f"options of host {host} (with --host {host}; adbs/hosts/{host}.py)")
+        groups[host].add_argument(f"--{host}.{option.replace('_', '-')}", **_pair_kwargs(key, hints[key], f.default))
+
+
+def _pair_kwargs(key: str, tp: Any, default: Any) -> dict[str, Any]:
+    many = typing.get_origin(tp) is tuple
+    return dict(dest="overrides", action=_Pair, key=key, default=[], nargs="+" if many else None,
+                metavar=("EPOCH" if key == "milestones" else "VALUE") if many else _metavar(tp),
+                help=_help(key, default))
+
+
+class _Pair(argparse.Action):
+    """Appends (key, value) to namespace.overrides in the order typed: `key` for a field flag, KEY=VALUE for --set."""
+
+    def __init__(self, *args: Any, key: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.key = key
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if self.key is None:
+            key, eq, value = values.partition("=")
+            if not eq or not key.strip():
+                raise argparse.ArgumentError(self, f"expects KEY=VALUE, got {values!r} (e.g. --set base_epochs=20)")
+            pair = (key.strip(), value.strip())
+        else:
+            pair = (self.key, ",".join(values) if isinstance(values, list) else values)
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), pair])
+
+
+def check_pairs(pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> None:
+    """An old flag name beside the new one (--abs-margin with --abs-boundary): which one is meant? Raises."""
+    keys = {k for k, _ in pairs}
+    for old, new in RENAMED.items():
+        if old in keys and new in keys:
+            raise ConfigError(f"--{old.replace('_', '-')} is the old name of --{new.replace('_', '-')}; "
+                              f"give only --{new.replace('_', '-')}")
+
+
+def config_overrides(picks: dict[str, str | None], pairs) -> dict[str, Any]:
+    """--host, --dataset, --data-root (those given), then --set and the field flags in order: one dict, later wins,
+    for adbs.presets.resolve."""
+    out = {k: v for k, v in picks.items() if v}
+    out.update(dict(pairs))
+    return out
+
+
+def overrides(ns: argparse.Namespace) -> dict[str, Any]:
+    """The typed config values of a parsed command line (add_shared_flags + add_field_flags): config_overrides."""
+    check_pairs(ns.overrides)
+    return config_overrides({k: getattr(ns, k) for k in PICKS}, ns.overrides)
+
+
+def _preset(name: str) -> str:
+    if name not in PRESETS:
+        raise argparse.ArgumentTypeError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+    return name
+
+
+def _help(key: str, default: Any, note: str = "") -> str:
+    """A field's docstring, a note, and its default (and the default preset's value where that preset changes it:
+    what a bare run uses)."""
+    text = f"[default: {default!r}"
+    if key in PRESETS["cpu"] and PRESETS["cpu"][key] != default:
+        text += f"; the default preset cpu sets {PRESETS['cpu'][key]!r}"
+    return " ".join(filter(None, (field_doc(key), note, text + "]"))).replace("%", "%%")
+
+
+def _metavar(tp: Any) -> str:
+    """INT, FLOAT, STR | NONE, ... of a field's type (its Base/NotBase marker left out)."""
+    return (tp.__name__ if isinstance(tp, type) else str(tp)).upper()
