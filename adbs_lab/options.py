@@ -209,6 +209,13 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
     """The shared flags; a study adds its own to the returned parser before `parse`."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(_defaults=defaults)
+    _configuration_flags(p)
+    _study_flags(p, defaults)
+    _resource_flags(p)
+    return p
+
+
+def _configuration_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("configuration")
     g.add_argument("--preset", default="cpu", choices=list(PRESETS),
                    help="named Config preset (adbs.presets.PRESETS); default cpu = embedded benchmark on CPU")
@@ -224,6 +231,9 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
     g.add_argument("--dataset", help="shortcut for --set dataset=NAME (paper preset of that name when one exists)")
     g.add_argument("--data-root", help="shortcut for --set data_root=DIR")
     g.add_argument("--smoke", action="store_true", help="preset smoke and a tiny study: seconds, end to end")
+
+
+def _study_flags(p: argparse.ArgumentParser, defaults: Defaults) -> None:
     s = p.add_argument_group("study")
     s.add_argument("--seeds", type=int, nargs="+", default=None,
                    help=f"repeat every configuration over these seeds (Config.seed and split_seed; default "
@@ -263,6 +273,9 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
                         "after every incremental session; default: %(default)s)")
     s.add_argument("--name", help="suffix of the study folder and MLflow parent run name (a study beside the "
                                   "default one; letters, digits, '.', '_', '-')")
+
+
+def _resource_flags(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("resources and storage")
     r.add_argument("--cpus-per-trial", type=float, default=None,
                    help="CPUs per trial, torch threads follow (default: 1 on a CPU cluster; on a GPU cluster the "
@@ -283,7 +296,6 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
                         "--storage, a local copy uploaded beside the results)")
     r.add_argument("--tracking-uri", default=None,
                    help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
-    return p
 
 
 def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = Defaults(),
