@@ -3,8 +3,9 @@
 A trial is read from two sources: a Ray Tune result (`from_tune`, the study's own tables) and an MLflow
 run (`adbs_lab.report`, tables rebuilt from the store alone). Both become a `TrialRecord`, and
 `frames` turns records into sessions.parquet / trials.parquet with the same columns whichever the
-source. `classify` is the only place that decides COMPLETE / PRUNED / FAILED / INTERRUPTED: the
-progress lines, the MLflow tags, Optuna's trial states and the tables all call it.
+source. `classify` is the only place that decides COMPLETE / PRUNED / FAILED / INTERRUPTED: StudySearch
+calls it once when a Tune trial ends (adbs_lab/search.py), and Optuna's trial states, the MLflow tags, the
+progress lines and the tables receive that record; `from_tune` calls it only for a trial that never ended.
 """
 
 from __future__ import annotations
