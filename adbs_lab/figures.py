@@ -165,16 +165,20 @@ def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | 
     - `prototype_similarity.png`: cosine similarity of every pair of class prototypes, base and novel
       classes split by lines, with the D_cs (paper Table 4) these similarities give.
     """
-    import numpy as np
-    from sklearn.manifold import TSNE
-    from threadpoolctl import threadpool_limits
-
-    plt = _plt()
     rows = _embedding_rows(trials, order)
     if not rows:
         return []
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    return [_tsne_figure(rows, folder), _similarity_figure(rows, folder)]
+
+
+def _tsne_figure(rows: list, folder: Path) -> Path:
+    import numpy as np
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
+    plt = _plt()
     n = len(rows)
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
     classes = list(dict.fromkeys(c for _, e in rows for c in e["classes"]))
@@ -203,7 +207,12 @@ def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | 
     tsne = folder / "tsne.png"
     fig.savefig(tsne, dpi=110)
     plt.close(fig)
+    return tsne
 
+
+def _similarity_figure(rows: list, folder: Path) -> Path:
+    plt = _plt()
+    n = len(rows)
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 1.0, 4.0), squeeze=False, layout="constrained")
     for ax, (lab, e) in zip(axes.flat, rows):
         sim, nb = e["similarity"], e["n_base"]
@@ -220,4 +229,4 @@ def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | 
     heat = folder / "prototype_similarity.png"
     fig.savefig(heat, dpi=110)
     plt.close(fig)
-    return [tsne, heat]
+    return heat

@@ -9,7 +9,6 @@ from typing import Callable
 from ray.tune import Callback
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.records import classify
 from adbs_lab.space import describe
 
 
@@ -19,11 +18,11 @@ take minutes and each one prints, while a CPU study's seconds-long epochs stay a
 
 
 class Progress(Callback):
-    def __init__(self, *, study: str, total: int, varying: list[str], is_pruned: Callable[[object], bool],
+    def __init__(self, *, study: str, total: int, varying: list[str], ended: Callable[[object], str],
                  max_concurrent: int = 1, epoch_every_s: float = EPOCH_LINE_EVERY_S,
                  clock: Callable[[], float] = time.time) -> None:
-        """`is_pruned(trial)`: whether Optuna holds the trial's configuration as PRUNED (the study's one answer)."""
-        self.study, self.total, self.varying, self.is_pruned = study, total, varying, is_pruned
+        """`ended(trial)`: how the trial ended, as the study classified it once (StudySearch.ended)."""
+        self.study, self.total, self.varying, self.ended = study, total, varying, ended
         self.max_concurrent, self.epoch_every_s, self.clock = max(1, max_concurrent), epoch_every_s, clock
         self.t0 = clock()
         self.states: dict[str, str] = {}  # trial id -> final state, as classified when the trial ended
@@ -99,7 +98,7 @@ class Progress(Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         result = trial.last_result or {}
-        state = classify(result, pruned=self.is_pruned(trial))
+        state = self.ended(trial)
         self.states[trial.trial_id] = state
         if state == K.PRUNED:
             epoch = result.get(K.BASE_STEP)

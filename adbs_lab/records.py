@@ -3,8 +3,9 @@
 A trial is read from two sources: a Ray Tune result (`from_tune`, the study's own tables) and an MLflow
 run (`adbs_lab.report`, tables rebuilt from the store alone). Both become a `TrialRecord`, and
 `frames` turns records into sessions.parquet / trials.parquet with the same columns whichever the
-source. `classify` is the only place that decides COMPLETE / PRUNED / FAILED / INTERRUPTED: the
-progress lines, the MLflow tags, Optuna's trial states and the tables all call it.
+source. `classify` is the only place that decides COMPLETE / PRUNED / FAILED / INTERRUPTED: StudySearch
+calls it once when a Tune trial ends (adbs_lab/search.py), and Optuna's trial states, the MLflow tags, the
+progress lines and the tables receive that record; `from_tune` calls it only for a trial that never ended.
 """
 
 from __future__ import annotations
@@ -114,21 +115,22 @@ def base_boundaries(boundaries_json: str | None) -> str | None:
     return json.dumps([round(float(m), 4) for m in json.loads(boundaries_json)[0]])
 
 
-def from_tune(result, *, rows: dict[str, dict] | None, varying: list[str], run_ids: dict[str, str],
-              pruned: bool) -> TrialRecord:
-    """A TrialRecord from a Ray Tune Result (`pruned`: whether Optuna holds the trial as PRUNED)."""
-    from adbs_lab.space import SEED_KEY, describe, resolve
+def from_tune(result, *, varying: list[str], run_ids: dict[str, str], ended: dict[str, str]) -> TrialRecord:
+    """A TrialRecord from a Ray Tune Result; `ended`: trial id -> the state it ended in, as the study classified it
+    when it ended (adbs_lab/search.py: StudySearch.ended; the runs file holds it: adbs_lab/tracking.py)."""
+    from adbs_lab.space import SEED_KEY, describe, trial_config
 
     config = result.config or {}
     last = result.metrics or {}
     df = result.metrics_dataframe
     trial_id = last.get("trial_id") or str(result.path).rstrip("/").rsplit("/", 1)[-1]
-    # A Result without `done` never ended: the study stopped first (Ctrl-C, SIGTERM, a crash).
-    state = classify(last, error=bool(result.error), pruned=pruned, ended=bool(last.get("done")) or bool(result.error))
+    # No record: it never ended (the study stopped first: Ctrl-C, SIGTERM, a crash), or Tune's Result says how.
+    state = ended.get(trial_id) or classify(last, error=bool(result.error),
+                                            ended=bool(last.get("done")) or bool(result.error))
     label_keys = [k for k in varying if k != SEED_KEY]
     rec = TrialRecord(
         trial_id=trial_id, state=state, label=describe(config, label_keys) if label_keys else "all",
-        config=resolve(config, rows).to_dict(), optuna_trial=config.get(OPTUNA_TRIAL_KEY),
+        config=trial_config(config).to_dict(), optuna_trial=config.get(OPTUNA_TRIAL_KEY),
         mlflow_run_id=run_ids.get(trial_id),
         error=str(result.error)[:2000] if result.error else last.get(K.ERROR),
         warning=last.get(K.WARNING) or "", base_boundaries=base_boundaries(last.get(BOUNDARIES_KEY)),

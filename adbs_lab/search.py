@@ -14,6 +14,12 @@ replace that:
 
 Both talk to Optuna through the persisted storage only (looked up by URL in this process),
 so they stay consistent after Tuner.restore, which unpickles them as separate objects.
+
+A trial ends once: Tune tells the searcher before its callbacks (ray/tune/execution/tune_controller.py:
+stop_trial, _process_trial_failure), so `StudySearch.on_trial_complete` reads the trial's Optuna state (the
+only read of it), classifies the trial (records.classify) and keeps that record; the MLflow tracker and the
+progress line ask `StudySearch.ended` for it, and the tracker writes it to the study's runs file, where the
+tables read it (adbs_lab/study.py: summarise).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
 from adbs_lab.options import PRUNERS
 from adbs_lab.records import classify, objective
-from adbs_lab.space import SEED_KEY
+from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
@@ -76,14 +82,19 @@ class _LiveStudy:
         return self._live
 
     def _storage_trial_id(self, number: int) -> int:
-        study = self._study()
-        return study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+        """The storage's id of Optuna trial `number`, through the storage object this process holds
+        (optuna_storage; BaseStorage's methods are Optuna's public storage API)."""
+        storage = optuna_storage(self._storage_url)
+        return storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name(self._study_name),
+                                                               number)
 
     def _state(self, number: int) -> TrialState:
-        return self._study()._storage.get_trial(self._storage_trial_id(number)).state
+        return optuna_storage(self._storage_url).get_trial(self._storage_trial_id(number)).state
 
 
 class StudySearch(_LiveStudy, OptunaSearch):
+    _base: dict[str, Any] | None = None  # the param space: set_search_properties, before the first suggest
+
     def __init__(
         self,
         space: dict[str, optuna.distributions.BaseDistribution],
@@ -92,28 +103,35 @@ class StudySearch(_LiveStudy, OptunaSearch):
         study_name: str,
         sampler: optuna.samplers.BaseSampler,
         seeds: list[int] | None = None,
+        rows: dict[str, dict] | None = None,
         points_to_evaluate: list[dict] | None = None,
         snapshot: dict[str, str] | None = None,
     ) -> None:
-        """`snapshot`: {name: local file} copied beside the searcher state each time Tune saves it
-        (study_folder.snapshot_into), so a study on an object store uploads its optuna.db with the
-        trial list it belongs to."""
+        """`rows`: the study's named rows (space.resolve). `snapshot`: {name: local file} copied beside the
+        searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
+        uploads its optuna.db with the trial list it belongs to."""
         self._storage_url = storage_url
         self._snapshot = dict(snapshot or {})
         self._seeds = list(seeds or [])
+        self._rows = rows
         self._groups: dict[int, dict[str, Any]] = {}
         self._open: int | None = None
         self._number: dict[str, int] = {}
+        self._ended: dict[str, str] = {}  # Tune trial id -> its state when it ended (records.classify)
         super().__init__(
             space, metric=K.OBJECTIVE, mode=K.MODE, sampler=sampler, study_name=study_name,
             storage=optuna_storage(storage_url), points_to_evaluate=points_to_evaluate,
         )
         self._live = None
 
-    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles.
+    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles, and not the param space
+    # (set_search_properties hands over the current one on every run).
     def __getstate__(self) -> dict[str, Any]:
-        # _storage: Optuna's RDBStorage pickles its URL and reconnects on load; rebuilt from _storage_url.
-        return {k: v for k, v in self.__dict__.items() if k not in ("_live", "_ot_study", "_ot_trials", "_storage")}
+        # _ot_study/_ot_trials/_storage are OptunaSearch's own attributes (no public accessor): a live Study
+        # bound to the storage of the driver that pickled it. _storage (Optuna's RDBStorage) is rebuilt from
+        # _storage_url, which names this driver's database on --resume (study_folder.rebound).
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_live", "_ot_study", "_ot_trials", "_storage", "_base")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         from adbs_lab.study_folder import rebound
@@ -122,14 +140,14 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._live, self._ot_study, self._ot_trials = None, None, {}
         self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
         self._storage = optuna_storage(self._storage_url)
-        if getattr(self, "_snapshot", None):  # the files live in the study's (rebound) staging folder
+        if self._snapshot:  # the files live in the study's (rebound) staging folder
             self._snapshot = {k: os.path.join(rebound(self._study_name, "study_dir", os.path.dirname(v)), k)
                               for k, v in self._snapshot.items()}
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:
             pickle.dump(self.__getstate__(), f)
-        if getattr(self, "_snapshot", None):
+        if self._snapshot:
             from adbs_lab.study_folder import snapshot_into
 
             snapshot_into(os.path.dirname(checkpoint_path), self._snapshot)
@@ -137,6 +155,11 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as f:
             self.__setstate__(pickle.load(f))
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
+        """Tune hands over the param space (the base of every trial's Config) on every run, --resume included."""
+        self._base = dict(config or {})
+        return super().set_search_properties(metric, mode, config, **spec)
 
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(sampler=self._sampler)
@@ -158,7 +181,11 @@ class StudySearch(_LiveStudy, OptunaSearch):
         g["members"][trial_id] = None
         self._number[trial_id] = self._open
         params[OPTUNA_TRIAL_KEY] = self._open
-        return unflatten_dict(params)
+        config = unflatten_dict(params)
+        # The trial's Config, resolved once, here, from what Tune runs (the param space with this suggestion merged
+        # over it); the trainable, the tracker and the tables read it (space.trial_config).
+        config[CONFIG_KEY] = resolve({**(self._base or {}), **config}, self._rows)
+        return config
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         """No-op: BaseEpochStopper reports base epochs; Tune's iteration is not a step Optuna should see."""
@@ -168,12 +195,13 @@ class StudySearch(_LiveStudy, OptunaSearch):
         if number is None:
             return
         g = self._groups[number]
-        # The stopper tells Optuna PRUNED before Tune ends the trial; anything else without a summary failed.
-        pruned = self._state(number) == TrialState.PRUNED
-        g["members"][trial_id] = (classify(result, error=error, pruned=pruned), objective(result))
+        # The one read of this trial's Optuna state: the stopper tells Optuna PRUNED before Tune ends the trial.
+        held = self._state(number)
+        self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED)
+        g["members"][trial_id] = (self._ended[trial_id], objective(result))
         if any(v is None for v in g["members"].values()) or (g["seeds_left"] and self._open == number):
             return  # other seeds of this configuration still to come
-        if self._state(number) != TrialState.RUNNING:
+        if held != TrialState.RUNNING:
             return  # told already (the stopper told PRUNED)
         states = [state for state, _ in g["members"].values()]
         values = [value for _, value in g["members"].values() if value is not None]
@@ -186,6 +214,20 @@ class StudySearch(_LiveStudy, OptunaSearch):
         else:
             tell(study, number, sum(values) / len(values))
 
+    def ended(self, trial) -> str:
+        """How Tune trial `trial` ended, as on_trial_complete classified it. Tune tells this searcher first;
+        only a trial it did not tell (one continued by --resume after an error: Tune's ConcurrencyLimiter
+        forgot it) is classified here, with the same single read of its Optuna state."""
+        if trial.trial_id not in self._ended:
+            number = (trial.config or {}).get(OPTUNA_TRIAL_KEY)
+            pruned = number is not None and self._state(int(number)) == TrialState.PRUNED
+            self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned)
+        return self._ended[trial.trial_id]
+
+    def reopen(self, trial_id: str) -> None:
+        """Trial `trial_id` runs again (restored by Tune): how it ended before is no longer how it ends."""
+        self._ended.pop(trial_id, None)
+
 
 def tell(study: optuna.Study, number: int, value: float | None = None, state: TrialState | None = None) -> None:
     """study.tell outside study.optimize: GridSampler.after_trial calls study.stop() when the grid is
@@ -197,23 +239,17 @@ def tell(study: optuna.Study, number: int, value: float | None = None, state: Tr
             raise
 
 
-def optuna_pruned(storage_url: str, study_name: str, number: int | None) -> bool:
-    """Whether Optuna holds trial `number` of the study as PRUNED."""
-    if number is None:
-        return False
-    study = optuna.load_study(study_name=study_name, storage=optuna_storage(storage_url))
-    tid = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, int(number))
-    return study._storage.get_trial(tid).state == TrialState.PRUNED
-
-
 class BaseEpochStopper(_LiveStudy, Stopper):
-    """Tune Stopper that runs an Optuna pruner on base-session validation accuracy (never on sessions)."""
+    """Tune Stopper that runs an Optuna pruner on base-session validation accuracy (never on sessions).
+
+    On every base-epoch report it reads the Optuna trial's state: another seed of the same configuration may
+    have been pruned meanwhile (stop this one too), or the configuration was told already (nothing to report).
+    """
 
     def __init__(self, *, storage_url: str, study_name: str, pruner: optuna.pruners.BasePruner) -> None:
         self._storage_url = storage_url
         self._study_name = study_name
         self._pruner = pruner
-        self.pruned: set[str] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_live"}
@@ -234,7 +270,6 @@ class BaseEpochStopper(_LiveStudy, Stopper):
             return False
         state = self._state(number)
         if state == TrialState.PRUNED:
-            self.pruned.add(trial_id)
             return True  # another seed of the same configuration was pruned
         # Only base-epoch reports are pruned on, never incremental sessions: pruning must not peek at them.
         if state != TrialState.RUNNING or result.get(K.REPORT_KIND) != K.KIND_BASE:
@@ -243,13 +278,14 @@ class BaseEpochStopper(_LiveStudy, Stopper):
         if not K.finite(value):
             return False
         study = self._study()
+        # Optuna has no public way to reopen a trial by number outside study.ask(); Trial(study, id) is what
+        # ask() itself builds (optuna/study/study.py), so the pruner sees the trial as it would in optimize().
         trial = optuna.trial.Trial(study, self._storage_trial_id(number))
         with warnings.catch_warnings():  # other seeds of this configuration reported this step already
             warnings.simplefilter("ignore", UserWarning)
             trial.report(float(value), step=int(result[K.BASE_STEP]))
         if trial.should_prune():
             tell(study, number, state=TrialState.PRUNED)
-            self.pruned.add(trial_id)
             return True
         return False
 

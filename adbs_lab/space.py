@@ -24,6 +24,9 @@ from adbs.overrides import coerce, from_dict
 ROW_KEY = "row"
 SEED_KEY = "trial_seed"
 LAB_KEYS = (ROW_KEY, SEED_KEY)
+CONFIG_KEY = "adbs_config"
+"""Tune trial-config key holding the trial's resolved Config (adbs_lab/search.py: StudySearch.suggest puts it
+there, once per trial); the trainable, the tracker and the tables read it (`trial_config`)."""
 
 
 def is_grid(v: Any) -> bool:
@@ -109,6 +112,11 @@ def resolve(config: dict[str, Any], rows: dict[str, dict] | None = None) -> Conf
     if config.get(SEED_KEY) is not None:
         d["seed"] = d["split_seed"] = int(config[SEED_KEY])
     return from_dict(d)
+
+
+def trial_config(config: dict[str, Any]) -> Config:
+    """The Config of one Tune trial, as the driver resolved it (CONFIG_KEY)."""
+    return config[CONFIG_KEY]
 
 
 def configs_to_check(base: dict[str, Any], space: dict[str, Any], seeds: list[int] | None,

@@ -1,16 +1,17 @@
 """Run one study: prepare (check everything, claim the folder) -> launch (Ray Tune, Optuna, MLflow) -> summarise
 (tables, figures, report). A study script builds a `Plan` and calls `run(plan, opts)`.
 
-- `prepare` touches no Ray and trains nothing: bad input ends here with exit 2 and nothing written.
-- `launch` starts (or joins) Ray, checks the cluster, and lets Optuna choose trials through Tune while
-  the tracker logs to MLflow from this process; Ctrl-C or SIGTERM stops it gracefully.
+- `prepare` touches no Ray and trains nothing: bad input ends here with exit 2 and nothing written; then
+  `claim`, inside `with study_lock(...)`, takes the study's folder (earlier results moved aside, or --resume checked).
+- `launch` starts (or joins) Ray (`with ray_session(...)`), checks the cluster, and lets Optuna choose trials
+  through Tune while the tracker logs to MLflow from this process; Ctrl-C or SIGTERM stops it gracefully. It reads
+  top to bottom: resources per trial, searcher + stopper, tracker + progress line, tuner, fit.
 - `summarise` turns what ran into the tables, figures and report, whether the study finished or not.
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import hashlib
 import json
 import math
@@ -20,9 +21,10 @@ import signal
 import socket
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
@@ -33,7 +35,7 @@ from adbs_lab import artifacts, records, results, space as sp, tracking
 from adbs_lab import metrics_keys as K
 from adbs_lab.options import StudyInputError, StudyOptions, resume_command
 from adbs_lab.paths import code_version
-from adbs_lab.study_folder import StudyBusy, StudyFolder, StudyLock
+from adbs_lab.study_folder import StudyBusy, StudyFolder
 
 __all__ = ["Plan", "Outcome", "StudyInputError", "validate", "size", "held", "prepare", "launch", "summarise", "run"]
 
@@ -90,9 +92,12 @@ class Prepared:
     tracking_uri: str
     where: StudyFolder
     optuna_url: str
-    lock: StudyLock
-    settings: dict[str, Any]
-    """What the study was launched with (study.json); --resume reads it back."""
+    fingerprint: str
+    """What makes two runs the same study (study.json; --resume checks it)."""
+    command: str
+    """The command line, credentials cut out (study.json, the lock, MLflow)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """What the study was launched with (study.json; `claim` writes it, --resume reads it back)."""
 
     @property
     def folder(self) -> str:
@@ -173,26 +178,7 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     searched = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
     base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
     set_keys = [canonical(k) for k in opts.config_overrides()]  # --host, --dataset, --data-root and --set
-    seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
-    if seeded:
-        raise StudyInputError(
-            f"--set {seeded[0][0]}={seeded[0][1]}: a study sets seed and split_seed from --seeds (each seed is one "
-            f"repetition: the training seed and the few-shot draw together), so the --set would be overridden; use "
-            f"--seeds {seeded[0][1]} instead")
-    in_space = sorted(SEEDED & (searched | set(sp.split(plan.space)[0])))
-    if in_space:
-        raise StudyInputError(f"search space {plan.space_source} sets {', '.join(in_space)}, which a study sets from "
-                              "--seeds; remove it from the space and pass --seeds")
-    clash = [k for k in set_keys if k in searched]
-    if clash:
-        typed = {k for k, _ in opts.overrides}
-        flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
-        typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
-        hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
-                         if k in plan.axis_flags)
-        raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
-                              f"({plan.space_source}); remove the flag or edit the search space"
-                              + (f" ({hint})" if hint else ""))
+    _check_overrides(plan, opts, searched, set_keys)
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
     # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)
@@ -214,6 +200,38 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
         if problem:
             raise StudyInputError(f"--optuna-storage {opts.optuna_storage}: {problem}")
     configs = sp.configs_to_check(base, plan.space, list(opts.seeds), plan.rows)
+    _check_configs(opts, configs, searched)
+    return base, configs, gpus
+
+
+def _check_overrides(plan: Plan, opts: StudyOptions, searched: set[str], set_keys: list[str]) -> None:
+    """--set and the config flags may not set what the study sets itself (seeds, what it searches)."""
+    seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
+    if seeded:
+        raise StudyInputError(
+            f"--set {seeded[0][0]}={seeded[0][1]}: a study sets seed and split_seed from --seeds (each seed is one "
+            f"repetition: the training seed and the few-shot draw together), so the --set would be overridden; use "
+            f"--seeds {seeded[0][1]} instead")
+    in_space = sorted(SEEDED & (searched | set(sp.split(plan.space)[0])))
+    if in_space:
+        raise StudyInputError(f"search space {plan.space_source} sets {', '.join(in_space)}, which a study sets from "
+                              "--seeds; remove it from the space and pass --seeds")
+    clash = [k for k in set_keys if k in searched]
+    if clash:
+        typed = {k for k, _ in opts.overrides}
+        flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
+        typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
+        hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
+                         if k in plan.axis_flags)
+        raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
+                              f"({plan.space_source}); remove the flag or edit the search space"
+                              + (f" ({hint})" if hint else ""))
+
+
+def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]) -> None:
+    """Each configuration to run against the device flags and its dataset (cheap checks, no training)."""
+    import torch
+
     if any(c.device == "cuda" for c in configs):
         if opts.gpus_per_trial == 0:
             raise StudyInputError("device=cuda but --gpus-per-trial 0: the trials would get no GPU and fail; give "
@@ -229,7 +247,6 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
             what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"})
                             if k in cfg.to_dict())
             raise StudyInputError(f"configuration {what}: {e}") from None
-    return base, configs, gpus
 
 
 def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
@@ -264,7 +281,7 @@ def _logged_argv(argv: tuple[str, ...]) -> list[str]:
 
 
 def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
-    """Check everything, then claim the study's folder (lock; move earlier results aside, or check --resume)."""
+    """Check everything and decide where the study lives; touches nothing (`claim` does, under `study_lock`)."""
     base, configs, gpus = validate(plan, opts)
     owned = study_owned(plan, opts)
     if owned:  # not an error: a best_config.json holds every field, and a study sets some of them itself
@@ -281,19 +298,21 @@ def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
     folder = plan.name + opts.folder
     where = StudyFolder(opts.storage, folder)
     optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
-    fingerprint = _fingerprint(plan, base, seeds, total)
-    command = shlex.join(_logged_argv(opts.argv))
-    try:
-        lock = where.lock(command)
-    except StudyBusy as e:
-        raise StudyInputError(str(e)) from None
-    try:
-        settings = _claim(plan, opts, where, optuna_url, fingerprint, command, uri)
-    except BaseException:
-        lock.release()
-        raise
     return Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
-                    optuna_url, lock, settings)
+                    optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(_logged_argv(opts.argv)))
+
+
+@contextmanager
+def study_lock(p: Prepared) -> Iterator[None]:
+    """Hold the study folder's lock (StudyFolder.lock) for the block; another driver holding it: exit 2."""
+    try:
+        lock = p.where.lock(p.command)
+    except StudyBusy as e:
+        fail(str(e))
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
@@ -335,44 +354,54 @@ def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
     return "finished" if status == "FINISHED" else "unfinished"
 
 
-def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, fingerprint: str,
-           command: str, tracking_uri: str) -> dict[str, Any]:
-    """For a new study: earlier results moved aside, study.json written. For --resume: what there is to resume."""
-    import optuna
-    from ray import tune
-
+def claim(p: Prepared) -> dict[str, Any]:
+    """Under `study_lock`: for a new study, earlier results moved aside and study.json written; for --resume,
+    what there is to resume, checked. Returns the study's settings (study.json)."""
     from adbs_lab.study_folder import rebind
 
-    rebind(where.folder, optuna_url=optuna_url, study_dir=str(where.local))
-    _, tune_fs = where.tune_location()
-    if opts.resume:
-        if where.remote:
-            where.pull_for_resume()
-        held = json.loads(where.read_text("study.json") or "{}")
-        if held and held.get("fingerprint") != fingerprint:
-            raise StudyInputError(
-                f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); rerun with "
-                "the same arguments as that study, or drop --resume (or pass --name) to start a new one")
-        if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=tune_fs):
-            raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
-                                  "to start one")
-        missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
-                   if not (where.local / name).exists()]
-        if missing:
-            raise StudyInputError(
-                f"--resume: {', '.join(where.display(m) for m in missing)} is missing: the study cannot continue "
-                f"without its record of the trials ({'Optuna' if 'optuna.db' in missing else 'MLflow runs'}); "
-                "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
-        # after the check above: loading Tune's searcher state opens (and so creates) optuna.db
-        damaged = _damaged_tune_state(where)
-        if damaged:
-            raise StudyInputError(
-                f"--resume: Ray Tune's saved state of this study is damaged ({damaged}; written while the disk was "
-                f"full?), so it cannot be resumed. Run the study again without --resume: the earlier results are "
-                f"moved aside, and base sessions already trained are reused from {where.cache_location}")
-        settings = held.get("settings", {})
-        _check_resume(opts, where, settings, held.get("command", "?"), tracking_uri, optuna_url)
-        return settings
+    # Tuner.restore unpickles the searcher, stopper and tracker of the driver that started the study, with its
+    # paths; it takes no new ones (ray/tune/tuner.py: restore), so they look this driver's paths up here.
+    rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local))
+    return _claim_resume(p) if p.opts.resume else _claim_new(p)
+
+
+def _claim_resume(p: Prepared) -> dict[str, Any]:
+    from ray import tune
+
+    opts, where = p.opts, p.where
+    if where.remote:
+        where.pull_for_resume()
+    held = json.loads(where.read_text("study.json") or "{}")
+    if held and held.get("fingerprint") != p.fingerprint:
+        raise StudyInputError(
+            f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); rerun with "
+            "the same arguments as that study, or drop --resume (or pass --name) to start a new one")
+    if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1]):
+        raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
+                              "to start one")
+    missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
+               if not (where.local / name).exists()]
+    if missing:
+        raise StudyInputError(
+            f"--resume: {', '.join(where.display(m) for m in missing)} is missing: the study cannot continue "
+            f"without its record of the trials ({'Optuna' if 'optuna.db' in missing else 'MLflow runs'}); "
+            "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
+    # after the check above: loading Tune's searcher state opens (and so creates) optuna.db
+    damaged = _damaged_tune_state(where)
+    if damaged:
+        raise StudyInputError(
+            f"--resume: Ray Tune's saved state of this study is damaged ({damaged}; written while the disk was "
+            f"full?), so it cannot be resumed. Run the study again without --resume: the earlier results are "
+            f"moved aside, and base sessions already trained are reused from {where.cache_location}")
+    settings = held.get("settings", {})
+    _check_resume(opts, where, settings, held.get("command", "?"), p.tracking_uri, p.optuna_url)
+    return settings
+
+
+def _claim_new(p: Prepared) -> dict[str, Any]:
+    import optuna
+
+    opts, where = p.opts, p.where
     if where.in_use():
         if where.remote:
             print(f"moving the previous results of {where.folder} aside in {where} ...", flush=True)
@@ -391,8 +420,8 @@ def _claim(plan: Plan, opts: StudyOptions, where: StudyFolder, optuna_url: str, 
                 "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
                 "max_failures": opts.max_failures}
     ident_file = where.local / "study.json"
-    ident_file.write_text(json.dumps({"study": plan.name, "folder": where.folder, "fingerprint": fingerprint,
-                                      "command": command, "settings": settings}, indent=1))
+    ident_file.write_text(json.dumps({"study": p.plan.name, "folder": where.folder, "fingerprint": p.fingerprint,
+                                      "command": p.command, "settings": settings}, indent=1))
     where.push([ident_file])
     return settings
 
@@ -549,66 +578,91 @@ def _disk_full(e: BaseException) -> bool:
     return False
 
 
-def launch(p: Prepared) -> Launched:
-    """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
-    import optuna
-    from ray import tune
+@contextmanager
+def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
+    """Ray started (or joined, --address) for the study; yields the cluster's resources. When the study ends
+    inside the block (bad input, Ctrl-C), Ray is shut down here; otherwise it stays up: the trials run in it
+    next, and it ends with this process (as a Ray session the caller started keeps running)."""
+    import ray
 
-    from adbs_lab import cluster
-    from adbs_lab.progress import Progress
-    from adbs_lab.search import BaseEpochStopper, StudySearch, make_pruner, optuna_storage
-    from adbs_lab.trainable import make_trainable
-
-    opts, plan, where = p.opts, p.plan, p.where
     try:
         res = _start_ray(p)
     except KeyboardInterrupt:
-        p.lock.release()
-        print("\ninterrupted while starting Ray; no trial ran", file=sys.stderr)
-        raise SystemExit(130) from None
+        _interrupted("starting Ray")
     except StudyInputError as e:
-        p.lock.release()
         fail(str(e))
-    import ray
+    try:
+        yield res
+    except BaseException:
+        ray.shutdown()
+        raise
+
+
+def _interrupted(doing: str) -> None:
+    print(f"\ninterrupted while {doing}; no trial ran", file=sys.stderr)
+    raise SystemExit(130) from None
+
+
+@dataclass
+class Slots:
+    """What each trial gets and how many run at once."""
+
+    gpus: float
+    cpus: float
+    max_concurrent: int
+
+
+def launch(p: Prepared) -> Launched:
+    """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
+    with ray_session(p) as res:
+        slots = _slots(p, res)
+    _print_start(p, slots.max_concurrent)
+    searcher, stopper = _search(p)
+    tracker, progress = _tracking(p, searcher, slots)
+    tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
+    grid, interrupted = _fit(p, tuner)
+    return Launched(grid, tracker, interrupted)
+
+
+def _slots(p: Prepared, res: dict[str, float]) -> Slots:
+    """Resources per trial (flags or packing), checked against the cluster (multi-node: cluster.preflight)."""
+    from adbs_lab import cluster
 
     try:
         gpus, cpus = resources(p, res)
     except KeyboardInterrupt:
-        ray.shutdown()
-        p.lock.release()
-        print("\ninterrupted while probing a trial's GPU memory; no trial ran", file=sys.stderr)
-        raise SystemExit(130) from None
+        _interrupted("probing a trial's GPU memory")
     if gpus > res.get("GPU", 0):
-        ray.shutdown()
-        p.lock.release()
         fail(f"--gpus-per-trial {gpus:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
              "use --gpus-per-trial 0 or a cluster with GPUs")
     if gpus == 0 and any(c.device == "cuda" for c in p.configs):
-        ray.shutdown()
-        p.lock.release()
         fail(f"device=cuda but the trials get no GPU (the Ray cluster has {res.get('GPU', 0):g} GPUs); use "
              "device=auto or cpu, or a cluster with GPUs")
     try:  # multi-node: shared storage, a tracking server, the dataset on every node
-        cluster.preflight(storage=opts.storage if where.remote else str(where.local.parent),
-                          tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=cpus,
-                          gpus_per_trial=gpus)
+        cluster.preflight(storage=p.opts.storage if p.where.remote else str(p.where.local.parent),
+                          tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=cpus, gpus_per_trial=gpus)
     except cluster.ClusterCheckError as e:
-        ray.shutdown()
-        p.lock.release()
         fail(str(e))
-
     fit = int(res.get("CPU", 1) // cpus)
     if gpus > 0:
         fit = min(fit, int(res.get("GPU", 0) / gpus + 1e-6))
-    max_concurrent = opts.max_concurrent or max(1, min(fit, p.total))
-    if opts.resume:
+    max_concurrent = p.opts.max_concurrent or max(1, min(fit, p.total))
+    if p.opts.resume:
         held = p.settings.get("max_concurrent") or max_concurrent
-        if opts.max_concurrent and opts.max_concurrent != held:
-            print(f"note: --max-concurrent {opts.max_concurrent} is ignored on --resume: Ray Tune continues with the "
-                  f"interrupted run's limit, {held}", flush=True)
+        if p.opts.max_concurrent and p.opts.max_concurrent != held:
+            print(f"note: --max-concurrent {p.opts.max_concurrent} is ignored on --resume: Ray Tune continues with "
+                  f"the interrupted run's limit, {held}", flush=True)
         max_concurrent = held
-    _print_start(p, max_concurrent)
+    return Slots(gpus, cpus, max_concurrent)
 
+
+def _search(p: Prepared):
+    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
+    import optuna
+
+    from adbs_lab.search import BaseEpochStopper, StudySearch, make_pruner, optuna_storage
+
+    opts, where = p.opts, p.where
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
     sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space, list(opts.seeds)), seed=opts.sampler_seed)
                if p.is_grid else optuna.samplers.TPESampler(seed=opts.sampler_seed))
@@ -616,11 +670,19 @@ def launch(p: Prepared) -> Launched:
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space, list(opts.seeds) if p.is_grid else None),
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
-                           points_to_evaluate=plan.points_to_evaluate,
+                           rows=p.plan.rows, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot)  # object store: optuna.db travels with every Tune state upload
     pruner = make_pruner(opts.pruner, int(p.base.get("base_epochs", Config().base_epochs)))
     stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
+    return searcher, stopper
 
+
+def _tracking(p: Prepared, searcher, slots: Slots):
+    """The MLflow tracker (parent run; its settings on a new study) and the progress line; both read how a trial
+    ended from the searcher (Tune pickles them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
+    from adbs_lab.progress import Progress
+
+    opts, plan, where = p.opts, p.plan, p.where
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(),
             "adbs.command": shlex.join([sys.executable, *_logged_argv(opts.argv)])[:7500],
@@ -631,51 +693,64 @@ def launch(p: Prepared) -> Launched:
             "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
             "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
-    tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, study_dir=p.dir, run_name=run_name,
-                                     tags=tags, varying=p.varying, rows=plan.rows, resume=opts.resume,
-                                     optuna_url=p.optuna_url, optuna_study=p.folder)
-    # Tune pickles its callbacks with the experiment: the check holds plain strings only
-    is_pruned = functools.partial(_is_pruned, p.optuna_url, p.folder)
-    progress = Progress(study=plan.name, total=p.total, varying=p.varying, is_pruned=is_pruned,
-                        max_concurrent=max_concurrent)
+    tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
+                                     run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
+                                     ends=searcher)
+    progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
+                        max_concurrent=slots.max_concurrent)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
-                            "study.configurations": p.n_configs, "study.sampler": type(sampler).__name__,
-                            "study.pruner": opts.pruner, "study.cpus_per_trial": cpus,
-                            "study.gpus_per_trial": gpus, "study.max_concurrent": max_concurrent,
+                            "study.configurations": p.n_configs,
+                            "study.sampler": "GridSampler" if p.is_grid else "TPESampler",  # as _search builds it
+                            "study.pruner": opts.pruner, "study.cpus_per_trial": slots.cpus,
+                            "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
                             **{f"base.{k}": v for k, v in p.base.items()}})
+    return tracker, progress
 
+
+def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
+    """A new Tuner, or on --resume the interrupted one restored (Tune unpickles its searcher, stopper and
+    callbacks: Tuner.restore takes none, so this run's are not used then; see study_folder.rebind)."""
+    from ray import tune
+
+    from adbs_lab.trainable import make_trainable
+
+    opts, where = p.opts, p.where
     trainable = tune.with_resources(
-        make_trainable(cpus_per_trial=cpus, rows=plan.rows, trial_fn=plan.trial_fn,
-                       cache_dir=where.cache_location if opts.cache else None,
+        make_trainable(trial_fn=p.plan.trial_fn, cache_dir=where.cache_location if opts.cache else None,
                        checkpoint_every=opts.checkpoint_every),
-        {"cpu": cpus, "gpu": gpus},
+        {"cpu": slots.cpus, "gpu": slots.gpus},
     )
     param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**p.base).to_dict().items()}
     # A trial's torch threads are its CPUs, written into its config: logged with it, part of the base-session
     # key, and what `python -m adbs.run --threads N` needs to give the same numbers (adbs/runtime.py).
-    param_space["threads"] = param_space["threads"] or max(1, int(cpus))
-    _, tune_fs = where.tune_location()
+    param_space["threads"] = param_space["threads"] or max(1, int(slots.cpus))
+    storage_path, tune_fs = where.tune_location()
     if opts.resume:
         # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
         # what --resume is for; a numerical fault is not an error (the trial ended FAILED) and is not rerun
-        tuner = tune.Tuner.restore(where.tune_experiment(), trainable=trainable, resume_unfinished=True,
-                                   resume_errored=True, param_space=param_space, storage_filesystem=tune_fs)
-    else:
-        tuner = tune.Tuner(
-            trainable, param_space=param_space,
-            tune_config=tune.TuneConfig(search_alg=searcher, num_samples=p.total, max_concurrent_trials=max_concurrent,
-                                        reuse_actors=True),
-            run_config=tune.RunConfig(name="tune", storage_path=where.tune_location()[0], storage_filesystem=tune_fs,
-                                      stop=stopper, callbacks=[tracker, progress], verbose=0,
-                                      failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-                                      # Tune deletes a trial's older checkpoints as new ones register, and
-                                      # uploads its experiment state (which names the latest) every
-                                      # TUNE_GLOBAL_CHECKPOINT_S; a driver killed between the two leaves a state
-                                      # naming a deleted checkpoint, and that trial cannot be resumed. Keeping 4
-                                      # covers trials that checkpoint faster than the state is uploaded.
-                                      checkpoint_config=tune.CheckpointConfig(num_to_keep=4)),
-        )
+        return tune.Tuner.restore(where.tune_experiment(), trainable=trainable, resume_unfinished=True,
+                                  resume_errored=True, param_space=param_space, storage_filesystem=tune_fs)
+    return tune.Tuner(
+        trainable, param_space=param_space,
+        tune_config=tune.TuneConfig(search_alg=searcher, num_samples=p.total,
+                                    max_concurrent_trials=slots.max_concurrent, reuse_actors=True),
+        run_config=tune.RunConfig(name="tune", storage_path=storage_path, storage_filesystem=tune_fs,
+                                  stop=stopper, callbacks=callbacks, verbose=0,
+                                  failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+                                  # Tune deletes a trial's older checkpoints as new ones register, and
+                                  # uploads its experiment state (which names the latest) every
+                                  # TUNE_GLOBAL_CHECKPOINT_S; a driver killed between the two leaves a state
+                                  # naming a deleted checkpoint, and that trial cannot be resumed. Keeping 4
+                                  # covers trials that checkpoint faster than the state is uploaded.
+                                  checkpoint_config=tune.CheckpointConfig(num_to_keep=4)),
+    )
+
+
+def _fit(p: Prepared, tuner) -> tuple[Any, str | None]:
+    """(Tune's results, why the study stopped early or None); Ctrl-C, SIGTERM, a full disk or a failed MLflow
+    store end it with the results so far instead of a traceback."""
+    _, tune_fs = p.where.tune_location()
     interrupted = None
     with _Stop() as stop:
         try:
@@ -686,17 +761,17 @@ def launch(p: Prepared) -> Launched:
                 interrupted = stop.signal
         except KeyboardInterrupt:
             interrupted = stop.signal or "Ctrl-C"
-            grid = _results_so_far(where, tune_fs)
+            grid = _results_so_far(p.where, tune_fs)
         except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
             # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
             if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
                 interrupted = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
             elif _disk_full(e):
-                interrupted = f"no space left in {where} (or in the Optuna/MLflow store): free space, then --resume"
+                interrupted = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
             else:
                 raise
-            grid = _results_so_far(where, tune_fs)
-    return Launched(grid, tracker, interrupted)
+            grid = _results_so_far(p.where, tune_fs)
+    return grid, interrupted
 
 
 def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
@@ -714,16 +789,6 @@ def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
         print(choice.line(), flush=True)
         gpus, cpus = choice.gpus_per_trial, choice.cpus_per_trial
     return gpus, 1.0 if cpus is None else cpus
-
-
-def _is_pruned(optuna_url: str, folder: str, trial) -> bool:
-    """Progress's question to Optuna. Tune pickles this (in the tuner's callbacks) with the URL of the driver
-    that started the study; on --resume from an object store that URL named a staging folder that is gone,
-    so it is looked up again (study_folder.rebound), as the searcher, stopper and tracker do."""
-    from adbs_lab.search import OPTUNA_TRIAL_KEY, optuna_pruned
-    from adbs_lab.study_folder import rebound
-
-    return optuna_pruned(rebound(folder, "optuna_url", optuna_url), folder, trial.config.get(OPTUNA_TRIAL_KEY))
 
 
 def _results_so_far(where: StudyFolder, tune_fs) -> list:
@@ -769,16 +834,48 @@ class Outcome:
 
 def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
     """Tables of every trial that ran, then (when it finished) figures, report, parent-run metrics; uploads."""
-    from adbs_lab.search import OPTUNA_TRIAL_KEY, optuna_pruned
-
     plan, where, tracker = p.plan, p.where, launched.tracker
-    runs = tracking.load_runs(p.dir)["trials"]
-    recs = [records.from_tune(r, rows=plan.rows, varying=p.varying, run_ids=runs,
-                              pruned=optuna_pruned(p.optuna_url, p.folder, (r.config or {}).get(OPTUNA_TRIAL_KEY)))
-            for r in launched.results]
-    sessions, trials = records.frames(recs)
+    recs, out = _tables(p, launched, t0)
+    trials, counts = out.trials, _counts(out.trials)
     unfinished = sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs))
     stopped = launched.interrupted or (f"{unfinished} of {p.total} trials unfinished" if unfinished else None)
+    metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
+               "study/trials_failed": counts.get(K.FAILED, 0), "study/trials_unfinished": unfinished,
+               "study/wall_time_s": out.wall_s}
+    if out.best:
+        metrics["study/best_objective"] = out.best["mean_over_seeds"]
+    if stopped:
+        _stop(p, tracker, out.files, metrics, stopped, ended_count(recs))
+    _upload(where)  # the tables are safe in the object store before figures and the report are drawn
+    print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
+          f"(selection used validation accuracy only)\n{out.table_text}")
+    if out.best:
+        print(f"best configuration by {K.OBJECTIVE}: {out.best['config_label']} ({out.best['mean_over_seeds']:.2f})")
+    extra = _figures_and_report(p, tracker, out)
+    tracker.finish("FINISHED", [*out.files, *extra], metrics)
+    _upload(where)
+    where.cleanup()
+    print(f"\n{plan.name}: {len(trials)} trials ({counts.get(K.COMPLETE, 0)} complete, {counts.get(K.PRUNED, 0)} "
+          f"pruned, {counts.get(K.FAILED, 0)} failed) in {out.wall_s:.0f} s")
+    print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
+          + "".join(f", {Path(a).name}" for a in extra) + ")")
+    print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
+    print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
+    return out
+
+
+def _counts(trials: pd.DataFrame) -> dict[str, int]:
+    return trials["state"].value_counts().to_dict() if len(trials) else {}
+
+
+def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
+    """The trials' records (each trial's state as the study recorded it when it ended: the runs file) and the
+    tables written from them (sessions.parquet, trials.parquet, table.txt, table.md, best_config.json)."""
+    plan = p.plan
+    runs = tracking.load_runs(p.dir)
+    recs = [records.from_tune(r, varying=p.varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
+            for r in launched.results]
+    sessions, trials = records.frames(recs)
     table = results.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials) if len(sessions) else pd.DataFrame()
     table_text = results.annotate(results.format_table(table), trials, order=plan.order)
     best = results.best_config(trials) if len(trials) else None
@@ -786,49 +883,34 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
     (p.dir / "table.md").write_text(results.annotate(results.format_table(table, markdown=True), trials,
                                                      markdown=True, order=plan.order) + "\n")
     files.append(p.dir / "table.md")
-    counts = trials["state"].value_counts().to_dict() if len(trials) else {}
-    wall = time.time() - t0
-    metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
-               "study/trials_failed": counts.get(K.FAILED, 0), "study/trials_unfinished": unfinished,
-               "study/wall_time_s": wall}
-    if best:
-        metrics["study/best_objective"] = best["mean_over_seeds"]
-    if stopped:
-        try:
-            tracker.close_open_runs()
-            tracker.finish("KILLED", files, metrics)
-        except tracking.TrackingError as e:  # the store itself is what stopped the study
-            print(f"warning: the MLflow runs could not be marked KILLED ({e}); --resume reopens them", flush=True)
-        _upload(where)
-        p.lock.release()
-        ended = ended_count(recs)
-        print(f"\n{plan.name} stopped ({stopped}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
-              f"are in {where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True)
-        raise SystemExit(130)
-    _upload(where)  # the tables are safe in the object store before figures and the report are drawn
-    print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
-          f"(selection used validation accuracy only)\n{table_text}")
-    if best:
-        print(f"best configuration by {K.OBJECTIVE}: {best['config_label']} ({best['mean_over_seeds']:.2f})")
-    figs = artifacts.study_figures(plan.name, sessions, trials, p.dir, order=plan.order) if len(sessions) else []
+    return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0)
+
+
+def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, stopped: str, ended: int) -> None:
+    """A study that stopped early: runs KILLED, files uploaded, the --resume command printed; exit 130."""
+    try:
+        tracker.close_open_runs()
+        tracker.finish("KILLED", files, metrics)
+    except tracking.TrackingError as e:  # the store itself is what stopped the study
+        print(f"warning: the MLflow runs could not be marked KILLED ({e}); --resume reopens them", flush=True)
+    _upload(p.where)
+    print(f"\n{p.plan.name} stopped ({stopped}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
+          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True)
+    raise SystemExit(130)
+
+
+def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
+    """The study's figures and report.md (with where its runs are in MLflow)."""
+    plan = p.plan
+    figs = (artifacts.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order)
+            if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-    report = artifacts.write_study_report(p.dir, study=plan.name, table=table, trials=trials, best=best, figures=figs,
-                                          meta=meta, order=plan.order)
-    extra = [*figs, report]
-    tracker.finish("FINISHED", [*files, *extra], metrics)
-    _upload(where)
-    where.cleanup()
-    p.lock.release()
-    print(f"\n{plan.name}: {len(trials)} trials ({counts.get(K.COMPLETE, 0)} complete, {counts.get(K.PRUNED, 0)} "
-          f"pruned, {counts.get(K.FAILED, 0)} failed) in {wall:.0f} s")
-    print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
-          + "".join(f", {Path(a).name}" for a in extra) + ")")
-    print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
-    print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
-    return Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, where, wall)
+    report = artifacts.write_study_report(p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best,
+                                          figures=figs, meta=meta, order=plan.order)
+    return [*figs, report]
 
 
 def ended_count(recs: list) -> int:
@@ -871,11 +953,26 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
     if opts.dry_run:
         dry_run(plan, opts)
         return None
-    try:
+    with _bad_input():
         p = prepare(plan, opts)
+    with study_lock(p):
+        with _bad_input():
+            p.settings = claim(p)
+        launched = launch(p)
+        return _summarise(p, launched, t0)
+
+
+@contextmanager
+def _bad_input() -> Iterator[None]:
+    """Bad input (flags, config, stores) ends the study with its message and exit code 2."""
+    try:
+        yield
     except (ConfigError, StudyInputError, tracking.TrackingError) as e:
         fail(str(e))
-    launched = launch(p)
+
+
+def _summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
+    """summarise; a disk that fills while the tables are written ends in a message and the --resume command."""
     try:
         return summarise(p, launched, t0)
     except OSError as e:
@@ -884,5 +981,5 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
         launched.tracker.close_open_runs()
         launched.tracker.finish("FAILED")
         print(f"\nerror: no space left in {p.where} while writing the study's tables ({e}); free space, then "
-              f"continue with: {shlex.join(resume_command(opts))}", file=sys.stderr, flush=True)
+              f"continue with: {shlex.join(resume_command(p.opts))}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None

@@ -42,6 +42,9 @@ def rebind(folder: str, **paths: str) -> None:
     On --resume, Tune unpickles the searcher, the stopper and the tracker with the paths of the
     driver that started the study; for an object store those named a staging folder that may be
     gone (another machine, a new temporary folder). Their __setstate__ asks `rebound` instead.
+    A registry, because nothing else reaches them: Tuner.restore takes no searcher, stopper or callbacks
+    (ray/tune/tuner.py), and what Tune hands them later (Searcher.set_search_properties: the param space,
+    Callback.setup: sample counts) carries no paths of the study.
     """
     _REBOUND[folder] = dict(paths)
 

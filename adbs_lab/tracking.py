@@ -7,7 +7,9 @@ experiment = study name; one parent run per study invocation; one nested run per
 epoch) and session/* (step = session index), summary/*, and tags adbs.state etc.
 
 The trial -> MLflow run id map is kept in `<study dir>/mlflow_runs.json`, so a restored
-trial reopens its run instead of creating a duplicate (Ray's MLflowLoggerCallback would).
+trial reopens its run instead of creating a duplicate (Ray's MLflowLoggerCallback would). The same file
+records how each trial ended (`ended`: the state StudySearch classified, adbs_lab/search.py), which the
+study's tables read (adbs_lab/study.py: summarise).
 """
 
 from __future__ import annotations
@@ -32,9 +34,8 @@ from tenacity import (
 from adbs_lab import metrics_keys as K
 from adbs_lab import paths
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
-from adbs_lab.records import base_boundaries, classify
-from adbs_lab.search import optuna_pruned
-from adbs_lab.space import SEED_KEY, describe, resolve
+from adbs_lab.records import base_boundaries
+from adbs_lab.space import SEED_KEY, describe, trial_config
 
 RUNS_FILE = "mlflow_runs.json"
 LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
@@ -146,20 +147,21 @@ def check_tracking_uri(uri: str) -> None:
 
 def load_runs(study_dir: Path) -> dict[str, Any]:
     f = study_dir / RUNS_FILE
-    return json.loads(f.read_text()) if f.exists() else {"parent": None, "trials": {}}
+    return json.loads(f.read_text()) if f.exists() else {"parent": None, "trials": {}, "ended": {}}
 
 
 class MlflowTracker(Callback):
-    def __init__(self, *, uri: str, study: str, study_dir: Path, run_name: str, tags: dict[str, str],
-                 varying: list[str], rows: dict[str, dict] | None, resume: bool, optuna_url: str,
-                 optuna_study: str) -> None:
-        self.uri, self.study, self.study_dir = uri, study, Path(study_dir)
-        self.run_name, self.tags, self.varying, self.rows = run_name, tags, varying, rows
-        self.resume = resume
-        self.optuna_url, self.optuna_study = optuna_url, optuna_study
+    def __init__(self, *, uri: str, study: str, folder: str, study_dir: Path, run_name: str, tags: dict[str, str],
+                 varying: list[str], resume: bool, ends=None) -> None:
+        """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch)."""
+        self.uri, self.study, self.folder, self.study_dir = uri, study, folder, Path(study_dir)
+        self.run_name, self.tags, self.varying = run_name, tags, varying
+        self.resume, self.ends = resume, ends
         self._client = None
         self.parent_run_id: str | None = None
         self.experiment_id: str | None = None
+        self._sessions: dict[str, dict[int, dict]] = {}  # trial id -> session -> its metrics (session_curve.png)
+        self._last_step: dict[tuple[str, str], int] = {}  # (trial id, prefix) -> last step logged
         self.start()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -170,9 +172,8 @@ class MlflowTracker(Callback):
 
         self.__dict__.update(state)
         self._client = None
-        # --resume elsewhere: this driver's staging folder and Optuna URL (study_folder.rebind)
-        self.study_dir = rebound(self.optuna_study, "study_dir", self.study_dir)
-        self.optuna_url = rebound(self.optuna_study, "optuna_url", self.optuna_url)
+        # --resume elsewhere: this driver's staging folder (study_folder.rebind)
+        self.study_dir = rebound(self.folder, "study_dir", self.study_dir)
 
     @property
     def client(self):
@@ -198,7 +199,7 @@ class MlflowTracker(Callback):
             run = self.client.create_run(self.experiment_id, run_name=self.run_name,
                                          tags={**self.tags, "adbs.role": "study", "adbs.study": self.study})
             self.parent_run_id = run.info.run_id
-            runs = {"parent": self.parent_run_id, "trials": {}}
+            runs = {"parent": self.parent_run_id, "trials": {}, "ended": {}}
         self._runs = runs
         self._save()
 
@@ -252,10 +253,13 @@ class MlflowTracker(Callback):
         from mlflow.entities import Param
 
         run_id = self.trial_run_id(trial.trial_id)
-        if run_id:  # restored trial: continue its run (fault tolerance)
+        if run_id:  # restored trial: continue its run (fault tolerance); how it ended before no longer holds
+            self.ends.reopen(trial.trial_id)
+            if self._runs.setdefault("ended", {}).pop(trial.trial_id, None):
+                self._save()
             self.client.update_run(run_id, status="RUNNING")
             return
-        cfg = resolve(trial.config, self.rows)
+        cfg = trial_config(trial.config)
         tags = {
             "mlflow.parentRunId": self.parent_run_id,
             "adbs.role": "trial",
@@ -286,17 +290,16 @@ class MlflowTracker(Callback):
         elif kind == K.KIND_SESSION:
             prefix, step = K.SESSION, int(result[K.SESSION_STEP])
             # kept for the trial's session_curve.png
-            self.__dict__.setdefault("_sessions", {}).setdefault(trial.trial_id, {})[step] = K.strip(K.SESSION, result)
+            self._sessions.setdefault(trial.trial_id, {})[step] = K.strip(K.SESSION, result)
         elif kind == K.KIND_SUMMARY:
             prefix, step = K.SUMMARY, 0
         else:
             return
         # A trial restarted from its checkpoint re-reports the steps between that checkpoint and
         # the crash; they are identical (deterministic resume), so log each step once.
-        last = self.__dict__.setdefault("_last_step", {})
-        if kind != K.KIND_SUMMARY and step <= last.get((trial.trial_id, prefix), -1):
+        if kind != K.KIND_SUMMARY and step <= self._last_step.get((trial.trial_id, prefix), -1):
             return
-        last[(trial.trial_id, prefix)] = step
+        self._last_step[(trial.trial_id, prefix)] = step
         ts = int(time.time() * 1000)
         metrics = [Metric(k, float(v), ts, step) for k, v in result.items()
                    if isinstance(k, str) and k.startswith(prefix) and k not in (K.BASE_STEP, K.SESSION_STEP)
@@ -316,12 +319,14 @@ class MlflowTracker(Callback):
             print(f"warning: artifacts of run {run_id} not logged: {e}", flush=True)
 
     def _end(self, trial, state: str, reason: str | None = None) -> None:
+        self._runs.setdefault("ended", {})[trial.trial_id] = state  # the tables' record (adbs_lab/study.py)
+        self._save()
         run_id = self.trial_run_id(trial.trial_id)
         if run_id is None:
             return
         from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS_KEY
 
-        sessions = [v for _, v in sorted(self.__dict__.get("_sessions", {}).pop(trial.trial_id, {}).items())]
+        sessions = [v for _, v in sorted(self._sessions.pop(trial.trial_id, {}).items())]
         boundaries = (trial.last_result or {}).get(BOUNDARIES_KEY)
         self._log_trial_artifacts(run_id, sessions=sessions, boundaries=json.loads(boundaries) if boundaries else None,
                                   title=f"{self.study}: {describe(trial.config, self.varying)}",
@@ -339,8 +344,7 @@ class MlflowTracker(Callback):
         self.client.set_terminated(run_id, status=status)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
-        number = trial.config.get(OPTUNA_TRIAL_KEY)
-        state = classify(trial.last_result, pruned=optuna_pruned(self.optuna_url, self.optuna_study, number))
+        state = self.ends.ended(trial)  # as StudySearch classified it when Tune told it the trial ended
         reason = (trial.last_result or {}).get(K.ERROR)
         if state == K.FAILED and not reason:
             reason = "the trial ended without a finite objective"

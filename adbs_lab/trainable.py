@@ -17,30 +17,29 @@ from typing import Any, Callable
 
 from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS_KEY, encode_embeddings
-from adbs_lab.space import resolve
+from adbs_lab.space import trial_config
 
 CHECKPOINT_FILE = "trial_state.pt"
 NODE_ID_KEY = "ray_node_id"
 
 
-def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None,
-                   trial_fn: Callable | None = None, cache_dir: str | None = None,
+def make_trainable(*, trial_fn: Callable | None = None, cache_dir: str | None = None,
                    checkpoint_every: int = 5) -> Callable[[dict[str, Any]], None]:
     """`trial_fn(cfg, hooks=..., cache=..., resume=...)` defaults to adbs.trial.run_trial (tests may pass a fake).
 
+    The trial's Config comes resolved in its Tune config (space.trial_config), its torch threads included
+    (the driver writes --cpus-per-trial into them: adbs_lab/study.py; adbs/runtime.py applies them).
     cache_dir: base-session cache shared by the study's trials (None = --no-cache).
     Checkpoints: the trial state from adbs.loops's on_checkpoint hook is attached to the
     next report; a trial restarted by Ray Tune (FailureConfig) resumes from the latest one.
     A NaN/inf loss or boundary (NumericalError) ends the trial as FAILED with its reason, not as an
     error Tune would retry: it would fail the same way again.
     """
-    threads = max(1, int(cpus_per_trial))
 
     def adbs_trial(config: dict[str, Any]) -> None:
-        import torch
         from ray import tune
 
-        from adbs.loops import Hooks
+        from adbs.loops import Hooks, NumericalError
 
         _quiet_stop()
         # Ray Train logs every checkpoint at INFO ("Checkpoint successfully created at: ..."), one
@@ -48,73 +47,99 @@ def make_trainable(*, cpus_per_trial: float, rows: dict[str, dict] | None = None
         import logging
 
         logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
-        cfg = resolve(config, rows)
-        if cfg.threads is None:  # a study started before trials carried their threads: its CPUs, as it ran then
-            cfg = cfg.replace(threads=threads)
-        # torch's threads follow cfg.threads (adbs/runtime.py, the rule `python -m adbs.run` follows too)
-        placeholder = {K.OBJECTIVE: float("nan")}
-        pending: list[dict[str, Any]] = []  # a checkpoint waiting for the report it belongs to
-
-        def on_checkpoint(state: dict[str, Any]) -> None:
-            pending[:] = [state]
-
-        def report(metrics: dict[str, Any]) -> None:
-            if not pending:
-                tune.report(metrics)
-                return
-            with tempfile.TemporaryDirectory() as tmp:
-                torch.save(pending.pop(), os.path.join(tmp, CHECKPOINT_FILE))
-                tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
-
-        def on_base_epoch(m: dict[str, float]) -> None:
-            report({**K.base(m), **placeholder, K.REPORT_KIND: K.KIND_BASE})
-            _inject_fault(cfg, int(m["epoch"]))
-
-        def on_session(m: dict[str, float]) -> None:
-            report({**K.session(m), **placeholder, K.REPORT_KIND: K.KIND_SESSION})
-
-        resume = None
-        ckpt = tune.get_checkpoint()
-        if ckpt is not None:  # restarted after a crash: continue from the latest checkpoint
-            with ckpt.as_directory() as d:
-                resume = torch.load(os.path.join(d, CHECKPOINT_FILE), map_location="cpu", weights_only=False)
-
-        from adbs.loops import NumericalError
-
+        cfg = trial_config(config)
+        reports = _Reports(cfg)
+        hooks = Hooks(on_base_epoch=reports.base_epoch, on_session=reports.session,
+                      on_checkpoint=reports.checkpoint, checkpoint_every=checkpoint_every)
+        resume, cache = _resume_state(), _cache(cache_dir)
         fn = trial_fn
         if fn is None:
             from adbs.trial import run_trial as fn
-        hooks = Hooks(on_base_epoch=on_base_epoch, on_session=on_session, on_checkpoint=on_checkpoint,
-                      checkpoint_every=checkpoint_every)
-        cache = None
-        if cache_dir is not None:
-            from adbs.cache import BaseCache
-
-            # holder = this Tune trial: restarted after its worker died, it takes over its own lease at once
-            cache = BaseCache(cache_dir, holder=tune.get_context().get_trial_id())
         kwargs = {"cache": cache, "resume": resume} if trial_fn is None else {}
         try:
             result = fn(cfg, hooks=hooks, **kwargs)
         except NumericalError as e:
-            tune.report({**placeholder, K.REPORT_KIND: K.KIND_FAILED, K.ERROR: str(e)})
+            tune.report({**PLACEHOLDER, K.REPORT_KIND: K.KIND_FAILED, K.ERROR: str(e)})
             return
-        summary = K.summary(result.summary)
-        summary.setdefault(K.OBJECTIVE, float("nan"))
-        # m of every class after every session (the tracker logs it as boundaries.csv)
-        boundaries = getattr(result, "boundaries", None)
-        extra = {BOUNDARIES_KEY: json.dumps(boundaries)} if boundaries else {}
-        sample = (getattr(result, "extra", None) or {}).get("embeddings")
-        if sample:  # keep_embeddings: the t-SNE and similarity figures' data (the tracker logs embeddings.json)
-            extra[EMBEDDINGS_KEY] = encode_embeddings(sample)
-        extra[K.WARNING] = "; ".join(getattr(result, "warnings", None) or [])  # collapse warnings, "" if none
-        # Which Ray node ran the trial (result.json beside Tune's node_ip/pid, which cannot tell apart
-        # two nodes on one host); the tracker and the tables ignore keys outside base/ session/ summary/.
-        import ray
-
-        extra[NODE_ID_KEY] = ray.get_runtime_context().get_node_id()
-        tune.report({**summary, K.REPORT_KIND: K.KIND_SUMMARY, **extra})
+        tune.report(_summary(result))
 
     return adbs_trial
+
+
+PLACEHOLDER = {K.OBJECTIVE: float("nan")}
+"""The objective in every report before the summary (strict metric checking); StudySearch never tells it."""
+
+
+class _Reports:
+    """The trial's base-epoch and session reports; a checkpoint rides with the report after it."""
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+        self.pending: list[dict[str, Any]] = []  # a checkpoint waiting for the report it belongs to
+
+    def checkpoint(self, state: dict[str, Any]) -> None:
+        self.pending[:] = [state]
+
+    def report(self, metrics: dict[str, Any]) -> None:
+        import torch
+        from ray import tune
+
+        if not self.pending:
+            tune.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.save(self.pending.pop(), os.path.join(tmp, CHECKPOINT_FILE))
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
+
+    def base_epoch(self, m: dict[str, float]) -> None:
+        self.report({**K.base(m), **PLACEHOLDER, K.REPORT_KIND: K.KIND_BASE})
+        _inject_fault(self.cfg, int(m["epoch"]))
+
+    def session(self, m: dict[str, float]) -> None:
+        self.report({**K.session(m), **PLACEHOLDER, K.REPORT_KIND: K.KIND_SESSION})
+
+
+def _resume_state() -> dict[str, Any] | None:
+    """The latest checkpoint's trial state when Tune restarted this trial after a crash, else None."""
+    import torch
+    from ray import tune
+
+    ckpt = tune.get_checkpoint()
+    if ckpt is None:
+        return None
+    with ckpt.as_directory() as d:
+        return torch.load(os.path.join(d, CHECKPOINT_FILE), map_location="cpu", weights_only=False)
+
+
+def _cache(cache_dir: str | None):
+    """The study's base-session cache (None = --no-cache)."""
+    if cache_dir is None:
+        return None
+    from ray import tune
+
+    from adbs.cache import BaseCache
+
+    # holder = this Tune trial: restarted after its worker died, it takes over its own lease at once
+    return BaseCache(cache_dir, holder=tune.get_context().get_trial_id())
+
+
+def _summary(result) -> dict[str, Any]:
+    """The trial's last report: summary/*, m of every class after every session, embeddings, warnings, node."""
+    import ray
+
+    summary = K.summary(result.summary)
+    summary.setdefault(K.OBJECTIVE, float("nan"))
+    # m of every class after every session (the tracker logs it as boundaries.csv)
+    boundaries = getattr(result, "boundaries", None)
+    extra = {BOUNDARIES_KEY: json.dumps(boundaries)} if boundaries else {}
+    sample = (getattr(result, "extra", None) or {}).get("embeddings")
+    if sample:  # keep_embeddings: the t-SNE and similarity figures' data (the tracker logs embeddings.json)
+        extra[EMBEDDINGS_KEY] = encode_embeddings(sample)
+    extra[K.WARNING] = "; ".join(getattr(result, "warnings", None) or [])  # collapse warnings, "" if none
+    # Which Ray node ran the trial (result.json beside Tune's node_ip/pid, which cannot tell apart
+    # two nodes on one host); the tracker and the tables ignore keys outside base/ session/ summary/.
+    extra[NODE_ID_KEY] = ray.get_runtime_context().get_node_id()
+    return {**summary, K.REPORT_KIND: K.KIND_SUMMARY, **extra}
 
 
 def _quiet_stop() -> None:

@@ -62,8 +62,8 @@ def test_study_experiments_open_in_mlflows_model_training_view(tmp_path):
     client.create_experiment("older")  # a study's experiment made before the tag existed
 
     def tracker(study):
-        return MlflowTracker(uri=uri, study=study, study_dir=tmp_path / study, run_name="r", tags={}, varying=[],
-                             rows=None, resume=False, optuna_url="", optuna_study=study)
+        return MlflowTracker(uri=uri, study=study, folder=study, study_dir=tmp_path / study, run_name="r", tags={},
+                             varying=[], resume=False)
 
     for study in ("new", "older"):
         tracker(study)

@@ -142,3 +142,36 @@ def test_eight_trials_finishing_together_lose_nothing(ray_address, storage, trac
         assert sorted((m.step, m.value) for m in hist) == [(s, 50.0 + seed + s) for s in range(3)]
         assert r.data.metrics["summary/val_avg_acc"] == 50.0 + seed
         assert r.info.status == "FINISHED"
+
+
+@pytest.mark.slow
+def test_a_trials_optuna_state_is_read_once_when_it_ends(ray_address, storage, tracking_uri, monkeypatch):
+    """A trial ends once: StudySearch reads its Optuna state when Tune tells it the trial ended (before Tune's
+    callbacks), classifies it, and the MLflow tracker, the progress line and the tables receive that record
+    (adbs_lab/search.py). BaseEpochStopper's reads during base epochs are the pruner at work, not counted."""
+    from collections import Counter
+
+    from adbs_lab import search
+
+    reads: Counter = Counter()
+    real = search._LiveStudy._state
+
+    def counted(self, number):
+        if isinstance(self, search.StudySearch):
+            reads[number] += 1
+        return real(self, number)
+
+    monkeypatch.setattr(search._LiveStudy, "_state", counted)
+    plan = study.Plan(name="reads", space={"variant": "adb+ic", "base_lr": FloatDistribution(1e-4, 0.1, log=True)},
+                      space_source="tests:reads", points_to_evaluate=[{"base_lr": 0.1}, {"base_lr": 1e-4}],
+                      trial_fn=fake_trial)
+    args = _args(["--smoke", "--set", "base_epochs=2", "--seeds", "1", "2", "--num-samples", "2",
+                  "--max-concurrent", "2"], storage, tracking_uri, ray_address)
+    out = study.run(plan, args)
+    assert len(out.trials) == 4
+    assert reads == {0: 2, 1: 2}  # one read per Tune trial: 2 configurations x 2 seeds
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name("reads")
+    tags = {r.data.tags["adbs.trial_id"]: r.data.tags["adbs.state"] for r in client.search_runs([exp.experiment_id])
+            if r.data.tags.get("adbs.role") == "trial"}
+    assert tags == dict(zip(out.trials["trial_id"], out.trials["state"]))  # one record, the same everywhere

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 from adbs_lab import metrics_keys as K
 from adbs_lab.progress import Progress
+from adbs_lab.records import classify
 
 
 class Clock:
@@ -22,7 +23,7 @@ def _epoch(epoch, secs, n=10, val=40.0, reused=0.0):
 
 
 def _progress(clock, **kw):
-    return Progress(study="s", total=4, varying=["alpha"], is_pruned=lambda t: False, max_concurrent=2,
+    return Progress(study="s", total=4, varying=["alpha"], ended=lambda t: classify(t.last_result), max_concurrent=2,
                     clock=clock, **kw)
 
 
