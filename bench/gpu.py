@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -130,20 +129,20 @@ def epoch_figures(out: dict[str, Any], n_train: int) -> dict[str, float]:
 def authors_epochs(official: Path, data: dict[str, Any], work: Path, device: str, epochs: int,
                    variants: tuple[str, ...] = ("published", "no_dropped_crops")) -> dict[str, Any]:
     """The authors' base epoch (median train seconds) as published and without the dropped multi-crops."""
-    import vs_official as vs
+    from side_by_side.commands import released_command
+    from side_by_side.data import copy_lists
+    from side_by_side.logs import parse_released_log
+    from side_by_side.patches import apply_patches, copy_released, released_patches
 
     copy = work / "official"
-    vs.copy_released(official, copy)
+    copy_released(official, copy)
     # base session plus one incremental session: the epoch time is what is measured
-    vs.apply_patches(copy, vs.released_patches(device, sessions=1))
-    lists = copy / "data" / "index_list" / "cifar100"  # where the released loader reads the session lists
-    lists.mkdir(parents=True)
-    for f in sorted(Path(data["index_list"]).iterdir()):
-        shutil.copy(f, lists / f.name)
+    apply_patches(copy, released_patches(device, sessions=1))
+    copy_lists(data, copy)  # where the released loader reads the session lists
     out = {}
     for name in variants:
         published = name == "published"
-        cmd = vs.released_command(sys.executable, Path(data["data_root"]), seed=1, epochs=epochs, device=device)
+        cmd = released_command(sys.executable, Path(data["data_root"]), seed=1, epochs=epochs, device=device)
         if published:  # the README's command: its default 2 x 224 + 4 x 96 multi-crops, computed and dropped
             i = cmd.index("-num_crops")
             del cmd[i:i + 6]
@@ -151,7 +150,7 @@ def authors_epochs(official: Path, data: dict[str, Any], work: Path, device: str
         (work / f"official-{name}.log").write_text(r.stdout + r.stderr)
         if r.returncode != 0:
             raise SystemExit(f"the authors' code failed ({name}): {(r.stdout + r.stderr)[-2000:]}")
-        rows = vs.parse_released_log(r.stdout + r.stderr)["epochs"]
+        rows = parse_released_log(r.stdout + r.stderr)["epochs"]
         secs = [row.get("train_s", row.get("train_time", float("nan"))) for row in rows]
         out[name] = statistics.median(secs[1:] if len(secs) > 1 else secs)
     return out
@@ -190,11 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.out is not None and out_dir_problem(a.out):  # now, not after the benchmark: its figures would be lost
         ap.error(out_dir_problem(a.out))
     if a.official is not None:
-        import vs_official as vs
+        from side_by_side import ToolError
+        from side_by_side.patches import check_released_checkout
 
         try:
-            vs.check_released_checkout(a.official)
-        except vs.ToolError as e:
+            check_released_checkout(a.official)
+        except ToolError as e:
             ap.error(f"--official {a.official}: {e}")
     s = {**FULL, **(QUICK if a.quick else {})}
     epochs = a.epochs or s["epochs"]
@@ -226,16 +226,17 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="adbs-gpu-bench-") as tmp:
         work = Path(tmp)
-        import vs_official as vs
+        from side_by_side import BASE_CLASSES
+        from side_by_side.data import write_benchmark
 
-        data = vs.write_benchmark(work / "data", train_per_class=s["train_per_class"], test_per_class=s["test_per_class"])
+        data = write_benchmark(work / "data", train_per_class=s["train_per_class"], test_per_class=s["test_per_class"])
         cfg = {**base, "dataset": "cifar100", "data_root": data["data_root"], "index_list": data["index_list"],
                "base_epochs": epochs, "device": device, "backbone": backbone}
         for k in ("sessions", "finetune_epochs"):
             if k in s:
                 cfg[k] = s[k]
         cfg = {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items()}
-        n_train = round(vs.BASE_CLASSES * s["train_per_class"] * (1 - base["val_fraction"]))
+        n_train = round(BASE_CLASSES * s["train_per_class"] * (1 - base["val_fraction"]))
 
         # 2. one trial alone (all the machine's CPUs, as one trial per GPU gets them)
         cpus = os.cpu_count() or 1

@@ -15,10 +15,10 @@ difference the side-by-side runs find comes from what this tool fixes: the data 
 holds out validation images), the order and augmentation of the batches, and the random initialisation.
 
 How, in order:
-1. Copies the checkout to a temporary folder and applies vs_official's CPU patches (released_patches:
-   no md5 checks, numpy 2, CUDA calls -> CPU).
+1. Copies the checkout to a temporary folder and applies bench/vs_official.py's CPU patches
+   (bench/side_by_side/patches.yaml: no md5 checks, numpy 2, CUDA calls -> CPU).
 2. Writes the embedded benchmark in the CIFAR-100 layout, --train-per-class images per class
-   (vs_official.write_benchmark; ours needs a dataset for its validation and prototype passes: it holds out
+   (side_by_side.data.write_benchmark; ours needs a dataset for its validation and prototype passes: it holds out
    one image per class) and draws --steps full batches of --batch-size base images, reshuffled after each
    pass over them, with ours' train augmentation (random crop with 4 px zero padding, flip: the released
    CIFAR transform).
@@ -65,9 +65,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-import vs_official as vs  # noqa: E402  (bench/vs_official.py: patches, benchmark writer, checkout checks)
+from side_by_side import ALL_SESSIONS, BASE_CLASSES, ToolError  # noqa: E402  (bench/vs_official.py's package)
+from side_by_side.data import write_benchmark  # noqa: E402
+from side_by_side.patches import apply_patches, check_released_checkout, copy_released, released_patches  # noqa: E402
 
-BASE = vs.BASE_CLASSES
+BASE = BASE_CLASSES
 
 # Runs in the patched copy (cwd): the released code's own objects, nothing of ours.
 RELEASED_SCRIPT = r"""
@@ -273,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
               "--train-per-class in 6..500 (the benchmark writer draws 5 shots per novel class)", file=sys.stderr)
         return 2
     try:
-        vs.check_released_checkout(Path(a.official).expanduser())
-    except vs.ToolError as e:
+        check_released_checkout(Path(a.official).expanduser())
+    except ToolError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     from adbs.overrides import from_dict
@@ -284,13 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="lockstep-"))
     try:
         copy = tmp / "released"
-        vs.copy_released(Path(a.official).expanduser().resolve(), copy)
-        vs.apply_patches(copy, vs.released_patches("cpu", vs.ALL_SESSIONS))
+        copy_released(Path(a.official).expanduser().resolve(), copy)
+        apply_patches(copy, released_patches("cpu", ALL_SESSIONS))
         # ours' validation and prototype passes need a dataset: one validation image per class (val_fraction 1/n);
         # the batches are drawn from all of the written base images
         n = a.train_per_class
         threads = torch.get_num_threads()
-        info = vs.write_benchmark(tmp / "data", version=a.synthetic_version, train_per_class=n, test_per_class=1)
+        info = write_benchmark(tmp / "data", version=a.synthetic_version, train_per_class=n, test_per_class=1)
         cfg = from_dict({**PRESETS["cifar100"], "data_root": info["data_root"], "index_list": info["index_list"],
                          "base_epochs": a.steps, "seed": a.seed, "device": "cpu", "sessions": 1,
                          **({"schedule": "cosine"} if a.schedule == "cosine" else

@@ -1,4 +1,5 @@
-"""bench/vs_official.py: the side-by-side check against the authors' released code.
+"""bench/vs_official.py (the package bench/side_by_side/): the side-by-side check against the authors'
+released code.
 
 Unit tests (fast): patches (each applied exactly once, clear errors), the input checks (before any
 compute), the benchmark writer (bytes, index lists, both codes' loaders), both parsers, the CI arithmetic,
@@ -32,26 +33,22 @@ needs_official = pytest.mark.skipif(not (OFFICIAL / "models" / "adbs" / "fscil_t
                                     reason=f"the authors' ADBS code is not at {OFFICIAL} (set ADBS_OFFICIAL)")
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("vs_official", REPO / "bench" / "vs_official.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["vs_official"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(REPO / "bench"))
+import side_by_side as sbs  # noqa: E402  (bench/vs_official.py's package, one module a step: sbs.<module>.<name>)
 
-
-vs = _load()
+for _module in ("cli", "commands", "data", "logs", "patches", "report", "reuse", "run", "stats"):
+    importlib.import_module(f"side_by_side.{_module}")
 
 
 @pytest.fixture
 def released_copy(tmp_path: Path) -> Path:
     d = tmp_path / "released"
-    vs.copy_released(OFFICIAL, d)
+    sbs.patches.copy_released(OFFICIAL, d)
     return d
 
 
 def _files(root: Path) -> dict[str, str]:
-    return {f: (root / f).read_text() for f in vs.RELEASED_FILES}
+    return {f: (root / f).read_text() for f in sbs.patches.RELEASED_FILES}
 
 
 # --- patches --------------------------------------------------------------------------------------------------
@@ -61,8 +58,8 @@ def _files(root: Path) -> dict[str, str]:
 @pytest.mark.parametrize("device,sessions", [("cuda", 8), ("cpu", 8), ("cpu", 2)])
 def test_every_patch_applies_exactly_once(released_copy: Path, device: str, sessions: int):
     before = _files(released_copy)
-    patches = vs.released_patches(device, sessions)
-    vs.apply_patches(released_copy, patches)
+    patches = sbs.patches.released_patches(device, sessions)
+    sbs.patches.apply_patches(released_copy, patches)
     after = _files(released_copy)
     names = {p.name for p in patches}
     assert {"md5-train", "md5-meta", "numpy2", "print-epoch", "print-base", "print-session"} <= names
@@ -71,7 +68,7 @@ def test_every_patch_applies_exactly_once(released_copy: Path, device: str, sess
     for p in patches:
         assert before[p.file].count(p.old) == p.count, p.describe()
         assert after[p.file].count(p.new) == before[p.file].count(p.new) + p.count, p.describe()  # once per site
-    for f in vs.RELEASED_FILES:  # the patched files still compile; nothing outside the listed files changed
+    for f in sbs.patches.RELEASED_FILES:  # the patched files still compile; nothing outside the listed files changed
         compile(after[f], f, "exec")
         if f not in {p.file for p in patches}:
             assert after[f] == before[f]
@@ -88,10 +85,10 @@ def test_every_patch_applies_exactly_once(released_copy: Path, device: str, sess
 
 @needs_official
 def test_patching_twice_is_refused(released_copy: Path):
-    vs.apply_patches(released_copy, vs.released_patches("cpu", 8))
+    sbs.patches.apply_patches(released_copy, sbs.patches.released_patches("cpu", 8))
     snapshot = _files(released_copy)
-    with pytest.raises(vs.PatchError, match="already patched"):
-        vs.apply_patches(released_copy, vs.released_patches("cpu", 8))
+    with pytest.raises(sbs.patches.PatchError, match="already patched"):
+        sbs.patches.apply_patches(released_copy, sbs.patches.released_patches("cpu", 8))
     assert _files(released_copy) == snapshot
 
 
@@ -100,32 +97,48 @@ def test_a_missing_patch_target_is_a_clear_error_and_writes_nothing(released_cop
     f = released_copy / "models/adbs/fscil_trainer.py"
     f.write_text(f.read_text().replace("self.model.mode = 'avg_cos'", "self.model.mode = 'something_else'"))
     snapshot = _files(released_copy)
-    with pytest.raises(vs.PatchError) as e:
-        vs.apply_patches(released_copy, vs.released_patches("cuda", 8))
+    with pytest.raises(sbs.patches.PatchError) as e:
+        sbs.patches.apply_patches(released_copy, sbs.patches.released_patches("cuda", 8))
     msg = str(e.value)
     assert "patch print-base" in msg and "models/adbs/fscil_trainer.py" in msg and "found 0" in msg
     assert "a09f41e" in msg
     assert _files(released_copy) == snapshot  # checked before any file is written
 
 
+def test_the_patches_are_data(monkeypatch, tmp_path: Path):
+    """patches.yaml: the groups chosen by device and sessions, the session count filled in, a bad entry named."""
+    names = [p.name for p in sbs.patches.released_patches("cuda", 8)]
+    assert names == ["md5-train", "md5-meta", "numpy2", "print-epoch", "print-base", "print-session"]
+    cpu = sbs.patches.released_patches("cpu", 3)
+    assert [p.name for p in cpu].count("cpu-device") == 7 and cpu[-1].name == "sessions"
+    assert "args.sessions = 4  # vs_official: --sessions 3" in cpu[-1].new and "-> 4 (base + 3" in cpu[-1].why
+    assert all("$" not in p.old + p.new + p.why for p in cpu)
+    bad = tmp_path / "patches.yaml"
+    bad.write_text("always:\n  - {name: x, file: y, find: a, put: b, count: 1}\n")
+    monkeypatch.setattr(sbs.patches, "PATCH_FILE", bad)
+    with pytest.raises(ValueError, match=r"the entry 'x' has keys .*expected \['count', 'file', 'find', 'name', "
+                                         r"'put', 'why'\]"):
+        sbs.patches.released_patches("cuda", 8)
+
+
 def test_patches_on_a_tree_that_is_not_the_released_code(tmp_path: Path):
-    for f in vs.RELEASED_FILES:
+    for f in sbs.patches.RELEASED_FILES:
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f).write_text("# another FSCIL code base\n")
     (tmp_path / "train.py").write_text("parser.add_argument('-margin')  # models.%s.fscil_trainer\n")
-    vs.check_released_checkout(tmp_path)  # the files are there ...
-    with pytest.raises(vs.PatchError, match=r"patch md5-train: expected 1 occurrence\(s\).*cifar\.py, found 0"):
-        vs.apply_patches(tmp_path, vs.released_patches("cuda", 8))  # ... but not the released code
+    sbs.patches.check_released_checkout(tmp_path)  # the files are there ...
+    with pytest.raises(sbs.patches.PatchError, match=r"patch md5-train: expected 1 occurrence\(s\).*cifar\.py, found 0"):
+        sbs.patches.apply_patches(tmp_path, sbs.patches.released_patches("cuda", 8))  # ... but not the released code
 
 
 def test_checkout_checks(tmp_path: Path):
-    with pytest.raises(vs.ToolError, match="no such folder"):
-        vs.check_released_checkout(tmp_path / "nowhere")
+    with pytest.raises(sbs.ToolError, match="no such folder"):
+        sbs.patches.check_released_checkout(tmp_path / "nowhere")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(vs.ToolError, match="not a folder"):
-        vs.check_released_checkout(tmp_path / "file")
-    with pytest.raises(vs.ToolError, match="is not the ADBS code: it lacks train.py"):
-        vs.check_released_checkout(REPO)  # this project is not the authors' code
+    with pytest.raises(sbs.ToolError, match="not a folder"):
+        sbs.patches.check_released_checkout(tmp_path / "file")
+    with pytest.raises(sbs.ToolError, match="is not the ADBS code: it lacks train.py"):
+        sbs.patches.check_released_checkout(REPO)  # this project is not the authors' code
 
 
 # --- input checks: before any compute -----------------------------------------------------------------------
@@ -134,7 +147,7 @@ def test_checkout_checks(tmp_path: Path):
 def _main_error(capsys, tmp_path: Path, *argv: str) -> str:
     out = tmp_path / "out"
     t0 = time.monotonic()
-    rc = vs.main([*argv, "--out", str(out)])
+    rc = sbs.cli.main([*argv, "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2, err
     assert time.monotonic() - t0 < 30
@@ -176,7 +189,7 @@ def test_bad_inputs_fail_before_any_compute(capsys, tmp_path: Path):
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("bench")
-    info = vs.write_benchmark(root, version=2, synthetic_seed=0, train_per_class=30, test_per_class=7, split_seed=3)
+    info = sbs.data.write_benchmark(root, version=2, synthetic_seed=0, train_per_class=30, test_per_class=7, split_seed=3)
     return root, info
 
 
@@ -196,7 +209,7 @@ def test_written_pickles_hold_the_embedded_benchmark_bytes(written):
     with open(root / "cifar-100-python" / "meta", "rb") as fh:
         assert len(pickle.load(fh)["fine_label_names"]) == 100
     assert info["train_images"] == 3000 and info["test_images"] == 700
-    assert info["sha256"]["train"] == vs._sha256(root / "cifar-100-python" / "train")
+    assert info["sha256"]["train"] == sbs.data._sha256(root / "cifar-100-python" / "train")
 
 
 def test_index_lists_follow_the_projects_protocol(written):
@@ -230,8 +243,8 @@ def test_the_released_loader_reads_the_written_benchmark(written, tmp_path: Path
     """The patched copy's own CIFAR100 class (md5 and numpy-2 patches) on the written pickles and lists."""
     root, _ = written
     copy = tmp_path / "released"
-    vs.copy_released(OFFICIAL, copy)
-    vs.apply_patches(copy, vs.released_patches("cpu", 8))
+    sbs.patches.copy_released(OFFICIAL, copy)
+    sbs.patches.apply_patches(copy, sbs.patches.released_patches("cpu", 8))
     code = f"""
 import numpy as np
 import dataloader.cifar100.cifar as C
@@ -273,7 +286,7 @@ RELEASED_LOG = (
 
 
 def test_parse_released_log():
-    r = vs.parse_released_log(RELEASED_LOG)
+    r = sbs.logs.parse_released_log(RELEASED_LOG)
     assert r["sessions"] == [4.5, 1.333, 1.1] and r["sessions_source"] == "trlog['max_acc']"
     assert r["s0_carried"] == pytest.approx(1.3333333)
     assert r["base_margins"] == [0.5, -0.25, 1.0, -2.0] and r["negative_base"] == 2
@@ -284,13 +297,13 @@ def test_parse_released_log():
 
 def test_parse_released_log_without_the_final_list_and_from_the_gpu_compare_kit():
     cut = RELEASED_LOG[: RELEASED_LOG.index("[4.5, 1.333")]  # a run that died before the end
-    assert vs.parse_released_log(cut)["sessions"] == pytest.approx([1.3333, 1.3333, 1.1], abs=1e-3)
+    assert sbs.logs.parse_released_log(cut)["sessions"] == pytest.approx([1.3333, 1.3333, 1.1], abs=1e-3)
     kit = ("EPOCH_TRAIN_S 0 12.5 MARGIN_MEAN 0.9 NEG 3\nEPOCH_TRAIN_S 1 11.5 MARGIN_MEAN 0.8 NEG 14\n"
            "MARGINS_BASE [0.9, -0.1, 1.2]\n  test acc=78.080\n  test acc=72.500\n[84.58, 78.08, 72.5]\n")
-    r = vs.parse_released_log(kit)
+    r = sbs.logs.parse_released_log(kit)
     assert r["sessions"] == [84.58, 78.08, 72.5] and r["negative_base"] == 1
     assert r["epochs"] == [{"epoch": 0, "train_s": 12.5, "negative": 3}, {"epoch": 1, "train_s": 11.5, "negative": 14}]
-    assert vs.parse_released_log(kit.replace("[84.58, 78.08, 72.5]\n", ""))["sessions"] == [78.08, 72.5]
+    assert sbs.logs.parse_released_log(kit.replace("[84.58, 78.08, 72.5]\n", ""))["sessions"] == [78.08, 72.5]
 
 
 def _ours_json(accs=(80.0, 70.0, 60.0), base_m=(1.0, -0.5, 0.25)) -> dict:
@@ -306,58 +319,58 @@ def _ours_json(accs=(80.0, 70.0, 60.0), base_m=(1.0, -0.5, 0.25)) -> dict:
 
 
 def test_parse_ours_result():
-    r = vs.parse_ours_result(json.loads(json.dumps(_ours_json())))
+    r = sbs.logs.parse_ours_result(json.loads(json.dumps(_ours_json())))
     assert r["sessions"] == [80.0, 70.0, 60.0] and r["negative_base"] == 1
     assert r["base_abs_mean"] == pytest.approx(1.75 / 3) and r["best_base_epoch"] == 2
     assert [e["epoch_s"] for e in r["epochs"]] == [3.0, 2.0]
     bad = _ours_json()
     del bad["boundaries"]
-    with pytest.raises(vs.ToolError, match="python -m adbs.run --out"):
-        vs.parse_ours_result(bad)
+    with pytest.raises(sbs.ToolError, match="python -m adbs.run --out"):
+        sbs.logs.parse_ours_result(bad)
 
 
 # --- statistics ---------------------------------------------------------------------------------------------------
 
 
 def test_ci95_is_the_t_interval():
-    m, h = vs.ci95([1.0, 2.0, 3.0])
+    m, h = sbs.stats.ci95([1.0, 2.0, 3.0])
     assert m == 2.0 and h == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)  # t_{0.975, 2} * s / sqrt(n)
-    assert vs.ci95([5.0]) == (5.0, 0.0)
+    assert sbs.stats.ci95([5.0]) == (5.0, 0.0)
 
 
 def test_welch_ci_matches_scipy():
     from scipy import stats
 
     a, b = [65.17, 64.61, 59.60], [67.02, 66.55, 63.84, 66.0]
-    d, h = vs.welch_ci95(a, b)
+    d, h = sbs.stats.welch_ci95(a, b)
     ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
     assert d == pytest.approx(np.mean(b) - np.mean(a))
     assert (d - h, d + h) == pytest.approx((ci.low, ci.high), rel=1e-9)
-    assert math.isnan(vs.welch_ci95([1.0], [1.0, 2.0])[1])
-    assert vs.welch_ci95([2.0, 2.0], [3.0, 3.0]) == (1.0, 0.0)
+    assert math.isnan(sbs.stats.welch_ci95([1.0], [1.0, 2.0])[1])
+    assert sbs.stats.welch_ci95([2.0, 2.0], [3.0, 3.0]) == (1.0, 0.0)
 
 
 def test_summarize():
     released = [{"sessions": [80.0, 60.0]}, {"sessions": [82.0, 58.0]}, {"sessions": [78.0, 62.0]}]
     ours = [{"sessions": [81.0, 70.0]}, {"sessions": [83.0, 71.0]}, {"sessions": [79.0, 69.0]}]
-    rows = {r["figure"]: r for r in vs.summarize(released, ours)}
+    rows = {r["figure"]: r for r in sbs.stats.summarize(released, ours)}
     assert list(rows) == ["s0", "s1", "avg", "PD"]
     assert rows["s0"]["released_mean"] == 80.0 and rows["s0"]["diff"] == pytest.approx(1.0)
-    assert rows["s0"]["released_ci95"] == pytest.approx(vs.ci95([80.0, 82.0, 78.0])[1])
+    assert rows["s0"]["released_ci95"] == pytest.approx(sbs.stats.ci95([80.0, 82.0, 78.0])[1])
     assert rows["s0"]["within_noise"] is True and rows["s1"]["within_noise"] is False
     assert rows["avg"]["ours_mean"] == pytest.approx(np.mean([75.5, 77.0, 74.0]))
     assert rows["PD"]["released_mean"] == pytest.approx(20.0) and rows["PD"]["ours_mean"] == pytest.approx(11.0)
-    one = vs.summarize(released[:1], ours[:1])
+    one = sbs.stats.summarize(released[:1], ours[:1])
     assert one[0]["within_noise"] is None and math.isnan(one[0]["diff_ci95"])
 
 
 def test_negative_counts_after_epoch_one_and_the_base_session():
-    rel = vs.parse_released_log(RELEASED_LOG)
-    assert vs.negative_counts(rel) == {"epoch1": 6, "base": 2}  # VS_EPOCH of epoch 0; VS_BASE_MARGINS
-    ours = vs.parse_ours_result(_ours_json(base_m=(1.0, -0.5, -0.25)))
-    assert vs.negative_counts(ours) == {"epoch1": 0, "base": 2}  # base curve's first epoch; carried boundaries
-    kit = vs.parse_released_log("EPOCH_TRAIN_S 0 12.5\nMARGINS_BASE [0.9, -0.1]\n[84.58]\n")  # no NEG logged
-    assert vs.negative_counts(kit) == {"epoch1": None, "base": 1}
+    rel = sbs.logs.parse_released_log(RELEASED_LOG)
+    assert sbs.stats.negative_counts(rel) == {"epoch1": 6, "base": 2}  # VS_EPOCH of epoch 0; VS_BASE_MARGINS
+    ours = sbs.logs.parse_ours_result(_ours_json(base_m=(1.0, -0.5, -0.25)))
+    assert sbs.stats.negative_counts(ours) == {"epoch1": 0, "base": 2}  # base curve's first epoch; carried boundaries
+    kit = sbs.logs.parse_released_log("EPOCH_TRAIN_S 0 12.5\nMARGINS_BASE [0.9, -0.1]\n[84.58]\n")  # no NEG logged
+    assert sbs.stats.negative_counts(kit) == {"epoch1": None, "base": 1}
 
 
 def test_summarize_negatives():
@@ -365,20 +378,20 @@ def test_summarize_negatives():
         return [{"epochs": [{"negative": f}, {"negative": 99}], "negative_base": b} for f, b in zip(first, base)]
 
     released, ours = runs([9, 12, 15, 11], [14, 15, 16, 13]), runs([5, 6, 8], [8, 9, 10])
-    rows = {r["figure"]: r for r in vs.summarize_negatives(released, ours)}
+    rows = {r["figure"]: r for r in sbs.stats.summarize_negatives(released, ours)}
     assert list(rows) == ["epoch1", "base"]
     e1 = rows["epoch1"]
     assert e1["released"] == [9, 12, 15, 11] and e1["ours"] == [5, 6, 8]  # the first epoch's count, not a later one
-    assert (e1["released_mean"], e1["released_ci95"]) == pytest.approx(vs.ci95([9, 12, 15, 11]))
-    assert (e1["ours_mean"], e1["ours_ci95"]) == pytest.approx(vs.ci95([5, 6, 8]))
-    assert (e1["diff"], e1["diff_ci95"]) == pytest.approx(vs.welch_ci95([9, 12, 15, 11], [5, 6, 8]))
+    assert (e1["released_mean"], e1["released_ci95"]) == pytest.approx(sbs.stats.ci95([9, 12, 15, 11]))
+    assert (e1["ours_mean"], e1["ours_ci95"]) == pytest.approx(sbs.stats.ci95([5, 6, 8]))
+    assert (e1["diff"], e1["diff_ci95"]) == pytest.approx(sbs.stats.welch_ci95([9, 12, 15, 11], [5, 6, 8]))
     assert e1["diff"] == pytest.approx(19 / 3 - 47 / 4) and e1["within_noise"] is False
     assert rows["base"]["n_released"] == 4 and rows["base"]["n_ours"] == 3
-    same = {r["figure"]: r for r in vs.summarize_negatives(released, runs([10, 14, 11, 12], [13, 16, 14, 15]))}
+    same = {r["figure"]: r for r in sbs.stats.summarize_negatives(released, runs([10, 14, 11, 12], [13, 16, 14, 15]))}
     assert same["epoch1"]["within_noise"] is True and same["base"]["within_noise"] is True
     # a run whose epoch count was not logged is left out of that figure, not counted as 0
     kit = [{"epochs": [{"train_s": 1.0}], "negative_base": 3}]
-    one = {r["figure"]: r for r in vs.summarize_negatives(kit, runs([4], [5]))}
+    one = {r["figure"]: r for r in sbs.stats.summarize_negatives(kit, runs([4], [5]))}
     assert one["epoch1"]["released"] == [] and math.isnan(one["epoch1"]["released_mean"])
     assert one["base"]["released"] == [3] and one["base"]["within_noise"] is None
 
@@ -407,40 +420,40 @@ def _ns(**kw):
 
 
 def test_released_from_takes_the_earlier_runs_of_the_seeds_asked_for(tmp_path: Path):
-    reused = vs.load_released_runs(_earlier(tmp_path), _ns())
+    reused = sbs.reuse.load_released_runs(_earlier(tmp_path), _ns())
     assert [r["seed"] for r in reused["runs"]] == [3, 1] and reused["runs"][0]["sessions"] == [53.0, 40.0]
     assert reused["folder"] == str((tmp_path / "earlier").resolve())
-    vs.check_reused_data(reused, {"sha256": {"train": "aa", "test": "bb"}})
-    with pytest.raises(vs.ToolError, match="its data differ from the data written now"):
-        vs.check_reused_data(reused, {"sha256": {"train": "aa", "test": "cc"}})
+    sbs.reuse.check_reused_data(reused, {"sha256": {"train": "aa", "test": "bb"}})
+    with pytest.raises(sbs.ToolError, match="its data differ from the data written now"):
+        sbs.reuse.check_reused_data(reused, {"sha256": {"train": "aa", "test": "cc"}})
 
 
 def test_released_from_refuses_runs_it_cannot_reuse(tmp_path: Path):
-    with pytest.raises(vs.ToolError, match="no vs_official.json there"):
-        vs.load_released_runs(tmp_path, _ns())
-    with pytest.raises(vs.ToolError, match=r"--epochs 2 \(there: 1\); --train-per-class 20 \(there: 30\)"):
-        vs.load_released_runs(_earlier(tmp_path), _ns(epochs=2, train_per_class=20))
-    with pytest.raises(vs.ToolError, match=r"--synthetic-version 2 \(there: 1\)"):
-        vs.load_released_runs(_earlier(tmp_path), _ns(synthetic_version=2))
-    with pytest.raises(vs.ToolError, match="no released run of seed\\(s\\) 4 5 there \\(it has 1 2 3\\)"):
-        vs.load_released_runs(_earlier(tmp_path), _ns(seeds=[1, 4, 5]))
+    with pytest.raises(sbs.ToolError, match="no vs_official.json there"):
+        sbs.reuse.load_released_runs(tmp_path, _ns())
+    with pytest.raises(sbs.ToolError, match=r"--epochs 2 \(there: 1\); --train-per-class 20 \(there: 30\)"):
+        sbs.reuse.load_released_runs(_earlier(tmp_path), _ns(epochs=2, train_per_class=20))
+    with pytest.raises(sbs.ToolError, match=r"--synthetic-version 2 \(there: 1\)"):
+        sbs.reuse.load_released_runs(_earlier(tmp_path), _ns(synthetic_version=2))
+    with pytest.raises(sbs.ToolError, match="no released run of seed\\(s\\) 4 5 there \\(it has 1 2 3\\)"):
+        sbs.reuse.load_released_runs(_earlier(tmp_path), _ns(seeds=[1, 4, 5]))
     (tmp_path / "earlier" / "vs_official.json").write_text("{}")
-    with pytest.raises(vs.ToolError, match="is not this tool's output"):
-        vs.load_released_runs(tmp_path / "earlier", _ns())
+    with pytest.raises(sbs.ToolError, match="is not this tool's output"):
+        sbs.reuse.load_released_runs(tmp_path / "earlier", _ns())
 
 
 # --- commands, differences, report ---------------------------------------------------------------------------
 
 
 def test_released_command_is_the_readme_command_with_the_schedule():
-    cmd = vs.released_command("python", Path("/d"), seed=2, epochs=8, device="cuda")
+    cmd = sbs.commands.released_command("python", Path("/d"), seed=2, epochs=8, device="cuda")
     s = " ".join(cmd)
     for part in ("train.py -project adbs -dataset cifar100 -dataroot /d -base_mode ft_cos -new_mode avg_cos",
                  "-lr_base 0.1 -lr_new 0.01 -decay 0.0005 -epochs_base 8 -schedule Cosine", "-margin", "-seed 2",
                  "-num_crops 1 1 -size_crops 32 32"):
         assert part in s
     assert "-num_workers" not in s
-    assert vs.released_command("python", Path("/d"), seed=2, epochs=8, device="cpu")[-2:] == ["-num_workers", "0"]
+    assert sbs.commands.released_command("python", Path("/d"), seed=2, epochs=8, device="cpu")[-2:] == ["-num_workers", "0"]
 
 
 def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
@@ -450,9 +463,9 @@ def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
     from adbs.run import build_parser
 
     data = {"data_root": str(tmp_path), "index_list": str(tmp_path / "lists")}
-    ours_set = vs.parse_ours_set(["amp=true", "val-fraction=0.02", "milestones=3,5"])
-    ov = vs.ours_overrides(data, seed=3, epochs=2, device="cpu", sessions=2, ours_set=ours_set)
-    cmd = vs.ours_command("python", ov, tmp_path / "o.json")
+    ours_set = sbs.commands.parse_ours_set(["amp=true", "val-fraction=0.02", "milestones=3,5"])
+    ov = sbs.commands.ours_overrides(data, seed=3, epochs=2, device="cpu", sessions=2, ours_set=ours_set)
+    cmd = sbs.commands.ours_command("python", ov, tmp_path / "o.json")
     assert cmd[:5] == ["python", "-m", "adbs.run", "--preset", "cifar100"]
     args = build_parser().parse_args(cmd[3:])
     cfg = from_dict({**PRESETS["cifar100"], **{k: coerce(k, v) for k, v in cli.overrides(args).items()}})
@@ -460,7 +473,7 @@ def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
            ("cifar100", "resnet12", "adb+ic", 3, 2, 2)
     assert cfg.amp is True and cfg.val_fraction == 0.02 and cfg.milestones == (3, 5) and cfg.device == "cpu"
     assert cfg.index_list == str(tmp_path / "lists") and cfg.base_images_per_class is None
-    assert "sessions" not in vs.ours_overrides(data, seed=1, epochs=1, device="cpu", sessions=8, ours_set={})
+    assert "sessions" not in sbs.commands.ours_overrides(data, seed=1, epochs=1, device="cpu", sessions=8, ours_set={})
 
 
 def test_config_differences_name_what_departs_from_the_released_run():
@@ -468,13 +481,13 @@ def test_config_differences_name_what_departs_from_the_released_run():
     from adbs.presets import PRESETS
 
     cfg = from_dict({**PRESETS["cifar100"], "base_epochs": 8}).to_dict()
-    gpu = vs.config_differences(cfg, "cuda")
+    gpu = sbs.commands.config_differences(cfg, "cuda")
     assert any("95% of the base images" in d for d in gpu)
     assert len(gpu) == 1  # the cifar100 preset is otherwise the released run's settings (fp32: amp is off)
-    assert any("bf16 autocast" in d for d in vs.config_differences({**cfg, "amp": True}, "cuda"))
-    assert not any("bf16" in d for d in vs.config_differences({**cfg, "amp": True}, "cpu"))
+    assert any("bf16 autocast" in d for d in sbs.commands.config_differences({**cfg, "amp": True}, "cuda"))
+    assert not any("bf16" in d for d in sbs.commands.config_differences({**cfg, "amp": True}, "cpu"))
     cfg.update(alpha=0.05, boundary_lr_scale=0.1, amp=False)
-    d = vs.config_differences(cfg, "cuda")
+    d = sbs.commands.config_differences(cfg, "cuda")
     assert "alpha=0.05 (released: 0.01)" in d and "boundary_lr_scale=0.1 (released: 1.0)" in d
     assert not any("bf16" in x for x in d)
 
@@ -487,9 +500,9 @@ def test_format_report():
     res = {"args": {"device": "cuda", "epochs": 8, "sessions": 1, "seeds": [1, 2], "jobs": 2, "official": "/x"},
            "device_name": "NVIDIA H200", "data": {"synthetic_version": 2, "synthetic_seed": 0, "train_per_class": 150,
                                                   "test_per_class": 100, "split_seed": 0},
-           "released": released, "ours": ours, "summary": vs.summarize(released, ours),
-           "differences": ["amp differs"], "patches": [p.describe() for p in vs.released_patches()], "wall_s": 200.0}
-    text = vs.format_report(res)
+           "released": released, "ours": ours, "summary": sbs.stats.summarize(released, ours),
+           "differences": ["amp differs"], "patches": [p.describe() for p in sbs.patches.released_patches()], "wall_s": 200.0}
+    text = sbs.report.format_report(res)
     assert "device cuda (NVIDIA H200), 8 base epochs, 1 incremental sessions, seeds 1 2" in text
     assert "    s0    81.50 ±  6.35    81.00 ±   n/a" not in text  # two seeds: a CI, not n/a
     assert "    s0    81.50 ±  6.35    81.00 ±  0.00    -0.50 ±  6.35  within noise" in text
@@ -502,30 +515,30 @@ def test_format_report():
     assert "after base epoch 1" not in text  # the runs above logged no per-epoch count
     assert "reused" not in text
     res["released_from"] = "/earlier"
-    assert "released runs reused from /earlier" in vs.format_report(res)
-    alone = {**res, "ours": [], "summary": vs.summarize(released, []), "differences": [], "released_from": None}
-    text = vs.format_report(alone)  # --released-only
+    assert "released runs reused from /earlier" in sbs.report.format_report(res)
+    alone = {**res, "ours": [], "summary": sbs.stats.summarize(released, []), "differences": [], "released_from": None}
+    text = sbs.report.format_report(alone)  # --released-only
     assert "ours not run, --released-only" in text and "per seed: released 11 12 | ours -" in text
 
 
 # --- running: progress, failures, timeouts ----------------------------------------------------------------------
 
 
-def _job(tmp_path: Path, code: str, script: str, seed: int = 1) -> "vs.Job":
-    return vs.Job(code, seed, [sys.executable, "-c", script], tmp_path, tmp_path / f"{code}-{seed}.log")
+def _job(tmp_path: Path, code: str, script: str, seed: int = 1) -> "sbs.run.Job":
+    return sbs.run.Job(code, seed, [sys.executable, "-c", script], tmp_path, tmp_path / f"{code}-{seed}.log")
 
 
 def test_progress_lines_are_echoed_while_a_run_runs(tmp_path: Path, capsys):
     script = ("import sys, time\nprint('VS_EPOCH {\"epoch\": 0, \"train_s\": 1.5, \"test_s\": 0.25, \"negative\": 3, "
               "\"test_acc\": 50.0}', flush=True)\nsys.stderr.write('noise\\r50%|###\\r\\n')\n"
               "print('VS_SESSION_ACC 1 42.5')\n")
-    wall = vs.run_job(_job(tmp_path, "released", script), env=dict(os.environ), timeout=None, stop=threading.Event())
+    wall = sbs.run.run_job(_job(tmp_path, "released", script), env=dict(os.environ), timeout=None, stop=threading.Event())
     out = capsys.readouterr().out
     assert "[released seed 1] base epoch 1: test 50.00%  m<0: 3  train 1.5s test 0.2s" in out
     assert "[released seed 1] session 1: test 42.50%" in out and "noise" not in out
     assert f"[released seed 1] done in {wall:.1f}s" in out
     ours = "print('base epoch 1/2  loss 4.1'); print('session  classes   val_acc'); print('session 0: 60 classes')"
-    vs.run_job(_job(tmp_path, "ours", ours), env=dict(os.environ), timeout=None, stop=threading.Event())
+    sbs.run.run_job(_job(tmp_path, "ours", ours), env=dict(os.environ), timeout=None, stop=threading.Event())
     out = capsys.readouterr().out
     assert "[ours seed 1] base epoch 1/2  loss 4.1" in out and "[ours seed 1] session 0: 60 classes" in out
     assert "session  classes" not in out  # the table header is not a progress line
@@ -534,8 +547,8 @@ def test_progress_lines_are_echoed_while_a_run_runs(tmp_path: Path, capsys):
 def test_a_failing_run_shows_the_tail_of_its_log_and_stops_the_rest(tmp_path: Path):
     bad = _job(tmp_path, "released", "import sys; print('step 1'); sys.exit('Traceback: boom')")
     later = _job(tmp_path, "ours", "print('never')", seed=2)
-    with pytest.raises(vs.ToolError) as e:
-        vs.run_all([bad, later], n_parallel=1, envs={"released": dict(os.environ), "ours": dict(os.environ)},
+    with pytest.raises(sbs.ToolError) as e:
+        sbs.run.run_all([bad, later], n_parallel=1, envs={"released": dict(os.environ), "ours": dict(os.environ)},
                    timeout=None)
     msg = str(e.value)
     assert "released seed 1 failed (exit status 1)" in msg and "    | step 1" in msg and "    | Traceback: boom" in msg
@@ -546,8 +559,8 @@ def test_runs_in_parallel_stop_when_one_fails(tmp_path: Path):
     slow = _job(tmp_path, "ours", "import time; print('started', flush=True); time.sleep(60)")
     bad = _job(tmp_path, "released", "import time, sys; time.sleep(1.5); sys.exit('Traceback: boom')")
     t0 = time.monotonic()
-    with pytest.raises(vs.ToolError) as e:
-        vs.run_all([slow, bad], n_parallel=2, envs={"released": dict(os.environ), "ours": dict(os.environ)},
+    with pytest.raises(sbs.ToolError) as e:
+        sbs.run.run_all([slow, bad], n_parallel=2, envs={"released": dict(os.environ), "ours": dict(os.environ)},
                    timeout=None)
     assert time.monotonic() - t0 < 30  # the sleeping run was killed, not waited for
     assert "released seed 1 failed" in str(e.value) and "stopped" not in str(e.value)
@@ -555,8 +568,8 @@ def test_runs_in_parallel_stop_when_one_fails(tmp_path: Path):
 
 def test_a_run_past_its_timeout_is_killed(tmp_path: Path):
     t0 = time.monotonic()
-    with pytest.raises(vs.ToolError, match="killed after --timeout 1s"):
-        vs.run_job(_job(tmp_path, "ours", "import time; print('started', flush=True); time.sleep(60)"),
+    with pytest.raises(sbs.ToolError, match="killed after --timeout 1s"):
+        sbs.run.run_job(_job(tmp_path, "ours", "import time; print('started', flush=True); time.sleep(60)"),
                    env=dict(os.environ), timeout=1, stop=threading.Event())
     assert time.monotonic() - t0 < 20
 
@@ -677,7 +690,7 @@ def test_lockstep_verdict_tells_rounding_from_a_structural_difference():
 @needs_official
 def test_lockstep_the_released_encoder_loaded_into_ours_computes_the_same_features(released_copy: Path):
     """Strict loading (every key of ours, nothing left over) and the same forward pass, bit for bit in NCHW."""
-    vs.apply_patches(released_copy, vs.released_patches("cpu", 8))
+    sbs.patches.apply_patches(released_copy, sbs.patches.released_patches("cpu", 8))
     code = f"""
 import sys, torch
 sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(REPO / 'bench')!r})
