@@ -3,6 +3,7 @@ folder with one report, a rerun reuses every part, and studies/report.py redraws
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import paper
+from adbs_lab import paper, report
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = [sys.executable, str(REPO / "studies" / "paper.py")]
@@ -49,6 +50,103 @@ def test_dcs_table_pairs_each_host_without_and_with_adbs_beside_the_paper():
     assert t.loc["baseline vs adb+ic", "ours with ADBS"] == 0.95
     assert "| cifar100 | hosts | SAVC | 0.7000 | 0.7500 | - | - |" in paper.render_dcs(t.reset_index()[
         ["dataset", "study", "row", "ours without", "ours with ADBS", "paper without", "paper with ADBS"]])
+
+
+def _paper_store(uri: str, studies: dict[str, dict[str, dict[str, float]]]) -> dict[str, str]:
+    """Paper runs in the tracker's layout (as studies/paper.py logs them): per dataset label, a hosts and an ablation
+    study with one seed per row ({row: D_cs}), and a paper run naming both; {label: paper run id}."""
+    from mlflow.entities import Metric, Param
+
+    from adbs.config import Config
+    from adbs_lab import metrics_keys as K
+
+    c = MlflowClient(uri)
+    ids = {}
+    for label, rows in studies.items():
+        parents = {}
+        for name, names in {"hosts": [r for r in rows if r[0].isupper() or r.startswith("baseline")],
+                            "ablation": [r for r in rows if r in ("baseline", "adb+ic")]}.items():
+            exp = c.get_experiment_by_name(name)
+            exp_id = exp.experiment_id if exp else c.create_experiment(name)
+            parent = c.create_run(exp_id, run_name=f"{name} {label}", tags={
+                "adbs.role": "study", "adbs.study": name, "adbs.order": json.dumps(names)})
+            for number, row in enumerate(names):
+                run = c.create_run(exp_id, run_name=f"{row} seed=0", tags={
+                    "mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": name,
+                    "adbs.trial_id": f"{label}{name}{number}", "adbs.optuna_trial": str(number),
+                    "adbs.state": K.COMPLETE, "adbs.label": row})
+                cfg = Config(dataset="synthetic" if label == "embedded" else label, keep_embeddings=False).to_dict()
+                c.log_batch(run.info.run_id, metrics=[Metric("session/test_acc", 70.0 - s, 0, s) for s in range(3)]
+                            + [Metric("summary/val_avg_acc", 69.0, 0, 0), Metric("summary/d_cs", rows[row], 0, 0)],
+                            params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
+                c.set_terminated(run.info.run_id, "FINISHED")
+            c.set_terminated(parent.info.run_id)
+            parents[name] = parent.info.run_id
+        exp = c.get_experiment_by_name(paper.EXPERIMENT)
+        run = c.create_run(exp.experiment_id if exp else c.create_experiment(paper.EXPERIMENT),
+                           run_name=f"paper {label}", tags={
+                               "adbs.role": paper.ROLE, "adbs.dataset": "" if label == "embedded" else label,
+                               "adbs.command": "python studies/paper.py", "adbs.parts": json.dumps(parents)})
+        c.set_terminated(run.info.run_id, "FINISHED")
+        ids[label] = run.info.run_id
+    return ids
+
+
+def test_dcs_across_datasets_one_row_per_method_ours_beside_the_papers_table_4():
+    def dcs(dataset, rows):
+        return pd.DataFrame([{"dataset": dataset, "study": study, "row": row, "ours without": a, "ours with ADBS": b,
+                              "paper without": pa, "paper with ADBS": pb} for study, row, a, b, pa, pb in rows])
+
+    t = paper.dcs_across({
+        "embedded": dcs("embedded", [("hosts", "baseline", 0.86, 0.9, None, None),
+                                     ("ablation", "baseline vs adb+ic", 0.85, 0.91, None, None)]),
+        "cifar100": dcs("cifar100", [("hosts", "baseline", 0.8, 0.95, 0.8846, 0.9497),
+                                     ("hosts", "SAVC", 0.7, 0.75, None, None),
+                                     ("ablation", "baseline vs adb+ic", 0.81, 0.96, 0.8846, 0.9497)])})
+    assert list(t.columns) == ["study", "row", "embedded: ours without", "embedded: ours with ADBS",
+                               "cifar100: ours without", "cifar100: ours with ADBS", "cifar100: paper without",
+                               "cifar100: paper with ADBS"]  # the paper reports nothing on the embedded benchmark
+    # the hosts' rows first, a host only one dataset ran included, then the ablation's
+    assert list(t["row"]) == ["baseline", "SAVC", "baseline vs adb+ic"]
+    t = t.set_index("row")
+    assert t.loc["baseline", "embedded: ours with ADBS"] == 0.9 and t.loc["baseline", "cifar100: paper without"] == 0.8846
+    assert pd.isna(t.loc["SAVC", "embedded: ours without"]) and t.loc["SAVC", "cifar100: ours with ADBS"] == 0.75
+    md = paper.render_dcs(t.reset_index()[["study", "row", *t.columns[1:]]])
+    assert "| hosts | SAVC | - | - | 0.7000 | 0.7500 | - | - |" in md
+    assert "| ablation | baseline vs adb+ic | 0.8500 | 0.9100 | 0.8100 | 0.9600 | 0.8846 | 0.9497 |" in md
+
+
+def test_the_latest_paper_run_of_each_dataset_gives_each_report_and_one_dcs_table_across(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    old = client.create_run(client.create_experiment(paper.EXPERIMENT), run_name="paper cifar100 earlier", tags={
+        "adbs.role": paper.ROLE, "adbs.dataset": "cifar100", "adbs.parts": "{}"}).info.run_id
+    client.set_terminated(old, "FINISHED")
+    ids = _paper_store(uri, {"embedded": {"baseline": 0.86, "baseline+ADBS": 0.9, "adb+ic": 0.91},
+                             "cifar100": {"baseline": 0.8, "baseline+ADBS": 0.95, "SAVC": 0.7, "SAVC+ADBS": 0.75,
+                                          "adb+ic": 0.96}})
+    runs = paper.latest_by_dataset(client, ["all"])
+    assert {k: v.info.run_id for k, v in runs.items()} == {"cifar100": ids["cifar100"], "embedded": ids["embedded"]}
+    assert list(runs) == ["cifar100", "embedded"]  # the paper's datasets first, then the embedded benchmark
+    assert list(paper.latest_by_dataset(client, ["embedded", "cifar100"])) == ["embedded", "cifar100"]
+    with pytest.raises(report.ReportError, match="no finished paper study of cub200 .* here: cifar100, embedded"):
+        paper.latest_by_dataset(client, ["cub200"])
+    # paper runs named by id (report.py ID ID): one per dataset
+    assert list(paper.by_dataset([runs["embedded"], runs["cifar100"]])) == ["embedded", "cifar100"]
+    with pytest.raises(report.ReportError, match="both of cifar100"):
+        paper.by_dataset([client.get_run(old), runs["cifar100"]])
+
+    out = tmp_path / "across"
+    files = paper.write_across(client, runs, out, uri=uri)
+    dcs = pd.read_csv(out / "dcs.csv").set_index("row")
+    assert list(dcs.index) == ["baseline", "SAVC", "baseline vs adb+ic"]
+    assert dcs.loc["baseline", "cifar100: ours with ADBS"] == 0.95 and dcs.loc["baseline", "embedded: ours without"] == 0.86
+    assert dcs.loc["baseline vs adb+ic", "cifar100: paper with ADBS"] == 0.9497
+    text = files[0].read_text()
+    assert "[its report](cifar100/report.md)" in text and "| hosts | SAVC | 0.7000 | 0.7500 | - | - | - | - |" in text
+    for name in ("cifar100", "embedded"):  # each dataset's report, as `report.py paper` draws one
+        assert "## Class separation D_cs" in (out / name / "report.md").read_text()
+        assert (out / name / "figures" / "hosts" / "table.md") in files
 
 
 @pytest.mark.slow
