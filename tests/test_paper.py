@@ -1,10 +1,13 @@
 """studies/paper.py: bad input ends before any compute; --smoke writes every table and figure of the paper in one
-folder with one report, a rerun reuses every part, and studies/report.py redraws the report from the store."""
+folder (here on an object store) with one report, a rerun reuses every part, and studies/report.py redraws the
+report from the store; the D_cs table across datasets on a hand-made store."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -150,47 +153,68 @@ def test_the_latest_paper_run_of_each_dataset_gives_each_report_and_one_dcs_tabl
 
 
 @pytest.mark.slow
-def test_paper_smoke_every_table_and_figure_then_rerun_reuses_and_report_redraws(study_cmd, storage, tracking_uri,
-                                                                                  tmp_path):
-    # the main table with the baseline host only: SAVC, ALICE and OrCo are 10 of --smoke's 14 min on a busy 2-core
-    # machine, and the hosts study's own test runs them (test_studies_e2e.py)
-    cmd = study_cmd("paper", "--smoke", "--set", "sessions=1", "--hosts", "baseline")
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd="/")
+def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3, ray_address, tracking_uri, tmp_path):
+    # On the local S3 server (conftest.s3): each study's own e2e test covers a local --storage
+    # (tests/test_studies_e2e.py), and paper.py draws its report in a local folder either way, uploading it here.
+    # The main table with the baseline host only: SAVC, ALICE and OrCo are 10 of --smoke's 14 min on a busy 2-core
+    # machine, and the hosts study's own test runs them.
+    bucket = s3.bucket("e2e-paper")
+    url = s3.url(bucket, "runs")
+    cmd = [*PAPER, "--smoke", "--set", "sessions=1", "--hosts", "baseline", "--storage", url,
+           "--tracking-uri", tracking_uri, "--address", ray_address, "--gpus-per-trial", "0"]
+    staging = tmp_path / "tmp"
+    staging.mkdir()
+    env = {**os.environ, "TMPDIR": str(staging)}  # the studies' and the report's staging folders go here
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd="/", env=env)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     out = r.stdout
     # the plan, with its trial count and time, comes before any training
     assert out.index("4 studies, 11 trials, 11 to run") < out.index("base epoch")
-    folder = storage / "paper_embedded"
+    assert "report: s3://e2e-paper/runs/paper_embedded/report.md?endpoint_override=" in out
+    keys = set(s3.keys(bucket))
     for part in ("hosts", "ablation", "alpha_sweep", "kshot_grid"):
-        assert (folder / part / "trials.parquet").exists(), part
-    figures = {f.relative_to(folder).as_posix() for f in folder.glob("figures/*/*.png")}
-    assert {"figures/hosts/hosts_sessions.png", "figures/ablation/tsne.png",
-            "figures/ablation/prototype_similarity.png", "figures/alpha_sweep/alpha_sensitivity.png",
-            "figures/kshot_grid/kshot_5way.png", "figures/kshot_grid/kshot_10way.png"} <= figures
-    text = (folder / "report.md").read_text()
+        assert f"runs/paper_embedded/{part}/trials.parquet" in keys, part
+    assert {f"runs/paper_embedded/{f}" for f in (
+        "figures/hosts/hosts_sessions.png", "figures/ablation/tsne.png", "figures/ablation/prototype_similarity.png",
+        "figures/alpha_sweep/alpha_sensitivity.png", "figures/kshot_grid/kshot_5way.png",
+        "figures/kshot_grid/kshot_10way.png", "report.md", "dcs.md", "dcs.csv")} <= keys
+    assert any(k.startswith("runs/paper_embedded/base_cache/") for k in keys)  # base sessions shared in the bucket
+
+    def read(key: str) -> bytes:
+        with s3.fs().open_input_stream(f"{bucket}/runs/paper_embedded/{key}") as f:
+            return f.read()
+
+    text = read("report.md").decode()
     for title in paper.PARTS.values():
         assert f"## {title}" in text
     assert "## Class separation D_cs" in text and "baseline+ADBS" in text and "![tsne.png](figures/ablation/tsne.png)" in text
-    dcs = pd.read_csv(folder / "dcs.csv")
+    dcs = pd.read_csv(io.BytesIO(read("dcs.csv")))
     assert list(dcs["row"]) == ["baseline", "baseline vs adb+ic"]
     assert dcs[["ours without", "ours with ADBS"]].notna().all().all()
+    assert not list(staging.glob("adbs-*"))  # no staging folder left behind
 
-    # the same command again: every part reused, nothing trains, a second paper run in MLflow
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd="/")
+    # the same command again: every part reused from the bucket, nothing trains, a second paper run in MLflow
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd="/", env=env)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-4000:]
     assert "11 trials, 0 to run" in again.stdout and again.stdout.count("; reused") == 4
     assert "base epoch" not in again.stdout
     client = MlflowClient(tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name("paper").experiment_id])
     assert len(runs) == 2 and {r.data.tags["adbs.parts"] for r in runs} == {runs[0].data.tags["adbs.parts"]}
+    assert runs[0].data.tags["adbs.storage"].startswith("s3://e2e-paper/runs/paper_embedded?endpoint_override=")
     # its artifacts sit beside the store's others, not in a ./mlruns of whatever folder the command ran in
     assert client.get_experiment_by_name("paper").artifact_location.endswith("/artifacts")
 
-    # studies/report.py redraws it from the store alone
+    # studies/report.py redraws it from the store alone: here the form across datasets (one dataset in this store),
+    # which draws each dataset's report as `report.py paper` does
     redrawn = tmp_path / "redrawn"
-    rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "paper", "--tracking-uri", tracking_uri,
-                          "--out", str(redrawn)], capture_output=True, text=True, timeout=300, cwd="/")
+    rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "paper", "--datasets", "all",
+                          "--tracking-uri", tracking_uri, "--out", str(redrawn)],
+                         capture_output=True, text=True, timeout=300, cwd="/")
     assert rep.returncode == 0, rep.stdout[-4000:] + rep.stderr[-4000:]
-    assert (redrawn / "dcs.md").read_text() == (folder / "dcs.md").read_text()
-    assert (redrawn / "figures" / "ablation" / "tsne.png").stat().st_size > 0
-    assert (redrawn / "figures" / "hosts" / "table.txt").read_text() == (folder / "hosts" / "table.txt").read_text()
+    assert (redrawn / "embedded" / "dcs.md").read_text() == read("dcs.md").decode()
+    assert "| hosts | baseline |" in (redrawn / "dcs.md").read_text()
+    assert list(pd.read_csv(redrawn / "dcs.csv").columns) == ["study", "row", "embedded: ours without",
+                                                              "embedded: ours with ADBS"]
+    assert (redrawn / "embedded" / "figures" / "ablation" / "tsne.png").stat().st_size > 0
+    assert (redrawn / "embedded" / "figures" / "hosts" / "table.txt").read_bytes() == read("hosts/table.txt")
