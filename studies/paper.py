@@ -53,7 +53,6 @@ import pyarrow.fs as pafs  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from adbs import objstore  # noqa: E402
-
 from adbs.config import ConfigError  # noqa: E402
 from adbs.renames import canonical  # noqa: E402
 from adbs.hosts import host_names  # noqa: E402
@@ -94,7 +93,7 @@ t0 = time.time()
 label = dataset or "embedded"
 folder = f"paper_{label}{opts.folder}"
 remote = objstore.is_url(opts.storage)
-if remote:  # object store: the parts live under <storage>/<folder>/; the report is drawn here, then uploaded beside them
+if remote:  # object store: the parts live under <storage>/<folder>/, the report is drawn here and uploaded there
     storage = objstore.join(opts.storage, folder)
     out = None  # a staging folder, made when the report is drawn
 else:

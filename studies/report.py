@@ -94,7 +94,7 @@ except (report.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2)
 
-if across is not None:  # each dataset's paper report, and one D_cs table across the datasets beside the paper's Table 4
+if across is not None:  # each dataset's paper report, and one D_cs table across them beside the paper's Table 4
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{'-'.join(across)}"
     files = paper.write_across(client, across, out, uri=uri)
     print(files[0].read_text())
