@@ -18,6 +18,8 @@ from adbs_lab import artifacts, report
 
 EXPERIMENT = "paper"
 ROLE = "paper"
+EMBEDDED = "embedded"
+"""The dataset label of a paper study without --dataset (the embedded benchmark; its adbs.dataset tag is empty)."""
 
 PARTS = {
     "hosts": "Main table: the four hosts without and with ADBS (paper Tables 1-3)",
@@ -46,7 +48,7 @@ def dcs_table(tables: dict[str, pd.DataFrame], dataset: str | None) -> pd.DataFr
         return float(hit["d_cs"].iloc[0][0]) if len(hit) else math.nan
 
     def add(study: str, name: str, without: str, with_: str, table: pd.DataFrame) -> None:
-        rows.append({"dataset": dataset or "embedded", "study": study, "row": name,
+        rows.append({"dataset": dataset or EMBEDDED, "study": study, "row": name,
                      "ours without": ours(table, without), "ours with ADBS": ours(table, with_),
                      "paper without": paper.get(without, {}).get("d_cs"),
                      "paper with ADBS": paper.get(with_, {}).get("d_cs")})
@@ -64,10 +66,32 @@ def render_dcs(df: pd.DataFrame) -> str:
     return report.render_plain(df, "markdown", digits=4) if len(df) else "(no completed trials with D_cs)"
 
 
+def dcs_across(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One D_cs table across datasets (`per_dataset`: dataset label -> its dcs_table): a row per method row (the
+    hosts' rows, then the ablation's), and per dataset ours without and with ADBS, followed by the paper's Table 4
+    values where the paper reports that dataset. NaN where a dataset's study has no such row."""
+    columns, rows = ["study", "row"], {}
+    for name, dcs in per_dataset.items():
+        cols = ["ours without", "ours with ADBS"] + (["paper without", "paper with ADBS"] if name in report.PAPER
+                                                     else [])
+        columns += [f"{name}: {c}" for c in cols]
+        for r in dcs.to_dict("records"):
+            row = rows.setdefault((r["study"], r["row"]), {"study": r["study"], "row": r["row"]})
+            row.update({f"{name}: {c}": r[c] for c in cols})
+    # a host only one dataset ran still comes before the ablation's row (sorted is stable)
+    return pd.DataFrame(sorted(rows.values(), key=lambda r: r["study"] != "hosts"), columns=columns)
+
+
 def write_report(client, parts: dict[str, str], out: Path, *, dataset: str | None,
                  meta: dict[str, str]) -> list[Path]:
     """report.md, dcs.md/.csv and each part's tables and figures (out/figures/<part>/), from the parts' parent
     runs in the store (`parts`: {part: parent run id})."""
+    return _write_report(client, parts, out, dataset=dataset, meta=meta)[0]
+
+
+def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | None,
+                  meta: dict[str, str]) -> tuple[list[Path], pd.DataFrame]:
+    """write_report's files, and its D_cs table (for the table across datasets)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# ADBS paper reproduction: {dataset or 'embedded benchmark'}", ""]
@@ -114,7 +138,38 @@ def write_report(client, parts: dict[str, str], out: Path, *, dataset: str | Non
               "", render_dcs(dcs), ""]
     path = out / artifacts.REPORT_MD
     path.write_text("\n".join(lines))
+    return [path, out / "dcs.md", out / "dcs.csv", *files], dcs
+
+
+def write_across(client, runs: dict, out: Path, *, uri: str) -> list[Path]:
+    """Each dataset's paper report in out/<dataset>/ (what `report.py paper` draws for one), and out/report.md and
+    dcs.md/.csv: one D_cs table across the datasets (`runs`: dataset label -> paper run)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files, dcs = [], {}
+    for name, run in runs.items():
+        got, dcs[name] = _write_report(client, json.loads(run.data.tags["adbs.parts"]), out / name,
+                                       dataset=None if name == EMBEDDED else name, meta=redraw_meta(run, uri))
+        files += got
+    table = dcs_across(dcs)
+    table.to_csv(out / "dcs.csv", index=False, float_format="%.4f")
+    (out / "dcs.md").write_text(render_dcs(table) + "\n")
+    lines = ["# ADBS paper reproduction: class separation D_cs across datasets", ""]
+    lines += [f"- {name}: paper run {run.info.run_name} ({run.info.run_id}), [its report]({name}/report.md)"
+              for name, run in runs.items()]
+    lines += [f"- tracking URI: {uri}", "",
+              ("D_cs after the last session (docs/metrics.md), mean over seeds, without and with ADBS, one column pair "
+               "per dataset; the paper's Table 4 value beside ours where the paper reports the dataset ('-' where it "
+               f"quotes none). Paper numbers: {report.PAPER_SOURCE}."), "", render_dcs(table), ""]
+    path = out / artifacts.REPORT_MD
+    path.write_text("\n".join(lines))
     return [path, out / "dcs.md", out / "dcs.csv", *files]
+
+
+def redraw_meta(run, uri: str) -> dict[str, str]:
+    """The header lines of a report redrawn from paper run `run`."""
+    return {"paper run": f"{run.info.run_name} ({run.info.run_id})",
+            "command": f"`{run.data.tags.get('adbs.command', '?')}`", "tracking URI": uri}
 
 
 def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tags: dict[str, str], files: list[Path],
@@ -154,3 +209,34 @@ def find(client, ref: str):
     if not runs:
         raise report.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
     return runs[0]
+
+
+def latest_by_dataset(client, wanted: list[str]) -> dict:
+    """The latest finished paper run of each dataset in `wanted` (labels; ['all']: every dataset the store holds one
+    of, the paper's datasets first, in Table 4's order, then the embedded benchmark)."""
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    runs = [] if exp is None else report.all_runs(
+        client, [exp.experiment_id], f"tags.`adbs.role` = '{ROLE}' and attributes.status = 'FINISHED'")
+    latest = {run.data.tags.get("adbs.dataset") or EMBEDDED: run for run in runs}  # oldest first: the latest wins
+    if not latest:
+        raise report.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
+    order = [*report.PAPER, EMBEDDED]
+    have = sorted(latest, key=lambda d: (order.index(d) if d in order else len(order), d))
+    names = have if wanted == ["all"] else list(dict.fromkeys(wanted))
+    missing = [d for d in names if d not in latest]
+    if missing:
+        raise report.ReportError(f"no finished paper study of {', '.join(missing)} in this store; paper studies here: "
+                                 f"{', '.join(have)} (--datasets all takes every one)")
+    return {d: latest[d] for d in names}
+
+
+def by_dataset(runs: list) -> dict:
+    """Paper runs named by id, keyed by their dataset label; two runs of one dataset cannot share a column."""
+    out = {}
+    for run in runs:
+        name = run.data.tags.get("adbs.dataset") or EMBEDDED
+        if name in out:
+            raise report.ReportError(f"paper runs {out[name].info.run_id} and {run.info.run_id} are both of {name}; "
+                                     "the table across datasets takes one paper run per dataset")
+        out[name] = run
+    return out

@@ -82,7 +82,8 @@ class Study:
 
 
 # -- finding runs ----------------------------------------------------------------------------
-def _all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
+def all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
+    """Every run of the experiments that matches `filter_string`, oldest first (all pages)."""
     out, token = [], None
     while True:
         page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000,
@@ -109,7 +110,7 @@ def find_parent(client, ref: str):
     if exp is None:
         names = sorted(e.name for e in client.search_experiments() if e.name != "Default")
         raise ReportError(f"no study or run {ref!r} in this store; studies here: {', '.join(names) or '(none)'}")
-    parents = _all_runs(client, [exp.experiment_id], "tags.`adbs.role` = 'study'")
+    parents = all_runs(client, [exp.experiment_id], "tags.`adbs.role` = 'study'")
     if not parents:
         raise ReportError(f"experiment {ref!r} has no study run (tag adbs.role=study)")
     finished = [p for p in parents if p.info.status == "FINISHED"]
@@ -141,7 +142,7 @@ def _history(client, run_id: str, key: str) -> dict[int, float]:
 
 def trial_records(client, parent) -> list[records.TrialRecord]:
     """The study's nested runs as TrialRecords, from params, tags and metric histories."""
-    runs = _all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    runs = all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
     runs = [r for r in runs if r.data.tags.get("adbs.role", "trial") == "trial"]
 
     def order(r):  # the study's order: Optuna trial number (Tune's creation order), then start time

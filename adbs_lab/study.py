@@ -338,11 +338,14 @@ def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
     "finished" (its MLflow parent run FINISHED), "unfinished" (--resume continues it), or None (nothing, or
     another study). Reads study.json, the runs file and the parent run; writes nothing."""
     where = StudyFolder(opts.storage, plan.name + opts.folder)
+    try:
+        ident, runs = where.read_text("study.json"), where.read_text(tracking.RUNS_FILE)
+    finally:
+        where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
     total = size(plan, opts)[3]
-    if json.loads(where.read_text("study.json") or "{}").get("fingerprint") != _fingerprint(
-            plan, base, list(opts.seeds), total):
+    if json.loads(ident or "{}").get("fingerprint") != _fingerprint(plan, base, list(opts.seeds), total):
         return None
-    parent = json.loads(where.read_text(tracking.RUNS_FILE) or "{}").get("parent")
+    parent = json.loads(runs or "{}").get("parent")
     if not parent:
         return "unfinished"
     from mlflow.tracking import MlflowClient

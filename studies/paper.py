@@ -33,24 +33,30 @@ estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs, "25-50 GPU
 Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset): one folder per part (the study's own
 files), report.md with every table beside the paper's and every figure, figures/ redrawn from the MLflow
 store, dcs.md and dcs.csv; MLflow: one experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the
-paper run in experiment 'paper' naming them.
+paper run in experiment 'paper' naming them, with the report as its artifacts. --storage may be an object-store
+URL (s3://bucket/prefix?endpoint_override=HOST:PORT, as for every study): the parts write there, the report is
+drawn in a temporary folder and uploaded beside them, and a rerun reuses what finished there.
 """
 
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
+import pyarrow.fs as pafs  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
+from adbs import objstore  # noqa: E402
 from adbs.config import ConfigError  # noqa: E402
 from adbs.renames import canonical  # noqa: E402
 from adbs.hosts import host_names  # noqa: E402
-from adbs_lab import options, paths, study, tracking  # noqa: E402
+from adbs_lab import options, study, tracking  # noqa: E402
 from adbs_lab import paper as paper_report  # noqa: E402
 from adbs_lab.study_folder import StudyFolder  # noqa: E402
 from studies import ablation, alpha_sweep, hosts, kshot_grid  # noqa: E402
@@ -86,13 +92,14 @@ if opts.preset != "cpu":
 t0 = time.time()
 label = dataset or "embedded"
 folder = f"paper_{label}{opts.folder}"
-if "://" in opts.storage:  # object store: the parts live under it, the report is written here and in MLflow
-    root, _, query = opts.storage.partition("?")
-    storage = f"{root.rstrip('/')}/{folder}" + (f"?{query}" if query else "")
-    out = paths.REPO_ROOT / "results" / "reports" / folder
+remote = objstore.is_url(opts.storage)
+if remote:  # object store: the parts live under <storage>/<folder>/, the report is drawn here and uploaded there
+    storage = objstore.join(opts.storage, folder)
+    out = None  # a staging folder, made when the report is drawn
 else:
     out = Path(opts.storage).expanduser().resolve() / folder
     storage = str(out)
+shown = objstore.redact(storage)  # printed and logged: no credentials
 # the paper's stated settings (alpha 0.05, base batch 128) on the released code's preset of the dataset
 part_opts = opts.replace(storage=storage, name=None,
                          preset=f"{dataset}_paper" if dataset and not opts.smoke else opts.preset)
@@ -121,7 +128,7 @@ if dataset == "cub200":  # ~30 training images a class: the grid's 10-50 shots d
 # -- every part checked, and what it will cost, before any of them trains ---------------------------
 study._env_defaults()
 cost, state, total_run, where = {}, {}, 0, "tracking store"
-made = [] if "://" in storage else [d for d in (Path(storage), Path(opts.storage).expanduser()) if not d.exists()]
+made = [] if remote else [d for d in (Path(storage), Path(opts.storage).expanduser()) if not d.exists()]
 try:
     tracking.check_tracking_uri(tracking.tracking_uri(opts.tracking_uri))
     for name, (plan, popts) in parts.items():
@@ -143,7 +150,7 @@ except (ConfigError, options.StudyInputError, tracking.TrackingError) as e:
 
 at_once = opts.max_concurrent or max(1, int((os.cpu_count() or 1) // (opts.cpus_per_trial or 1)))
 print(f"paper ({label}): {len(parts)} studies, {sum(n for n, _ in cost.values())} trials, {total_run} to run "
-      f"(seeds {' '.join(map(str, opts.seeds))}), into {storage}")
+      f"(seeds {' '.join(map(str, opts.seeds))}), into {shown}")
 for name, (n, epochs) in cost.items():
     plan = parts[name][0]
     doing = {"finished": "finished earlier: reused", "unfinished": "interrupted earlier: continued"}.get(
@@ -174,25 +181,42 @@ if opts.dry_run:
 # -- the parts, one after another, each its own study ------------------------------------------------
 for name, (plan, popts) in parts.items():
     if state[name] == "finished":
-        print(f"\npaper: {name} finished earlier in {storage}; reused", flush=True)
+        print(f"\npaper: {name} finished earlier in {shown}; reused", flush=True)
         continue
     print(f"\npaper: {name} ({paper_report.PARTS[name]})", flush=True)
     study.run(plan, popts.replace(resume=state[name] == "unfinished"))
 
 # -- one report from the store -----------------------------------------------------------------------
 uri = tracking.tracking_uri(opts.tracking_uri)
-runs = {name: json.loads(StudyFolder(storage, plan.name).read_text(tracking.RUNS_FILE))["parent"]
-        for name, (plan, _) in parts.items()}
+
+
+def parent_run(plan) -> str:
+    where = StudyFolder(storage, plan.name)
+    try:
+        return json.loads(where.read_text(tracking.RUNS_FILE))["parent"]
+    finally:
+        where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
+
+
+runs = {name: parent_run(plan) for name, (plan, _) in parts.items()}
 wall = time.time() - t0
-meta = {"command": f"`{' '.join(opts.argv)}`", "dataset": dataset or "embedded synthetic benchmark",
+command = " ".join(study._logged_argv(opts.argv))  # no credentials of an object-store URL
+meta = {"command": f"`{command}`", "dataset": dataset or "embedded synthetic benchmark",
         "preset": parts["ablation"][1].preset_name, "seeds": " ".join(map(str, opts.seeds)),
         "trials": f"{sum(n for n, _ in cost.values())} ({total_run} run by this command)",
-        "wall time of this command": f"{wall / 60:.1f} min", "study folders": storage, "tracking URI": uri}
+        "wall time of this command": f"{wall / 60:.1f} min", "study folders": shown, "tracking URI": uri}
 client = MlflowClient(uri)
+out = out or Path(tempfile.mkdtemp(prefix=f"adbs-{folder}-report-"))
 files = paper_report.write_report(client, runs, out, dataset=dataset, meta=meta)
 run_id = paper_report.log_run(client, uri, dataset=dataset, parts=runs, files=files, root=out,
-                              tags={"adbs.command": " ".join(opts.argv)[:7500], "adbs.storage": storage})
-print(f"\npaper ({label}): done in {(time.time() - t0) / 60:.1f} min; report: {out / 'report.md'}")
+                              tags={"adbs.command": command[:7500], "adbs.storage": shown})
+report_at = out / "report.md"
+if remote:  # beside the parts, as each study uploads its own report; the staging folder goes
+    fs, path = objstore.open_fs(storage)
+    pafs.copy_files(str(out), path.rstrip("/"), destination_filesystem=fs)
+    shutil.rmtree(out, ignore_errors=True)
+    report_at = objstore.redact(objstore.join(storage, "report.md"))
+print(f"\npaper ({label}): done in {(time.time() - t0) / 60:.1f} min; report: {report_at}")
 print(f"tables beside the paper: {', '.join(str(f.relative_to(out)) for f in files if f.suffix in ('.md',))}")
 print(f"figures: {', '.join(str(f.relative_to(out)) for f in files if f.suffix == '.png')}")
 print(f"MLflow: experiment '{paper_report.EXPERIMENT}', run {run_id}; redraw with: python studies/report.py {run_id}")

@@ -7,6 +7,7 @@
     python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
     python studies/report.py ablation boundary                 # two studies in one table and one figure
     python studies/report.py paper --out DIR                   # the latest studies/paper.py report, redrawn
+    python studies/report.py paper --datasets all --out DIR    # every dataset's, and one D_cs table across them
 
 Reads only the tracking store (nested trial runs: params, session/* metric histories, summary/*,
 tags), so a study run on a cluster can be reported on a laptop. The table is
@@ -14,6 +15,9 @@ adbs_lab.results.paper_table, the same function the study printed its table with
 With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
 of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
 and one figure (compare_sessions.png: every row's accuracy per session).
+`paper --datasets A B` (or 'all', or several paper run ids) redraws the latest paper report of each dataset into
+<out>/<dataset>/ and writes one D_cs table across them (<out>/report.md, dcs.md, dcs.csv): a row per host (and
+the ablation), per dataset ours without and with ADBS beside the paper's Table 4.
 Time: seconds. Writes to --out (default <repo>/results/reports/<study>-<run id>/, or compare-<studies>/):
 table.txt and table.<format>, sessions.parquet, trials.parquet, the study's figure(s), report.md.
 """
@@ -47,7 +51,14 @@ p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt fi
 p.add_argument("--paper", action="store_true",
                help="print the paper's numbers beside ours when the study matches a paper table "
                     "(ablation rows on cifar100, mini_imagenet, cub200; hosts rows on cifar100)")
+p.add_argument("--datasets", nargs="+", default=None, metavar="DATASET",
+               help="with 'paper': the latest paper report of each dataset (cifar100, mini_imagenet, cub200, "
+                    f"{paper.EMBEDDED}; 'all': every one the store holds), and one D_cs table across them")
 args = p.parse_args()
+if args.datasets and args.study != ["paper"]:
+    p.error("--datasets picks the datasets of `report.py paper`; several paper run ids need no --datasets")
+if args.datasets and "all" in args.datasets and len(args.datasets) > 1:
+    p.error("--datasets all already takes every dataset; name datasets or 'all', not both")
 if args.paper and len(args.study) > 1:
     p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
 if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
@@ -70,21 +81,38 @@ try:
         raise report.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking.check_tracking_uri(uri)
     client = MlflowClient(uri)
-    paper_run = paper.find(client, args.study[0]) if len(args.study) == 1 else None
-    studies = [report.load_study(client, ref) for ref in args.study] if paper_run is None else []
+    found = [] if args.datasets else [paper.find(client, ref) for ref in args.study]
+    papers = [run for run in found if run is not None]
+    if papers and len(papers) < len(found):
+        raise report.ReportError("paper runs and studies cannot share a report: name paper runs only (one per "
+                                 "dataset, for the D_cs table across them) or studies only")
+    across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
+              else paper.by_dataset(papers) if len(papers) > 1 else None)
+    paper_run = found[0] if len(found) == 1 else None
+    studies = [report.load_study(client, ref) for ref in args.study] if across is None and paper_run is None else []
 except (report.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2)
+
+if across is not None:  # each dataset's paper report, and one D_cs table across them beside the paper's Table 4
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{'-'.join(across)}"
+    files = paper.write_across(client, across, out, uri=uri)
+    print(files[0].read_text())
+    print(f"wrote {out}: report.md, dcs.md, dcs.csv; each dataset's report in {', '.join(f'{d}/' for d in across)}")
+    raise SystemExit(0)
 
 if paper_run is not None:  # studies/paper.py's report: every part's tables beside the paper's, figures, D_cs
     tags = paper_run.data.tags
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{paper_run.info.run_id[:8]}"
     files = paper.write_report(client, json.loads(tags["adbs.parts"]), out,
-                               dataset=tags.get("adbs.dataset") or None,
-                               meta={"paper run": f"{paper_run.info.run_name} ({paper_run.info.run_id})",
-                                     "command": f"`{tags.get('adbs.command', '?')}`", "tracking URI": uri})
+                               dataset=tags.get("adbs.dataset") or None, meta=paper.redraw_meta(paper_run, uri))
     print(files[0].read_text())
     print(f"wrote {out}: {', '.join(str(f.relative_to(out)) for f in files)}")
+    others = [d for d in paper.latest_by_dataset(client, ["all"]) if d != (tags.get("adbs.dataset") or paper.EMBEDDED)
+              ] if paper_run.info.status == "FINISHED" else []  # else the store may hold no finished paper study
+    if others:
+        print(f"note: this store also holds paper studies of {', '.join(others)}; `python studies/report.py paper "
+              "--datasets all` writes every dataset's report and one D_cs table across them")
     raise SystemExit(0)
 
 ids = [s.parent.info.run_id for s in studies]
