@@ -14,7 +14,7 @@ from adbs.overrides import coerce
 from adbs.renames import renamed
 
 STUDY_RESULT_KEYS = ("config_label", "objective", "config")
-"""Keys of a study's best_config.json (adbs_lab/results.py: best_config); its `config` is one trial's full config."""
+"""Keys of a study's best_config.json (adbs_lab/tables.py: best_config); its `config` is one trial's full config."""
 
 
 def load_file(path: str) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def config_of(args: argparse.Namespace) -> Config:
     return from_dict(resolve(args.preset, None, cli.overrides(args), file)).validate()
 
 
-def format_table(result) -> str:
+def session_table(result) -> str:
     rows = result.sessions
     head = ("session  classes   val_acc  test_acc  test_base  test_novel  test_hmean  novel_pred%  unpredicted"
             "  m<0  |m|_base  |m|_novel")
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             f"split seed {cfg.split_seed}; {runtime.describe(cfg, runtime.device_kind(cfg))}")
     t0 = time.perf_counter()
     result = run_trial(cfg, hooks=Hooks(log=log))
-    print(format_table(result))
+    print(session_table(result))
     tmp = out.with_suffix(out.suffix + ".tmp")
     tmp.write_text(json.dumps(result.to_dict(), indent=1))
     os.replace(tmp, out)  # atomic: an interrupted write never leaves a half file

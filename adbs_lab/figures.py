@@ -21,7 +21,7 @@ def _plt():
 def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
     """Average accuracy vs alpha (the paper supplement's figure): val and test, mean over seeds with the 95%
     confidence interval as error bars (t-distribution, as in the tables; none where an alpha has one seed)."""
-    from adbs_lab.results import ci95
+    from adbs_lab.tables import ci95
 
     plt = _plt()
     t = trials[trials["state"] == K.COMPLETE]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from adbs_lab import artifacts, report
+from adbs_lab import from_store, run_files
 
 EXPERIMENT = "paper"
 ROLE = "paper"
@@ -40,7 +40,7 @@ NOT_QUOTED = {
 def dcs_table(tables: dict[str, pd.DataFrame], dataset: str | None) -> pd.DataFrame:
     """Class separation D_cs after the last session, without vs with ADBS, ours (mean over seeds) beside the paper's
     Table 4: one row per host of the hosts study, and the ablation's baseline vs adb+ic. '-' where not quoted."""
-    paper = report.PAPER.get(dataset or "", {})
+    paper = from_store.PAPER.get(dataset or "", {})
     rows = []
 
     def ours(table: pd.DataFrame, label: str) -> float:
@@ -63,7 +63,7 @@ def dcs_table(tables: dict[str, pd.DataFrame], dataset: str | None) -> pd.DataFr
 
 def render_dcs(df: pd.DataFrame) -> str:
     """Markdown, 4 decimals as the paper quotes D_cs."""
-    return report.render_plain(df, "markdown", digits=4) if len(df) else "(no completed trials with D_cs)"
+    return from_store.render_plain(df, "markdown", digits=4) if len(df) else "(no completed trials with D_cs)"
 
 
 def dcs_across(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -72,7 +72,7 @@ def dcs_across(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
     values where the paper reports that dataset. NaN where a dataset's study has no such row."""
     columns, rows = ["study", "row"], {}
     for name, dcs in per_dataset.items():
-        cols = ["ours without", "ours with ADBS"] + (["paper without", "paper with ADBS"] if name in report.PAPER
+        cols = ["ours without", "ours with ADBS"] + (["paper without", "paper with ADBS"] if name in from_store.PAPER
                                                      else [])
         columns += [f"{name}: {c}" for c in cols]
         for r in dcs.to_dict("records"):
@@ -97,36 +97,36 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
     lines = [f"# ADBS paper reproduction: {dataset or 'embedded benchmark'}", ""]
     lines += [f"- {k}: {v}" for k, v in meta.items()] + [""]
     lines += [("Every table: test accuracy (%) per session, mean ± 95% CI over seeds (selection and pruning used "
-               f"validation accuracy only). Paper numbers: {report.PAPER_SOURCE}."), ""]
-    if dataset not in report.PAPER:
+               f"validation accuracy only). Paper numbers: {from_store.PAPER_SOURCE}."), ""]
+    if dataset not in from_store.PAPER:
         lines += [(f"The paper reports no numbers for {repr(dataset) if dataset else 'the embedded benchmark'}; the "
-                   f"tables beside the paper's need {', '.join(report.PAPER)}."), ""]
+                   f"tables beside the paper's need {', '.join(from_store.PAPER)}."), ""]
     files, tables = [], {}
     for part, title in PARTS.items():
         if part not in parts:
             continue
-        study = report.load_study(client, parts[part])
-        table = report.paper_table(study)
+        study = from_store.load_study(client, parts[part])
+        table = from_store.study_table(study)
         tables[part] = table
         folder = out / "figures" / part
         folder.mkdir(parents=True, exist_ok=True)
-        text = report.render(table, "text", trials=study.trials, order=study.order)
+        text = from_store.render(table, "text", trials=study.trials, order=study.order)
         (folder / "table.txt").write_text(text + "\n")
-        md = report.render(table, "markdown", trials=study.trials, order=study.order)
+        md = from_store.render(table, "markdown", trials=study.trials, order=study.order)
         (folder / "table.md").write_text(md + "\n")
-        figs = (artifacts.study_figures(study.name, study.sessions, study.trials, folder, order=study.order)
+        figs = (run_files.study_figures(study.name, study.sessions, study.trials, folder, order=study.order)
                 if len(study.sessions) else [])
         files += [folder / "table.txt", folder / "table.md", *figs]
         run = study.parent.info
         lines += [f"## {title}", "", (f"Study `{part}`, parent run {run.run_id} ({run.status.lower()}), "
                                       f"{len(study.trials)} trials."), "", md, ""]
-        beside = report.paper_beside(table, dataset)
+        beside = from_store.paper_beside(table, dataset)
         if beside is not None:
             lines += ["Ours (mean over seeds) beside the paper ('-' = not quoted):", "",
-                      report.render_plain(beside, "markdown"), ""]
+                      from_store.render_plain(beside, "markdown"), ""]
         elif part in NOT_QUOTED:
             lines += [f"Paper: {NOT_QUOTED[part]}.", ""]
-        elif dataset in report.PAPER:
+        elif dataset in from_store.PAPER:
             lines += [f"Paper: no rows of this table are quoted for {dataset}.", ""]
         lines += [f"![{f.name}](figures/{part}/{f.name})" for f in figs] + [""]
     dcs = dcs_table(tables, dataset)
@@ -136,7 +136,7 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
               ("D_cs after the last session (docs/metrics.md), mean over seeds, without and with ADBS; the paper's "
                "value beside ours where it quotes one ('-' where not)."),
               "", render_dcs(dcs), ""]
-    path = out / artifacts.REPORT_MD
+    path = out / run_files.REPORT_MD
     path.write_text("\n".join(lines))
     return [path, out / "dcs.md", out / "dcs.csv", *files], dcs
 
@@ -160,8 +160,8 @@ def write_across(client, runs: dict, out: Path, *, uri: str) -> list[Path]:
     lines += [f"- tracking URI: {uri}", "",
               ("D_cs after the last session (docs/metrics.md), mean over seeds, without and with ADBS, one column pair "
                "per dataset; the paper's Table 4 value beside ours where the paper reports the dataset ('-' where it "
-               f"quotes none). Paper numbers: {report.PAPER_SOURCE}."), "", render_dcs(table), ""]
-    path = out / artifacts.REPORT_MD
+               f"quotes none). Paper numbers: {from_store.PAPER_SOURCE}."), "", render_dcs(table), ""]
+    path = out / run_files.REPORT_MD
     path.write_text("\n".join(lines))
     return [path, out / "dcs.md", out / "dcs.csv", *files]
 
@@ -195,7 +195,7 @@ def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tag
 def find(client, ref: str):
     """The paper run `ref` names (its run id), or the latest finished one of experiment `paper`; None when `ref`
     is neither (then it names an ordinary study)."""
-    if report.RUN_ID.match(ref):
+    if from_store.RUN_ID.match(ref):
         try:
             run = client.get_run(ref)
         except Exception:  # noqa: BLE001 - not a run id: maybe a study name
@@ -207,7 +207,7 @@ def find(client, ref: str):
                               filter_string=f"tags.`adbs.role` = '{ROLE}' and attributes.status = 'FINISHED'",
                               order_by=["attributes.start_time DESC"], max_results=1)
     if not runs:
-        raise report.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
+        raise from_store.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
     return runs[0]
 
 
@@ -215,17 +215,17 @@ def latest_by_dataset(client, wanted: list[str]) -> dict:
     """The latest finished paper run of each dataset in `wanted` (labels; ['all']: every dataset the store holds one
     of, the paper's datasets first, in Table 4's order, then the embedded benchmark)."""
     exp = client.get_experiment_by_name(EXPERIMENT)
-    runs = [] if exp is None else report.all_runs(
+    runs = [] if exp is None else from_store.all_runs(
         client, [exp.experiment_id], f"tags.`adbs.role` = '{ROLE}' and attributes.status = 'FINISHED'")
     latest = {run.data.tags.get("adbs.dataset") or EMBEDDED: run for run in runs}  # oldest first: the latest wins
     if not latest:
-        raise report.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
-    order = [*report.PAPER, EMBEDDED]
+        raise from_store.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
+    order = [*from_store.PAPER, EMBEDDED]
     have = sorted(latest, key=lambda d: (order.index(d) if d in order else len(order), d))
     names = have if wanted == ["all"] else list(dict.fromkeys(wanted))
     missing = [d for d in names if d not in latest]
     if missing:
-        raise report.ReportError(f"no finished paper study of {', '.join(missing)} in this store; paper studies here: "
+        raise from_store.ReportError(f"no finished paper study of {', '.join(missing)} in this store; paper studies here: "
                                  f"{', '.join(have)} (--datasets all takes every one)")
     return {d: latest[d] for d in names}
 
@@ -236,7 +236,7 @@ def by_dataset(runs: list) -> dict:
     for run in runs:
         name = run.data.tags.get("adbs.dataset") or EMBEDDED
         if name in out:
-            raise report.ReportError(f"paper runs {out[name].info.run_id} and {run.info.run_id} are both of {name}; "
+            raise from_store.ReportError(f"paper runs {out[name].info.run_id} and {run.info.run_id} are both of {name}; "
                                      "the table across datasets takes one paper run per dataset")
         out[name] = run
     return out

@@ -17,7 +17,7 @@ so they stay consistent after Tuner.restore, which unpickles them as separate ob
 
 A trial ends once: Tune tells the searcher before its callbacks (ray/tune/execution/tune_controller.py:
 stop_trial, _process_trial_failure), so `StudySearch.on_trial_complete` reads the trial's Optuna state (the
-only read of it), classifies the trial (records.classify) and keeps that record; the MLflow tracker and the
+only read of it), classifies the trial (trial_records.classify) and keeps that record; the MLflow tracker and the
 progress line ask `StudySearch.ended` for it, and the tracker writes it to the study's runs file, where the
 tables read it (adbs_lab/study.py: summarise).
 """
@@ -38,8 +38,8 @@ from ray.tune.utils.util import unflatten_dict
 from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
 from adbs_lab.options import PRUNERS
-from adbs_lab.records import classify, objective
-from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve
+from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
+from adbs_lab.trial_records import classify, objective
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
@@ -107,7 +107,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         points_to_evaluate: list[dict] | None = None,
         snapshot: dict[str, str] | None = None,
     ) -> None:
-        """`rows`: the study's named rows (space.resolve). `snapshot`: {name: local file} copied beside the
+        """`rows`: the study's named rows (space.resolve_trial). `snapshot`: {name: local file} copied beside the
         searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
         uploads its optuna.db with the trial list it belongs to."""
         self._storage_url = storage_url
@@ -117,7 +117,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._groups: dict[int, dict[str, Any]] = {}
         self._open: int | None = None
         self._number: dict[str, int] = {}
-        self._ended: dict[str, str] = {}  # Tune trial id -> its state when it ended (records.classify)
+        self._ended: dict[str, str] = {}  # Tune trial id -> its state when it ended (trial_records.classify)
         super().__init__(
             space, metric=K.OBJECTIVE, mode=K.MODE, sampler=sampler, study_name=study_name,
             storage=optuna_storage(storage_url), points_to_evaluate=points_to_evaluate,
@@ -184,7 +184,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         config = unflatten_dict(params)
         # The trial's Config, resolved once, here, from what Tune runs (the param space with this suggestion merged
         # over it); the trainable, the tracker and the tables read it (space.trial_config).
-        config[CONFIG_KEY] = resolve({**(self._base or {}), **config}, self._rows)
+        config[CONFIG_KEY] = resolve_trial({**(self._base or {}), **config}, self._rows)
         return config
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:

@@ -104,7 +104,7 @@ def grid_size(space: dict[str, Any], seeds: list[int] | None) -> int:
     return n
 
 
-def resolve(config: dict[str, Any], rows: dict[str, dict] | None = None) -> Config:
+def resolve_trial(config: dict[str, Any], rows: dict[str, dict] | None = None) -> Config:
     """The full Config of one trial from Tune's trial config (Config fields + lab keys)."""
     d = {k: v for k, v in config.items() if k in FIELDS}
     if ROW_KEY in config and rows:
@@ -132,7 +132,7 @@ def configs_to_check(base: dict[str, Any], space: dict[str, Any], seeds: list[in
     axes[SEED_KEY] = list(seeds) if seeds else [None]
     out, seen = [], set()
     for combo in itertools.product(*axes.values()):
-        cfg = resolve({**base, **dict(zip(axes, combo))}, rows)
+        cfg = resolve_trial({**base, **dict(zip(axes, combo))}, rows)
         key = repr(sorted(cfg.to_dict().items()))
         if key not in seen:
             seen.add(key)

@@ -31,8 +31,9 @@ import pandas as pd
 from adbs.config import Config, ConfigError
 from adbs.overrides import from_dict
 from adbs.renames import canonical
-from adbs_lab import artifacts, records, results, space as sp, tracking
 from adbs_lab import metrics_keys as K
+from adbs_lab import run_files, tables, tracking, trial_records
+from adbs_lab import space as sp
 from adbs_lab.options import StudyInputError, StudyOptions, resume_command
 from adbs_lab.paths import code_version
 from adbs_lab.study_folder import StudyBusy, StudyFolder
@@ -138,7 +139,7 @@ def fail(msg: str, code: int = 2) -> None:
     raise SystemExit(code)
 
 
-def check_data(cfg: Config) -> None:
+def check_config_and_data(cfg: Config) -> None:
     """Dataset-dependent checks (shots vs images per class, ways vs novel classes), cheap."""
     from adbs.data import check_data as check
 
@@ -146,7 +147,7 @@ def check_data(cfg: Config) -> None:
     check(cfg)
 
 
-def check_storage(location: str) -> None:
+def check_storage_writable(location: str) -> None:
     """--storage: a writable folder, or an object-store URL this machine can write to."""
     from adbs import objstore as st
 
@@ -192,7 +193,7 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     if threads and opts.cpus_per_trial is not None and max(1, int(opts.cpus_per_trial)) != threads:
         raise StudyInputError(f"--set threads={threads} and --cpus-per-trial {opts.cpus_per_trial:g} disagree: a "
                               "trial's torch threads are its CPUs; give one of them")
-    check_storage(opts.storage)
+    check_storage_writable(opts.storage)
     if opts.optuna_storage and opts.optuna_storage.startswith("sqlite:///"):
         from adbs_lab.stores import sqlite_path, sqlite_problem
 
@@ -242,7 +243,7 @@ def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]
                                   "with GPUs")
     for cfg in configs:
         try:
-            check_data(cfg)
+            check_config_and_data(cfg)
         except ValueError as e:
             what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"})
                             if k in cfg.to_dict())
@@ -663,7 +664,12 @@ def _search(p: Prepared):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
     import optuna
 
-    from adbs_lab.search import BaseEpochStopper, StudySearch, make_pruner, optuna_storage
+    from adbs_lab.search import (
+        BaseEpochStopper,
+        StudySearch,
+        make_pruner,
+        optuna_storage,
+    )
 
     opts, where = p.opts, p.where
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
@@ -876,14 +882,14 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     tables written from them (sessions.parquet, trials.parquet, table.txt, table.md, best_config.json)."""
     plan = p.plan
     runs = tracking.load_runs(p.dir)
-    recs = [records.from_tune(r, varying=p.varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
+    recs = [trial_records.from_tune(r, varying=p.varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
             for r in launched.results]
-    sessions, trials = records.frames(recs)
-    table = results.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials) if len(sessions) else pd.DataFrame()
-    table_text = results.annotate(results.format_table(table), trials, order=plan.order)
-    best = results.best_config(trials) if len(trials) else None
-    files = results.write(p.dir, sessions, trials, table_text, best)
-    (p.dir / "table.md").write_text(results.annotate(results.format_table(table, markdown=True), trials,
+    sessions, trials = trial_records.frames(recs)
+    table = tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials) if len(sessions) else pd.DataFrame()
+    table_text = tables.annotate(tables.format_table(table), trials, order=plan.order)
+    best = tables.best_config(trials) if len(trials) else None
+    files = tables.write(p.dir, sessions, trials, table_text, best)
+    (p.dir / "table.md").write_text(tables.annotate(tables.format_table(table, markdown=True), trials,
                                                      markdown=True, order=plan.order) + "\n")
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0)
@@ -905,13 +911,13 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, stopped: str, 
 def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     """The study's figures and report.md (with where its runs are in MLflow)."""
     plan = p.plan
-    figs = (artifacts.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order)
+    figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-    report = artifacts.write_study_report(p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best,
+    report = run_files.write_study_report(p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best,
                                           figures=figs, meta=meta, order=plan.order)
     return [*figs, report]
 

@@ -34,8 +34,8 @@ from tenacity import (
 from adbs_lab import metrics_keys as K
 from adbs_lab import paths
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
-from adbs_lab.records import base_boundaries
 from adbs_lab.space import SEED_KEY, describe, trial_config
+from adbs_lab.trial_records import base_boundaries
 
 RUNS_FILE = "mlflow_runs.json"
 LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
@@ -309,11 +309,11 @@ class MlflowTracker(Callback):
 
     def _log_trial_artifacts(self, run_id: str, **data) -> None:
         """config.json at the start; session_curve.png and boundaries.csv at the end."""
-        from adbs_lab import artifacts
+        from adbs_lab import run_files
 
         try:
             with tempfile.TemporaryDirectory() as tmp:
-                for f in artifacts.write_trial_artifacts(Path(tmp), **data):
+                for f in run_files.write_trial_artifacts(Path(tmp), **data):
                     self.client.log_artifact(run_id, str(f))
         except Exception as e:  # noqa: BLE001 - a missing picture must not fail the study
             print(f"warning: artifacts of run {run_id} not logged: {e}", flush=True)

@@ -11,7 +11,7 @@
 
 Reads only the tracking store (nested trial runs: params, session/* metric histories, summary/*,
 tags), so a study run on a cluster can be reported on a laptop. The table is
-adbs_lab.results.paper_table, the same function the study printed its table with.
+adbs_lab.tables.paper_table, the same function the study printed its table with.
 With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
 of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
 and one figure (compare_sessions.png: every row's accuracy per session).
@@ -34,7 +34,8 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # one embeddings.json download per ablation trial: MLflow would draw a progress bar for each of them
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-from adbs_lab import metrics_keys as K, paper, paths, report, results, tracking  # noqa: E402
+from adbs_lab import from_store, paper, paths, tables, tracking
+from adbs_lab import metrics_keys as K  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 p.add_argument("study", nargs="+",
@@ -42,7 +43,7 @@ p.add_argument("study", nargs="+",
                     "for one table across studies; 'paper' (or a paper run's id) redraws a studies/paper.py report")
 p.add_argument("--tracking-uri", default=None,
                help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
-p.add_argument("--format", default="text", choices=list(report.EXT),
+p.add_argument("--format", default="text", choices=list(from_store.EXT),
                help="table format printed and written (text = exactly what the study printed)")
 p.add_argument("--metric", default="test_acc",
                help="session metric of the table (default: %(default)s; one of "
@@ -72,25 +73,25 @@ import logging  # noqa: E402
 
 logging.getLogger("mlflow").setLevel(logging.WARNING)
 logging.getLogger("alembic").setLevel(logging.WARNING)
-from mlflow.tracking import MlflowClient  # noqa: E402
 import pandas as pd  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
 
 uri = tracking.tracking_uri(args.tracking_uri)
 try:
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
-        raise report.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
+        raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking.check_tracking_uri(uri)
     client = MlflowClient(uri)
     found = [] if args.datasets else [paper.find(client, ref) for ref in args.study]
     papers = [run for run in found if run is not None]
     if papers and len(papers) < len(found):
-        raise report.ReportError("paper runs and studies cannot share a report: name paper runs only (one per "
+        raise from_store.ReportError("paper runs and studies cannot share a report: name paper runs only (one per "
                                  "dataset, for the D_cs table across them) or studies only")
     across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
-    studies = [report.load_study(client, ref) for ref in args.study] if across is None and paper_run is None else []
-except (report.ReportError, tracking.TrackingError) as e:
+    studies = [from_store.load_study(client, ref) for ref in args.study] if across is None and paper_run is None else []
+except (from_store.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -137,33 +138,33 @@ for study in studies:
 print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
 
 if len(studies) > 1:
-    sessions, trials, order, reference = report.combine(studies)
-    table = results.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
+    sessions, trials, order, reference = from_store.combine(studies)
+    table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
                                 trials=trials) if len(sessions) else pd.DataFrame()
-    print(report.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order))
+    print(from_store.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order))
     names = "-".join(dict.fromkeys(s.name for s in studies))
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"compare-{names}-{'-'.join(i[:8] for i in ids)}"
-    files = report.write_comparison(studies, table, sessions, trials, out, fmt=args.format, uri=uri,
+    files = from_store.write_comparison(studies, table, sessions, trials, out, fmt=args.format, uri=uri,
                                     metric=args.metric)
     print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
     raise SystemExit(0)
 
 study = studies[0]
 run = study.parent.info
-table = report.paper_table(study, metric=args.metric)
-print(report.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials,
+table = from_store.study_table(study, metric=args.metric)
+print(from_store.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials,
                     order=study.order))
 if args.paper:
-    beside = report.paper_beside(table, study.dataset)
+    beside = from_store.paper_beside(table, study.dataset)
     if beside is None:
         print(f"\n--paper: no paper table matches this study (dataset {study.dataset!r}, rows "
               f"{', '.join(table['config']) if len(table) else '-'}); the paper reports ablation rows "
-              f"baseline / adb / adb+ic on {', '.join(report.PAPER)}, and the hosts study's rows "
+              f"baseline / adb / adb+ic on {', '.join(from_store.PAPER)}, and the hosts study's rows "
               f"(SAVC, SAVC+ADBS, ALICE, ALICE+ADBS, ...) on cifar100")
     else:
-        print(f"\nours (mean over seeds) beside the paper ({report.PAPER_SOURCE}; '-' = not quoted):\n")
-        print(report.render_plain(beside, args.format))
+        print(f"\nours (mean over seeds) beside the paper ({from_store.PAPER_SOURCE}; '-' = not quoted):\n")
+        print(from_store.render_plain(beside, args.format))
 
 out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
-files = report.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
+files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
 print(f"\nwrote {out}: {', '.join(f.name for f in files)}")

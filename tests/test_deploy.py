@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,10 @@ def test_slurm_script_starts_head_then_workers_and_runs_the_study(tmp_path):
     r = subprocess.run(["bash", str(SBATCH), "studies/alpha_sweep.py", "--num-samples", "8"], env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+    # the workers' srun runs in the background (as under Slurm): give their stand-ins a moment to log
+    deadline = time.time() + 30
+    while log.read_text().count("--address=10.1.0.1:6379") < 2 and time.time() < deadline:
+        time.sleep(0.1)
     calls = log.read_text().splitlines()
     head = [c for c in calls if "--head" in c]
     workers = [c for c in calls if "ray on" in c and "--address=10.1.0.1:6379" in c]

@@ -1,4 +1,4 @@
-"""One classification of trial state (adbs_lab.records.classify), used by progress, tracker, Optuna and tables."""
+"""One classification of trial state (adbs_lab.trial_records.classify), used by progress, tracker, Optuna and tables."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.records import TrialRecord, classify, frames, objective
+from adbs_lab.trial_records import TrialRecord, classify, frames, objective
 
 SUMMARY = {K.REPORT_KIND: K.KIND_SUMMARY, K.OBJECTIVE: 61.5}
 BASE = {K.REPORT_KIND: K.KIND_BASE, K.OBJECTIVE: math.nan, K.BASE_STEP: 2}

@@ -63,7 +63,7 @@ def test_grid_distributions_and_configs_to_check():
 
 def test_resolve_and_describe():
     rows = {"adb": {"variant": "adb"}}
-    cfg = sp.resolve({"alpha": 0.05, sp.ROW_KEY: "adb", sp.SEED_KEY: 3, "_optuna_trial": 7}, rows)
+    cfg = sp.resolve_trial({"alpha": 0.05, sp.ROW_KEY: "adb", sp.SEED_KEY: 3, "_optuna_trial": 7}, rows)
     assert (cfg.variant, cfg.alpha, cfg.seed, cfg.split_seed) == ("adb", 0.05, 3, 3)
     assert sp.describe({"alpha": 0.05, sp.SEED_KEY: 2}, ["alpha", sp.SEED_KEY]) == "alpha=0.05 seed=2"
     assert sp.describe({sp.ROW_KEY: "adb+ic", sp.SEED_KEY: 1}, [sp.ROW_KEY, sp.SEED_KEY]) == "adb+ic seed=1"

@@ -7,7 +7,7 @@ import math
 import ray.tune
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.space import CONFIG_KEY, resolve
+from adbs_lab.space import CONFIG_KEY, resolve_trial
 from adbs_lab.trainable import make_trainable
 
 
@@ -27,7 +27,7 @@ def test_reports_follow_the_metric_contract(monkeypatch):
     monkeypatch.setattr(ray.tune, "report", lambda metrics, **kw: reports.append(metrics))
     fn = make_trainable(trial_fn=_fake)
     config = {"alpha": 0.05, "trial_seed": 3, "_optuna_trial": 0}
-    fn({**config, CONFIG_KEY: resolve(config)})  # the Config the driver resolved (StudySearch.suggest)
+    fn({**config, CONFIG_KEY: resolve_trial(config)})  # the Config the driver resolved (StudySearch.suggest)
     base, session, summary = reports
     assert base[K.REPORT_KIND] == K.KIND_BASE and base["base/val_acc"] == 10.0 and base[K.BASE_STEP] == 1
     assert session[K.REPORT_KIND] == K.KIND_SESSION and session["session/test_acc"] == 40.0

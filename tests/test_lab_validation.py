@@ -154,7 +154,7 @@ def test_one_config_precedence_for_studies_and_the_single_run():
     assert resolve(run_args.preset, None, cli.overrides(run_args)) == paper
 
 
-RED_TEAM_INPUTS = [
+BAD_STUDY_INPUTS = [
     # (what a new user tried, flags, message fragment): each refused before Ray starts
     ("negative num-samples", ["--num-samples", "-1"], "--num-samples must be >= 1"),
     ("zero num-samples", ["--num-samples", "0"], "--num-samples must be >= 1"),
@@ -169,7 +169,7 @@ RED_TEAM_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("what,flags,fragment", RED_TEAM_INPUTS, ids=[r[0] for r in RED_TEAM_INPUTS])
+@pytest.mark.parametrize("what,flags,fragment", BAD_STUDY_INPUTS, ids=[r[0] for r in BAD_STUDY_INPUTS])
 def test_red_team_inputs_refused_before_ray(what, flags, fragment):
     opts = options.parse("t", options.Defaults(num_samples=4), argv=[*flags, "--gpus-per-trial", "0"])[0]
     plan = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import paper, report
+from adbs_lab import from_store, paper
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = [sys.executable, str(REPO / "studies" / "paper.py")]
@@ -134,11 +134,11 @@ def test_the_latest_paper_run_of_each_dataset_gives_each_report_and_one_dcs_tabl
     assert {k: v.info.run_id for k, v in runs.items()} == {"cifar100": ids["cifar100"], "embedded": ids["embedded"]}
     assert list(runs) == ["cifar100", "embedded"]  # the paper's datasets first, then the embedded benchmark
     assert list(paper.latest_by_dataset(client, ["embedded", "cifar100"])) == ["embedded", "cifar100"]
-    with pytest.raises(report.ReportError, match="no finished paper study of cub200 .* here: cifar100, embedded"):
+    with pytest.raises(from_store.ReportError, match="no finished paper study of cub200 .* here: cifar100, embedded"):
         paper.latest_by_dataset(client, ["cub200"])
     # paper runs named by id (report.py ID ID): one per dataset
     assert list(paper.by_dataset([runs["embedded"], runs["cifar100"]])) == ["embedded", "cifar100"]
-    with pytest.raises(report.ReportError, match="both of cifar100"):
+    with pytest.raises(from_store.ReportError, match="both of cifar100"):
         paper.by_dataset([client.get_run(old), runs["cifar100"]])
 
     out = tmp_path / "across"

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from adbs_lab import metrics_keys as K
 from adbs_lab.progress import Progress
-from adbs_lab.records import classify
+from adbs_lab.trial_records import classify
 
 
 class Clock:

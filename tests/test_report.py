@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _smoke_store import REPO, printed_table, smoke_store
 from mlflow.tracking import MlflowClient
 
-from _issue5_store import REPO, printed_table, smoke_store
-from adbs_lab import artifacts, report, results
+from adbs_lab import from_store, run_files, tables
 
 pytestmark = pytest.mark.slow
 
@@ -36,16 +36,16 @@ def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path)
                             store.uri, "--out", str(out), "--paper"], capture_output=True, text=True, timeout=300,
                            cwd="/")
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-        study = report.load_study(MlflowClient(store.uri), "ablation")
+        study = from_store.load_study(MlflowClient(store.uri), "ablation")
     finally:
         hidden.rename(store.storage)
 
     assert (out / "table.txt").read_text().rstrip("\n") == study_table
     assert study_table in r.stdout  # printed as the study printed it
     assert "no paper table matches" in r.stdout  # smoke data is synthetic
-    table = report.paper_table(study)
+    table = from_store.study_table(study)
     # table.md: the table with the study's warnings under it (smoke trials are at chance level)
-    assert results.annotate(results.format_table(table, markdown=True), study.trials, markdown=True,
+    assert tables.annotate(tables.format_table(table, markdown=True), study.trials, markdown=True,
                             order=study.order) == study_md
     assert "WARNING" in study_md
     assert list(table["config"]) == ["baseline", "adb", "adb+ic"] and "delta_last" in table
@@ -70,8 +70,6 @@ def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
     runs = client.search_runs([exp.experiment_id])
     parent = next(r for r in runs if r.data.tags.get("adbs.role") == "study")
     parent_files = {a.path for a in client.list_artifacts(parent.info.run_id)}
-    if "report.md" not in parent_files:
-        pytest.skip("per-run artifacts need the tracking/study/trainable patches: .patches/issue5-*.diff")
     assert {"sessions.parquet", "trials.parquet", "ablation_sessions.png", "report.md"} <= parent_files
     md = Path(client.download_artifacts(parent.info.run_id, "report.md", str(tmp_path))).read_text()
     assert (store.study_dir / "table.md").read_text().strip() in md and "## Pruning" in md
@@ -81,7 +79,7 @@ def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
         files = {a.path for a in client.list_artifacts(r.info.run_id)}
         assert {"config.json", "session_curve.png", "boundaries.csv", "embeddings.json"} <= files, (r.info.run_name,
                                                                                                      files)
-        emb = artifacts.decode_embeddings(Path(client.download_artifacts(
+        emb = run_files.decode_embeddings(Path(client.download_artifacts(
             r.info.run_id, "embeddings.json", str(tmp_path / f"emb-{r.info.run_id}"))).read_text())
         assert len(emb["classes"]) == 10 and emb["features"].shape[0] == len(emb["labels"]) > 0
         assert emb["similarity"].shape == (emb["n_seen"], emb["n_seen"])

@@ -14,14 +14,14 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from adbs.config import Config
-from adbs_lab import artifacts, report, results
+from adbs_lab import from_store, run_files, tables
 from adbs_lab import metrics_keys as K
 
 MARGINS = [[1.0, 2.0], [1.0, 2.0, 1.5], [1.1, 2.0, 1.5, 1.6]]
 
 
 def test_boundaries_table_one_row_per_class_one_column_per_session():
-    t = artifacts.boundaries_table(MARGINS)
+    t = run_files.boundaries_table(MARGINS)
     assert list(t.columns) == ["class", "session_added", "kind", "m_s0", "m_s1", "m_s2"]
     assert list(t["session_added"]) == [0, 0, 1, 2] and list(t["kind"]) == ["base", "base", "novel", "novel"]
     assert list(t["m_s2"]) == [1.1, 2.0, 1.5, 1.6]
@@ -32,24 +32,24 @@ def test_trial_artifacts_written_only_where_there_is_data(tmp_path):
     sessions = [{"session": s, "val_acc": 60 - s, "test_acc": 58 - s, "test_base_acc": 59.0, "test_novel_acc":
                  math.nan if s == 0 else 30.0, "val_base_acc": 61.0, "val_novel_acc": math.nan if s == 0 else 31.0}
                 for s in range(3)]
-    files = artifacts.write_trial_artifacts(tmp_path / "t", sessions=sessions, boundaries=MARGINS,
+    files = run_files.write_trial_artifacts(tmp_path / "t", sessions=sessions, boundaries=MARGINS,
                                             config={"alpha": 0.05, "milestones": [40, 70]}, title="alpha=0.05 seed=0")
     assert [f.name for f in files] == ["config.json", "session_curve.png", "boundaries.csv"]
     assert files[1].read_bytes()[:4] == b"\x89PNG"
     assert json.loads(files[0].read_text()) == {"alpha": 0.05, "milestones": [40, 70]}
     assert pd.read_csv(files[2]).shape == (4, 6)
-    pruned = artifacts.write_trial_artifacts(tmp_path / "p", sessions=[], boundaries=None, config={"alpha": 0.1})
+    pruned = run_files.write_trial_artifacts(tmp_path / "p", sessions=[], boundaries=None, config={"alpha": 0.1})
     assert [f.name for f in pruned] == ["config.json"]
 
 
 def test_pruning_savings_counts_base_epochs_not_run():
     trials = pd.DataFrame({"state": [K.COMPLETE, K.PRUNED, K.PRUNED, K.FAILED], "base_epochs": [10, 10, 10, 10],
                            "base_epochs_run": [10, 3, 5, 1], "wall_time_s": [100.0, None, None, None]})
-    s = artifacts.pruning_savings(trials)
+    s = run_files.pruning_savings(trials)
     assert (s["pruned"], s["failed"], s["base_epochs_planned"], s["base_epochs_run"], s["base_epochs_saved"]) == \
         (2, 1, 40, 19, 12)
     assert s["seconds_saved_est"] == pytest.approx(120.0)  # 10 s per epoch of the complete trial x 12
-    md = artifacts.report_markdown(study="alpha_sweep", table_md="| t |", best=None, savings=s, figures=["a.png"])
+    md = run_files.report_markdown(study="alpha_sweep", table_md="| t |", best=None, savings=s, figures=["a.png"])
     assert "2 pruned" in md and "saved 12 base epochs" in md and "![a.png](a.png)" in md
 
 
@@ -93,17 +93,17 @@ def store(tmp_path_factory):
 
 def test_store_gives_the_table_paper_table_gives_on_the_same_data(store):
     uri, parent_id, rows, trials = store
-    study = report.load_study(MlflowClient(uri), "ablation")
+    study = from_store.load_study(MlflowClient(uri), "ablation")
     assert study.parent.info.run_id == parent_id and (study.baseline, study.order) == ("baseline", ["baseline", "adb+ic"])
     assert set(study.trials["state"]) == {K.COMPLETE, K.PRUNED}
     assert list(dict.fromkeys(study.sessions["label"])) == ["adb+ic", "baseline"]  # Optuna trial order
-    expected = results.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"], trials=trials)
-    got = report.paper_table(study)
-    assert results.format_table(got) == results.format_table(expected)
+    expected = tables.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"], trials=trials)
+    got = from_store.study_table(study)
+    assert tables.format_table(got) == tables.format_table(expected)
     assert got.loc[0, "d_cs"][0] == pytest.approx(0.86) and got.loc[1, "d_cs"][0] == pytest.approx(0.92)
     assert list(got["config"]) == ["baseline", "adb+ic"] and got.loc[1, "delta_last"] == pytest.approx(57.5 - 51.0)
     assert study.trials.set_index("trial_id").loc["t4", "base_epochs_run"] == 2
-    saved = artifacts.pruning_savings(study.trials)
+    saved = run_files.pruning_savings(study.trials)
     assert (saved["pruned"], saved["base_epochs_saved"]) == (1, 2)
     assert study.trials["alpha"].map(type).eq(float).all() and study.trials["seed"].map(type).eq(int).all()
 
@@ -113,29 +113,29 @@ def test_find_parent_by_name_parent_id_or_trial_id(store):
     client = MlflowClient(uri)
     trial = client.search_runs([client.get_experiment_by_name("ablation").experiment_id],
                                filter_string="tags.`adbs.role` = 'trial'")[0]
-    assert report.find_parent(client, trial.info.run_id).info.run_id == parent_id
-    assert report.find_parent(client, parent_id).info.run_id == parent_id
-    with pytest.raises(report.ReportError, match="studies here: ablation"):
-        report.find_parent(client, "alpha_sweep")
+    assert from_store.find_parent(client, trial.info.run_id).info.run_id == parent_id
+    assert from_store.find_parent(client, parent_id).info.run_id == parent_id
+    with pytest.raises(from_store.ReportError, match="studies here: ablation"):
+        from_store.find_parent(client, "alpha_sweep")
 
 
 def test_formats_and_the_papers_numbers(store):
     uri, _, _, _ = store
-    table = report.paper_table(report.load_study(MlflowClient(uri), "ablation"))
-    tex = report.to_latex(table, caption="ablation")
+    table = from_store.study_table(from_store.load_study(MlflowClient(uri), "ablation"))
+    tex = from_store.to_latex(table, caption="ablation")
     assert "\\toprule" in tex and "adb+ic & 2 &" in tex and "$\\pm$" in tex
-    csv = pd.read_csv(io.StringIO(report.to_csv(table)))
+    csv = pd.read_csv(io.StringIO(from_store.to_csv(table)))
     assert list(csv.columns[:4]) == ["config", "seeds", "s0", "s0_ci95"] and csv.loc[0, "s0"] == pytest.approx(71.0)
-    assert report.render(table, "text") == results.format_table(table)
-    beside = report.paper_beside(table, "cifar100")
+    assert from_store.render(table, "text") == tables.format_table(table)
+    beside = from_store.paper_beside(table, "cifar100")
     assert list(beside["source"]) == ["ours", "paper", "ours", "paper"]
     assert beside.iloc[1]["s0"] == 73.92 and beside.iloc[3]["avg"] == 63.77
-    assert report.paper_beside(table, "synthetic") is None
-    assert "| baseline | paper | 73.92" in report.render_plain(beside, "markdown")
+    assert from_store.paper_beside(table, "synthetic") is None
+    assert "| baseline | paper | 73.92" in from_store.render_plain(beside, "markdown")
     # the class separation beside the accuracies: ours per row and the paper's Table 4 (baseline, ADBS)
     assert "$D_{cs}$" in tex and "0.860 $\\pm$" in tex and csv.loc[0, "d_cs"] == pytest.approx(0.86)
     assert list(beside["D_cs"]) == [pytest.approx(0.86), 0.8846, pytest.approx(0.92), 0.9497]
-    assert "| 0.8846 |" in report.render_plain(beside, "markdown")
+    assert "| 0.8846 |" in from_store.render_plain(beside, "markdown")
 
 
 def test_the_papers_host_rows_beside_the_hosts_study():
@@ -144,8 +144,8 @@ def test_the_papers_host_rows_beside_the_hosts_study():
                              for lab in ("SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "OrCo", "OrCo+ADBS",
                                          "baseline+ADBS")
                              for s in range(9)])
-    table = results.paper_table(sessions, baseline={"SAVC+ADBS": "SAVC", "SAVC": "SAVC"})
-    beside = report.paper_beside(table, "cifar100").set_index(["config", "source"])
+    table = tables.paper_table(sessions, baseline={"SAVC+ADBS": "SAVC", "SAVC": "SAVC"})
+    beside = from_store.paper_beside(table, "cifar100").set_index(["config", "source"])
     assert beside.loc[("SAVC", "paper"), "s8"] == 52.19 and beside.loc[("SAVC+ADBS", "paper"), "s8"] == 60.60
     assert beside.loc[("ALICE+ADBS", "paper"), "avg"] == 65.63 and beside.loc[("ALICE", "paper"), "s0"] == 80.37
     assert beside.loc[("OrCo", "paper"), "s8"] == 51.12 and beside.loc[("OrCo+ADBS", "paper"), "avg"] == 60.32

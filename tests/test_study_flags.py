@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from adbs.overrides import from_dict
-from adbs_lab import options, results, study
+from adbs_lab import options, study, tables
 from adbs_lab.paths import REPO_ROOT
 
 
@@ -125,17 +125,17 @@ def _sessions(rows):
 
 
 def test_table_marks_rows_averaging_different_numbers_of_sessions():
-    table = results.paper_table(_sessions([("ways=5 shots=1", 8, 80.0), ("ways=10 shots=1", 4, 80.0)]))
+    table = tables.paper_table(_sessions([("ways=5 shots=1", 8, 80.0), ("ways=10 shots=1", 4, 80.0)]))
     assert list(table["sessions"]) == [8, 4] and list(table.columns[:3]) == ["config", "seeds", "sessions"]
     assert math.isclose(table.loc[0, "avg"][0], 76.0) and math.isclose(table.loc[1, "avg"][0], 78.0)
-    text = results.format_table(table)
-    assert text.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"] and results.SESSIONS_NOTE in text
-    assert results.SESSIONS_NOTE in results.format_table(table, markdown=True)
-    from adbs_lab.report import to_csv, to_latex
+    text = tables.format_table(table)
+    assert text.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"] and tables.SESSIONS_NOTE in text
+    assert tables.SESSIONS_NOTE in tables.format_table(table, markdown=True)
+    from adbs_lab.from_store import to_csv, to_latex
 
     assert "sessions" in to_csv(table).splitlines()[0] and "Sessions" in to_latex(table)
-    same = results.paper_table(_sessions([("a", 2, 80.0), ("b", 2, 70.0)]))  # one number: no column, no note
-    assert "sessions" not in same and results.SESSIONS_NOTE not in results.format_table(same)
+    same = tables.paper_table(_sessions([("a", 2, 80.0), ("b", 2, 70.0)]))  # one number: no column, no note
+    assert "sessions" not in same and tables.SESSIONS_NOTE not in tables.format_table(same)
 
 
 @pytest.mark.parametrize("argv,cpu_estimate", [([], True), (["--smoke"], True), (["--dataset", "cifar100"], False),

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from _issue5_store import REPO, smoke_store
+from _smoke_store import REPO, smoke_store
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = REPO / "test-artifacts"

@@ -17,7 +17,6 @@ import json
 import math
 import os
 import pickle
-import shutil
 import subprocess
 import sys
 import threading
@@ -213,8 +212,8 @@ def test_written_pickles_hold_the_embedded_benchmark_bytes(written):
 
 
 def test_index_lists_follow_the_projects_protocol(written):
-    from adbs.overrides import from_dict
     from adbs.data import build_data
+    from adbs.overrides import from_dict
 
     root, _ = written
     lists = {t: [int(v) for v in (root / "lists" / f"session_{t}.txt").read_text().split()] for t in range(1, 10)}

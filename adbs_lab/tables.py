@@ -1,7 +1,7 @@
 """Result tables: the paper-style table, its text/Markdown rendering with departures and warnings, the best
 configuration, and the study's result files.
 
-`paper_table` is a pure function of the sessions DataFrame (adbs_lab.records.frames), so the same table is
+`paper_table` is a pure function of the sessions DataFrame (adbs_lab.trial_records.frames), so the same table is
 rebuilt from any source of TrialRecords: a study's Tune results or the MLflow store (studies/report.py).
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
+from adbs_lab.trial_records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
 
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:

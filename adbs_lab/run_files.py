@@ -216,7 +216,7 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
 def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials: pd.DataFrame,
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
                        paper_md: str | None = None, order: list[str] | None = None) -> Path:
-    from adbs_lab.results import annotate, format_table
+    from adbs_lab.tables import annotate, format_table
 
     path = Path(folder) / REPORT_MD
     table_md = annotate(format_table(table, markdown=True), trials, markdown=True, order=order)

@@ -1,7 +1,7 @@
 """One trial record, one classification of trial state, one schema for the tables.
 
 A trial is read from two sources: a Ray Tune result (`from_tune`, the study's own tables) and an MLflow
-run (`adbs_lab.report`, tables rebuilt from the store alone). Both become a `TrialRecord`, and
+run (`adbs_lab.from_store`, tables rebuilt from the store alone). Both become a `TrialRecord`, and
 `frames` turns records into sessions.parquet / trials.parquet with the same columns whichever the
 source. `classify` is the only place that decides COMPLETE / PRUNED / FAILED / INTERRUPTED: StudySearch
 calls it once when a Tune trial ends (adbs_lab/search.py), and Optuna's trial states, the MLflow tags, the

@@ -31,7 +31,7 @@ class SmokeStore:
 def smoke_store(ray_address: str, tmp_path_factory) -> SmokeStore:
     if "ablation" in _CACHE:
         return _CACHE["ablation"]
-    root = tmp_path_factory.mktemp("issue5_store")
+    root = tmp_path_factory.mktemp("smoke_store")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     cmd = [sys.executable, str(REPO / "studies" / "ablation.py"), "--smoke", "--storage", str(root / "runs"),
            "--tracking-uri", uri, "--address", ray_address, "--gpus-per-trial", "0"]

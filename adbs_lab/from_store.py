@@ -3,7 +3,7 @@
 A study run on a cluster can be reported on a laptop: the nested trial runs hold everything
 (params = the resolved Config, `session/*` metric histories stepped by session, `summary/*`,
 tags adbs.state / adbs.trial_id / adbs.optuna_trial). They become the same TrialRecords a study builds
-from its Tune results (adbs_lab.records), so `results.paper_table` gives the table the study printed.
+from its Tune results (adbs_lab.trial_records), so `tables.paper_table` gives the table the study printed.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pandas as pd
 from adbs.config import ConfigError
 from adbs.overrides import coerce
 from adbs.renames import canonical
-from adbs_lab import artifacts, records, results
+from adbs_lab import run_files, trial_records, tables
 from adbs_lab import metrics_keys as K
-from adbs_lab.records import CONFIG_COLUMNS
+from adbs_lab.trial_records import CONFIG_COLUMNS
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -140,7 +140,7 @@ def _history(client, run_id: str, key: str) -> dict[int, float]:
     return {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
 
 
-def trial_records(client, parent) -> list[records.TrialRecord]:
+def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
     """The study's nested runs as TrialRecords, from params, tags and metric histories."""
     runs = all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
     runs = [r for r in runs if r.data.tags.get("adbs.role", "trial") == "trial"]
@@ -163,7 +163,7 @@ def trial_records(client, parent) -> list[records.TrialRecord]:
             for step, v in _history(client, r.info.run_id, key).items():
                 per_session.setdefault(step, {})[K.LEGACY_NAMES.get(name, name)] = v
         base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
-        out.append(records.TrialRecord(
+        out.append(trial_records.TrialRecord(
             trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
             config={canonical(k): _config_value(canonical(k), v) for k, v in r.data.params.items()
                     if canonical(k) in CONFIG_COLUMNS},  # runs logged before a field was renamed
@@ -187,17 +187,17 @@ def _embeddings(client, run) -> str | None:
 
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            path = client.download_artifacts(run.info.run_id, artifacts.EMBEDDINGS_JSON, tmp)
+            path = client.download_artifacts(run.info.run_id, run_files.EMBEDDINGS_JSON, tmp)
             return Path(path).read_text()
     except Exception as e:  # noqa: BLE001 - a missing figure must not stop the tables
-        print(f"warning: run {run.info.run_id} kept no {artifacts.EMBEDDINGS_JSON} ({str(e).splitlines()[0][:200]}); "
+        print(f"warning: run {run.info.run_id} kept no {run_files.EMBEDDINGS_JSON} ({str(e).splitlines()[0][:200]}); "
               "its t-SNE and similarity panels are left out", flush=True)
         return None
 
 
 def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(sessions, trials) of a study's nested runs: the schema of the study's own parquet files."""
-    return records.frames(trial_records(client, parent))
+    return trial_records.frames(records_from_runs(client, parent))
 
 
 def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
@@ -227,11 +227,11 @@ def load_study(client, ref: str) -> Study:
     return Study(parent, name, sessions, trials, baseline, order)
 
 
-def paper_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
+def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
     """Exactly `results.paper_table` as the study calls it."""
     if study.sessions.empty:
         return pd.DataFrame()
-    return results.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order,
+    return tables.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order,
                                trials=study.trials)
 
 
@@ -247,8 +247,8 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
         rename = lambda lab, prefix=prefix: f"{prefix}: {lab}"  # noqa: E731
         for frame, out in ((st.sessions, sessions), (st.trials, trials)):
             if len(frame):
-                out.append(frame.assign(**{records.LABEL: frame[records.LABEL].map(rename)}))
-        labels = list(dict.fromkeys(st.sessions[records.LABEL])) if len(st.sessions) else []
+                out.append(frame.assign(**{trial_records.LABEL: frame[trial_records.LABEL].map(rename)}))
+        labels = list(dict.fromkeys(st.sessions[trial_records.LABEL])) if len(st.sessions) else []
         order += [rename(lab) for lab in dict.fromkeys((st.order or []) + labels)]
         base = st.baseline if isinstance(st.baseline, dict) else {lab: st.baseline for lab in labels} if st.baseline else {}
         reference.update({rename(lab): rename(ref) for lab, ref in base.items()})
@@ -261,13 +261,13 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
     """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
     title = " + ".join(dict.fromkeys(s.name for s in studies))
     files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session")
-    figs = [artifacts.session_curves(sessions, out / "compare_sessions.png", f"{title}: {metric} per session",
+    figs = [run_files.session_curves(sessions, out / "compare_sessions.png", f"{title}: {metric} per session",
                                      metric=metric)] if len(sessions) else []
     meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
                                     f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
                                     for s in studies}}
-    files.append(artifacts.write_study_report(out, study=title, table=table, trials=trials,
-                                              best=results.best_config(trials) if len(trials) else None,
+    files.append(run_files.write_study_report(out, study=title, table=table, trials=trials,
+                                              best=tables.best_config(trials) if len(trials) else None,
                                               figures=figs, meta=meta))
     return files + figs
 
@@ -326,7 +326,7 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
         if has_dcs:
             cells.append(cell(r["d_cs"], 3))
         body.append(cells)
-    lines = ["\\begin{table}[t]", "\\centering", results.render_cells(head, body, "latex")]
+    lines = ["\\begin{table}[t]", "\\centering", tables.render_cells(head, body, "latex")]
     if caption:
         lines.append(f"\\caption{{{_tex(caption)}}}")
     lines.append("\\end{table}")
@@ -337,8 +337,8 @@ def render(table: pd.DataFrame, fmt: str, caption: str = "", trials: pd.DataFram
            order: list[str] | None = None) -> str:
     """The table in `fmt`; text and markdown carry the departures and warnings the study printed (`trials`)."""
     if fmt in ("text", "markdown"):
-        text = results.format_table(table, markdown=fmt == "markdown")
-        return text if trials is None else results.annotate(text, trials, markdown=fmt == "markdown", order=order)
+        text = tables.format_table(table, markdown=fmt == "markdown")
+        return text if trials is None else tables.annotate(text, trials, markdown=fmt == "markdown", order=order)
     if fmt == "latex":
         return to_latex(table, caption)
     if fmt == "csv":
@@ -383,7 +383,7 @@ def render_plain(df: pd.DataFrame, fmt: str, digits: int | None = None) -> str:
         return df.to_csv(index=False, float_format="%.2f")
     if fmt == "latex":
         head, body = [_tex(h) for h in head], [[_tex(c) for c in b] for b in body]
-    return results.render_cells(head, body, fmt, left=2)
+    return tables.render_cells(head, body, fmt, left=2)
 
 
 # -- everything at once ----------------------------------------------------------------------
@@ -409,14 +409,14 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
                           caption=f"{study.name}: test accuracy (%) per session", order=study.order)
-    figs = (artifacts.study_figures(study.name, study.sessions, study.trials, out, order=study.order)
+    figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order)
             if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
-    best = results.best_config(study.trials) if len(study.trials) else None
+    best = tables.best_config(study.trials) if len(study.trials) else None
     meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id})",
             "tracking URI": uri, "code version": study.parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
-    files.append(artifacts.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
+    files.append(run_files.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
                                               figures=figs, meta=meta,
                                               paper_md=render_plain(beside, "markdown") if beside is not None else None,
                                               order=study.order))
