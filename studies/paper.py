@@ -28,8 +28,9 @@ Rerunning the same command reuses every part that finished, continues an interru
 and runs the rest; base sessions are shared through <storage>/paper_<dataset>/base_cache.
 --seeds applies to every part (default 0: one trial per configuration); --hosts picks the main table's hosts.
 Time: --smoke 17 trials, 13.7 min wall on this project's 2-core CPU with other jobs on it (load average 12-17;
-the hosts study 10 of them); a rerun of a finished --smoke ~1.5 min (checks, report); the paper presets: the
-estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs, "25-50 GPU hours", not measured).
+the hosts study 10 of them; 5.9 min at load average 3); a rerun of a finished --smoke ~1.5 min (checks, report);
+the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs, "25-50 GPU hours",
+not measured).
 Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset): one folder per part (the study's own
 files), report.md with every table beside the paper's and every figure, figures/ redrawn from the MLflow
 store, dcs.md and dcs.csv; MLflow: one experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the
