@@ -59,6 +59,7 @@ def memo(tmp_path, monkeypatch) -> Path:
 # -- the key: inputs by content -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_replaced_dataset_at_the_same_path_changes_the_key(tmp_path, memo):
     root = write_cifar(tmp_path / "data", seed=0)
     before = base_key(cfg(root), "cpu")

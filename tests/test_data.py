@@ -507,6 +507,7 @@ def test_index_list_mini_fake_with_prefix(fake_roots, tmp_path):
 # --- synthetic benchmark ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_synthetic_deterministic_and_structured():
     t0 = time.perf_counter()
     tr, te = synthetic.generate(0)
@@ -532,6 +533,7 @@ def test_synthetic_other_seed_differs():
     assert not np.array_equal(synthetic.classes(0).factor, synthetic.classes(1).factor)
 
 
+@pytest.mark.slow
 def test_synthetic_version_1_is_byte_identical_to_the_original_benchmark():
     """Tables made on the original benchmark stay reproducible: version 1's bytes never change."""
     import hashlib
@@ -545,6 +547,7 @@ def test_synthetic_version_1_is_byte_identical_to_the_original_benchmark():
     assert not torch.equal(tr.images, tr2.images)
 
 
+@pytest.mark.slow
 def test_synthetic_versions_2_and_3_are_pinned_and_3_is_2_with_more_noise():
     """v2's bytes never change (its tables stay reproducible); v3 has v2's classes and a new pixel noise."""
     import hashlib

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import ray.tune
 
 from adbs_lab import metrics_keys as K
@@ -22,6 +23,7 @@ def _fake(cfg, *, hooks):
     return _Result()
 
 
+@pytest.mark.slow
 def test_reports_follow_the_metric_contract(monkeypatch):
     reports = []
     monkeypatch.setattr(ray.tune, "report", lambda metrics, **kw: reports.append(metrics))

@@ -17,6 +17,7 @@ def _args(*flags):
                          else list(flags))[0]
 
 
+@pytest.mark.slow
 def test_unknown_set_key_and_wrong_type():
     with pytest.raises(ConfigError, match="unknown config key 'alhpa'.*alpha"):
         study.validate(PLAN, _args("--set", "alhpa=0.1"))
@@ -85,6 +86,7 @@ def test_objective_is_one_shared_constant():
     assert K.OBJECTIVE == "summary/val_avg_acc" and K.MODE == "max"
 
 
+@pytest.mark.slow
 def test_core_library_never_imports_orchestration():
     import subprocess
     import sys
@@ -227,6 +229,7 @@ def test_damaged_tune_state_is_named(tmp_path):
     assert "search_gen_state-2026.json does not load" in study._damaged_tune_state(where)
 
 
+@pytest.mark.slow
 def test_host_flag_picks_the_hosts_preset_and_options_fold_into_host_options():
     base = _args("--host", "savc", "--set", "savc.queue_size=256").base_config()
     assert base["host"] == "savc" and base["host_options"] == '{"queue_size": 256}'

@@ -175,6 +175,7 @@ def test_a_flag_resolves_to_the_same_config_in_adbs_run_and_a_study(argv, tmp_pa
     assert from_dict(opts.base_config()).to_dict() == run
 
 
+@pytest.mark.slow
 def test_a_field_flag_is_its_set_pair_and_fails_the_same_way():
     from adbs.config import ConfigError
     from adbs.run import build_parser, config_of
