@@ -32,7 +32,8 @@ def ray_address() -> str:
     """Address of the one local Ray cluster of this test session (studies connect with --address)."""
     import ray
 
-    ctx = ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
+    # address="local": always a new instance of its own, even where another Ray cluster runs on this machine
+    ctx = ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
                    logging_level="WARNING")
     yield ctx.address_info["address"]
     ray.shutdown()
