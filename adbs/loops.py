@@ -315,6 +315,8 @@ def run_sessions(
     (~50 MB per session for a ResNet-12).
     """
     hooks = hooks or Hooks()
+    # A host of its own, not train_base's: the sessions start from the BaseSession alone, whether it was just
+    # trained or loaded from the base-session cache, so both paths give the same numbers (adbs/cache.py).
     rt = Runtime(cfg)
     host = create_host(cfg, data, rt)
     model = session_model(host, cfg, rt, base_session)
