@@ -393,10 +393,7 @@ def _claim_resume(p: Prepared) -> dict[str, Any]:
     # after the check above: loading Tune's searcher state opens (and so creates) optuna.db
     damaged = _damaged_tune_state(where)
     if damaged:
-        raise StudyInputError(
-            f"--resume: Ray Tune's saved state of this study is damaged ({damaged}; written while the disk was "
-            f"full?), so it cannot be resumed. Run the study again without --resume: the earlier results are "
-            f"moved aside, and base sessions already trained are reused from {where.cache_location}")
+        raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))
     settings = held.get("settings", {})
     _check_resume(opts, where, settings, held.get("command", "?"), p.tracking_uri, p.optuna_url)
     return settings
@@ -475,9 +472,21 @@ def _check_resume(opts: StudyOptions, where: StudyFolder, held: dict[str, Any], 
                               f"rerun with the --optuna-storage the study started with ({command})") from None
 
 
-def _damaged_tune_state(where: StudyFolder) -> str | None:
-    """The first of Tune's newest state files that is empty or does not load (Tune's syncer writes them in
-    place: a full disk leaves them truncated, and Tune's restore then fails with a traceback)."""
+def _unloadable_state(file: Path, e: Exception, cache: str) -> str:
+    """Why --resume cannot continue from Tune's state file `file`, and what to do instead."""
+    why = (f"it names code this version of adbs_lab does not have ({type(e).__name__}: {e}): an earlier version "
+           "saved it; finish the study with that version (its code version is the MLflow tag adbs.code_version), "
+           "or run" if isinstance(e, (ImportError, AttributeError)) else
+           f"it is damaged ({type(e).__name__}; written while the disk was full?); run")
+    return (f"--resume: Ray Tune's saved state of this study ({file}) does not load, so it cannot be resumed: {why} "
+            f"the study again without --resume: the earlier results are moved aside, and base sessions already "
+            f"trained are reused from {cache}")
+
+
+def _damaged_tune_state(where: StudyFolder) -> tuple[Path, Exception] | None:
+    """The first of Tune's newest state files that is empty or does not load, and why (Tune's syncer writes them
+    in place: a full disk leaves them truncated; a state pickled by an earlier version of this code names
+    functions or modules that have moved; either way Tune's restore would fail with a traceback)."""
     import pickle
 
     import ray.cloudpickle as cloudpickle
@@ -492,8 +501,8 @@ def _damaged_tune_state(where: StudyFolder) -> str | None:
             continue
         try:
             load(files[-1].read_bytes())
-        except Exception as e:  # noqa: BLE001 - any failure to load is damage
-            return f"{files[-1]} does not load: {type(e).__name__}"
+        except Exception as e:  # noqa: BLE001 - any failure to load ends the resume
+            return files[-1], e
     return None
 
 

@@ -226,7 +226,33 @@ def test_damaged_tune_state_is_named(tmp_path):
     (exp / "experiment_state-2026.json").write_text("{}")
     assert study._damaged_tune_state(where) is None
     (exp / "search_gen_state-2026.json").write_bytes(b"")  # what a full disk leaves
-    assert "search_gen_state-2026.json does not load" in study._damaged_tune_state(where)
+    file, e = study._damaged_tune_state(where)
+    assert file.name == "search_gen_state-2026.json" and not isinstance(e, (ImportError, AttributeError))
+
+
+def test_a_tune_state_saved_by_code_that_moved_is_named_as_such(tmp_path, monkeypatch):
+    """Tune pickles the searcher and callbacks by reference to their code: state saved by an earlier version
+    whose modules moved does not load, and --resume says so instead of calling it damaged."""
+    import pickle
+    import sys
+
+    from adbs_lab.study_folder import StudyFolder
+
+    (tmp_path / "gone_module.py").write_text("class Callback:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import gone_module
+
+    exp = tmp_path / "runs" / "s" / "tune"
+    exp.mkdir(parents=True)
+    (exp / "tuner.pkl").write_bytes(pickle.dumps(gone_module.Callback()))
+    (tmp_path / "gone_module.py").unlink()
+    monkeypatch.delitem(sys.modules, "gone_module")
+    file, e = study._damaged_tune_state(StudyFolder(str(tmp_path / "runs"), "s"))
+    assert file.name == "tuner.pkl" and isinstance(e, ImportError)
+    text = study._unloadable_state(file, e, cache="/c")
+    assert "names code this version of adbs_lab does not have (ModuleNotFoundError" in text
+    assert "adbs.code_version" in text and "without --resume" in text and "damaged" not in text
+    assert "it is damaged (EOFError" in study._unloadable_state(file, EOFError(), cache="/c")
 
 
 @pytest.mark.slow
