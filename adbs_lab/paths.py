@@ -11,6 +11,19 @@ DEFAULT_TRACKING_URI = f"sqlite:///{MLFLOW_DIR / 'mlflow.db'}"
 DEFAULT_ARTIFACT_ROOT = MLFLOW_DIR / "artifacts"
 
 
+def folder_problem(folder: Path, flag: str) -> str | None:
+    """Create `folder` (with its parents); what is wrong when it cannot be written, `flag` naming it, else None."""
+    import os
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"{flag}: cannot create it ({e}); pass a writable folder"
+    if not os.access(folder, os.W_OK):
+        return f"{flag} is not writable; pass a writable folder"
+    return None
+
+
 def code_version() -> str:
     """git sha of the working tree (+ '-dirty' when it has changes), $ADBS_CODE_VERSION, or 'unknown'."""
     import os

@@ -35,7 +35,7 @@ from adbs_lab import metrics_keys as K
 from adbs_lab import run_files, tables, tracking, trial_records
 from adbs_lab import space as sp
 from adbs_lab.options import StudyInputError, StudyOptions, resume_command
-from adbs_lab.paths import code_version
+from adbs_lab.paths import code_version, folder_problem
 from adbs_lab.study_folder import StudyBusy, StudyFolder
 
 __all__ = ["Plan", "Outcome", "StudyInputError", "validate", "size", "held", "prepare", "launch", "summarise", "run"]
@@ -160,13 +160,9 @@ def check_storage_writable(location: str) -> None:
     if "://" in location:
         raise StudyInputError(f"--storage {location}: unsupported URL scheme {location.split('://')[0]!r}; pass a "
                               f"folder or an object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
-    root = Path(location).expanduser().resolve()
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise StudyInputError(f"--storage {location}: cannot create it ({e}); pass a writable folder") from None
-    if not os.access(root, os.W_OK):
-        raise StudyInputError(f"--storage {location} is not writable; pass a writable folder")
+    problem = folder_problem(Path(location).expanduser().resolve(), f"--storage {location}")
+    if problem:
+        raise StudyInputError(problem)
 
 
 def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:

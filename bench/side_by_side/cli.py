@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from adbs.config import SYNTHETIC_VERSIONS  # no torch: importable before the checks
+from adbs_lab.paths import folder_problem
 
 from . import ALL_SESSIONS, SHOTS, ToolError
 from .commands import config_differences, ours_command, ours_overrides, parse_ours_set, released_command
@@ -110,12 +111,9 @@ def _check_sizes(a: argparse.Namespace) -> None:
 def _out_folder(a: argparse.Namespace) -> Path:
     """--out (default results/vs_official/<time>), created and writable."""
     out = Path(a.out or REPO / "results" / "vs_official" / datetime.now().strftime("%Y%m%d-%H%M%S")).resolve()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ToolError(f"--out {out}: cannot create it ({e}); pass a writable folder") from None
-    if not os.access(out, os.W_OK):
-        raise ToolError(f"--out {out} is not writable; pass a writable folder")
+    problem = folder_problem(out, f"--out {out}")
+    if problem:
+        raise ToolError(problem)
     return out
 
 
