@@ -139,6 +139,10 @@ class _Loader:
         images, labels = _resident(self.pool, self.device)
         dev = images.device
         mean, std = self.mean.to(dev), self.std.to(dev)
+        # 255 as a tensor on the device: CUDA divides by a Python scalar as a multiplication by its reciprocal,
+        # which rounds differently from the CPU path's true division (31% of the values of a batch differed by
+        # one float32 step on an H100, docs/gpu.md); divided by a device tensor, the batches are the CPU's
+        scale = torch.tensor(255.0, device=dev)
         n, h, w = len(order), images.shape[2], images.shape[3]
         sizes = [min(self.batch_size, n - a) for a in range(0, n, self.batch_size)]
         draws = [_draw(self.ops, b, h, w, g) for b in sizes]
@@ -161,7 +165,7 @@ class _Loader:
                     at, k = at + b, k + 1
                     x = torch.where(flip[:, None, None, None], x.flip(-1), x)
             assert k == len(d)
-            yield _normalise(x, mean, std), labels.index_select(0, j)
+            yield _normalise(x, mean, std, scale), labels.index_select(0, j)
 
     # -- everything else: per-sample v2 transforms in a DataLoader ------------------------------------
     def _iter_samples(self, order: np.ndarray, epoch_seed: int):
@@ -243,8 +247,8 @@ def _build_v2(ops: list[tuple[str, dict[str, int]]]) -> Any:
     return v2.Compose(out)
 
 
-def _normalise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    return x.float().div_(255.0).sub_(mean).div_(std)
+def _normalise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, scale: float | torch.Tensor = 255.0) -> torch.Tensor:
+    return x.float().div_(scale).sub_(mean).div_(std)
 
 
 def _resident(pool: ImagePool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
