@@ -32,7 +32,7 @@ from adbs_lab.trainable import NODE_ID_KEY
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(480), pytest.mark.xdist_group("clusters")]
 SECRET = "adbs-e2e-secret-5f1c9a"
 
 

@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from adbs_lab import from_store, run_files, tables
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report_store")]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 
 from _smoke_store import REPO, smoke_store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mlflow_ui")]
 ARTIFACTS = REPO / "test-artifacts"
 WAIT_S = 120  # a cold React app on 2 busy cores
 CLOSE_ASSISTANT = """(() => { const x = [...document.querySelectorAll('button')].find(e => e.getAttribute('aria-label') == 'Close');
