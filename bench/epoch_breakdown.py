@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ def batches_against_cpu(device: str) -> dict:
 
     from adbs.config import Config
     from adbs.data import build_data, make_loader
+    from adbs.data.loader import _normalise
 
     data = build_data(Config())
     idx = data.sessions[0].train[:300]
@@ -43,7 +45,8 @@ def batches_against_cpu(device: str) -> dict:
     mean = torch.tensor(data.spec.mean).view(1, 3, 1, 1)
     std = torch.tensor(data.spec.std).view(1, 3, 1, 1)
     raw = [((x * std + mean) * 255).round() for x in cpu]  # the uint8 crops behind the CPU batches
-    by_scalar = [r.to(device).float().div_(255.0).sub_(mean.to(device)).div_(std.to(device)).cpu() for r in raw]
+    # the loader's normalisation with its default scale, the Python scalar 255 (the device path passes a tensor)
+    by_scalar = [_normalise(r.to(device), mean.to(device), std.to(device)).cpu() for r in raw]
     return {"values": sum(x.numel() for x in cpu),
             "differing": sum(int((a != b).sum()) for a, b in zip(dev, cpu)),
             "differing_if_divided_by_python_scalar": sum(int((a != b).sum()) for a, b in zip(by_scalar, cpu))}
@@ -94,8 +97,8 @@ def epoch_split(device: str, epochs: int, quick: bool) -> dict:
     sync()
     loader_s = (time.perf_counter() - t0) / 3
     epoch_s = [r["epoch_time_s"] for r in rows]
-    later = sorted(epoch_s[1:])[len(epoch_s[1:]) // 2] if len(epoch_s) > 1 else epoch_s[0]
-    val_later = sorted(val_s[1:epochs])[len(val_s[1:epochs]) // 2] if epochs > 1 else val_s[0]
+    later = statistics.median(epoch_s[1:])  # epochs >= 2 (main): the first is warm-up
+    val_later = statistics.median(val_s[1:epochs])  # val_s[epochs] is the prototype pass after the last epoch
     return {"images_per_epoch": len(train_idx), "epoch_s": epoch_s, "epoch_s_median_after_first": later,
             "validation_s_per_epoch": val_s[:epochs], "loader_alone_s": loader_s,
             "steps_s": later - val_later, "threads": torch.get_num_threads()}
