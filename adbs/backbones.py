@@ -17,7 +17,6 @@ import os
 from collections.abc import Callable, Mapping
 
 import torch
-import torchvision
 from torch import Tensor, nn
 
 BACKBONES: dict[str, Callable[..., nn.Module]] = {}
@@ -232,45 +231,21 @@ def resnet12(channels: tuple[int, ...] = (64, 160, 320, 640)) -> ResNet12:
 # --- resnet18 ----------------------------------------------------------------------------
 
 
-class ResNet18(torchvision.models.ResNet):
-    """torchvision's ResNet-18 without its fc head: 512-d features.
-
-    Subclassing (rather than wrapping) keeps torchvision's parameter names, so an
-    ImageNet state_dict saved from torchvision loads as is.
-    """
-
-    def __init__(self):
-        super().__init__(torchvision.models.resnet.BasicBlock, [2, 2, 2, 2])
-        del self.fc
-        self.out_dim: int = 512
-
-    def forward(self, x: Tensor) -> Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return _global_avg_pool(x)
+# torchvision is imported here, on first use, not with this module: importing it costs seconds (its ops
+# import torch._dynamo), paid by every process that trains, though only these two backbones need it.
 
 
 @register_backbone("resnet18")
-def resnet18() -> ResNet18:
+def resnet18() -> nn.Module:
+    from adbs.resnet18 import ResNet18
+
     return ResNet18()
 
 
-class ResNet18Cifar(ResNet18):
-    """ResNet-18 for 32x32 inputs: a 3x3 stride-1 stem and no max-pooling (32x32 -> 4x4 before pooling).
-
-    The CIFAR ResNet-18 of ALICE (CanPeng123/FSCIL_ALICE alice/model/resnet_CIFAR.py), which it also
-    uses on miniImageNet; torchvision's block names, so its other layers load ImageNet weights as is.
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
-        nn.init.kaiming_normal_(self.conv1.weight, mode="fan_out", nonlinearity="relu")  # as torchvision's convs
-        self.maxpool = nn.Identity()
-
-
 @register_backbone("resnet18_cifar")
-def resnet18_cifar() -> ResNet18Cifar:
+def resnet18_cifar() -> nn.Module:
+    from adbs.resnet18 import ResNet18Cifar
+
     return ResNet18Cifar()
 
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 
 from adbs.config import Config
 from adbs.hosts import get_host
 
 
+@functools.cache  # parsing a class's source takes tens of milliseconds, and --help asks for each field
 def read_field_docs(cls: type) -> dict[str, str]:
-    """{field: its docstring} of a dataclass whose fields carry a string literal after them."""
+    """{field: its docstring} of a dataclass whose fields carry a string literal after them (read once per class;
+    do not change the returned dict)."""
     tree = ast.parse(inspect.getsource(cls))
     docs: dict[str, str] = {}
     body = tree.body[0].body  # type: ignore[attr-defined]
