@@ -1,7 +1,8 @@
 """Every command of the README's and docs/recipes.md's `bash` blocks, checked, so that a documented command
 that breaks fails CI.
 
-- `python -m adbs.run ...` on the embedded benchmark runs, shortened to one base epoch and one session.
+- `python -m adbs.run ...` on the embedded benchmark runs, shortened to one base epoch of 8 images per class and
+  one session.
 - A study (`studies/<name>.py ...`) runs with `--dry-run` (in this process, as `python studies/<name>.py`
   would run it): every check a run makes before its first trial (flags, config, search space, data,
   storage), then the number of trials. The studies themselves run end to end, smoke-sized, in
@@ -240,12 +241,14 @@ def test_study_commands_pass_their_dry_run(cmd, home, tmp_path, monkeypatch, cap
 @pytest.mark.slow
 @pytest.mark.parametrize("cmd", _by_rule("adbs.run", "adbs.run on real data"))
 def test_single_run_commands_run(cmd, home, tmp_path):
-    """On the embedded benchmark they run (one base epoch, one session); on a real dataset, a dry run."""
+    """On the embedded benchmark they run (one base epoch of 8 images per class, one session); on a real dataset, a
+    dry run."""
     argv = _argv(cmd, home) + ["--out", str(tmp_path / "run.json")]
     if rule(cmd) == "adbs.run on real data":
         argv += ["--dry-run"]
     else:
-        argv += ["--base-epochs", "1", "--sessions", "1", "--quiet"]
+        # the command's own flags first; a user's run, only shorter: a tenth of the base images for one epoch
+        argv += ["--base-epochs", "1", "--base-images-per-class", "8", "--sessions", "1", "--quiet"]
     r = _run(argv, home, cwd=home / "work")
     assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     if "--dry-run" in argv:
@@ -321,11 +324,17 @@ def report_store(tmp_path_factory) -> tuple[str, list[str]]:
 
 
 @pytest.mark.slow
-def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path):
-    """Every report.py command of the docs, in order, then the pandas snippet that reads the comparison."""
+def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path, monkeypatch, capsys):
+    """Every report.py command of the docs, in order, then the pandas snippet that reads the comparison. report.py
+    runs in this process, as the studies' dry runs do above (30 interpreters would spend minutes importing); the
+    snippet in its own."""
+    import runpy
+
     uri, sweeps = report_store
     work = tmp_path / "work"
     work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
     cmds = _by_rule("report", "compare snippet")
     assert cmds
     for param in cmds:
@@ -344,12 +353,20 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path):
             else:  # report.py's default folder, under this test's working folder instead of the repository
                 folder = f"compare-{'-'.join(refs)}" if len(refs) > 1 else refs[0]
                 argv += ["--out", str(work / "results" / "reports" / folder)]
-        r = _run(argv, home, cwd=work)
-        assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
         if rule(cmd) == "compare snippet":
+            r = _run(argv, home, cwd=work)
+            assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
             assert "test_avg_acc" in r.stdout
-        elif "--paper" in cmd:
-            assert "beside the paper" in r.stdout
+            continue
+        monkeypatch.setattr(sys, "argv", argv[1:])
+        try:
+            runpy.run_path(argv[1], run_name="__main__")
+        except SystemExit as e:
+            if e.code not in (0, None):
+                out = capsys.readouterr()
+                pytest.fail(f"{cmd}: exit {e.code}\n{out.out[-2000:]}\n{out.err[-3000:]}")
+        if "--paper" in cmd:
+            assert "beside the paper" in capsys.readouterr().out, cmd
 
 
 @pytest.mark.slow
