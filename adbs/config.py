@@ -94,6 +94,9 @@ class Config:
     """Held-out validation images per novel class, taken from its training images not drawn as shots."""
     base_images_per_class: Base[int | None] = 80
     """Cap on base-session training images per class, after the validation carve-out (None = all, as the paper presets)."""
+    test_images_per_class: NotBase[int | None] = None
+    """Cap on the test images scored per class, the first ones of each (None = all, as the paper): a faster, noisier
+    score for quick checks (the smoke preset)."""
     synthetic_seed: Base[int] = 0
     """Seed that generates the embedded synthetic benchmark (same seed and version, same images)."""
     synthetic_version: Base[int] = 3
@@ -243,8 +246,9 @@ class Config:
             check_positive("ways", self.ways)
         if self.sessions is not None and self.sessions < 0:
             raise ConfigError(f"sessions must be >= 0 or None (all novel classes), got {self.sessions}")
-        if self.base_images_per_class is not None:
-            check_positive("base_images_per_class", self.base_images_per_class)
+        for name in ("base_images_per_class", "test_images_per_class"):
+            if getattr(self, name) is not None:
+                check_positive(name, getattr(self, name))
         if not 0.0 < self.val_fraction < 1.0:
             raise ConfigError(f"val_fraction must be in (0, 1), got {self.val_fraction}: a validation split is "
                               "required because selection, pruning and search never use test data")

@@ -31,6 +31,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "novel_val_per_class": 5,
         "sessions": 2,
         "finetune_epochs": 2,
+        "test_images_per_class": 20,
     },
     # (base_lr 0.1 cosine, fine-tuning 10 epochs at lr 0.01 are the defaults already)
     "cifar100": {

@@ -182,6 +182,12 @@ def _by_class(labels: np.ndarray, num_classes: int) -> list[np.ndarray]:
     return [order[bounds[c]:bounds[c + 1]] for c in range(num_classes)]
 
 
+def _test_by_class(test_labels: np.ndarray, spec: DatasetSpec, cfg: Any) -> list[np.ndarray]:
+    """Each class's test images in file order, the first cfg.test_images_per_class of them where it caps them."""
+    cap = cfg.test_images_per_class
+    return [np.sort(idx)[:cap] for idx in _by_class(test_labels, spec.num_classes)]
+
+
 def _ways_sessions(spec: DatasetSpec, cfg: Any, ways: int) -> int:
     novel = spec.novel_classes
     if cfg.sessions is None:
@@ -231,7 +237,7 @@ def _seeded(spec, cfg, train_labels, test_labels) -> tuple[list[SessionSplit], i
     ways = cfg.ways if cfg.ways is not None else spec.default_ways
     n_sessions = _ways_sessions(spec, cfg, ways)
     by_class = _by_class(train_labels, spec.num_classes)
-    test_by_class = _by_class(test_labels, spec.num_classes)
+    test_by_class = _test_by_class(test_labels, spec, cfg)
     _check_classes_present(spec, cfg, by_class, test_by_class, spec.base_classes + n_sessions * ways)
     base = np.arange(spec.base_classes)
     tr, va = zip(*(_base_carve(spec, cfg, c, by_class[c], "") for c in base))
@@ -410,7 +416,7 @@ def sessions_from_index_lists(
     n_sessions = available if cfg.sessions is None else int(cfg.sessions)
 
     by_class = _by_class(train_labels, spec.num_classes)
-    test_by_class = _by_class(test_labels, spec.num_classes)
+    test_by_class = _test_by_class(test_labels, spec, cfg)
     _check_classes_present(spec, cfg, by_class, test_by_class, spec.base_classes + n_sessions * ways)
     base_by_class = _by_class(train_labels[idx[0]], spec.num_classes)
     tr, va = zip(*(_base_carve(spec, cfg, c, idx[0][base_by_class[c]], f"in {name(0)}") for c in base))
