@@ -58,7 +58,8 @@ def _runs(uri: str, experiment: str = "alpha_sweep"):
 
 
 def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, tracking_uri):
-    """Two copies on the same --storage: the second refuses, naming the first's PID; the first is untouched."""
+    """Two copies on the same --storage: the second refuses, naming the first's PID; the first is untouched.
+    Then, on the finished study: a copy under another --name runs, and --resume without its optuna.db is refused."""
     cmd = study_cmd("alpha_sweep", *GRID)
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     seen: list[str] = []
@@ -75,6 +76,11 @@ def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, trackin
     # beside it, under another name, it runs
     other = _run(study_cmd("alpha_sweep", *GRID, "--name", "second"))
     assert other.returncode == 0 and (storage / "alpha_sweep-second" / "trials.parquet").exists()
+    # --resume of a study whose optuna.db is gone: refused before Ray
+    (storage / "alpha_sweep" / "optuna.db").unlink()
+    r = _run(cmd + ["--resume"])
+    assert r.returncode == 2 and "optuna.db is missing" in r.stderr and "without --resume" in r.stderr
+    assert "started" not in r.stdout
 
 
 def test_an_address_with_no_cluster_fails_fast(storage, tracking_uri):
@@ -88,31 +94,29 @@ def test_an_address_with_no_cluster_fails_fast(storage, tracking_uri):
     assert "ray start --head" in r.stderr and time.time() - t0 < 60
 
 
-def test_resume_without_optuna_db_is_refused_before_ray(study_cmd, storage, tracking_uri):
-    cmd = study_cmd("alpha_sweep", *GRID)
-    assert _run(cmd).returncode == 0
-    (storage / "alpha_sweep" / "optuna.db").unlink()
-    r = _run(cmd + ["--resume"])
-    assert r.returncode == 2 and "optuna.db is missing" in r.stderr and "without --resume" in r.stderr
-    assert "started" not in r.stdout
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
-def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking_uri, sig):
-    """Stopped mid-study: exit 130 with the --resume command, tables of what ended, no run left RUNNING;
-    --resume then finishes the rest without rerunning anything."""
-    # trials of ~10-20 s, so that the signal lands while the second one runs
-    cmd = study_cmd("alpha_sweep", *GRID, "--set", "base_epochs=8", "--set", "base_images_per_class=40")
+def _stop_while_a_trial_runs(cmd: list[str], sig: int, after_finished: bool) -> str:
+    """Start the study, send `sig` 2 s after a trial starts (after one finished first, if `after_finished`); its
+    output, once it exited with 130 and the --resume command, and no traceback."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     seen: list[str] = []
-    _wait_for(proc, ": finished:", 600, seen)
-    _wait_for(proc, ": started", 300, seen)  # the second trial is running
+    if after_finished:
+        _wait_for(proc, ": finished:", 600, seen)
+    _wait_for(proc, ": started", 300, seen)
     time.sleep(2)
     proc.send_signal(sig)
     rest, _ = proc.communicate(timeout=600)
     out = "".join(seen) + rest
     assert proc.returncode == 130, out
     assert "continue with:" in out and "--resume" in out and "Traceback" not in out and "core dumped" not in out
+    return out
+
+
+def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking_uri):
+    """Stopped mid-study by SIGTERM, then its --resume stopped by Ctrl-C: each exits 130 with the --resume command,
+    tables of what ended, no run left RUNNING; the last --resume finishes the rest without rerunning anything."""
+    # trials of ~10-20 s, so that the signal lands while one runs
+    cmd = study_cmd("alpha_sweep", *GRID, "--set", "base_epochs=8", "--set", "base_images_per_class=40")
+    out = _stop_while_a_trial_runs(cmd, signal.SIGTERM, after_finished=True)  # the second trial is running
     assert "the tables of the 1 trial that ended are in" in out  # one finished, one stopped: counted right
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).sum() == 1  # the table of what finished is there
@@ -127,6 +131,11 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
     assert bogus.returncode == 2 and "valid metrics: " in bogus.stderr and "test_acc" in bogus.stderr
     assert "Traceback" not in bogus.stderr
 
+    out = _stop_while_a_trial_runs(cmd + ["--resume"], signal.SIGINT, after_finished=False)  # the second, again
+    assert f"{finished[0]}: started" not in out and "the tables of the 1 trial that ended are in" in out
+    parents, runs = _runs(tracking_uri)
+    assert all(r.info.status != "RUNNING" for r in [*parents, *runs]), [(r.info.run_name, r.info.status) for r in runs]
+
     again = _run(cmd + ["--resume"])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"{finished[0]}: started" not in again.stdout
@@ -137,7 +146,7 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
 
 
 def test_a_locked_mlflow_store_is_waited_out(study_cmd, storage, tracking_uri):
-    """Another process holds the SQLite store for 60 s while trials report (MLflow alone gave up after ~20 s,
+    """Another process holds the SQLite store for 40 s while trials report (MLflow alone gave up after ~20 s,
     killing the study): the study waits it out and loses nothing."""
     cmd = study_cmd("alpha_sweep", *GRID)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
@@ -145,7 +154,7 @@ def test_a_locked_mlflow_store_is_waited_out(study_cmd, storage, tracking_uri):
     _wait_for(proc, ": started", 600, seen)
     db = sqlite3.connect(tracking_uri[len("sqlite:///"):], timeout=30, isolation_level=None)
     db.execute("BEGIN EXCLUSIVE")
-    time.sleep(60)
+    time.sleep(40)  # twice as long as MLflow alone waits
     db.execute("COMMIT")
     db.close()
     rest, _ = proc.communicate(timeout=600)
@@ -192,15 +201,6 @@ def test_a_full_disk_ends_in_a_message_and_resumes(study_cmd, tmp_path, tracking
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def test_resume_says_which_max_concurrent_it_uses(study_cmd, storage):
-    cmd = study_cmd("alpha_sweep", *GRID)
-    _kill_after_first_trial(cmd)
-    r = _run([*cmd[:cmd.index("--max-concurrent")], *cmd[cmd.index("--max-concurrent") + 2:], "--max-concurrent",
-              "2", "--resume"])
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "--max-concurrent 2 is ignored on --resume" in r.stdout and "1 at a time" in r.stdout
-
-
 def _sessions(path: Path, alpha: float) -> list[float]:
     s = pd.read_parquet(path)
     return s[s["alpha"] == alpha].sort_values("session")["test_acc"].tolist()
@@ -242,7 +242,8 @@ def test_replaced_data_or_more_cpus_miss_the_cache_and_a_trial_is_what_adbs_run_
 
 def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd, storage, tmp_path):
     """--resume with another --tracking-uri, --pruner or --sampler-seed: one line before Ray, and nothing written
-    into the other store; with the data root typed with a trailing '/' it is the same study and continues."""
+    into the other store; with the data root typed with a trailing '/' it is the same study and continues, saying
+    which of its settings (--max-concurrent, --max-failures) it keeps from the first run."""
     from test_cache_inputs import write_cifar
 
     data = write_cifar(tmp_path / "data")
@@ -265,8 +266,11 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
         assert "Traceback" not in r.stderr and ": started" not in r.stdout
     if other.exists():  # the other store got no experiment of this study
         assert MlflowClient(f"sqlite:///{other}").get_experiment_by_name("alpha_sweep") is None
-    again = _run(resume + ["--max-failures", "3"])
+    # settings a resumed study keeps from its first run: said, and ignored
+    at = resume.index("--max-concurrent")
+    again = _run([*resume[:at], *resume[at + 2:], "--max-concurrent", "2", "--max-failures", "3"])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "--max-failures 3 is ignored on --resume" in again.stdout
+    assert "--max-concurrent 2 is ignored on --resume" in again.stdout and "1 at a time" in again.stdout
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
