@@ -14,7 +14,9 @@ from mlflow.tracking import MlflowClient
 
 from adbs_lab import from_store, run_files, tables
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report_store")]
+# one worker under pytest -n: the smoke store (tests/_smoke_store.py) is built once per process, shared by
+# tests/test_report.py and tests/test_ui_browser.py
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_store")]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,9 @@ from mlflow.tracking import MlflowClient
 
 from _smoke_store import REPO, smoke_store
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mlflow_ui")]
+# one worker under pytest -n: the smoke store (tests/_smoke_store.py) is built once per process, shared by
+# tests/test_report.py and tests/test_ui_browser.py
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_store")]
 ARTIFACTS = REPO / "test-artifacts"
 WAIT_S = 120  # a cold React app on 2 busy cores
 CLOSE_ASSISTANT = """(() => { const x = [...document.querySelectorAll('button')].find(e => e.getAttribute('aria-label') == 'Close');
