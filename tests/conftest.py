@@ -27,6 +27,13 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("ADBS_DIGEST_MEMO", "")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The end-to-end tier first, the fast tier after it: with `pytest -n 2` the minutes-long tests start early
+    and the seconds-long ones fill in at the end, so no worker idles while another finishes a long test.
+    Stable, so each module keeps its own order (and every xdist worker collects the same order)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def ray_address() -> str:
     """Address of the one local Ray cluster of this test session (studies connect with --address)."""
