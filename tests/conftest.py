@@ -39,6 +39,8 @@ def ray_address() -> str:
     """Address of the one local Ray cluster of this test session (studies connect with --address)."""
     import ray
 
+    if ray.is_initialized():  # an earlier test of this process connected in it (Ray starts itself on first use)
+        ray.shutdown()
     # address="local": always a new instance of its own, even where another Ray cluster runs on this machine
     ctx = ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
                    logging_level="WARNING")
