@@ -35,7 +35,9 @@ def smoke_store(ray_address: str, tmp_path_factory) -> SmokeStore:
     uri = f"sqlite:///{root / 'mlflow.db'}"
     cmd = [sys.executable, str(REPO / "studies" / "ablation.py"), "--smoke", "--storage", str(root / "runs"),
            "--tracking-uri", uri, "--address", ray_address, "--gpus-per-trial", "0"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd="/")
+    work = root / "work"  # a folder of its own as the working directory, not the repository's
+    work.mkdir()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=work)
     assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}"
     _CACHE["ablation"] = SmokeStore(root, uri, root / "artifacts", root / "runs", r.stdout)
     return _CACHE["ablation"]

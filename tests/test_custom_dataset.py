@@ -83,7 +83,8 @@ def test_a_study_on_the_registered_dataset(toy_root, tmp_path):
     """The trials run in Ray's worker processes: they import the module from the config themselves."""
     storage = tmp_path / "runs"
     r = subprocess.run([sys.executable, str(REPO / "studies" / "ablation.py"), "--smoke", "--dataset",
-                        "toy_dataset:toy", "--data-root", str(toy_root), "--storage", str(storage), "--tracking-uri",
+                        "toy_dataset:toy", "--data-root", str(toy_root), "--max-concurrent", "1",
+                        "--storage", str(storage), "--tracking-uri",
                         f"sqlite:///{tmp_path / 'mlflow.db'}"], capture_output=True, text=True, timeout=900,
                        env=_env(), cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

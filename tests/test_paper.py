@@ -163,7 +163,7 @@ def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3,
     # machine, and the hosts study's own test runs them.
     bucket = s3.bucket("e2e-paper")
     url = s3.url(bucket, "runs")
-    cmd = [*PAPER, "--smoke", "--set", "sessions=1", "--hosts", "baseline", "--storage", url,
+    cmd = [*PAPER, "--smoke", "--set", "sessions=1", "--hosts", "baseline", "--max-concurrent", "1", "--storage", url,
            "--tracking-uri", tracking_uri, "--address", ray_address, "--gpus-per-trial", "0"]
     staging = tmp_path / "tmp"
     staging.mkdir()

@@ -24,6 +24,19 @@ def store(ray_address, tmp_path_factory):
     return smoke_store(ray_address, tmp_path_factory)
 
 
+def test_ablation_smoke_from_another_cwd(store):
+    """The smoke study of the store, run from a folder of its own: nested runs with curves, tables, Δlast."""
+    from test_studies_e2e import _check_nested_with_curves
+
+    assert "Δlast" in store.stdout
+    _, _, trials = _check_nested_with_curves(store.uri, "ablation", 3, 3)
+    assert sorted(t.info.run_name for t in trials) == ["adb seed=0", "adb+ic seed=0", "baseline seed=0"]
+    sessions = pd.read_parquet(store.study_dir / "sessions.parquet")
+    assert set(sessions["label"]) == {"baseline", "adb", "adb+ic"} and len(sessions) == 3 * 3
+    table = (store.study_dir / "table.txt").read_text()
+    assert "delta_last" not in table and "Δlast" in table  # rendered as Δlast
+
+
 def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path):
     study_table = (store.study_dir / "table.txt").read_text().rstrip("\n")
     study_md = (store.study_dir / "table.md").read_text().rstrip("\n")
