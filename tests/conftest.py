@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,17 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 # File digests of the base-session cache key (adbs/digests.py) stay in each process: tests never write the
 # user's ~/.cache memo (tests/test_cache_inputs.py points it at a temporary file where it tests it).
 os.environ.setdefault("ADBS_DIGEST_MEMO", "")
+# The embedded benchmark's images, generated once per test run and loaded by every later process (studies start
+# hundreds of trial processes; each would spend seconds generating them). Set here, in the process that starts the
+# xdist workers, so the workers, the studies and their Ray workers all share one folder; removed at the end.
+_SYNTHETIC_CACHE = None if os.environ.get("ADBS_SYNTHETIC_CACHE") else tempfile.mkdtemp(prefix="adbs-test-synthetic-")
+if _SYNTHETIC_CACHE:
+    os.environ["ADBS_SYNTHETIC_CACHE"] = _SYNTHETIC_CACHE
+
+
+def pytest_unconfigure(config):
+    if _SYNTHETIC_CACHE:
+        shutil.rmtree(_SYNTHETIC_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -526,6 +526,34 @@ def test_synthetic_deterministic_and_structured():
     assert not torch.equal(tr.images[0], tr.images[1])
 
 
+@pytest.mark.slow
+def test_synthetic_pools_kept_in_the_cache_folder_load_the_same_bytes(tmp_path, monkeypatch):
+    monkeypatch.setenv(synthetic.CACHE_ENV, str(tmp_path / "cache"))
+    synthetic.synthetic_pools.cache_clear()
+    generate = synthetic.generate
+    try:
+        tr, te = synthetic.synthetic_pools(1, 3)  # generated, and written
+        files = list((tmp_path / "cache").iterdir())
+        assert len(files) == 1 and files[0].name.startswith("synthetic-v3-seed1-") and files[0].suffix == ".pt"
+
+        def not_again(*a):
+            raise AssertionError("generated again instead of loaded")
+
+        monkeypatch.setattr(synthetic, "generate", not_again)
+        synthetic.synthetic_pools.cache_clear()
+        tr2, te2 = synthetic.synthetic_pools(1, 3)  # loaded
+        assert torch.equal(tr.images, tr2.images) and torch.equal(te.images, te2.images)
+        np.testing.assert_array_equal(tr.labels, tr2.labels)
+        assert (tr2.name, te2.name) == (tr.name, te.name)
+        files[0].write_bytes(b"cut short by a killed process")
+        monkeypatch.setattr(synthetic, "generate", generate)
+        synthetic.synthetic_pools.cache_clear()
+        tr3, _ = synthetic.synthetic_pools(1, 3)  # unreadable: generated again, and written again
+        assert torch.equal(tr.images, tr3.images) and files[0].stat().st_size > 10**8
+    finally:
+        synthetic.synthetic_pools.cache_clear()
+
+
 def test_synthetic_other_seed_differs():
     a = synthetic._Classes(np.random.default_rng(0))
     b = synthetic._Classes(np.random.default_rng(1))

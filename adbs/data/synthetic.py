@@ -40,9 +40,12 @@ with --probe, a quick ConvNet accuracy probe.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -408,10 +411,34 @@ def _generate(seed: int, label: str, r: Recipe) -> tuple[ImagePool, ImagePool]:
     return pools[0], pools[1]
 
 
+CACHE_ENV = "ADBS_SYNTHETIC_CACHE"
+"""A folder to keep generated pools in, so that each process after the first loads them (tests set it: their studies
+start hundreds of processes). Unset by default: the pools are then generated once per process."""
+
+
 @functools.lru_cache(maxsize=2)
 def synthetic_pools(seed: int, version: int = 3) -> tuple[ImagePool, ImagePool]:
-    """(train, test) pools for `seed` and `version`, generated once per process (repeated trials reuse them)."""
-    return generate(seed, version)
+    """(train, test) pools for `seed` and `version`, generated once per process (repeated trials reuse them), or
+    loaded from $ADBS_SYNTHETIC_CACHE where it names a folder: the file's name holds a digest of this module and of
+    the numpy and torch versions, so a pool is only reused where it would be generated the same."""
+    folder = os.environ.get(CACHE_ENV)
+    if not folder:
+        return generate(seed, version)
+    digest = hashlib.sha256(Path(__file__).read_bytes() + f"{np.__version__} {torch.__version__}".encode())
+    path = Path(folder) / f"synthetic-v{version}-seed{seed}-{digest.hexdigest()[:16]}.pt"
+    try:
+        saved = torch.load(path, weights_only=True)
+        return tuple(ImagePool(d["labels"].numpy(), images=d["images"], name=d["name"]) for d in saved)
+    except Exception:  # missing, half-written by a killed process, or unreadable: generate it (and write it again)
+        pools = generate(seed, version)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        torch.save([{"labels": torch.from_numpy(p.labels), "images": p.images, "name": p.name} for p in pools], tmp)
+        os.replace(tmp, path)  # atomic: a reader sees no file or a whole one
+    except OSError:  # a read-only or full disk only costs the next process the generation
+        Path(f"{path}.{os.getpid()}.tmp").unlink(missing_ok=True)
+    return pools
 
 
 def train_labels() -> np.ndarray:
