@@ -196,6 +196,19 @@ def _run(argv: list[str], home: Path, cwd: Path = REPO, timeout: int = 300) -> s
     return subprocess.run(argv, cwd=cwd, env=_env(home), capture_output=True, text=True, timeout=timeout)
 
 
+def _run_in_process(argv: list[str], cmd: str, monkeypatch, capsys) -> None:
+    """Run the script argv[1] in this process as `python <argv[1:]>` would; a non-zero exit fails the test."""
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", argv[1:])
+    try:
+        runpy.run_path(argv[1], run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (0, None):
+            out = capsys.readouterr()
+            pytest.fail(f"{cmd}: exit {e.code}\n{out.out[-2000:]}\n{out.err[-3000:]}")
+
+
 def _isolated(argv: list[str], tmp: Path) -> list[str]:
     """A study's results and tracking in a temporary folder, never the repository's runs/ and mlflow/."""
     extra = []
@@ -219,20 +232,12 @@ def _by_rule(*names: str) -> list:
 def test_study_commands_pass_their_dry_run(cmd, home, tmp_path, monkeypatch, capsys):
     """In this process (a dry run imports, checks and prints; no Ray, no training): the study script as a
     user runs it, from a working folder with the docs' relative paths, HOME = the stand-in's."""
-    import runpy
-
     if cmd.startswith("sbatch "):  # the study the Slurm script starts, on a cluster's shared folders
         cmd = ".venv/bin/python " + cmd[cmd.index("studies/"):].replace("/shared/data", "~/data")
     argv = _isolated(_argv(cmd, home) + ["--dry-run"], tmp_path)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(home / "work")
-    monkeypatch.setattr(sys, "argv", argv[1:])
-    try:
-        runpy.run_path(argv[1], run_name="__main__")
-    except SystemExit as e:
-        if e.code not in (0, None):
-            out = capsys.readouterr()
-            pytest.fail(f"{cmd}: exit {e.code}\n{out.out[-2000:]}\n{out.err[-3000:]}")
+    _run_in_process(argv, cmd, monkeypatch, capsys)
     assert "dry run: study " in capsys.readouterr().out, cmd
     written = [f for f in (tmp_path / "runs").rglob("*") if f.is_file()] if (tmp_path / "runs").exists() else []
     assert not written, f"{cmd}: a dry run wrote {written}"
@@ -328,8 +333,6 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path, m
     """Every report.py command of the docs, in order, then the pandas snippet that reads the comparison. report.py
     runs in this process, as the studies' dry runs do above (30 interpreters would spend minutes importing); the
     snippet in its own."""
-    import runpy
-
     uri, sweeps = report_store
     work = tmp_path / "work"
     work.mkdir()
@@ -358,13 +361,7 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path, m
             assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
             assert "test_avg_acc" in r.stdout
             continue
-        monkeypatch.setattr(sys, "argv", argv[1:])
-        try:
-            runpy.run_path(argv[1], run_name="__main__")
-        except SystemExit as e:
-            if e.code not in (0, None):
-                out = capsys.readouterr()
-                pytest.fail(f"{cmd}: exit {e.code}\n{out.out[-2000:]}\n{out.err[-3000:]}")
+        _run_in_process(argv, cmd, monkeypatch, capsys)
         if "--paper" in cmd:
             assert "beside the paper" in capsys.readouterr().out, cmd
 
