@@ -258,6 +258,7 @@ class MlflowTracker(Callback):
             if self._runs.setdefault("ended", {}).pop(trial.trial_id, None):
                 self._save()
             self.client.update_run(run_id, status="RUNNING")
+            self._read_logged_steps(trial.trial_id, run_id)
             return
         cfg = trial_config(trial.config)
         tags = {
@@ -278,6 +279,20 @@ class MlflowTracker(Callback):
         self._runs["trials"][trial.trial_id] = run.info.run_id
         self._save()
 
+    def _read_logged_steps(self, trial_id: str, run_id: str) -> None:
+        """The last step of each prefix that the reopened run already holds, read from MLflow itself.
+
+        A driver killed with SIGKILL comes back with the callback state Tune pickled seconds before, so
+        its own record may miss steps it logged after that (a fast trial can log all its sessions in
+        between); the run in the store is the record that survives."""
+        metrics = self.client.get_run(run_id).data.metrics
+        for prefix in (K.BASE, K.SESSION, K.SUMMARY):
+            steps = [m.step for key in metrics if key.startswith(prefix)
+                     for m in self.client.get_metric_history(run_id, key)]
+            if steps:
+                last = self._last_step.get((trial_id, prefix), -1)
+                self._last_step[(trial_id, prefix)] = max(last, *steps)
+
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         from mlflow.entities import Metric
 
@@ -296,8 +311,9 @@ class MlflowTracker(Callback):
         else:
             return
         # A trial restarted from its checkpoint re-reports the steps between that checkpoint and
-        # the crash; they are identical (deterministic resume), so log each step once.
-        if kind != K.KIND_SUMMARY and step <= self._last_step.get((trial.trial_id, prefix), -1):
+        # the crash (and its summary, if it had ended but Tune had not saved that); they are identical
+        # (deterministic resume), so log each step once.
+        if step <= self._last_step.get((trial.trial_id, prefix), -1):
             return
         self._last_step[(trial.trial_id, prefix)] = step
         ts = int(time.time() * 1000)

@@ -68,3 +68,44 @@ def test_study_experiments_open_in_mlflows_model_training_view(tmp_path):
     for study in ("new", "older"):
         tracker(study)
         assert client.get_experiment_by_name(study).tags.get(EXPERIMENT_KIND) == MODEL_TRAINING
+
+
+def test_a_restored_trial_logs_each_step_once_even_after_the_driver_lost_its_record(tmp_path):
+    """A driver killed with SIGKILL is restored with callback state pickled seconds earlier; the steps its
+    trial logged after that are re-reported when the trial reruns and must not be logged twice."""
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab.space import CONFIG_KEY
+    from adbs_lab.tracking import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    trial = SimpleNamespace(trial_id="t0", config={CONFIG_KEY: Config(), "seed": 0}, last_result=None)
+    ends = SimpleNamespace(reopen=lambda trial_id: None)
+
+    def tracker(resume):
+        return MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
+                             varying=["seed"], resume=resume, ends=ends)
+
+    def report_everything(t):
+        for epoch in range(2):
+            t.on_trial_result(0, [], trial, {K.REPORT_KIND: K.KIND_BASE, K.BASE_STEP: epoch, "base/loss": 1.0 - epoch})
+        for session in range(2):
+            t.on_trial_result(0, [], trial, {K.REPORT_KIND: K.KIND_SESSION, K.SESSION_STEP: session,
+                                             "session/test_acc": 50.0 - session})
+        t.on_trial_result(0, [], trial, {K.REPORT_KIND: K.KIND_SUMMARY, "summary/avg_acc": 49.5})
+
+    first = tracker(resume=False)
+    first.on_trial_start(0, [], trial)
+    report_everything(first)
+    restored = tracker(resume=True)  # a new driver: its own step record is empty
+    restored.setup()
+    restored.on_trial_start(0, [], trial)
+    report_everything(restored)
+
+    client, run_id = MlflowClient(uri), first.trial_run_id("t0")
+    assert restored.trial_run_id("t0") == run_id
+    for key, steps in (("base/loss", [0, 1]), ("session/test_acc", [0, 1]), ("summary/avg_acc", [0])):
+        assert sorted(m.step for m in client.get_metric_history(run_id, key)) == steps, key
