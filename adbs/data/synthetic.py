@@ -302,8 +302,8 @@ def _render(
 
     Layers, bottom to top: background (colour + linear gradient), clutter factors, the class
     factors. Alpha compositing ("over") is done on one-channel weights:
-    w_k = alpha_k * prod_{j above k} (1 - alpha_j); the RGB image is then one batched matmul
-    of the layer colours with these weights.
+    w_k = alpha_k * prod_{j above k} (1 - alpha_j); the RGB image is then the sum of the
+    layer colours times these weights (_weighted_sum).
     """
     r = classes.r
     n, s, p = len(labels), IMAGE_SIZE, r.factor_size
@@ -351,9 +351,23 @@ def _render(
     col[:, n_layers] = rng.uniform(lo, hi, size=(n, 3))
     col[:, n_layers + 1:] = rng.uniform(-1.0, 1.0, size=(n, 2, 1)) * (hi - lo) / 4
 
-    img = torch.bmm(torch.from_numpy(col).transpose(1, 2), w)  # [n, 3, s*s]
+    img = _weighted_sum(torch.from_numpy(col), w)  # [n, 3, s*s]
     img += noise.index_select(0, torch.from_numpy(rng.integers(0, len(noise), size=n))).view(n, 3, s * s)
     return img.clamp_(0.0, 255.0).round_().to(torch.uint8).view(n, 3, s, s)
+
+
+def _weighted_sum(col: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """sum_k col[:, k, :, None] * w[:, k, None, :] ([n, K, 3] and [n, K, P] -> [n, 3, P]), added in order of k.
+
+    Not torch.bmm: MKL picks its kernel by CPU, the kernels sum in different orders, and the rounded
+    pixels then differ in a few bytes: the same seed gave different images on different machines (on
+    an AVX-512 Xeon, MKL_CBWR=AVX512 and MKL_CBWR=COMPATIBLE gave two). One multiply and one add per
+    layer, each rounded once in float32, give the same bytes whichever kernels the CPU has; they are
+    the bytes of MKL's plain kernel, which the pinned versions were made with (tests/test_data.py)."""
+    img = col[:, 0, :, None] * w[:, 0, None, :]
+    for k in range(1, col.shape[1]):
+        img += col[:, k, :, None] * w[:, k, None, :]
+    return img
 
 
 def recipe(version: int) -> Recipe:
