@@ -20,8 +20,6 @@ from adbs_lab.trial_records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noq
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
     """Mean and half-width of the t-distribution confidence interval (n - 1 degrees of freedom; 0 for one value)."""
-    from scipy import stats
-
     vals = [float(v) for v in values if K.finite(v)]
     if not vals:
         return math.nan, math.nan
@@ -30,6 +28,10 @@ def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
     mean = sum(vals) / len(vals)
     if len(vals) == 1:
         return mean, 0.0
+    # imported here, where an interval is computed: scipy.stats takes ~1 s to import, and a one-seed study's
+    # driver (most smoke and test studies) never needs it
+    from scipy import stats
+
     return mean, float(stats.t.ppf(0.5 + confidence / 2, len(vals) - 1) * stats.sem(vals))
 
 
