@@ -22,22 +22,46 @@ REPO = Path(__file__).resolve().parents[1]
 PAPER = [sys.executable, str(REPO / "studies" / "paper.py")]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("flags, message", [
+BAD_INPUT = [
     (["--dataset", "cifar10"], "the paper's datasets are cifar100, mini_imagenet, cub200"),
     (["--dataset", "cub200"], "--dataset cub200 needs --data-root DIR"),
     (["--smoke", "--host", "savc"], "--host: the paper study runs every host"),
     (["--smoke", "--set", "alhpa=1"], "unknown config key 'alhpa'"),
     (["--smoke", "--set", "shots=100000"], "shots=100000"),
-])
-def test_bad_input_fails_before_any_compute(tmp_path, flags, message):
+]
+
+
+@pytest.mark.parametrize("flags, message", BAD_INPUT)
+def test_bad_input_fails_before_any_compute(tmp_path, monkeypatch, capsys, flags, message):
+    """In this process, as `python studies/paper.py` runs it (test_bad_input_exits_2_from_the_shell: as a process)."""
+    import runpy
+
+    storage = tmp_path / "runs"
+    monkeypatch.setattr(sys, "argv", [PAPER[1], *flags, "--storage", str(storage), "--tracking-uri",
+                                      f"sqlite:///{tmp_path / 'mlflow.db'}"])
+    environ = dict(os.environ)  # the script sets Ray's and MLflow's variables; later tests of this worker get none
+    try:
+        with pytest.raises(SystemExit) as stop:
+            runpy.run_path(PAPER[1], run_name="__main__")
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    out = capsys.readouterr()
+    assert stop.value.code == 2, out.out + out.err
+    assert message in out.err and "error:" in out.err
+    assert "trials" not in out.out  # nothing planned, nothing ran
+    assert not storage.exists()  # nothing written
+
+
+@pytest.mark.slow
+def test_bad_input_exits_2_from_the_shell(tmp_path):
+    flags, message = BAD_INPUT[3]
     storage = tmp_path / "runs"
     r = subprocess.run([*PAPER, *flags, "--storage", str(storage), "--tracking-uri",
                         f"sqlite:///{tmp_path / 'mlflow.db'}"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert message in r.stderr and "error:" in r.stderr
-    assert "trials" not in r.stdout  # nothing planned, nothing ran
-    assert not storage.exists()  # nothing written
+    assert message in r.stderr and "error:" in r.stderr and "Traceback" not in r.stderr
+    assert "trials" not in r.stdout and not storage.exists()
 
 
 def test_dcs_table_pairs_each_host_without_and_with_adbs_beside_the_paper():

@@ -60,7 +60,6 @@ def test_cli_help_documents_every_field():
     assert "[default: 1.0; the default preset cpu sets 0.1]" in text  # what a bare run uses
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "args,fragment",
     [
@@ -76,13 +75,31 @@ def test_cli_help_documents_every_field():
         (["--host", "alice", "--savc.queue-size", "8"], "option of host savc, but host is alice"),
     ],
 )
-def test_cli_bad_input_fails_before_compute(tmp_path, args, fragment):
+def test_cli_bad_input_fails_before_compute(tmp_path, monkeypatch, capsys, args, fragment):
+    # In this process (adbs.run.main as `python -m adbs.run` calls it): test_cli_exit_code_2_from_the_shell
+    # runs one of these as a process.
+    from adbs.run import main
+
     out = tmp_path / "never.json"
-    proc = subprocess.run([sys.executable, "-m", "adbs.run", "--out", str(out), *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2
-    assert fragment in proc.stderr, proc.stderr
-    assert "base epoch" not in proc.stdout and not out.exists()
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(["--out", str(out), *args])
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    err = capsys.readouterr()
+    assert code == 2
+    assert fragment in err.err, err.err
+    assert "base epoch" not in err.out and not out.exists()
+
+
+@pytest.mark.slow
+def test_cli_exit_code_2_from_the_shell(tmp_path):
+    out = tmp_path / "never.json"
+    for args, fragment in ((["--alpah", "0.1"], "unrecognized arguments"), (["--shots", "499"], "shots")):
+        proc = subprocess.run([sys.executable, "-m", "adbs.run", "--out", str(out), *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "base epoch" not in proc.stdout and not out.exists()
 
 
 @pytest.mark.slow

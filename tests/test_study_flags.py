@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
+import runpy
 import sys
+from types import SimpleNamespace
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -68,24 +70,31 @@ def test_a_study_without_pruning_hides_and_refuses_pruner(capsys):
     assert "--pruner" not in capsys.readouterr().out
 
 
-def _run(*args):
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
-                          check=False)
+def _run(capsys, script: str, *args: str) -> SimpleNamespace:
+    """`python <script> <args>` in this process (its exit code, stdout and stderr): these end in argparse or in
+    the input checks, before any Ray; the e2e tests run the same scripts as processes."""
+    capsys.readouterr()
+    code = 0
+    try:
+        with mock.patch.object(sys, "argv", [str(REPO_ROOT / script), *args]):
+            runpy.run_path(str(REPO_ROOT / script), run_name="__main__")
+    except SystemExit as e:
+        code = e.code or 0
+    out = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
 
 
-@pytest.mark.slow
-def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner():
-    a = " ".join(_run("studies/alpha_sweep.py", "--help").stdout.split())
+def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner(capsys):
+    a = " ".join(_run(capsys, "studies/alpha_sweep.py", "--help").stdout.split())
     assert "the paper's 5 alphas 0.01 0.02 0.05 0.08 0.1 instead of the default 4 (0.01 0.02 0.05 0.1)" in a
     assert "(default: none; median with --num-samples;" in a and "up to 10 samples are a random search" in a
     assert "default 0 1 2; 0 with --num-samples" in a
-    both = _run("studies/alpha_sweep.py", "--grid", "--num-samples", "3")
+    both = _run(capsys, "studies/alpha_sweep.py", "--grid", "--num-samples", "3")
     assert both.returncode == 2 and "choose one" in both.stderr
-    k = _run("studies/kshot_grid.py", "--help").stdout
+    k = _run(capsys, "studies/kshot_grid.py", "--help").stdout
     assert "--pruner {" not in k and "--ways WAY" in k and "--shots SHOT" in k
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flags,fragment", [
     (["--ways", "7"], "argument --ways: invalid choice: 7 (choose from 5, 10)"),
     (["--shots", "2"], "argument --shots: invalid choice: 2 (choose from 1, 5, 10, 15, 20, 50)"),
@@ -93,17 +102,14 @@ def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner():
     (["--set", "ways=5"], ("this study searches ways (search_spaces/kshot_grid.py:GRID); remove the flag or edit "
                            "the search space (to run part of the grid, use --ways 5)")),
 ])
-def test_kshot_grid_refuses_bad_sub_grids_in_one_line(flags, fragment, tmp_path):
-    r = _run("studies/kshot_grid.py", *flags, "--storage", str(tmp_path), "--gpus-per-trial", "0")
+def test_kshot_grid_refuses_bad_sub_grids_in_one_line(flags, fragment, tmp_path, capsys):
+    r = _run(capsys, "studies/kshot_grid.py", *flags, "--storage", str(tmp_path), "--gpus-per-trial", "0")
     assert r.returncode == 2 and fragment in r.stderr, r.stderr
     assert "Ray" not in r.stdout and not (tmp_path / "kshot_grid").exists()
 
 
 def test_kshot_sub_grid_plan(tmp_path):
     """--ways 5 --shots 5 1 5: the plan holds those cells only, in the order typed, duplicates dropped."""
-    import runpy
-    from unittest import mock
-
     seen = {}
     argv = ["kshot_grid.py", "--ways", "5", "--shots", "5", "1", "5"]
     with mock.patch.object(sys, "argv", argv), mock.patch.object(study, "run", lambda plan, opts: seen.update(
@@ -142,8 +148,6 @@ def test_table_marks_rows_averaging_different_numbers_of_sessions():
                                                (["--preset", "mini_imagenet"], False)])
 def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_estimate, capsys):
     """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
-    from types import SimpleNamespace
-
     opts, _ = options.parse(options.parser("t"), argv=argv)
     prepared = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=40), opts=opts, total=4, n_configs=4)
     study._print_start(prepared, 2)
