@@ -252,8 +252,10 @@ def test_single_run_commands_run(cmd, home, tmp_path):
     if rule(cmd) == "adbs.run on real data":
         argv += ["--dry-run"]
     else:
-        # the command's own flags first; a user's run, only shorter: a tenth of the base images for one epoch
-        argv += ["--base-epochs", "1", "--base-images-per-class", "8", "--sessions", "1", "--quiet"]
+        # the command's own flags first; a user's run, only shorter: a tenth of the base images for one epoch,
+        # validated on 10 images per base class and scored on 20 per class
+        argv += ["--base-epochs", "1", "--base-images-per-class", "8", "--sessions", "1", "--val-fraction", "0.02",
+                 "--test-images-per-class", "20", "--quiet"]
     r = _run(argv, home, cwd=home / "work")
     assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     if "--dry-run" in argv:
