@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab import from_store, paper
@@ -32,24 +33,14 @@ BAD_INPUT = [
 
 
 @pytest.mark.parametrize("flags, message", BAD_INPUT)
-def test_bad_input_fails_before_any_compute(tmp_path, monkeypatch, capsys, flags, message):
+def test_bad_input_fails_before_any_compute(tmp_path, capsys, flags, message):
     """In this process, as `python studies/paper.py` runs it (test_bad_input_exits_2_from_the_shell: as a process)."""
-    import runpy
-
     storage = tmp_path / "runs"
-    monkeypatch.setattr(sys, "argv", [PAPER[1], *flags, "--storage", str(storage), "--tracking-uri",
-                                      f"sqlite:///{tmp_path / 'mlflow.db'}"])
-    environ = dict(os.environ)  # the script sets Ray's and MLflow's variables; later tests of this worker get none
-    try:
-        with pytest.raises(SystemExit) as stop:
-            runpy.run_path(PAPER[1], run_name="__main__")
-    finally:
-        os.environ.clear()
-        os.environ.update(environ)
-    out = capsys.readouterr()
-    assert stop.value.code == 2, out.out + out.err
-    assert message in out.err and "error:" in out.err
-    assert "trials" not in out.out  # nothing planned, nothing ran
+    r = in_process(capsys, [*PAPER, *flags, "--storage", str(storage), "--tracking-uri",
+                            f"sqlite:///{tmp_path / 'mlflow.db'}"])
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "error:" in r.stderr
+    assert "trials" not in r.stdout  # nothing planned, nothing ran
     assert not storage.exists()  # nothing written
 
 

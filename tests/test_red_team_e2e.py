@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab import metrics_keys as K
@@ -57,14 +58,14 @@ def _runs(uri: str, experiment: str = "alpha_sweep"):
             [r for r in runs if r.data.tags.get("adbs.role") == "trial"])
 
 
-def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, tracking_uri):
+def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, tracking_uri, capsys):
     """Two copies on the same --storage: the second refuses, naming the first's PID; the first is untouched.
     Then, on the finished study: a copy under another --name runs, and --resume without its optuna.db is refused."""
     cmd = study_cmd("alpha_sweep", *GRID)
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
     seen: list[str] = []
     _wait_for(first, ": started", 600, seen)
-    second = _run(cmd)
+    second = _run(cmd)  # a process: the refusal names the other process's PID
     assert second.returncode == 2, second.stdout + second.stderr
     assert f"is already running in {storage} (PID {first.pid}" in second.stderr and "--name" in second.stderr
     assert "started" not in second.stdout
@@ -78,7 +79,7 @@ def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, trackin
     assert other.returncode == 0 and (storage / "alpha_sweep-second" / "trials.parquet").exists()
     # --resume of a study whose optuna.db is gone: refused before Ray
     (storage / "alpha_sweep" / "optuna.db").unlink()
-    r = _run(cmd + ["--resume"])
+    r = in_process(capsys, cmd + ["--resume"], cwd="/")
     assert r.returncode == 2 and "optuna.db is missing" in r.stderr and "without --resume" in r.stderr
     assert "started" not in r.stdout
 
@@ -240,7 +241,7 @@ def test_replaced_data_or_more_cpus_miss_the_cache_and_a_trial_is_what_adbs_run_
         assert got != old
 
 
-def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd, storage, tmp_path):
+def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd, storage, tmp_path, capsys):
     """--resume with another --tracking-uri, --pruner or --sampler-seed: one line before Ray, and nothing written
     into the other store; with the data root typed with a trailing '/' it is the same study and continues, saying
     which of its settings (--max-concurrent, --max-failures) it keeps from the first run."""
@@ -261,7 +262,7 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
                       (resume + ["--cpus-per-trial", "2"],
                        "--cpus-per-trial 2 differs from the study's --cpus-per-trial (not given)"),
                       (resume + ["--optuna-storage", f"sqlite:///{tmp_path / 'other.db'}"], "holds no study")):
-        r = _run(argv)
+        r = in_process(capsys, argv, cwd="/")  # refused before Ray: in this process (the --resume below is one)
         assert r.returncode == 2 and msg in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
         assert "Traceback" not in r.stderr and ": started" not in r.stdout
     if other.exists():  # the other store got no experiment of this study

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from _scripts import in_process
 
 from adbs.config import ConfigError
 from adbs.overrides import from_dict
@@ -49,9 +50,9 @@ def _cifar_cfg(root: Path, **kw):
     return from_dict(resolve("smoke", None, {"dataset": "cifar100", "data_root": str(root), **kw}))
 
 
-def _adbs_run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "adbs.run", *argv], capture_output=True, text=True, timeout=300,
-                          cwd=REPO)
+def _adbs_run(capsys, *argv: str):
+    """`python -m adbs.run <argv>` in this process (tests/_scripts.py): each of these is refused before training."""
+    return in_process(capsys, [sys.executable, "-m", "adbs.run", *argv], cwd=REPO)
 
 
 # -- data: missing classes, empty index lists, a data root without its dataset ------------------------
@@ -67,19 +68,17 @@ def test_a_test_split_without_the_novel_classes_is_refused(tmp_path):
         study.validate(PLAN, _opts("--smoke", "--dataset", "cifar100", "--data-root", str(root)))
 
 
-@pytest.mark.slow
-def test_a_copy_with_20_classes_names_the_missing_classes(tmp_path):
+def test_a_copy_with_20_classes_names_the_missing_classes(tmp_path, capsys):
     root = _cifar(tmp_path, train_classes=range(20), test_classes=range(20))
     with pytest.raises(DataError, match=r"training split of cifar100 at .* has no images of classes 20\.\.69 "
                                         r"\(50 of the 70 classes the sessions use"):
         check_data(_cifar_cfg(root))  # smoke: the 60 base classes and 2 sessions of 5
-    r = _adbs_run("--preset", "smoke", "--dataset", "cifar100", "--data-root", str(root))
+    r = _adbs_run(capsys, "--preset", "smoke", "--dataset", "cifar100", "--data-root", str(root))
     assert r.returncode == 2 and "has no images of classes 20..69" in r.stderr and "Traceback" not in r.stderr
     assert "round(val_fraction" not in r.stderr
 
 
-@pytest.mark.slow
-def test_an_empty_session_file_is_a_data_error_not_an_index_error(tmp_path):
+def test_an_empty_session_file_is_a_data_error_not_an_index_error(tmp_path, capsys):
     root = _cifar(tmp_path)
     lists = tmp_path / "lists"
     lists.mkdir()
@@ -87,19 +86,18 @@ def test_an_empty_session_file_is_a_data_error_not_an_index_error(tmp_path):
     (lists / "session_2.txt").write_text("\n\n")
     with pytest.raises(DataError, match=r"session_2.txt is empty; expected one image per line"):
         check_data(_cifar_cfg(root, index_list=str(lists), shots=5, sessions=1))
-    r = _adbs_run("--preset", "smoke", "--dataset", "cifar100", "--data-root", str(root), "--index-list", str(lists))
+    r = _adbs_run(capsys, "--preset", "smoke", "--dataset", "cifar100", "--data-root", str(root), "--index-list", str(lists))
     assert r.returncode == 2 and "session_2.txt is empty" in r.stderr and "IndexError" not in r.stderr
     with pytest.raises(study.StudyInputError, match="session_2.txt is empty"):
         study.validate(PLAN, _opts("--smoke", "--dataset", "cifar100", "--data-root", str(root),
                                    "--set", f"index_list={lists}"))
 
 
-@pytest.mark.slow
-def test_a_data_root_without_its_dataset_is_refused(tmp_path):
+def test_a_data_root_without_its_dataset_is_refused(tmp_path, capsys):
     root = _cifar(tmp_path)
     with pytest.raises(DataError, match="data_root=.* was given for dataset 'synthetic'.*--dataset cifar100"):
         check_data(from_dict(resolve("smoke", None, {"data_root": str(root)})))
-    r = _adbs_run("--preset", "smoke", "--data-root", str(root))
+    r = _adbs_run(capsys, "--preset", "smoke", "--data-root", str(root))
     assert r.returncode == 2 and "the embedded benchmark, which reads no files" in r.stderr
     with pytest.raises(study.StudyInputError, match="was given for dataset 'synthetic'"):
         study.validate(PLAN, _opts("--smoke", "--data-root", str(root)))
@@ -108,14 +106,13 @@ def test_a_data_root_without_its_dataset_is_refused(tmp_path):
 # -- python -m adbs.run ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_old_and_new_name_of_a_flag_together_are_refused():
-    r = _adbs_run("--abs-boundary", "true", "--abs-margin", "false")
+def test_old_and_new_name_of_a_flag_together_are_refused(capsys):
+    r = _adbs_run(capsys, "--abs-boundary", "true", "--abs-margin", "false")
     assert r.returncode == 2 and "--abs-margin is the old name of --abs-boundary; give only --abs-boundary" in r.stderr
 
 
-def test_a_host_option_given_twice_is_refused_and_typed_options_add_to_the_preset():
-    r = _adbs_run("--host", "savc", "--host-options", '{"queue_size": 512}', "--savc.queue-size", "64")
+def test_a_host_option_given_twice_is_refused_and_typed_options_add_to_the_preset(capsys):
+    r = _adbs_run(capsys, "--host", "savc", "--host-options", '{"queue_size": 512}', "--savc.queue-size", "64")
     assert r.returncode == 2 and "savc.queue_size is given twice" in r.stderr
     # host_options typed by the user adds to (and wins over) the preset's options, as --savc.<option> does
     got = json.loads(resolve("cifar100", None, {"host": "savc", "host_options": '{"queue_size": 512}'})["host_options"])
@@ -128,10 +125,9 @@ def test_a_preset_of_another_host_is_refused():
     assert resolve("savc_cpu", None, {"host": "savc"})["host"] == "savc"
 
 
-@pytest.mark.slow
 @no_cuda
-def test_device_cuda_without_a_gpu_is_refused_before_compute():
-    r = _adbs_run("--device", "cuda")
+def test_device_cuda_without_a_gpu_is_refused_before_compute(capsys):
+    r = _adbs_run(capsys, "--device", "cuda")
     assert r.returncode == 2 and "device=cuda but torch sees no CUDA GPU" in r.stderr and "base epoch" not in r.stdout
     with pytest.raises(study.StudyInputError, match="device=cuda but torch sees no CUDA GPU"):
         study.validate(PLAN, _opts("--set", "device=cuda"))
@@ -167,12 +163,11 @@ def test_smoke_keeps_a_host_preset_and_refuses_a_paper_preset():
         _opts("--smoke", "--preset", "savc_cpu", "--host", "alice").check()
 
 
-@pytest.mark.slow
-def test_a_300_character_name_is_one_line_error():
+def test_a_300_character_name_is_one_line_error(capsys):
     with pytest.raises(study.StudyInputError, match="--name is 300 characters long; at most 100"):
         _opts("--name", "n" * 300).check()
-    r = subprocess.run([sys.executable, str(REPO / "studies" / "alpha_sweep.py"), "--smoke", "--name", "n" * 300],
-                       capture_output=True, text=True, timeout=300, cwd="/")
+    r = in_process(capsys, [sys.executable, str(REPO / "studies" / "alpha_sweep.py"), "--smoke", "--name", "n" * 300],
+                   cwd="/")
     assert r.returncode == 2 and "at most 100" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -208,7 +203,7 @@ def _tables(path: Path) -> set[str]:
         return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def test_an_optuna_database_is_not_used_as_the_mlflow_store(tmp_path):
+def test_an_optuna_database_is_not_used_as_the_mlflow_store(tmp_path, capsys):
     from adbs_lab import serve
 
     db = tmp_path / "optuna.db"
@@ -216,9 +211,8 @@ def test_an_optuna_database_is_not_used_as_the_mlflow_store(tmp_path):
     before = _tables(db)
     with pytest.raises(tracking.TrackingError, match="is an Optuna database, not an MLflow tracking store"):
         tracking.check_tracking_uri(f"sqlite:///{db}")
-    r = subprocess.run([sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", f"sqlite:///{db}",
-                        "--artifacts-destination", str(tmp_path / "a"), "--port", "1"],
-                       capture_output=True, text=True, timeout=120)
+    r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri",
+                            f"sqlite:///{db}", "--artifacts-destination", str(tmp_path / "a"), "--port", "1"])
     assert r.returncode == 2 and "is an Optuna database" in r.stderr and "MLflow UI:" not in r.stdout
     assert _tables(db) == before  # no MLflow tables added
     mlflow_db = tmp_path / "mlflow.db"
@@ -228,7 +222,7 @@ def test_an_optuna_database_is_not_used_as_the_mlflow_store(tmp_path):
     assert serve.main(["--backend-store-uri", f"sqlite:///{mlflow_db}", "--dry-run"]) == 0
 
 
-def test_serve_refuses_a_bogus_store_or_a_path_under_a_file_before_printing_its_url(tmp_path):
+def test_serve_refuses_a_bogus_store_or_a_path_under_a_file_before_printing_its_url(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     for uri, msg in ((f"sqlite:///{blocker}/sub/mlflow.db", "cannot create the folder"),
@@ -236,9 +230,8 @@ def test_serve_refuses_a_bogus_store_or_a_path_under_a_file_before_printing_its_
                      (f"sqlite:///{blocker}", "is not a SQLite database"),
                      (f"sqlite:///{tmp_path / 'ok.db'}", "--artifacts-destination")):
         dest = blocker / "artifacts" if uri.endswith("ok.db") else tmp_path / "a"  # a folder under a file
-        r = subprocess.run([sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", uri,
-                            "--artifacts-destination", str(dest), "--port", "1"],
-                           capture_output=True, text=True, timeout=120)
+        r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", uri,
+                                "--artifacts-destination", str(dest), "--port", "1"])
         assert r.returncode == 2 and msg in r.stderr, (uri, r.stderr)
         assert "Traceback" not in r.stderr and "MLflow UI:" not in r.stdout
 
@@ -251,13 +244,11 @@ def test_the_ui_command_names_a_storage_path_with_spaces_as_a_path():
 # -- --out of the tools: checked before the work ---------------------------------------------------
 
 
-@pytest.mark.slow
-def test_report_out_an_existing_file(tmp_path):
+def test_report_out_an_existing_file(tmp_path, capsys):
     f = tmp_path / "report.txt"
     f.write_text("keep me")
-    r = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "any_study", "--out", str(f),
-                        "--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}"], capture_output=True, text=True,
-                       timeout=120, cwd="/")
+    r = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "any_study", "--out", str(f),
+                            "--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}"], cwd="/")
     assert r.returncode == 2 and f"--out {f} is a file; pass a folder" in r.stderr and "Traceback" not in r.stderr
     assert f.read_text() == "keep me"
 

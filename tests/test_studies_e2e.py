@@ -16,6 +16,7 @@ from pathlib import Path
 import optuna
 import pandas as pd
 import pytest
+from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab import metrics_keys as K
@@ -265,11 +266,11 @@ def test_resume_after_sigkill_does_not_rerun_finished_trials(study_cmd, storage,
     assert len(trials_df) == 2 and (trials_df["state"] == K.COMPLETE).all()
 
 
-def test_resume_refuses_a_different_study(study_cmd, storage):
+def test_resume_refuses_a_different_study(study_cmd, storage, capsys):
     (storage / "alpha_sweep").mkdir()
     (storage / "alpha_sweep" / "study.json").write_text(json.dumps({"study": "alpha_sweep", "fingerprint": "other",
                                                                      "command": "something else"}))
-    r = subprocess.run(study_cmd("alpha_sweep", "--smoke", "--resume"), capture_output=True, text=True, timeout=120)
+    r = in_process(capsys, study_cmd("alpha_sweep", "--smoke", "--resume"))  # refused before Ray
     assert r.returncode == 2
     assert "holds a different study" in r.stderr and "something else" in r.stderr
 
@@ -278,8 +279,8 @@ def test_resume_refuses_a_different_study(study_cmd, storage):
     (["--set", "shots=100000"], "shots=100000"),
     (["--set", "alhpa=1"], "unknown config key 'alhpa'"),
 ])
-def test_bad_input_fails_before_any_trial(study_cmd, storage, flags, message):
-    r = subprocess.run(study_cmd("ablation", "--smoke", *flags), capture_output=True, text=True, timeout=120)
+def test_bad_input_fails_before_any_trial(study_cmd, storage, flags, message, capsys):
+    r = in_process(capsys, study_cmd("ablation", "--smoke", *flags))  # refused before Ray
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr and "error:" in r.stderr
     assert not any(storage.iterdir())  # nothing written, Ray never started

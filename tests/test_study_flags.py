@@ -12,6 +12,7 @@ from unittest import mock
 
 import pandas as pd
 import pytest
+from _scripts import in_process
 
 from adbs.overrides import from_dict
 from adbs_lab import options, study, tables
@@ -70,18 +71,9 @@ def test_a_study_without_pruning_hides_and_refuses_pruner(capsys):
     assert "--pruner" not in capsys.readouterr().out
 
 
-def _run(capsys, script: str, *args: str) -> SimpleNamespace:
-    """`python <script> <args>` in this process (its exit code, stdout and stderr): these end in argparse or in
-    the input checks, before any Ray; the e2e tests run the same scripts as processes."""
-    capsys.readouterr()
-    code = 0
-    try:
-        with mock.patch.object(sys, "argv", [str(REPO_ROOT / script), *args]):
-            runpy.run_path(str(REPO_ROOT / script), run_name="__main__")
-    except SystemExit as e:
-        code = e.code or 0
-    out = capsys.readouterr()
-    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+def _run(capsys, script: str, *args: str):
+    """`python <script> <args>`, in this process: these end in argparse or in the input checks, before any Ray."""
+    return in_process(capsys, [sys.executable, str(REPO_ROOT / script), *args])
 
 
 def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner(capsys):
