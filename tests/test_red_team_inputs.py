@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import pickle
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -301,12 +300,10 @@ def _store_with(tmp_path: Path, parent_status: str) -> str:
     return uri
 
 
-@pytest.mark.slow
-def test_report_calls_running_trials_of_a_running_study_running(tmp_path):
+def test_report_calls_running_trials_of_a_running_study_running(tmp_path, capsys):
     def report(uri):
-        return subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri",
-                               uri, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300,
-                              cwd="/")
+        return in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep",
+                                   "--tracking-uri", uri, "--out", str(tmp_path / "out")], cwd="/")
 
     live = report(_store_with(tmp_path, "RUNNING"))
     assert live.returncode == 0, live.stderr

@@ -174,18 +174,20 @@ def _second_study(uri: str, name: str, curves: dict[str, list[float]], baseline:
     return parent.info.run_id
 
 
-@pytest.mark.slow  # three report.py processes
-def test_report_across_two_studies_one_table_one_figure(store, tmp_path):
+def test_report_across_two_studies_one_table_one_figure(store, tmp_path, capsys):
     """`report.py ablation boundary`: every row of both, each Delta_last against its own study's baseline."""
-    import subprocess
     import sys
     from pathlib import Path
+
+    from _scripts import in_process
 
     uri, ablation_id, _, _ = store
     _second_study(uri, "boundary", {"released": [70.0, 40.0, 20.0], "clamp": [70.0, 58.0, 50.0]}, "released")
     script = Path(__file__).resolve().parents[1] / "studies" / "report.py"
-    run = lambda *a: subprocess.run([sys.executable, str(script), *a, "--tracking-uri", uri], capture_output=True,  # noqa: E731
-                                    text=True, timeout=300)
+
+    def run(*a: str):
+        return in_process(capsys, [sys.executable, str(script), *a, "--tracking-uri", uri])
+
     r = run("ablation", "boundary", "--out", str(tmp_path / "cmp"))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
