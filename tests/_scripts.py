@@ -37,7 +37,7 @@ def in_process(capsys, argv: list[str], cwd: str | os.PathLike | None = None) ->
     stderr, as subprocess.run(..., capture_output=True, text=True) gives them."""
     assert argv[0] == sys.executable, argv
     capsys.readouterr()  # what the test printed before is not the command's
-    code: int | str | None = 0
+    code: int | None = 0
     with _restored(cwd):
         try:
             if argv[1] == "-m":
@@ -51,7 +51,4 @@ def in_process(capsys, argv: list[str], cwd: str | os.PathLike | None = None) ->
         except SystemExit as e:
             code = e.code
     out = capsys.readouterr()
-    if isinstance(code, str):  # sys.exit("message"): Python prints it to stderr and exits with 1
-        out = SimpleNamespace(out=out.out, err=out.err + code + "\n")
-        code = 1
     return SimpleNamespace(returncode=code or 0, stdout=out.out, stderr=out.err)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _scripts import in_process
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = ["README.md", "docs/recipes.md"]
@@ -196,17 +197,13 @@ def _run(argv: list[str], home: Path, cwd: Path = REPO, timeout: int = 300) -> s
     return subprocess.run(argv, cwd=cwd, env=_env(home), capture_output=True, text=True, timeout=timeout)
 
 
-def _run_in_process(argv: list[str], cmd: str, monkeypatch, capsys) -> None:
-    """Run the script argv[1] in this process as `python <argv[1:]>` would; a non-zero exit fails the test."""
-    import runpy
-
-    monkeypatch.setattr(sys, "argv", argv[1:])
-    try:
-        runpy.run_path(argv[1], run_name="__main__")
-    except SystemExit as e:
-        if e.code not in (0, None):
-            out = capsys.readouterr()
-            pytest.fail(f"{cmd}: exit {e.code}\n{out.out[-2000:]}\n{out.err[-3000:]}")
+def _run_in_process(argv: list[str], cmd: str, capsys) -> str:
+    """Run the script argv[1] in this process as `python <argv[1:]>` would (tests/_scripts.py); its stdout. A
+    non-zero exit fails the test."""
+    r = in_process(capsys, argv)
+    if r.returncode != 0:
+        pytest.fail(f"{cmd}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+    return r.stdout
 
 
 def _isolated(argv: list[str], tmp: Path) -> list[str]:
@@ -237,8 +234,7 @@ def test_study_commands_pass_their_dry_run(cmd, home, tmp_path, monkeypatch, cap
     argv = _isolated(_argv(cmd, home) + ["--dry-run"], tmp_path)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(home / "work")
-    _run_in_process(argv, cmd, monkeypatch, capsys)
-    assert "dry run: study " in capsys.readouterr().out, cmd
+    assert "dry run: study " in _run_in_process(argv, cmd, capsys), cmd
     written = [f for f in (tmp_path / "runs").rglob("*") if f.is_file()] if (tmp_path / "runs").exists() else []
     assert not written, f"{cmd}: a dry run wrote {written}"
 
@@ -363,9 +359,9 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path, m
             assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
             assert "test_avg_acc" in r.stdout
             continue
-        _run_in_process(argv, cmd, monkeypatch, capsys)
+        out = _run_in_process(argv, cmd, capsys)
         if "--paper" in cmd:
-            assert "beside the paper" in capsys.readouterr().out, cmd
+            assert "beside the paper" in out, cmd
 
 
 @pytest.mark.slow

@@ -75,21 +75,15 @@ def test_cli_help_documents_every_field():
         (["--host", "alice", "--savc.queue-size", "8"], "option of host savc, but host is alice"),
     ],
 )
-def test_cli_bad_input_fails_before_compute(tmp_path, monkeypatch, capsys, args, fragment):
-    # In this process (adbs.run.main as `python -m adbs.run` calls it): test_cli_exit_code_2_from_the_shell
-    # runs one of these as a process.
-    from adbs.run import main
+def test_cli_bad_input_fails_before_compute(tmp_path, capsys, args, fragment):
+    # In this process (tests/_scripts.py): test_cli_exit_code_2_from_the_shell runs two of these as a process.
+    from _scripts import in_process
 
     out = tmp_path / "never.json"
-    monkeypatch.chdir(tmp_path)
-    try:
-        code = main(["--out", str(out), *args])
-    except SystemExit as e:  # argparse's own errors
-        code = e.code
-    err = capsys.readouterr()
-    assert code == 2
-    assert fragment in err.err, err.err
-    assert "base epoch" not in err.out and not out.exists()
+    proc = in_process(capsys, [sys.executable, "-m", "adbs.run", "--out", str(out), *args], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert fragment in proc.stderr, proc.stderr
+    assert "base epoch" not in proc.stdout and not out.exists()
 
 
 @pytest.mark.slow
