@@ -37,7 +37,7 @@ class Progress(Callback):
         return f"[{self.study} {el // 60:02d}:{el % 60:02d}]"
 
     def _line(self, trials, trial, event: str) -> None:
-        counts = {K.COMPLETE: 0, K.PRUNED: 0, K.FAILED: 0}
+        counts = {K.COMPLETE: 0, K.PRUNED: 0, K.DIVERGED: 0, K.FAILED: 0}
         running = 0
         best, best_name = None, ""
         for t in trials:
@@ -53,7 +53,7 @@ class Progress(Callback):
         print(
             f"{self._stamp()} {describe(trial.config, self.varying)}: {event} | "
             f"done {counts[K.COMPLETE]}/{self.total}, running {running}, pruned {counts[K.PRUNED]}, "
-            f"failed {counts[K.FAILED]} | {best_txt}",
+            f"{f'diverged {counts[K.DIVERGED]}, ' if counts[K.DIVERGED] else ''}failed {counts[K.FAILED]} | {best_txt}",
             flush=True,
         )
 
@@ -103,6 +103,8 @@ class Progress(Callback):
         if state == K.PRUNED:
             epoch = result.get(K.BASE_STEP)
             event = f"pruned at base epoch {int(epoch)}" if K.finite(epoch) else "pruned"
+        elif state == K.DIVERGED:
+            event = f"DIVERGED: {result.get(K.ERROR) or 'a NaN/inf loss'}"
         elif state == K.FAILED:
             event = f"FAILED: {result.get(K.ERROR) or 'it ended without a finite objective'}"
         else:
@@ -114,7 +116,20 @@ class Progress(Callback):
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self.states[trial.trial_id] = K.FAILED
-        self._line(trials, trial, "FAILED (see the trial's error file / MLflow tag adbs.error)")
+        self._line(trials, trial, f"FAILED: {_last_line(trial)} (traceback: the trial's error.txt, MLflow tag "
+                                  "adbs.error)")
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        """A trial that raised and that Tune runs again from its last checkpoint (--max-failures)."""
+        self._line(trials, trial, f"raised {_last_line(trial)}; Ray Tune runs it again from its last checkpoint "
+                                  f"(failure {trial.num_failures})")
+
+
+def _last_line(trial) -> str:
+    """The error line of the traceback that ended Tune trial `trial` (its full text is in Tune's error file)."""
+    from adbs_lab.outcome import error_line, trial_error
+
+    return error_line(trial_error(trial))
 
 
 def _duration(seconds: float) -> str:

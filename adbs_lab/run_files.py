@@ -174,6 +174,7 @@ def pruning_savings(trials: pd.DataFrame) -> dict[str, Any]:
         seconds = float(per_epoch.mean() * saved) if len(per_epoch) else None
     return {"trials": int(len(trials)), "pruned": int(pruned.sum()),
             "failed": int((trials["state"] == K.FAILED).sum()),
+            "diverged": int((trials["state"] == K.DIVERGED).sum()),
             "base_epochs_planned": int(planned.sum()), "base_epochs_run": int(run.sum()),
             "base_epochs_saved": saved, "seconds_saved_est": seconds}
 
@@ -205,7 +206,7 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
                 if s.get("seconds_saved_est") else "") + " and every incremental session of the pruned trials."
              if s["pruned"] else "no trial was pruned.")
     lines += ["## Pruning", "",
-              f"{s['trials']} trials: {s['pruned']} pruned, {s.get('failed', 0)} failed. "
+              f"{s['trials']} trials: {s['pruned']} pruned, {s.get('diverged', 0)} diverged, {s.get('failed', 0)} failed. "
               f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
     figs = [Path(f).name for f in figures]
     if figs:

@@ -208,8 +208,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         study = self._study()
         if K.PRUNED in states:
             tell(study, number, state=TrialState.PRUNED)
-        elif K.FAILED in states or not values:
-            # a configuration with a failed seed has no honest mean: Optuna holds it FAIL, as every table does
+        elif K.FAILED in states or K.DIVERGED in states or not values:
+            # a configuration with a failed or diverged seed has no honest mean: Optuna holds it FAIL, as every
+            # table does
             tell(study, number, state=TrialState.FAIL)
         else:
             tell(study, number, sum(values) / len(values))

@@ -43,3 +43,42 @@ def sqlite_problem(path: str | Path, want: str) -> str | None:
     else:
         held = f"a database of another program (tables {', '.join(sorted(tables)[:6])})"
     return f"{path} is {held}, not {WHAT[want]}; pass the path of {WHAT[want]} (or of a new file)"
+
+
+class StoreError(RuntimeError):
+    """A store cannot be read; the message says why."""
+
+
+def optuna_studies(url: str) -> set[str]:
+    """The names of the studies an Optuna storage holds, read without writing: Optuna's own storage class creates
+    its tables (and a SQLite file) when opened, which a preflight must not do. A SQLite file that does not exist,
+    or a database without Optuna's tables, holds none. StoreError when the database cannot be reached."""
+    path = sqlite_path(url)
+    if path is not None:
+        if not path.is_file() or path.stat().st_size == 0:
+            return set()
+        try:
+            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if "studies" not in tables:
+                    return set()
+                return {r[0] for r in con.execute("SELECT study_name FROM studies")}
+            finally:
+                con.close()
+        except sqlite3.Error as e:
+            raise StoreError(f"{path} cannot be read ({e})") from None
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(url)
+        try:
+            with engine.connect() as con:
+                if "studies" not in sqlalchemy.inspect(con).get_table_names():
+                    return set()
+                return {r[0] for r in con.execute(sqlalchemy.text("SELECT study_name FROM studies"))}
+        finally:
+            engine.dispose()
+    except Exception as e:  # noqa: BLE001 - a missing driver, a refused connection, bad credentials
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        raise StoreError(f"the database cannot be reached ({first})") from None

@@ -1,18 +1,22 @@
-"""Run one study: prepare (check everything, claim the folder) -> launch (Ray Tune, Optuna, MLflow) -> summarise
-(tables, figures, report). A study script builds a `Plan` and calls `run(plan, opts)`.
+"""Run one study: preflight (every check, nothing written) -> claim (the study's folder) -> launch (Ray Tune,
+Optuna, MLflow) -> summarise (tables, figures, report) -> an exit code. A study script builds a `Plan` and calls
+`main(plan, opts)`; `run(plan, opts)` is the same without the exit, for Python callers (studies/paper.py).
 
-- `prepare` touches no Ray and trains nothing: bad input ends here with exit 2 and nothing written; then
-  `claim`, inside `with study_lock(...)`, takes the study's folder (earlier results moved aside, or --resume checked).
+- `preflight` (adbs_lab/preflight.py) touches no Ray and trains nothing: whatever the run can refuse before its
+  first trial ends there with exit 2 and nothing written; `--dry-run` is that preflight and one line.
+- `claim`, inside `with study_lock(...)`, takes the study's folder: earlier results moved aside (a new study) or
+  the interrupted run's files fetched (--resume).
 - `launch` starts (or joins) Ray (`with ray_session(...)`), checks the cluster, and lets Optuna choose trials
   through Tune while the tracker logs to MLflow from this process; Ctrl-C or SIGTERM stops it gracefully. It reads
   top to bottom: resources per trial, searcher + stopper, tracker + progress line, tuner, fit.
-- `summarise` turns what ran into the tables, figures and report, whether the study finished or not.
+- `summarise` turns what ran into the tables, figures and report, whether the study finished or not, and how it
+  ended into the exit code (adbs_lab/outcome.py: 0 ok, 1 a trial raised or the study failed after it started,
+  2 refused, 130 interrupted).
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import math
 import os
@@ -22,91 +26,35 @@ import socket
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator, NoReturn
 
 import pandas as pd
 
 from adbs.config import Config, ConfigError
 from adbs.overrides import from_dict
-from adbs.renames import canonical
 from adbs_lab import metrics_keys as K
-from adbs_lab import run_files, tables, tracking, trial_records
+from adbs_lab import outcome, run_files, tables, tracking, trial_records
 from adbs_lab import space as sp
 from adbs_lab.options import StudyInputError, StudyOptions, resume_command
-from adbs_lab.paths import code_version, folder_problem
+from adbs_lab.paths import code_version
+from adbs_lab.plan import Plan
+from adbs_lab.preflight import (
+    Prepared,
+    _logged_argv,
+    fail,
+    held,
+    note_owned,
+    preflight,
+    resume_notes,
+    size,
+    validate,
+)
 from adbs_lab.study_folder import StudyBusy, StudyFolder
 
-__all__ = ["Plan", "Outcome", "StudyInputError", "validate", "size", "held", "prepare", "launch", "summarise", "run"]
-
-SEEDED = {"seed", "split_seed"}
-"""Config fields a study sets from --seeds (adbs_lab/space.py: resolve): never typed, searched or fixed."""
-
-
-@dataclass
-class Plan:
-    name: str
-    """Study name = MLflow experiment = Optuna study name = storage folder."""
-    space: dict[str, Any]
-    """Search space (see adbs_lab.space): fixed values, grid axes (lists), Optuna distributions."""
-    space_source: str
-    """Where the space is defined, e.g. search_spaces/alpha_sweep.py:SPACE (MLflow tag adbs.search_space)."""
-    rows: dict[str, dict] | None = None
-    """Named rows of Config overrides (a grid axis `row`), for studies that are not a product."""
-    cpu_defaults: dict[str, Any] = field(default_factory=dict)
-    """Config overrides applied on the default CPU preset only, to fit the CPU budget."""
-    baseline: str | dict[str, str] | None = None
-    """Label of the baseline row (Delta_last column), or {row: its reference row}."""
-    order: list[str] | None = None
-    """Row order of the paper table."""
-    axis_flags: dict[str, str] = field(default_factory=dict)
-    """Study flags that pick part of a grid axis, e.g. {"ways": "--ways"} (named when --set on that axis is refused)."""
-    points_to_evaluate: list[dict] | None = None
-    """Configurations Optuna runs first (sampled studies)."""
-    est_trial_s: float = 45.0
-    """Rough seconds per trial on the default CPU preset, 2 trials sharing 2 cores (printed estimate)."""
-    trial_fn: Callable | None = None
-    """Test hook: replaces adbs.trial.run_trial inside the trainable."""
-
-
-# -- prepare ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class Prepared:
-    """Everything decided before Ray starts."""
-
-    plan: Plan
-    opts: StudyOptions
-    base: dict[str, Any]
-    """The config every trial starts from (preset < study defaults < --set), before the searched fields."""
-    configs: list[Config]
-    """Every distinct configuration of a grid, or the extremes of a sampled space (already checked)."""
-    space: dict[str, Any]
-    """The search space with the row axis added."""
-    is_grid: bool
-    n_configs: int
-    total: int
-    varying: list[str]
-    gpus_per_trial: float
-    tracking_uri: str
-    where: StudyFolder
-    optuna_url: str
-    fingerprint: str
-    """What makes two runs the same study (study.json; --resume checks it)."""
-    command: str
-    """The command line, credentials cut out (study.json, the lock, MLflow)."""
-    settings: dict[str, Any] = field(default_factory=dict)
-    """What the study was launched with (study.json; `claim` writes it, --resume reads it back)."""
-
-    @property
-    def folder(self) -> str:
-        return self.where.folder
-
-    @property
-    def dir(self) -> Path:
-        return self.where.local
+__all__ = ["Plan", "Prepared", "Outcome", "StudyInputError", "validate", "size", "held", "preflight", "claim",
+           "launch", "summarise", "run", "main", "fail"]
 
 
 def _env_defaults() -> None:
@@ -125,7 +73,12 @@ def _env_defaults() -> None:
     os.environ.setdefault("TUNE_WARN_THRESHOLD_S", "10")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per artifact a report downloads
+    # A trial's traceback goes to its error.txt and to MLflow (tag adbs.error); the terminal gets one line per
+    # failed trial (adbs_lab/progress.py) instead of Tune's traceback for every attempt.
+    os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     import logging
+
+    logging.getLogger("ray.tune.tune").addFilter(_NotCompleteLine())
 
     import optuna
 
@@ -134,169 +87,11 @@ def _env_defaults() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def fail(msg: str, code: int = 2) -> None:
-    print(f"error: {msg}", file=sys.stderr, flush=True)
-    raise SystemExit(code)
+class _NotCompleteLine:
+    """Drops Tune's "Trials did not complete: [ids]": the study's own summary names the failed trials."""
 
-
-def check_config_and_data(cfg: Config) -> None:
-    """Dataset-dependent checks (shots vs images per class, ways vs novel classes), cheap."""
-    from adbs.data import check_data as check
-
-    cfg.validate()
-    check(cfg)
-
-
-def check_storage_writable(location: str) -> None:
-    """--storage: a writable folder, or an object-store URL this machine can write to."""
-    from adbs import objstore as st
-
-    if st.is_url(location):
-        try:
-            st.check_writable(location)
-        except st.ObjectStoreError as e:
-            raise StudyInputError(f"--storage: {e}") from None
-        return
-    if "://" in location:
-        raise StudyInputError(f"--storage {location}: unsupported URL scheme {location.split('://')[0]!r}; pass a "
-                              f"folder or an object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
-    problem = folder_problem(Path(location).expanduser().resolve(), f"--storage {location}")
-    if problem:
-        raise StudyInputError(problem)
-
-
-def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
-    """(base config, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side effects."""
-    import torch
-
-    opts.check()
-    sp.check(plan.space, source=plan.space_source, rows=plan.rows)
-    _, grid, dists = sp.split(plan.space)
-    searched = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
-    base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
-    set_keys = [canonical(k) for k in opts.config_overrides()]  # --host, --dataset, --data-root and --set
-    _check_overrides(plan, opts, searched, set_keys)
-    fixed, _, _ = sp.split(plan.space)
-    base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
-    # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)
-    gpus = opts.gpus_per_trial if opts.gpus_per_trial is not None else 0.0
-    if gpus > 0 and opts.address is None and not torch.cuda.is_available():
-        raise StudyInputError(
-            f"--gpus-per-trial {gpus:g} asks for GPUs but this machine has none "
-            "(torch.cuda.is_available() is False); use --gpus-per-trial 0 for CPU trials, or run on a GPU "
-            "machine / pass --address of a Ray cluster with GPUs")
-    threads = from_dict(base).threads
-    if threads and opts.cpus_per_trial is not None and max(1, int(opts.cpus_per_trial)) != threads:
-        raise StudyInputError(f"--set threads={threads} and --cpus-per-trial {opts.cpus_per_trial:g} disagree: a "
-                              "trial's torch threads are its CPUs; give one of them")
-    check_storage_writable(opts.storage)
-    if opts.optuna_storage and opts.optuna_storage.startswith("sqlite:///"):
-        from adbs_lab.stores import sqlite_path, sqlite_problem
-
-        problem = sqlite_problem(sqlite_path(opts.optuna_storage), "optuna")  # Optuna would add its tables
-        if problem:
-            raise StudyInputError(f"--optuna-storage {opts.optuna_storage}: {problem}")
-    configs = sp.configs_to_check(base, plan.space, list(opts.seeds), plan.rows)
-    _check_configs(opts, configs, searched)
-    return base, configs, gpus
-
-
-def _check_overrides(plan: Plan, opts: StudyOptions, searched: set[str], set_keys: list[str]) -> None:
-    """--set and the config flags may not set what the study sets itself (seeds, what it searches)."""
-    seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
-    if seeded:
-        raise StudyInputError(
-            f"--set {seeded[0][0]}={seeded[0][1]}: a study sets seed and split_seed from --seeds (each seed is one "
-            f"repetition: the training seed and the few-shot draw together), so the --set would be overridden; use "
-            f"--seeds {seeded[0][1]} instead")
-    in_space = sorted(SEEDED & (searched | set(sp.split(plan.space)[0])))
-    if in_space:
-        raise StudyInputError(f"search space {plan.space_source} sets {', '.join(in_space)}, which a study sets from "
-                              "--seeds; remove it from the space and pass --seeds")
-    clash = [k for k in set_keys if k in searched]
-    if clash:
-        typed = {k for k, _ in opts.overrides}
-        flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
-        typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
-        hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
-                         if k in plan.axis_flags)
-        raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
-                              f"({plan.space_source}); remove the flag or edit the search space"
-                              + (f" ({hint})" if hint else ""))
-
-
-def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]) -> None:
-    """Each configuration to run against the device flags and its dataset (cheap checks, no training)."""
-    import torch
-
-    if any(c.device == "cuda" for c in configs):
-        if opts.gpus_per_trial == 0:
-            raise StudyInputError("device=cuda but --gpus-per-trial 0: the trials would get no GPU and fail; give "
-                                  "them GPUs (--gpus-per-trial 1, or leave it out to pack them) or use device=auto/cpu")
-        if opts.address is None and not torch.cuda.is_available():
-            raise StudyInputError("device=cuda but torch sees no CUDA GPU on this machine; use device=auto (CUDA "
-                                  "when there is one, else CPU) or device=cpu, or pass --address of a Ray cluster "
-                                  "with GPUs")
-    for cfg in configs:
-        try:
-            check_config_and_data(cfg)
-        except ValueError as e:
-            what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"})
-                            if k in cfg.to_dict())
-            raise StudyInputError(f"configuration {what}: {e}") from None
-
-
-def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
-    """Keys of the --config file that the study sets itself, so the file's values are not used: what it searches
-    (grid axes, distributions, rows), what its space fixes, seed and split_seed (from --seeds), and threads when
-    --cpus-per-trial is given (a trial's threads are its CPUs; the explicit flag wins over the file)."""
-    from adbs.overrides import coerce
-
-    fixed, grid, dists = sp.split(plan.space)
-    own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | SEEDED
-    own |= {k for k, v in opts.config_values if k in fixed and coerce(k, fixed[k]) != v}  # same value: no news
-    if opts.cpus_per_trial is not None:
-        own.add("threads")
-    return tuple(k for k, _ in opts.config_values if k in own)
-
-
-def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int) -> str:
-    ident = repr((plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
-                  sorted((k, repr(v)) for k, v in base.items()), seeds, total))
-    return hashlib.sha256(ident.encode()).hexdigest()[:16]
-
-
-def _logged_argv(argv: tuple[str, ...]) -> list[str]:
-    """The command for study.json and MLflow, with credentials cut out of object-store URLs."""
-    from adbs.objstore import redact
-
-    def one(a: str) -> str:
-        opt, eq, value = a.partition("=")
-        return f"{opt}={redact(value)}" if a.startswith("--") and eq else redact(a)
-
-    return [one(a) for a in argv]
-
-
-def prepare(plan: Plan, opts: StudyOptions) -> Prepared:
-    """Check everything and decide where the study lives; touches nothing (`claim` does, under `study_lock`)."""
-    base, configs, gpus = validate(plan, opts)
-    owned = study_owned(plan, opts)
-    if owned:  # not an error: a best_config.json holds every field, and a study sets some of them itself
-        print(f"note: --config {opts.config_file}: this study sets {', '.join(owned)} itself (its search space "
-              f"{plan.space_source}, --seeds{', --cpus-per-trial' if 'threads' in owned else ''}); the file's "
-              "values of those keys are not used", flush=True)
-    uri = tracking.tracking_uri(opts.tracking_uri)
-    tracking.check_tracking_uri(uri)
-
-    seeds = list(opts.seeds)
-    _, grid, dists = sp.split(plan.space)
-    space, is_grid, n_configs, total = size(plan, opts)
-    varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]
-    folder = plan.name + opts.folder
-    where = StudyFolder(opts.storage, folder)
-    optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
-    return Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
-                    optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(_logged_argv(opts.argv)))
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith("Trials did not complete")
 
 
 @contextmanager
@@ -312,194 +107,29 @@ def study_lock(p: Prepared) -> Iterator[None]:
         lock.release()
 
 
-def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
-    """(search space with the row axis, is it a grid, configurations, trials) or StudyInputError; no side effects."""
-    seeds = list(opts.seeds)
-    _, grid, _ = sp.split(plan.space)
-    is_grid = bool(grid) or bool(plan.rows)
-    space = dict(plan.space)
-    if plan.rows:
-        space[sp.ROW_KEY] = list(plan.rows)
-    if not is_grid and opts.num_samples is None:
-        raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
-    if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
-        raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
-                              f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
-                              "(it sizes sampled studies only)")
-    n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
-    return space, is_grid, n_configs, n_configs * len(seeds)
-
-
-def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
-    """What the study's folder holds of this very study (same plan, base config `validate` gave, seeds):
-    "finished" (its MLflow parent run FINISHED), "unfinished" (--resume continues it), or None (nothing, or
-    another study). Reads study.json, the runs file and the parent run; writes nothing."""
-    where = StudyFolder(opts.storage, plan.name + opts.folder)
-    try:
-        ident, runs = where.read_text("study.json"), where.read_text(tracking.RUNS_FILE)
-    finally:
-        where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
-    total = size(plan, opts)[3]
-    if json.loads(ident or "{}").get("fingerprint") != _fingerprint(plan, base, list(opts.seeds), total):
-        return None
-    parent = json.loads(runs or "{}").get("parent")
-    if not parent:
-        return "unfinished"
-    from mlflow.tracking import MlflowClient
-
-    try:
-        status = MlflowClient(tracking.tracking_uri(opts.tracking_uri)).get_run(parent).info.status
-    except Exception:  # noqa: BLE001 - tracked in another store: not this study's record
-        return None
-    return "finished" if status == "FINISHED" else "unfinished"
-
-
-def claim(p: Prepared) -> dict[str, Any]:
-    """Under `study_lock`: for a new study, earlier results moved aside and study.json written; for --resume,
-    what there is to resume, checked. Returns the study's settings (study.json)."""
+def claim(p: Prepared) -> None:
+    """Under `study_lock`, after every check has passed (preflight): a new study gets its folder (earlier results
+    moved aside) and study.json; --resume gets the interrupted run's files (an object store's snapshot)."""
     from adbs_lab.study_folder import rebind
 
     # Tuner.restore unpickles the searcher, stopper and tracker of the driver that started the study, with its
     # paths; it takes no new ones (ray/tune/tuner.py: restore), so they look this driver's paths up here.
     rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local))
-    return _claim_resume(p) if p.opts.resume else _claim_new(p)
-
-
-def _claim_resume(p: Prepared) -> dict[str, Any]:
-    from ray import tune
-
-    opts, where = p.opts, p.where
-    if where.remote:
-        where.pull_for_resume()
-    held = json.loads(where.read_text("study.json") or "{}")
-    if held and held.get("fingerprint") != p.fingerprint:
-        raise StudyInputError(
-            f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); rerun with "
-            "the same arguments as that study, or drop --resume (or pass --name) to start a new one")
-    if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1]):
-        raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
-                              "to start one")
-    missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
-               if not (where.local / name).exists()]
-    if missing:
-        raise StudyInputError(
-            f"--resume: {', '.join(where.display(m) for m in missing)} is missing: the study cannot continue "
-            f"without its record of the trials ({'Optuna' if 'optuna.db' in missing else 'MLflow runs'}); "
-            "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
-    # after the check above: loading Tune's searcher state opens (and so creates) optuna.db
-    damaged = _damaged_tune_state(where)
-    if damaged:
-        raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))
-    settings = held.get("settings", {})
-    _check_resume(opts, where, settings, held.get("command", "?"), p.tracking_uri, p.optuna_url)
-    return settings
-
-
-def _claim_new(p: Prepared) -> dict[str, Any]:
-    import optuna
-
-    opts, where = p.opts, p.where
+    where = p.where
+    if p.opts.resume:
+        if where.remote:
+            where.pull_for_resume()
+        return
     if where.in_use():
         if where.remote:
             print(f"moving the previous results of {where.folder} aside in {where} ...", flush=True)
         moved = where.move_aside()
         print(f"previous results of {where.folder} moved to {moved} (use --resume to continue a study instead)")
-    if opts.optuna_storage:
-        try:
-            optuna.load_study(study_name=where.folder, storage=opts.optuna_storage)
-            raise StudyInputError(
-                f"Optuna storage {opts.optuna_storage} already holds a study named {where.folder!r}; pass --resume "
-                "to continue it, --name to start another, or delete it (optuna delete-study)")
-        except KeyError:
-            pass
     where.prepare()
-    settings = {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
-                "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
-                "max_failures": opts.max_failures}
     ident_file = where.local / "study.json"
     ident_file.write_text(json.dumps({"study": p.plan.name, "folder": where.folder, "fingerprint": p.fingerprint,
-                                      "command": p.command, "settings": settings}, indent=1))
+                                      "command": p.command, "settings": p.settings}, indent=1))
     where.push([ident_file])
-    return settings
-
-
-RESUME_FIXED = {"pruner": "--pruner", "sampler_seed": "--sampler-seed", "cpus_per_trial": "--cpus-per-trial"}
-"""Settings --resume cannot change: Tune restores the pruner (its stopper) and the sampler (its searcher) of the
-interrupted run, and a trial's CPUs are its torch threads, which change CPU numbers (adbs/runtime.py)."""
-
-
-def _check_resume(opts: StudyOptions, where: StudyFolder, held: dict[str, Any], command: str, tracking_uri: str,
-                  optuna_url: str) -> None:
-    """--resume continues the study as it was started: the same pruner, sampler seed and CPUs per trial, and
-    the same MLflow and Optuna stores, which must hold its runs; otherwise StudyInputError, before Ray starts."""
-    import re
-
-    import optuna
-    from mlflow.tracking import MlflowClient
-
-    def redact(uri: str) -> str:  # user:password@ never printed
-        return re.sub(r"://[^/@\s]+@", "://", uri)
-
-    for key, flag in RESUME_FIXED.items():
-        if key in held and held[key] != getattr(opts, key):
-            def show(v):
-                return "(not given)" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
-
-            raise StudyInputError(
-                f"--resume: {flag} {show(getattr(opts, key))} differs from the study's {flag} {show(held[key])} "
-                f"({command}); a study cannot change it midway: rerun with {flag} {show(held[key])} (or without the "
-                "flag when it was not given), or start a new study with --name NAME")
-    if "max_failures" in held and held["max_failures"] != opts.max_failures:
-        print(f"note: --max-failures {opts.max_failures} is ignored on --resume: Ray Tune continues with the "
-              f"interrupted run's {held['max_failures']}", flush=True)
-    parent = tracking.load_runs(where.local).get("parent")
-    if parent:
-        try:
-            MlflowClient(tracking_uri).get_run(parent)
-        except Exception:  # noqa: BLE001 - not in this store (or the store is unusable): cannot continue here
-            raise StudyInputError(
-                f"--resume: the MLflow store {redact(tracking_uri)} holds no run {parent}, the study's parent run: "
-                f"the study was tracked in another store; rerun with the --tracking-uri it started with ({command})"
-            ) from None
-    try:
-        optuna.load_study(study_name=where.folder, storage=optuna_url)
-    except KeyError:
-        raise StudyInputError(f"--resume: the Optuna storage {redact(optuna_url)} holds no study {where.folder!r}; "
-                              f"rerun with the --optuna-storage the study started with ({command})") from None
-
-
-def _unloadable_state(file: Path, e: Exception, cache: str) -> str:
-    """Why --resume cannot continue from Tune's state file `file`, and what to do instead."""
-    why = (f"it names code this version of adbs_lab does not have ({type(e).__name__}: {e}): an earlier version "
-           "saved it; finish the study with that version (its code version is the MLflow tag adbs.code_version), "
-           "or run" if isinstance(e, (ImportError, AttributeError)) else
-           f"it is damaged ({type(e).__name__}; written while the disk was full?); run")
-    return (f"--resume: Ray Tune's saved state of this study ({file}) does not load, so it cannot be resumed: {why} "
-            f"the study again without --resume: the earlier results are moved aside, and base sessions already "
-            f"trained are reused from {cache}")
-
-
-def _damaged_tune_state(where: StudyFolder) -> tuple[Path, Exception] | None:
-    """The first of Tune's newest state files that is empty or does not load, and why (Tune's syncer writes them
-    in place: a full disk leaves them truncated; a state pickled by an earlier version of this code names
-    functions or modules that have moved; either way Tune's restore would fail with a traceback)."""
-    import pickle
-
-    import ray.cloudpickle as cloudpickle
-
-    if where.remote:
-        return None
-    exp = Path(where.tune_experiment())
-    for pattern, load in (("experiment_state-*.json", json.loads), ("search_gen_state-*.json", cloudpickle.loads),
-                          ("searcher-state-*.pkl", pickle.loads), ("tuner.pkl", cloudpickle.loads)):
-        files = sorted(exp.glob(pattern), key=lambda f: f.stat().st_mtime)
-        if not files:
-            continue
-        try:
-            load(files[-1].read_bytes())
-        except Exception as e:  # noqa: BLE001 - any failure to load ends the resume
-            return files[-1], e
-    return None
 
 
 # -- launch -----------------------------------------------------------------------------------------
@@ -511,7 +141,9 @@ class Launched:
     """Ray Tune's ResultGrid (every trial that started)."""
     tracker: tracking.MlflowTracker
     interrupted: str | None
-    """Why the study stopped early (Ctrl-C, SIGTERM, a full disk, a locked store), None when it ran to the end."""
+    """The user stopped the study early (Ctrl-C, SIGTERM): which; None when nobody did."""
+    failed: str | None = None
+    """Why the study itself failed after it started (a full disk, a failed MLflow store), None when it did not."""
 
 
 def _probe_ray(address: str) -> None:
@@ -623,14 +255,15 @@ class Slots:
 
 def launch(p: Prepared) -> Launched:
     """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
+    with _bad_input():
+        tracking.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
     with ray_session(p) as res:
         slots = _slots(p, res)
     _print_start(p, slots.max_concurrent)
     searcher, stopper = _search(p)
     tracker, progress = _tracking(p, searcher, slots)
     tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
-    grid, interrupted = _fit(p, tuner)
-    return Launched(grid, tracker, interrupted)
+    return Launched(tracker=tracker, **_fit(p, tuner))
 
 
 def _slots(p: Prepared, res: dict[str, float]) -> Slots:
@@ -761,11 +394,11 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
     )
 
 
-def _fit(p: Prepared, tuner) -> tuple[Any, str | None]:
-    """(Tune's results, why the study stopped early or None); Ctrl-C, SIGTERM, a full disk or a failed MLflow
-    store end it with the results so far instead of a traceback."""
+def _fit(p: Prepared, tuner) -> dict[str, Any]:
+    """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
+    (a full disk, a failed MLflow store); both end with the results so far instead of a traceback."""
     _, tune_fs = p.where.tune_location()
-    interrupted = None
+    interrupted = failed = None
     with _Stop() as stop:
         try:
             stop.in_fit = True
@@ -779,13 +412,13 @@ def _fit(p: Prepared, tuner) -> tuple[Any, str | None]:
         except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
             # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
             if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
-                interrupted = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+                failed = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
             elif _disk_full(e):
-                interrupted = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
+                failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
             else:
                 raise
             grid = _results_so_far(p.where, tune_fs)
-    return grid, interrupted
+    return {"results": grid, "interrupted": interrupted, "failed": failed}
 
 
 def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
@@ -820,7 +453,11 @@ def _print_start(p: Prepared, max_concurrent: int) -> None:
     head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
             f"{max_concurrent} at a time")
     if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
-        est = 35.0 if p.opts.smoke else p.plan.est_trial_s
+        from adbs.presets import resolve
+
+        # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
+        preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
+        est = (35.0 if p.opts.smoke else p.plan.est_trial_s) * from_dict(p.base).base_epochs / max(1, preset_epochs)
         head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
                  f"(+~30 s to start Ray and the MLflow store and write the results)")
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
@@ -844,38 +481,60 @@ class Outcome:
     files: list[Path]
     where: StudyFolder
     wall_s: float
+    code: int = outcome.OK
+    """The exit code (adbs_lab/outcome.py): OK, or FAILED when a trial raised or none completed."""
 
 
 def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
-    """Tables of every trial that ran, then (when it finished) figures, report, parent-run metrics; uploads."""
+    """Tables of every trial that ran, then (when it ran to its end) figures, report, parent-run metrics; uploads;
+    the exit code. A study stopped by the user exits 130 and one that failed after it started exits 1, here, both
+    with their tables and the --resume command."""
     plan, where, tracker = p.plan, p.where, launched.tracker
     recs, out = _tables(p, launched, t0)
     trials, counts = out.trials, _counts(out.trials)
     unfinished = sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs))
-    stopped = launched.interrupted or (f"{unfinished} of {p.total} trials unfinished" if unfinished else None)
     metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
-               "study/trials_failed": counts.get(K.FAILED, 0), "study/trials_unfinished": unfinished,
-               "study/wall_time_s": out.wall_s}
+               "study/trials_diverged": counts.get(K.DIVERGED, 0), "study/trials_failed": counts.get(K.FAILED, 0),
+               "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
     if out.best:
         metrics["study/best_objective"] = out.best["mean_over_seeds"]
-    if stopped:
-        _stop(p, tracker, out.files, metrics, stopped, ended_count(recs))
+    if launched.interrupted:
+        _stop(p, tracker, out.files, metrics, launched.interrupted, ended_count(recs), outcome.INTERRUPTED)
+    if launched.failed or unfinished:
+        _stop(p, tracker, out.files, metrics, launched.failed or f"{unfinished} of {p.total} trials did not end",
+              ended_count(recs), outcome.FAILED)
+    out.code = outcome.study_code(counts)
     _upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
     if out.best:
         print(f"best configuration by {K.OBJECTIVE}: {out.best['config_label']} ({out.best['mean_over_seeds']:.2f})")
     extra = _figures_and_report(p, tracker, out)
-    tracker.finish("FINISHED", [*out.files, *extra], metrics)
+    tracker.finish("FINISHED" if out.code == outcome.OK else "FAILED", [*out.files, *extra], metrics)
     _upload(where)
     where.cleanup()
     print(f"\n{plan.name}: {len(trials)} trials ({counts.get(K.COMPLETE, 0)} complete, {counts.get(K.PRUNED, 0)} "
-          f"pruned, {counts.get(K.FAILED, 0)} failed) in {out.wall_s:.0f} s")
+          f"pruned, {counts.get(K.DIVERGED, 0)} diverged, {counts.get(K.FAILED, 0)} failed) in {out.wall_s:.0f} s")
     print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
           + "".join(f", {Path(a).name}" for a in extra) + ")")
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
+    if out.code != outcome.OK:
+        _print_failed(p, recs, counts)
     return out
+
+
+def _print_failed(p: Prepared, recs: list, counts: dict[str, int]) -> None:
+    """Why the study exits 1: one line per trial that raised (its error line; the traceback is in MLflow and in
+    the trial's error.txt), and how to run those trials again."""
+    failed = [r for r in recs if r.state == K.FAILED]
+    print(f"\nerror: {p.plan.name} failed: {outcome.why_failed(counts)}", file=sys.stderr, flush=True)
+    for r in failed:
+        print(f"  {r.label} seed={r.config.get('seed')}: {outcome.error_line(r.error)}", file=sys.stderr)
+    if failed:
+        print(f"tracebacks: MLflow tag adbs.error of each trial's run, and error.txt in its folder under "
+              f"{p.where.display('tune')}\nrun the failed trials again (the others are kept): "
+              f"{shlex.join(resume_command(p.opts))}", file=sys.stderr, flush=True)
 
 
 def _counts(trials: pd.DataFrame) -> dict[str, int]:
@@ -900,17 +559,21 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0)
 
 
-def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, stopped: str, ended: int) -> None:
-    """A study that stopped early: runs KILLED, files uploaded, the --resume command printed; exit 130."""
+def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
+    """A study that stopped early: runs KILLED (the user stopped it) or FAILED, files uploaded, the --resume
+    command printed; exit `code` (INTERRUPTED or FAILED)."""
+    status = "KILLED" if code == outcome.INTERRUPTED else "FAILED"
     try:
         tracker.close_open_runs()
-        tracker.finish("KILLED", files, metrics)
+        tracker.finish(status, files, metrics)
     except tracking.TrackingError as e:  # the store itself is what stopped the study
-        print(f"warning: the MLflow runs could not be marked KILLED ({e}); --resume reopens them", flush=True)
+        print(f"warning: the MLflow runs could not be marked {status} ({e}); --resume reopens them", flush=True)
     _upload(p.where)
-    print(f"\n{p.plan.name} stopped ({stopped}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
-          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True)
-    raise SystemExit(130)
+    head = "stopped" if code == outcome.INTERRUPTED else "error: failed after it started"
+    print(f"\n{p.plan.name} {head} ({why}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
+          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True,
+          file=sys.stdout if code == outcome.INTERRUPTED else sys.stderr)
+    raise SystemExit(code)
 
 
 def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
@@ -928,8 +591,8 @@ def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
 
 
 def ended_count(recs: list) -> int:
-    """Trials that ran to their end (complete, pruned or failed): neither interrupted nor never started."""
-    return sum(r.state in (K.COMPLETE, K.PRUNED, K.FAILED) for r in recs)
+    """Trials that ran to their end (complete, pruned, diverged or failed): neither interrupted nor never started."""
+    return sum(r.state in K.ENDED for r in recs)
 
 
 def _upload(where: StudyFolder) -> None:
@@ -946,34 +609,41 @@ def _upload(where: StudyFolder) -> None:
 # -- run --------------------------------------------------------------------------------------------
 
 
-def dry_run(plan: Plan, opts: StudyOptions) -> None:
-    """--dry-run: every check `prepare` makes before it claims the folder, then what would run; no side effects."""
-    try:
-        base, _, _ = validate(plan, opts)
-        _, _, n, total = size(plan, opts)
-    except (ConfigError, StudyInputError) as e:
-        fail(str(e))
-    cfg = from_dict(base)
-    print(f"dry run: study {plan.name}, preset {opts.preset_name}, {n} configuration(s) x {len(opts.seeds)} seed(s) "
-          f"= {total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; search space "
-          f"{plan.space_source}); flags, config, data and storage {opts.storage} checked; nothing was started and no "
-          "result written", flush=True)
+def dry_run(p: Prepared) -> None:
+    """--dry-run: the preflight passed (every check a run makes before its first trial); what would run."""
+    cfg = from_dict(p.base)
+    opts = p.opts
+    print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {p.n_configs} configuration(s) x "
+          f"{len(opts.seeds)} seed(s) = {p.total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; "
+          f"search space {p.plan.space_source}); flags, config, data, storage {p.where}, the MLflow store and the "
+          f"Optuna storage checked{' and what --resume continues' if opts.resume else ''}; nothing was started and "
+          "no result written", flush=True)
 
 
 def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
-    """prepare -> launch -> summarise; bad input exits 2 before anything starts, an interrupted study 130."""
+    """preflight -> claim -> launch -> summarise; returns the Outcome (its `code`: 0, or 1 when a trial raised or
+    none completed), None for --dry-run. Refused input exits 2 before anything starts; a study stopped by the user
+    exits 130, one that failed after it started 1 (SystemExit, with the --resume command)."""
     _env_defaults()
     t0 = time.time()
-    if opts.dry_run:
-        dry_run(plan, opts)
-        return None
     with _bad_input():
-        p = prepare(plan, opts)
+        p = preflight(plan, opts)
+    note_owned(p)
+    if opts.dry_run:
+        p.where.cleanup()
+        dry_run(p)
+        return None
+    resume_notes(p)
     with study_lock(p):
-        with _bad_input():
-            p.settings = claim(p)
+        claim(p)
         launched = launch(p)
         return _summarise(p, launched, t0)
+
+
+def main(plan: Plan, opts: StudyOptions) -> NoReturn:
+    """A study script's last line: run the study and exit with how it ended (adbs_lab/outcome.py)."""
+    out = run(plan, opts)
+    raise SystemExit(outcome.OK if out is None else out.code)
 
 
 @contextmanager

@@ -153,6 +153,11 @@ class StudyFolder:
             self.fs.move(self.path, dest)
         return self._beside(f"{self.folder}.{stamp}")
 
+    def running(self) -> str | None:
+        """Who runs this study right now (StudyLock's refusal message), or None; probes the lock without taking it
+        and writes nothing (the preflight, --dry-run)."""
+        return StudyLock.held_by(self)
+
     def lock(self, command: str) -> "StudyLock":
         """Hold `<storage>/<folder>.lock` while this driver runs the study; StudyBusy names the holder if taken."""
         return StudyLock(self, command)
@@ -205,6 +210,12 @@ class StudyBusy(RuntimeError):
     """Another driver is running this study; the message names it."""
 
 
+def _busy_message(where: StudyFolder, held: dict) -> str:
+    return (f"study {where.folder!r} is already running in {where.storage} (PID {held.get('pid', '?')} "
+            f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); wait "
+            f"for it to end, or pass --name NAME to run another study beside it")
+
+
 class StudyLock:
     """One driver per study folder: two copies of a study must never move each other's live files aside.
 
@@ -230,9 +241,33 @@ class StudyLock:
             self._take_filelock()
 
     def _message(self, held: dict) -> str:
-        return (f"study {self.where.folder!r} is already running in {self.where.storage} (PID {held.get('pid', '?')} "
-                f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); wait "
-                f"for it to end, or pass --name NAME to run another study beside it")
+        return _busy_message(self.where, held)
+
+    @classmethod
+    def held_by(cls, where: StudyFolder) -> str | None:
+        """The refusal message when another driver holds `where`'s lock, else None; takes nothing, writes nothing.
+        A folder: the lock file, if there is one, is tried with a non-blocking flock on a read-only handle (the lock
+        filelock takes is the same flock) and let go at once."""
+        probe = object.__new__(cls)
+        probe.where = where
+        probe._holder = f"{where.path}.lock" if where.remote else f"{where.path}.lock.json"
+        if where.remote:
+            held = probe._read_holder()
+            alive = held and time.time() - float(held.get("renewed", 0)) < cls.TTL_S and not cls._dead_here(held)
+            return _busy_message(where, held) if alive and held.get("pid") != os.getpid() else None
+        import fcntl
+
+        try:
+            fd = os.open(f"{where.path}.lock", os.O_RDONLY)
+        except OSError:  # no lock file: nobody ever ran it here (or it cannot be read: the run will say so)
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _busy_message(where, probe._read_holder())
+        finally:
+            os.close(fd)  # closing the handle lets go of a lock taken through it
+        return None
 
     def _read_holder(self) -> dict:
         try:

@@ -116,33 +116,85 @@ def _fail_fast_http():
                 os.environ[k] = v
 
 
-def check_tracking_uri(uri: str) -> None:
-    """Open the store once before any trial starts (also creates a new SQLite schema, in one process)."""
+def tracking_problem(uri: str) -> None:
+    """The checks of `check_tracking_uri` that write nothing (the preflight and --dry-run, adbs_lab/preflight.py):
+    a SQLite store that does not exist yet is judged by the folder it would be created in, and an existing one by
+    its tables; a database server is connected to, never given tables; a tracking server answers a search."""
     from mlflow.tracking import MlflowClient
 
-    hint = (f"pass --tracking-uri sqlite:///ABS/PATH/mlflow.db, start the server behind {uri}, "
-            "or unset MLFLOW_TRACKING_URI to use the project's store")
+    from adbs_lab.paths import folder_problem
+    from adbs_lab.stores import sqlite_problem
+
+    hint = _hint(uri)
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         if not db.is_absolute():
             raise TrackingError(f"tracking URI {uri!r} is relative: use an absolute path (trials run in their own folders)")
-        try:
-            db.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise TrackingError(f"cannot create the folder of tracking store {uri!r}: {e}; {hint}") from None
-        if not os.access(db.parent, os.W_OK):
-            raise TrackingError(f"tracking store folder {db.parent} is not writable; {hint}")
-        from adbs_lab.stores import sqlite_problem
-
+        problem = folder_problem(db.parent, f"the folder of tracking store {uri!r}", create=False)
+        if problem:
+            raise TrackingError(f"{problem}; {hint}")
         problem = sqlite_problem(db, "mlflow")  # MLflow would add its tables to e.g. an Optuna database
         if problem:
             raise TrackingError(f"tracking URI {uri!r}: {problem}")
+        if not db.is_file() or db.stat().st_size == 0:
+            return  # created by check_tracking_uri when the study starts
+    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "mysql", "mssql"):
+        _connect(uri, hint)  # MLflow's client would create its tables in an empty database
+        return
     try:
         with _fail_fast_http():
             MlflowClient(uri).search_experiments(max_results=1)
     except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise TrackingError(f"tracking URI {uri!r} is unreachable ({first[:300]}); {hint}") from None
+        raise TrackingError(f"tracking URI {uri!r} is unreachable ({_first_line(e)}); {hint}") from None
+
+
+def _connect(uri: str, hint: str) -> None:
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(uri)
+        try:
+            with engine.connect():
+                pass
+        finally:
+            engine.dispose()
+    except Exception as e:  # noqa: BLE001 - a missing driver, a refused connection, bad credentials
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {hint}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)[:300]
+
+
+def redact_uri(uri: str) -> str:
+    """`uri` without user:password@ (printed and logged)."""
+    import re
+
+    return re.sub(r"://[^/@\s]+@", "://", uri)
+
+
+def _hint(uri: str) -> str:
+    return (f"pass --tracking-uri sqlite:///ABS/PATH/mlflow.db, start the server behind {redact_uri(uri)}, "
+            "or unset MLFLOW_TRACKING_URI to use the project's store")
+
+
+def check_tracking_uri(uri: str) -> None:
+    """`tracking_problem`, then open the store once before any trial starts: a new SQLite store gets its folder and
+    schema here, in one process (trials never open it: SQLite takes one writer, mlflow#6490)."""
+    from mlflow.tracking import MlflowClient
+
+    tracking_problem(uri)
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TrackingError(f"cannot create the folder of tracking store {uri!r}: {e}; {_hint(uri)}") from None
+    try:
+        with _fail_fast_http():
+            MlflowClient(uri).search_experiments(max_results=1)
+    except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {_hint(uri)}") from None
 
 
 def load_runs(study_dir: Path) -> dict[str, Any]:
@@ -356,7 +408,9 @@ class MlflowTracker(Callback):
             self.client.set_tag(run_id, "adbs.warning", warning[:4000])
         if reason:
             self.client.set_tag(run_id, "adbs.error", reason[:4000])
-        status = {K.COMPLETE: "FINISHED", K.PRUNED: "KILLED", K.FAILED: "FAILED"}[state]
+            if len(reason) > 4000:  # a long traceback whole, beside the tag's first 4000 characters
+                self.client.log_text(run_id, reason, "error.txt")
+        status = {K.COMPLETE: "FINISHED", K.PRUNED: "KILLED", K.DIVERGED: "FAILED", K.FAILED: "FAILED"}[state]
         self.client.set_terminated(run_id, status=status)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
@@ -367,7 +421,11 @@ class MlflowTracker(Callback):
         self._end(trial, state, reason=reason)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
-        self._end(trial, K.FAILED, reason=str(getattr(trial, "error_msg", None) or "trial raised"))
+        # the full traceback (Tune's error file) goes to MLflow; the terminal shows its last line (adbs_lab/progress.py)
+        from adbs_lab.outcome import trial_error
+
+        self._end(trial, K.FAILED, reason=trial_error(trial) or "the trial raised an error (no traceback saved)")
+
 
 
 def ui_command(uri: str) -> str:

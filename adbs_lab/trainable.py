@@ -171,7 +171,8 @@ def _inject_fault(cfg, epoch: int) -> None:
     JSON with any of: {"kill_at_base_epoch": N, "marker_dir": DIR} kills the trial's worker process
     (os._exit) after base epoch N, once per trial seed (a marker file remembers it), so Ray Tune
     restarts it from its checkpoint; {"nan_seed": S} raises the NumericalError a NaN loss would
-    raise, in the trial with Config.seed == S.
+    raise, in the trial with Config.seed == S; {"raise_if": {FIELD: VALUE, ...}} raises a RuntimeError (an error,
+    not a numerical fault) after base epoch 1 of every trial whose Config has those values.
     """
     spec = os.environ.get(FAULT_ENV)
     if not spec:
@@ -181,6 +182,8 @@ def _inject_fault(cfg, epoch: int) -> None:
     from adbs.loops import NumericalError
 
     f = json.loads(spec)
+    if f.get("raise_if") and all(getattr(cfg, k) == v for k, v in f["raise_if"].items()):
+        raise RuntimeError(f"injected error at base epoch {epoch}")
     if f.get("nan_seed") == cfg.seed:
         raise NumericalError(f"base training loss became NaN/inf at base epoch {epoch} (injected)")
     if f.get("kill_at_base_epoch") == epoch:

@@ -3,7 +3,7 @@
 A trial is read from two sources: a Ray Tune result (`from_tune`, the study's own tables) and an MLflow
 run (`adbs_lab.from_store`, tables rebuilt from the store alone). Both become a `TrialRecord`, and
 `frames` turns records into sessions.parquet / trials.parquet with the same columns whichever the
-source. `classify` is the only place that decides COMPLETE / PRUNED / FAILED / INTERRUPTED: StudySearch
+source. `classify` is the only place that decides COMPLETE / PRUNED / DIVERGED / FAILED / INTERRUPTED: StudySearch
 calls it once when a Tune trial ends (adbs_lab/search.py), and Optuna's trial states, the MLflow tags, the
 progress lines and the tables receive that record; `from_tune` calls it only for a trial that never ended.
 """
@@ -35,15 +35,18 @@ TRIAL_COLUMNS = [*IDENT_COLUMNS, *CONFIG_COLUMNS, "base_epochs_run", "started_at
 def classify(result: dict | None, *, error: bool = False, pruned: bool = False, ended: bool = True) -> str:
     """The state of a trial from its last report.
 
-    - an exception (`error`) or a numerical fault the trial reported (REPORT_KIND = FAILED): FAILED;
+    - an exception (`error`): FAILED;
+    - a numerical fault the trial reported (REPORT_KIND = FAILED: a NaN/inf loss or boundary): DIVERGED;
     - a summary report: COMPLETE when its objective is a finite number, else FAILED;
     - no summary: PRUNED when the pruner stopped it (`pruned`: Optuna holds it PRUNED), else FAILED
       when it `ended` (it stopped without finishing, for no reason the platform gave it), else
       INTERRUPTED (the study stopped before it ended; --resume continues it).
     """
     kind = (result or {}).get(K.REPORT_KIND)
-    if error or kind == K.KIND_FAILED:
+    if error:
         return K.FAILED
+    if kind == K.KIND_FAILED:
+        return K.DIVERGED
     if kind == K.KIND_SUMMARY:
         return K.COMPLETE if K.finite(result.get(K.OBJECTIVE)) else K.FAILED
     if pruned:
@@ -132,7 +135,7 @@ def from_tune(result, *, varying: list[str], run_ids: dict[str, str], ended: dic
         trial_id=trial_id, state=state, label=describe(config, label_keys) if label_keys else "all",
         config=trial_config(config).to_dict(), optuna_trial=config.get(OPTUNA_TRIAL_KEY),
         mlflow_run_id=run_ids.get(trial_id),
-        error=str(result.error)[:2000] if result.error else last.get(K.ERROR),
+        error=str(result.error)[-2000:] if result.error else last.get(K.ERROR),  # the end names the error
         warning=last.get(K.WARNING) or "", base_boundaries=base_boundaries(last.get(BOUNDARIES_KEY)),
         embeddings=last.get(EMBEDDINGS_KEY) or None, summary=K.strip(K.SUMMARY, last),
     )

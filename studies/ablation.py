@@ -46,4 +46,4 @@ if __name__ == "__main__":
     p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
                    help="extra rows: full ADBS with one finer toggle changed")
     opts, extra = options.parse(p)
-    study.run(*plan(opts, extra.toggles))
+    study.main(*plan(opts, extra.toggles))

@@ -57,4 +57,4 @@ if __name__ == "__main__":
     opts, extra = options.parse(p)
     if extra.grid and opts.num_samples is not None:
         p.error("--grid runs the paper's points and --num-samples asks TPE to pick alphas: choose one")
-    study.run(*plan(opts, extra.grid))
+    study.main(*plan(opts, extra.grid))

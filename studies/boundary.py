@@ -28,7 +28,7 @@ from search_spaces import boundary as spaces  # noqa: E402
 
 opts, _ = options.parse(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
 
-study.run(study.Plan(
+study.main(study.Plan(
     name="boundary",
     space=spaces.SPACE,
     space_source="search_spaces/boundary.py:ROWS",

@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs.hosts import host_names  # noqa: E402
+from adbs.presets import PRESETS  # noqa: E402
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import hosts as spaces  # noqa: E402
 
@@ -38,6 +39,13 @@ def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[s
     if opts.host:
         raise options.StudyInputError("the hosts study runs every host of --hosts; --host picks one host for the "
                                       "other studies")
+    owner = PRESETS.get(opts.preset, {}).get("host")
+    if owner:  # its rows would run with that host's settings under every host's label
+        raise options.StudyInputError(
+            f"--preset {opts.preset} is host {owner}'s preset, but the hosts study gives every host of --hosts its "
+            f"own version of the study's preset (search_spaces/hosts.py: rows); pass --preset cpu (the default), "
+            f"--smoke, or --dataset NAME, and --hosts to choose the hosts (for host {owner} alone: "
+            f"studies/ablation.py --preset {opts.preset})")
     rows = spaces.rows(opts.preset_name, hosts)
     for key, value in ((k, v) for k, v in opts.overrides if "." in k):
         host = key.split(".", 1)[0]
@@ -66,4 +74,4 @@ if __name__ == "__main__":
         composed = plan(opts, extra.hosts)
     except options.StudyInputError as e:
         p.error(str(e))
-    study.run(*composed)
+    study.main(*composed)

@@ -53,4 +53,4 @@ if __name__ == "__main__":
                        help=f"run only these {axis} of the grid (any of {' '.join(map(str, spaces.GRID[axis]))}; "
                             f"default: all{', --smoke: ' + ' '.join(map(str, spaces.SMOKE_GRID[axis]))})")
     opts, extra = options.parse(p)
-    study.run(*plan(opts, extra.ways, extra.shots))
+    study.main(*plan(opts, extra.ways, extra.shots))

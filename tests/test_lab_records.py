@@ -17,8 +17,8 @@ NAN_FAULT = {K.REPORT_KIND: K.KIND_FAILED, K.OBJECTIVE: math.nan, K.ERROR: "base
 @pytest.mark.parametrize("result,kw,state", [
     (SUMMARY, {}, K.COMPLETE),
     ({**SUMMARY, K.OBJECTIVE: math.nan}, {}, K.FAILED),  # finished without a finite objective
-    (NAN_FAULT, {}, K.FAILED),  # a NaN loss: FAILED, never PRUNED (whatever pruned says)
-    (NAN_FAULT, {"pruned": True}, K.FAILED),
+    (NAN_FAULT, {}, K.DIVERGED),  # a NaN loss: DIVERGED (an outcome, not an error), never PRUNED
+    (NAN_FAULT, {"pruned": True}, K.DIVERGED),
     (SUMMARY, {"error": True}, K.FAILED),  # an exception
     (BASE, {"pruned": True}, K.PRUNED),  # the stopper stopped it during the base session
     (BASE, {"pruned": False}, K.FAILED),  # it ended early for no reason the platform gave

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adbs.config import ConfigError
+from adbs_lab import preflight
 from adbs_lab import metrics_keys as K, options, study, tracking
 from adbs_lab.paths import DEFAULT_TRACKING_URI, REPO_ROOT
 from search_spaces import kshot_grid
@@ -196,7 +197,7 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
 
     opts = options.parse("t", argv=["--address", "auto", "--storage", str(tmp_path), "--gpus-per-trial", "0",
                                     "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"])[0]
-    p = study.prepare(PLAN, opts)
+    p = study.preflight(PLAN, opts)
 
     def no_cluster(**kw):
         raise ConnectionError("Could not find any running Ray instance. Please specify the one to connect to.")
@@ -206,7 +207,7 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
         study.launch(p)
     assert e.value.code == 2 and "--address auto: no Ray cluster there" in capsys.readouterr().err
 
-    p = study.prepare(PLAN, opts)  # the lock was released: the same study can start again
+    p = study.preflight(PLAN, opts)  # the lock was released: the same study can start again
 
     def interrupted(**kw):
         raise KeyboardInterrupt
@@ -224,9 +225,9 @@ def test_damaged_tune_state_is_named(tmp_path):
     exp = tmp_path / "s" / "tune"
     exp.mkdir(parents=True)
     (exp / "experiment_state-2026.json").write_text("{}")
-    assert study._damaged_tune_state(where) is None
+    assert preflight._damaged_tune_state(where) is None
     (exp / "search_gen_state-2026.json").write_bytes(b"")  # what a full disk leaves
-    file, e = study._damaged_tune_state(where)
+    file, e = preflight._damaged_tune_state(where)
     assert file.name == "search_gen_state-2026.json" and not isinstance(e, (ImportError, AttributeError))
 
 
@@ -247,12 +248,12 @@ def test_a_tune_state_saved_by_code_that_moved_is_named_as_such(tmp_path, monkey
     (exp / "tuner.pkl").write_bytes(pickle.dumps(gone_module.Callback()))
     (tmp_path / "gone_module.py").unlink()
     monkeypatch.delitem(sys.modules, "gone_module")
-    file, e = study._damaged_tune_state(StudyFolder(str(tmp_path / "runs"), "s"))
+    file, e = preflight._damaged_tune_state(StudyFolder(str(tmp_path / "runs"), "s"))
     assert file.name == "tuner.pkl" and isinstance(e, ImportError)
-    text = study._unloadable_state(file, e, cache="/c")
+    text = preflight._unloadable_state(file, e, cache="/c")
     assert "names code this version of adbs_lab does not have (ModuleNotFoundError" in text
     assert "adbs.code_version" in text and "without --resume" in text and "damaged" not in text
-    assert "it is damaged (EOFError" in study._unloadable_state(file, EOFError(), cache="/c")
+    assert "it is damaged (EOFError" in preflight._unloadable_state(file, EOFError(), cache="/c")
 
 
 @pytest.mark.slow

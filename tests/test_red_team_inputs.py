@@ -21,6 +21,7 @@ from adbs.config import ConfigError
 from adbs.overrides import from_dict
 from adbs.presets import resolve
 from adbs.data import DataError, check_data
+from adbs_lab import preflight
 from adbs_lab import metrics_keys as K, options, study, tracking
 
 REPO = Path(__file__).resolve().parents[1]
@@ -176,7 +177,7 @@ def test_a_trailing_slash_or_relative_data_root_is_the_same_study(tmp_path, monk
     b = _opts("--dataset", "cifar100", "--data-root", f"{tmp_path / 'data'}/").base_config()
     c = _opts("--dataset", "cifar100", "--data-root", "data").base_config()
     assert a == b == c and a["data_root"] == str(tmp_path / "data")
-    assert study._fingerprint(PLAN, a, [0], 1) == study._fingerprint(PLAN, b, [0], 1)  # what --resume compares
+    assert preflight._fingerprint(PLAN, a, [0], 1) == preflight._fingerprint(PLAN, b, [0], 1)  # what --resume compares
 
 
 def test_the_stop_message_counts_the_trials_that_ended():
@@ -217,7 +218,8 @@ def test_an_optuna_database_is_not_used_as_the_mlflow_store(tmp_path, capsys):
     mlflow_db = tmp_path / "mlflow.db"
     tracking.check_tracking_uri(f"sqlite:///{mlflow_db}")
     with pytest.raises(study.StudyInputError, match="is an MLflow tracking store, not an Optuna storage"):
-        study.validate(PLAN, _opts("--optuna-storage", f"sqlite:///{mlflow_db}", "--gpus-per-trial", "0"))
+        study.preflight(PLAN, _opts("--optuna-storage", f"sqlite:///{mlflow_db}", "--gpus-per-trial", "0",
+                                    "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{mlflow_db}"))
     assert serve.main(["--backend-store-uri", f"sqlite:///{mlflow_db}", "--dry-run"]) == 0
 
 
@@ -343,7 +345,7 @@ def test_num_samples_on_a_grid_study_is_refused(tmp_path):
         "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"])[0]
     opts = opts.replace(argv=("t.py", "--num-samples", "9"))
     with pytest.raises(study.StudyInputError, match="--num-samples: this run of t is a grid"):
-        study.prepare(plan, opts)
+        study.preflight(plan, opts)
     assert not (tmp_path / "t").exists()  # nothing claimed
 
 

@@ -104,7 +104,7 @@ def test_kshot_sub_grid_plan(tmp_path):
     """--ways 5 --shots 5 1 5: the plan holds those cells only, in the order typed, duplicates dropped."""
     seen = {}
     argv = ["kshot_grid.py", "--ways", "5", "--shots", "5", "1", "5"]
-    with mock.patch.object(sys, "argv", argv), mock.patch.object(study, "run", lambda plan, opts: seen.update(
+    with mock.patch.object(sys, "argv", argv), mock.patch.object(study, "main", lambda plan, opts: seen.update(
             plan=plan, opts=opts)):
         runpy.run_path(str(REPO_ROOT / "studies" / "kshot_grid.py"), run_name="__main__")
     plan = seen["plan"]
@@ -141,7 +141,7 @@ def test_table_marks_rows_averaging_different_numbers_of_sessions():
 def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_estimate, capsys):
     """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
     opts, _ = options.parse(options.parser("t"), argv=argv)
-    prepared = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=40), opts=opts, total=4, n_configs=4)
+    prepared = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=40), opts=opts, total=4, n_configs=4, base={})
     study._print_start(prepared, 2)
     out = capsys.readouterr().out
     assert ("on this CPU roughly" in out) == cpu_estimate
