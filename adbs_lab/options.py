@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
 import sys
 import typing
@@ -326,7 +327,14 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
                            "num_samples": num_samples, "pruner": pruner,
                            "argv": tuple(sys.argv if argv is None else [sys.argv[0], *argv])})
     extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in dests and k != "_defaults"})
+    if os.environ.get(FLAGS_ONLY_ENV):  # studies/submit.py: do the flags parse here, before the job is sent?
+        raise SystemExit(0)
     return opts, extra
+
+
+FLAGS_ONLY_ENV = "ADBS_CHECK_FLAGS_ONLY"
+"""Set (to 1): a study script parses its flags and exits 0 (or 2 with argparse's message), doing nothing else;
+studies/submit.py checks a study's flags this way before it sends the job."""
 
 
 def _given(ns: argparse.Namespace, flag: str) -> bool:

@@ -57,7 +57,7 @@ from adbs import objstore  # noqa: E402
 from adbs.config import ConfigError  # noqa: E402
 from adbs.renames import canonical  # noqa: E402
 from adbs.hosts import host_names  # noqa: E402
-from adbs_lab import options, study, tracking  # noqa: E402
+from adbs_lab import options, outcome, study, tracking  # noqa: E402
 from adbs_lab import paper as paper_report  # noqa: E402
 from adbs_lab.study_folder import StudyFolder  # noqa: E402
 from studies import ablation, alpha_sweep, hosts, kshot_grid  # noqa: E402
@@ -77,9 +77,13 @@ p.add_argument("--hosts", nargs="+", default=hosts.spaces.HOSTS, choices=list(ho
 opts, extra = options.parse(p)
 given = {**dict(opts.config_values), **{canonical(k): v for k, v in opts.config_overrides().items()}}
 dataset = given.get("dataset")  # --dataset, --set dataset=... or a --config file's
+if dataset == "synthetic":  # the embedded benchmark by name (a best_config.json of a CPU study says so)
+    dataset = None
 if dataset is not None and dataset not in DATASETS:
-    p.error(f"--dataset {dataset!r}: the paper's datasets are {', '.join(DATASETS)} (leave --dataset out for the "
-            "embedded benchmark)")
+    typed = {canonical(k): v for k, v in opts.config_overrides().items()}.get("dataset") is not None
+    source = "--dataset" if typed else f"--config {opts.config_file}: its dataset:"
+    p.error(f"{source} {dataset!r}: the paper's datasets are {', '.join(DATASETS)}, or synthetic, the embedded "
+            "benchmark (the default)")
 if dataset and not given.get("data_root"):
     p.error(f"--dataset {dataset} needs --data-root DIR, the folder holding it (docs/datasets.md); this command "
             "downloads nothing")
@@ -126,12 +130,11 @@ if dataset == "cub200":  # ~30 training images a class: the grid's 10-50 shots d
           "paper draws its k-shot figures on miniImageNet (--dataset mini_imagenet), so this run leaves them out",
           flush=True)
 
-# -- every part checked, and what it will cost, before any of them trains ---------------------------
+# -- every part checked, and what it will cost, before any of them trains (nothing written) ---------
 study._env_defaults()
 cost, state, total_run, where = {}, {}, 0, "tracking store"
-made = [] if remote else [d for d in (Path(storage), Path(opts.storage).expanduser()) if not d.exists()]
 try:
-    tracking.check_tracking_uri(tracking.tracking_uri(opts.tracking_uri))
+    tracking.tracking_problem(tracking.tracking_uri(opts.tracking_uri))
     for name, (plan, popts) in parts.items():
         where = name  # named in the error
         base_cfg, configs, _ = study.validate(plan, popts)
@@ -143,10 +146,10 @@ try:
         epochs = sum(c.base_epochs for c in bases)
         cost[name] = (n, epochs)
         total_run += 0 if state[name] == "finished" else n
+        busy = StudyFolder(storage, plan.name).running()
+        if busy and state[name] != "finished":
+            raise options.StudyInputError(busy)
 except (ConfigError, options.StudyInputError, tracking.TrackingError) as e:
-    for d in made:  # the checks create the storage folder: leave no empty folder behind
-        if d.exists() and not any(d.iterdir()):
-            d.rmdir()
     study.fail(f"paper, {where}: {e}")
 
 at_once = opts.max_concurrent or max(1, int((os.cpu_count() or 1) // (opts.cpus_per_trial or 1)))
@@ -179,27 +182,37 @@ if opts.dry_run:
           "was started and no result written", flush=True)
     raise SystemExit(0)
 
-# -- the parts, one after another, each its own study ------------------------------------------------
+# -- the parts, one after another, each its own study; a part that fails does not stop the others ----
+codes = {}
 for name, (plan, popts) in parts.items():
     if state[name] == "finished":
         print(f"\npaper: {name} finished earlier in {shown}; reused", flush=True)
         continue
     print(f"\npaper: {name} ({paper_report.PARTS[name]})", flush=True)
-    study.run(plan, popts.replace(resume=state[name] == "unfinished"))
+    try:
+        codes[name] = study.run(plan, popts.replace(resume=state[name] == "unfinished")).code
+    except SystemExit as e:  # refused (2), failed after it started (1), or interrupted (130)
+        codes[name] = e.code if isinstance(e.code, int) else outcome.FAILED
+        if codes[name] == outcome.INTERRUPTED:
+            print(f"\npaper: interrupted in {name}; rerun the same command to continue (finished parts are "
+                  "reused)", file=sys.stderr, flush=True)
+            raise SystemExit(outcome.INTERRUPTED) from None
+code = outcome.worst(codes.values())
 
 # -- one report from the store -----------------------------------------------------------------------
 uri = tracking.tracking_uri(opts.tracking_uri)
 
 
-def parent_run(plan) -> str:
+def parent_run(plan) -> str | None:
+    """The part's parent run, None when it has none (refused at its own checks)."""
     where = StudyFolder(storage, plan.name)
     try:
-        return json.loads(where.read_text(tracking.RUNS_FILE))["parent"]
+        return json.loads(where.read_text(tracking.RUNS_FILE) or "{}").get("parent")
     finally:
         where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
 
 
-runs = {name: parent_run(plan) for name, (plan, _) in parts.items()}
+runs = {name: run for name, (plan, _) in parts.items() if (run := parent_run(plan))}
 wall = time.time() - t0
 command = " ".join(study._logged_argv(opts.argv))  # no credentials of an object-store URL
 meta = {"command": f"`{command}`", "dataset": dataset or "embedded synthetic benchmark",
@@ -221,3 +234,8 @@ print(f"\npaper ({label}): done in {(time.time() - t0) / 60:.1f} min; report: {r
 print(f"tables beside the paper: {', '.join(str(f.relative_to(out)) for f in files if f.suffix in ('.md',))}")
 print(f"figures: {', '.join(str(f.relative_to(out)) for f in files if f.suffix == '.png')}")
 print(f"MLflow: experiment '{paper_report.EXPERIMENT}', run {run_id}; redraw with: python studies/report.py {run_id}")
+if code != outcome.OK:
+    bad = ", ".join(f"{name} (exit {c})" for name, c in codes.items() if c != outcome.OK)
+    print(f"\nerror: paper ({label}): {bad} did not end well (see each part's lines above); the report holds what "
+          "ended; rerun the same command to run again what did not finish", file=sys.stderr, flush=True)
+raise SystemExit(code)

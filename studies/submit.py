@@ -34,6 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from any cwd without installing
 
+from adbs_lab import outcome  # noqa: E402
+
 # Never uploaded: environments, VCS, local results and stores (gitignore syntax, relative to REPO).
 EXCLUDES = ["/.venv/", ".git/", "/runs/", "/results/", "/test-artifacts/", "/mlflow/mlflow.db",
             "/mlflow/artifacts/", "/.patches/", "__pycache__/", "*.egg-info/", ".pytest_cache/", "*.pyc"]
@@ -240,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
         env = validate(args)
+        check_study_flags(args)
     except SubmitError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -280,7 +283,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     info = client.get_job_info(job_id)
     print(f"\njob {job_id}: {status}" + (f" ({info.message})" if status != "SUCCEEDED" and info.message else ""))
-    return 0 if status == "SUCCEEDED" else 1
+    return outcome.exit_code_of_job(info.message, status)  # the study's own exit code (adbs_lab/outcome.py)
+
+
+def check_study_flags(args: argparse.Namespace) -> None:
+    """The study's own flags parse (its script run here with ADBS_CHECK_FLAGS_ONLY: parse, then exit), so a typo
+    is refused here rather than on the cluster."""
+    import subprocess
+
+    from adbs_lab.options import FLAGS_ONLY_ENV
+
+    r = subprocess.run([sys.executable, str(REPO / args.script), *args.study[1:]], cwd=REPO, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, FLAGS_ONLY_ENV: "1"})
+    if r.returncode != 0:
+        why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        raise SubmitError(f"the study's flags do not parse: {why}; run `python {args.script} --help` here to see its "
+                          "options")
 
 
 if __name__ == "__main__":

@@ -163,7 +163,7 @@ class FakeClient:
         return type("Info", (), {"message": "Job entrypoint command failed with exit code 2"})()
 
 
-@pytest.mark.parametrize("final,code", [("SUCCEEDED", 0), ("FAILED", 1), ("STOPPED", 1)])
+@pytest.mark.parametrize("final,code", [("SUCCEEDED", 0), ("FAILED", 2), ("STOPPED", 130)])
 def test_wait_streams_logs_and_exits_with_the_job_status(final, code, monkeypatch, capsys):
     import ray.job_submission
 
@@ -182,3 +182,26 @@ def test_wait_streams_logs_and_exits_with_the_job_status(final, code, monkeypatc
     assert kw["runtime_env"]["env_vars"]["MY_TOKEN"] == "very-secret-value"
     assert "very-secret-value" not in kw["entrypoint"] and "very-secret-value" not in json.dumps(kw["metadata"])
     assert kw["entrypoint"].endswith("--address auto")
+
+
+def test_the_jobs_exit_code_is_the_studys():
+    """--wait exits with the study's own code (README, "Exit codes"), read from Ray's message for the job."""
+    from adbs_lab.outcome import exit_code_of_job
+
+    assert exit_code_of_job("Job entrypoint command failed with exit code 2, last available logs ...", "FAILED") == 2
+    assert exit_code_of_job("Job entrypoint command failed with exit code 1", "FAILED") == 1
+    assert exit_code_of_job("Job entrypoint command failed with exit code 130", "FAILED") == 130
+    assert exit_code_of_job("Job entrypoint command failed with exit code -9", "FAILED") == 1  # killed: a failure
+    assert exit_code_of_job("Unexpected error occurred: the node died", "FAILED") == 1
+    assert exit_code_of_job(None, "STOPPED") == 130 and exit_code_of_job(None, "SUCCEEDED") == 0
+
+
+def test_a_study_whose_own_flags_do_not_parse_is_not_sent(monkeypatch, capsys):
+    import ray.job_submission
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(ray.job_submission, "JobSubmissionClient", FakeClient)
+    FakeClient.submitted = {}
+    assert submit.main([*GOOD, "--seeds", "zero"]) == 2
+    err = capsys.readouterr().err
+    assert "the study's flags do not parse" in err and "--seeds" in err and FakeClient.submitted == {}
