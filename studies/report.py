@@ -125,7 +125,8 @@ if len(set(ids)) < len(ids):
 for study in studies:
     run = study.parent.info
     n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
-    counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.FAILED, K.INTERRUPTED, K.RUNNING) if n.get(k)]
+    counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.DIVERGED, K.FAILED, K.INTERRUPTED, K.RUNNING)
+              if n.get(k)]
     print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
           f"({', '.join(counts) or 'none'})")
     if run.status == "RUNNING":

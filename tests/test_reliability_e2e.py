@@ -62,27 +62,29 @@ def test_killed_worker_resumes_to_identical_results(study_cmd, storage, tracking
     assert runs[0].info.status == "FINISHED" and runs[0].data.tags["adbs.state"] == K.COMPLETE
 
 
-def test_nan_fails_one_trial_with_reason_others_finish(study_cmd, storage, tracking_uri):
-    """A NaN is FAILED everywhere: progress line, Optuna, MLflow state, trials.parquet, the report's counts."""
+def test_nan_diverges_one_trial_with_reason_others_finish(study_cmd, storage, tracking_uri):
+    """A NaN is DIVERGED everywhere (Optuna: FAIL, MLflow status FAILED): progress line, MLflow state,
+    trials.parquet, the report's counts; an outcome of the search, so the study exits 0."""
     import optuna
 
     fault = {FAULT_ENV: json.dumps({"nan_seed": 1})}
     r = _run(study_cmd("alpha_sweep", "--smoke", "--num-samples", "1", "--pruner", "none", "--seeds", "0", "1"),
              env=fault)
-    assert "seed=1: FAILED: base training loss became NaN/inf" in r.stdout and "failed 1" in r.stdout
+    assert "seed=1: DIVERGED: base training loss became NaN/inf" in r.stdout and "diverged 1" in r.stdout
     assert "pruned 1" not in r.stdout
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet").set_index("seed")
     assert trials.loc[0, "state"] == K.COMPLETE
-    assert trials.loc[1, "state"] == K.FAILED and "NaN" in trials.loc[1, "error"]
+    assert trials.loc[1, "state"] == K.DIVERGED and "NaN" in trials.loc[1, "error"]
     client, runs = _trial_runs(tracking_uri)
     by_seed = {int(r.data.params["seed"]): r for r in runs}
     assert by_seed[1].info.status == "FAILED" and "base epoch 1" in by_seed[1].data.tags["adbs.error"]
-    assert by_seed[1].data.tags["adbs.state"] == K.FAILED
+    assert by_seed[1].data.tags["adbs.state"] == K.DIVERGED
     assert by_seed[0].info.status == "FINISHED"
     st = optuna.load_study(study_name="alpha_sweep", storage=f"sqlite:///{storage / 'alpha_sweep' / 'optuna.db'}")
     assert [t.state for t in st.trials] == [optuna.trial.TrialState.FAIL]  # a configuration with a failed seed
     parent = next(p for p in client.search_runs([runs[0].info.experiment_id]) if p.data.tags.get("adbs.role") == "study")
-    assert parent.data.metrics["study/trials_failed"] == 1 and parent.data.metrics["study/trials_complete"] == 1
+    assert parent.data.metrics["study/trials_diverged"] == 1 and parent.data.metrics["study/trials_complete"] == 1
+    assert parent.data.metrics["study/trials_failed"] == 0 and parent.info.status == "FINISHED"
     rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri",
                           tracking_uri, "--out", str(storage / "report")], capture_output=True, text=True, timeout=300)
-    assert rep.returncode == 0 and "1 complete, 1 failed" in rep.stdout, rep.stdout + rep.stderr
+    assert rep.returncode == 0 and "1 complete, 1 diverged" in rep.stdout, rep.stdout + rep.stderr
