@@ -266,12 +266,12 @@ def launch(p: Prepared) -> Launched:
     return Launched(tracker=tracker, **_fit(p, tuner))
 
 
-def _slots(p: Prepared, res: dict[str, float]) -> Slots:
+def _slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots:
     """Resources per trial (flags or packing), checked against the cluster (multi-node: cluster.preflight)."""
     from adbs_lab import cluster
 
     try:
-        gpus, cpus = resources(p, res)
+        gpus, cpus = resources(p, res, probe)
     except KeyboardInterrupt:
         _interrupted("probing a trial's GPU memory")
     if gpus > res.get("GPU", 0):
@@ -421,15 +421,19 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     return {"results": grid, "interrupted": interrupted, "failed": failed}
 
 
-def resources(p: Prepared, res: dict[str, float]) -> tuple[float, float]:
+def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
     """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/packing.py: a probe
-    of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster."""
+    of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster. `probe`
+    False (a dry run): no probe trial; a trial that packing would place gets at most one GPU."""
     from adbs_lab import packing
 
     gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
     if cpus is None and p.base.get("threads"):  # --set threads=N: the trial's CPUs follow
         cpus = float(p.base["threads"])
-    if p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs):
+    packs = p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs)
+    if packs and not probe:
+        return min(1.0, res["GPU"]), 1.0 if cpus is None else cpus
+    if packs:
         print("packing: probing one trial's peak GPU memory ...", flush=True)
         choice, _ = packing.plan([c.to_dict() for c in p.configs], cluster_cpus=res.get("CPU", 1),
                                  cluster_gpus=res.get("GPU", 0), trials=p.total, cpus_per_trial=cpus)
@@ -610,14 +614,22 @@ def _upload(where: StudyFolder) -> None:
 
 
 def dry_run(p: Prepared) -> None:
-    """--dry-run: the preflight passed (every check a run makes before its first trial); what would run."""
+    """--dry-run: the preflight passed (every check a run makes before its first trial); with --address, the
+    cluster's checks too (connected to, not started; no probe trial); then what would run."""
     cfg = from_dict(p.base)
     opts = p.opts
+    if opts.address:
+        import ray
+
+        with ray_session(p) as res:
+            _slots(p, res, probe=False)
+        ray.shutdown()  # disconnects this driver; the cluster runs on
     print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {p.n_configs} configuration(s) x "
           f"{len(opts.seeds)} seed(s) = {p.total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; "
-          f"search space {p.plan.space_source}); flags, config, data, storage {p.where}, the MLflow store and the "
-          f"Optuna storage checked{' and what --resume continues' if opts.resume else ''}; nothing was started and "
-          "no result written", flush=True)
+          f"search space {p.plan.space_source}); flags, config, data, storage {p.where}, the MLflow store, the "
+          f"Optuna storage{', the Ray cluster' if opts.address else ''}"
+          f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
+          "written", flush=True)
 
 
 def run(plan: Plan, opts: StudyOptions) -> Outcome | None:

@@ -213,15 +213,22 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
 
 
 def test_file_tracking_store_refused_on_the_two_node_cluster(two_nodes, tmp_path):
+    """The run refuses a SQLite store on a two-node cluster before any trial, and its --dry-run (which connects to
+    the cluster and makes the same checks) refuses it with the same message."""
     gcs, _, _ = two_nodes
     db = tmp_path / "mlflow.db"
-    r = subprocess.run([sys.executable, str(REPO / "studies" / "alpha_sweep.py"), "--smoke", "--address", gcs,
-                        "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{db}", "--gpus-per-trial", "0"],
-                       capture_output=True, text=True, timeout=180, cwd=tmp_path, env=cluster_env())
+    cmd = [sys.executable, str(REPO / "studies" / "alpha_sweep.py"), "--smoke", "--address", gcs,
+           "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{db}", "--gpus-per-trial", "0"]
+    dry = subprocess.run(cmd + ["--dry-run"], capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                         env=cluster_env())
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path, env=cluster_env())
     assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-3000:]
     assert "is a SQLite file on the driver's node, but this Ray cluster has 2 nodes" in r.stderr
     assert "mlflow server" in r.stderr
     assert not list((tmp_path / "runs").glob("alpha_sweep/tune"))  # no trial started
+    assert dry.returncode == 2 and "dry run:" not in dry.stdout, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert [ln for ln in dry.stderr.splitlines() if ln.startswith("error:")] == \
+        [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
 
 
 def test_study_on_an_object_store_spreads_over_both_nodes(two_nodes, mlflow_server, s3, tmp_path):
