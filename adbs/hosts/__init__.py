@@ -47,7 +47,7 @@ from adbs.config import Config, ConfigError
 from adbs.options_json import parse_options
 
 if TYPE_CHECKING:
-    from adbs.data import FSCILData
+    from adbs.data import DatasetSpec, FSCILData
     from adbs.runtime import Runtime
 
 HOSTS: dict[str, type["Host"]] = {}
@@ -86,6 +86,12 @@ def get_host(name: str) -> type["Host"]:
     if name not in HOSTS:
         raise ConfigError(f"unknown host {name!r}; valid choices: {', '.join(host_names())}")
     return HOSTS[name]
+
+
+def check_host_dataset(cfg: Config, spec: "DatasetSpec") -> None:
+    """cfg's host options against the dataset `spec` (Host.check_dataset): a ConfigError before any compute."""
+    host = get_host(cfg.host)
+    host.check_dataset(host.Options(**parse_options(cfg.host_options)), spec)
 
 
 def create_host(cfg: Config, data: "FSCILData", rt: "Runtime") -> "Host":
@@ -174,6 +180,11 @@ class Host:
     augmented_batches: ClassVar[bool] = True
     """Base batches come with the dataset's train augmentation (True) or as test-transformed images the
     host augments itself in `base_step` (False)."""
+
+    @classmethod
+    def check_dataset(cls, options: Any, spec: "DatasetSpec") -> None:
+        """Checks of the host's options against the dataset's spec (ConfigError naming both), before any compute:
+        adbs.data.check_data runs it for every configuration a run, its dry run or a study plans. None here."""
 
     def __init__(self, cfg: Config, data: "FSCILData", rt: "Runtime"):
         self.cfg, self.data, self.rt = cfg, data, rt
