@@ -823,7 +823,6 @@ def test_test_images_equal_to_training_images_are_counted_in_a_warning(tmp_path,
     ("random_crop(32,padd=4)", "random_crop takes no argument 'padd'"),
     ("resize(0)", "'0' is not an int >= 1"),
     ("random_crop(32,pad=x)", "'x' is not an int >= 0"),
-    ("center_crop(84", "bad transform 'center_crop(84' (part 'center_crop(84')"),
 ])
 def test_transform_arguments_are_checked(text, fragment):
     with pytest.raises(DataError, match=re.escape(fragment)):
