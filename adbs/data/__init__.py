@@ -6,15 +6,16 @@ INTERFACE CONTRACT (used by adbs.loops and adbs.hosts; keep these names and fiel
     build_data(cfg: Config) -> FSCILData      loads/generates the dataset and draws the sessions;
                                               raises DataError (a ValueError) with a clear message
     check_data(cfg: Config) -> None           the same checks, cheap, before any compute (layout, labels,
-                                              files listed twice or in both splits, the protocol, the
-                                              host's options against the dataset: ConfigError for those)
+                                              files listed twice or in both splits, the protocol)
     preflight_data(cfg: Config) -> list[str]  THE data check of a run's preflight (adbs.run, its --dry-run,
                                               a study for each configuration it plans): check_data, then
                                               every image decoded, each transform tried, every image's size
                                               against the crops; remembered by content digest, so a second
-                                              run on the same data only stats its files. Raises DataError
-                                              (or ConfigError); returns warning lines to print (e.g. test
-                                              images whose content equals a training image)
+                                              run on the same data only stats its files. Raises DataError;
+                                              returns warning lines to print (e.g. test images whose
+                                              content equals a training image). cfg: a validated Config
+                                              (Config.validate checks the host's options against the
+                                              dataset: adbs/registries.py)
     make_loader(data, pool, indices, *, train, batch_size, shuffle, seed, num_workers=0)
         -> iterable of (x: float32 [B,3,H,W] normalised, y: int64 [B]); deterministic given seed
         (train=True applies the dataset's train augmentation, else the test transform).

@@ -3,7 +3,7 @@
     preflight_data(cfg) -> list[str]
 
 runs before any training (adbs.run and its --dry-run, a study's preflight for each configuration it plans):
-check_data's cheap checks (layout, labels, splits, the protocol, the host against the dataset), then, for a
+check_data's cheap checks (layout, labels, splits, the protocol), then, for a
 dataset read from files, every image of both pools decoded, the train transform applied to the training
 images and the test transform to both pools (one image each, and every image's size against the crops),
 and the test images whose content equals a training image counted. A bad file, a transform that cannot run
@@ -47,8 +47,8 @@ _SHOWN = 3  # files named in a message
 def preflight_data(cfg: Any) -> list[str]:
     """The whole data check before training (see the module docstring); returns warning lines.
 
-    Raises DataError (the data) or ConfigError (a host option that does not fit the dataset), both ValueErrors
-    whose message says what is wrong and how to fix it. `cfg` is a validated Config.
+    Raises DataError (a ValueError) whose message says what is wrong and how to fix it. `cfg` is a validated
+    Config: Config.validate has checked the host's options against the dataset (adbs/registries.py).
     """
     from .protocol import check_data
 

@@ -97,17 +97,13 @@ class FSCILData:
 
 
 def check_data(cfg: Any) -> None:
-    """Every check that is cheap before compute; raises DataError. build_data runs the data part too.
+    """Every check that is cheap before compute; raises DataError. build_data runs it too.
 
-    The host's options against the dataset (Host.check_dataset: a ConfigError, e.g. OrCo's targets against
-    the classes), root layout, labels within the classes, no file listed twice or in both splits, index-list
-    files and the images they name, ways/shots/sessions against the images available, and that the few-shot
-    images of file-based datasets decode. adbs/data/preflight.py: preflight_data adds the deep checks.
+    Root layout, labels within the classes, no file listed twice or in both splits, index-list files and
+    the images they name, ways/shots/sessions against the images available, and that the few-shot images
+    of file-based datasets decode. adbs/data/preflight.py: preflight_data adds the deep checks. (The host's
+    options against the dataset are Config.validate's: adbs/registries.py.)
     """
-    if getattr(cfg, "host", None):
-        from adbs.hosts import check_host_dataset  # late: the hosts import adbs.data
-
-        check_host_dataset(cfg, get_spec(cfg.dataset))
     _prepare(cfg, need_images=False)
 
 

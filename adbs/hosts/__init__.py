@@ -88,12 +88,6 @@ def get_host(name: str) -> type["Host"]:
     return HOSTS[name]
 
 
-def check_host_dataset(cfg: Config, spec: "DatasetSpec") -> None:
-    """cfg's host options against the dataset `spec` (Host.check_dataset): a ConfigError before any compute."""
-    host = get_host(cfg.host)
-    host.check_dataset(host.Options(**parse_options(cfg.host_options)), spec)
-
-
 def create_host(cfg: Config, data: "FSCILData", rt: "Runtime") -> "Host":
     """The host `cfg.host` names, for this config, data and runtime."""
     return get_host(cfg.host)(cfg, data, rt)
@@ -184,7 +178,8 @@ class Host:
     @classmethod
     def check_dataset(cls, options: Any, spec: "DatasetSpec") -> None:
         """Checks of the host's options against the dataset's spec (ConfigError naming both), before any compute:
-        adbs.data.check_data runs it for every configuration a run, its dry run or a study plans. None here."""
+        Config.validate runs it (adbs/registries.py), so a run, its dry run and a study's every configuration
+        are refused before they start. None here."""
 
     def __init__(self, cfg: Config, data: "FSCILData", rt: "Runtime"):
         self.cfg, self.data, self.rt = cfg, data, rt
