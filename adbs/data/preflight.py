@@ -38,8 +38,8 @@ from .registry import DatasetSpec, get_spec
 CHECK_VERSION = "1"
 """Bump when the deep check checks more, so checks remembered by an older version run again."""
 
-_passed: dict[str, list[str]] = {}
-"""Deep keys passed in this process -> their warnings."""
+_passed: dict[Any, list[str]] = {}
+"""Checks passed in this process -> their warnings: by content key, and by the pool objects checked."""
 
 _SHOWN = 3  # files named in a message
 
@@ -64,17 +64,20 @@ def preflight_data(cfg: Any) -> list[str]:
     from .sources import dataset_files, load_pools
 
     train, test = load_pools(spec, cfg.data_root)
+    # The same pool objects (adbs/data/sources.py caches them per layout version) were checked in this process:
+    # a study's configurations share one check without stat'ing every image file again for each of them.
+    same = (spec, id(train), id(test))
+    if same in _passed:
+        return list(_passed[same])
     root, files = dataset_files(spec, cfg.data_root)
     key = _key(spec, root, files)
-    if key in _passed:
-        return list(_passed[key])
-    remembered = _recall(key)
-    if remembered is not None:
-        _passed[key] = remembered
-        return list(remembered)
-    warnings = _deep_check(spec, root, train, test)
-    _passed[key] = warnings
-    _remember(key, spec, root, warnings)
+    warnings = _passed.get(key)
+    if warnings is None:
+        warnings = _recall(key)
+    if warnings is None:
+        warnings = _deep_check(spec, root, train, test)
+        _remember(key, spec, root, warnings)
+    _passed[key] = _passed[same] = warnings
     return list(warnings)
 
 
