@@ -827,3 +827,23 @@ def test_test_images_equal_to_training_images_are_counted_in_a_warning(tmp_path,
 def test_transform_arguments_are_checked(text, fragment):
     with pytest.raises(DataError, match=re.escape(fragment)):
         parse_transform(text)
+
+
+def test_a_damaged_remembered_check_is_checked_again(tmp_path, memo, monkeypatch):
+    from adbs.data import preflight, preflight_data
+
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    cfg = cfg_for("mini_imagenet", {"mini_imagenet": root}, novel_val_per_class=1, shots=1, val_fraction=0.34)
+    preflight_data(cfg)
+    (entry,) = memo.glob("data-checks/*.json")
+    decoded = []
+    real = preflight.decode_image
+    monkeypatch.setattr(preflight, "decode_image", lambda p: decoded.append(p) or real(p))
+    for damage in ("{not json", '{"key": "another", "warnings": []}', '{"key": "%s", "warnings": 3}' % entry.stem, "[]"):
+        entry.write_text(damage)
+        monkeypatch.setattr(preflight, "_passed", {})
+        decoded.clear()
+        assert preflight_data(cfg) == [] and len(decoded) == 400, damage
+    monkeypatch.setattr(preflight, "_passed", {})
+    decoded.clear()
+    assert preflight_data(cfg) == [] and decoded == []  # the last check rewrote the entry

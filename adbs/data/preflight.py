@@ -44,8 +44,11 @@ _passed: dict[Any, list[str]] = {}
 _SHOWN = 3  # files named in a message
 
 
-def preflight_data(cfg: Any) -> list[str]:
+def preflight_data(cfg: Any, *, remember: bool = True) -> list[str]:
     """The whole data check before training (see the module docstring); returns warning lines.
+
+    remember=False reads remembered checks but records none (adbs/digests.py still records the digests of the
+    files it hashes: they are facts about the files, not results).
 
     Raises DataError (a ValueError) whose message says what is wrong and how to fix it. `cfg` is a validated
     Config: Config.validate has checked the host's options against the dataset (adbs/registries.py).
@@ -76,7 +79,8 @@ def preflight_data(cfg: Any) -> list[str]:
         warnings = _recall(key)
     if warnings is None:
         warnings = _deep_check(spec, root, train, test)
-        _remember(key, spec, root, warnings)
+        if remember:
+            _remember(key, spec, root, warnings)
     _passed[key] = _passed[same] = warnings
     return list(warnings)
 
@@ -115,9 +119,11 @@ def _decode_all(spec: DatasetSpec, root: Path, pool: ImagePool, split: str) -> n
             return str(e)
         return int(img.shape[1]), int(img.shape[2])
 
-    workers = max(1, min(8, os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        results = list(ex.map(one, paths, chunksize=64))
+    ex = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))
+    try:
+        results = list(ex.map(one, paths))
+    finally:  # on Ctrl-C too: the images not decoded yet are dropped, not waited for
+        ex.shutdown(wait=True, cancel_futures=True)
     bad = [(i, r) for i, r in enumerate(results) if isinstance(r, str)]
     if bad:
         shown = "; ".join(_first_line(msg) for _, msg in bad[:_SHOWN])
