@@ -701,12 +701,13 @@ def test_path_loader_deterministic_across_workers(fake_roots):
 
 @pytest.fixture
 def memo(tmp_path, monkeypatch):
-    """A digest memo (and the remembered checks beside it) in tmp_path, and no check remembered in this process."""
+    """A digest memo (and the remembered checks beside it) in tmp_path; no check passed in this process before."""
     from adbs.data import preflight
 
     monkeypatch.setenv("ADBS_DIGEST_MEMO", str(tmp_path / "memo" / "file-digests.json"))
-    monkeypatch.setattr(preflight, "_passed", {})
-    return tmp_path / "memo"
+    preflight.forget()
+    yield tmp_path / "memo"
+    preflight.forget()
 
 
 def _mini_name(c: int, k: int, test: bool = False) -> str:
@@ -739,12 +740,12 @@ def test_preflight_is_remembered_by_content_and_a_changed_image_is_checked_again
     assert len(decoded) == 400  # 300 training and 100 test images, each once
     assert len(list(memo.glob("data-checks/*.json"))) == 1
     decoded.clear()
-    monkeypatch.setattr(preflight, "_passed", {})  # as a new process: only the memo on disk remembers
+    preflight.forget()  # as a new process: only the memo on disk remembers
     assert preflight_data(cfg) == [] and decoded == []
     assert preflight_data(cfg.replace(seed=3, shots=2)) == [] and decoded == []  # same data, another config
     # one image rewritten with other content: the content key changes, every image is decoded again
     _jpg(root / "miniimagenet/images" / _mini_name(5, 1), np.random.default_rng(9))
-    monkeypatch.setattr(preflight, "_passed", {})
+    preflight.forget()
     preflight_data(cfg)
     assert len(decoded) == 400
 
@@ -841,9 +842,9 @@ def test_a_damaged_remembered_check_is_checked_again(tmp_path, memo, monkeypatch
     monkeypatch.setattr(preflight, "decode_image", lambda p: decoded.append(p) or real(p))
     for damage in ("{not json", '{"key": "another", "warnings": []}', '{"key": "%s", "warnings": 3}' % entry.stem, "[]"):
         entry.write_text(damage)
-        monkeypatch.setattr(preflight, "_passed", {})
+        preflight.forget()
         decoded.clear()
         assert preflight_data(cfg) == [] and len(decoded) == 400, damage
-    monkeypatch.setattr(preflight, "_passed", {})
+    preflight.forget()
     decoded.clear()
     assert preflight_data(cfg) == [] and decoded == []  # the last check rewrote the entry

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,18 @@ from .registry import DatasetSpec, get_spec
 CHECK_VERSION = "1"
 """Bump when the deep check checks more, so checks remembered by an older version run again."""
 
-_passed: dict[Any, list[str]] = {}
-"""Checks passed in this process -> their warnings: by content key, and by the pool objects checked."""
+_passed: dict[str, list[str]] = {}
+"""Checks passed in this process: content key -> warnings."""
+_pools_passed: "weakref.WeakKeyDictionary[ImagePool, tuple[DatasetSpec, weakref.ref, list[str]]]" = \
+    weakref.WeakKeyDictionary()
+"""The same, by the train pool object checked: (spec, its test pool, warnings)."""
+
+
+def forget() -> None:
+    """Forget the checks passed in this process (those remembered on disk stay): the next check is a new
+    process's."""
+    _passed.clear()
+    _pools_passed.clear()
 
 _SHOWN = 3  # files named in a message
 
@@ -69,9 +80,9 @@ def preflight_data(cfg: Any, *, remember: bool = True) -> list[str]:
     train, test = load_pools(spec, cfg.data_root)
     # The same pool objects (adbs/data/sources.py caches them per layout version) were checked in this process:
     # a study's configurations share one check without stat'ing every image file again for each of them.
-    same = (spec, id(train), id(test))
-    if same in _passed:
-        return list(_passed[same])
+    same = _pools_passed.get(train)
+    if same is not None and same[0] == spec and same[1]() is test:
+        return list(same[2])
     root, files = dataset_files(spec, cfg.data_root)
     key = _key(spec, root, files)
     warnings = _passed.get(key)
@@ -81,7 +92,8 @@ def preflight_data(cfg: Any, *, remember: bool = True) -> list[str]:
         warnings = _deep_check(spec, root, train, test)
         if remember:
             _remember(key, spec, root, warnings)
-    _passed[key] = _passed[same] = warnings
+    _passed[key] = warnings
+    _pools_passed[train] = (spec, weakref.ref(test), warnings)
     return list(warnings)
 
 
