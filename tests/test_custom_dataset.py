@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from adbs.config import ConfigError
@@ -186,3 +187,18 @@ def test_more_base_classes_than_classes_is_refused_with_the_spec_field(own_datas
 def test_a_host_that_cannot_make_its_views_with_the_transform_is_refused(own_dataset, capsys):
     flags = own_dataset(train="resize(36)+random_crop(32)")
     _refused(capsys, [*flags, "--host", "savc"], "host savc makes its classification view with the train transform")
+
+
+def test_a_reader_listing_a_file_twice_or_in_both_pools_is_refused(tmp_path):
+    """Every reader's pools (a dataset of one's own reading files): adbs/data/sources.py: check_pools."""
+    from adbs.data import ImagePool, get_spec
+    from adbs.data.sources import check_pools
+
+    spec = get_spec("cifar100")  # 100 classes; only the counts matter here
+    p = lambda *names: [str(tmp_path / n) for n in names]  # noqa: E731
+    pool = lambda paths: ImagePool(np.zeros(len(paths), np.int64), paths=paths)  # noqa: E731
+    check_pools(spec, tmp_path, pool(p("a.jpg", "b.jpg")), pool(p("c.jpg")))
+    with pytest.raises(DataError, match=r"lists 1 training image files more than once \(e.g. a.jpg\)"):
+        check_pools(spec, tmp_path, pool(p("a.jpg", "b.jpg", "./a.jpg")), pool(p("c.jpg")))
+    with pytest.raises(DataError, match=r"lists 1 files as both training and test images \(e.g. b.jpg\)"):
+        check_pools(spec, tmp_path, pool(p("a.jpg", "b.jpg")), pool(p("c.jpg", "b.jpg")))
