@@ -1,4 +1,5 @@
-"""Config.validate's checks against the registries: the dataset, the host and its options, the backbone.
+"""Config.validate's checks against the registries: the dataset, the host and its options (against the dataset
+too: Host.check_dataset), the backbone.
 
 They live here, not in adbs/config.py, because each registry imports Config; importing this module (the
 package adbs does) adds them to config.Late.checks, which Config.validate runs first.
@@ -27,6 +28,7 @@ def check_registries(cfg: Config) -> None:
     check_choice("host", cfg.host, host_names())
     options = get_host(cfg.host).Options(**typed_options(cfg.host, parse_options(cfg.host_options)))
     options.check(cfg)
+    get_host(cfg.host).check_dataset(options, DATASETS[dataset])  # e.g. OrCo's targets against the classes
     check_choice("backbone", cfg.backbone, tuple(BACKBONES))
 
 

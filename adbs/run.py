@@ -22,8 +22,13 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from adbs import cli
@@ -90,27 +95,65 @@ def _fmt(v: float, digits: int = 2) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0 done, 1 an error after the run started (traceback and its first line), 2 refused before
+    anything started (one line), 130 interrupted by SIGINT or SIGTERM (one line)."""
     args = build_parser().parse_args(argv)
-    try:
-        cfg = config_of(args)
-        from adbs.data import check_data
-        from adbs.runtime import check_device
+    with _interrupts() as stopped:
+        try:
+            return _main(args)
+        except KeyboardInterrupt:
+            pass
+        except Exception as e:  # noqa: BLE001 - after an interrupt, whatever it broke is the interrupt's doing
+            if not stopped:
+                raise
+    print(f"interrupted by {stopped[0] if stopped else 'SIGINT'}: the run stopped before writing its result; run "
+          "the same command again to start it over", file=sys.stderr, flush=True)
+    return 130
 
-        check_device(cfg)
-        check_data(cfg)
-        who = "" if cfg.host == "baseline" else f"{cfg.host}-"
-        out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
-        _check_writable(out)
+
+def _main(args: argparse.Namespace) -> int:
+    try:
+        cfg, out, warnings = preflight(args)
     except (ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     if args.dry_run:
         print(f"dry run: ADBS {cfg.variant} in host {cfg.host} on {cfg.dataset} (preset {args.preset}"
               f"{', config ' + args.config if args.config else ''}), seed {cfg.seed}, {cfg.base_epochs} base epochs, "
-              f"{cfg.shots}-shot sessions; config, device and data checked; would write {out}; nothing was trained")
+              f"{cfg.shots}-shot sessions; config, device and data checked (every image decoded, each transform "
+              f"tried); would write {out}; nothing was trained or written")
         return 0
+    try:
+        execute(cfg, args, out)
+    except Exception as e:  # noqa: BLE001 - the run started: the traceback, then its first line last, exit 1
+        traceback.print_exc()
+        first = (str(e).splitlines() or [""])[0]
+        print(f"error: the run failed after it started: {type(e).__name__}: {first} (traceback above)",
+              file=sys.stderr, flush=True)
+        return 1
+    return 0
 
+
+def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
+    """Everything the run checks before it starts, the same for --dry-run: the config, the device, the data
+    (adbs.data.preflight_data: every image decoded, each transform tried; remembered by content) and the output
+    path. Writes nothing; returns (config, output path, warning lines)."""
+    cfg = config_of(args)
+    from adbs.data import preflight_data
+    from adbs.runtime import check_device
+
+    check_device(cfg)
+    warnings = preflight_data(cfg)
+    who = "" if cfg.host == "baseline" else f"{cfg.host}-"
+    out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
+    _check_writable(out)
+    return cfg, out, warnings
+
+
+def execute(cfg: Config, args: argparse.Namespace, out: Path) -> None:
+    """Train and score the run, print its table, write its result (the output folder is made only now)."""
     from adbs.loops import Hooks
     from adbs.trial import run_trial
 
@@ -123,22 +166,51 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     result = run_trial(cfg, hooks=Hooks(log=log))
     print(session_table(result))
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(result.to_dict(), indent=1))
-    os.replace(tmp, out)  # atomic: an interrupted write never leaves a half file
+    try:
+        tmp.write_text(json.dumps(result.to_dict(), indent=1))
+        os.replace(tmp, out)  # atomic: an interrupted write never leaves a half file
+    finally:
+        tmp.unlink(missing_ok=True)
     print(f"wrote {out} ({time.perf_counter() - t0:.1f}s)")
-    return 0
+
+
+@contextmanager
+def _interrupts() -> Iterator[list[str]]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread and are noted (the list gets the signal's
+    name), so main exits 130 with one line instead of dying by the signal; the handlers are restored after."""
+    stopped: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield stopped
+        return
+
+    def handler(signum: int, _frame) -> None:
+        stopped.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopped
+    finally:
+        for sig, h in before.items():
+            signal.signal(sig, h)
 
 
 def _check_writable(path: Path) -> None:
+    """--out can be written, judged from its nearest existing folder: nothing is created here (a dry run writes
+    nothing; the run makes the missing folders when it writes)."""
     if path.is_dir():
         raise OSError(f"--out {path} is a folder; pass the path of a JSON file to write, e.g. {path / 'run.json'}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OSError(f"cannot create output folder {path.parent}: {e}; pass --out to a writable path") from e
-    if not os.access(path.parent, os.W_OK):
-        raise OSError(f"output folder {path.parent} is not writable; pass --out to a writable path")
+    near = path.parent
+    while not near.exists() and near != near.parent:
+        near = near.parent
+    if not near.is_dir():
+        raise OSError(f"--out {path}: {near} is a file, not a folder, so the output folder cannot be made there; "
+                      "pass --out to a writable path")
+    if not os.access(near, os.W_OK | os.X_OK):
+        raise OSError(f"--out {path}: folder {near} is not writable, so {path.name} cannot be written there; "
+                      "pass --out to a writable path")
 
 
 if __name__ == "__main__":

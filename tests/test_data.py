@@ -10,6 +10,7 @@ import dataclasses
 
 import csv
 import pickle
+import re
 import time
 from pathlib import Path
 
@@ -693,3 +694,157 @@ def test_path_loader_deterministic_across_workers(fake_roots):
     state = torch.get_rng_state()
     _epoch(mk(0))
     assert torch.equal(state, torch.get_rng_state())  # the global RNG is left alone
+
+
+# --- the deep check of a run's preflight (adbs/data/preflight.py) and honest test data ------------------------------
+
+
+@pytest.fixture
+def memo(tmp_path, monkeypatch):
+    """A digest memo (and the remembered checks beside it) in tmp_path; no check passed in this process before."""
+    from adbs.data import preflight
+
+    monkeypatch.setenv("ADBS_DIGEST_MEMO", str(tmp_path / "memo" / "file-digests.json"))
+    preflight.forget()
+    yield tmp_path / "memo"
+    preflight.forget()
+
+
+def _mini_name(c: int, k: int, test: bool = False) -> str:
+    return f"{MINI_WNIDS[c]}{(500 if test else 0) + k:08d}.jpg"
+
+
+def test_preflight_finds_a_corrupt_test_image_before_training(tmp_path, memo):
+    """A corrupt test image of a miniImageNet copy: the cheap check does not read test images; the preflight
+    decodes every listed image and names it (before, it surfaced after the base session had trained)."""
+    from adbs.data import preflight_data
+
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    cfg = cfg_for("mini_imagenet", {"mini_imagenet": root}, novel_val_per_class=1, shots=1, val_fraction=0.34)
+    (root / "miniimagenet/images" / _mini_name(70, 0, test=True)).write_bytes(b"\xff\xd8\xff\xe0 truncated")
+    check_data(cfg)  # cheap: test images are not decoded there
+    with pytest.raises(DataError, match=rf"1 of the 100 test images of mini_imagenet .* cannot be read: image file "
+                                        rf".*{_mini_name(70, 0, test=True)} cannot be decoded"):
+        preflight_data(cfg)
+
+
+def test_preflight_is_remembered_by_content_and_a_changed_image_is_checked_again(tmp_path, memo, monkeypatch):
+    from adbs.data import preflight, preflight_data
+
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    cfg = cfg_for("mini_imagenet", {"mini_imagenet": root}, novel_val_per_class=1, shots=1, val_fraction=0.34)
+    decoded = []
+    real = preflight.decode_image
+    monkeypatch.setattr(preflight, "decode_image", lambda p: decoded.append(p) or real(p))
+    assert preflight_data(cfg) == []
+    assert len(decoded) == 400  # 300 training and 100 test images, each once
+    assert len(list(memo.glob("data-checks/*.json"))) == 1
+    decoded.clear()
+    preflight.forget()  # as a new process: only the memo on disk remembers
+    assert preflight_data(cfg) == [] and decoded == []
+    assert preflight_data(cfg.replace(seed=3, shots=2)) == [] and decoded == []  # same data, another config
+    # one image rewritten with other content: the content key changes, every image is decoded again
+    _jpg(root / "miniimagenet/images" / _mini_name(5, 1), np.random.default_rng(9))
+    preflight.forget()
+    preflight_data(cfg)
+    assert len(decoded) == 400
+
+
+def test_preflight_on_the_embedded_benchmark_decodes_and_generates_nothing(monkeypatch, memo):
+    from adbs.data import preflight, preflight_data
+
+    def never(*a, **k):
+        raise AssertionError("the embedded benchmark's check generated or decoded images")
+
+    monkeypatch.setattr(synthetic, "synthetic_pools", never)
+    monkeypatch.setattr(preflight, "decode_image", never)
+    t0 = time.perf_counter()
+    assert preflight_data(Config()) == []
+    assert time.perf_counter() - t0 < 1.0
+    assert not memo.exists()  # nothing to remember, nothing written
+
+
+def test_mini_csv_listing_a_file_twice_is_refused(tmp_path):
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    csv_path = root / "miniimagenet/split/train.csv"
+    rows = csv_path.read_text().splitlines()
+    csv_path.write_text("\n".join(rows + [rows[5]]) + "\n")  # one file listed again
+    with pytest.raises(DataError, match=rf"split/train.csv lists 1 files more than once .*{rows[5].split(',')[0]}"):
+        check_data(cfg_for("mini_imagenet", {"mini_imagenet": root}, novel_val_per_class=1, shots=1))
+
+
+def test_mini_test_csv_listing_training_files_is_refused(tmp_path):
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    test_csv = root / "miniimagenet/split/test.csv"
+    rows = test_csv.read_text().splitlines()
+    rows[1] = f"{_mini_name(0, 2)},{MINI_WNIDS[0]}"  # class 0's test image is one of its training images
+    test_csv.write_text("\n".join(rows) + "\n")
+    with pytest.raises(DataError, match=rf"split/test.csv lists 1 files that .*split/train.csv lists too .*"
+                                        rf"{_mini_name(0, 2)}.*not held out"):
+        check_data(cfg_for("mini_imagenet", {"mini_imagenet": root}, novel_val_per_class=1, shots=1))
+
+
+def test_cub_images_txt_with_one_id_twice_is_refused(tmp_path):
+    root = write_cub(tmp_path / "c", train_per_class=3, test_per_class=1)
+    images = root / "CUB_200_2011/images.txt"
+    lines = images.read_text().splitlines()
+    lines.append(f"7 {lines[20].split()[1]}")  # id 7 again, naming another image: the last would win
+    images.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"images.txt lists image id 7 twice \(lines 7 and 801\)"):
+        check_data(cfg_for("cub200", {"cub200": root}, novel_val_per_class=1, shots=1))
+
+
+def test_cub_test_id_naming_a_training_image_is_refused(tmp_path):
+    root = write_cub(tmp_path / "c", train_per_class=3, test_per_class=1)
+    images = root / "CUB_200_2011/images.txt"
+    lines = images.read_text().splitlines()
+    # id 4 is class 0's test image (train_test_split.txt: 0); make it name id 1's file, a training image
+    lines[3] = f"4 {lines[0].split()[1]}"
+    images.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=rf"names 1 image files under more than one id \(e.g. {lines[0].split()[1]} "
+                                        r"under ids 1, 4, test and train .*a test id names a training image"):
+        check_data(cfg_for("cub200", {"cub200": root}, novel_val_per_class=1, shots=1))
+
+
+def test_test_images_equal_to_training_images_are_counted_in_a_warning(tmp_path, memo):
+    from adbs.data import preflight_data
+
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    images = root / "miniimagenet/images"
+    for c in (3, 4):  # two test images are byte copies of training images (other file names)
+        (images / _mini_name(c, 0, test=True)).write_bytes((images / _mini_name(c, 1)).read_bytes())
+    cfg = cfg_for("mini_imagenet", {"mini_imagenet": root}, novel_val_per_class=1, shots=1, val_fraction=0.34)
+    warnings = preflight_data(cfg)
+    assert len(warnings) == 1 and warnings[0].startswith("2 of the 100 test images of mini_imagenet have the same "
+                                                         "content as a training image"), warnings
+    assert preflight_data(cfg) == warnings  # remembered with the check
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("random_crop(32,padd=4)", "random_crop takes no argument 'padd'"),
+    ("resize(0)", "'0' is not an int >= 1"),
+    ("random_crop(32,pad=x)", "'x' is not an int >= 0"),
+])
+def test_transform_arguments_are_checked(text, fragment):
+    with pytest.raises(DataError, match=re.escape(fragment)):
+        parse_transform(text)
+
+
+def test_a_damaged_remembered_check_is_checked_again(tmp_path, memo, monkeypatch):
+    from adbs.data import preflight, preflight_data
+
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    cfg = cfg_for("mini_imagenet", {"mini_imagenet": root}, novel_val_per_class=1, shots=1, val_fraction=0.34)
+    preflight_data(cfg)
+    (entry,) = memo.glob("data-checks/*.json")
+    decoded = []
+    real = preflight.decode_image
+    monkeypatch.setattr(preflight, "decode_image", lambda p: decoded.append(p) or real(p))
+    for damage in ("{not json", '{"key": "another", "warnings": []}', '{"key": "%s", "warnings": 3}' % entry.stem, "[]"):
+        entry.write_text(damage)
+        preflight.forget()
+        decoded.clear()
+        assert preflight_data(cfg) == [] and len(decoded) == 400, damage
+    preflight.forget()
+    decoded.clear()
+    assert preflight_data(cfg) == [] and decoded == []  # the last check rewrote the entry

@@ -189,3 +189,22 @@ def test_tiny_run_with_and_without_adbs_is_reproducible():
         assert all(s["test_acc"] == s["test_acc"] for s in r.sessions)  # finite
     assert set(runs["baseline"].boundaries[-1]) == {1.0}
     assert runs["adb+ic"].boundaries[-1][60:] != runs["adb+ic"].boundaries[-1][:1] * 10
+
+
+def test_too_few_targets_for_the_classes_is_refused_before_any_trial(tmp_path, capsys):
+    """reserve=full makes one target per projector dimension: 8 cannot cover the 100 classes. The preflight of the
+    run and of its dry run (Config.validate: Host.check_dataset) refuse it; before, every trial failed."""
+    import sys
+
+    from _scripts import in_process
+
+    flags = ["--preset", "smoke", "--host", "orco", "--orco.reserve", "full", "--orco.proj-dim", "8",
+             "--out", str(tmp_path / "o.json")]
+    for extra in (["--dry-run"], []):
+        r = in_process(capsys, [sys.executable, "-m", "adbs.run", *flags, *extra], cwd=tmp_path)
+        assert r.returncode == 2, (extra, r.stderr[-2000:])
+        assert ("orco.reserve=full gives 8 targets (one per orco.proj_dim) for the 100 classes of dataset synthetic"
+                in r.stderr) and "Traceback" not in r.stderr and "base epoch" not in r.stdout
+    with pytest.raises(ConfigError, match="raise orco.proj_dim to at least 100 or use orco.reserve=all"):
+        from_dict({"host": "orco", "orco.reserve": "full", "orco.proj_dim": 8}).validate()
+    from_dict({"host": "orco", "orco.reserve": "full", "orco.proj_dim": 100}).validate()

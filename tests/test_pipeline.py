@@ -199,3 +199,110 @@ def test_session_checkpoints_refer_to_the_cached_base_session(data, tmp_path):
     shutil.rmtree(tmp_path / "c")  # cache gone: the base session is trained again, to the same numbers
     again = run_trial(tiny(), data=data, resume=state)
     assert again.sessions == full.sessions
+
+
+# --- adbs.run's outcome: one preflight for the run and its dry run, exit codes 0/1/2/130 ------------------------
+
+
+def test_dry_run_writes_nothing_and_checks_the_nearest_existing_folder(tmp_path, capsys):
+    from _scripts import in_process
+
+    out = tmp_path / "new" / "sub" / "o.json"
+    r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--dry-run", "--out", str(out)],
+                   cwd=tmp_path)
+    assert r.returncode == 0 and f"would write {out}" in r.stdout, r.stderr
+    assert not (tmp_path / "new").exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+    (tmp_path / "afile").write_text("x")  # a file where a folder of --out would have to be made
+    r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--dry-run",
+                            "--out", str(tmp_path / "afile" / "sub" / "o.json")], cwd=tmp_path)
+    assert r.returncode == 2 and "is a file, not a folder" in r.stderr, r.stderr
+
+
+def test_a_run_that_raises_after_it_started_exits_1_with_its_traceback_and_first_line(tmp_path, capsys, monkeypatch):
+    import adbs.trial
+    from _scripts import in_process
+
+    def broken(cfg, **kw):
+        raise RuntimeError("CUDA error: an illegal memory access\nsecond line of the message")
+
+    monkeypatch.setattr(adbs.trial, "run_trial", broken)
+    out = tmp_path / "sub" / "o.json"
+    r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--quiet", "--out", str(out)],
+                   cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback (most recent call last)" in r.stderr
+    assert r.stderr.rstrip().splitlines()[-1] == ("error: the run failed after it started: RuntimeError: CUDA error: "
+                                                  "an illegal memory access (traceback above)")
+    assert not out.parent.exists()
+
+
+def test_sigterm_exits_130_with_one_line(tmp_path, capsys, monkeypatch):
+    """A SIGTERM while the run trains: exit 130 and one line, not death by the signal. The test's own handler
+    stands in for the default (which would end this process) and is back afterwards."""
+    import os
+    import signal
+    import time
+
+    import adbs.trial
+    from _scripts import in_process
+
+    class Escaped(Exception):
+        pass
+
+    def ours(signum, frame):
+        raise Escaped("adbs.run did not handle SIGTERM")
+
+    def training(cfg, **kw):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler interrupts this
+        raise AssertionError("not interrupted")
+
+    monkeypatch.setattr(adbs.trial, "run_trial", training)
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--quiet",
+                                "--out", str(tmp_path / "o.json")], cwd=tmp_path)
+        assert signal.getsignal(signal.SIGTERM) is ours  # restored
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr.strip() == ("interrupted by SIGTERM: the run stopped before writing its result; run the same "
+                                "command again to start it over")
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_the_run_decodes_every_image_before_training(tmp_path, capsys):
+    """A corrupt test image: the run itself (not only its dry run) refuses before the base session trains."""
+    from _scripts import in_process
+    from test_data import MINI_WNIDS, write_mini
+
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    (root / "miniimagenet/images" / f"{MINI_WNIDS[99]}00000500.jpg").write_bytes(b"not a jpeg")
+    flags = ["--preset", "smoke", "--dataset", "mini_imagenet", "--data-root", str(root), "--shots", "1",
+             "--novel-val-per-class", "1", "--val-fraction", "0.34", "--base-images-per-class", "2",
+             "--out", str(tmp_path / "o.json")]
+    for extra in (["--dry-run"], []):
+        r = in_process(capsys, [sys.executable, "-m", "adbs.run", *flags, *extra], cwd=tmp_path)
+        assert r.returncode == 2, (extra, r.stderr[-2000:])
+        assert f"{MINI_WNIDS[99]}00000500.jpg cannot be decoded" in r.stderr and "base epoch" not in r.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_exits_130(tmp_path):
+    """SIGINT to a training `python -m adbs.run`: exit 130 with one line (before, it died by the signal: -2)."""
+    import signal
+    import time
+
+    out = tmp_path / "o.json"
+    proc = subprocess.Popen([sys.executable, "-m", "adbs.run", "--preset", "smoke", "--base-epochs", "50",
+                             "--out", str(out)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:  # the first base epoch's line: training has started
+            if line.startswith("base epoch 1/"):
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted by SIGINT" in err and "Traceback" not in err and not out.exists()

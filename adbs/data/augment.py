@@ -174,6 +174,18 @@ def random_grayscale(x: torch.Tensor, g: torch.Generator, mean, std, p: float = 
     return torch.where(pick, gray, x)
 
 
+BATCHED = ("random_crop", "hflip", "random_resized_crop")
+"""The transform parts train_view can apply to a batch."""
+
+
+def unbatched_parts(transform: str) -> list[str]:
+    """The parts of `transform` that train_view cannot apply (a host that makes its views with it checks its
+    dataset's train transform before any compute: Host.check_dataset)."""
+    from .loader import parse_transform
+
+    return [op for op, _ in parse_transform(transform) if op not in BATCHED]
+
+
 def train_view(x: torch.Tensor, transform: str, g: torch.Generator, mean, std) -> torch.Tensor:
     """A dataset's train transform (DatasetSpec.train_transform, the loader's grammar) on a batch.
 

@@ -37,29 +37,45 @@ _ARITY = {"none": 0, "hflip": 0, "random_crop": 1, "random_resized_crop": 1, "re
 
 
 def parse_transform(text: str) -> list[tuple[str, dict[str, int]]]:
-    """'random_crop(32,pad=4)+hflip' -> [('random_crop', {'size': 32, 'pad': 4}), ('hflip', {})]."""
+    """'random_crop(32,pad=4)+hflip' -> [('random_crop', {'size': 32, 'pad': 4}), ('hflip', {})].
+
+    Sizes are ints >= 1, random_crop's pad an int >= 0; any other part or argument is a DataError naming it."""
+    grammar = ("expected parts joined by '+' from: none, hflip, random_crop(S,pad=P), random_resized_crop(S), "
+               "resize(S), center_crop(S), with sizes S >= 1 and pad P >= 0")
+    if not isinstance(text, str):
+        raise DataError(f"bad transform {text!r}: not a string; {grammar}")
     ops = []
     for part in text.split("+"):
         m = _PART.match(part)
         if not m or m.group(1) not in _ARITY:
-            raise DataError(
-                f"bad transform {text!r} (part {part!r}); expected parts joined by '+' from: none, hflip, "
-                "random_crop(S,pad=P), random_resized_crop(S), resize(S), center_crop(S)"
-            )
+            raise DataError(f"bad transform {text!r} (part {part!r}); {grammar}")
         name, args = m.group(1), [a.strip() for a in (m.group(2) or "").split(",") if a.strip()]
         kw: dict[str, int] = {}
         pos = [a for a in args if "=" not in a]
         for a in args:
             if "=" in a:
-                k, v = a.split("=", 1)
-                kw[k.strip()] = int(v)
+                k, v = (x.strip() for x in a.split("=", 1))
+                if name != "random_crop" or k != "pad":
+                    raise DataError(f"bad transform {text!r} (part {part!r}): {name} takes no argument {k!r}; {grammar}")
+                kw[k] = _int_arg(text, part, v, 0)
         if len(pos) != _ARITY[name]:
             raise DataError(f"transform part {part!r} takes {_ARITY[name]} size argument(s); fix the spec's transform string")
         if pos:
-            kw["size"] = int(pos[0])
+            kw["size"] = _int_arg(text, part, pos[0], 1)
         if name != "none":
             ops.append((name, kw))
     return ops
+
+
+def _int_arg(text: str, part: str, value: str, least: int) -> int:
+    try:
+        out = int(value)
+    except ValueError:
+        out = None
+    if out is None or out < least:
+        raise DataError(f"bad transform {text!r} (part {part!r}): {value!r} is not an int >= {least}; fix the "
+                        "spec's transform string")
+    return out
 
 
 def _mix(*xs: int) -> int:

@@ -99,8 +99,10 @@ class FSCILData:
 def check_data(cfg: Any) -> None:
     """Every check that is cheap before compute; raises DataError. build_data runs it too.
 
-    Root layout, index-list files and the images they name, ways/shots/sessions against the
-    images available, and that the few-shot images of file-based datasets decode.
+    Root layout, labels within the classes, no file listed twice or in both splits, index-list files and
+    the images they name, ways/shots/sessions against the images available, and that the few-shot images
+    of file-based datasets decode. adbs/data/preflight.py: preflight_data adds the deep checks. (The host's
+    options against the dataset are Config.validate's: adbs/registries.py.)
     """
     _prepare(cfg, need_images=False)
 

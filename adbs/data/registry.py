@@ -71,6 +71,7 @@ def register_dataset(spec: DatasetSpec, reader: Reader | None = None) -> Dataset
             f"dataset {spec.name!r} is already registered; registered names must be unique "
             f"(existing: {', '.join(DATASETS)}); pick another name for the new spec"
         )
+    check_spec(spec)
     if reader is not None and not (spec.folder and spec.files):
         raise DataError(f"dataset {spec.name!r}: a reader needs DatasetSpec.folder (the dataset's folder name) and "
                         "DatasetSpec.files (the files it must hold), e.g. folder='toy', files=('train.npz',)")
@@ -78,6 +79,36 @@ def register_dataset(spec: DatasetSpec, reader: Reader | None = None) -> Dataset
     if reader is not None:
         READERS[spec.name] = reader
     return spec
+
+
+def check_spec(spec: DatasetSpec) -> None:
+    """The spec's protocol constants and transforms can make sessions: a DataError naming the field otherwise."""
+    from .loader import parse_transform
+
+    def bad(field: str, want: str) -> DataError:
+        return DataError(f"dataset {spec.name!r}: DatasetSpec.{field}={getattr(spec, field)!r} is invalid; expected "
+                         f"{want}: fix the DatasetSpec given to register_dataset")
+
+    for field in ("num_classes", "base_classes", "default_ways", "default_shots", "image_size"):
+        value = getattr(spec, field)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad(field, "an int >= 1")
+    if spec.base_classes > spec.num_classes:
+        raise bad("base_classes", f"at most num_classes={spec.num_classes} (the base classes are the first "
+                                  f"base_classes of the classes 0..num_classes - 1; the rest are the novel classes)")
+    for field in ("mean", "std"):
+        value = getattr(spec, field)
+        try:
+            ok = len(value) == 3 and all(float(v) == float(v) for v in value)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok or (field == "std" and any(float(v) <= 0 for v in value)):
+            raise bad(field, "three numbers, one per RGB channel" + (", each > 0" if field == "std" else ""))
+    for field in ("train_transform", "test_transform"):
+        try:
+            parse_transform(getattr(spec, field))
+        except DataError as e:
+            raise DataError(f"dataset {spec.name!r}: DatasetSpec.{field}: {e}") from None
 
 
 def import_dataset(name: str) -> str:

@@ -106,11 +106,72 @@ def dataset_files(spec: DatasetSpec, data_root: str | None) -> tuple[Path, list[
 
 @functools.lru_cache(maxsize=4)
 def _cached(name: str, root: str, _sig: tuple) -> tuple[ImagePool, ImagePool]:
-    train, test = READERS[name](get_spec(name), Path(root))
+    spec, reader = get_spec(name), READERS[name]
+    try:
+        pools = reader(spec, Path(root))
+    except DataError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a reader of one's own may raise anything: one line naming it
+        first = (str(e).splitlines() or [""])[0]
+        raise DataError(
+            f"the reader of dataset {name!r} ({_qualname(reader)}) failed on {root}: {type(e).__name__}: {first}; "
+            "it must return (train, test) ImagePools (docs/datasets.md): fix the reader or the files it reads"
+        ) from e
+    train, test = pools if isinstance(pools, tuple) and len(pools) == 2 else (pools, None)
     if not (isinstance(train, ImagePool) and isinstance(test, ImagePool)):
-        raise DataError(f"the reader of dataset {name!r} returned {type(train).__name__}, {type(test).__name__}; "
-                        "it must return (train, test) ImagePools (adbs/data/pool.py)")
+        got = ", ".join(type(p).__name__ for p in pools) if isinstance(pools, tuple) else type(pools).__name__
+        raise DataError(f"the reader of dataset {name!r} ({_qualname(reader)}) returned {got}; it must return "
+                        "(train, test) ImagePools (adbs/data/pool.py)")
+    check_pools(spec, Path(root), train, test)
     return train, test
+
+
+def _qualname(fn: object) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def check_pools(spec: DatasetSpec, root: Path, train: ImagePool, test: ImagePool) -> None:
+    """What a reader returned can give an honest test: labels within the spec's classes, no image file listed
+    twice, no test image that is also a training image (by path). Content equal across the splits is counted
+    by adbs/data/preflight.py, which has the files' digests."""
+    for pool, split in ((train, "training"), (test, "test")):
+        labels = pool.labels
+        bad = labels[(labels < 0) | (labels >= spec.num_classes)]
+        if len(bad):
+            raise DataError(
+                f"the {split} images of dataset {spec.name!r} at {root} have labels out of range: {len(bad)} images "
+                f"with labels {int(bad.min())}..{int(bad.max())}, for {spec.num_classes} classes (labels "
+                f"0..{spec.num_classes - 1}); expected class ids 0..num_classes - 1: fix the reader's labels or the "
+                "spec's num_classes"
+            )
+    rel = lambda p: os.path.relpath(p, root) if os.path.isabs(p) else p  # noqa: E731
+    norm = {id(pool): [os.path.normpath(p) for p in pool.paths] if pool.paths is not None else []
+            for pool in (train, test)}
+    for pool, split in ((train, "training"), (test, "test")):
+        twice = _repeated(norm[id(pool)])
+        if twice:
+            raise DataError(
+                f"dataset {spec.name!r} at {root} lists {len(twice)} {split} image files more than once "
+                f"(e.g. {', '.join(rel(p) for p in twice[:3])}); expected each image once: one image would count "
+                "twice and another may be missing. Fix the dataset's index files (or its reader)"
+            )
+    both = sorted(set(norm[id(train)]) & set(norm[id(test)]))
+    if both:
+        raise DataError(
+            f"dataset {spec.name!r} at {root} lists {len(both)} files as both training and test images (e.g. "
+            f"{', '.join(rel(p) for p in both[:3])}); a test image must not be a training image, or the test is "
+            "not held out: fix the dataset's split files (or its reader)"
+        )
+
+
+def _repeated(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for x in items:
+        if x in seen and x not in out:
+            out.append(x)
+        seen.add(x)
+    return out
 
 
 # --- CIFAR100 ----------------------------------------------------------------------------
@@ -183,6 +244,7 @@ def _read_mini(spec: DatasetSpec, root: Path) -> tuple[ImagePool, ImagePool]:
             f"(the FSCIL miniImageNet split): check that data_root points at the right copy"
         )
     present = {e.name for e in os.scandir(root / "images")}
+    _check_mini_rows(root, train_rows, test_rows)
     pools = []
     for split, rows in (("train", train_rows), ("test", test_rows)):
         unknown = sorted({lab for _, lab in rows if lab not in class_of})
@@ -206,6 +268,26 @@ def _read_mini(spec: DatasetSpec, root: Path) -> tuple[ImagePool, ImagePool]:
     return pools[0], pools[1]
 
 
+def _check_mini_rows(root: Path, train_rows: list[tuple[str, str]], test_rows: list[tuple[str, str]]) -> None:
+    """Each file once in the split files: a file listed twice counts twice, a test file that is also a training
+    file is no test."""
+    for split, rows in (("train", train_rows), ("test", test_rows)):
+        twice = _repeated([f for f, _ in rows])
+        if twice:
+            raise DataError(
+                f"{root / 'split' / (split + '.csv')} lists {len(twice)} files more than once (e.g. {twice[:3]}); "
+                "expected each image once (the FSCIL miniImageNet split files): restore the file from the "
+                "dataset's copy"
+            )
+    both = sorted({f for f, _ in train_rows} & {f for f, _ in test_rows})
+    if both:
+        raise DataError(
+            f"{root / 'split/test.csv'} lists {len(both)} files that {root / 'split/train.csv'} lists too (e.g. "
+            f"{both[:3]}); a test image must not be a training image, or the test is not held out: restore the "
+            "split files from the dataset's copy"
+        )
+
+
 # --- CUB200 ------------------------------------------------------------------------------
 
 
@@ -222,7 +304,13 @@ def _read_table(path: Path, ncols: int, what: str) -> dict[int, list[str]]:
         parts = line.split()
         if len(parts) != ncols + 1 or not parts[0].isdigit():
             raise DataError(f"{path} line {i} is {line!r}; {fix}")
-        out[int(parts[0])] = parts[1:]
+        iid = int(parts[0])
+        if iid in out:  # the last line would win: one image twice, another gone
+            first = next(j for j, ln in enumerate(lines, start=1) if ln.split()[:1] and ln.split()[0].isdigit()
+                         and int(ln.split()[0]) == iid)
+            raise DataError(f"{path} lists image id {iid} twice (lines {first} and {i}); {fix}, each id once: "
+                            "restore the file from the dataset's copy")
+        out[iid] = parts[1:]
     if not out:
         raise DataError(f"{path} is empty; {fix}")
     return out
@@ -241,6 +329,7 @@ def _read_cub(spec: DatasetSpec, root: Path) -> tuple[ImagePool, ImagePool]:
     for d in os.scandir(root / "images"):
         if d.is_dir():
             present.update(f"{d.name}/{e.name}" for e in os.scandir(d.path))
+    _check_cub_paths(root, images, split)
     out: dict[str, tuple[list[str], list[int]]] = {"train": ([], []), "test": ([], [])}
     missing = []
     for iid in sorted(images):
@@ -279,6 +368,26 @@ def _read_cub(spec: DatasetSpec, root: Path) -> tuple[ImagePool, ImagePool]:
             name=f"cub200/{s}",
         ))
     return pools[0], pools[1]
+
+
+def _check_cub_paths(root: Path, images: dict[int, list[str]], split: dict[int, list[str]]) -> None:
+    """Each image file under one id: two ids naming one file count it twice (or make a training image a test
+    image)."""
+    ids: dict[str, list[int]] = {}
+    for iid in sorted(images):
+        ids.setdefault(images[iid][0], []).append(iid)
+    twice = {rel: v for rel, v in ids.items() if len(v) > 1}
+    if not twice:
+        return
+    rel, v = next(iter(twice.items()))
+    kinds = sorted({"train" if split[i][0] == "1" else "test" for i in v})
+    what = ("a test id names a training image: the test is not held out" if kinds == ["test", "train"]
+            else "the image would count twice")
+    raise DataError(
+        f"{root / 'images.txt'} names {len(twice)} image files under more than one id (e.g. {rel} under ids "
+        f"{', '.join(map(str, v))}, {' and '.join(kinds)} in train_test_split.txt); {what}. Expected each file "
+        "under one id (the official CUB_200_2011 release): restore images.txt from the dataset's copy"
+    )
 
 
 READERS.update({

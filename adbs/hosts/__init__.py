@@ -47,7 +47,7 @@ from adbs.config import Config, ConfigError
 from adbs.options_json import parse_options
 
 if TYPE_CHECKING:
-    from adbs.data import FSCILData
+    from adbs.data import DatasetSpec, FSCILData
     from adbs.runtime import Runtime
 
 HOSTS: dict[str, type["Host"]] = {}
@@ -174,6 +174,12 @@ class Host:
     augmented_batches: ClassVar[bool] = True
     """Base batches come with the dataset's train augmentation (True) or as test-transformed images the
     host augments itself in `base_step` (False)."""
+
+    @classmethod
+    def check_dataset(cls, options: Any, spec: "DatasetSpec") -> None:
+        """Checks of the host's options against the dataset's spec (ConfigError naming both), before any compute:
+        Config.validate runs it (adbs/registries.py), so a run, its dry run and a study's every configuration
+        are refused before they start. None here."""
 
     def __init__(self, cfg: Config, data: "FSCILData", rt: "Runtime"):
         self.cfg, self.data, self.rt = cfg, data, rt

@@ -457,6 +457,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def reserved_targets(options: Options, num_classes: int) -> int:
+    """How many pseudo-targets OrCo fixes: one per class (reserve all) or one per projector dimension (full)."""
+    return num_classes if options.reserve == "all" else options.proj_dim
+
+
 @register_host
 class OrCo(Host):
     name = "orco"
@@ -464,12 +469,24 @@ class OrCo(Host):
     presets = PRESETS
     augmented_batches = False  # the host makes its views itself
 
+    @classmethod
+    def check_dataset(cls, options: Options, spec) -> None:
+        """Enough targets for the dataset's classes, and a train transform the dataset views can be made with."""
+        reserve = reserved_targets(options, spec.num_classes)
+        if reserve < spec.num_classes:
+            raise ConfigError(f"orco.reserve=full gives {reserve} targets (one per orco.proj_dim) for the "
+                              f"{spec.num_classes} classes of dataset {spec.name}, which need one each; raise "
+                              f"orco.proj_dim to at least {spec.num_classes} or use orco.reserve=all")
+        bad = augment.unbatched_parts(spec.train_transform) if options.views == "dataset" else []
+        if bad:
+            raise ConfigError(f"orco.views=dataset makes OrCo's views with the train transform of dataset "
+                              f"{spec.name}, {spec.train_transform!r}, on whole batches, which has no {', '.join(bad)} "
+                              f"(parts it can apply: {', '.join(augment.BATCHED)}); use another orco.views")
+
     def __init__(self, cfg: Config, data, rt):
         super().__init__(cfg, data, rt)
-        self.reserve = data.spec.num_classes if self.opt.reserve == "all" else self.opt.proj_dim
-        if self.reserve < data.spec.num_classes:
-            raise ConfigError(f"orco.reserve=full gives {self.reserve} targets (orco.proj_dim) for "
-                              f"{data.spec.num_classes} classes; raise orco.proj_dim or use orco.reserve=all")
+        self.check_dataset(self.opt, data.spec)
+        self.reserve = reserved_targets(self.opt, data.spec.num_classes)
         self.model: OrCoModel | None = None
 
     @property

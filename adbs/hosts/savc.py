@@ -199,6 +199,16 @@ class SAVC(Host):
     presets = PRESETS
     augmented_batches = False  # the host makes its classification view and its crops itself
 
+    @classmethod
+    def check_dataset(cls, options: Options, spec) -> None:
+        """SAVC's classification view is the dataset's train transform applied to whole batches (base_step)."""
+        bad = augment.unbatched_parts(spec.train_transform)
+        if bad:
+            raise ConfigError(f"host savc makes its classification view with the train transform of dataset "
+                              f"{spec.name}, {spec.train_transform!r}, on whole batches, which has no {', '.join(bad)} "
+                              f"(parts it can apply: {', '.join(augment.BATCHED)}); change the dataset's "
+                              "train_transform or use another host")
+
     @property
     def copies(self) -> int:
         return copies_of(self.opt.fantasy)
