@@ -80,12 +80,14 @@ def fail(msg: str, code: int = 2) -> None:
     raise SystemExit(code)
 
 
-def check_config_and_data(cfg: Config) -> None:
-    """Dataset-dependent checks (shots vs images per class, ways vs novel classes), cheap."""
-    from adbs.data import check_data as check
+def check_config_and_data(cfg: Config, remember: bool = True) -> list[str]:
+    """The config's checks (its host's against the dataset included), then the data's: the protocol (shots vs
+    images per class, ways vs novel classes), every listed image decoded and each transform tried, a passed check
+    remembered by the data's content (adbs/data/preflight.py); returns the data's warning lines."""
+    from adbs.data import preflight_data
 
     cfg.validate()
-    check(cfg)
+    return preflight_data(cfg, remember=remember)
 
 
 def check_storage_writable(location: str) -> None:
@@ -174,13 +176,16 @@ def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]
             raise StudyInputError("device=cuda but torch sees no CUDA GPU on this machine; use device=auto (CUDA "
                                   "when there is one, else CPU) or device=cpu, or pass --address of a Ray cluster "
                                   "with GPUs")
+    warnings: list[str] = []
     for cfg in configs:
         try:
-            check_config_and_data(cfg)
+            warnings += check_config_and_data(cfg, remember=not opts.dry_run)  # a dry run records nothing
         except ValueError as e:
             what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"})
                             if k in cfg.to_dict())
             raise StudyInputError(f"configuration {what}: {e}") from None
+    for w in dict.fromkeys(warnings):  # once each, however many configurations share the dataset
+        print(f"warning: {w}", file=sys.stderr, flush=True)
 
 
 def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:

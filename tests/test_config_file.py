@@ -13,7 +13,7 @@ from adbs.config import Config, ConfigError
 from adbs.config_file import load_file
 from adbs.overrides import from_dict
 from adbs.presets import resolve
-from adbs_lab import options, study
+from adbs_lab import options, preflight, study
 from adbs_lab.paths import REPO_ROOT
 
 
@@ -93,7 +93,7 @@ def test_study_options_read_the_file_once(tmp_path):
     assert base["base_epochs"] == 3 and base["alpha"] == 0.02 and base["sessions"] == 2
     # keys the study sets itself (searched shots, seeds) are the study's, with a note; not an error
     plan = study.Plan(name="t", space={"variant": "adb+ic", "shots": [1, 5]}, space_source="tests")
-    assert study.study_owned(plan, opts) == ("shots", "seed")
+    assert preflight.study_owned(plan, opts) == ("shots", "seed")
     base, configs, _ = study.validate(plan, opts.replace(gpus_per_trial=0.0))
     assert "shots" not in base and {c.shots for c in configs} == {1, 5} and {c.seed for c in configs} == {0}
     bad = _write(tmp_path, "bad.yaml", "alhpa: 1\n")

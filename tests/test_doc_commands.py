@@ -234,6 +234,14 @@ def test_study_commands_pass_their_dry_run(cmd, home, tmp_path, monkeypatch, cap
     argv = _isolated(_argv(cmd, home) + ["--dry-run"], tmp_path)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(home / "work")
+    # The dry run makes the run's checks: a command that needs a tracking server running, or an interrupted study
+    # to continue, is refused here (exit 2) with the message a user without them would get.
+    needs = ("is unreachable" if re.search(r"--tracking-uri https?://", cmd) else
+             "no interrupted study to continue" if "--resume" in argv else None)
+    if needs:
+        r = in_process(capsys, argv)
+        assert r.returncode == 2 and needs in r.stderr, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+        return
     assert "dry run: study " in _run_in_process(argv, cmd, capsys), cmd
     written = [f for f in (tmp_path / "runs").rglob("*") if f.is_file()] if (tmp_path / "runs").exists() else []
     assert not written, f"{cmd}: a dry run wrote {written}"
