@@ -123,3 +123,17 @@ def test_paper_presets_hold_the_papers_two_settings_only():
     r = subprocess.run([sys.executable, "-m", "adbs.run", "--help"], capture_output=True, text=True, timeout=120,
                        cwd=REPO_ROOT, check=False)
     assert "cifar100_paper" in r.stdout
+
+
+def test_a_dry_run_names_the_file_keys_the_study_sets_itself_as_the_run_does(tmp_path, capsys):
+    """kshot_grid searches shots and takes seed from --seeds: a --config file setting them gets the same note in
+    the dry run as in the run (adbs_lab/preflight.py: note_owned, printed by both)."""
+    from _scripts import in_process
+
+    f = tmp_path / "best.yaml"
+    f.write_text("shots: 5\nseed: 3\nalpha: 0.02\n")
+    r = in_process(capsys, [sys.executable, str(REPO_ROOT / "studies" / "kshot_grid.py"), "--config", str(f),
+                            "--smoke", "--storage", str(tmp_path / "runs"), "--tracking-uri",
+                            f"sqlite:///{tmp_path / 'm.db'}", "--dry-run"])
+    assert r.returncode == 0, r.stderr
+    assert f"note: --config {f}: this study sets shots, seed itself" in r.stdout and "dry run: study" in r.stdout

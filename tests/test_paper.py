@@ -44,6 +44,20 @@ def test_bad_input_fails_before_any_compute(tmp_path, capsys, flags, message):
     assert not storage.exists()  # nothing written
 
 
+def test_a_config_file_of_the_embedded_benchmark_is_the_embedded_run_and_its_dry_run_writes_nothing(tmp_path, capsys):
+    """A best_config.json of a CPU study says dataset: synthetic (the embedded benchmark, paper.py's default); a file
+    naming a dataset the paper does not use is refused naming the file, not a --dataset nobody typed."""
+    good, bad = tmp_path / "best.yaml", tmp_path / "other.yaml"
+    good.write_text("dataset: synthetic\nalpha: 0.02\n")
+    bad.write_text("dataset: cifar10\n")
+    flags = ["--smoke", "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm' / 'm.db'}"]
+    r = in_process(capsys, [*PAPER, "--config", str(good), *flags, "--dry-run"])
+    assert r.returncode == 0 and "dry run: study paper (embedded)" in r.stdout, r.stdout + r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.yaml", "other.yaml"]  # no storage, no MLflow store
+    r = in_process(capsys, [*PAPER, "--config", str(bad), *flags, "--dry-run"])
+    assert r.returncode == 2 and f"--config {bad}: its dataset: 'cifar10'" in r.stderr and "--dataset" not in r.stderr
+
+
 @pytest.mark.slow
 def test_bad_input_exits_2_from_the_shell(tmp_path):
     flags, message = BAD_INPUT[3]

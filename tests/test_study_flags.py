@@ -187,3 +187,15 @@ def test_a_field_flag_is_its_set_pair_and_fails_the_same_way():
             config_of(build_parser().parse_args(argv))
         with pytest.raises(ConfigError, match=re.escape(message)):
             options.parse("t", argv=argv)[0].base_config()
+
+
+def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
+    """A trial's time on the CPU presets is mostly its base session: --base-epochs 16 doubles the preset's 8."""
+    opts, _ = options.parse(options.parser("t"), argv=[])
+
+    def minutes(base):
+        p = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=60), opts=opts, total=4, n_configs=4, base=base)
+        study._print_start(p, 2)
+        return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
+
+    assert minutes({"base_epochs": 16}) == pytest.approx(2 * minutes({}))

@@ -93,10 +93,13 @@ def _case(name: str, tmp: Path):
     if name == "another host's preset in the hosts study":
         return [str(REPO_ROOT / "studies" / "hosts.py"), "--preset", "alice_cpu", "--hosts", "baseline", "--seeds",
                 "0", *store], "--preset alice_cpu is host alice's preset"
+    if name == "another host's preset with --smoke":  # was refused with advice about a --host nobody typed
+        return [str(REPO_ROOT / "studies" / "hosts.py"), "--smoke", "--preset", "orco_cpu", "--hosts", "savc",
+                *store], "--preset orco_cpu is host orco's preset"
     raise KeyError(name)
 
 
-REFUSALS = ["unreachable tracking server", "an Optuna database as the MLflow store", "--resume with nothing to resume",
+REFUSALS = ["another host's preset with --smoke", "unreachable tracking server", "an Optuna database as the MLflow store", "--resume with nothing to resume",
             "an Optuna storage that holds the study", "storage under a file", "another host's preset in the hosts study"]
 
 
