@@ -138,14 +138,14 @@ def _main(args: argparse.Namespace) -> int:
 
 def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
     """Everything the run checks before it starts, the same for --dry-run: the config, the device, the data
-    (adbs.data.preflight_data: every image decoded, each transform tried; remembered by content) and the output
-    path. Writes nothing; returns (config, output path, warning lines)."""
+    (adbs.data.preflight_data: every image decoded, each transform tried; remembered by content when the run is
+    not a dry run) and the output path. Creates nothing; returns (config, output path, warning lines)."""
     cfg = config_of(args)
     from adbs.data import preflight_data
     from adbs.runtime import check_device
 
     check_device(cfg)
-    warnings = preflight_data(cfg)
+    warnings = preflight_data(cfg, remember=not args.dry_run)  # a dry run records no check
     who = "" if cfg.host == "baseline" else f"{cfg.host}-"
     out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
     _check_writable(out)

@@ -235,10 +235,14 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     p = Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
                  optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(_logged_argv(opts.argv)),
                  owned=study_owned(plan, opts))
-    busy = where.running()
-    if busy:
-        raise StudyInputError(busy)
-    p.settings = _check_resume(p) if opts.resume else _check_new(p)
+    try:
+        busy = where.running()
+        if busy:
+            raise StudyInputError(busy)
+        p.settings = _check_resume(p) if opts.resume else _check_new(p)
+    except BaseException:
+        where.cleanup()  # an object store's staging folder, made to read
+        raise
     return p
 
 
