@@ -95,6 +95,10 @@ def base_key(cfg: Config, device_kind: str) -> str:
 def input_digests(cfg: Config) -> dict[str, str | None]:
     """SHA-256 of what `cfg`'s input files hold: the dataset's files, the index lists, the pretrained weights.
 
+    The embedded benchmark has no files: its images' own digest enters (adbs/data/synthetic.py: pools_digest), so a
+    base session trained on other images (another generator build, a cache file that is not what it claims) is not
+    reused.
+
     The dataset's files are those adbs/data/sources.py: dataset_files names (e.g. the CIFAR-100 train and test
     pickles); digests are remembered per file version (adbs/digests.py), so an unchanged file is not read
     again. Paths themselves do not enter: the same files under another path (or with a trailing '/') give the
@@ -106,7 +110,11 @@ def input_digests(cfg: Config) -> dict[str, str | None]:
 
     spec = get_spec(cfg.dataset)
     out: dict[str, str | None] = {"data_root": None, "index_list": None, "pretrained": None}
-    if spec.name != "synthetic" and cfg.data_root:
+    if spec.name == "synthetic":  # no files: the images this process has (loaded from $ADBS_SYNTHETIC_CACHE or made)
+        from adbs.data.synthetic import pools_digest
+
+        out["data_root"] = "synthetic:" + pools_digest(cfg.synthetic_seed, cfg.synthetic_version)
+    elif cfg.data_root:
         root, files = dataset_files(spec, cfg.data_root)
         out["data_root"] = digests.tree_digest(root, files)
     if cfg.index_list:

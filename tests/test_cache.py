@@ -132,3 +132,41 @@ def test_features_computed_once_per_image_list_and_recomputed_when_corrupt(tmp_p
         fh.write(bytes([b[0] ^ 0xFF]))
     f3, _ = cache.features("k", "test-bs128", idx, compute)
     assert len(calls) == 4 and torch.equal(f3, f1)
+
+
+def test_a_base_session_trained_on_other_images_is_not_reused(tmp_path, monkeypatch):
+    """The embedded benchmark has no files whose digest could enter the key: its images' own digest does
+    (adbs/data/synthetic.py: pools_digest). A base session trained on other images (here: the train images
+    inverted, as another generator build or a cache file that is not what its name says would give) is trained
+    again, to the numbers of a run without the cache."""
+    import numpy as np
+
+    from adbs.data import ImagePool, synthetic
+    from adbs.presets import preset
+    from adbs.trial import run_trial
+
+    cfg = preset("smoke", base_epochs=1, sessions=1)
+
+    def numbers(result):
+        return [(r["val_acc"], r["test_acc"]) for r in result.sessions]
+
+    store = BaseCache(tmp_path / "cache")
+    synthetic.synthetic_pools.cache_clear()
+    try:
+        truth = run_trial(cfg)  # no cache
+        tr, te = synthetic.synthetic_pools(0, 3)
+        other = (ImagePool(np.array(tr.labels), images=255 - tr.images, name=tr.name), te)
+        monkeypatch.delenv(synthetic.CACHE_ENV, raising=False)
+        with monkeypatch.context() as m:
+            m.setattr(synthetic, "generate", lambda seed, version=3: other)
+            synthetic.synthetic_pools.cache_clear()
+            wrong = run_trial(cfg, cache=store)
+        assert wrong.summary["base_reused"] == 0.0 and numbers(wrong) != numbers(truth)
+        synthetic.synthetic_pools.cache_clear()
+        clean = run_trial(cfg, cache=store)
+        assert clean.summary["base_reused"] == 0.0, "a base session trained on other images was reused"
+        assert numbers(clean) == numbers(truth)
+        again = run_trial(cfg, cache=store)
+        assert again.summary["base_reused"] == 1.0 and numbers(again) == numbers(truth)
+    finally:
+        synthetic.synthetic_pools.cache_clear()
