@@ -140,7 +140,7 @@ class BaseCache:
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
-        state = self._read(key)
+        state = self._read(key, lambda d: BaseSession(**d))
         return None if state is None else BaseSession(**state)
 
     def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
@@ -158,7 +158,7 @@ class BaseCache:
 
         digest = hashlib.sha256(np.ascontiguousarray(np.asarray(indices, dtype=np.int64)).tobytes()).hexdigest()[:16]
         fkey = f"{key}.features-{name}-{digest}"
-        hit = self._read(fkey)
+        hit = self._read(fkey, _features_of(len(indices)))
         if hit is not None:
             return hit["features"], hit["labels"]
         f, y = compute()
@@ -166,7 +166,8 @@ class BaseCache:
         self._write(fkey, {"features": f.detach().cpu(), "labels": y.detach().cpu()}, {"base_key": key, "n": len(y)})
         return f, y
 
-    def _read(self, key: str) -> dict[str, Any] | None:
+    def _read(self, key: str, check: Callable[[dict[str, Any]], Any] = lambda d: None) -> dict[str, Any] | None:
+        """The entry's payload when its SHA-256 matches and `check` takes it (the shape its reader expects)."""
         manifest, payload = self.files.read(f"{key}.json"), self.files.read(f"{key}.pt")
         if manifest is None or payload is None:
             return None
@@ -174,8 +175,12 @@ class BaseCache:
             meta = json.loads(manifest)
             if hashlib.sha256(payload).hexdigest() != meta["sha256"]:
                 raise ValueError("checksum mismatch")
-            return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
-        except Exception as e:  # corrupt, truncated or from an incompatible version: recompute
+            state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
+            if not isinstance(state, dict):
+                raise ValueError(f"a {type(state).__name__}, not an entry")
+            check(state)
+            return state
+        except Exception as e:  # corrupt, truncated or from an incompatible version (another shape): recompute
             for name in (f"{key}.pt", f"{key}.json"):
                 self.files.delete(name)
             self.log(f"base-session cache: entry {key} in {self.root} is unreadable ({type(e).__name__}: "
@@ -203,6 +208,14 @@ class BaseCache:
             base = train()
             self.store(key, base, meta)
             return base, False
+
+
+def _features_of(n: int) -> Callable[[dict[str, Any]], None]:
+    """The check of a features entry: features and labels of the n images it is read for."""
+    def check(entry: dict[str, Any]) -> None:
+        if not len(entry["features"]) == len(entry["labels"]) == n:
+            raise ValueError(f"{len(entry['features'])} features and {len(entry['labels'])} labels for {n} images")
+    return check
 
 
 LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "60"))
@@ -270,9 +283,10 @@ class _Files:
     def _read_lease(self, name: str) -> dict[str, Any] | None:
         raw = self.read(name)
         try:
-            return None if raw is None else json.loads(raw)
+            held = None if raw is None else json.loads(raw)
         except ValueError:
             return None
+        return held if isinstance(held, dict) else None  # a damaged lease: as none (it would expire anyway)
 
     def _lease_doc(self, me: str) -> bytes:
         return json.dumps({"owner": me, "holder": self.holder, "expires": time.time() + LEASE_S}).encode()

@@ -170,3 +170,21 @@ def test_a_base_session_trained_on_other_images_is_not_reused(tmp_path, monkeypa
         assert again.summary["base_reused"] == 1.0 and numbers(again) == numbers(truth)
     finally:
         synthetic.synthetic_pools.cache_clear()
+
+
+def test_an_entry_of_another_shape_is_discarded_not_a_traceback(tmp_path):
+    """An entry whose checksum holds but whose content is not what its reader expects (written by another version
+    of the code, or by hand) once ended in a TypeError (BaseSession(**state)) or a KeyError; now it is named in one
+    line and computed again."""
+    import numpy as np
+
+    said: list[str] = []
+    cache = BaseCache(tmp_path, log=said.append)
+    cache._write("k", {"backbone": 1}, None)  # not a BaseSession's fields
+    assert cache.load("k") is None and len(said) == 1 and "discarded" in said[0]
+    idx = np.array([1, 2, 3])
+    cache.features("k", "test", idx, lambda: (torch.zeros(3, 2), torch.zeros(3)))
+    (entry,) = tmp_path.glob("k.features-*.pt")
+    cache._write(entry.name[:-3], {"features": torch.zeros(2, 2), "labels": torch.zeros(2)}, None)  # 2 rows for 3
+    f, _ = cache.features("k", "test", idx, lambda: (torch.ones(3, 2), torch.ones(3)))
+    assert torch.equal(f, torch.ones(3, 2)) and len(said) == 2
