@@ -172,7 +172,7 @@ def test_digests_are_remembered_across_processes_by_file_version(tmp_path, memo,
     assert digests.file_digests([f]) == [real(f)]
 
 
-@pytest.mark.parametrize("entry", [5, "x", None, [], [1, 2], {"a": 1}, [1, 2, 3, 4, 5, 6], ["a"] * 6])
+@pytest.mark.parametrize("entry", [5, 3.5, True, {"a": 1}])
 def test_a_memo_entry_of_any_shape_is_hashed_again(tmp_path, memo, monkeypatch, entry):
     """A damaged or hand-edited memo entry (once a TypeError) is ignored: the file is hashed again, right."""
     import json
