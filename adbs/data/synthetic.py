@@ -40,7 +40,6 @@ with --probe, a quick ConvNet accuracy probe.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
 import time
@@ -50,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import image_cache
 from .pool import ImagePool
 
 NUM_CLASSES = 100
@@ -432,27 +432,11 @@ start hundreds of processes). Unset by default: the pools are then generated onc
 _DIGESTS: dict[tuple[int, int], str] = {}  # (seed, version) -> content_digest of the pools synthetic_pools returned
 
 
-def content_digest(pools: tuple[ImagePool, ImagePool]) -> str:
-    """SHA-256 of what the (train, test) pools hold: names, labels and image bytes (~0.1 s for 60000 images)."""
-    h = hashlib.sha256()
-    for p in pools:
-        h.update(p.name.encode() + b"\0")
-        h.update(np.ascontiguousarray(p.labels, dtype=np.int64).tobytes())
-        h.update(p.images.contiguous().numpy().data)
-    return h.hexdigest()
-
-
 def pools_digest(seed: int, version: int = 3) -> str:
     """The content digest of the images `synthetic_pools(seed, version)` gives this process: part of the
     base-session key (adbs/cache.py: input_digests), so a base session trained on other images is never reused."""
     synthetic_pools(int(seed), int(version))  # once per process (lru_cache); it records the digest
     return _DIGESTS[(int(seed), int(version))]
-
-
-def _note(line: str) -> None:
-    import sys
-
-    print(f"synthetic image cache: {line}", file=sys.stderr, flush=True)
 
 
 @functools.lru_cache(maxsize=2)
@@ -461,61 +445,20 @@ def synthetic_pools(seed: int, version: int = 3) -> tuple[ImagePool, ImagePool]:
     loaded from $ADBS_SYNTHETIC_CACHE where it names a folder: the file's name holds a digest of this module and of
     the numpy and torch versions, so a pool is only reused where it would be generated the same, and the file holds
     a SHA-256 of its images, checked on every load: a damaged file is generated again (one line says so), never
-    used. A folder that cannot be written (read-only, or a path naming a file) leaves the images in memory."""
+    used. A folder that cannot be written (read-only, or a path naming a file) leaves the images in memory
+    (adbs/data/image_cache.py)."""
     folder = os.environ.get(CACHE_ENV)
-    hit = _load_cached(_cache_path(folder, seed, version)) if folder else None
+    path = image_cache.path(folder, f"synthetic-v{version}-seed{seed}", Path(__file__).read_bytes()) if folder else None
+    hit = image_cache.load(path) if path else None
     if hit is not None:
         pools, digest = hit
     else:
         pools = generate(seed, version)
-        digest = content_digest(pools)
-        if folder:
-            _store(_cache_path(folder, seed, version), pools, digest)
+        digest = image_cache.content_digest(pools)
+        if path:
+            image_cache.store(path, pools, digest, CACHE_ENV)
     _DIGESTS[(int(seed), int(version))] = digest
     return pools
-
-
-def _cache_path(folder: str, seed: int, version: int) -> Path:
-    digest = hashlib.sha256(Path(__file__).read_bytes() + f"{np.__version__} {torch.__version__}".encode())
-    return Path(folder).expanduser() / f"synthetic-v{version}-seed{seed}-{digest.hexdigest()[:16]}.pt"
-
-
-def _load_cached(path: Path):
-    """((train, test), digest) from `path` when it holds them whole; None (and a line where it was damaged)."""
-    try:
-        saved = torch.load(path, weights_only=True)
-    except (FileNotFoundError, NotADirectoryError):  # not written yet, or the folder is a file (_store says so)
-        return None
-    except Exception as e:  # half-written by a killed process, or unreadable
-        _note(f"{path} is unreadable ({type(e).__name__}); the images are generated again")
-        return None
-    try:
-        pools = tuple(ImagePool(d["labels"].numpy(), images=d["images"], name=d["name"]) for d in saved["pools"])
-        digest = content_digest(pools)
-        if digest != saved["sha256"]:
-            raise ValueError("its images do not match the digest it was written with")
-    except Exception as e:  # damaged in place (same size), or not a file this module wrote
-        _note(f"{path} is damaged ({str(e)[:100] or type(e).__name__}); the images are generated again")
-        return None
-    return pools, digest
-
-
-def _store(path: Path, pools: tuple[ImagePool, ImagePool], digest: str) -> None:
-    """Write the pools and their digest atomically; an unusable folder is named in one line, never an error."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        saved = {"sha256": digest,
-                 "pools": [{"labels": torch.from_numpy(p.labels), "images": p.images, "name": p.name} for p in pools]}
-        torch.save(saved, tmp)
-        os.replace(tmp, path)  # atomic: a reader sees no file or a whole one
-    except Exception as e:  # read-only or full (torch raises RuntimeError, not OSError), or a path naming a file
-        _note(f"cannot write to {CACHE_ENV}={path.parent} ({type(e).__name__}: {str(e)[:100]}); the images stay "
-              "in this process's memory (each process generates them); set it to a writable folder, or unset it")
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
 
 
 def train_labels() -> np.ndarray:
