@@ -95,6 +95,10 @@ def base_key(cfg: Config, device_kind: str) -> str:
 def input_digests(cfg: Config) -> dict[str, str | None]:
     """SHA-256 of what `cfg`'s input files hold: the dataset's files, the index lists, the pretrained weights.
 
+    The embedded benchmark has no files: its images' own digest enters (adbs/data/synthetic.py: pools_digest), so a
+    base session trained on other images (another generator build, a cache file that is not what it claims) is not
+    reused.
+
     The dataset's files are those adbs/data/sources.py: dataset_files names (e.g. the CIFAR-100 train and test
     pickles); digests are remembered per file version (adbs/digests.py), so an unchanged file is not read
     again. Paths themselves do not enter: the same files under another path (or with a trailing '/') give the
@@ -106,7 +110,11 @@ def input_digests(cfg: Config) -> dict[str, str | None]:
 
     spec = get_spec(cfg.dataset)
     out: dict[str, str | None] = {"data_root": None, "index_list": None, "pretrained": None}
-    if spec.name != "synthetic" and cfg.data_root:
+    if spec.name == "synthetic":  # no files: the images this process has (loaded from $ADBS_SYNTHETIC_CACHE or made)
+        from adbs.data.synthetic import pools_digest
+
+        out["data_root"] = "synthetic:" + pools_digest(cfg.synthetic_seed, cfg.synthetic_version)
+    elif cfg.data_root:
         root, files = dataset_files(spec, cfg.data_root)
         out["data_root"] = digests.tree_digest(root, files)
     if cfg.index_list:
@@ -132,7 +140,7 @@ class BaseCache:
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
-        state = self._read(key)
+        state = self._read(key, lambda d: BaseSession(**d))
         return None if state is None else BaseSession(**state)
 
     def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
@@ -150,7 +158,7 @@ class BaseCache:
 
         digest = hashlib.sha256(np.ascontiguousarray(np.asarray(indices, dtype=np.int64)).tobytes()).hexdigest()[:16]
         fkey = f"{key}.features-{name}-{digest}"
-        hit = self._read(fkey)
+        hit = self._read(fkey, _features_of(len(indices)))
         if hit is not None:
             return hit["features"], hit["labels"]
         f, y = compute()
@@ -158,7 +166,8 @@ class BaseCache:
         self._write(fkey, {"features": f.detach().cpu(), "labels": y.detach().cpu()}, {"base_key": key, "n": len(y)})
         return f, y
 
-    def _read(self, key: str) -> dict[str, Any] | None:
+    def _read(self, key: str, check: Callable[[dict[str, Any]], Any] = lambda d: None) -> dict[str, Any] | None:
+        """The entry's payload when its SHA-256 matches and `check` takes it (the shape its reader expects)."""
         manifest, payload = self.files.read(f"{key}.json"), self.files.read(f"{key}.pt")
         if manifest is None or payload is None:
             return None
@@ -166,8 +175,12 @@ class BaseCache:
             meta = json.loads(manifest)
             if hashlib.sha256(payload).hexdigest() != meta["sha256"]:
                 raise ValueError("checksum mismatch")
-            return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
-        except Exception as e:  # corrupt, truncated or from an incompatible version: recompute
+            state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
+            if not isinstance(state, dict):
+                raise ValueError(f"a {type(state).__name__}, not an entry")
+            check(state)
+            return state
+        except Exception as e:  # corrupt, truncated or from an incompatible version (another shape): recompute
             for name in (f"{key}.pt", f"{key}.json"):
                 self.files.delete(name)
             self.log(f"base-session cache: entry {key} in {self.root} is unreadable ({type(e).__name__}: "
@@ -195,6 +208,14 @@ class BaseCache:
             base = train()
             self.store(key, base, meta)
             return base, False
+
+
+def _features_of(n: int) -> Callable[[dict[str, Any]], None]:
+    """The check of a features entry: features and labels of the n images it is read for."""
+    def check(entry: dict[str, Any]) -> None:
+        if not len(entry["features"]) == len(entry["labels"]) == n:
+            raise ValueError(f"{len(entry['features'])} features and {len(entry['labels'])} labels for {n} images")
+    return check
 
 
 LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "60"))
@@ -262,9 +283,10 @@ class _Files:
     def _read_lease(self, name: str) -> dict[str, Any] | None:
         raw = self.read(name)
         try:
-            return None if raw is None else json.loads(raw)
+            held = None if raw is None else json.loads(raw)
         except ValueError:
             return None
+        return held if isinstance(held, dict) else None  # a damaged lease: as none (it would expire anyway)
 
     def _lease_doc(self, me: str) -> bytes:
         return json.dumps({"owner": me, "holder": self.holder, "expires": time.time() + LEASE_S}).encode()

@@ -50,8 +50,8 @@ def add_shared_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
                    help=f"named preset ({', '.join(PRESETS)}); with --host, that host's version of it (e.g. --host "
                         "savc --preset cifar100 = savc_cifar100); --dataset NAME with the default preset picks the "
                         "paper preset of that name; every flag below overrides it [default: cpu]")
-    p.add_argument("--config", metavar="FILE", default=None,
-                   help="YAML or JSON file of config values: Config fields and <host>.<option> keys (a host's options "
+    p.add_argument("--config", metavar="FILE", default=None, action=_Once,
+                   help="one YAML or JSON file of config values: Config fields and <host>.<option> keys (a host's options "
                         "may also nest under its name); a study's best_config.json as written reruns its best trial. "
                         "Precedence: preset < this file < --host/--dataset/--data-root/--set and the field flags; a "
                         "study keeps the keys it searches or takes from --seeds")
@@ -60,7 +60,7 @@ def add_shared_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
                         "(--set base_epochs=20 is --base-epochs 20); a later value of a key wins")
     for name in PICKS:
         p.add_argument("--" + name.replace("_", "-"), dest=name, default=None, metavar=_metavar(_HINTS[name]),
-                       help=_help(name, FIELDS[name].default, NOTES.get(name, "")))
+                       type=_NOT_EMPTY.get(name, str), help=_help(name, FIELDS[name].default, NOTES.get(name, "")))
     p.add_argument("--dry-run", action="store_true",
                    help="check every input as a run would (flags, config, device, data, where results go; a study "
                         "also its search space and storage), print what would run, and exit: nothing is trained or "
@@ -93,6 +93,37 @@ def _pair_kwargs(key: str, tp: Any, default: Any) -> dict[str, Any]:
     return dict(dest="overrides", action=_Pair, key=key, default=[], nargs="+" if many else None,
                 metavar=("EPOCH" if key == "milestones" else "VALUE") if many else _metavar(tp),
                 help=_help(key, default))
+
+
+class _Once(argparse.Action):
+    """--config given twice: refused rather than the first file silently dropped (one file is the whole layer
+    between the preset and the flags; to combine two, merge them into one file)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        if before is not None:
+            raise argparse.ArgumentError(self, f"given twice ({before}, {values}); give one file (to combine two, "
+                                               "merge them into one; flags and --set add values on top of it)")
+        setattr(namespace, self.dest, values)
+
+
+def _not_empty(name: str, valid) -> Any:
+    def check(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError(f"an empty {name} names none; valid {name}s: {', '.join(valid())} "
+                                             f"(drop --{name} for the default, {FIELDS[name].default})")
+        return value
+    return check
+
+
+def _dataset_names() -> list[str]:
+    from adbs.data import DATASETS
+
+    return list(DATASETS)
+
+
+_NOT_EMPTY = {"host": _not_empty("host", host_names), "dataset": _not_empty("dataset", _dataset_names)}
+"""--host "" once meant the default host in silence (an empty value reads as not given)."""
 
 
 class _Pair(argparse.Action):

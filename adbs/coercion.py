@@ -61,6 +61,8 @@ def coerce_value(name: str, tp: Any, value: Any) -> Any:
     if tp is bool:
         if isinstance(value, bool):
             return value
+        if type(value) is int and value in (0, 1):  # `abs_boundary: 1` in a file means what `--set abs_boundary=1` does
+            return bool(value)
         if isinstance(value, str) and value.lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
             return value.lower() in ("true", "1", "yes", "on")
         raise ConfigError(f"{name} must be a bool (true/false), got {value!r}")

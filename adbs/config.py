@@ -272,7 +272,12 @@ class Config:
         if self.num_workers is not None and self.num_workers < 0:
             raise ConfigError(f"num_workers must be >= 0, got {self.num_workers}")
         if self.threads is not None:
-            check_positive("threads", self.threads)
+            check_range("threads", self.threads, 1, C_INT_MAX, "torch.set_num_threads takes a C int; None = the rule "
+                        "of adbs/runtime.py")
+        check_range("seed", self.seed, SEED_MIN, SEED_MAX, "torch.manual_seed takes a 64-bit seed, and the "
+                    "incremental sessions seed with seed * 1000 + session (adbs/loops.py, adbs/hosts/orco.py)")
+        for name in ("split_seed", "synthetic_seed"):  # numpy's SeedSequence takes any int >= 0
+            check_range(name, getattr(self, name), 0, None, "numpy seeds its generators with ints >= 0")
         if self.dataset != "synthetic" and not self.data_root:
             raise ConfigError(f"dataset '{self.dataset}' needs data_root (--data-root DIR): the folder holding it "
                               "in the layout the README describes; the default dataset 'synthetic' needs none")
@@ -282,6 +287,23 @@ class Config:
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ConfigError(f"unknown {name} {value!r}; valid choices: {', '.join(map(str, choices))}")
+
+
+C_INT_MAX = 2**31 - 1
+SEED_SPAN = 1000
+"""Seeds derived from `seed`: seed * SEED_SPAN + k with 0 <= k < SEED_SPAN (a session's augmented views in
+adbs/loops.py, ORCO's session seeds in adbs/hosts/orco.py), each passed to torch.manual_seed."""
+SEED_MIN = -(2**63 // SEED_SPAN)
+"""The smallest `seed` whose derived seeds torch.manual_seed takes (it takes -2**63 .. 2**64 - 1)."""
+SEED_MAX = (2**64 - SEED_SPAN) // SEED_SPAN
+"""The largest `seed` whose derived seeds torch.manual_seed takes."""
+
+
+def check_range(name: str, value: int, lo: int, hi: int | None, why: str) -> None:
+    """`value` within lo..hi (hi None: no upper bound): what torch, numpy or the OS accept, said with the range."""
+    if value < lo or (hi is not None and value > hi):
+        allowed = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise ConfigError(f"{name}={value} is out of range; allowed: {allowed} ({why}); pick a value in that range")
 
 
 def check_positive(name: str, value: float) -> None:

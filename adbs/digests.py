@@ -11,7 +11,9 @@ The memo is one JSON file, {absolute path: [dev, inode, size, mtime_ns, ctime_ns
 $ADBS_DIGEST_MEMO if set (empty = keep it in this process only), else
 ${XDG_CACHE_HOME:-~/.cache}/adbs/file-digests.json. Deleting it is safe (files are hashed again). Several
 processes may update it at once: each update re-reads it under a file lock and replaces it atomically.
-An unwritable memo is not an error: digests are then remembered in this process only.
+An unwritable memo is not an error: digests are then remembered in this process only (one line says so). Its
+lock is waited for LOCK_WAIT_S at most (a path where no lock can be taken, e.g. under /proc, would otherwise wait
+forever), and an entry of the wrong shape (a damaged or hand-edited memo) is ignored: the file is hashed again.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,6 +32,10 @@ _CHUNK = 4 * 2**20
 
 _memo: dict[str, list] = {}  # this process's view (loaded once, updated as files are hashed)
 _loaded_from: str | None = None
+_warned: set[str] = set()  # memo paths already named as unusable (once per process)
+
+LOCK_WAIT_S = 10.0
+"""Seconds to wait for the memo's lock; writers hold it for milliseconds, so a longer wait means it cannot be had."""
 
 
 def memo_path() -> Path | None:
@@ -70,14 +77,24 @@ def _save(new: dict[str, list]) -> None:
         return
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(where.with_name(where.name + ".lock")):
+        with FileLock(where.with_name(where.name + ".lock"), timeout=LOCK_WAIT_S):
             merged = _read(where)
             merged.update(new)
             tmp = where.with_name(f".{where.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(merged, separators=(",", ":")))
             os.replace(tmp, where)
-    except OSError:
-        pass  # a read-only home or a full disk: digests stay remembered in this process
+    except OSError as e:  # a read-only home, a full disk, a lock never granted (filelock.Timeout is an OSError)
+        if str(where) not in _warned:
+            _warned.add(str(where))
+            print(f"file digests: cannot update the memo {where} ({type(e).__name__}: {str(e)[:120]}); digests are "
+                  f"remembered in this process only (set {MEMO_ENV} to a writable file, or to '' to keep them "
+                  "in memory)", file=sys.stderr, flush=True)
+
+
+def _well_formed(entry: object) -> bool:
+    """A memo entry as _save writes it: five stat integers and a hex SHA-256 (anything else is hashed again)."""
+    return (isinstance(entry, list) and len(entry) == 6 and all(type(v) is int for v in entry[:5])
+            and isinstance(entry[5], str) and len(entry[5]) == 64)
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -97,7 +114,7 @@ def file_digests(paths: Iterable[str | os.PathLike]) -> list[str]:
         full = os.path.abspath(os.fspath(p))
         version = _version(os.stat(full))
         hit = _memo.get(full)
-        if hit is not None and hit[:-1] == version:
+        if _well_formed(hit) and hit[:-1] == version:
             out.append(hit[-1])
             continue
         digest = sha256_file(full)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -46,7 +47,9 @@ def parser() -> argparse.ArgumentParser:
                         "localhost + private IPs); needed when users reach it by a public name")
     p.add_argument("--workers", type=int, default=2,
                    help="server worker processes (default 2: enough for a few users; MLflow's own default is 4)")
-    p.add_argument("--dry-run", action="store_true", help="print the mlflow server command and exit")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check --port (in range, free) and --workers, print the mlflow server command (quoted for a "
+                        "shell) and exit; nothing is created")
     p.add_argument("extra", nargs=argparse.REMAINDER, help="after --: passed to `mlflow server`")
     return p
 
@@ -74,6 +77,27 @@ def command(args: argparse.Namespace) -> list[str]:
 def _local_or_uri(dest: str) -> str:
     """A plain path becomes an absolute one (the server's cwd must not matter); URIs pass through."""
     return dest if "://" in dest else str(Path(dest).expanduser().resolve())
+
+
+def _check_numbers(args: argparse.Namespace) -> str | None:
+    """--port and --workers within what the OS and the server take (socket.bind raised OverflowError past 65535)."""
+    if not 1 <= args.port <= 65535:
+        return f"--port {args.port} is out of range; allowed: 1..65535 (a TCP port); e.g. --port 5000"
+    if args.workers < 1:
+        return f"--workers {args.workers} is out of range; allowed: >= 1 (server worker processes); e.g. --workers 2"
+    return None
+
+
+def _check_port(args: argparse.Namespace) -> str | None:
+    """Whether the server could listen on --host:--port now (binds and lets go: nothing is written)."""
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a just-stopped server's port is free
+        try:
+            s.bind((args.host, args.port))
+        except (OSError, OverflowError) as e:
+            return f"cannot listen on {args.host}:{args.port} ({getattr(e, 'strerror', None) or e}); pick another --port"
+    return None
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -107,13 +131,6 @@ def _check(args: argparse.Namespace) -> str | None:
         except OSError as e:
             return (f"--artifacts-destination {args.artifacts_destination}: cannot create it ({e.strerror}); pass a "
                     "writable folder")
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a just-stopped server's port is free
-        try:
-            s.bind((args.host, args.port))
-        except OSError as e:
-            return f"cannot listen on {args.host}:{args.port} ({e.strerror}); pick another --port"
     return None
 
 
@@ -143,10 +160,11 @@ def _reachable(uri: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     cmd = command(args)
-    if args.dry_run:
-        print(" ".join(cmd))
+    # the dry run checks what it can without writing (the numbers, the port); a run also the stores
+    problem = _check_numbers(args) or _check_port(args) or (None if args.dry_run else _check(args))
+    if problem is None and args.dry_run:
+        print(shlex.join(cmd))  # quoted: a path with spaces pastes back as one argument
         return 0
-    problem = _check(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

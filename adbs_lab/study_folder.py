@@ -272,9 +272,10 @@ class StudyLock:
     def _read_holder(self) -> dict:
         try:
             with self.where.fs.open_input_stream(self._holder) as f:
-                return json.loads(f.read().decode() or "{}")
+                held = json.loads(f.read().decode() or "{}")
         except (FileNotFoundError, ValueError):  # none yet, or being written
             return {}
+        return held if isinstance(held, dict) else {}  # damaged: as none (a live holder rewrites it, renewing)
 
     def _write_holder(self) -> None:
         self.info["renewed"] = time.time()

@@ -198,8 +198,21 @@ def check_tracking_uri(uri: str) -> None:
 
 
 def load_runs(study_dir: Path) -> dict[str, Any]:
+    """The study's map of its parent and trial MLflow runs; a damaged file is named (TrackingError), never guessed
+    at: without it a resumed study would log every trial again as a new run."""
     f = study_dir / RUNS_FILE
-    return json.loads(f.read_text()) if f.exists() else {"parent": None, "trials": {}, "ended": {}}
+    if not f.exists():
+        return {"parent": None, "trials": {}, "ended": {}}
+    try:
+        runs = json.loads(f.read_text())
+        if not isinstance(runs, dict) or not isinstance(runs.get("trials", {}), dict):
+            raise ValueError(f"a {type(runs).__name__} without the trials' mapping")
+    except (OSError, ValueError) as e:
+        raise TrackingError(f"{f} is damaged ({type(e).__name__}: {str(e)[:120]}); it maps the study's trials to "
+                            "their MLflow runs: restore it from a copy, or start the study again without --resume "
+                            "(earlier results are moved aside)") from None
+    runs.setdefault("trials", {})
+    return runs
 
 
 class MlflowTracker(Callback):

@@ -10,8 +10,11 @@ StudySearch never tells that placeholder to Optuna (it checks REPORT_KIND).
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
+import sys
 import tempfile
 from typing import Any, Callable
 
@@ -20,6 +23,8 @@ from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS_KEY, encode_embeddi
 from adbs_lab.space import trial_config
 
 CHECKPOINT_FILE = "trial_state.pt"
+CHECKPOINT_DIGEST = "trial_state.sha256"
+"""Beside the state: its SHA-256, checked when a restarted trial loads it (write_checkpoint, load_checkpoint)."""
 NODE_ID_KEY = "ray_node_id"
 
 
@@ -88,7 +93,7 @@ class _Reports:
             tune.report(metrics)
             return
         with tempfile.TemporaryDirectory() as tmp:
-            torch.save(self.pending.pop(), os.path.join(tmp, CHECKPOINT_FILE))
+            write_checkpoint(self.pending.pop(), tmp)
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
 
     def base_epoch(self, m: dict[str, float]) -> None:
@@ -108,7 +113,46 @@ def _resume_state() -> dict[str, Any] | None:
     if ckpt is None:
         return None
     with ckpt.as_directory() as d:
-        return torch.load(os.path.join(d, CHECKPOINT_FILE), map_location="cpu", weights_only=False)
+        return load_checkpoint(d)
+
+
+def write_checkpoint(state: dict[str, Any], folder: str) -> None:
+    """The trial state and its SHA-256 into `folder` (Tune copies the folder to the study's storage)."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    blob = buf.getvalue()
+    with open(os.path.join(folder, CHECKPOINT_FILE), "wb") as f:
+        f.write(blob)
+    with open(os.path.join(folder, CHECKPOINT_DIGEST), "w") as f:
+        f.write(hashlib.sha256(blob).hexdigest())
+
+
+def load_checkpoint(folder: str) -> dict[str, Any] | None:
+    """The trial state in `folder`, or None (the trial starts again from its beginning, to the same numbers: training
+    is deterministic) when it is damaged: unreadable, or its bytes not those its SHA-256 was taken of. One line
+    names it; a damaged state is never resumed from. A checkpoint without the digest (written before it existed)
+    is only load-checked."""
+    import torch
+
+    path = os.path.join(folder, CHECKPOINT_FILE)
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+        digest = os.path.join(folder, CHECKPOINT_DIGEST)
+        if os.path.exists(digest):
+            with open(digest) as f:
+                if f.read().strip() != hashlib.sha256(blob).hexdigest():
+                    raise ValueError("its bytes do not match the SHA-256 written with it")
+        state = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
+        if not isinstance(state, dict) or "phase" not in state:
+            raise ValueError(f"it holds a {type(state).__name__}, not a trial state")
+        return state
+    except Exception as e:  # noqa: BLE001 - damaged in any way: start over rather than fail or resume wrong
+        print(f"trial checkpoint {path} is damaged ({type(e).__name__}: {str(e)[:120]}); the trial starts again "
+              "from its beginning (the same numbers: training is deterministic)", file=sys.stderr, flush=True)
+        return None
 
 
 def _cache(cache_dir: str | None):

@@ -132,3 +132,59 @@ def test_features_computed_once_per_image_list_and_recomputed_when_corrupt(tmp_p
         fh.write(bytes([b[0] ^ 0xFF]))
     f3, _ = cache.features("k", "test-bs128", idx, compute)
     assert len(calls) == 4 and torch.equal(f3, f1)
+
+
+def test_a_base_session_trained_on_other_images_is_not_reused(tmp_path, monkeypatch):
+    """The embedded benchmark has no files whose digest could enter the key: its images' own digest does
+    (adbs/data/synthetic.py: pools_digest). A base session trained on other images (here: the train images
+    inverted, as another generator build or a cache file that is not what its name says would give) is trained
+    again, to the numbers of a run without the cache."""
+    import numpy as np
+
+    from adbs.data import ImagePool, synthetic
+    from adbs.presets import preset
+    from adbs.trial import run_trial
+
+    cfg = preset("smoke", base_epochs=1, sessions=1)
+
+    def numbers(result):
+        return [(r["val_acc"], r["test_acc"]) for r in result.sessions]
+
+    store = BaseCache(tmp_path / "cache")
+    synthetic.synthetic_pools.cache_clear()
+    try:
+        truth = run_trial(cfg)  # no cache
+        tr, te = synthetic.synthetic_pools(0, 3)
+        other = (ImagePool(np.array(tr.labels), images=255 - tr.images, name=tr.name), te)
+        monkeypatch.delenv(synthetic.CACHE_ENV, raising=False)
+        with monkeypatch.context() as m:
+            m.setattr(synthetic, "generate", lambda seed, version=3: other)
+            synthetic.synthetic_pools.cache_clear()
+            wrong = run_trial(cfg, cache=store)
+        assert wrong.summary["base_reused"] == 0.0 and numbers(wrong) != numbers(truth)
+        synthetic.synthetic_pools.cache_clear()
+        clean = run_trial(cfg, cache=store)
+        assert clean.summary["base_reused"] == 0.0, "a base session trained on other images was reused"
+        assert numbers(clean) == numbers(truth)
+        again = run_trial(cfg, cache=store)
+        assert again.summary["base_reused"] == 1.0 and numbers(again) == numbers(truth)
+    finally:
+        synthetic.synthetic_pools.cache_clear()
+
+
+def test_an_entry_of_another_shape_is_discarded_not_a_traceback(tmp_path):
+    """An entry whose checksum holds but whose content is not what its reader expects (written by another version
+    of the code, or by hand) once ended in a TypeError (BaseSession(**state)) or a KeyError; now it is named in one
+    line and computed again."""
+    import numpy as np
+
+    said: list[str] = []
+    cache = BaseCache(tmp_path, log=said.append)
+    cache._write("k", {"backbone": 1}, None)  # not a BaseSession's fields
+    assert cache.load("k") is None and len(said) == 1 and "discarded" in said[0]
+    idx = np.array([1, 2, 3])
+    cache.features("k", "test", idx, lambda: (torch.zeros(3, 2), torch.zeros(3)))
+    (entry,) = tmp_path.glob("k.features-*.pt")
+    cache._write(entry.name[:-3], {"features": torch.zeros(2, 2), "labels": torch.zeros(2)}, None)  # 2 rows for 3
+    f, _ = cache.features("k", "test", idx, lambda: (torch.ones(3, 2), torch.ones(3)))
+    assert torch.equal(f, torch.ones(3, 2)) and len(said) == 2

@@ -172,6 +172,44 @@ def test_digests_are_remembered_across_processes_by_file_version(tmp_path, memo,
     assert digests.file_digests([f]) == [real(f)]
 
 
+@pytest.mark.parametrize("entry", [5, 3.5, True, {"a": 1}])
+def test_a_memo_entry_of_any_shape_is_hashed_again(tmp_path, memo, monkeypatch, entry):
+    """A damaged or hand-edited memo entry (once a TypeError) is ignored: the file is hashed again, right."""
+    import json
+
+    f = tmp_path / "data.bin"
+    f.write_bytes(b"some bytes")
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    memo.write_text(json.dumps({str(f.resolve()): entry}))
+    monkeypatch.setattr(digests, "_loaded_from", None)  # a new process: the memo file is read
+    digests._memo.clear()
+    assert digests.file_digests([f]) == [digests.sha256_file(f)]
+
+
+def test_a_memo_whose_lock_cannot_be_had_is_given_up_after_a_bounded_wait(tmp_path, monkeypatch, capsys):
+    """Under /proc no lock file can be made: filelock would retry forever. The wait is bounded, one line names
+    the memo, and the digests are still right (remembered in this process)."""
+    import threading
+
+    monkeypatch.setenv(digests.MEMO_ENV, "/proc/self/adbs-file-digests.json")
+    monkeypatch.setattr(digests, "_loaded_from", None)
+    monkeypatch.setattr(digests, "LOCK_WAIT_S", 0.5, raising=False)
+    monkeypatch.setattr(digests, "_warned", set(), raising=False)
+    digests._memo.clear()
+    f = tmp_path / "data.bin"
+    f.write_bytes(b"other bytes")
+    got: list = []
+    worker = threading.Thread(target=lambda: got.append(digests.file_digests([f])), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "still waiting for the memo's lock"
+    assert got == [[digests.sha256_file(f)]]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/proc/self/adbs-file-digests.json" in err[0] and "this process only" in err[0], err
+    digests._memo.clear()
+    monkeypatch.setattr(digests, "_loaded_from", None)
+
+
 # -- the cache through real trials: a miss on change, a hit with the uncached numbers ----------------
 
 

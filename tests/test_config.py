@@ -138,3 +138,48 @@ def test_renamed_fields_keep_working():
     assert build_parser().parse_args(["--abs-margin", "false"]).overrides == [("abs_margin", "false")]  # read as abs_boundary
     with pytest.raises(ConfigError, match="old name of 'abs_boundary'"):
         from_dict({"abs_margin": False, "abs_boundary": True})
+
+
+# --- values within what torch, numpy and the OS accept ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--seed", "100000000000000000000000"], "seed=100000000000000000000000 is out of range; allowed: "
+                                             "-9223372036854775..18446744073709550"),
+    (["--seed", "18446744073709551"], "seed=18446744073709551 is out of range"),  # seed * 1000 + k overflows
+    (["--threads", "100000000000000000000000"], "threads=100000000000000000000000 is out of range; allowed: "
+                                                "1..2147483647"),
+    (["--threads", "0"], "threads=0 is out of range; allowed: 1..2147483647"),
+    (["--synthetic-seed", "-1"], "synthetic_seed=-1 is out of range; allowed: >= 0"),
+    (["--split-seed", "-1"], "split_seed=-1 is out of range; allowed: >= 0"),
+])
+def test_values_torch_or_numpy_refuse_are_refused_by_the_dry_run(tmp_path, capsys, args, fragment):
+    """They once passed the dry run and ended in tracebacks from torch.manual_seed, torch.set_num_threads or
+    numpy's SeedSequence inside the run."""
+    import sys
+
+    from _scripts import in_process
+
+    out = tmp_path / "never.json"
+    r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--out", str(out), *args,
+                            "--dry-run"], cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and fragment in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_the_range_checks_cap_nothing_that_runs():
+    """The bounds are torch's and numpy's own: the extreme seeds pass validation and seed torch (the derived
+    seeds included), large split and benchmark seeds seed numpy."""
+    import numpy as np
+    import torch
+
+    from adbs.config import SEED_MAX, SEED_MIN, SEED_SPAN
+
+    for seed in (SEED_MIN, -1, 0, SEED_MAX):
+        from_dict({"seed": seed}).validate()
+        for derived in (seed, seed * SEED_SPAN, seed * SEED_SPAN + SEED_SPAN - 1):
+            torch.Generator().manual_seed(derived)
+    big = 10**30
+    from_dict({"split_seed": big, "synthetic_seed": big, "threads": 2**31 - 1}).validate()
+    np.random.default_rng([big, 1, 0, 0xADB5])
+    np.random.SeedSequence([big, 0x5EED])

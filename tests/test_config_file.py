@@ -137,3 +137,60 @@ def test_a_dry_run_names_the_file_keys_the_study_sets_itself_as_the_run_does(tmp
                             f"sqlite:///{tmp_path / 'm.db'}", "--dry-run"])
     assert r.returncode == 0, r.stderr
     assert f"note: --config {f}: this study sets shots, seed itself" in r.stdout and "dry run: study" in r.stdout
+
+
+@pytest.mark.parametrize("name,text,fragment", [
+    ("dup.yaml", "alpha: 0.05\nseed: 1\nalpha: 0.1\n", "key 'alpha' is given twice (lines 1 and 3); give it once"),
+    ("dup.json", '{"alpha": 0.05, "alpha": 0.1}', "key 'alpha' is given twice"),
+    ("dup-nested.yaml", "host: savc\nsavc:\n  queue_size: 512\n  queue_size: 64\n", "key 'queue_size' is given twice"),
+    ("both.yaml", "host: savc\nsavc: {queue_size: 512}\nsavc.queue_size: 1024\n",
+     "savc.queue_size is given twice"),
+    ("both.json", '{"host": "savc", "savc.queue_size": 1024, "savc": {"queue_size": 512}}',
+     "savc.queue_size is given twice"),
+    ("scalar.yaml", "savc: 5\n", "host options of savc must be a mapping of its options"),
+])
+def test_a_file_saying_one_key_twice_or_a_host_without_a_mapping_is_refused(tmp_path, name, text, fragment):
+    """Once: the last of two equal keys won in silence, and `savc: 5` got 'unknown config key' with every key."""
+    path = _write(tmp_path, name, text)
+    with pytest.raises(ConfigError) as e:
+        load_file(path)
+    assert str(e.value).startswith(f"--config {path}: ") and fragment in str(e.value), str(e.value)
+    assert "valid keys" not in str(e.value)
+
+
+def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
+    path = _write(tmp_path, "merge.yaml", "common: &c {alpha: 0.05, seed: 1}\nrun:\n  <<: *c\n  seed: 2\n")
+    import yaml
+
+    from adbs.config_file import _UniqueKeyLoader
+
+    assert yaml.load(open(path).read(), Loader=_UniqueKeyLoader)["run"] == {"alpha": 0.05, "seed": 2}
+
+
+@pytest.mark.parametrize("value,expected", [("1", True), ("0", False), ("true", True)])
+def test_a_bool_in_a_file_reads_as_the_same_text_after_set(tmp_path, value, expected):
+    """`abs_boundary: 1` was refused in a file while `--set abs_boundary=1` was taken: both take it now."""
+    path = _write(tmp_path, "b.yaml", f"abs_boundary: {value}\n")
+    assert load_file(path) == {"abs_boundary": expected}
+    assert from_dict({"abs_boundary": value}).abs_boundary is expected
+    with pytest.raises(ConfigError, match="abs_boundary must be a bool"):
+        load_file(_write(tmp_path, "two.yaml", "abs_boundary: 2\n"))
+
+
+@pytest.mark.parametrize("script", [None, "alpha_sweep.py"])
+@pytest.mark.parametrize("flags,fragment", [
+    (["--config", "A", "--config", "B"], "argument --config: given twice"),
+    (["--host", ""], "argument --host: an empty host names none; valid hosts: baseline, alice, orco, savc"),
+    (["--dataset", ""], "argument --dataset: an empty dataset names none; valid datasets: synthetic"),
+])
+def test_config_twice_and_an_empty_host_are_refused(tmp_path, capsys, script, flags, fragment):
+    """--config a.yaml --config b.yaml once dropped a.yaml in silence; --host "" once meant the baseline."""
+    from _scripts import in_process
+
+    a, b = _write(tmp_path, "a.yaml", "alpha: 0.05\n"), _write(tmp_path, "b.yaml", "seed: 3\n")
+    flags = [{"A": a, "B": b}.get(f, f) for f in flags]
+    head = ["-m", "adbs.run", "--out", str(tmp_path / "o.json")] if script is None else [
+        str(REPO_ROOT / "studies" / script), "--storage", str(tmp_path / "runs")]
+    r = in_process(capsys, [sys.executable, *head, *flags, "--dry-run"])
+    assert r.returncode == 2 and fragment in r.stderr, r.stderr
+    assert "dry run" not in r.stdout

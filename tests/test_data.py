@@ -848,3 +848,67 @@ def test_a_damaged_remembered_check_is_checked_again(tmp_path, memo, monkeypatch
     preflight.forget()
     decoded.clear()
     assert preflight_data(cfg) == [] and decoded == []  # the last check rewrote the entry
+
+
+# --- the image cache ($ADBS_SYNTHETIC_CACHE) is verified -----------------------------------------------------
+
+
+def _session_numbers(result) -> list:
+    return [(r["session"], r["val_acc"], r["test_acc"], r["test_base_acc"]) for r in result.sessions]
+
+
+def test_synthetic_cache_damaged_in_place_is_generated_again_and_gives_the_clean_numbers(tmp_path, monkeypatch,
+                                                                                       capsys):
+    """2 MB overwritten in the middle of the cache file (same size): one line says so, the images are generated
+    again, and the run's numbers are the clean run's (the damaged bytes once gave other numbers in silence)."""
+    from adbs.presets import preset
+    from adbs.trial import run_trial
+
+    monkeypatch.setenv(synthetic.CACHE_ENV, str(tmp_path / "syn"))
+    synthetic.synthetic_pools.cache_clear()
+    cfg = preset("smoke", base_epochs=1, sessions=1)
+    try:
+        clean = run_trial(cfg)  # generates the images and writes the cache file
+        [file] = (tmp_path / "syn").iterdir()
+        size = file.stat().st_size
+        with open(file, "r+b") as f:
+            f.seek(size // 2)
+            f.write(np.random.default_rng(0).integers(0, 256, 2 * 2**20, dtype=np.uint8).tobytes())
+        assert file.stat().st_size == size
+        synthetic.synthetic_pools.cache_clear()
+        capsys.readouterr()
+        again = run_trial(cfg)
+        err = capsys.readouterr().err
+        assert _session_numbers(again) == _session_numbers(clean)
+        lines = [line for line in err.splitlines() if "synthetic image cache" in line]
+        assert len(lines) == 1 and "is damaged" in lines[0] and "generated again" in lines[0], err
+        synthetic.synthetic_pools.cache_clear()
+        synthetic.synthetic_pools(0, 3)  # written again whole: loads in silence
+        assert "synthetic image cache" not in capsys.readouterr().err
+    finally:
+        synthetic.synthetic_pools.cache_clear()
+
+
+@pytest.mark.parametrize("where", ["a file", "a read-only folder"])
+def test_an_unusable_synthetic_cache_location_keeps_the_images_in_memory(tmp_path, monkeypatch, capsys, where):
+    """A path naming a file (NotADirectoryError once came from the clean-up) or a folder nothing can be written in
+    (/proc: torch.save raises RuntimeError, not OSError): one line, and the images all the same."""
+    small = (ImagePool(np.arange(4), images=torch.zeros(4, 3, 2, 2, dtype=torch.uint8), name="tiny/train"),
+             ImagePool(np.arange(4), images=torch.ones(4, 3, 2, 2, dtype=torch.uint8), name="tiny/test"))
+    monkeypatch.setattr(synthetic, "generate", lambda seed, version=3: small)  # the caching logic, not the images
+    if where == "a file":
+        (tmp_path / "not-a-folder").write_text("x")
+        folder = str(tmp_path / "not-a-folder")
+    else:
+        folder = "/proc"
+    monkeypatch.setenv(synthetic.CACHE_ENV, folder)
+    synthetic.synthetic_pools.cache_clear()
+    try:
+        capsys.readouterr()
+        tr, te = synthetic.synthetic_pools(5, 3)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert torch.equal(tr.images, small[0].images) and torch.equal(te.images, small[1].images)
+        assert len(err) == 1 and f"cannot write to {synthetic.CACHE_ENV}={folder}" in err[0], err
+        assert "memory" in err[0] and "Traceback" not in err[0]
+    finally:
+        synthetic.synthetic_pools.cache_clear()

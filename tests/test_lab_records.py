@@ -109,3 +109,17 @@ def test_a_restored_trial_logs_each_step_once_even_after_the_driver_lost_its_rec
     assert restored.trial_run_id("t0") == run_id
     for key, steps in (("base/loss", [0, 1]), ("session/test_acc", [0, 1]), ("summary/avg_acc", [0])):
         assert sorted(m.step for m in client.get_metric_history(run_id, key)) == steps, key
+
+
+@pytest.mark.parametrize("text", ['{"parent": "abc", "tri', "[]", '{"trials": 5}'])
+def test_a_damaged_runs_file_is_named_not_read_as_whatever_it_holds(tmp_path, text):
+    """The study's map of trials to MLflow runs (read on --resume and for the tables) once ended in a
+    JSONDecodeError traceback, or a KeyError, when damaged; now a TrackingError names it and what to do."""
+    from adbs_lab import tracking
+
+    (tmp_path / tracking.RUNS_FILE).write_text(text)
+    with pytest.raises(tracking.TrackingError) as e:
+        tracking.load_runs(tmp_path)
+    assert str(e.value).startswith(f"{tmp_path / tracking.RUNS_FILE} is damaged") and "without --resume" in str(e.value)
+    (tmp_path / tracking.RUNS_FILE).write_text('{"parent": "abc", "trials": {"t1": "r1"}}')
+    assert tracking.load_runs(tmp_path)["trials"] == {"t1": "r1"}

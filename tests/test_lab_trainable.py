@@ -71,3 +71,31 @@ def test_a_stopped_trials_systemexit_in_a_gc_callback_is_not_printed():
         assert seen == ["ValueError"]
     finally:
         sys.unraisablehook = saved
+
+
+def test_a_damaged_trial_checkpoint_is_named_and_never_resumed_from(tmp_path, capsys):
+    """A restarted trial once loaded its checkpoint as it found it: bytes changed in place went into the resumed
+    trial in silence, and an unreadable file failed every restart. Now its SHA-256 is checked: a damaged state
+    is named in one line and the trial starts again from its beginning (to the same numbers)."""
+    import torch
+
+    from adbs_lab.trainable import CHECKPOINT_DIGEST, CHECKPOINT_FILE, load_checkpoint, write_checkpoint
+
+    state = {"phase": "base", "epoch": 3, "model": {"w": torch.arange(100000, dtype=torch.float32)}}
+    write_checkpoint(state, str(tmp_path))
+    got = load_checkpoint(str(tmp_path))
+    assert got["epoch"] == 3 and torch.equal(got["model"]["w"], state["model"]["w"])
+    assert capsys.readouterr().err == ""
+    path = tmp_path / CHECKPOINT_FILE
+    blob = bytearray(path.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # one tensor byte changed in place: torch.load alone would take it
+    path.write_bytes(bytes(blob))
+    assert load_checkpoint(str(tmp_path)) is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"trial checkpoint {path} is damaged" in err[0] and "starts again" in err[0], err
+    path.write_bytes(b"cut short")
+    (tmp_path / CHECKPOINT_DIGEST).unlink()  # a checkpoint from before the digest: load-checked only
+    assert load_checkpoint(str(tmp_path)) is None and "is damaged" in capsys.readouterr().err
+    write_checkpoint(state, str(tmp_path))
+    (tmp_path / CHECKPOINT_DIGEST).unlink()
+    assert load_checkpoint(str(tmp_path))["epoch"] == 3

@@ -51,6 +51,40 @@ def test_bad_store_and_busy_port_fail_before_starting(tmp_path, capsys):
     assert "pick another --port" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+@pytest.mark.parametrize("flags,fragment", [
+    (["--port", "99999"], "--port 99999 is out of range; allowed: 1..65535"),  # once an OverflowError traceback
+    (["--port", "-1"], "--port -1 is out of range; allowed: 1..65535"),
+    (["--workers", "0"], "--workers 0 is out of range; allowed: >= 1"),
+])
+def test_port_and_workers_out_of_range_are_refused_dry_run_too(tmp_path, capsys, flags, fragment, dry):
+    from _scripts import in_process
+
+    r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), *flags, "--backend-store-uri",
+                            f"sqlite:///{tmp_path / 'store' / 'm.db'}", *dry])
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {fragment}"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == "" and not (tmp_path / "store").exists()
+
+
+def test_dry_run_quotes_a_spaced_path_and_writes_nothing(tmp_path, capsys):
+    import shlex
+
+    from _scripts import in_process
+
+    store, art = tmp_path / "my store" / "m.db", tmp_path / "my artifacts"
+    with socket.socket() as s:  # a port free now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), "--port", str(port),
+                            "--backend-store-uri", f"sqlite:///{store}", "--artifacts-destination", str(art),
+                            "--dry-run"])
+    assert r.returncode == 0, r.stderr
+    cmd = shlex.split(r.stdout)  # pastes back into a shell as the same arguments
+    assert cmd[cmd.index("--backend-store-uri") + 1] == f"sqlite:///{store}"
+    assert cmd[cmd.index("--artifacts-destination") + 1] == str(art)
+    assert not store.parent.exists() and not art.exists()
+
+
 def test_mlflow_folder_cannot_shadow_the_package():
     # `mlflow/` at the repo root holds the store; an __init__.py or mlflow.py there would shadow mlflow.
     assert not (REPO / "mlflow" / "__init__.py").exists() and not (REPO / "mlflow" / "mlflow.py").exists()

@@ -199,3 +199,17 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
 
     assert minutes({"base_epochs": 16}) == pytest.approx(2 * minutes({}))
+
+
+@pytest.mark.parametrize("script", ["alpha_sweep.py", "ablation.py", "kshot_grid.py", "boundary.py", "hosts.py"])
+@pytest.mark.parametrize("flags,fragment", [
+    (["--seeds", "100000000000000000000000"], "seed=100000000000000000000000 is out of range"),
+    (["--set", "synthetic_seed=-1"], "synthetic_seed=-1 is out of range; allowed: >= 0"),
+    (["--set", "threads=100000000000000000000000"], "threads=100000000000000000000000 is out of range"),
+])
+def test_every_study_dry_run_refuses_values_torch_or_numpy_refuse(tmp_path, capsys, script, flags, fragment):
+    r = in_process(capsys, [sys.executable, str(REPO_ROOT / "studies" / script), "--smoke", "--storage",
+                            str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", *flags,
+                            "--dry-run"])
+    assert r.returncode == 2 and fragment in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

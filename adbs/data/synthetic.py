@@ -40,7 +40,6 @@ with --probe, a quick ConvNet accuracy probe.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
 import time
@@ -50,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import image_cache
 from .pool import ImagePool
 
 NUM_CLASSES = 100
@@ -429,29 +429,35 @@ CACHE_ENV = "ADBS_SYNTHETIC_CACHE"
 """A folder to keep generated pools in, so that each process after the first loads them (tests set it: their studies
 start hundreds of processes). Unset by default: the pools are then generated once per process."""
 
+_DIGESTS: dict[tuple[int, int], str] = {}  # (seed, version) -> content_digest of the pools synthetic_pools returned
+
+
+def pools_digest(seed: int, version: int = 3) -> str:
+    """The content digest of the images `synthetic_pools(seed, version)` gives this process: part of the
+    base-session key (adbs/cache.py: input_digests), so a base session trained on other images is never reused."""
+    synthetic_pools(int(seed), int(version))  # once per process (lru_cache); it records the digest
+    return _DIGESTS[(int(seed), int(version))]
+
 
 @functools.lru_cache(maxsize=2)
 def synthetic_pools(seed: int, version: int = 3) -> tuple[ImagePool, ImagePool]:
     """(train, test) pools for `seed` and `version`, generated once per process (repeated trials reuse them), or
     loaded from $ADBS_SYNTHETIC_CACHE where it names a folder: the file's name holds a digest of this module and of
-    the numpy and torch versions, so a pool is only reused where it would be generated the same."""
+    the numpy and torch versions, so a pool is only reused where it would be generated the same, and the file holds
+    a SHA-256 of its images, checked on every load: a damaged file is generated again (one line says so), never
+    used. A folder that cannot be written (read-only, or a path naming a file) leaves the images in memory
+    (adbs/data/image_cache.py)."""
     folder = os.environ.get(CACHE_ENV)
-    if not folder:
-        return generate(seed, version)
-    digest = hashlib.sha256(Path(__file__).read_bytes() + f"{np.__version__} {torch.__version__}".encode())
-    path = Path(folder) / f"synthetic-v{version}-seed{seed}-{digest.hexdigest()[:16]}.pt"
-    try:
-        saved = torch.load(path, weights_only=True)
-        return tuple(ImagePool(d["labels"].numpy(), images=d["images"], name=d["name"]) for d in saved)
-    except Exception:  # missing, half-written by a killed process, or unreadable: generate it (and write it again)
+    path = image_cache.path(folder, f"synthetic-v{version}-seed{seed}", Path(__file__).read_bytes()) if folder else None
+    hit = image_cache.load(path) if path else None
+    if hit is not None:
+        pools, digest = hit
+    else:
         pools = generate(seed, version)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        torch.save([{"labels": torch.from_numpy(p.labels), "images": p.images, "name": p.name} for p in pools], tmp)
-        os.replace(tmp, path)  # atomic: a reader sees no file or a whole one
-    except OSError:  # a read-only or full disk only costs the next process the generation
-        Path(f"{path}.{os.getpid()}.tmp").unlink(missing_ok=True)
+        digest = image_cache.content_digest(pools)
+        if path:
+            image_cache.store(path, pools, digest, CACHE_ENV)
+    _DIGESTS[(int(seed), int(version))] = digest
     return pools
 
 
