@@ -39,6 +39,12 @@ SMOKE_PRESETS = ("cpu", "smoke", *(k for k, v in PRESETS.items() if v.get("host"
 """Presets --smoke can replace: the CPU ones (a host's CPU preset keeps its host in the smoke run)."""
 
 
+MAX_THREADS = 2**31 - 1
+"""torch.set_num_threads takes a C int."""
+MAX_SAMPLER_SEED = 2**32 - 1
+"""Optuna's samplers seed numpy's RandomState, which takes 0..2**32 - 1."""
+
+
 class StudyInputError(ValueError):
     """Bad study input, found before any trial starts; the message says what to change."""
 
@@ -199,8 +205,12 @@ class StudyOptions:
             raise StudyInputError(f"--num-samples must be >= 1 (configurations to sample), got {self.num_samples}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise StudyInputError(f"--max-concurrent must be >= 1, got {self.max_concurrent}")
-        if self.cpus_per_trial is not None and not self.cpus_per_trial > 0:
-            raise StudyInputError(f"--cpus-per-trial must be > 0, got {self.cpus_per_trial:g}")
+        if self.cpus_per_trial is not None and not 0 < self.cpus_per_trial <= MAX_THREADS:
+            raise StudyInputError(f"--cpus-per-trial {self.cpus_per_trial:g} is out of range; allowed: > 0 and at "
+                                  f"most {MAX_THREADS} (a trial's CPUs are its torch threads, a C int)")
+        if not 0 <= self.sampler_seed <= MAX_SAMPLER_SEED:
+            raise StudyInputError(f"--sampler-seed {self.sampler_seed} is out of range; allowed: 0..{MAX_SAMPLER_SEED} "
+                                  "(what Optuna's samplers take)")
         if self.gpus_per_trial is not None and self.gpus_per_trial < 0:
             raise StudyInputError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial:g}")
         if self.max_failures < 0:

@@ -314,9 +314,13 @@ def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
     finally:
         where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
     total = size(plan, opts)[3]
-    if json.loads(ident or "{}").get("fingerprint") != _fingerprint(plan, base, list(opts.seeds), total):
+    try:
+        known = _json_object(ident, "study.json").get("fingerprint")
+    except StudyInputError:  # a damaged study.json is not this study's record: the run says so (`_check_resume`)
         return None
-    parent = json.loads(runs or "{}").get("parent")
+    if known != _fingerprint(plan, base, list(opts.seeds), total):
+        return None
+    parent = _json_object(runs, where.display(tracking.RUNS_FILE)).get("parent")
     if not parent:
         return "unfinished"
     uri = tracking.tracking_uri(opts.tracking_uri)
@@ -340,7 +344,7 @@ def _check_resume(p: Prepared) -> dict[str, Any]:
     from ray import tune
 
     opts, where = p.opts, p.where
-    held = json.loads(where.read_text("study.json") or "{}")
+    held = _json_object(where.read_text("study.json"), where.display("study.json"))
     if held and held.get("fingerprint") != p.fingerprint:
         raise StudyInputError(
             f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); rerun with "
@@ -369,7 +373,7 @@ def _check_resume(p: Prepared) -> dict[str, Any]:
                 f"--resume: {flag} {show(getattr(opts, key))} differs from the study's {flag} {show(settings[key])} "
                 f"({command}); a study cannot change it midway: rerun with {flag} {show(settings[key])} (or without "
                 "the flag when it was not given), or start a new study with --name NAME")
-    parent = json.loads(_driver_file(where, tracking.RUNS_FILE) or "{}").get("parent")
+    parent = _json_object(_driver_file(where, tracking.RUNS_FILE), where.display(tracking.RUNS_FILE)).get("parent")
     if parent and not _mlflow_has_run(p.tracking_uri, parent):
         raise StudyInputError(
             f"--resume: the MLflow store {tracking.redact_uri(p.tracking_uri)} holds no run {parent}, the study's "
@@ -391,6 +395,22 @@ def resume_notes(p: Prepared) -> None:
     if p.opts.resume and held is not None and held != p.opts.max_failures:
         print(f"note: --max-failures {p.opts.max_failures} is ignored on --resume: Ray Tune continues with the "
               f"interrupted run's {held}", flush=True)
+
+
+def _json_object(text: str | None, name: str) -> dict[str, Any]:
+    """A JSON object the driver wrote (study.json, the runs file), {} when absent; damaged: StudyInputError naming
+    it (a disk that filled while it was written, a hand edit), never a traceback."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError(f"a JSON {type(value).__name__}, not an object")
+    except ValueError as e:
+        raise StudyInputError(f"{name} is damaged ({str(e)[:120]}): the study's record cannot be read; restore it "
+                              "from a copy, or run without --resume to start the study again (earlier results are "
+                              "moved aside)") from None
+    return value
 
 
 def _driver_file(where: StudyFolder, name: str) -> str | None:

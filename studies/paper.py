@@ -207,7 +207,8 @@ def parent_run(plan) -> str | None:
     """The part's parent run, None when it has none (refused at its own checks)."""
     where = StudyFolder(storage, plan.name)
     try:
-        return json.loads(where.read_text(tracking.RUNS_FILE) or "{}").get("parent")
+        text = where.read_text(tracking.RUNS_FILE)
+        return json.loads(text).get("parent") if text else None  # the part ran just now: its own file
     finally:
         where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
 

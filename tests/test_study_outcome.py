@@ -207,3 +207,28 @@ def test_a_failed_trial_exits_1_with_the_others_tables_and_resume_reruns_only_it
     trials = pd.read_parquet(tmp_path / "runs" / "ablation" / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).all() and len(trials) == 3
     assert client.get_run(parent).info.status == "FINISHED"
+
+
+@pytest.mark.parametrize("flags,fragment", [
+    (["--sampler-seed", "4294967296"], "--sampler-seed 4294967296 is out of range; allowed: 0..4294967295"),
+    (["--sampler-seed", "-1"], "--sampler-seed -1 is out of range"),
+    (["--cpus-per-trial", "1e23"], "--cpus-per-trial 1e+23 is out of range"),
+])
+def test_study_flags_out_of_what_optuna_or_torch_take_are_refused_by_the_dry_run(flags, fragment, tmp_path, capsys):
+    argv = [str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--storage", str(tmp_path / "runs"),
+            "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", *flags, "--dry-run"]
+    r = in_process(capsys, [PY, *argv])
+    assert r.returncode == 2 and fragment in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("damaged", ["{not json", "[1, 2]"])
+def test_a_damaged_study_record_is_named_not_a_traceback(damaged, tmp_path, capsys):
+    """study.json is what --resume compares; damaged (a full disk, a hand edit), it is named in one line."""
+    folder = tmp_path / "runs" / "alpha_sweep"
+    folder.mkdir(parents=True)
+    (folder / "study.json").write_text(damaged)
+    argv = [str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--seeds", "0", "--storage",
+            str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--resume", "--dry-run"]
+    r = in_process(capsys, [PY, *argv])
+    assert r.returncode == 2 and f"{folder / 'study.json'} is damaged" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
