@@ -22,7 +22,8 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock
@@ -33,6 +34,8 @@ _CHUNK = 4 * 2**20
 _memo: dict[str, list] = {}  # this process's view (loaded once, updated as files are hashed)
 _loaded_from: str | None = None
 _warned: set[str] = set()  # memo paths already named as unusable (once per process)
+
+_read_only = False  # `read_only`: the memo file is read, never written
 
 LOCK_WAIT_S = 10.0
 """Seconds to wait for the memo's lock; writers hold it for milliseconds, so a longer wait means it cannot be had."""
@@ -70,10 +73,22 @@ def _load() -> None:
         _loaded_from = key
 
 
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Within the block the memo file is read but not written: digests computed there are remembered in this
+    process only (a dry run leaves every cache as it found it)."""
+    global _read_only
+    before, _read_only = _read_only, True
+    try:
+        yield
+    finally:
+        _read_only = before
+
+
 def _save(new: dict[str, list]) -> None:
     """Merge `new` into the memo file (under its lock, atomically); failures leave the in-process memo."""
     where = memo_path()
-    if where is None or not new:
+    if where is None or not new or _read_only:
         return
     try:
         where.parent.mkdir(parents=True, exist_ok=True)

@@ -28,10 +28,10 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from adbs import cli
+from adbs import cli, digests
 from adbs.config import Config, ConfigError
 from adbs.config_file import load_file
 from adbs.overrides import from_dict
@@ -145,7 +145,8 @@ def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
     from adbs.runtime import check_device
 
     check_device(cfg)
-    warnings = preflight_data(cfg, remember=not args.dry_run)  # a dry run records no check
+    with digests.read_only() if args.dry_run else nullcontext():  # a dry run records nothing
+        warnings = preflight_data(cfg, remember=not args.dry_run)
     who = "" if cfg.host == "baseline" else f"{cfg.host}-"
     out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
     _check_writable(out)

@@ -176,10 +176,15 @@ def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]
             raise StudyInputError("device=cuda but torch sees no CUDA GPU on this machine; use device=auto (CUDA "
                                   "when there is one, else CPU) or device=cpu, or pass --address of a Ray cluster "
                                   "with GPUs")
+    from contextlib import nullcontext
+
+    from adbs import digests
+
     warnings: list[str] = []
     for cfg in configs:
         try:
-            warnings += check_config_and_data(cfg, remember=not opts.dry_run)  # a dry run records nothing
+            with digests.read_only() if opts.dry_run else nullcontext():  # a dry run records nothing
+                warnings += check_config_and_data(cfg, remember=not opts.dry_run)
         except ValueError as e:
             what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"})
                             if k in cfg.to_dict())

@@ -306,3 +306,29 @@ def test_ctrl_c_exits_130(tmp_path):
         proc.kill()
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted by SIGINT" in err and "Traceback" not in err and not out.exists()
+
+
+def test_a_dry_run_on_files_leaves_the_digest_memo_and_the_checks_as_they_were(tmp_path, capsys, monkeypatch):
+    """The dry run decodes and hashes a dataset read from files but records neither the file digests nor the
+    passed check (adbs/digests.py: read_only); a study's dry run the same (adbs_lab/preflight.py)."""
+    from _scripts import in_process
+    from test_data import write_mini
+
+    from adbs.data import preflight as data_preflight
+
+    memo = tmp_path / "cache" / "file-digests.json"
+    monkeypatch.setenv("ADBS_DIGEST_MEMO", str(memo))
+    root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
+    flags = ["--preset", "smoke", "--dataset", "mini_imagenet", "--data-root", str(root), "--shots", "1",
+             "--novel-val-per-class", "1", "--val-fraction", "0.34", "--base-images-per-class", "2"]
+    data_preflight.forget()
+    r = in_process(capsys, [sys.executable, "-m", "adbs.run", *flags, "--out", str(tmp_path / "o.json"),
+                            "--dry-run"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    data_preflight.forget()
+    repo = Path(__file__).resolve().parents[1]
+    r = in_process(capsys, [sys.executable, str(repo / "studies" / "alpha_sweep.py"), *flags, "--storage",
+                            str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}",
+                            "--dry-run"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "runs").exists()
