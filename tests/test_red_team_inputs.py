@@ -21,8 +21,8 @@ from adbs.config import ConfigError
 from adbs.overrides import from_dict
 from adbs.presets import resolve
 from adbs.data import DataError, check_data
-from adbs_lab import preflight
 from adbs_lab import metrics_keys as K, options, study, tracking
+from adbs_lab.driver import preflight
 
 REPO = Path(__file__).resolve().parents[1]
 PLAN = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
