@@ -14,4 +14,4 @@ package itself imports nothing, so `from adbs_lab.driver import launch` is the m
     compose    several studies, one plan, one cost line, one preflight, reuse of what finished (studies/paper.py)
 """
 
-__all__ = ["prepared", "preflight", "resume", "claim", "session", "launch", "summarise", "run"]
+__all__ = ["prepared", "preflight", "resume", "claim", "session", "launch", "summarise", "run", "compose"]
