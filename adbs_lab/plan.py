@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+__all__ = ["Plan"]
+
 
 @dataclass
 class Plan:

@@ -41,6 +41,8 @@ from adbs_lab.options import PRUNERS
 from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
 from adbs_lab.trial_records import classify, objective
 
+__all__ = ["optuna_storage", "make_pruner", "StudySearch", "tell", "BaseEpochStopper"]
+
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
 

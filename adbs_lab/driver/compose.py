@@ -28,7 +28,7 @@ from adbs_lab.options import StudyInputError, StudyOptions
 from adbs_lab.plan import Plan
 from adbs_lab.study_folder import StudyFolder
 
-__all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED"]
+__all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "total", "to_run"]
 
 FINISHED, UNFINISHED = "finished", "unfinished"
 """What a part's folder holds of this very part (adbs_lab/driver/preflight.py: held); None: nothing of it."""
@@ -154,8 +154,10 @@ class Composite:
 
 
 def total(checked: list[Checked]) -> int:
+    """Trials of every part, finished or not."""
     return sum(c.trials for c in checked)
 
 
 def to_run(checked: list[Checked]) -> int:
+    """Trials of the parts this command runs (a finished part is reused)."""
     return sum(c.trials for c in checked if c.state != FINISHED)
