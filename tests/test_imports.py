@@ -1,4 +1,5 @@
-"""The import graph keeps its shape: studies -> adbs_lab -> adbs, adbs without ray/optuna/mlflow, no circles; and
+"""The import graph keeps its shape: studies and bench -> search_spaces -> adbs_lab -> adbs, adbs without
+ray/optuna/mlflow, search spaces without ray/mlflow/adbs_lab, no circles; and
 studies/ and bench/ use only the public names of adbs and adbs_lab (not `_private`, and in a module's `__all__`
 when it declares one), so a maintainer may change the rest freely.
 
@@ -16,7 +17,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("adbs", "adbs_lab", "studies")
+PACKAGES = ("adbs", "adbs_lab", "studies", "bench", "search_spaces")
 
 
 @pytest.fixture
