@@ -175,3 +175,14 @@ def test_private_uses_sees_each_kind_of_private_name():
         "line 1: from adbs.data.loader import _normalise", "line 2: from adbs_lab.driver.launch import _fit",
         "line 10: from adbs_lab.outcome import not_declared",
         "line 6: study._env_defaults (adbs_lab.study)", "line 7: la._search (adbs_lab.driver.launch)"]
+
+
+def test_tests_of_private_helpers_are_few_and_say_so():
+    """A test may reach a private helper where the public path hides what it checks; it says so in a comment
+    (naming the helper as private), and such tests stay few."""
+    users = {f.name: private_uses(f.read_text()) for f in sorted((ROOT / "tests").glob("test_*.py"))}
+    users = {name: uses for name, uses in users.items() if uses}
+    silent = [name for name in users if "# " not in (text := (ROOT / "tests" / name).read_text())
+              or not any("private" in line for line in text.splitlines() if line.lstrip().startswith("#"))]
+    assert not silent, f"tests using private names without a comment that says so: {silent}"
+    assert len(users) <= 12, f"{len(users)} test files use private names: {sorted(users)}"

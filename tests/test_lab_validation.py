@@ -218,6 +218,8 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
     assert e.value.code == 130 and "interrupted while starting Ray; no trial ran" in capsys.readouterr().err
 
 
+# _damaged_tune_state, _unloadable_state: private helpers of adbs_lab/driver/resume.py, tested directly (the
+# state files a full disk or an older version leaves; the run-level refusal is in tests/test_study_outcome.py)
 def test_damaged_tune_state_is_named(tmp_path):
     from adbs_lab.study_folder import StudyFolder
 
