@@ -11,6 +11,7 @@ same. Imports inside functions count as imports here: a circle closed inside a f
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import grimp
@@ -22,8 +23,12 @@ PACKAGES = ("adbs", "adbs_lab", "studies", "bench", "search_spaces")
 
 @pytest.fixture
 def repo_on_path(monkeypatch):
-    """The packages of this checkout, not an installed copy, are the ones analysed."""
+    """The packages of this checkout, not an installed copy, are the ones analysed. Tests of bench/'s scripts put
+    bench/ itself on sys.path, where `bench` is bench/bench.py: here it is the folder (a namespace package)."""
     monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"])
+    for name in [m for m in sys.modules if m == "bench" or m.startswith("bench.")]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.syspath_prepend(str(ROOT))
 
 
