@@ -191,3 +191,38 @@ def test_tests_of_private_helpers_are_few_and_say_so():
               or not any("private" in line for line in text.splitlines() if line.lstrip().startswith("#"))]
     assert not silent, f"tests using private names without a comment that says so: {silent}"
     assert len(users) <= 12, f"{len(users)} test files use private names: {sorted(users)}"
+
+
+def _module_level_script(source: str) -> list[str]:
+    """Statements at a script's module level other than its docstring, imports, the sys.path line that lets it run
+    from any cwd, named constants, definitions and the `if __name__ == "__main__":` call."""
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and not all(
+                    isinstance(t, ast.Name) and t.id.isupper() for t in targets):
+                found.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        if isinstance(node, ast.Expr) and ast.unparse(node).startswith("sys.path.insert(0, "):
+            continue
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'":
+            continue
+        found.append(f"line {node.lineno}: {ast.unparse(node).splitlines()[0][:60]}")
+    return found
+
+
+@pytest.mark.parametrize("script", ["paper.py", "ablation.py", "alpha_sweep.py", "boundary.py", "hosts.py",
+                                    "kshot_grid.py"])
+def test_a_study_script_runs_nothing_at_import(script):
+    """A study is a plan plus a call: what it runs is under `if __name__ == "__main__":` (studies/paper.py: main()),
+    so another script can import its plan (studies/paper.py imports the other four)."""
+    assert _module_level_script((ROOT / "studies" / script).read_text()) == []
+
+
+def test_module_level_script_is_seen():
+    assert _module_level_script('"""doc"""\nimport sys\nX = 1\nopts = parse()\nmain()\n'
+                                'if __name__ == "__main__":\n    main()\n') == [
+        "line 4: opts = parse()", "line 5: main()"]
