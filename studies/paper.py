@@ -148,8 +148,9 @@ def _parts(p, opts: options.StudyOptions, host_list: list[str], dataset: str | N
         print("note: index_list applies to hosts, ablation and alpha_sweep; the k-shot grid draws its own shots "
               "from --seeds", flush=True)
     try:
-        plans = {"hosts": hosts.plan(part_opts, list(dict.fromkeys(host_list))), "ablation": ablation.plan(baseline_opts),
-                 "alpha_sweep": alpha_sweep.plan(baseline_opts, grid=True), "kshot_grid": kshot_grid.plan(kshot_opts)}
+        plans = {"hosts": hosts.plan(part_opts, list(dict.fromkeys(host_list))),
+                 "ablation": ablation.plan(baseline_opts), "alpha_sweep": alpha_sweep.plan(baseline_opts, grid=True),
+                 "kshot_grid": kshot_grid.plan(kshot_opts)}
     except options.StudyInputError as e:
         p.error(str(e))
     if dataset == "cub200":  # ~30 training images a class: the grid's 10-50 shots do not exist (the paper's k-shot

@@ -7,7 +7,8 @@ so the dry run and the run refuse the same input with the same message and exit 
 - the storage (writable, or creatable where it does not exist yet), the MLflow store (reachable, and an MLflow
   store, not e.g. an Optuna database) and the Optuna storage (not already holding this study, unless --resume);
 - a copy of the same study already running on that storage (its lock, probed without taking it);
-- --resume (resume.py): that there is an interrupted study of the same plan to continue, with the same settings and stores.
+- --resume (resume.py): that there is an interrupted study of the same plan to continue, with the same settings
+  and stores.
 
 Stores that do not exist yet are judged by the folder they would be created in: `claim` and `launch` create
 them once every check has passed. The one write is an object store's write check (a probe object, deleted).

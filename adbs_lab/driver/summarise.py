@@ -165,7 +165,8 @@ def upload(where: StudyFolder) -> None:
 
 
 def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
-    """The study summarised (`_write_summary`); a disk that fills while the tables are written ends in a message and the --resume command."""
+    """The study summarised (`_write_summary`); a disk that fills while the tables are written ends in a message
+    and the --resume command."""
     try:
         return _write_summary(p, launched, t0)
     except OSError as e:
