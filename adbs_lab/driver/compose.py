@@ -103,7 +103,11 @@ class Composite:
         state = held(plan, opts, base_cfg)
         bases = {repr(sorted((k, v) for k, v in c.to_dict().items() if k not in part.base_free)): c
                  for c in configs}.values() if part.base_free else configs
-        busy = StudyFolder(self.storage, plan.name).running()
+        where = StudyFolder(self.storage, plan.name)
+        try:
+            busy = where.running()
+        finally:
+            where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
         if busy and state != FINISHED:
             raise StudyInputError(busy)
         return Checked(part, n, sum(c.base_epochs for c in bases), state)
