@@ -11,6 +11,7 @@ same. Imports inside functions count as imports here: a circle closed inside a f
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -104,6 +105,7 @@ SCRIPTS = ("studies", "bench")
 LIBRARIES = ("adbs", "adbs_lab")
 
 
+@functools.cache
 def _module_file(module: str) -> Path | None:
     base = ROOT.joinpath(*module.split("."))
     for f in (base.with_suffix(".py"), base / "__init__.py"):
@@ -112,14 +114,15 @@ def _module_file(module: str) -> Path | None:
     return None
 
 
-def _declared_all(module: str) -> set[str] | None:
+@functools.cache
+def _declared_all(module: str) -> frozenset[str] | None:
     """The module's `__all__` as written in its source (no import), None when it declares none."""
     f = _module_file(module)
     if f is None:
         return None
     for node in ast.parse(f.read_text()).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
-            return set(ast.literal_eval(node.value))
+            return frozenset(ast.literal_eval(node.value))
     return None
 
 
