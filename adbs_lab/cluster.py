@@ -32,6 +32,10 @@ from typing import Any
 
 from adbs.objstore import OBJECT_STORE_SCHEMES, redact
 from adbs.objstore import is_url as is_object_store
+
+__all__ = ["SERVER_SCHEMES", "LOCAL_TRACKING_SCHEMES", "MARKER_DIR", "PROBE_TIMEOUT_S", "ClusterCheckError", "Node",
+           "nodes", "scheme", "check_storage", "check_tracking", "check_data_on_nodes", "check_fits", "preflight"]
+
 # Tracking URIs that are a server or a database every node can reach.
 SERVER_SCHEMES = ("http", "https", "databricks", "postgresql", "mysql", "mssql")
 LOCAL_TRACKING_SCHEMES = ("sqlite", "file", "")

@@ -8,6 +8,8 @@ import pandas as pd
 
 from adbs_lab import metrics_keys as K
 
+__all__ = ["alpha_sensitivity", "kshot_curves", "boundary_histograms", "host_curves", "embedding_figures"]
+
 
 def _plt():
     import matplotlib

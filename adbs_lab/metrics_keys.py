@@ -17,6 +17,12 @@ import json
 import math
 from typing import Any
 
+__all__ = ["BASE", "SESSION", "SUMMARY", "OBJECTIVE", "MODE", "BASE_STEP", "BASE_PRUNE_VALUE", "SESSION_STEP",
+           "REPORT_KIND", "KIND_BASE", "KIND_SESSION", "KIND_SUMMARY", "KIND_FAILED", "ERROR", "WARNING",
+           "SESSION_METRICS", "LEGACY_NAMES", "COMPLETE", "PRUNED", "FAILED", "DIVERGED", "ENDED", "INTERRUPTED",
+           "RUNNING", "base", "session", "summary", "strip", "finite", "BOUNDARIES_KEY", "EMBEDDINGS_KEY",
+           "OPTUNA_TRIAL_KEY", "EMBEDDINGS", "encode_embeddings", "decode_embeddings"]
+
 BASE = "base/"
 SESSION = "session/"
 SUMMARY = "summary/"

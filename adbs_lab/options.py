@@ -365,4 +365,4 @@ def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.e
 
 
 __all__ = ["Defaults", "PRUNERS", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command",
-           "ConfigError"]
+           "ConfigError", "FLAGS_ONLY_ENV"]

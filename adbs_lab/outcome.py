@@ -17,6 +17,9 @@ from collections.abc import Iterable, Mapping
 
 from adbs_lab import metrics_keys as K
 
+__all__ = ["OK", "FAILED", "REFUSED", "INTERRUPTED", "study_code", "why_failed", "worst", "error_line",
+           "trial_error", "exit_code_of_job"]
+
 OK, FAILED, REFUSED, INTERRUPTED = 0, 1, 2, 130
 
 _SEVERITY = {OK: 0, FAILED: 2, REFUSED: 1, INTERRUPTED: 3}

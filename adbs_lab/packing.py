@@ -13,6 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["GiB", "MEMORY_SHARE", "MAX_PER_GPU", "GPU_FRACTION_DIGITS", "Packing", "decide", "probe_config",
+           "probe_memory", "probe_key", "plan"]
+
 GiB = 1024**3
 
 MEMORY_SHARE = 0.8

@@ -16,6 +16,9 @@ import pandas as pd
 
 from adbs_lab import from_store, run_files
 
+__all__ = ["EXPERIMENT", "ROLE", "EMBEDDED", "PARTS", "NOT_QUOTED", "dcs_table", "render_dcs", "dcs_across",
+           "write_report", "write_across", "redraw_meta", "log_run", "find", "latest_by_dataset", "by_dataset"]
+
 EXPERIMENT = "paper"
 ROLE = "paper"
 EMBEDDED = "embedded"

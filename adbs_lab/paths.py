@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["REPO_ROOT", "DEFAULT_STORAGE", "MLFLOW_DIR", "DEFAULT_TRACKING_URI", "DEFAULT_ARTIFACT_ROOT",
+           "folder_problem", "code_version", "out_dir_problem"]
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STORAGE = REPO_ROOT / "runs"
 MLFLOW_DIR = REPO_ROOT / "mlflow"

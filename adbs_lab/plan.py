@@ -1,10 +1,12 @@
 """A study's plan: what it searches and how its table reads. A study script builds one and hands it to
-adbs_lab/study.py (`study.main(plan, opts)`)."""
+adbs_lab/study.py (`study.main(plan, opts)`), or several to adbs_lab/driver/compose.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+__all__ = ["Plan"]
 
 
 @dataclass

@@ -11,6 +11,8 @@ from ray.tune import Callback
 from adbs_lab import metrics_keys as K
 from adbs_lab.space import describe
 
+__all__ = ["EPOCH_LINE_EVERY_S", "Progress"]
+
 
 EPOCH_LINE_EVERY_S = 30.0
 """At most one base-epoch line per trial this often (the first and last epoch always print): a GPU trial's epochs

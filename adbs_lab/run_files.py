@@ -21,6 +21,10 @@ import pandas as pd
 from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import EMBEDDINGS, decode_embeddings, encode_embeddings  # noqa: F401 - the codec, also here
 
+__all__ = ["CURVE_PNG", "BOUNDARIES_CSV", "CONFIG_JSON", "REPORT_MD", "EMBEDDINGS_JSON", "session_curve",
+           "boundaries_table", "write_trial_artifacts", "session_curves", "study_figures", "pruning_savings",
+           "report_markdown", "write_study_report", "EMBEDDINGS", "encode_embeddings", "decode_embeddings"]
+
 CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
 EMBEDDINGS_JSON = "embeddings.json"
 

@@ -19,7 +19,7 @@ A trial ends once: Tune tells the searcher before its callbacks (ray/tune/execut
 stop_trial, _process_trial_failure), so `StudySearch.on_trial_complete` reads the trial's Optuna state (the
 only read of it), classifies the trial (trial_records.classify) and keeps that record; the MLflow tracker and the
 progress line ask `StudySearch.ended` for it, and the tracker writes it to the study's runs file, where the
-tables read it (adbs_lab/study.py: summarise).
+tables read it (adbs_lab/driver/summarise.py).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
 from adbs_lab.options import PRUNERS
 from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
 from adbs_lab.trial_records import classify, objective
+
+__all__ = ["optuna_storage", "make_pruner", "StudySearch", "tell", "BaseEpochStopper"]
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from adbs_lab import paths
 
+__all__ = ["LOOPBACK", "GRACE_S", "parser", "url", "command", "main"]
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 GRACE_S = 15.0
 """Seconds the server may take to stop before its processes are killed."""

@@ -7,6 +7,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+__all__ = ["MLFLOW_TABLES", "OPTUNA_TABLES", "WHAT", "sqlite_path", "sqlite_problem", "StoreError",
+           "optuna_studies"]
+
 MLFLOW_TABLES = {"experiments", "runs", "metrics", "params"}
 OPTUNA_TABLES = {"studies", "trials", "version_info"}
 WHAT = {"mlflow": "an MLflow tracking store", "optuna": "an Optuna storage"}

@@ -21,6 +21,9 @@ from adbs.config import FIELDS
 from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS, EMBEDDINGS_KEY, OPTUNA_TRIAL_KEY
 
+__all__ = ["LABEL", "BASE_BOUNDARIES", "CONFIG_COLUMNS", "IDENT_COLUMNS", "TRIAL_COLUMNS", "classify", "objective",
+           "TrialRecord", "frames", "base_boundaries", "from_tune"]
+
 LABEL = "label"
 """Column naming the configuration without the seed (rows of the paper table)."""
 BASE_BOUNDARIES = "base_boundaries"

@@ -34,7 +34,7 @@ def batches_against_cpu(device: str) -> dict:
 
     from adbs.config import Config
     from adbs.data import build_data, make_loader
-    from adbs.data.loader import _normalise
+    from adbs.data.loader import normalise
 
     data = build_data(Config())
     idx = data.sessions[0].train[:300]
@@ -46,7 +46,7 @@ def batches_against_cpu(device: str) -> dict:
     std = torch.tensor(data.spec.std).view(1, 3, 1, 1)
     raw = [((x * std + mean) * 255).round() for x in cpu]  # the uint8 crops behind the CPU batches
     # the loader's normalisation with its default scale, the Python scalar 255 (the device path passes a tensor)
-    by_scalar = [_normalise(r.to(device), mean.to(device), std.to(device)).cpu() for r in raw]
+    by_scalar = [normalise(r.to(device), mean.to(device), std.to(device)).cpu() for r in raw]
     return {"values": sum(x.numel() for x in cpu),
             "differing": sum(int((a != b).sum()) for a, b in zip(dev, cpu)),
             "differing_if_divided_by_python_scalar": sum(int((a != b).sum()) for a, b in zip(by_scalar, cpu))}

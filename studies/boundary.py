@@ -26,15 +26,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs_lab import options, study  # noqa: E402
 from search_spaces import boundary as spaces  # noqa: E402
 
-opts, _ = options.parse(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
 
-study.main(study.Plan(
-    name="boundary",
-    space=spaces.SPACE,
-    space_source="search_spaces/boundary.py:ROWS",
-    rows=spaces.ROWS,
-    baseline=spaces.BASELINE,
-    order=list(spaces.ROWS),
-    cpu_defaults={},  # the calibrated CPU preset as it is
-    est_trial_s=25,
-), opts)
+def plan(opts: options.StudyOptions) -> tuple[study.Plan, options.StudyOptions]:
+    """The study's Plan and the options it runs with."""
+    return study.Plan(
+        name="boundary",
+        space=spaces.SPACE,
+        space_source="search_spaces/boundary.py:ROWS",
+        rows=spaces.ROWS,
+        baseline=spaces.BASELINE,
+        order=list(spaces.ROWS),
+        cpu_defaults={},  # the calibrated CPU preset as it is
+        est_trial_s=25,
+    ), opts
+
+
+if __name__ == "__main__":
+    opts, _ = options.parse(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
+    study.main(*plan(opts))

@@ -163,6 +163,7 @@ def test_digests_are_remembered_across_processes_by_file_version(tmp_path, memo,
     first = digests.file_digests([f])
     assert len(calls) == 1 and memo.is_file()
     monkeypatch.setattr(digests, "_loaded_from", None)  # a new process: only the memo file is left
+    # private (adbs/digests.py): the in-process memo, emptied as a new process would find it
     digests._memo.clear()
     assert digests.file_digests([f]) == first and len(calls) == 1  # not read again
     f.write_bytes(os.urandom(1 << 20))  # rewritten: hashed again

@@ -130,6 +130,7 @@ def test_probes_run_on_the_real_node(ray_address, tmp_path):
     nodes = cluster.nodes()
     assert len(nodes) == 1 and nodes[0].is_head
     (tmp_path / "m").write_text("tok")
+    # private helpers of adbs_lab/cluster.py, run directly: the probes on a real node, which the public checks hide
     ok = cluster._on_every_node(cluster._probe_marker, nodes, str(tmp_path / "m"), "tok")[nodes[0].node_id]
     assert ok["ok"] and (tmp_path / f"m.{nodes[0].node_id}").read_text() == "tok"
     missing = cluster._on_every_node(cluster._probe_marker, nodes, str(tmp_path / "nope"), "tok")[nodes[0].node_id]

@@ -127,7 +127,7 @@ def test_paper_presets_hold_the_papers_two_settings_only():
 
 def test_a_dry_run_names_the_file_keys_the_study_sets_itself_as_the_run_does(tmp_path, capsys):
     """kshot_grid searches shots and takes seed from --seeds: a --config file setting them gets the same note in
-    the dry run as in the run (adbs_lab/preflight.py: note_owned, printed by both)."""
+    the dry run as in the run (adbs_lab/driver/preflight.py: note_owned, printed by both)."""
     from _scripts import in_process
 
     f = tmp_path / "best.yaml"

@@ -32,6 +32,8 @@ from adbs.data import (
     make_loader,
 )
 from adbs.data import protocol, registry, synthetic
+# _batch_random_crop, synthetic._Classes: private helpers of adbs/data/, tested directly (a crop per image, the
+# classes a seed draws)
 from adbs.data.loader import _batch_random_crop, parse_transform
 from adbs.data.protocol import match_index_lines, read_index_list, sessions_from_index_lists
 

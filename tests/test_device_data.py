@@ -14,6 +14,7 @@ import torch
 
 from adbs.config import Config
 from adbs.data import build_data, make_loader
+# _mix, _resident: private helpers of adbs/data/loader.py, tested directly (the device path, bit for bit)
 from adbs.data.loader import _mix, _resident
 from adbs.loops import MAX_DEFAULT_WORKERS, Runtime, default_workers
 

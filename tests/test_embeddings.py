@@ -71,6 +71,7 @@ def test_embedding_figures_one_panel_per_row_in_the_study_order(tmp_path):
     trials = pd.DataFrame({"state": ["COMPLETE", "COMPLETE", "COMPLETE", "PRUNED"],
                            "label": ["adb+ic", "baseline", "adb+ic", "adb"], "seed": [1, 0, 0, 0],
                            "embeddings": [enc[0], enc[1], enc[2], enc[0]]})
+    # private (adbs_lab/figures.py): which trial each panel draws, checked without drawing
     rows = figures._embedding_rows(trials, order=["baseline", "adb", "adb+ic"])
     # a pruned trial draws nothing; each row shows its lowest seed
     assert [lab for lab, _ in rows] == ["baseline", "adb+ic"]

@@ -154,6 +154,7 @@ def test_a_trials_optuna_state_is_read_once_when_it_ends(ray_address, storage, t
     from adbs_lab import search
 
     reads: Counter = Counter()
+    # private (adbs_lab/search.py): the one read of a trial's Optuna state, counted
     real = search._LiveStudy._state
 
     def counted(self, number):

@@ -47,6 +47,7 @@ def test_a_stopped_trials_systemexit_in_a_gc_callback_is_not_printed():
     import sys
     import weakref
 
+    # private (adbs_lab/trainable.py): the hook itself, tested directly
     from adbs_lab.trainable import _quiet_stop
 
     saved = sys.unraisablehook

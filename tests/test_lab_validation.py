@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adbs.config import ConfigError
-from adbs_lab import preflight
 from adbs_lab import metrics_keys as K, options, study, tracking
+from adbs_lab.driver import resume
 from adbs_lab.paths import DEFAULT_TRACKING_URI, REPO_ROOT
 from search_spaces import kshot_grid
 
@@ -218,6 +218,8 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
     assert e.value.code == 130 and "interrupted while starting Ray; no trial ran" in capsys.readouterr().err
 
 
+# _damaged_tune_state, _unloadable_state: private helpers of adbs_lab/driver/resume.py, tested directly (the
+# state files a full disk or an older version leaves; the run-level refusal is in tests/test_study_outcome.py)
 def test_damaged_tune_state_is_named(tmp_path):
     from adbs_lab.study_folder import StudyFolder
 
@@ -225,9 +227,9 @@ def test_damaged_tune_state_is_named(tmp_path):
     exp = tmp_path / "s" / "tune"
     exp.mkdir(parents=True)
     (exp / "experiment_state-2026.json").write_text("{}")
-    assert preflight._damaged_tune_state(where) is None
+    assert resume._damaged_tune_state(where) is None
     (exp / "search_gen_state-2026.json").write_bytes(b"")  # what a full disk leaves
-    file, e = preflight._damaged_tune_state(where)
+    file, e = resume._damaged_tune_state(where)
     assert file.name == "search_gen_state-2026.json" and not isinstance(e, (ImportError, AttributeError))
 
 
@@ -248,12 +250,12 @@ def test_a_tune_state_saved_by_code_that_moved_is_named_as_such(tmp_path, monkey
     (exp / "tuner.pkl").write_bytes(pickle.dumps(gone_module.Callback()))
     (tmp_path / "gone_module.py").unlink()
     monkeypatch.delitem(sys.modules, "gone_module")
-    file, e = preflight._damaged_tune_state(StudyFolder(str(tmp_path / "runs"), "s"))
+    file, e = resume._damaged_tune_state(StudyFolder(str(tmp_path / "runs"), "s"))
     assert file.name == "tuner.pkl" and isinstance(e, ImportError)
-    text = preflight._unloadable_state(file, e, cache="/c")
+    text = resume._unloadable_state(file, e, cache="/c")
     assert "names code this version of adbs_lab does not have (ModuleNotFoundError" in text
     assert "adbs.code_version" in text and "without --resume" in text and "damaged" not in text
-    assert "it is damaged (EOFError" in preflight._unloadable_state(file, EOFError(), cache="/c")
+    assert "it is damaged (EOFError" in resume._unloadable_state(file, EOFError(), cache="/c")
 
 
 @pytest.mark.slow

@@ -155,7 +155,7 @@ def test_study_folder_push_pull_move_aside(s3, tmp_path):
 
 
 def test_failed_upload_says_where_the_files_are(s3, capsys):
-    from adbs_lab import study
+    from adbs_lab.driver import summarise
     from adbs_lab.study_folder import StudyFolder
 
     s3.bucket("upload-fail")
@@ -164,7 +164,7 @@ def test_failed_upload_says_where_the_files_are(s3, capsys):
     (where.local / "trials.parquet").write_bytes(b"x")
     s3.fs().delete_dir("upload-fail")  # the bucket is gone by the time the study ends
     with pytest.raises(SystemExit) as e:
-        study._upload(where)
+        summarise.upload(where)
     err = capsys.readouterr().err
     assert e.value.code == 1 and "uploading the study's files to s3://upload-fail/runs/ablation" in err
     assert str(where.local) in err and (where.local / "trials.parquet").exists()
@@ -183,11 +183,11 @@ def test_rebound_paths_replace_the_pickled_ones_only_for_their_study():
 
 
 def test_logged_command_has_no_credentials(monkeypatch):
-    from adbs_lab import study
+    from adbs_lab.driver import preflight
 
     argv = ("studies/alpha_sweep.py", "--storage", "s3://AKIA:hunter2@b/runs",
             "--storage=s3://b/x?secret_key=hunter2&region=eu", "--seeds", "0")
-    logged = " ".join(study._logged_argv(argv))
+    logged = " ".join(preflight.logged_argv(argv))
     assert "hunter2" not in logged and "AKIA" not in logged
     assert "s3://b/runs" in logged and "--storage=s3://b/x?secret_key=%2A%2A%2A&region=eu" in logged and "--seeds 0" in logged
 

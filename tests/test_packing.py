@@ -105,6 +105,7 @@ def test_study_options_default_to_packing():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_probe_measures_a_real_trial():
+    # private (adbs_lab/packing.py): the probe itself on a real GPU
     out = packing._probe(preset("cifar100", dataset="synthetic").to_dict())
     assert out["total"] > 0 and 0 < out["peak_allocated"] <= out["peak_reserved"] < out["total"]
     p = decide(gpu_total_bytes=out["total"], trial_bytes=out["peak_reserved"] + out["context"], cluster_cpus=16,

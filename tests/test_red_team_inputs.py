@@ -21,8 +21,8 @@ from adbs.config import ConfigError
 from adbs.overrides import from_dict
 from adbs.presets import resolve
 from adbs.data import DataError, check_data
-from adbs_lab import preflight
 from adbs_lab import metrics_keys as K, options, study, tracking
+from adbs_lab.driver import preflight
 
 REPO = Path(__file__).resolve().parents[1]
 PLAN = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
@@ -177,6 +177,7 @@ def test_a_trailing_slash_or_relative_data_root_is_the_same_study(tmp_path, monk
     b = _opts("--dataset", "cifar100", "--data-root", f"{tmp_path / 'data'}/").base_config()
     c = _opts("--dataset", "cifar100", "--data-root", "data").base_config()
     assert a == b == c and a["data_root"] == str(tmp_path / "data")
+    # private (adbs_lab/driver/preflight.py): the study's identity that --resume compares
     assert preflight._fingerprint(PLAN, a, [0], 1) == preflight._fingerprint(PLAN, b, [0], 1)  # what --resume compares
 
 

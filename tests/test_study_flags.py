@@ -16,6 +16,7 @@ from _scripts import in_process
 
 from adbs.overrides import from_dict
 from adbs_lab import options, study, tables
+from adbs_lab.driver import launch
 from adbs_lab.paths import REPO_ROOT
 
 
@@ -142,7 +143,7 @@ def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_es
     """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
     opts, _ = options.parse(options.parser("t"), argv=argv)
     prepared = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=40), opts=opts, total=4, n_configs=4, base={})
-    study._print_start(prepared, 2)
+    launch.print_start(prepared, 2)
     out = capsys.readouterr().out
     assert ("on this CPU roughly" in out) == cpu_estimate
     assert ("a time estimate follows the first measured base epoch" in out) != cpu_estimate
@@ -195,7 +196,7 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
 
     def minutes(base):
         p = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=60), opts=opts, total=4, n_configs=4, base=base)
-        study._print_start(p, 2)
+        launch.print_start(p, 2)
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
 
     assert minutes({"base_epochs": 16}) == pytest.approx(2 * minutes({}))

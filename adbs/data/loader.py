@@ -331,3 +331,8 @@ def make_loader(data: Any, pool: ImagePool, indices: np.ndarray, *, train: bool,
     the CPU whatever it is (their batches are page-locked for a CUDA device).
     """
     return _Loader(data, pool, indices, train, batch_size, shuffle, seed, num_workers, device)
+
+
+normalise = _normalise
+"""uint8 images to the model's input (x / scale - mean) / std, as every loader batch is made; public for
+bench/epoch_breakdown.py, which times it."""

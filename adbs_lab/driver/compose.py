@@ -1,0 +1,167 @@
+"""Several studies run as one (studies/paper.py): one plan of parts, one preflight of them all before any trains
+(bad input in any part ends here, exit 2, nothing written), one cost line, reuse of the parts that finished,
+--resume of the one that was interrupted, the other parts run after one fails, and the worst exit code
+(adbs_lab/outcome.py: worst; an interruption stops at once). Each part is a study exactly as its own script runs
+it: a Plan and its options, run by adbs_lab/driver/run.py.
+
+    parts = [compose.Part("ablation", *ablation.plan(opts), title="..."), ...]
+    whole = compose.Composite("paper", "embedded", parts, shown=storage, tracking_uri=uri)
+    checked = whole.check()                # every part's preflight; what each folder holds
+    whole.print_cost(checked, estimate)    # one line, then a line a part
+    codes = whole.run(checked)             # {part: exit code} of the parts that ran
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from adbs.config import ConfigError
+from adbs_lab import outcome, tracking
+from adbs_lab.driver.preflight import held, size, validate
+from adbs_lab.driver.prepared import fail
+from adbs_lab.driver.run import run
+from adbs_lab.driver.session import env_defaults
+from adbs_lab.options import StudyInputError, StudyOptions
+from adbs_lab.plan import Plan
+from adbs_lab.study_folder import StudyFolder
+
+__all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "total", "to_run"]
+
+FINISHED, UNFINISHED = "finished", "unfinished"
+"""What a part's folder holds of this very part (adbs_lab/driver/preflight.py: held); None: nothing of it."""
+
+
+@dataclass
+class Part:
+    name: str
+    plan: Plan
+    opts: StudyOptions
+    title: str = ""
+    """What the part reproduces, printed when it starts."""
+    base_free: tuple[str, ...] = ()
+    """Config fields its configurations differ in without changing the base session (the k-shot grid's ways and
+    shots): configurations differing only in them share one base session (base_cache), counted once in the cost."""
+
+
+@dataclass
+class Checked:
+    """A part that passed its preflight: its size, the base epochs it trains, and what its folder holds."""
+
+    part: Part
+    trials: int
+    base_epochs: int
+    state: str | None
+
+    @property
+    def name(self) -> str:
+        return self.part.name
+
+    @property
+    def doing(self) -> str:
+        return {FINISHED: "finished earlier: reused", UNFINISHED: "interrupted earlier: continued"}.get(
+            self.state, "to run")
+
+
+@dataclass
+class Composite:
+    name: str
+    """Printed before each line of its own ("paper: ...") and in every refusal ("paper, hosts: ...")."""
+    label: str
+    """Which composite this is ("paper (embedded): ...")."""
+    parts: list[Part]
+    shown: str
+    """Where the parts' folders are, as printed (an object store's URL without credentials)."""
+    tracking_uri: str
+    storage: str = ""
+    """Where the parts' folders are (their --storage), for the running-copy check and `parent_runs`."""
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} ({self.label})"
+
+    def check(self) -> list[Checked]:
+        """Every part's preflight checks and what its folder holds, before any part trains; writes nothing. Bad
+        input, or another copy of a part running on the same storage: exit 2 naming the part."""
+        env_defaults()
+        checked, where = [], "tracking store"
+        try:
+            tracking.tracking_problem(self.tracking_uri)
+            for part in self.parts:
+                where = part.name  # named in the error
+                checked.append(self._check(part))
+        except (ConfigError, StudyInputError, tracking.TrackingError) as e:
+            fail(f"{self.name}, {where}: {e}")
+        return checked
+
+    def _check(self, part: Part) -> Checked:
+        plan, opts = part.plan, part.opts
+        base_cfg, configs, _ = validate(plan, opts)
+        n = size(plan, opts)[3]
+        state = held(plan, opts, base_cfg)
+        bases = {repr(sorted((k, v) for k, v in c.to_dict().items() if k not in part.base_free)): c
+                 for c in configs}.values() if part.base_free else configs
+        where = StudyFolder(self.storage, plan.name)
+        try:
+            busy = where.running()
+        finally:
+            where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
+        if busy and state != FINISHED:
+            raise StudyInputError(busy)
+        return Checked(part, n, sum(c.base_epochs for c in bases), state)
+
+    def print_cost(self, checked: list[Checked], estimate: Callable[[Checked], str], seeds) -> None:
+        """One line for the whole (trials in all, to run, seeds, where), then one a part: its trials, `estimate`'s
+        time and whether it runs, is reused or continued."""
+        print(f"{self.title}: {len(checked)} studies, {total(checked)} trials, {to_run(checked)} to run "
+              f"(seeds {' '.join(map(str, seeds))}), into {self.shown}")
+        for c in checked:
+            print(f"  {c.name:<12} {c.trials:>3} trials  {estimate(c)}  [{c.doing}]", flush=True)
+
+    def print_dry_run(self, checked: list[Checked]) -> None:
+        print(f"dry run: study {self.title}, {total(checked)} trials in {len(checked)} studies checked; nothing "
+              "was started and no result written", flush=True)
+
+    def run(self, checked: list[Checked]) -> dict[str, int]:
+        """The parts one after another, each its own study: a finished one reused, an interrupted one continued
+        (--resume); one that fails does not stop the others, an interrupted one (130) stops the whole at once."""
+        codes = {}
+        for c in checked:
+            if c.state == FINISHED:
+                print(f"\n{self.name}: {c.name} finished earlier in {self.shown}; reused", flush=True)
+                continue
+            print(f"\n{self.name}: {c.name} ({c.part.title})", flush=True)
+            try:
+                codes[c.name] = run(c.part.plan, c.part.opts.replace(resume=c.state == UNFINISHED)).code
+            except SystemExit as e:  # refused (2), failed after it started (1), or interrupted (130)
+                codes[c.name] = e.code if isinstance(e.code, int) else outcome.FAILED
+                if codes[c.name] == outcome.INTERRUPTED:
+                    print(f"\n{self.name}: interrupted in {c.name}; rerun the same command to continue (finished "
+                          "parts are reused)", file=sys.stderr, flush=True)
+                    raise SystemExit(outcome.INTERRUPTED) from None
+        return codes
+
+    def parent_runs(self) -> dict[str, str]:
+        """{part: its MLflow parent run} of the parts that have one (a part refused at its own checks has none)."""
+        runs = {}
+        for part in self.parts:
+            where = StudyFolder(self.storage, part.plan.name)
+            try:
+                run_id = json.loads(where.read_text(tracking.RUNS_FILE) or "{}").get("parent")
+            finally:
+                where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
+            if run_id:
+                runs[part.name] = run_id
+        return runs
+
+
+def total(checked: list[Checked]) -> int:
+    """Trials of every part, finished or not."""
+    return sum(c.trials for c in checked)
+
+
+def to_run(checked: list[Checked]) -> int:
+    """Trials of the parts this command runs (a finished part is reused)."""
+    return sum(c.trials for c in checked if c.state != FINISHED)

@@ -1,0 +1,264 @@
+"""Launch: the Ray session (adbs_lab/driver/session.py), the cluster checks, Optuna (sampler, pruner) and MLflow
+(tracker), then Ray Tune runs the trials. `launch` reads top to bottom: resources per trial, searcher + stopper,
+tracker + progress line, tuner, fit. Ctrl-C or SIGTERM stops the trials gracefully (--resume continues), and a
+full disk or a failed MLflow store ends in a message: either way `Launched` holds the results so far."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from adbs.config import Config
+from adbs.overrides import from_dict
+from adbs_lab import space as sp
+from adbs_lab import tracking
+from adbs_lab.driver.preflight import logged_argv
+from adbs_lab.driver.prepared import Prepared, bad_input, fail
+from adbs_lab.driver.session import Stop, disk_full, interrupted, ray_session
+from adbs_lab.paths import code_version
+from adbs_lab.study_folder import StudyFolder
+
+__all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start"]
+
+
+@dataclass
+class Launched:
+    results: Any
+    """Ray Tune's ResultGrid (every trial that started)."""
+    tracker: tracking.MlflowTracker
+    interrupted: str | None
+    """The user stopped the study early (Ctrl-C, SIGTERM): which; None when nobody did."""
+    failed: str | None = None
+    """Why the study itself failed after it started (a full disk, a failed MLflow store), None when it did not."""
+
+
+
+@dataclass
+class Slots:
+    """What each trial gets and how many run at once."""
+
+    gpus: float
+    cpus: float
+    max_concurrent: int
+
+
+def launch(p: Prepared) -> Launched:
+    """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
+    with bad_input():
+        tracking.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
+    with ray_session(p) as res:
+        slots = trial_slots(p, res)
+    print_start(p, slots.max_concurrent)
+    searcher, stopper = _search(p)
+    tracker, progress = _tracking(p, searcher, slots)
+    tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
+    return Launched(tracker=tracker, **_fit(p, tuner))
+
+
+def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots:
+    """Resources per trial (flags or packing), checked against the cluster (multi-node: cluster.preflight)."""
+    from adbs_lab import cluster
+
+    try:
+        gpus, cpus = resources(p, res, probe)
+    except KeyboardInterrupt:
+        interrupted("probing a trial's GPU memory")
+    if gpus > res.get("GPU", 0):
+        fail(f"--gpus-per-trial {gpus:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
+             "use --gpus-per-trial 0 or a cluster with GPUs")
+    if gpus == 0 and any(c.device == "cuda" for c in p.configs):
+        fail(f"device=cuda but the trials get no GPU (the Ray cluster has {res.get('GPU', 0):g} GPUs); use "
+             "device=auto or cpu, or a cluster with GPUs")
+    try:  # multi-node: shared storage, a tracking server, the dataset on every node
+        cluster.preflight(storage=p.opts.storage if p.where.remote else str(p.where.local.parent),
+                          tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=cpus, gpus_per_trial=gpus)
+    except cluster.ClusterCheckError as e:
+        fail(str(e))
+    fit = int(res.get("CPU", 1) // cpus)
+    if gpus > 0:
+        fit = min(fit, int(res.get("GPU", 0) / gpus + 1e-6))
+    max_concurrent = p.opts.max_concurrent or max(1, min(fit, p.total))
+    if p.opts.resume:
+        held = p.settings.get("max_concurrent") or max_concurrent
+        if p.opts.max_concurrent and p.opts.max_concurrent != held:
+            print(f"note: --max-concurrent {p.opts.max_concurrent} is ignored on --resume: Ray Tune continues with "
+                  f"the interrupted run's limit, {held}", flush=True)
+        max_concurrent = held
+    return Slots(gpus, cpus, max_concurrent)
+
+
+def _search(p: Prepared):
+    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
+    import optuna
+
+    from adbs_lab.search import (
+        BaseEpochStopper,
+        StudySearch,
+        make_pruner,
+        optuna_storage,
+    )
+
+    opts, where = p.opts, p.where
+    optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
+    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space, list(opts.seeds)), seed=opts.sampler_seed)
+               if p.is_grid else optuna.samplers.TPESampler(seed=opts.sampler_seed))
+    snapshot = ({tracking.RUNS_FILE: str(p.dir / tracking.RUNS_FILE),
+                 **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
+    searcher = StudySearch(sp.optuna_distributions(p.space, list(opts.seeds) if p.is_grid else None),
+                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
+                           rows=p.plan.rows, points_to_evaluate=p.plan.points_to_evaluate,
+                           snapshot=snapshot)  # object store: optuna.db travels with every Tune state upload
+    pruner = make_pruner(opts.pruner, int(p.base.get("base_epochs", Config().base_epochs)))
+    stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
+    return searcher, stopper
+
+
+def _tracking(p: Prepared, searcher, slots: Slots):
+    """The MLflow tracker (parent run; its settings on a new study) and the progress line; both read how a trial
+    ended from the searcher (Tune pickles them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
+    from adbs_lab.progress import Progress
+
+    opts, plan, where = p.opts, p.plan, p.where
+    tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
+            "adbs.code_version": code_version(),
+            "adbs.command": shlex.join([sys.executable, *logged_argv(opts.argv)])[:7500],
+            "adbs.storage": str(where),
+            # object store: the staging SQLite file is temporary; name the uploaded copy
+            "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
+                                    else p.optuna_url),
+            "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
+            "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
+    run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
+    tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
+                                     run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
+                                     ends=searcher)
+    progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
+                        max_concurrent=slots.max_concurrent)
+    if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
+        tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
+                            "study.configurations": p.n_configs,
+                            "study.sampler": "GridSampler" if p.is_grid else "TPESampler",  # as _search builds it
+                            "study.pruner": opts.pruner, "study.cpus_per_trial": slots.cpus,
+                            "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
+                            **{f"base.{k}": v for k, v in p.base.items()}})
+    return tracker, progress
+
+
+def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
+    """A new Tuner, or on --resume the interrupted one restored (Tune unpickles its searcher, stopper and
+    callbacks: Tuner.restore takes none, so this run's are not used then; see study_folder.rebind)."""
+    from ray import tune
+
+    from adbs_lab.trainable import make_trainable
+
+    opts, where = p.opts, p.where
+    trainable = tune.with_resources(
+        make_trainable(trial_fn=p.plan.trial_fn, cache_dir=where.cache_location if opts.cache else None,
+                       checkpoint_every=opts.checkpoint_every),
+        {"cpu": slots.cpus, "gpu": slots.gpus},
+    )
+    param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**p.base).to_dict().items()}
+    # A trial's torch threads are its CPUs, written into its config: logged with it, part of the base-session
+    # key, and what `python -m adbs.run --threads N` needs to give the same numbers (adbs/runtime.py).
+    param_space["threads"] = param_space["threads"] or max(1, int(slots.cpus))
+    storage_path, tune_fs = where.tune_location()
+    if opts.resume:
+        # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
+        # what --resume is for; a numerical fault is not an error (the trial ended FAILED) and is not rerun
+        return tune.Tuner.restore(where.tune_experiment(), trainable=trainable, resume_unfinished=True,
+                                  resume_errored=True, param_space=param_space, storage_filesystem=tune_fs)
+    return tune.Tuner(
+        trainable, param_space=param_space,
+        tune_config=tune.TuneConfig(search_alg=searcher, num_samples=p.total,
+                                    max_concurrent_trials=slots.max_concurrent, reuse_actors=True),
+        run_config=tune.RunConfig(name="tune", storage_path=storage_path, storage_filesystem=tune_fs,
+                                  stop=stopper, callbacks=callbacks, verbose=0,
+                                  failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+                                  # Tune deletes a trial's older checkpoints as new ones register, and
+                                  # uploads its experiment state (which names the latest) every
+                                  # TUNE_GLOBAL_CHECKPOINT_S; a driver killed between the two leaves a state
+                                  # naming a deleted checkpoint, and that trial cannot be resumed. Keeping 4
+                                  # covers trials that checkpoint faster than the state is uploaded.
+                                  checkpoint_config=tune.CheckpointConfig(num_to_keep=4)),
+    )
+
+
+def _fit(p: Prepared, tuner) -> dict[str, Any]:
+    """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
+    (a full disk, a failed MLflow store); both end with the results so far instead of a traceback."""
+    _, tune_fs = p.where.tune_location()
+    interrupted = failed = None
+    with Stop() as stop:
+        try:
+            stop.in_fit = True
+            grid = tuner.fit()
+            stop.in_fit = False
+            if stop.signal:
+                interrupted = stop.signal
+        except KeyboardInterrupt:
+            interrupted = stop.signal or "Ctrl-C"
+            grid = _results_so_far(p.where, tune_fs)
+        except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
+            # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
+            if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
+                failed = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+            elif disk_full(e):
+                failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
+            else:
+                raise
+            grid = _results_so_far(p.where, tune_fs)
+    return {"results": grid, "interrupted": interrupted, "failed": failed}
+
+
+def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
+    """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/packing.py: a probe
+    of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster. `probe`
+    False (a dry run): no probe trial; a trial that packing would place gets at most one GPU."""
+    from adbs_lab import packing
+
+    gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
+    if cpus is None and p.base.get("threads"):  # --set threads=N: the trial's CPUs follow
+        cpus = float(p.base["threads"])
+    packs = p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs)
+    if packs and not probe:
+        return min(1.0, res["GPU"]), 1.0 if cpus is None else cpus
+    if packs:
+        print("packing: probing one trial's peak GPU memory ...", flush=True)
+        choice, _ = packing.plan([c.to_dict() for c in p.configs], cluster_cpus=res.get("CPU", 1),
+                                 cluster_gpus=res.get("GPU", 0), trials=p.total, cpus_per_trial=cpus)
+        print(choice.line(), flush=True)
+        gpus, cpus = choice.gpus_per_trial, choice.cpus_per_trial
+    return gpus, 1.0 if cpus is None else cpus
+
+
+def _results_so_far(where: StudyFolder, tune_fs) -> list:
+    """Tune's results as last saved (after Tune itself was interrupted); [] when it saved nothing yet."""
+    from ray import tune
+
+    try:
+        return tune.Tuner.restore(where.tune_experiment(), trainable=lambda c: None,
+                                  storage_filesystem=tune_fs).get_results()
+    except Exception:  # noqa: BLE001 - nothing restorable: no trial had started
+        return []
+
+
+def print_start(p: Prepared, max_concurrent: int) -> None:
+    head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
+            f"{max_concurrent} at a time")
+    if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
+        from adbs.presets import resolve
+
+        # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
+        preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
+        est = (35.0 if p.opts.smoke else p.plan.est_trial_s) * from_dict(p.base).base_epochs / max(1, preset_epochs)
+        head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
+                 f"(+~30 s to start Ray and the MLflow store and write the results)")
+    else:  # no measured figure for this preset on this machine: the first base epoch gives one
+        head += "; a time estimate follows the first measured base epoch"
+    print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
+

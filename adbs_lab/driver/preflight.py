@@ -1,0 +1,302 @@
+"""Preflight: every check a study makes before its first trial, and nothing written. `--dry-run` is this
+preflight and one line of what would run; a run is this preflight, then `claim` and `launch` (claim.py, launch.py),
+so the dry run and the run refuse the same input with the same message and exit code 2:
+
+- the flags, the search space, every configuration the study enumerates and its dataset (adbs.data.check_data),
+  the devices;
+- the storage (writable, or creatable where it does not exist yet), the MLflow store (reachable, and an MLflow
+  store, not e.g. an Optuna database) and the Optuna storage (not already holding this study, unless --resume);
+- a copy of the same study already running on that storage (its lock, probed without taking it);
+- --resume (resume.py): that there is an interrupted study of the same plan to continue, with the same settings
+  and stores.
+
+Stores that do not exist yet are judged by the folder they would be created in: `claim` and `launch` create
+them once every check has passed. The one write is an object store's write check (a probe object, deleted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from adbs.config import Config
+from adbs.overrides import from_dict
+from adbs.renames import canonical
+from adbs_lab import space as sp
+from adbs_lab import tracking
+from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
+from adbs_lab.options import StudyInputError, StudyOptions
+from adbs_lab.paths import folder_problem
+from adbs_lab.plan import Plan
+from adbs_lab.study_folder import StudyFolder
+
+__all__ = ["SEEDED", "validate", "size", "held", "preflight", "note_owned", "study_owned",
+           "logged_argv", "check_config_and_data", "check_storage_writable"]
+
+SEEDED = {"seed", "split_seed"}
+"""Config fields a study sets from --seeds (adbs_lab/space.py: resolve): never typed, searched or fixed."""
+
+
+def check_config_and_data(cfg: Config, remember: bool = True) -> list[str]:
+    """The config's checks (its host's against the dataset included), then the data's: the protocol (shots vs
+    images per class, ways vs novel classes), every listed image decoded and each transform tried, a passed check
+    remembered by the data's content (adbs/data/preflight.py); returns the data's warning lines."""
+    from adbs.data import preflight_data
+
+    cfg.validate()
+    return preflight_data(cfg, remember=remember)
+
+
+def check_storage_writable(location: str) -> None:
+    """--storage: a writable folder (or one that can be created), or an object-store URL this machine can write to."""
+    from adbs import objstore as st
+
+    if st.is_url(location):
+        try:
+            st.check_writable(location)
+        except st.ObjectStoreError as e:
+            raise StudyInputError(f"--storage: {e}") from None
+        return
+    if "://" in location:
+        raise StudyInputError(f"--storage {location}: unsupported URL scheme {location.split('://')[0]!r}; pass a "
+                              f"folder or an object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
+    problem = folder_problem(Path(location).expanduser().resolve(), f"--storage {location}", create=False)
+    if problem:
+        raise StudyInputError(problem)
+
+
+def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
+    """(base config, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side effects."""
+    import torch
+
+    opts.check()
+    sp.check(plan.space, source=plan.space_source, rows=plan.rows)
+    _, grid, dists = sp.split(plan.space)
+    searched = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
+    base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
+    set_keys = [canonical(k) for k in opts.config_overrides()]  # --host, --dataset, --data-root and --set
+    _check_overrides(plan, opts, searched, set_keys)
+    fixed, _, _ = sp.split(plan.space)
+    base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
+    # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)
+    gpus = opts.gpus_per_trial if opts.gpus_per_trial is not None else 0.0
+    if gpus > 0 and opts.address is None and not torch.cuda.is_available():
+        raise StudyInputError(
+            f"--gpus-per-trial {gpus:g} asks for GPUs but this machine has none "
+            "(torch.cuda.is_available() is False); use --gpus-per-trial 0 for CPU trials, or run on a GPU "
+            "machine / pass --address of a Ray cluster with GPUs")
+    threads = from_dict(base).threads
+    if threads and opts.cpus_per_trial is not None and max(1, int(opts.cpus_per_trial)) != threads:
+        raise StudyInputError(f"--set threads={threads} and --cpus-per-trial {opts.cpus_per_trial:g} disagree: a "
+                              "trial's torch threads are its CPUs; give one of them")
+    check_storage_writable(opts.storage)
+    if opts.optuna_storage:
+        _check_optuna_storage(opts.optuna_storage)
+    configs = sp.configs_to_check(base, plan.space, list(opts.seeds), plan.rows)
+    _check_configs(opts, configs, searched)
+    return base, configs, gpus
+
+
+def _check_overrides(plan: Plan, opts: StudyOptions, searched: set[str], set_keys: list[str]) -> None:
+    """--set and the config flags may not set what the study sets itself (seeds, what it searches)."""
+    seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
+    if seeded:
+        raise StudyInputError(
+            f"--set {seeded[0][0]}={seeded[0][1]}: a study sets seed and split_seed from --seeds (each seed is one "
+            f"repetition: the training seed and the few-shot draw together), so the --set would be overridden; use "
+            f"--seeds {seeded[0][1]} instead")
+    in_space = sorted(SEEDED & (searched | set(sp.split(plan.space)[0])))
+    if in_space:
+        raise StudyInputError(f"search space {plan.space_source} sets {', '.join(in_space)}, which a study sets from "
+                              "--seeds; remove it from the space and pass --seeds")
+    clash = [k for k in set_keys if k in searched]
+    if clash:
+        typed = {k for k, _ in opts.overrides}
+        flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
+        typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
+        hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
+                         if k in plan.axis_flags)
+        raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
+                              f"({plan.space_source}); remove the flag or edit the search space"
+                              + (f" ({hint})" if hint else ""))
+
+
+def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]) -> None:
+    """Each configuration to run against the device flags and its dataset (cheap checks, no training)."""
+    import torch
+
+    if any(c.device == "cuda" for c in configs):
+        if opts.gpus_per_trial == 0:
+            raise StudyInputError("device=cuda but --gpus-per-trial 0: the trials would get no GPU and fail; give "
+                                  "them GPUs (--gpus-per-trial 1, or leave it out to pack them) or use device=auto/cpu")
+        if opts.address is None and not torch.cuda.is_available():
+            raise StudyInputError("device=cuda but torch sees no CUDA GPU on this machine; use device=auto (CUDA "
+                                  "when there is one, else CPU) or device=cpu, or pass --address of a Ray cluster "
+                                  "with GPUs")
+    from contextlib import nullcontext
+
+    from adbs import digests
+
+    warnings: list[str] = []
+    for cfg in configs:
+        try:
+            with digests.read_only() if opts.dry_run else nullcontext():  # a dry run records nothing
+                warnings += check_config_and_data(cfg, remember=not opts.dry_run)
+        except ValueError as e:
+            what = " ".join(f"{k}={getattr(cfg, k)}" for k in sorted(searched | {"dataset", "ways", "shots"})
+                            if k in cfg.to_dict())
+            raise StudyInputError(f"configuration {what}: {e}") from None
+    for w in dict.fromkeys(warnings):  # once each, however many configurations share the dataset
+        print(f"warning: {w}", file=sys.stderr, flush=True)
+
+
+def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
+    """Keys of the --config file that the study sets itself, so the file's values are not used: what it searches
+    (grid axes, distributions, rows), what its space fixes, seed and split_seed (from --seeds), and threads when
+    --cpus-per-trial is given (a trial's threads are its CPUs; the explicit flag wins over the file)."""
+    from adbs.overrides import coerce
+
+    fixed, grid, dists = sp.split(plan.space)
+    own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | SEEDED
+    own |= {k for k, v in opts.config_values if k in fixed and coerce(k, fixed[k]) != v}  # same value: no news
+    if opts.cpus_per_trial is not None:
+        own.add("threads")
+    return tuple(k for k, _ in opts.config_values if k in own)
+
+
+def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int) -> str:
+    ident = repr((plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
+                  sorted((k, repr(v)) for k, v in base.items()), seeds, total))
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def logged_argv(argv: tuple[str, ...]) -> list[str]:
+    """The command for study.json and MLflow, with credentials cut out of object-store URLs."""
+    from adbs.objstore import redact
+
+    def one(a: str) -> str:
+        opt, eq, value = a.partition("=")
+        return f"{opt}={redact(value)}" if a.startswith("--") and eq else redact(a)
+
+    return [one(a) for a in argv]
+
+
+
+def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
+    """Every check a run makes before its first trial (see the module's docstring); StudyInputError, ConfigError or
+    TrackingError name what is wrong. Writes nothing: `claim` does, under `study_lock`."""
+    base, configs, gpus = validate(plan, opts)
+    uri = tracking.tracking_uri(opts.tracking_uri)
+    tracking.tracking_problem(uri)
+    seeds = list(opts.seeds)
+    _, grid, dists = sp.split(plan.space)
+    space, is_grid, n_configs, total = size(plan, opts)
+    varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]
+    folder = plan.name + opts.folder
+    where = StudyFolder(opts.storage, folder)
+    optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
+    p = Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
+                 optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(logged_argv(opts.argv)),
+                 owned=study_owned(plan, opts))
+    try:
+        busy = where.running()
+        if busy:
+            raise StudyInputError(busy)
+        p.settings = check_resume(p) if opts.resume else _check_new(p)
+    except BaseException:
+        where.cleanup()  # an object store's staging folder, made to read
+        raise
+    return p
+
+
+def note_owned(p: Prepared) -> None:
+    """The one note of a study whose --config file sets keys the study sets itself (not an error: a
+    best_config.json holds every field); printed by the dry run and the run alike."""
+    if p.owned:
+        print(f"note: --config {p.opts.config_file}: this study sets {', '.join(p.owned)} itself (its search space "
+              f"{p.plan.space_source}, --seeds{', --cpus-per-trial' if 'threads' in p.owned else ''}); the file's "
+              "values of those keys are not used", flush=True)
+
+
+def _check_optuna_storage(url: str) -> None:
+    """--optuna-storage: a SQLite file that Optuna may use (absent, empty, or an Optuna database), or a database
+    server that answers."""
+    from adbs_lab.stores import StoreError, optuna_studies, sqlite_path, sqlite_problem
+
+    path = sqlite_path(url)
+    if path is not None:
+        problem = sqlite_problem(path, "optuna") or folder_problem(path.parent, f"the folder of {path}", create=False)
+        if problem:  # Optuna would add its tables to another program's database
+            raise StudyInputError(f"--optuna-storage {url}: {problem}")
+    try:
+        optuna_studies(url)
+    except StoreError as e:
+        raise StudyInputError(f"--optuna-storage {tracking.redact_uri(url)}: {e}") from None
+
+
+def _check_new(p: Prepared) -> dict[str, Any]:
+    """A new study: its Optuna storage must not hold a study of its name already (a shared --optuna-storage);
+    returns the settings `claim` records in study.json."""
+    from adbs_lab.stores import optuna_studies
+
+    opts = p.opts
+    if opts.optuna_storage and p.folder in optuna_studies(opts.optuna_storage):
+        raise StudyInputError(
+            f"Optuna storage {tracking.redact_uri(opts.optuna_storage)} already holds a study named {p.folder!r}; "
+            "pass --resume to continue it, --name to start another, or delete it (optuna delete-study)")
+    return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
+            "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
+            "max_failures": opts.max_failures}
+
+
+def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
+    """(search space with the row axis, is it a grid, configurations, trials) or StudyInputError; no side effects."""
+    seeds = list(opts.seeds)
+    _, grid, _ = sp.split(plan.space)
+    is_grid = bool(grid) or bool(plan.rows)
+    space = dict(plan.space)
+    if plan.rows:
+        space[sp.ROW_KEY] = list(plan.rows)
+    if not is_grid and opts.num_samples is None:
+        raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
+    if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
+        raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
+                              f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
+                              "(it sizes sampled studies only)")
+    n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
+    return space, is_grid, n_configs, n_configs * len(seeds)
+
+
+def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
+    """What the study's folder holds of this very study (same plan, base config `validate` gave, seeds):
+    "finished" (its MLflow parent run FINISHED), "unfinished" (--resume continues it), or None (nothing, or
+    another study). Reads study.json, the runs file and the parent run; writes nothing."""
+    where = StudyFolder(opts.storage, plan.name + opts.folder)
+    try:
+        ident, runs = where.read_text("study.json"), where.read_text(tracking.RUNS_FILE)
+    finally:
+        where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
+    total = size(plan, opts)[3]
+    try:
+        known = json_object(ident, "study.json").get("fingerprint")
+    except StudyInputError:  # a damaged study.json is not this study's record: the run says so (check_resume)
+        return None
+    if known != _fingerprint(plan, base, list(opts.seeds), total):
+        return None
+    parent = json_object(runs, where.display(tracking.RUNS_FILE)).get("parent")
+    if not parent:
+        return "unfinished"
+    uri = tracking.tracking_uri(opts.tracking_uri)
+    if not mlflow_has_run(uri, parent):  # tracked in another store: not this study's record
+        return None
+    from mlflow.tracking import MlflowClient
+
+    status = MlflowClient(uri).get_run(parent).info.status
+    return "finished" if status == "FINISHED" else "unfinished"
+
+

@@ -1,0 +1,158 @@
+"""The checks of --resume (an interrupted run of this very study to continue, with the same settings and stores)
+and what --resume keeps of the interrupted run; part of the preflight (adbs_lab/driver/preflight.py): they read,
+and write nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from adbs_lab import tracking
+from adbs_lab.driver.prepared import Prepared
+from adbs_lab.options import StudyInputError
+from adbs_lab.study_folder import SNAPSHOT_DIR, StudyFolder
+
+__all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object"]
+
+
+RESUME_FIXED = {"pruner": "--pruner", "sampler_seed": "--sampler-seed", "cpus_per_trial": "--cpus-per-trial"}
+"""Settings --resume cannot change: Tune restores the pruner (its stopper) and the sampler (its searcher) of the
+interrupted run, and a trial's CPUs are its torch threads, which change CPU numbers (adbs/runtime.py)."""
+
+
+def check_resume(p: Prepared) -> dict[str, Any]:
+    """--resume: an interrupted run of this very study to continue, with its record of the trials, the same
+    settings and the same stores; returns its settings (study.json). Reads only."""
+    from ray import tune
+
+    opts, where = p.opts, p.where
+    held = json_object(where.read_text("study.json"), where.display("study.json"))
+    if held and held.get("fingerprint") != p.fingerprint:
+        raise StudyInputError(
+            f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); rerun with "
+            "the same arguments as that study, or drop --resume (or pass --name) to start a new one")
+    if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1]):
+        raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
+                              "to start one")
+    missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
+               if not _driver_file_exists(where, name)]
+    if missing:
+        raise StudyInputError(
+            f"--resume: {', '.join(where.display(m) for m in missing)} is missing: the study cannot continue "
+            f"without its record of the trials ({'Optuna' if 'optuna.db' in missing else 'MLflow runs'}); "
+            "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
+    damaged = _damaged_tune_state(where)
+    if damaged:
+        raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))
+    settings = held.get("settings", {})
+    command = held.get("command", "?")
+    for key, flag in RESUME_FIXED.items():
+        if key in settings and settings[key] != getattr(opts, key):
+            def show(v):
+                return "(not given)" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+            raise StudyInputError(
+                f"--resume: {flag} {show(getattr(opts, key))} differs from the study's {flag} {show(settings[key])} "
+                f"({command}); a study cannot change it midway: rerun with {flag} {show(settings[key])} (or without "
+                "the flag when it was not given), or start a new study with --name NAME")
+    parent = json_object(_driver_file(where, tracking.RUNS_FILE), where.display(tracking.RUNS_FILE)).get("parent")
+    if parent and not mlflow_has_run(p.tracking_uri, parent):
+        raise StudyInputError(
+            f"--resume: the MLflow store {tracking.redact_uri(p.tracking_uri)} holds no run {parent}, the study's "
+            f"parent run: the study was tracked in another store; rerun with the --tracking-uri it started with "
+            f"({command})")
+    if not where.remote or opts.optuna_storage:  # else optuna.db comes from the store's snapshot (claim)
+        from adbs_lab.stores import optuna_studies
+
+        if where.folder not in optuna_studies(p.optuna_url):
+            raise StudyInputError(f"--resume: the Optuna storage {tracking.redact_uri(p.optuna_url)} holds no study "
+                                  f"{where.folder!r}; rerun with the --optuna-storage the study started with "
+                                  f"({command})")
+    return settings
+
+
+def resume_notes(p: Prepared) -> None:
+    """What --resume keeps of the interrupted run although this command says otherwise (not an error)."""
+    held = p.settings.get("max_failures")
+    if p.opts.resume and held is not None and held != p.opts.max_failures:
+        print(f"note: --max-failures {p.opts.max_failures} is ignored on --resume: Ray Tune continues with the "
+              f"interrupted run's {held}", flush=True)
+
+
+def json_object(text: str | None, name: str) -> dict[str, Any]:
+    """A JSON object the driver wrote (study.json, the runs file), {} when absent; damaged: StudyInputError naming
+    it (a disk that filled while it was written, a hand edit), never a traceback."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError(f"a JSON {type(value).__name__}, not an object")
+    except ValueError as e:
+        raise StudyInputError(f"{name} is damaged ({str(e)[:120]}): the study's record cannot be read; restore it "
+                              "from a copy, or run without --resume to start the study again (earlier results are "
+                              "moved aside)") from None
+    return value
+
+
+def _driver_file(where: StudyFolder, name: str) -> str | None:
+    """A file the driver keeps (optuna.db, the runs file) as --resume would find it: in the folder, or for an
+    object store in the snapshot uploaded with Tune's state (adbs_lab/study_folder.py: pull_for_resume)."""
+    return where.read_text(f"tune/{SNAPSHOT_DIR}/{name}" if where.remote else name)
+
+
+def _driver_file_exists(where: StudyFolder, name: str) -> bool:
+    import pyarrow.fs as pafs
+
+    path = f"{where.path}/tune/{SNAPSHOT_DIR}/{name}" if where.remote else f"{where.path}/{name}"
+    return where.fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def mlflow_has_run(uri: str, run_id: str) -> bool:
+    """Whether the MLflow store at `uri` holds run `run_id`; a SQLite store that does not exist holds none (and is
+    not created by asking)."""
+    from mlflow.tracking import MlflowClient
+
+    db = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else None
+    if db is not None and (not Path(db).is_file() or Path(db).stat().st_size == 0):
+        return False
+    try:
+        MlflowClient(uri).get_run(run_id)
+    except Exception:  # noqa: BLE001 - not in this store (or the store is unusable): cannot continue here
+        return False
+    return True
+
+
+def _unloadable_state(file: Path, e: Exception, cache: str) -> str:
+    """Why --resume cannot continue from Tune's state file `file`, and what to do instead."""
+    why = (f"it names code this version of adbs_lab does not have ({type(e).__name__}: {e}): an earlier version "
+           "saved it; finish the study with that version (its code version is the MLflow tag adbs.code_version), "
+           "or run" if isinstance(e, (ImportError, AttributeError)) else
+           f"it is damaged ({type(e).__name__}; written while the disk was full?); run")
+    return (f"--resume: Ray Tune's saved state of this study ({file}) does not load, so it cannot be resumed: {why} "
+            f"the study again without --resume: the earlier results are moved aside, and base sessions already "
+            f"trained are reused from {cache}")
+
+
+def _damaged_tune_state(where: StudyFolder) -> tuple[Path, Exception] | None:
+    """The first of Tune's newest state files that is empty or does not load, and why (Tune's syncer writes them
+    in place: a full disk leaves them truncated; a state pickled by an earlier version of this code names
+    functions or modules that have moved; either way Tune's restore would fail with a traceback)."""
+    import pickle
+
+    import ray.cloudpickle as cloudpickle
+
+    if where.remote:
+        return None
+    exp = Path(where.tune_experiment())
+    for pattern, load in (("experiment_state-*.json", json.loads), ("search_gen_state-*.json", cloudpickle.loads),
+                          ("searcher-state-*.pkl", pickle.loads), ("tuner.pkl", cloudpickle.loads)):
+        files = sorted(exp.glob(pattern), key=lambda f: f.stat().st_mtime)
+        if not files:
+            continue
+        try:
+            load(files[-1].read_bytes())
+        except Exception as e:  # noqa: BLE001 - any failure to load ends the resume
+            return files[-1], e
+    return None

@@ -1,0 +1,80 @@
+"""Run one study: preflight (every check, nothing written) -> claim (the study's folder) -> launch (Ray Tune,
+Optuna, MLflow) -> summarise (tables, figures, report) -> an exit code. A study script builds a `Plan` and calls
+`main(plan, opts)`; `run(plan, opts)` is the same without the exit, for Python callers; several studies run as
+one through adbs_lab/driver/compose.py (studies/paper.py).
+
+- `preflight` (adbs_lab/driver/preflight.py) touches no Ray and trains nothing: whatever the run can refuse before
+  its first trial ends there with exit 2 and nothing written; `--dry-run` is that preflight and one line.
+- `claim` (claim.py), inside `with study_lock(...)`, takes the study's folder: earlier results moved aside (a new
+  study) or the interrupted run's files fetched (--resume).
+- `launch` (launch.py) starts (or joins) Ray (session.py: `with ray_session(...)`), checks the cluster, and lets
+  Optuna choose trials through Tune while the tracker logs to MLflow from this process; Ctrl-C or SIGTERM stops
+  it gracefully.
+- `summarise` (summarise.py) turns what ran into the tables, figures and report, whether the study finished or
+  not, and how it ended into the exit code (adbs_lab/outcome.py: 0 ok, 1 a trial raised or the study failed after
+  it started, 2 refused, 130 interrupted).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NoReturn
+
+from adbs.overrides import from_dict
+from adbs_lab import outcome
+from adbs_lab.driver.claim import claim, study_lock
+from adbs_lab.driver.launch import launch, trial_slots
+from adbs_lab.driver.preflight import note_owned, preflight
+from adbs_lab.driver.prepared import Prepared, bad_input
+from adbs_lab.driver.resume import resume_notes
+from adbs_lab.driver.session import env_defaults, ray_session
+from adbs_lab.driver.summarise import Outcome, summarise
+from adbs_lab.options import StudyOptions
+from adbs_lab.plan import Plan
+
+__all__ = ["run", "main", "dry_run"]
+
+
+def dry_run(p: Prepared) -> None:
+    """--dry-run: the preflight passed (every check a run makes before its first trial); with --address, the
+    cluster's checks too (connected to, not started; no probe trial); then what would run."""
+    cfg = from_dict(p.base)
+    opts = p.opts
+    if opts.address:
+        import ray
+
+        with ray_session(p) as res:
+            trial_slots(p, res, probe=False)
+        ray.shutdown()  # disconnects this driver; the cluster runs on
+    print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {p.n_configs} configuration(s) x "
+          f"{len(opts.seeds)} seed(s) = {p.total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; "
+          f"search space {p.plan.space_source}); flags, config, data, storage {p.where}, the MLflow store, the "
+          f"Optuna storage{', the Ray cluster' if opts.address else ''}"
+          f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
+          "written", flush=True)
+
+
+def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
+    """preflight -> claim -> launch -> summarise; returns the Outcome (its `code`: 0, or 1 when a trial raised or
+    none completed), None for --dry-run. Refused input exits 2 before anything starts; a study stopped by the user
+    exits 130, one that failed after it started 1 (SystemExit, with the --resume command)."""
+    env_defaults()
+    t0 = time.time()
+    with bad_input():
+        p = preflight(plan, opts)
+    note_owned(p)
+    if opts.dry_run:
+        p.where.cleanup()
+        dry_run(p)
+        return None
+    resume_notes(p)
+    with study_lock(p):
+        claim(p)
+        launched = launch(p)
+        return summarise(p, launched, t0)
+
+
+def main(plan: Plan, opts: StudyOptions) -> NoReturn:
+    """A study script's last line: run the study and exit with how it ended (adbs_lab/outcome.py)."""
+    out = run(plan, opts)
+    raise SystemExit(outcome.OK if out is None else out.code)

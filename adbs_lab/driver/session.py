@@ -1,0 +1,160 @@
+"""The study's process and its Ray session, in one place: the environment Ray, Tune, Optuna and MLflow read
+(`env_defaults`), Ray started or joined (`ray_session`, with a fast failure when nothing answers at --address),
+SIGTERM ending a study as Ctrl-C does (`Stop`), Ctrl-C before any trial ran (`interrupted`: exit 130), and what
+counts as a full disk (`disk_full`: a message and --resume instead of a traceback, adbs_lab/driver/launch.py and
+summarise.py)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+from adbs_lab.driver.prepared import Prepared, fail
+from adbs_lab.options import StudyInputError
+
+__all__ = ["env_defaults", "ray_session", "Stop", "disk_full", "interrupted"]
+
+
+def env_defaults() -> None:
+    """The environment a study's process sets before Ray, Tune, Optuna or MLflow read it (a variable the user set
+    wins), and quiet loggers; first thing of `run` and of a composition (adbs_lab/driver/compose.py)."""
+    # Telemetry and usage stats off unless the user turned them on.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit.
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # Save Tune's experiment state often, so --resume after a crash reruns as little as possible.
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Trials checkpoint after every session (seconds apart), which forces Tune state snapshots; that is
+    # intended, so silence the "snapshotting triggered multiple times" warning.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    # Keep Tune's console quiet: its slow-operation warnings fire on a busy 2-core machine.
+    os.environ.setdefault("TUNE_WARN_THRESHOLD_S", "10")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per artifact a report downloads
+    # A trial's traceback goes to its error.txt and to MLflow (tag adbs.error); the terminal gets one line per
+    # failed trial (adbs_lab/progress.py) instead of Tune's traceback for every attempt.
+    os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
+    import logging
+
+    logging.getLogger("ray.tune.tune").addFilter(_NotCompleteLine())
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # progress lines come from adbs_lab.progress
+    for name in ("mlflow", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+class _NotCompleteLine:
+    """Drops Tune's "Trials did not complete: [ids]": the study's own summary names the failed trials."""
+
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith("Trials did not complete")
+
+
+
+def _probe_ray(address: str) -> None:
+    """Fail fast when nothing answers at --address (ray.init would wait minutes and ignore Ctrl-C)."""
+    target = address.split("://", 1)[-1]
+    if address == "auto" or address.startswith("ray://") or ":" not in target:
+        return
+    host, _, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=3):
+            return
+    except (OSError, ValueError) as e:
+        raise StudyInputError(
+            f"--address {address}: no Ray cluster answers there ({e.__class__.__name__}: {e}); start one with "
+            f"`ray start --head --port={port}`, pass the address `ray start` printed, or drop --address to "
+            "start a local Ray instance") from None
+
+
+def _start_ray(p: Prepared) -> dict[str, float]:
+    import ray
+
+    from adbs_lab.trainable import FAULT_ENV
+
+    if p.opts.address:
+        _probe_ray(p.opts.address)
+    # Workers of an existing cluster do not inherit this shell's environment: forward what trials read.
+    forward = {k: os.environ[k] for k in (FAULT_ENV,) if k in os.environ}
+    try:
+        ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
+                 configure_logging=True, logging_level="WARNING",
+                 runtime_env={"env_vars": forward} if forward else None)
+    except ConnectionError as e:
+        raise StudyInputError(f"--address {p.opts.address}: no Ray cluster there ({str(e).strip().splitlines()[0]}); "
+                              "start one with `ray start --head`, or drop --address to start a local Ray "
+                              "instance") from None
+    return ray.cluster_resources()
+
+
+
+class Stop:
+    """SIGTERM ends a study the way Ctrl-C does: Tune stops the trials, saves its state, and --resume continues.
+
+    During tuner.fit Tune's own handler (SIGUSR1 = its graceful stop, as for the first Ctrl-C) does the
+    work; outside it, SIGTERM raises KeyboardInterrupt where the study is.
+    """
+
+    def __init__(self) -> None:
+        self.in_fit = False
+        self.signal: str | None = None
+
+    def __enter__(self) -> "Stop":
+        self._old = signal.signal(signal.SIGTERM, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGTERM, self._old)
+
+    def _handler(self, signum, frame) -> None:
+        self.signal = "SIGTERM"
+        if self.in_fit and hasattr(signal, "SIGUSR1"):
+            os.kill(os.getpid(), signal.SIGUSR1)
+        else:
+            raise KeyboardInterrupt
+
+
+def disk_full(e: BaseException) -> bool:
+    while e is not None:
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            return True
+        text = str(e).lower()
+        if "no space left" in text or "database or disk is full" in text or "disk is full" in text:
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+@contextmanager
+def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
+    """Ray started (or joined, --address) for the study; yields the cluster's resources. When the study ends
+    inside the block (bad input, Ctrl-C), Ray is shut down here; otherwise it stays up: the trials run in it
+    next, and it ends with this process (as a Ray session the caller started keeps running)."""
+    import ray
+
+    try:
+        res = _start_ray(p)
+    except KeyboardInterrupt:
+        interrupted("starting Ray")
+    except StudyInputError as e:
+        fail(str(e))
+    try:
+        yield res
+    except BaseException:
+        ray.shutdown()
+        raise
+
+
+def interrupted(doing: str) -> None:
+    print(f"\ninterrupted while {doing}; no trial ran", file=sys.stderr)
+    raise SystemExit(130) from None
+

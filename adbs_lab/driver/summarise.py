@@ -1,0 +1,179 @@
+"""Summarise: what ran turned into the tables, figures and report, whether the study finished or not, and how it
+ended into the exit code (adbs_lab/outcome.py: 0 ok, 1 a trial raised or the study failed after it started,
+130 interrupted), with the --resume command where one helps. An object store's study is uploaded here."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import pandas as pd
+
+from adbs_lab import metrics_keys as K
+from adbs_lab import outcome, run_files, tables, tracking, trial_records
+from adbs_lab.driver.launch import Launched
+from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.session import disk_full
+from adbs_lab.options import resume_command
+from adbs_lab.plan import Plan
+from adbs_lab.study_folder import StudyFolder
+
+__all__ = ["Outcome", "summarise", "ended_count", "upload"]
+
+
+@dataclass
+class Outcome:
+    plan: Plan
+    dir: Path
+    """The study's folder (for an object store, its local staging copy, uploaded by `summarise`)."""
+    sessions: pd.DataFrame
+    trials: pd.DataFrame
+    table: pd.DataFrame
+    table_text: str
+    best: dict | None
+    files: list[Path]
+    where: StudyFolder
+    wall_s: float
+    code: int = outcome.OK
+    """The exit code (adbs_lab/outcome.py): OK, or FAILED when a trial raised or none completed."""
+
+
+def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
+    """Tables of every trial that ran, then (when it ran to its end) figures, report, parent-run metrics; uploads;
+    the exit code. A study stopped by the user exits 130 and one that failed after it started exits 1, here, both
+    with their tables and the --resume command."""
+    plan, where, tracker = p.plan, p.where, launched.tracker
+    recs, out = _tables(p, launched, t0)
+    trials, counts = out.trials, _counts(out.trials)
+    unfinished = sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs))
+    metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
+               "study/trials_diverged": counts.get(K.DIVERGED, 0), "study/trials_failed": counts.get(K.FAILED, 0),
+               "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
+    if out.best:
+        metrics["study/best_objective"] = out.best["mean_over_seeds"]
+    if launched.interrupted:
+        _stop(p, tracker, out.files, metrics, launched.interrupted, ended_count(recs), outcome.INTERRUPTED)
+    if launched.failed or unfinished:
+        _stop(p, tracker, out.files, metrics, launched.failed or f"{unfinished} of {p.total} trials did not end",
+              ended_count(recs), outcome.FAILED)
+    out.code = outcome.study_code(counts)
+    upload(where)  # the tables are safe in the object store before figures and the report are drawn
+    print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
+          f"(selection used validation accuracy only)\n{out.table_text}")
+    if out.best:
+        print(f"best configuration by {K.OBJECTIVE}: {out.best['config_label']} ({out.best['mean_over_seeds']:.2f})")
+    extra = _figures_and_report(p, tracker, out)
+    tracker.finish("FINISHED" if out.code == outcome.OK else "FAILED", [*out.files, *extra], metrics)
+    upload(where)
+    where.cleanup()
+    print(f"\n{plan.name}: {len(trials)} trials ({counts.get(K.COMPLETE, 0)} complete, {counts.get(K.PRUNED, 0)} "
+          f"pruned, {counts.get(K.DIVERGED, 0)} diverged, {counts.get(K.FAILED, 0)} failed) in {out.wall_s:.0f} s")
+    print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
+          + "".join(f", {Path(a).name}" for a in extra) + ")")
+    print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
+    print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
+    if out.code != outcome.OK:
+        _print_failed(p, recs, counts)
+    return out
+
+
+def _print_failed(p: Prepared, recs: list, counts: dict[str, int]) -> None:
+    """Why the study exits 1: one line per trial that raised (its error line; the traceback is in MLflow and in
+    the trial's error.txt), and how to run those trials again."""
+    failed = [r for r in recs if r.state == K.FAILED]
+    print(f"\nerror: {p.plan.name} failed: {outcome.why_failed(counts)}", file=sys.stderr, flush=True)
+    for r in failed:
+        print(f"  {r.label} seed={r.config.get('seed')}: {outcome.error_line(r.error)}", file=sys.stderr)
+    if failed:
+        print(f"tracebacks: MLflow tag adbs.error of each trial's run, and error.txt in its folder under "
+              f"{p.where.display('tune')}\nrun the failed trials again (the others are kept): "
+              f"{shlex.join(resume_command(p.opts))}", file=sys.stderr, flush=True)
+
+
+def _counts(trials: pd.DataFrame) -> dict[str, int]:
+    return trials["state"].value_counts().to_dict() if len(trials) else {}
+
+
+def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
+    """The trials' records (each trial's state as the study recorded it when it ended: the runs file) and the
+    tables written from them (sessions.parquet, trials.parquet, table.txt, table.md, best_config.json)."""
+    plan = p.plan
+    runs = tracking.load_runs(p.dir)
+    recs = [trial_records.from_tune(r, varying=p.varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
+            for r in launched.results]
+    sessions, trials = trial_records.frames(recs)
+    table = tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials) if len(sessions) else pd.DataFrame()
+    table_text = tables.annotate(tables.format_table(table), trials, order=plan.order)
+    best = tables.best_config(trials) if len(trials) else None
+    files = tables.write(p.dir, sessions, trials, table_text, best)
+    (p.dir / "table.md").write_text(tables.annotate(tables.format_table(table, markdown=True), trials,
+                                                     markdown=True, order=plan.order) + "\n")
+    files.append(p.dir / "table.md")
+    return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0)
+
+
+def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
+    """A study that stopped early: runs KILLED (the user stopped it) or FAILED, files uploaded, the --resume
+    command printed; exit `code` (INTERRUPTED or FAILED)."""
+    status = "KILLED" if code == outcome.INTERRUPTED else "FAILED"
+    try:
+        tracker.close_open_runs()
+        tracker.finish(status, files, metrics)
+    except tracking.TrackingError as e:  # the store itself is what stopped the study
+        print(f"warning: the MLflow runs could not be marked {status} ({e}); --resume reopens them", flush=True)
+    upload(p.where)
+    head = "stopped" if code == outcome.INTERRUPTED else "error: failed after it started"
+    print(f"\n{p.plan.name} {head} ({why}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
+          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True,
+          file=sys.stdout if code == outcome.INTERRUPTED else sys.stderr)
+    raise SystemExit(code)
+
+
+def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
+    """The study's figures and report.md (with where its runs are in MLflow)."""
+    plan = p.plan
+    figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order)
+            if len(out.sessions) else [])
+    parent = tracker.client.get_run(tracker.parent_run_id)
+    meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
+            "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
+            "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
+    report = run_files.write_study_report(p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best,
+                                          figures=figs, meta=meta, order=plan.order)
+    return [*figs, report]
+
+
+def ended_count(recs: list) -> int:
+    """Trials that ran to their end (complete, pruned, diverged or failed): neither interrupted nor never started."""
+    return sum(r.state in K.ENDED for r in recs)
+
+
+def upload(where: StudyFolder) -> None:
+    """Upload the staging folder of an object-store study; on failure say where the files are and exit."""
+    try:
+        where.push()
+    except Exception as e:  # noqa: BLE001 - the files are still here: say where, lose nothing
+        print(f"error: uploading the study's files to {where} failed ({str(e).strip().splitlines()[0][:300]}); "
+              f"they are all in {where.local}: copy them there once the store is reachable "
+              f"(Tune's results and checkpoints are written by the trials directly)", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+
+def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
+    """The study summarised (`_write_summary`); a disk that fills while the tables are written ends in a message
+    and the --resume command."""
+    try:
+        return _write_summary(p, launched, t0)
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        launched.tracker.close_open_runs()
+        launched.tracker.finish("FAILED")
+        print(f"\nerror: no space left in {p.where} while writing the study's tables ({e}); free space, then "
+              f"continue with: {shlex.join(resume_command(p.opts))}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
