@@ -158,6 +158,8 @@ def test_a_file_saying_one_key_twice_or_a_host_without_a_mapping_is_refused(tmp_
     assert "valid keys" not in str(e.value)
 
 
+# _UniqueKeyLoader: the private YAML loader of adbs/config_file.py, tested directly (load_file refuses the test's
+# keys before a merge key could show): a merge key followed by its own value is not a key given twice.
 def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
     path = _write(tmp_path, "merge.yaml", "common: &c {alpha: 0.05, seed: 1}\nrun:\n  <<: *c\n  seed: 2\n")
     import yaml
