@@ -20,7 +20,7 @@ import pandas as pd
 from adbs.config import ConfigError
 from adbs.overrides import coerce
 from adbs.renames import canonical
-from adbs_lab import run_files, trial_records, tables
+from adbs_lab import compare, run_files, trial_records, tables
 from adbs_lab import metrics_keys as K
 from adbs_lab.trial_records import CONFIG_COLUMNS
 
@@ -94,8 +94,9 @@ def all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
             return out
 
 
-def find_parent(client, ref: str):
-    """The parent (study) run: a run id (a trial's id gives its parent), or a study name = experiment (latest run)."""
+def find_parent(client, ref: str, name: str | None = None):
+    """The parent (study) run: a run id (a trial's id gives its parent), or a study name = experiment: its latest
+    run of the default folder, or of `--name` `name` (adbs_lab/run_pick.py)."""
     if RUN_ID.match(ref):
         try:
             run = client.get_run(ref)
@@ -113,6 +114,13 @@ def find_parent(client, ref: str):
     parents = all_runs(client, [exp.experiment_id], "tags.`adbs.role` = 'study'")
     if not parents:
         raise ReportError(f"experiment {ref!r} has no study run (tag adbs.role=study)")
+    from adbs_lab import run_pick
+
+    picked, _ = run_pick.of_name(parents, name)
+    if not picked:
+        raise ReportError(f"study {ref!r} has no run of --name {name}; its runs' names: "
+                          f"{', '.join(run_pick.names(parents))}")
+    parents = picked
     finished = [p for p in parents if p.info.status == "FINISHED"]
     return (finished or parents)[-1]  # the latest finished invocation, else the latest one
 
@@ -219,8 +227,8 @@ def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
     return getattr(mod, "BASELINE", None), (list(rows) if isinstance(rows, dict) else None)
 
 
-def load_study(client, ref: str) -> Study:
-    parent = find_parent(client, ref)
+def load_study(client, ref: str, name: str | None = None) -> Study:
+    parent = find_parent(client, ref, name)
     name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
     sessions, trials = trial_frames(client, parent)
     baseline, order = _table_layout(parent, name)
@@ -284,11 +292,13 @@ def to_csv(table: pd.DataFrame) -> str:
         row: dict[str, Any] = {"config": r["config"], "seeds": r["seeds"]}
         if "sessions" in table:
             row["sessions"] = r["sessions"]
-        for c in _session_cols(table) + [c for c in ("avg", "last", "pd") if c in table]:
+        for c in _session_cols(table) + [c for c in ("avg", "last", "pd", "hmean") if c in table]:
             name = f"s{c}" if c.isdigit() else c
             row[name], row[f"{name}_ci95"] = r[c]
         if "delta_last" in table:
             row["delta_last"] = r["delta_last"]
+        if "delta_paired" in table:  # seed by seed: mean, 95% half-width (NaN for n < 2), n
+            row["delta_last_paired"], row["delta_last_paired_ci95"], row["delta_last_paired_n"] = r["delta_paired"]
         if "d_cs" in table:
             row["d_cs"], row["d_cs_ci95"] = r["d_cs"]
         rows.append(row)
@@ -306,9 +316,10 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     cols = _session_cols(table)
     has_delta, has_dcs = "delta_last" in table, "d_cs" in table
     has_sessions = "sessions" in table
-    extra = [c for c in ("last", "pd") if c in table]  # the last session and the performance drop
+    extra = [c for c in ("last", "pd", "hmean") if c in table]  # last session, performance drop, hmean of it
     head = (["Config", "Seeds"] + (["Sessions"] if has_sessions else []) + [f"S{c}" for c in cols] + ["Avg"]
-            + [{"last": "Last", "pd": "PD"}[c] for c in extra] + (["$\\Delta_{last}$"] if has_delta else [])
+            + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra] + (["$\\Delta_{last}$"] if has_delta else [])
+            + (["paired $\\Delta_{last}$"] if "delta_paired" in table else [])
             + (["$D_{cs}$"] if has_dcs else []))
 
     def cell(v, digits: int = 2) -> str:
@@ -323,6 +334,8 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
                  + [cell(r[c]) for c in cols] + [cell(r["avg"])] + [cell(r[c]) for c in extra])
         if has_delta:
             cells.append(f"{r['delta_last']:+.2f}" if K.finite(r["delta_last"]) else "-")
+        if "delta_paired" in table:
+            cells.append(_tex(compare.format_paired(r["delta_paired"])).replace("±", "$\\pm$"))
         if has_dcs:
             cells.append(cell(r["d_cs"], 3))
         body.append(cells)
@@ -413,7 +426,10 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
             if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
     best = tables.best_config(study.trials) if len(study.trials) else None
-    meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id})",
+    from adbs_lab import run_pick
+
+    meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id}; "
+                                                           f"{run_pick.describe(study.parent)})",
             "tracking URI": uri, "code version": study.parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
     files.append(run_files.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
