@@ -422,8 +422,8 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
                           caption=f"{study.name}: test accuracy (%) per session", order=study.order)
-    figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order)
-            if len(study.sessions) else [])
+    figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order,
+                                    baseline=study.baseline) if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
     best = tables.best_config(study.trials) if len(study.trials) else None
     from adbs_lab import run_pick
