@@ -57,7 +57,8 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     refs = baselines(baseline)
-    many = max(len(p) for p in panels.values()) > 12  # a search: points, not a legend of every configuration
+    # a search (many configurations, or labels naming several knobs): points, not a legend of every configuration
+    many = max(len(p) for p in panels.values()) > 12 or any(len(str(x)) > 40 for p in panels.values() for x in p[label])
     for ax, (split, p) in zip(axes, panels.items()):
         _panel(ax, p, refs, many, label)
         ax.set_title({"val": "validation (used for selection)", "test": "test (reported, never used for selection)"}[
