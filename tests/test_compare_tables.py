@@ -71,3 +71,17 @@ def test_best_within_rows_of_the_same_ways_and_sessions():
     # 10-way rows average 4 sessions, 5-way rows 8: the standard 5 ways of the embedded benchmark decide
     assert best["config_label"] == "ways=5 shots=5" and best["compared_within"]["ways"] == 5
     assert {g["config_label"] for g in best["per_group"]} == {"ways=5 shots=5", "ways=10 shots=5"}
+
+
+def test_paired_per_host_against_its_own_reference():
+    s = _sessions([("SAVC", 0, [70, 50]), ("SAVC", 1, [70, 52]), ("SAVC+ADBS", 0, [75, 56]), ("SAVC+ADBS", 1, [75, 60]),
+                   ("ALICE", 0, [72, 40]), ("ALICE", 1, [72, 41]), ("ALICE+ADBS", 0, [70, 43]),
+                   ("ALICE+ADBS", 1, [70, 43])])
+    ref = {"SAVC": "SAVC", "SAVC+ADBS": "SAVC", "ALICE": "ALICE", "ALICE+ADBS": "ALICE"}
+    t = paper_table(s, baseline=ref).set_index("config")
+    # SAVC: differences 6, 8 -> mean 7, sd sqrt(2), t_{0.975,1} = 12.7062 -> half-width 12.7062
+    mean, half, n = t.loc["SAVC+ADBS", "delta_paired"]
+    assert (mean, n) == (7.0, 2) and half == pytest.approx(12.7062, abs=1e-3)
+    mean, half, n = t.loc["ALICE+ADBS", "delta_paired"]  # differences 3, 2
+    assert (mean, n) == (2.5, 2) and half == pytest.approx(12.7062 * 0.5, abs=1e-3)
+    assert math.isnan(t.loc["SAVC", "delta_paired"][0])  # a reference row is not compared with itself
