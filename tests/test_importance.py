@@ -27,6 +27,7 @@ def _trials(n_a: int = 6, n_b: int = 2, seeds=(0, 1)):
 def test_seeds_are_averaged_and_collapsed_or_diverged_trials_counted_out():
     t = _trials()
     t.loc[0, K.WARNING] = "novel accuracy 0.00 in every incremental session (2)"
+    t.loc[2, K.WARNING] = "1 of 90 seen classes never predicted (session 8)"  # not a collapse: stays in
     t = pd.concat([t, pd.DataFrame([{**t.iloc[1].to_dict(), "state": K.DIVERGED, "val_avg_acc": np.nan}])])
     assert importance.searched_params(t) == ["alpha", "temperature"]  # never the seed
     configs, left = importance.configurations(t, ["alpha", "temperature"])
