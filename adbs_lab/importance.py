@@ -236,7 +236,7 @@ def figures(a: dict[str, Any] | None, folder: Path) -> list[Path]:
     folder = Path(folder)
     imp = a["importance"]
     order = sorted(imp["fANOVA"], key=lambda p: imp["fANOVA"][p][0])
-    fig, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(order)))
+    fig, ax = plt.subplots(figsize=(6, 1.6 + 0.5 * len(order)))
     y = np.arange(len(order))
     for k, (name, color) in enumerate((("fANOVA", "C0"), ("PED-ANOVA", "C1"))):
         vals = np.array([imp[name][p] for p in order])
@@ -246,7 +246,8 @@ def figures(a: dict[str, Any] | None, folder: Path) -> list[Path]:
     ax.set_yticklabels(order, fontsize=8)
     ax.set_xlabel(f"importance for validation avg acc (95% interval, {a['resamples']} resamples)")
     ax.set_title(f"parameter importance ({a['n']} configurations, mean over seeds)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_xlim(0, 1.05)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     out = [folder / IMPORTANCE_PNG]
     fig.savefig(out[0], dpi=110)
