@@ -19,9 +19,9 @@ base setting at once and the session knobs would never be tried on it (measured:
 The report opens with the importance ranking (fANOVA and PED-ANOVA over the seed-averaged configurations, with
 intervals from resampling them; knobs whose intervals overlap are "not resolved at this budget") and the
 base/novel trade-off figure.
-Time: --smoke about a minute; the default (40 samples, 8 base epochs, 2 at a time) roughly 10 minutes on an idle
-2-core CPU, most of it the up-to-8 base sessions; cifar100 ~1-2 h per base session on one GPU, minutes per
-cached sample.
+Time: --smoke about a minute; the default (40 samples, 8 base epochs, 2 at a time) 754 s on a 2-core CPU shared
+with other jobs (load 20-30; less on an idle one), most of it the 8 base sessions, a cached sample 5-10 s;
+cifar100 ~1-2 h per base session on one GPU, minutes per cached sample.
 Writes <storage>/knobs/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json, importance.md,
 importance.png, parallel_coordinate.png, contour.png, slice.png, tradeoff.png, report.md, optuna.db; MLflow
 experiment 'knobs'.
