@@ -177,3 +177,28 @@ def trial_summary(accs: Sequence[float]) -> dict[str, float]:
         "last_acc": accs[-1],
         "pd": accs[0] - accs[-1],
     }
+
+
+def base_novel_summary(sessions: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Base and novel accuracy of a trial in one number each, for validation and test, so a search, a table or
+    a plot can use them: `{split}_last_base_acc` / `{split}_last_novel_acc` (the last session's), the means over
+    the incremental sessions 1..N (`{split}_mean_base_acc`, `{split}_mean_novel_acc`; session 0 has no novel
+    classes, so its base accuracy is left out of the base mean too, keeping both means over the same sessions),
+    and `{split}_last_hmean`, the harmonic mean of the last session's base and novel accuracy.
+
+    `sessions` are the trial's session rows (`session`, `{split}_base_acc`, `{split}_novel_acc`). A trial
+    without incremental sessions gets NaN for every novel number and every mean.
+    """
+    rows = sorted(sessions, key=lambda r: int(r["session"]))
+    later = [r for r in rows if int(r["session"]) > 0]
+    out: dict[str, float] = {}
+    for split in ("val", "test"):
+        last = later[-1] if later else None
+        base = math.nan if last is None else float(last[f"{split}_base_acc"])
+        novel = math.nan if last is None else float(last[f"{split}_novel_acc"])
+        out[f"{split}_last_base_acc"], out[f"{split}_last_novel_acc"] = base, novel
+        out[f"{split}_last_hmean"] = harmonic_mean(base, novel)
+        for part in ("base", "novel"):
+            vals = [float(r[f"{split}_{part}_acc"]) for r in later]
+            out[f"{split}_mean_{part}_acc"] = sum(vals) / len(vals) if vals else math.nan
+    return out

@@ -70,8 +70,9 @@ def all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
             return out
 
 
-def find_parent(client, ref: str):
-    """The parent (study) run: a run id (a trial's id gives its parent), or a study name = experiment (latest run)."""
+def find_parent(client, ref: str, name: str | None = None):
+    """The parent (study) run: a run id (a trial's id gives its parent), or a study name = experiment: its latest
+    run of the default folder, or of `--name` `name` (adbs_lab/run_pick.py)."""
     if RUN_ID.match(ref):
         try:
             run = client.get_run(ref)
@@ -89,6 +90,13 @@ def find_parent(client, ref: str):
     parents = all_runs(client, [exp.experiment_id], "tags.`adbs.role` = 'study'")
     if not parents:
         raise ReportError(f"experiment {ref!r} has no study run (tag adbs.role=study)")
+    from adbs_lab import run_pick
+
+    picked, _ = run_pick.of_name(parents, name)
+    if not picked:
+        raise ReportError(f"study {ref!r} has no run of --name {name}; its runs' names: "
+                          f"{', '.join(run_pick.names(parents))}")
+    parents = picked
     finished = [p for p in parents if p.info.status == "FINISHED"]
     return (finished or parents)[-1]  # the latest finished invocation, else the latest one
 
@@ -195,8 +203,8 @@ def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
     return getattr(mod, "BASELINE", None), (list(rows) if isinstance(rows, dict) else None)
 
 
-def load_study(client, ref: str) -> Study:
-    parent = find_parent(client, ref)
+def load_study(client, ref: str, name: str | None = None) -> Study:
+    parent = find_parent(client, ref, name)
     name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
     sessions, trials = trial_frames(client, parent)
     baseline, order = _table_layout(parent, name)
@@ -271,11 +279,14 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
                           caption=f"{study.name}: test accuracy (%) per session", order=study.order)
-    figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order)
-            if len(study.sessions) else [])
+    figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order,
+                                    baseline=study.baseline) if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
     best = tables.best_config(study.trials) if len(study.trials) else None
-    meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id})",
+    from adbs_lab import run_pick
+
+    meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id}; "
+                                                           f"{run_pick.describe(study.parent)})",
             "tracking URI": uri, "code version": study.parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
     files.append(run_files.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from adbs_lab import compare, tables
 from adbs_lab import metrics_keys as K
-from adbs_lab import tables
 
 __all__ = ["PAPER", "PAPER_SOURCE", "to_csv", "to_latex", "render", "paper_beside", "render_plain"]
 
@@ -61,11 +61,13 @@ def to_csv(table: pd.DataFrame) -> str:
         row: dict[str, Any] = {"config": r["config"], "seeds": r["seeds"]}
         if "sessions" in table:
             row["sessions"] = r["sessions"]
-        for c in _session_cols(table) + [c for c in ("avg", "last", "pd") if c in table]:
+        for c in _session_cols(table) + [c for c in ("avg", "last", "pd", "hmean") if c in table]:
             name = f"s{c}" if c.isdigit() else c
             row[name], row[f"{name}_ci95"] = r[c]
         if "delta_last" in table:
             row["delta_last"] = r["delta_last"]
+        if "delta_paired" in table:  # seed by seed: mean, 95% half-width (NaN for n < 2), n
+            row["delta_last_paired"], row["delta_last_paired_ci95"], row["delta_last_paired_n"] = r["delta_paired"]
         if "d_cs" in table:
             row["d_cs"], row["d_cs_ci95"] = r["d_cs"]
         rows.append(row)
@@ -83,9 +85,10 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     cols = _session_cols(table)
     has_delta, has_dcs = "delta_last" in table, "d_cs" in table
     has_sessions = "sessions" in table
-    extra = [c for c in ("last", "pd") if c in table]  # the last session and the performance drop
+    extra = [c for c in ("last", "pd", "hmean") if c in table]  # last session, performance drop, hmean of it
     head = (["Config", "Seeds"] + (["Sessions"] if has_sessions else []) + [f"S{c}" for c in cols] + ["Avg"]
-            + [{"last": "Last", "pd": "PD"}[c] for c in extra] + (["$\\Delta_{last}$"] if has_delta else [])
+            + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra] + (["$\\Delta_{last}$"] if has_delta else [])
+            + (["paired $\\Delta_{last}$"] if "delta_paired" in table else [])
             + (["$D_{cs}$"] if has_dcs else []))
 
     def cell(v, digits: int = 2) -> str:
@@ -100,6 +103,8 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
                  + [cell(r[c]) for c in cols] + [cell(r["avg"])] + [cell(r[c]) for c in extra])
         if has_delta:
             cells.append(f"{r['delta_last']:+.2f}" if K.finite(r["delta_last"]) else "-")
+        if "delta_paired" in table:
+            cells.append(_tex(compare.format_paired(r["delta_paired"])).replace("±", "$\\pm$"))
         if has_dcs:
             cells.append(cell(r["d_cs"], 3))
         body.append(cells)

@@ -135,7 +135,7 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
 
 
 def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
-                  order: list[str] | None = None) -> list[Path]:
+                  order: list[str] | None = None, baseline: str | dict[str, str] | None = None) -> list[Path]:
     """The study's figure(s), drawn by the study itself and by studies/report.py from the store alike:
     alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row; and for
     the ablation the t-SNE and prototype-similarity figures when its trials kept embedding samples
@@ -158,7 +158,31 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
     if study == "ablation" and EMBEDDINGS in trials and trials[EMBEDDINGS].notna().any():
         # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
         out += figures.embedding_figures(trials, folder, order=order)
-    return out
+    return out + beyond_the_table(study, sessions, trials, folder, baseline)
+
+
+def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
+                     baseline: str | dict[str, str] | None = None) -> list[Path]:
+    """Every study's base/novel trade-off figure (adbs_lab/tradeoff.py), and for a study that searched two or
+    more parameters the importance analysis (adbs_lab/importance.py: importance.md, which write_study_report puts
+    into report.md, and its figures)."""
+    from adbs_lab import importance, tradeoff
+
+    if baseline is None:  # the study's own (studies/report.py passes the one its parent run recorded)
+        baseline = _space_baseline(study)
+    trade = tradeoff.figure(sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline,
+                            title=f"{study}: base vs novel accuracy, last session (mean over seeds)")
+    (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
+    return ([trade] if trade else []) + (importance.write(trials, folder) if len(trials) else [])
+
+
+def _space_baseline(study: str) -> str | dict[str, str] | None:
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(f"search_spaces.{study}"), "BASELINE", None)
+    except ImportError:
+        return None
 
 
 def pruning_savings(trials: pd.DataFrame) -> dict[str, Any]:
@@ -183,15 +207,27 @@ def pruning_savings(trials: pd.DataFrame) -> dict[str, Any]:
             "base_epochs_saved": saved, "seconds_saved_est": seconds}
 
 
+LEADS_WITH_IMPORTANCE = ("knobs",)
+"""Studies whose report opens with the importance ranking and the trade-off figure (studies/knobs.py)."""
+
+
 def report_markdown(*, study: str, table_md: str, best: dict | None, savings: dict[str, Any],
                     figures: Iterable[str | Path] = (), meta: dict[str, str] | None = None,
-                    paper_md: str | None = None) -> str:
+                    paper_md: str | None = None, importance_md: str | None = None) -> str:
     """The study's Markdown report (`report.md` on the parent run)."""
     lines = [f"# {study}", ""]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")
     if meta:
         lines.append("")
+    names = [Path(f).name for f in figures]
+    beyond = (["## Which parameters matter", "", importance_md, ""] if importance_md else [])
+    trade = (["## Base vs novel accuracy", "", "The last session's base against novel accuracy per configuration "
+              "(mean over seeds), validation beside test; the Pareto front is the line, the baseline a star.", "",
+              "![tradeoff.png](tradeoff.png)", ""] if "tradeoff.png" in names else [])
+    lead = study in LEADS_WITH_IMPORTANCE
+    if lead:
+        lines += beyond + trade
     lines += ["## Test accuracy (%) per session", "",
               "Mean ± 95% CI over seeds; selection and pruning used validation accuracy only.", "",
               table_md, ""]
@@ -202,6 +238,12 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
         lines += [f"`{best['config_label']}`: {best['objective']} = {best['mean_over_seeds']:.2f} "
                   f"(mean over {best['seeds']} seed(s))", "", "```json",
                   json.dumps(best["config"], indent=1, sort_keys=True, default=str), "```", ""]
+        if best.get("per_group"):  # rows of different ways/sessions average over different sessions
+            within = ", ".join(f"{k} {v}" for k, v in best["compared_within"].items())
+            lines += [f"Chosen within the rows of {within}; the best of each group of rows that ran the same ways "
+                      "and sessions:", ""]
+            lines += [f"- {', '.join(f'{k} {g[k]}' for k in best['compared_within'])}: `{g['config_label']}` "
+                      f"{g['mean_over_seeds']:.2f} ({g['seeds']} seed(s))" for g in best["per_group"]] + [""]
     else:
         lines += ["(no completed trials)", ""]
     s = savings
@@ -212,6 +254,8 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
     lines += ["## Pruning", "",
               f"{s['trials']} trials: {s['pruned']} pruned, {s.get('diverged', 0)} diverged, {s.get('failed', 0)} failed. "
               f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
+    if not lead:
+        lines += beyond + trade
     figs = [Path(f).name for f in figures]
     if figs:
         lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
@@ -225,7 +269,9 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
 
     path = Path(folder) / REPORT_MD
     table_md = annotate(format_table(table, markdown=True), trials, markdown=True, order=order)
+    imp = Path(folder) / "importance.md"  # written by study_figures (adbs_lab/importance.py) into the same folder
     path.write_text(report_markdown(study=study, table_md=table_md, best=best,
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
-                                    paper_md=paper_md) + "\n")
+                                    paper_md=paper_md, importance_md=imp.read_text().strip() if imp.is_file() else None)
+                    + "\n")
     return path

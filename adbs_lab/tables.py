@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from adbs_lab import compare
 from adbs_lab import metrics_keys as K
 from adbs_lab.trial_records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
 
@@ -55,6 +56,11 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     labels = list(dict.fromkeys(s[label]))
     if order:
         labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    else:  # no order of the study's own: by the swept values (alpha_sweep in alpha order), not trial order
+        labels = compare.sort_by_swept(s, labels, label)
+    hmean = compare.hmean_metric(metric)
+    per_trial_h = (s.pivot_table(index=[label, "trial_id"], columns="session", values=hmean, aggfunc="first")
+                   if hmean in s else None)
     n_sessions = int(s["session"].max()) + 1
     per_trial = s.pivot_table(index=[label, "trial_id"], columns="session", values=metric, aggfunc="first")
     last_of = {}
@@ -71,6 +77,9 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
         # performance drop PD = session 0 - last session (per trial, then mean ± CI over trials)
         row["last"] = ci95(list(t[last_col]))
         row["pd"] = ci95(list(t[0] - t[last_col])) if 0 in t else (math.nan, math.nan)
+        if per_trial_h is not None:  # the trade-off ADBS is about, in one number per trial
+            h = per_trial_h.loc[lab] if lab in per_trial_h.index.get_level_values(0) else None
+            row["hmean"] = ci95(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
         last_of[lab] = row["last"][0]
         row["sessions"] = int(last_col)  # incremental sessions the row ran (its avg covers 0..this)
         out.append(row)
@@ -82,6 +91,11 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
         for row in out:
             ref = reference.get(row["config"])
             row["delta_last"] = last_of[row["config"]] - last_of[ref] if ref in last_of else math.nan
+        # the same difference seed by seed, where the rows share seeds (the same data draw and training seed)
+        paired = compare.paired_deltas(compare.last_by_seed(s, metric, label), reference)
+        if paired:
+            for row in out:
+                row["delta_paired"] = paired.get(row["config"], (math.nan, math.nan, 0))
     if trials is not None and len(trials) and "d_cs" in trials:
         done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
         for row in out:
@@ -94,7 +108,9 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     if table.empty:
         return "(no completed trials)"
 
-    def cell(v: Any, seeds: int, digits: int = 2) -> str:
+    def cell(v: Any, seeds: int, digits: int = 2, column: str = "") -> str:
+        if column == "delta_paired":
+            return compare.format_paired(v)
         if isinstance(v, tuple):
             m, h = v
             if not K.finite(m):
@@ -105,11 +121,13 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
         return str(v)
 
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds")]
-    names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs"}
+    names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs", "hmean": "H last",
+             "delta_paired": "Δlast paired"}
     digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
-    body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2)) for h in headers] for _, r in table.iterrows()]
+    body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2), h) for h in headers] for _, r in table.iterrows()]
     note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
+    note += ([compare.HMEAN_NOTE] if "hmean" in table else []) + ([compare.PAIRED_NOTE] if "delta_paired" in table else [])
     table_text = render_cells(head, body, "markdown" if markdown else "text")
     if markdown:
         return "\n".join([table_text] + [line for n in note for line in ("", n)])
@@ -194,11 +212,33 @@ def _trial_name(r: dict) -> str:
 
 
 def best_config(trials: pd.DataFrame) -> dict[str, Any] | None:
-    """The configuration with the best mean objective over its seeds (validation, never test)."""
+    """The configuration with the best mean objective over its seeds (validation, never test).
+
+    Rows that ran different ways or sessions (the k-shot grid) average over different sessions, so the best is
+    chosen within each group of the same ways, sessions and dataset: the result is the group of the dataset's
+    standard ways (best_config.json's), and `per_group` names the best of every group."""
     obj = K.OBJECTIVE[len(K.SUMMARY):]
     t = trials[(trials["state"] == K.COMPLETE)] if len(trials) else trials
     if t.empty or obj not in t:
         return None
+    groups = compare.comparable_groups(t) if {"ways", "sessions"} & set(t.columns) else []
+    if len(groups) < 2:
+        return _best_of(t, obj)
+    out = _best_of(groups[compare.default_group(groups)][1], obj)
+    out["compared_within"] = _plain_dict(groups[compare.default_group(groups)][0])
+    out["per_group"] = []
+    for key, g in groups:
+        b = _best_of(g, obj)
+        out["per_group"].append({**_plain_dict(key), "config_label": b["config_label"],
+                                 "mean_over_seeds": b["mean_over_seeds"], "seeds": b["seeds"]})
+    return out
+
+
+def _plain_dict(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(v) for k, v in d.items()}
+
+
+def _best_of(t: pd.DataFrame, obj: str) -> dict[str, Any]:
     means = t.groupby(LABEL)[obj].mean()
     lab = means.idxmax()
     rep = t[t[LABEL] == lab].iloc[0]

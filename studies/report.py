@@ -6,6 +6,7 @@
     python studies/report.py 8a27a18c...  --tracking-uri http://127.0.0.1:5000   # a parent (or trial) run id
     python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
     python studies/report.py ablation boundary                 # two studies in one table and one figure
+    python studies/report.py ablation --name try               # the latest run of `ablation.py --name try`
     python studies/report.py paper --out DIR                   # the latest studies/paper.py report, redrawn
     python studies/report.py paper --datasets all --out DIR    # every dataset's, and one D_cs table across them
 
@@ -34,7 +35,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # one embeddings.json download per ablation trial: MLflow would draw a progress bar for each of them
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-from adbs_lab import from_store, paper, paths, tables, tracking
+from adbs_lab import from_store, paper, paths, run_pick, tables, tracking
 from adbs_lab import metrics_keys as K  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -48,6 +49,9 @@ p.add_argument("--format", default="text", choices=list(from_store.EXT),
 p.add_argument("--metric", default="test_acc",
                help="session metric of the table (default: %(default)s; one of "
                     f"{', '.join(K.SESSION_METRICS)})")
+p.add_argument("--name", default=None,
+               help="the runs of `--name NAME` (a study run beside the default one; default: the default folder's "
+                    "runs, so a `--smoke --name try` run is never read by mistake)")
 p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
 p.add_argument("--paper", action="store_true",
                help="print the paper's numbers beside ours when the study matches a paper table "
@@ -90,7 +94,7 @@ try:
     across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
-    studies = [from_store.load_study(client, ref) for ref in args.study] if across is None and paper_run is None else []
+    studies = [from_store.load_study(client, ref, args.name) for ref in args.study] if across is None and paper_run is None else []
 except (from_store.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2)
@@ -127,8 +131,8 @@ for study in studies:
     n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
     counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.DIVERGED, K.FAILED, K.INTERRUPTED, K.RUNNING)
               if n.get(k)]
-    print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}), {len(study.trials)} trials "
-          f"({', '.join(counts) or 'none'})")
+    print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}; {run_pick.describe(study.parent)}), "
+          f"{len(study.trials)} trials ({', '.join(counts) or 'none'})")
     if run.status == "RUNNING":
         print(f"note: this study is still running (parent run RUNNING): the table holds the trials that ended so "
               f"far; report again when it finishes (if its process died instead, rerun its command with --resume: "

@@ -77,7 +77,8 @@ def store(tmp_path_factory):
         metrics = [Metric(K.BASE_PRUNE_VALUE, 10.0 * e, 0, e) for e in range(1, 3 if accs is None else 5)]
         for s, a in enumerate(accs or []):
             metrics += [Metric("session/test_acc", a, 0, s), Metric("session/val_acc", a + 1, 0, s)]
-            rows.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "session": s, "test_acc": a})
+            rows.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "seed": seed, "session": s,
+                         "test_acc": a})
         if accs:
             metrics += [Metric("summary/val_avg_acc", sum(accs) / 3 + 1, 0, 0), Metric("summary/wall_time_s", 8.0, 0, 0),
                         Metric("summary/d_cs", D_CS[variant, seed], 0, 0)]

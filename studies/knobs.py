@@ -1,0 +1,70 @@
+"""knobs: which of ADBS's own knobs decide the last session, and how sure one can be.
+
+    python studies/knobs.py                               # TPE over the knobs on the embedded benchmark, CPU
+    python studies/knobs.py --num-samples 80 --seeds 0 1  # more configurations, each over two seeds
+    python studies/knobs.py --smoke                       # a few samples on the smoke preset, end to end
+    python studies/knobs.py --dataset cifar100 --data-root DIR --num-samples 100   # every knob over its range, GPU
+
+Optuna's TPE samples full-ADBS configurations (search_spaces/knobs.py) to maximise validation average accuracy.
+On the CPU presets the knobs that
+shape the base session (alpha, boundary_lr_scale, boundary_weight_decay) take two values each, so at most 8 base
+sessions are trained and every other sample reuses one from the cache and only reruns the incremental sessions
+(new_boundary_init, abs_base_boundary, finetune_epochs, finetune_lr range freely); on the paper's datasets every
+knob ranges over its interval (SPACE). TPE's first 10 samples are random (Optuna's n_startup_trials).
+Pruning: with --dataset the median pruner stops trials whose base-session validation accuracy lags (each sample
+trains a base session of its own there). On the CPU space it is off unless --pruner is given: a sample whose base
+setting is cached replays that base session's curve, so the pruner would stop every later sample of a lagging
+base setting at once and the session knobs would never be tried on it (measured: 38 of 40 default trials pruned,
+2 complete configurations, nothing to rank), while pruning it would save only seconds.
+The report opens with the importance ranking (fANOVA and PED-ANOVA over the seed-averaged configurations, with
+intervals from resampling them; knobs whose intervals overlap are "not resolved at this budget") and the
+base/novel trade-off figure.
+Time: --smoke about a minute; the default (40 samples, 8 base epochs, 2 at a time) 754 s on a 2-core CPU shared
+with other jobs (load 20-30; less on an idle one), most of it the 8 base sessions, a cached sample 5-10 s;
+cifar100 ~1-2 h per base session on one GPU, minutes per cached sample.
+Writes <storage>/knobs/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json, importance.md,
+importance.png, parallel_coordinate.png, contour.png, slice.png, tradeoff.png, report.md, optuna.db; MLflow
+experiment 'knobs'.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
+
+from adbs_lab import options, outcome, study  # noqa: E402
+from search_spaces import knobs as spaces  # noqa: E402
+
+CPU_PRESETS = ("cpu", "smoke")
+
+
+def plan(opts: options.StudyOptions) -> tuple[study.Plan, options.StudyOptions]:
+    """The study's Plan: CPU_SPACE on the CPU presets with the embedded benchmark, else SPACE."""
+    cpu = (opts.preset in CPU_PRESETS or opts.smoke) and opts.dataset is None
+    space, name = (spaces.CPU_SPACE, "CPU_SPACE") if cpu else (spaces.SPACE, "SPACE")
+    return study.Plan(
+        name="knobs",
+        space=space,
+        space_source=f"search_spaces/knobs.py:{name}",
+        cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
+        est_trial_s=15,  # most samples reuse a cached base session
+    ), opts
+
+
+def print_importance(folder: Path) -> None:
+    """The importance section the report leads with, on the terminal too (adbs_lab/importance.py)."""
+    path = Path(folder) / "importance.md"
+    if path.is_file():
+        print("\nwhich knobs matter (validation average accuracy; report.md has the figures):\n")
+        print(path.read_text().strip())
+
+
+if __name__ == "__main__":
+    p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("dataset", "median"),), num_samples=40,
+                                                 smoke_num_samples=4,
+                                                 seeds=(0,), smoke_seeds=(0,)))
+    opts, _ = options.parse(p)
+    out = study.run(*plan(opts))
+    if out is not None:
+        print_importance(out.dir)
+    raise SystemExit(outcome.OK if out is None else out.code)

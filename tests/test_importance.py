@@ -1,0 +1,111 @@
+"""Importance on a small hand-made study: configurations averaged over seeds first, collapsed and diverged trials
+left out and counted, the ranking with its interval, the "too few" message, and the figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from adbs_lab import importance
+from adbs_lab import metrics_keys as K
+
+
+def _trials(n_a: int = 6, n_b: int = 2, seeds=(0, 1)):
+    rows = []
+    rng = np.random.default_rng(0)
+    for a in np.linspace(0.01, 0.1, n_a):
+        for b in (8.0, 16.0, 32.0)[:n_b]:
+            for seed in seeds:
+                # a decides; b and the seed add noise
+                rows.append({"label": f"alpha={a:.4g} temperature={b:g}", "alpha": float(a), "temperature": b,
+                             "seed": seed, "state": K.COMPLETE, "val_avg_acc": 50 + 300 * a + rng.normal(0, 0.3),
+                             K.WARNING: ""})
+    return pd.DataFrame(rows)
+
+
+def test_seeds_are_averaged_and_collapsed_or_diverged_trials_counted_out():
+    t = _trials()
+    t.loc[0, K.WARNING] = "novel accuracy 0.00 in every incremental session (2)"
+    t.loc[2, K.WARNING] = "1 of 90 seen classes never predicted (session 8)"  # not a collapse: stays in
+    t = pd.concat([t, pd.DataFrame([{**t.iloc[1].to_dict(), "state": K.DIVERGED, "val_avg_acc": np.nan}])])
+    assert importance.searched_params(t) == ["alpha", "temperature"]  # never the seed
+    configs, left = importance.configurations(t, ["alpha", "temperature"])
+    assert left == {"collapsed": 1, "diverged": 1, "pruned": 0, "failed": 0}
+    assert len(configs) == 12 and configs["seeds"].tolist()[0] == 1  # the collapsed seed is out of its mean
+    # a configuration with both seeds: its objective is their mean
+    hand = t[(t["alpha"] == configs.iloc[1]["alpha"]) & (t["temperature"] == configs.iloc[1]["temperature"])
+             & (t["state"] == K.COMPLETE)]["val_avg_acc"].mean()
+    assert configs.iloc[1]["objective"] == pytest.approx(hand) and configs.iloc[1]["seeds"] == 2
+
+
+def test_the_parameter_that_decides_is_ranked_first_with_an_interval(tmp_path):
+    a = importance.analyse(_trials(n_a=6, n_b=3), resamples=10)
+    imp = a["importance"]["fANOVA"]
+    assert imp["alpha"][0] > 0.8 and 0.5 < imp["alpha"][1] <= imp["alpha"][2]
+    ranked, unresolved = importance.resolved(imp)
+    assert ranked[0] == "alpha"
+    text = importance.markdown(a)
+    assert "| alpha |" in text and "PED-ANOVA" in text
+    files = importance.figures(a, tmp_path)
+    assert {f.name for f in files} == {"importance.png", "parallel_coordinate.png", "contour.png", "slice.png"}
+    assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_too_few_configurations_say_so_instead_of_ranking(tmp_path):
+    t = _trials(n_a=3, n_b=2, seeds=(0, 1, 2))  # 6 configurations, 18 trials
+    a = importance.analyse(t)
+    assert a["too_few"] and "importance" not in a
+    assert "Too few complete configurations" in importance.markdown(a) and "6 complete configurations" in importance.markdown(a)
+    assert importance.figures(a, tmp_path) == []
+
+
+def test_a_study_of_named_rows_or_one_parameter_has_no_importance():
+    rows = pd.DataFrame([{"label": lab, "variant": lab, "seed": 0, "state": K.COMPLETE, "val_avg_acc": 1.0}
+                         for lab in ("baseline", "adb", "adb+ic")])
+    assert importance.analyse(rows) is None
+    assert importance.analyse(_trials(n_b=1)) is None  # alpha only
+
+
+def test_report_redraws_importance_from_the_store_alone(tmp_path):
+    """A searched study in an MLflow store: from_store rebuilds its trials from params and metrics, and its report
+    has the importance section, table and figures."""
+    import json
+    import time
+
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab import from_store
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    c = MlflowClient(uri)
+    exp = c.create_experiment("alpha_sweep")
+    parent = c.create_run(exp, run_name="alpha_sweep 2026-01-01 00:00",
+                          tags={"adbs.role": "study", "adbs.study": "alpha_sweep",
+                                "adbs.command": "python studies/alpha_sweep.py --num-samples 12"})
+    t = _trials(n_a=6, n_b=2, seeds=(0,))
+    for i, r in t.iterrows():
+        cfg = Config(alpha=r["alpha"], temperature=r["temperature"], seed=0).to_dict()
+        run = c.create_run(exp, run_name=r["label"], tags={"mlflow.parentRunId": parent.info.run_id,
+                           "adbs.role": "trial", "adbs.trial_id": f"t{i}", "adbs.optuna_trial": str(i),
+                           "adbs.state": K.COMPLETE, "adbs.label": r["label"]})
+        metrics = [Metric("summary/val_avg_acc", r["val_avg_acc"], 0, 0)]
+        for s, (b, n) in enumerate([(60.0, float("nan")), (50.0 + i, 20.0 - i)]):
+            metrics += [Metric(f"session/{k}", v, 0, s) for k, v in
+                        {"test_acc": b, "val_base_acc": b, "val_novel_acc": n, "test_base_acc": b,
+                         "test_novel_acc": n}.items() if v == v]
+        c.log_batch(run.info.run_id, metrics=metrics,
+                    params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
+        c.set_terminated(run.info.run_id)
+    c.set_terminated(parent.info.run_id)
+    study = from_store.load_study(c, "alpha_sweep")
+    t0 = time.perf_counter()
+    files = from_store.write(study, from_store.study_table(study), tmp_path / "out", fmt="text", uri=uri, paper=False)
+    spent = time.perf_counter() - t0
+    names = {f.name for f in files}
+    assert {"importance.png", "parallel_coordinate.png", "contour.png", "slice.png", "tradeoff.png"} <= names
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Which parameters matter" in report and "| alpha |" in report and "12 complete configurations" in report
+    print(f"report with importance: {spent:.1f} s")
