@@ -138,7 +138,7 @@ def tracking_problem(uri: str) -> None:
             raise TrackingError(f"tracking URI {uri!r}: {problem}")
         if not db.is_file() or db.stat().st_size == 0:
             return  # created by check_tracking_uri when the study starts
-    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "mysql", "mssql"):
+    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "postgres", "mysql", "mssql"):
         _connect(uri, hint)  # MLflow's client would create its tables in an empty database
         return
     try:
@@ -149,17 +149,11 @@ def tracking_problem(uri: str) -> None:
 
 
 def _connect(uri: str, hint: str) -> None:
-    import sqlalchemy
+    from adbs_lab.stores import database_problem
 
-    try:
-        engine = sqlalchemy.create_engine(uri)
-        try:
-            with engine.connect():
-                pass
-        finally:
-            engine.dispose()
-    except Exception as e:  # noqa: BLE001 - a missing driver, a refused connection, bad credentials
-        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {hint}") from None
+    problem = database_problem(uri)  # the missing driver, a refused connection, bad credentials: named
+    if problem:
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r}: {problem}; {hint}")
 
 
 def _first_line(e: BaseException) -> str:
