@@ -32,7 +32,7 @@ from tenacity import (
 )
 
 from adbs_lab import metrics_keys as K
-from adbs_lab import paths
+from adbs_lab import paths, tune_staging
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs_lab.space import SEED_KEY, describe, trial_config
 from adbs_lab.trial_records import base_boundaries
@@ -75,10 +75,22 @@ class _Patient:
 
         def call(*args, **kwargs):
             patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
-                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked)
+                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked,
+                                 before_sleep=_waiting)
             return patiently(attr, *args, **kwargs)
 
         return call
+
+
+def _waiting(state: RetryCallState) -> None:
+    """One line per wait, so a study that stalls on a locked store says why (bench/load.py counts these lines)."""
+    import sys
+
+    print(f"warning: {LOCKED_WARNING} (try {state.attempt_number}; waiting {state.next_action.sleep:.1f} s)",
+          file=sys.stderr, flush=True)
+
+
+LOCKED_WARNING = "the MLflow store is locked by another process"
 
 
 def _still_locked(state: RetryCallState):
@@ -209,6 +221,8 @@ class MlflowTracker(Callback):
         self._sessions: dict[str, dict[int, dict]] = {}  # trial id -> session -> its metrics (session_curve.png)
         self._last_step: dict[tuple[str, str], int] = {}  # (trial id, prefix) -> last step logged
         self.start()
+        # made just before Tune's fit(): no other study on this machine starts its fit() in the same second
+        tune_staging.hold()
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_client"}
@@ -286,6 +300,7 @@ class MlflowTracker(Callback):
         return n
 
     def setup(self, **info) -> None:
+        tune_staging.release()  # Tune has named its staging folder by now (adbs_lab/tune_staging.py)
         # After Tuner.restore this callback is the one unpickled from the interrupted run:
         # the run-id map on disk is the current one.
         self._runs = load_runs(self.study_dir)
