@@ -51,8 +51,27 @@ def optuna_storage(url: str) -> optuna.storages.BaseStorage:
             rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
             _STORAGES[url] = optuna.storages.get_storage(rdb)
         else:
-            _STORAGES[url] = optuna.storages.get_storage(url)
+            _STORAGES[url] = _first_open(url)
     return _STORAGES[url]
+
+
+def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
+    """A database server's storage, opened while other studies may be creating Optuna's tables in the same empty
+    database: PostgreSQL lets two processes race on CREATE TYPE/TABLE, and the loser fails with a duplicate-key
+    error (bench/load.py, 2 studies started together). Opened again after the winner's schema is in, it just loads."""
+    import time
+
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(tries):
+        try:
+            return optuna.storages.get_storage(url)
+        except (IntegrityError, ProgrammingError) as e:
+            text = str(e).lower()
+            if attempt == tries - 1 or not ("already exists" in text or "duplicate key" in text):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:

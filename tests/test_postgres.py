@@ -106,3 +106,29 @@ def test_a_study_logs_through_an_mlflow_server_on_postgres_and_keeps_its_optuna_
             server.wait(30)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+RACE = """
+import sys, time
+sys.path.insert(0, {repo!r})
+from adbs_lab.search import optuna_storage
+import optuna
+while time.time() < {at}:
+    time.sleep(0.001)
+optuna_storage({url!r})
+print("opened")
+"""
+
+
+def test_studies_opening_one_new_optuna_database_at_once_all_get_it(postgres):
+    """Several studies started together on an empty PostgreSQL Optuna storage: each creates Optuna's tables; the
+    ones that lose the race load them instead of failing (adbs_lab/search.py: _first_open)."""
+    import time
+
+    url = postgres.new_database("optuna_race")
+    at = time.time() + 25  # every process has imported Optuna by then, and they all open at once
+    procs = [subprocess.Popen([PY, "-c", RACE.format(repo=str(REPO), at=at, url=url)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, "\n".join(err[-1500:] for _, err in outs)
+    assert all(out.strip() == "opened" for out, _ in outs)
