@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from adbs_lab import metrics_keys as K  # noqa: E402
+from adbs_lab.space import SEED_KEY  # noqa: E402
 from adbs_lab.tracking import LOCKED_WARNING  # noqa: E402
 
 
@@ -172,12 +173,9 @@ def reported(study_dir: Path) -> dict[str, Reported]:
                 if k.startswith(prefix) and k not in (K.BASE_STEP, K.SESSION_STEP) and isinstance(v, (int, float)) \
                         and math.isfinite(v):
                     seen.add((k, int(step)))
-        if tid:
-            c = cfg.get("adbs_config") or cfg
-            alpha = c.get("alpha") if isinstance(c, dict) else None
-            seed = c.get("seed") if isinstance(c, dict) else None
-            out[tid] = Reported(tid, alpha if alpha is not None else cfg.get("alpha"), seed if seed is not None
-                                else cfg.get("seed"), cfg.get(K.OPTUNA_TRIAL_KEY), len(seen))
+        if tid:  # a grid's seed is its own axis (SEED_KEY); the config's `seed` is the base value
+            out[tid] = Reported(tid, cfg.get("alpha"), cfg.get(SEED_KEY, cfg.get("seed")), cfg.get(K.OPTUNA_TRIAL_KEY),
+                                len(seen))
     return out
 
 
