@@ -116,16 +116,29 @@ class Readers(threading.Thread):
                 n += 1
 
 
-def wait_ended(study_dir: Path, n: int, proc: subprocess.Popen, deadline: float) -> bool:
-    """Until `n` trials of the study have ended (its runs file), or its driver exited."""
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            if len(json.loads((study_dir / "mlflow_runs.json").read_text()).get("ended", {})) >= n:
-                return True
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.5)
-    return False
+def _ended(study_dir: Path) -> int:
+    try:
+        return len(json.loads((study_dir / "mlflow_runs.json").read_text()).get("ended", {}))
+    except (OSError, ValueError):
+        return 0
+
+
+def kill_targets(targets: list[StudyRun], b: Backend, env: dict, deadline: float) -> None:
+    """SIGKILL each target's driver mid-study (after max(1, planned / 3) trials ended), then start it with --resume."""
+    waiting = list(targets)
+    while waiting and time.time() < deadline:
+        for r in list(waiting):
+            if r.proc.poll() is not None:  # ended before it could be killed: reported as not killed
+                waiting.remove(r)
+            elif _ended(b.runs / r.folder) >= max(1, r.planned // 3):
+                r.proc.send_signal(signal.SIGKILL)
+                r.proc.wait()
+                r.killed = True
+                waiting.remove(r)
+                time.sleep(2)
+                r.proc = subprocess.Popen(r.cmd + ["--resume"], stdout=r.log, stderr=subprocess.STDOUT, env=env,
+                                          cwd=REPO)
+        time.sleep(0.3)
 
 
 def run_backend(a: argparse.Namespace, b: Backend, address: str) -> list[StudyRun]:
@@ -140,15 +153,8 @@ def run_backend(a: argparse.Namespace, b: Backend, address: str) -> list[StudyRu
     readers = Readers(b)
     readers.start()
     deadline = time.time() + a.timeout
-    if a.kill:
-        for r in runs[:2]:  # a grid study and a sampled one
-            if wait_ended(b.runs / r.folder, max(2, r.planned // 3), r.proc, deadline) and r.proc.poll() is None:
-                r.proc.send_signal(signal.SIGKILL)
-                r.proc.wait()
-                r.killed = True
-                time.sleep(2)
-                r.proc = subprocess.Popen(r.cmd + ["--resume"], stdout=r.log, stderr=subprocess.STDOUT, env=env,
-                                          cwd=REPO)
+    if a.kill:  # a grid study and a sampled one, each as soon as a third of its trials ended (watched together)
+        kill_targets(runs[:2], b, env, deadline)
     for r in runs:
         try:
             r.proc.wait(max(1.0, deadline - time.time()))

@@ -301,6 +301,8 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
             again = [a for a, n in alphas.items() if n > 1]
             if again:
                 problems.append(f"{name}: the sampler drew the same alpha twice (a restarted start-up?): {again[:5]}")
+        if kill and r.index < 2 and not r.killed:
+            problems.append(f"{name}: ended before its driver could be killed (use more --trials)")
     if b.readers is not None and (b.readers.ui_errors or b.readers.report_errors):
         problems.append(f"{b.name}: readers failed: UI {b.readers.ui_errors}, report.py {b.readers.report_errors} "
                         f"({b.readers.last_error})")
