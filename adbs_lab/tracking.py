@@ -301,10 +301,33 @@ class MlflowTracker(Callback):
 
     def setup(self, **info) -> None:
         tune_staging.release()  # Tune has named its staging folder by now (adbs_lab/tune_staging.py)
+        self._orphans_checked = False
         # After Tuner.restore this callback is the one unpickled from the interrupted run:
         # the run-id map on disk is the current one.
         self._runs = load_runs(self.study_dir)
         self.parent_run_id = self._runs.get("parent") or self.parent_run_id
+
+    def on_step_begin(self, iteration, trials, **info) -> None:
+        """Once per fit: runs of trials that Tune does not know. A driver killed after a trial started (its run
+        made and recorded here) but before Tune saved its state comes back without that trial, and --resume runs
+        its configuration again as another trial (adbs_lab/search.py: _requeue_orphans); the first run would stay
+        RUNNING with part of the metrics beside the new one (bench/load.py --kill). It is closed as KILLED, state
+        INTERRUPTED, tagged adbs.orphaned, and moved out of the trial map."""
+        if getattr(self, "_orphans_checked", True):
+            return
+        self._orphans_checked = True
+        known = {t.trial_id for t in trials}
+        lost = [tid for tid in self._runs["trials"] if tid not in known]
+        for tid in lost:
+            run_id = self._runs["trials"].pop(tid)
+            self._runs.setdefault("orphaned", {})[tid] = run_id
+            self._runs.get("ended", {}).pop(tid, None)
+            self.client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
+            self.client.set_tag(run_id, "adbs.orphaned", "started by a driver that was killed before Ray Tune saved "
+                                "this trial; --resume ran its configuration again as another trial")
+            self.client.set_terminated(run_id, status="KILLED")
+        if lost:
+            self._save()
 
     # -- trial runs ------------------------------------------------------------------
     def trial_run_id(self, trial_id: str) -> str | None:

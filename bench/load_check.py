@@ -192,7 +192,7 @@ def mlflow_counts(db_url: str, parent: str) -> dict[str, dict]:
         with eng.connect() as con:
             ids = [r[0] for r in con.execute(q("SELECT run_uuid FROM tags WHERE key = 'mlflow.parentRunId' AND "
                                                 "value = :p"), {"p": parent})]
-            out = {i: {"status": None, "trial_id": None, "params": 0, "points": 0} for i in ids}
+            out = {i: {"status": None, "trial_id": None, "params": 0, "points": 0, "orphaned": False} for i in ids}
             if not ids:
                 return out
             sel = sqlalchemy.bindparam("ids", expanding=True)
@@ -202,6 +202,9 @@ def mlflow_counts(db_url: str, parent: str) -> dict[str, dict]:
             for rid, v in con.execute(q("SELECT run_uuid, value FROM tags WHERE key = 'adbs.trial_id' AND run_uuid IN "
                                         ":ids").bindparams(sel), {"ids": ids}):
                 out[rid]["trial_id"] = v
+            for (rid,) in con.execute(q("SELECT run_uuid FROM tags WHERE key = 'adbs.orphaned' AND run_uuid IN :ids")
+                                      .bindparams(sel), {"ids": ids}):
+                out[rid]["orphaned"] = True
             for table, key in (("params", "params"), ("metrics", "points")):
                 for rid, n in con.execute(q(f"SELECT run_uuid, COUNT(*) FROM {table} WHERE run_uuid IN :ids "
                                             "GROUP BY run_uuid").bindparams(sel), {"ids": ids}):
@@ -225,6 +228,7 @@ class StudyCount:
     optuna_states: Counter = field(default_factory=Counter)
     lock_waits: int = 0
     errors: int = 0
+    orphaned: int = 0
 
 
 @dataclass
@@ -254,15 +258,21 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
                             f"{b.root / f's{r.index}.log'}")
         if c.errors:
             problems.append(f"{name}: {c.errors} tracebacks or 'database is locked' in its log")
-        rep = reported(d)
-        c.tune = len(rep)
         runs_file = json.loads((d / "mlflow_runs.json").read_text()) if (d / "mlflow_runs.json").exists() else {}
+        # a trial a killed driver started after Tune's last save: rerun as another trial, its run closed
+        rep = {k: v for k, v in reported(d).items() if k not in runs_file.get("orphaned", {})}
+        c.tune = len(rep)
         c.ended = Counter(runs_file.get("ended", {}).values())
         if c.tune != r.planned:
             problems.append(f"{name}: {c.tune} Tune trials, {r.planned} planned")
         if c.ended.get(K.COMPLETE, 0) != r.planned:
             problems.append(f"{name}: ended {dict(c.ended)}, {r.planned} planned to complete")
         ml = mlflow_counts(b.mlflow_db, runs_file.get("parent") or "")
+        orphans = {k: v for k, v in ml.items() if v["orphaned"]}
+        c.orphaned = len(orphans)
+        if any(v["status"] != "KILLED" for v in orphans.values()):
+            problems.append(f"{name}: a closed orphan run is not KILLED")
+        ml = {k: v for k, v in ml.items() if not v["orphaned"]}
         c.mlflow_runs = len(ml)
         by_trial = Counter(v["trial_id"] for v in ml.values())
         if c.mlflow_runs != c.tune or any(n != 1 for n in by_trial.values()) or set(by_trial) != set(rep):
@@ -314,13 +324,13 @@ def print_summary(name: str, a, b: Backend, runs: list[StudyRun], result: Result
     print(f"\n== {name}: {a.studies} studies x {a.trials} trials at once, {kind}"
           f"{', one grid and one sampled driver SIGKILLed and resumed' if a.kill else ''}; wall {wall:.0f} s")
     print(f"{'study':<10}{'kind':<8}{'planned':>8}{'tune':>6}{'ended':>22}{'mlflow':>8}{'params ok':>10}"
-          f"{'points logged/reported':>24}{'optuna':>8}{'lock waits':>11}{'errors':>7}{'killed':>7}")
+          f"{'points logged/reported':>24}{'optuna':>8}{'lock waits':>11}{'errors':>7}{'killed':>7}{'orphan runs':>12}")
     for c in result.studies:
         r = c.run
         ended = ",".join(f"{k[:4]}={v}" for k, v in sorted(c.ended.items()))
         print(f"{r.folder:<10}{'grid' if r.index % 2 == 0 else 'tpe':<8}{r.planned:>8}{c.tune:>6}{ended:>22}"
               f"{c.mlflow_runs:>8}{c.params_ok:>10}{f'{c.points_logged}/{c.points_reported}':>24}{c.optuna:>8}"
-              f"{c.lock_waits:>11}{c.errors:>7}{'yes' if r.killed else '':>7}")
+              f"{c.lock_waits:>11}{c.errors:>7}{'yes' if r.killed else '':>7}{c.orphaned:>12}")
     rd = b.readers
     if rd is not None:
         print(f"readers meanwhile: {rd.ui_reads} UI run searches ({rd.ui_errors} failed), {rd.reports} report.py runs "
