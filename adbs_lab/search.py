@@ -53,8 +53,27 @@ def optuna_storage(url: str) -> optuna.storages.BaseStorage:
             rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
             _STORAGES[url] = optuna.storages.get_storage(rdb)
         else:
-            _STORAGES[url] = optuna.storages.get_storage(url)
+            _STORAGES[url] = _first_open(url)
     return _STORAGES[url]
+
+
+def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
+    """A database server's storage, opened while other studies may be creating Optuna's tables in the same empty
+    database: PostgreSQL lets two processes race on CREATE TYPE/TABLE, and the loser fails with a duplicate-key
+    error (bench/load.py, 2 studies started together). Opened again after the winner's schema is in, it just loads."""
+    import time
+
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(tries):
+        try:
+            return optuna.storages.get_storage(url)
+        except (IntegrityError, ProgrammingError) as e:
+            text = str(e).lower()
+            if attempt == tries - 1 or not ("already exists" in text or "duplicate key" in text):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:
@@ -157,6 +176,28 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as f:
             self.__setstate__(pickle.load(f))
+        self._requeue_orphans()
+
+    def _requeue_orphans(self) -> None:
+        """Optuna trials left RUNNING by a driver that died between asking Optuna for them and Tune saving its state
+        (the state this searcher was restored from): no Tune trial will ever end them. Left RUNNING, a grid point
+        stays taken for good, and the grid sampler fills the budget by running another point twice (bench/load.py
+        --kill found both); a sampled trial's slot is lost. Put back to WAITING, the next `ask` takes each of them
+        first, with its own number, grid point and sampled values (Optuna keeps them with the trial)."""
+        storage = optuna_storage(self._storage_url)
+        try:
+            study_id = storage.get_study_id_from_name(self._study_name)
+        except KeyError:
+            return
+        orphans = [t.number for t in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,))
+                   if t.number not in self._groups]
+        for number in orphans:
+            storage.set_trial_state_values(storage.get_trial_id_from_study_id_trial_number(study_id, number),
+                                           TrialState.WAITING)
+        if orphans:
+            # The sampler was pickled with the random state of the snapshot: it would draw again exactly what it drew
+            # for the orphans (a TPE start-up value twice). A fresh random state draws new values.
+            self._sampler.reseed_rng()
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
         """Tune hands over the param space (the base of every trial's Config) on every run, --resume included."""

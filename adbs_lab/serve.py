@@ -139,6 +139,13 @@ def _check(args: argparse.Namespace) -> str | None:
 def _reachable(uri: str) -> str | None:
     """A server's store (postgresql://, mysql://, ...) opened once, failing fast: a bad scheme, host or
     password is one line here, not a traceback from the server after its URL was printed."""
+    from adbs_lab.stores import database_problem
+
+    shown = re.sub(r"://[^/@\s]+@", "://", uri)
+    if uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "postgres", "mysql", "mssql"):
+        problem = database_problem(uri)  # the missing driver, a refused connection, bad credentials: named
+        if problem:
+            return f"--backend-store-uri {shown}: {problem}"
     env = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
     os.environ.update(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="10")
     try:
@@ -147,7 +154,6 @@ def _reachable(uri: str) -> str | None:
         MlflowClient(uri).search_experiments(max_results=1)
     except Exception as e:  # noqa: BLE001 - any failure means the server could not use it either
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        shown = re.sub(r"://[^/@\s]+@", "://", uri)
         return (f"--backend-store-uri {shown}: cannot open it ({first}); e.g. sqlite:////abs/mlflow.db or "
                 "postgresql://...")
     finally:

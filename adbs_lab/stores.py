@@ -74,7 +74,7 @@ def optuna_studies(url: str) -> set[str]:
     import sqlalchemy
 
     try:
-        engine = sqlalchemy.create_engine(url)
+        engine = _engine(url)
         try:
             with engine.connect() as con:
                 if "studies" not in sqlalchemy.inspect(con).get_table_names():
@@ -83,5 +83,81 @@ def optuna_studies(url: str) -> set[str]:
         finally:
             engine.dispose()
     except Exception as e:  # noqa: BLE001 - a missing driver, a refused connection, bad credentials
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        raise StoreError(f"the database cannot be reached ({first})") from None
+        raise StoreError(database_error(url, e)) from None
+
+
+DRIVERS = {"postgresql": ("psycopg", "pip install -e '.[postgres]' (psycopg)"),
+           "mysql": ("mysqlclient", "pip install mysqlclient")}
+CONNECT_TIMEOUT_S = 10
+
+
+def _engine(url: str):
+    """A SQLAlchemy engine that gives up on an unreachable host after CONNECT_TIMEOUT_S, not the OS's minutes."""
+    import sqlalchemy
+
+    family = url.split("://", 1)[0].split("+", 1)[0]
+    if family == "postgres":  # SQLAlchemy 1.4 dropped this alias; MLflow and Optuna refuse it too
+        raise ValueError("the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://")
+    args = {"connect_timeout": CONNECT_TIMEOUT_S} if family in ("postgresql", "mysql") else {}
+    return sqlalchemy.create_engine(url, connect_args=args)
+
+
+def database_problem(url: str) -> str | None:
+    """Why the database server of `url` (postgresql://, mysql://, ...) cannot be used, or None: connects once and
+    creates nothing (MLflow and Optuna would create their tables on first use). The message names the cause a user
+    can fix: the missing Python driver, a server that does not answer, refused credentials, a missing database."""
+    try:
+        engine = _engine(url)
+        try:
+            with engine.connect():
+                pass
+        finally:
+            engine.dispose()
+    except Exception as e:  # noqa: BLE001 - each cause is named by database_error
+        return database_error(url, e)
+    return None
+
+
+def database_error(url: str, e: BaseException) -> str:
+    """One line for a failed connection to `url`, without its password."""
+    from urllib.parse import urlsplit
+
+    family = url.split("://", 1)[0].split("+", 1)[0]
+    text = " ".join(str(e).split()) or type(e).__name__
+    try:
+        parts = urlsplit(url)
+        where, user, db = f"{parts.hostname or 'localhost'}:{parts.port or ''}".rstrip(":"), parts.username, parts.path.lstrip("/")
+    except ValueError:
+        where, user, db = "the server", None, ""
+    low = text.lower()
+    if isinstance(e, ModuleNotFoundError) or "no module named" in low:
+        module = getattr(e, "name", None) or text.rsplit(" ", 1)[-1].strip("'\"")
+        default, install = DRIVERS.get(family, (module, f"pip install {module}"))
+        if module != default:  # a driver named in the URL (postgresql+psycopg2://)
+            install = f"pip install {module}, or write {family}:// ({default}: {install})"
+        return f"the Python driver for {family}:// ({module}) is not installed in {_python()}: {install}"
+    if "postgres://" in low and family == "postgres":
+        return text
+    if "password authentication failed" in low or "access denied" in low or "no password supplied" in low:
+        return (f"{where} refused the credentials of user {user!r} (password authentication failed): check the user "
+                "and password in the URL")
+    if "does not exist" in low and "database" in low or "unknown database" in low:
+        return (f"database {db!r} does not exist on {where}: create it (e.g. createdb {db}) or name an existing one "
+                "in the URL")
+    for cause in ("connection refused", "timeout expired", "could not translate host name", "name or service not known",
+                  "can't connect"):
+        if cause in low:
+            return f"no database server answers at {where} ({cause}): start it, or check the host and port in the URL"
+    return f"the database cannot be reached ({_redact(text)[:300]})"
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+def _redact(text: str) -> str:
+    import re
+
+    return re.sub(r"://[^/@\s]+@", "://", text)

@@ -32,7 +32,7 @@ from tenacity import (
 )
 
 from adbs_lab import metrics_keys as K
-from adbs_lab import paths
+from adbs_lab import paths, tune_staging
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs_lab.space import SEED_KEY, describe, trial_config
 from adbs_lab.trial_records import base_boundaries
@@ -75,10 +75,22 @@ class _Patient:
 
         def call(*args, **kwargs):
             patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
-                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked)
+                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked,
+                                 before_sleep=_waiting)
             return patiently(attr, *args, **kwargs)
 
         return call
+
+
+def _waiting(state: RetryCallState) -> None:
+    """One line per wait, so a study that stalls on a locked store says why (bench/load.py counts these lines)."""
+    import sys
+
+    print(f"warning: {LOCKED_WARNING} (try {state.attempt_number}; waiting {state.next_action.sleep:.1f} s)",
+          file=sys.stderr, flush=True)
+
+
+LOCKED_WARNING = "the MLflow store is locked by another process"
 
 
 def _still_locked(state: RetryCallState):
@@ -138,7 +150,7 @@ def tracking_problem(uri: str) -> None:
             raise TrackingError(f"tracking URI {uri!r}: {problem}")
         if not db.is_file() or db.stat().st_size == 0:
             return  # created by check_tracking_uri when the study starts
-    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "mysql", "mssql"):
+    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "postgres", "mysql", "mssql"):
         _connect(uri, hint)  # MLflow's client would create its tables in an empty database
         return
     try:
@@ -149,17 +161,11 @@ def tracking_problem(uri: str) -> None:
 
 
 def _connect(uri: str, hint: str) -> None:
-    import sqlalchemy
+    from adbs_lab.stores import database_problem
 
-    try:
-        engine = sqlalchemy.create_engine(uri)
-        try:
-            with engine.connect():
-                pass
-        finally:
-            engine.dispose()
-    except Exception as e:  # noqa: BLE001 - a missing driver, a refused connection, bad credentials
-        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {hint}") from None
+    problem = database_problem(uri)  # the missing driver, a refused connection, bad credentials: named
+    if problem:
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r}: {problem}; {hint}")
 
 
 def _first_line(e: BaseException) -> str:
@@ -228,6 +234,8 @@ class MlflowTracker(Callback):
         self._sessions: dict[str, dict[int, dict]] = {}  # trial id -> session -> its metrics (session_curve.png)
         self._last_step: dict[tuple[str, str], int] = {}  # (trial id, prefix) -> last step logged
         self.start()
+        # made just before Tune's fit(): no other study on this machine starts its fit() in the same second
+        tune_staging.hold()
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_client"}
@@ -305,10 +313,34 @@ class MlflowTracker(Callback):
         return n
 
     def setup(self, **info) -> None:
+        tune_staging.release()  # Tune has named its staging folder by now (adbs_lab/tune_staging.py)
+        self._orphans_checked = False
         # After Tuner.restore this callback is the one unpickled from the interrupted run:
         # the run-id map on disk is the current one.
         self._runs = load_runs(self.study_dir)
         self.parent_run_id = self._runs.get("parent") or self.parent_run_id
+
+    def on_step_begin(self, iteration, trials, **info) -> None:
+        """Once per fit: runs of trials that Tune does not know. A driver killed after a trial started (its run
+        made and recorded here) but before Tune saved its state comes back without that trial, and --resume runs
+        its configuration again as another trial (adbs_lab/search.py: _requeue_orphans); the first run would stay
+        RUNNING with part of the metrics beside the new one (bench/load.py --kill). It is closed as KILLED, state
+        INTERRUPTED, tagged adbs.orphaned, and moved out of the trial map."""
+        if getattr(self, "_orphans_checked", True):
+            return
+        self._orphans_checked = True
+        known = {t.trial_id for t in trials}
+        lost = [tid for tid in self._runs["trials"] if tid not in known]
+        for tid in lost:
+            run_id = self._runs["trials"].pop(tid)
+            self._runs.setdefault("orphaned", {})[tid] = run_id
+            self._runs.get("ended", {}).pop(tid, None)
+            self.client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
+            self.client.set_tag(run_id, "adbs.orphaned", "started by a driver that was killed before Ray Tune saved "
+                                "this trial; --resume ran its configuration again as another trial")
+            self.client.set_terminated(run_id, status="KILLED")
+        if lost:
+            self._save()
 
     # -- trial runs ------------------------------------------------------------------
     def trial_run_id(self, trial_id: str) -> str | None:

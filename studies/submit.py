@@ -75,7 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "environment; installed: use the cluster's packages as they are (an image built from the project)")
     p.add_argument("--pip", action="append", default=[], metavar="REQ",
                    help="extra pip requirement for the job, repeatable (e.g. --pip 'psycopg2-binary')")
-    p.add_argument("--python", default="python", help="python executable on the cluster (default: python)")
+    p.add_argument("--python", default=None,
+                   help="the Python the job runs the study with (default: for a cluster on this machine, --address "
+                        "http://127.0.0.1:PORT, the Python running this script, e.g. .venv/bin/python; for a remote "
+                        "cluster, `python` on its PATH)")
     p.add_argument("--job-id", default=None, help="submission id (default: Ray generates one)")
     return p
 
@@ -216,7 +219,18 @@ def entrypoint(args: argparse.Namespace) -> list[str]:
     rest = list(args.study[1:])
     if _flag(rest, "--address") is None:
         rest += ["--address", "auto"]  # the job's driver runs on the head node, inside the cluster
-    return [args.python, args.script, *rest]
+    return [args.python or job_python(args.address), args.script, *rest]
+
+
+def job_python(address: str) -> str:
+    """A cluster on this machine runs the job here: with the Python that runs this script (a virtual environment's;
+    `python` on the PATH of `ray start` is often the system's, without the project). A remote cluster: its `python`."""
+    import socket
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(address).hostname or "").lower()
+    local = {"127.0.0.1", "localhost", "::1", socket.gethostname().lower()}
+    return sys.executable if host in local or host.startswith("127.") else "python"
 
 
 def follow(client, job_id: str) -> str:

@@ -165,3 +165,20 @@ def s3():
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server of this test session (tests/_postgres.py): its own data folder, port and socket
+    folder (each xdist worker starts its own), run as an unprivileged user; stopped at the end. Skips with the
+    reason where PostgreSQL or its Python driver is missing."""
+    from tests import _postgres
+
+    why = _postgres.missing()
+    if why:
+        pytest.skip(why)
+    server = _postgres.PgServer()
+    try:
+        yield server.start()
+    finally:
+        server.stop()

@@ -87,11 +87,17 @@ def stop_processes(marker: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def mlflow_server():
+def mlflow_server(request):
+    """The cluster's tracking server: `mlflow server` on this session's PostgreSQL (conftest.postgres), as a lab runs
+    it; on a SQLite file where PostgreSQL or its driver is missing (the rest of the test does not depend on it)."""
     root = Path(tempfile.mkdtemp(prefix="adbs-mlflow-"))
     port = free_port()
+    try:
+        store = request.getfixturevalue("postgres").new_database("cluster_mlflow")
+    except pytest.skip.Exception:
+        store = f"sqlite:///{root / 'mlflow.db'}"
     log = open(root / "server.log", "w")
-    proc = subprocess.Popen([str(BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+    proc = subprocess.Popen([str(BIN / "mlflow"), "server", "--backend-store-uri", store,
                              "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1",
                              "--port", str(port), "--workers", "1"],
                             stdout=log, stderr=subprocess.STDOUT, env=cluster_env(), start_new_session=True)

@@ -205,3 +205,15 @@ def test_a_study_whose_own_flags_do_not_parse_is_not_sent(monkeypatch, capsys):
     assert submit.main([*GOOD, "--seeds", "zero"]) == 2
     err = capsys.readouterr().err
     assert "the study's flags do not parse" in err and "--seeds" in err and FakeClient.submitted == {}
+
+
+def test_a_cluster_on_this_machine_runs_the_job_with_this_python_and_a_remote_one_with_its_own(monkeypatch):
+    """The one-machine recipe run with .venv/bin/python: `python` on the PATH of `ray start` may be the system's,
+    without torch; a remote cluster keeps `python` unless --python says otherwise."""
+    monkeypatch.chdir(REPO)
+    for address in ("http://127.0.0.1:8266", "http://localhost:8265"):
+        args, _ = checked(["--address", address, *GOOD[2:]])
+        assert submit.entrypoint(args)[0] == sys.executable
+    assert submit.entrypoint(checked(GOOD)[0])[0] == "python"
+    args, _ = checked(["--address", "http://127.0.0.1:8266", "--python", "/opt/py/bin/python", *GOOD[2:]])
+    assert submit.entrypoint(args)[0] == "/opt/py/bin/python"

@@ -100,6 +100,8 @@ def rule(cmd: str) -> str:
     for name, pattern, _ in EXTERNAL:
         if re.search(pattern, cmd):
             return name
+    if re.search(r"\bmy_study(\.py)?\b", cmd):
+        return "own study"
     if cmd.startswith("sbatch "):
         return "sbatch"
     if re.match(r"^\.venv/bin/python bench/\w+\.py", cmd):
@@ -394,3 +396,44 @@ def test_bench_commands_parse(cmd, home):
     script = _argv(cmd, home)[:2]  # python, the script
     r = _run(script + ["--help"], home, timeout=120)
     assert r.returncode == 0 and "usage" in r.stdout.lower(), f"{cmd}\n{r.stdout[-1000:]}\n{r.stderr[-2000:]}"
+
+
+def own_study_files(folder: Path) -> list[Path]:
+    """The README's second-day files (```python blocks whose first line is `# my_<name>.py`), written to `folder`."""
+    out = []
+    for block in re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S):
+        first = block.splitlines()[0].strip()
+        if re.fullmatch(r"# my_\w+\.py", first):
+            out.append(folder / first[2:])
+            out[-1].write_text(block)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_second_day_study_runs_as_written(ray_address, tmp_path):
+    """The README's own study: its two files written as shown, its commands run in order from that folder (the
+    smoke run for real, on this session's Ray; the others' trials only --dry-run), then its report from MLflow."""
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    assert [f.name for f in own_study_files(lab)] == ["my_space.py", "my_study.py"]
+    cmds = [p.values[0] for p in _by_rule("own study")]
+    assert any(c.endswith("my_study.py --smoke") for c in cmds) and any("report.py my_study" in c for c in cmds)
+    uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # as an installed project (pip install -e .) imports adbs_lab
+    for cmd in cmds:
+        words = shlex.split(cmd)
+        assert words[0] == ".venv/bin/python", cmd
+        if words[1] == "my_study.py":
+            argv = [sys.executable, str(lab / "my_study.py"), *words[2:], "--storage", str(tmp_path / "runs"),
+                    "--tracking-uri", uri, "--address", ray_address, "--gpus-per-trial", "0"]
+            if words[2:] != ["--smoke"] and "--dry-run" not in words:
+                argv.append("--dry-run")  # another run of the same study: its checks and size only
+        else:
+            argv = [sys.executable, str(REPO / words[1]), *words[2:], "--tracking-uri", uri, "--out",
+                    str(tmp_path / "report")]
+        r = subprocess.run(argv, cwd=lab, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, f"{cmd}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    table = (tmp_path / "runs" / "my_study" / "table.txt").read_text()
+    assert "shots=1" in table and "shots=5" in table and "alpha=0.05" in table
+    assert (tmp_path / "report" / "table.txt").read_text().count("alpha=") >= 4

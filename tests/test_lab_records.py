@@ -123,3 +123,36 @@ def test_a_damaged_runs_file_is_named_not_read_as_whatever_it_holds(tmp_path, te
     assert str(e.value).startswith(f"{tmp_path / tracking.RUNS_FILE} is damaged") and "without --resume" in str(e.value)
     (tmp_path / tracking.RUNS_FILE).write_text('{"parent": "abc", "trials": {"t1": "r1"}}')
     assert tracking.load_runs(tmp_path)["trials"] == {"t1": "r1"}
+
+
+def test_a_run_of_a_trial_tune_lost_with_the_killed_driver_is_closed_on_resume(tmp_path):
+    """A trial started (its MLflow run made) just before the driver was SIGKILLed, and after Tune's last save:
+    the resumed study runs its configuration as another trial, and the first run is closed, not left RUNNING."""
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab.space import CONFIG_KEY
+    from adbs_lab.tracking import MlflowTracker, load_runs
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    ends = SimpleNamespace(reopen=lambda trial_id: None)
+    saved, lost = (SimpleNamespace(trial_id=t, config={CONFIG_KEY: Config(alpha=a), "alpha": a}, last_result=None)
+                   for t, a in (("t0", 0.01), ("t1", 0.02)))
+    first = MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
+                          varying=["alpha"], resume=False, ends=ends)
+    first.setup()
+    first.on_trial_start(0, [], saved)
+    first.on_trial_start(0, [], lost)
+    lost_run = first.trial_run_id("t1")
+    restored = MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
+                             varying=["alpha"], resume=True, ends=ends)
+    restored.setup()
+    restored.on_step_begin(0, [saved])  # Tune restored t0 only
+    run = MlflowClient(uri).get_run(lost_run)
+    assert run.info.status == "KILLED" and run.data.tags["adbs.state"] == K.INTERRUPTED
+    assert "adbs.orphaned" in run.data.tags
+    runs = load_runs(tmp_path / "s")
+    assert set(runs["trials"]) == {"t0"} and runs["orphaned"] == {"t1": lost_run}
+    assert MlflowClient(uri).get_run(first.trial_run_id("t0")).info.status == "RUNNING"  # a restored trial goes on
