@@ -34,4 +34,5 @@ def test_every_study_draws_it_with_the_baseline_marked(tmp_path):
     files = run_files.study_figures("ablation", s, trials, tmp_path)
     assert (tmp_path / "tradeoff.png") in files and (tmp_path / "tradeoff.png").stat().st_size > 5000
     assert tradeoff.baselines({"SAVC+ADBS": "SAVC", "SAVC": "SAVC"}) == {"SAVC"}
+    # _space_baseline: a private helper of adbs_lab/run_files.py, tested directly (which row a study's figure marks)
     assert run_files._space_baseline("ablation") == "baseline"
