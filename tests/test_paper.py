@@ -223,7 +223,8 @@ def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3,
     dcs = pd.read_csv(io.BytesIO(read("dcs.csv")))
     assert list(dcs["row"]) == ["baseline", "baseline vs adb+ic"]
     assert dcs[["ours without", "ours with ADBS"]].notna().all().all()
-    assert not list(staging.glob("adbs-*"))  # no staging folder left behind
+    # no staging folder left behind (the machine's Tune start lock, adbs_lab/tune_staging.py, stays by design)
+    assert not [f for f in staging.glob("adbs-*") if not f.name.startswith("adbs-tune-start-")]
 
     # the same command again: every part reused from the bucket, nothing trains, a second paper run in MLflow
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd="/", env=env)

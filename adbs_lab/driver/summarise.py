@@ -55,10 +55,13 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
                "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
     if out.best:
         metrics["study/best_objective"] = out.best["mean_over_seeds"]
-    if launched.interrupted:
-        _stop(p, tracker, out.files, metrics, launched.interrupted, ended_count(recs), outcome.INTERRUPTED)
-    if launched.failed or unfinished:
-        _stop(p, tracker, out.files, metrics, launched.failed or f"{unfinished} of {p.total} trials did not end",
+    # Tune handles Ctrl-C inside fit() itself (its own SIGINT handler) and returns the trials so far: trials that
+    # did not end while nothing failed mean the user stopped it.
+    if launched.interrupted or (unfinished and not launched.failed):
+        _stop(p, tracker, out.files, metrics, launched.interrupted or "Ctrl-C", ended_count(recs),
+              outcome.INTERRUPTED)
+    if launched.failed:
+        _stop(p, tracker, out.files, metrics, launched.failed,
               ended_count(recs), outcome.FAILED)
     out.code = outcome.study_code(counts)
     upload(where)  # the tables are safe in the object store before figures and the report are drawn
@@ -71,7 +74,8 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     upload(where)
     where.cleanup()
     print(f"\n{plan.name}: {len(trials)} trials ({counts.get(K.COMPLETE, 0)} complete, {counts.get(K.PRUNED, 0)} "
-          f"pruned, {counts.get(K.DIVERGED, 0)} diverged, {counts.get(K.FAILED, 0)} failed) in {out.wall_s:.0f} s")
+          f"pruned, {f'{counts[K.DIVERGED]} diverged, ' if counts.get(K.DIVERGED) else ''}{counts.get(K.FAILED, 0)} failed) "
+          f"in {out.wall_s:.0f} s")
     print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
           + "".join(f", {Path(a).name}" for a in extra) + ")")
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
