@@ -330,9 +330,15 @@ class MlflowTracker(Callback):
             return
         self._orphans_checked = True
         known = {t.trial_id for t in trials}
-        lost = [tid for tid in self._runs["trials"] if tid not in known]
-        for tid in lost:
-            run_id = self._runs["trials"].pop(tid)
+        lost = {tid: self._runs["trials"].pop(tid) for tid in list(self._runs["trials"]) if tid not in known}
+        # a run made in the store whose id the driver died before recording (killed between create_run and _save)
+        mapped = set(self._runs["trials"].values()) | set(lost.values())
+        for run in self.client.search_runs([self.experiment_id], f"tags.`mlflow.parentRunId` = '{self.parent_run_id}'"
+                                           " and attributes.status = 'RUNNING'", max_results=10000):
+            tid = run.data.tags.get("adbs.trial_id", run.info.run_id)
+            if run.info.run_id not in mapped and tid not in known:
+                lost[tid] = run.info.run_id
+        for tid, run_id in lost.items():
             self._runs.setdefault("orphaned", {})[tid] = run_id
             self._runs.get("ended", {}).pop(tid, None)
             self.client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
