@@ -9,198 +9,39 @@ epoch) and session/* (step = session index), summary/*, and tags adbs.state etc.
 The trial -> MLflow run id map is kept in `<study dir>/mlflow_runs.json`, so a restored
 trial reopens its run instead of creating a duplicate (Ray's MLflowLoggerCallback would). The same file
 records how each trial ended (`ended`: the state StudySearch classified, adbs_lab/search.py), which the
-study's tables read (adbs_lab/study.py: summarise).
+study's tables read (adbs_lab/driver/summarise.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception,
-    stop_after_delay,
-    wait_exponential,
-)
 
 from adbs_lab import metrics_keys as K
-from adbs_lab import paths, tune_staging
+from adbs_lab import tune_staging
+from adbs_lab.tracking_store import (  # noqa: F401 - the store's public names, importable from here as before
+    EXPERIMENT_KIND,
+    LOCKED_WAIT_S,
+    MODEL_TRAINING,
+    TrackingError,
+    _Patient,
+    artifact_root,
+    check_tracking_uri,
+    redact_uri,
+    tracking_problem,
+    tracking_uri,
+    ui_command,
+)
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs_lab.space import SEED_KEY, describe, trial_config
 from adbs_lab.trial_records import base_boundaries
 
 RUNS_FILE = "mlflow_runs.json"
-LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
-"""How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
-
-
-class TrackingError(RuntimeError):
-    """The tracking store cannot be used; the message says how to fix it."""
-
-
-# MLflow 3's UI opens an experiment in the view its kind names; without the tag it may infer the GenAI view
-# (traces, an assistant panel), where a study's runs are one click away. The value is the UI's "model training".
-EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
-
-
-def _locked(e: Exception) -> bool:
-    text = str(e).lower()
-    return "database is locked" in text or "database table is locked" in text
-
-
-class _Patient:
-    """An MlflowClient whose calls wait out a locked SQLite store (retry with backoff) instead of failing.
-
-    Another process writing the same store (a second study, the UI, a backup) locks a SQLite file for a
-    while; a study must not die of that. A locked call is retried after 0.5 s, 1 s, 2 s, ... (at most 10 s
-    apart); after LOCKED_WAIT_S it raises TrackingError, and the study stops as interrupted with the
-    --resume command. Any other error is raised at once.
-    """
-
-    def __init__(self, client) -> None:
-        self._client = client
-
-    def __getattr__(self, name: str):
-        attr = getattr(self._client, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args, **kwargs):
-            patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
-                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked,
-                                 before_sleep=_waiting)
-            return patiently(attr, *args, **kwargs)
-
-        return call
-
-
-def _waiting(state: RetryCallState) -> None:
-    """One line per wait, so a study that stalls on a locked store says why (bench/load.py counts these lines)."""
-    import sys
-
-    print(f"warning: {LOCKED_WARNING} (try {state.attempt_number}; waiting {state.next_action.sleep:.1f} s)",
-          file=sys.stderr, flush=True)
-
-
-LOCKED_WARNING = "the MLflow store is locked by another process"
-
-
-def _still_locked(state: RetryCallState):
-    e = state.outcome.exception()
-    raise TrackingError(f"the MLflow store stayed locked for {LOCKED_WAIT_S:.0f} s "
-                        f"({str(e).strip().splitlines()[0][:200]})") from None
-
-
-def tracking_uri(flag: str | None) -> str:
-    """--tracking-uri, else MLFLOW_TRACKING_URI, else the project's SQLite store (absolute path)."""
-    return flag or os.environ.get("MLFLOW_TRACKING_URI") or paths.DEFAULT_TRACKING_URI
-
-
-def artifact_root(uri: str) -> str | None:
-    """Artifacts beside a SQLite store (`<db dir>/artifacts`); a server decides its own."""
-    if uri == paths.DEFAULT_TRACKING_URI:
-        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
-    if uri.startswith("sqlite:///"):
-        return (Path(uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
-    return None
-
-
-@contextmanager
-def _fail_fast_http():
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
-    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
-    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "10"
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def tracking_problem(uri: str) -> None:
-    """The checks of `check_tracking_uri` that write nothing (the preflight and --dry-run, adbs_lab/preflight.py):
-    a SQLite store that does not exist yet is judged by the folder it would be created in, and an existing one by
-    its tables; a database server is connected to, never given tables; a tracking server answers a search."""
-    from mlflow.tracking import MlflowClient
-
-    from adbs_lab.paths import folder_problem
-    from adbs_lab.stores import sqlite_problem
-
-    hint = _hint(uri)
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):])
-        if not db.is_absolute():
-            raise TrackingError(f"tracking URI {uri!r} is relative: use an absolute path (trials run in their own folders)")
-        problem = folder_problem(db.parent, f"the folder of tracking store {uri!r}", create=False)
-        if problem:
-            raise TrackingError(f"{problem}; {hint}")
-        problem = sqlite_problem(db, "mlflow")  # MLflow would add its tables to e.g. an Optuna database
-        if problem:
-            raise TrackingError(f"tracking URI {uri!r}: {problem}")
-        if not db.is_file() or db.stat().st_size == 0:
-            return  # created by check_tracking_uri when the study starts
-    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "postgres", "mysql", "mssql"):
-        _connect(uri, hint)  # MLflow's client would create its tables in an empty database
-        return
-    try:
-        with _fail_fast_http():
-            MlflowClient(uri).search_experiments(max_results=1)
-    except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
-        raise TrackingError(f"tracking URI {uri!r} is unreachable ({_first_line(e)}); {hint}") from None
-
-
-def _connect(uri: str, hint: str) -> None:
-    from adbs_lab.stores import database_problem
-
-    problem = database_problem(uri)  # the missing driver, a refused connection, bad credentials: named
-    if problem:
-        raise TrackingError(f"tracking URI {redact_uri(uri)!r}: {problem}; {hint}")
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)[:300]
-
-
-def redact_uri(uri: str) -> str:
-    """`uri` without user:password@ (printed and logged)."""
-    import re
-
-    return re.sub(r"://[^/@\s]+@", "://", uri)
-
-
-def _hint(uri: str) -> str:
-    return (f"pass --tracking-uri sqlite:///ABS/PATH/mlflow.db, start the server behind {redact_uri(uri)}, "
-            "or unset MLFLOW_TRACKING_URI to use the project's store")
-
-
-def check_tracking_uri(uri: str) -> None:
-    """`tracking_problem`, then open the store once before any trial starts: a new SQLite store gets its folder and
-    schema here, in one process (trials never open it: SQLite takes one writer, mlflow#6490)."""
-    from mlflow.tracking import MlflowClient
-
-    tracking_problem(uri)
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):])
-        try:
-            db.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise TrackingError(f"cannot create the folder of tracking store {uri!r}: {e}; {_hint(uri)}") from None
-    try:
-        with _fail_fast_http():
-            MlflowClient(uri).search_experiments(max_results=1)
-    except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
-        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {_hint(uri)}") from None
 
 
 def load_runs(study_dir: Path) -> dict[str, Any]:
@@ -330,9 +171,15 @@ class MlflowTracker(Callback):
             return
         self._orphans_checked = True
         known = {t.trial_id for t in trials}
-        lost = [tid for tid in self._runs["trials"] if tid not in known]
-        for tid in lost:
-            run_id = self._runs["trials"].pop(tid)
+        lost = {tid: self._runs["trials"].pop(tid) for tid in list(self._runs["trials"]) if tid not in known}
+        # a run made in the store whose id the driver died before recording (killed between create_run and _save)
+        mapped = set(self._runs["trials"].values()) | set(lost.values())
+        for run in self.client.search_runs([self.experiment_id], f"tags.`mlflow.parentRunId` = '{self.parent_run_id}'"
+                                           " and attributes.status = 'RUNNING'", max_results=10000):
+            tid = run.data.tags.get("adbs.trial_id", run.info.run_id)
+            if run.info.run_id not in mapped and tid not in known:
+                lost[tid] = run.info.run_id
+        for tid, run_id in lost.items():
             self._runs.setdefault("orphaned", {})[tid] = run_id
             self._runs.get("ended", {}).pop(tid, None)
             self.client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
@@ -470,24 +317,3 @@ class MlflowTracker(Callback):
         from adbs_lab.outcome import trial_error
 
         self._end(trial, K.FAILED, reason=trial_error(trial) or "the trial raised an error (no traceback saved)")
-
-
-
-def ui_command(uri: str) -> str:
-    """The one command that opens the MLflow UI on this store (the project's serve script)."""
-    import shlex
-    import sys
-
-    if uri.startswith("sqlite:") or uri.startswith("postgresql") or uri.startswith("mysql"):
-        from urllib.parse import urlsplit
-        from urllib.request import url2pathname
-
-        cmd = [sys.executable, str(paths.REPO_ROOT / "mlflow" / "serve.py")]
-        if uri != paths.DEFAULT_TRACKING_URI:
-            cmd += ["--backend-store-uri", uri]
-            root = artifact_root(uri)
-            if root and root.startswith("file://"):  # a path, not the URI's %-escapes ('my%20runs')
-                cmd += ["--artifacts-destination", url2pathname(urlsplit(root).path)]
-        return shlex.join(cmd)
-    return f"open {uri} in a browser"
-

@@ -146,6 +146,8 @@ def test_a_run_of_a_trial_tune_lost_with_the_killed_driver_is_closed_on_resume(t
     first.on_trial_start(0, [], saved)
     first.on_trial_start(0, [], lost)
     lost_run = first.trial_run_id("t1")
+    unrecorded = MlflowClient(uri).create_run(first.experiment_id, tags={  # made, then killed before recorded
+        "mlflow.parentRunId": first.parent_run_id, "adbs.role": "trial", "adbs.trial_id": "t2"}).info.run_id
     restored = MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
                              varying=["alpha"], resume=True, ends=ends)
     restored.setup()
@@ -154,5 +156,6 @@ def test_a_run_of_a_trial_tune_lost_with_the_killed_driver_is_closed_on_resume(t
     assert run.info.status == "KILLED" and run.data.tags["adbs.state"] == K.INTERRUPTED
     assert "adbs.orphaned" in run.data.tags
     runs = load_runs(tmp_path / "s")
-    assert set(runs["trials"]) == {"t0"} and runs["orphaned"] == {"t1": lost_run}
+    assert set(runs["trials"]) == {"t0"} and runs["orphaned"] == {"t1": lost_run, "t2": unrecorded}
+    assert MlflowClient(uri).get_run(unrecorded).info.status == "KILLED"
     assert MlflowClient(uri).get_run(first.trial_run_id("t0")).info.status == "RUNNING"  # a restored trial goes on
