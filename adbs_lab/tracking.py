@@ -101,8 +101,7 @@ class MlflowTracker(Callback):
     def start(self) -> None:
         """Experiment and parent run; on --resume the interrupted invocation's parent run is reopened."""
         exp = self.client.get_experiment_by_name(self.study)
-        self.experiment_id = exp.experiment_id if exp else self.client.create_experiment(
-            self.study, artifact_location=artifact_root(self.uri), tags={EXPERIMENT_KIND: MODEL_TRAINING})
+        self.experiment_id = exp.experiment_id if exp else self._create_experiment()
         if exp is not None and exp.tags.get(EXPERIMENT_KIND) is None:  # made before this tag was set
             self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
         runs = load_runs(self.study_dir)
@@ -116,6 +115,18 @@ class MlflowTracker(Callback):
             runs = {"parent": self.parent_run_id, "trials": {}, "ended": {}}
         self._runs = runs
         self._save()
+
+    def _create_experiment(self) -> str:
+        """The study's experiment, made now; when another study of the same name (another --name) made it between
+        our look-up and now (two studies started together: bench/load.py found it), that one."""
+        try:
+            return self.client.create_experiment(self.study, artifact_location=artifact_root(self.uri),
+                                                 tags={EXPERIMENT_KIND: MODEL_TRAINING})
+        except Exception as e:  # noqa: BLE001 - MlflowException (RESOURCE_ALREADY_EXISTS) or the database's error
+            exp = self.client.get_experiment_by_name(self.study)
+            if exp is None or "already exists" not in str(e) and "UNIQUE constraint" not in str(e):
+                raise
+            return exp.experiment_id
 
     def _save(self) -> None:
         self.study_dir.mkdir(parents=True, exist_ok=True)

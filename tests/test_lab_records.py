@@ -159,3 +159,25 @@ def test_a_run_of_a_trial_tune_lost_with_the_killed_driver_is_closed_on_resume(t
     assert set(runs["trials"]) == {"t0"} and runs["orphaned"] == {"t1": lost_run, "t2": unrecorded}
     assert MlflowClient(uri).get_run(unrecorded).info.status == "KILLED"
     assert MlflowClient(uri).get_run(first.trial_run_id("t0")).info.status == "RUNNING"  # a restored trial goes on
+
+
+def test_two_studies_of_one_name_creating_its_experiment_at_once_share_it(tmp_path, monkeypatch):
+    """Two drivers of one study name (another --name each) start together: the second one's create_experiment
+    fails with "already exists" after its look-up found none (bench/load.py found it); it takes the experiment."""
+    from mlflow.tracking import MlflowClient
+
+    from adbs_lab.tracking import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    made = MlflowClient(uri).create_experiment("s")
+    real = MlflowClient.get_experiment_by_name
+    calls = []
+
+    def late(self, name):  # the first look-up happens before the other driver made it
+        calls.append(name)
+        return None if len(calls) == 1 else real(self, name)
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", late)
+    tracker = MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
+                            varying=["alpha"], resume=False)
+    assert tracker.experiment_id == made
