@@ -27,6 +27,7 @@ from adbs_lab import tune_staging
 from adbs_lab.tracking_store import (  # noqa: F401 - the store's public names, importable from here as before
     EXPERIMENT_KIND,
     LOCKED_WAIT_S,
+    LOCKED_WARNING,
     MODEL_TRAINING,
     TrackingError,
     _Patient,

@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from adbs_lab import metrics_keys as K  # noqa: E402
 from adbs_lab.space import SEED_KEY  # noqa: E402
-from adbs_lab.tracking import LOCKED_WARNING  # noqa: E402
+from adbs_lab.tracking_store import LOCKED_WARNING  # noqa: E402
 
 
 def _free_port() -> int:
