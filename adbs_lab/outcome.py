@@ -27,20 +27,18 @@ _SEVERITY = {OK: 0, FAILED: 2, REFUSED: 1, INTERRUPTED: 3}
 outweighs a part refused at its own checks."""
 
 
-def study_code(counts: Mapping[str, int], *, unfinished: int = 0, failed_after_start: bool = False) -> int:
+def study_code(counts: Mapping[str, int], *, unfinished: int = 0) -> int:
     """The exit code of a study that ran (an interrupted one exits INTERRUPTED before it gets here)."""
-    if failed_after_start or counts.get(K.FAILED, 0) or unfinished or not counts.get(K.COMPLETE, 0):
+    if counts.get(K.FAILED, 0) or unfinished or not counts.get(K.COMPLETE, 0):
         return FAILED
     return OK
 
 
-def why_failed(counts: Mapping[str, int], *, unfinished: int = 0) -> str:
-    """One phrase: why study_code said FAILED."""
+def why_failed(counts: Mapping[str, int]) -> str:
+    """One phrase: why study_code said FAILED of a study whose trials all ended."""
     if counts.get(K.FAILED, 0):
         n = counts[K.FAILED]
         return f"{n} trial{'s' * (n != 1)} raised an error"
-    if unfinished:
-        return f"{unfinished} trial{'s' * (unfinished != 1)} did not end"
     return "no trial completed"
 
 

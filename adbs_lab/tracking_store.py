@@ -174,10 +174,14 @@ def check_tracking_uri(uri: str) -> None:
     tracking_problem(uri)
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
+        if db.is_file() and db.stat().st_size > 0:
+            return  # an MLflow store already, searched by tracking_problem
         try:
             db.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise TrackingError(f"cannot create the folder of tracking store {uri!r}: {e}; {_hint(uri)}") from None
+    elif "://" in uri and uri.split("://", 1)[0] in ("http", "https", "databricks"):
+        return  # a tracking server: tracking_problem's search reached it
     try:
         with _fail_fast_http():
             MlflowClient(uri).search_experiments(max_results=1)
