@@ -91,14 +91,21 @@ def _check_numbers(args: argparse.Namespace) -> str | None:
 
 
 def _check_port(args: argparse.Namespace) -> str | None:
-    """Whether the server could listen on --host:--port now (binds and lets go: nothing is written)."""
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    return port_problem(args.host, args.port)
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Whether a server could listen on host:port now (binds and lets go: nothing is written); also for
+    adbs_lab/dashboard.py."""
+    if not 1 <= port <= 65535:
+        return f"--port {port} is out of range; allowed: 1..65535 (a TCP port); e.g. --port 5000"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a just-stopped server's port is free
         try:
-            s.bind((args.host, args.port))
+            s.bind((host, port))
         except (OSError, OverflowError) as e:
-            return f"cannot listen on {args.host}:{args.port} ({getattr(e, 'strerror', None) or e}); pick another --port"
+            return f"cannot listen on {host}:{port} ({getattr(e, 'strerror', None) or e}); pick another --port"
     return None
 
 
@@ -165,6 +172,62 @@ def _reachable(uri: str) -> str | None:
     return None
 
 
+# MLflow 3.17's UI opens an experiment in the view of a per-browser setting (the sidebar's GenAI / Model training
+# switch, GenAI in a fresh browser), not by the experiment's mlflow.experimentKind tag; a link that carries this
+# query opens the runs whatever the browser's setting (README: Compare trials).
+RUNS_QUERY = "?workflowType=machine_learning"
+LISTED = 20
+"""At most this many studies' links are printed at start (the newest)."""
+
+
+def runs_page(link: str, experiment_id: str) -> str:
+    return f"{link}/#/experiments/{experiment_id}/runs{RUNS_QUERY}"
+
+
+def experiments(uri: str) -> list[tuple[str, str]]:
+    """(experiment id, name) of the store's active experiments, newest first, read without writing (MLflow's own
+    store class would create its tables first); [] when the store is new or cannot be read (the server says why)."""
+    query = ("SELECT experiment_id, name FROM experiments WHERE lifecycle_stage = 'active' AND name != 'Default' "
+             "ORDER BY experiment_id DESC")
+    try:
+        if uri.startswith("sqlite:///"):
+            import sqlite3
+
+            db = Path(uri[len("sqlite:///"):])
+            if not db.is_file() or db.stat().st_size == 0:
+                return []
+            con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                return [(str(i), n) for i, n in con.execute(query)]
+            finally:
+                con.close()
+        import sqlalchemy
+
+        from adbs_lab.stores import _engine
+
+        engine = _engine(uri)
+        try:
+            with engine.connect() as con:
+                return [(str(i), n) for i, n in con.execute(sqlalchemy.text(query))]
+        finally:
+            engine.dispose()
+    except Exception:  # noqa: BLE001 - no table yet, another schema: the links are a convenience
+        return []
+
+
+def _print_studies(uri: str, link: str) -> None:
+    found = experiments(uri)
+    if not found:
+        return
+    print("studies, each on its runs page (in the UI: click Model training at the top of the sidebar once, then "
+          "Experiments and a study):", flush=True)
+    width = max(len(name) for _, name in found[:LISTED])
+    for exp_id, name in found[:LISTED]:
+        print(f"  {name:<{width}}  {runs_page(link, exp_id)}", flush=True)
+    if len(found) > LISTED:
+        print(f"  ... and {len(found) - LISTED} older: {link}/#/experiments", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     cmd = command(args)
@@ -185,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"MLflow UI: {link}  (store {args.backend_store_uri}, artifacts {args.artifacts_destination})", flush=True)
     print(f"log a study through it: --tracking-uri {link}; report: python studies/report.py STUDY "
           f"--tracking-uri {link}; stop: Ctrl-C", flush=True)
+    _print_studies(args.backend_store_uri, link)
     if args.host not in LOOPBACK:
         print(f"warning: bound to {args.host}: anyone who can reach this port can read and write runs "
               "(MLflow has no login by default)", file=sys.stderr, flush=True)

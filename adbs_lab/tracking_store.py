@@ -28,8 +28,9 @@ class TrackingError(RuntimeError):
     """The tracking store cannot be used; the message says how to fix it."""
 
 
-# MLflow 3's UI opens an experiment in the view its kind names; without the tag it may infer the GenAI view
-# (traces, an assistant panel), where a study's runs are one click away. The value is the UI's "model training".
+# The experiment's kind, "model training" in MLflow's words, for the MLflow clients and UI versions that read it.
+# MLflow 3.17's UI does not: it opens every experiment in the view of its per-browser GenAI / Model training switch
+# (adbs_lab/serve.py prints runs-page links that set it; README: Compare trials).
 EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 
 

@@ -132,3 +132,23 @@ def test_serve_starts_prints_the_url_and_stops(tmp_path):
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_each_study_is_printed_with_its_runs_page_link(tracking_uri, capsys):
+    """MLflow 3.17's UI opens an experiment in the view of a per-browser switch (GenAI in a fresh browser), not by
+    the experiment's kind: the links serve.py prints carry the switch's model-training value, so they open runs."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    ids = {name: client.create_experiment(name) for name in ("ablation", "alpha_sweep", "gone")}
+    client.delete_experiment(ids["gone"])
+    assert serve.experiments(tracking_uri) == [(ids["alpha_sweep"], "alpha_sweep"), (ids["ablation"], "ablation")]
+    assert serve.runs_page("http://h:5", "7") == "http://h:5/#/experiments/7/runs?workflowType=machine_learning"
+    serve._print_studies(tracking_uri, "http://127.0.0.1:5000")
+    out = capsys.readouterr().out.splitlines()
+    assert "click Model training at the top of the sidebar once, then Experiments and a study" in out[0]
+    assert out[1:] == [f"  alpha_sweep  http://127.0.0.1:5000/#/experiments/{ids['alpha_sweep']}/runs"
+                       "?workflowType=machine_learning",
+                       f"  ablation     http://127.0.0.1:5000/#/experiments/{ids['ablation']}/runs"
+                       "?workflowType=machine_learning"]
+    assert serve.experiments(tracking_uri.replace("mlflow.db", "new.db")) == []  # a new store: nothing to list

@@ -1,106 +1,40 @@
 """The MLflow UI, served by `python mlflow/serve.py` on a smoke study's store, in headless Chromium driven by
-Playwright (Debian's chromium, launched by path: nothing is downloaded): the experiment lists its trial runs,
-and the compare view of two trials leads to the session accuracy chart (session/test_acc by session).
+Playwright (Debian's chromium, launched by path: nothing is downloaded; tests/_browser.py): the experiment lists its
+trial runs, the compare view of two trials leads to the session accuracy chart (session/test_acc by session), and a
+fresh browser reaches a study's runs by the clicks the README gives (and by the link serve.py prints).
 
-Screenshots (kept as test artifacts): <repo>/test-artifacts/mlflow_runs.png, mlflow_compare.png.
+Screenshots (kept as test artifacts): <repo>/test-artifacts/mlflow_runs.png, mlflow_compare.png, mlflow_clicks.png.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+from _browser import free_port, open_browser
 from _smoke_store import REPO, smoke_store
 
 # one worker under pytest -n: the smoke store (tests/_smoke_store.py) is built once per process, shared by
 # tests/test_report.py and tests/test_ui_browser.py
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_store")]
 ARTIFACTS = REPO / "test-artifacts"
-WAIT_S = 120  # a cold React app on 2 busy cores
 CLOSE_ASSISTANT = """(() => { const x = [...document.querySelectorAll('button')].find(e => e.getAttribute('aria-label') == 'Close');
                              if (x) x.click(); })()"""  # MLflow 3's assistant side panel: a clearer screenshot
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-class Browser:
-    """A Playwright page with the few verbs the test needs: go, evaluate, wait for a condition, screenshot."""
-
-    def __init__(self, exe: str, width: int = 1500, height: int = 1000) -> None:
-        from playwright.sync_api import sync_playwright
-
-        self._pw = sync_playwright().start()
-        self._browser = self._pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-        self.page = self._browser.new_page(viewport={"width": width, "height": height})
-
-    def js(self, expr: str):
-        return self.page.evaluate(expr)
-
-    def goto(self, url: str) -> None:
-        self.page.goto(url)
-
-    def wait(self, expr: str, timeout: float = WAIT_S):
-        """The condition's value once truthy, or None after `timeout` seconds."""
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-        try:
-            return self.page.wait_for_function(expr, timeout=timeout * 1000, polling=500).json_value()
-        except PlaywrightTimeout:
-            return None
-
-    def reveal(self, text: str, steps: int = 40) -> bool:
-        """Scroll the page and its scrollable panes down until `text` is rendered (lazy tables)."""
-        for _ in range(steps):
-            if self.js(f"document.body.innerText.includes({json.dumps(text)})"):
-                return True
-            self.js("""(() => { window.scrollBy(0, window.innerHeight / 2);
-                              document.querySelectorAll('*').forEach(e => { if (e.scrollHeight > e.clientHeight + 5)
-                                  e.scrollTop += e.clientHeight / 2; }); })()""")
-            time.sleep(0.3)
-        return False
-
-    def text(self) -> str:
-        return self.page.inner_text("body")
-
-    def screenshot(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(path))
-        return path
-
-    def close(self) -> None:
-        try:
-            self._browser.close()
-        finally:
-            self._pw.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(ray_address, tmp_path_factory):
     store = smoke_store(ray_address, tmp_path_factory)
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("serve") / "serve.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen([sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", store.uri,
@@ -119,7 +53,7 @@ def server(ray_address, tmp_path_factory):
             assert proc.poll() is None and time.time() < deadline, f"server did not start:\n{log.read_text()[-3000:]}"
             time.sleep(0.5)
         assert f"MLflow UI: {base}" in log.read_text()
-        yield base, store
+        yield base, store, log
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
@@ -127,17 +61,13 @@ def server(ray_address, tmp_path_factory):
 
 @pytest.fixture
 def browser():
-    exe = _chromium()
-    if exe is None:
-        pytest.skip("Chromium not found: install it with `apt-get install chromium` (Debian; .ci/run does this)")
-    pytest.importorskip("playwright", reason="needs playwright: pip install -e '.[test]'")
-    b = Browser(exe)
+    b = open_browser()
     yield b
     b.close()
 
 
 def test_experiment_lists_trials_and_compare_view_shows_session_chart(server, browser):
-    base, store = server
+    base, store, _ = server
     client = MlflowClient(store.uri)
     exp = client.get_experiment_by_name("ablation")
     runs = client.search_runs([exp.experiment_id])
@@ -184,3 +114,46 @@ def test_experiment_lists_trials_and_compare_view_shows_session_chart(server, br
     assert where.startswith("#/metric?") and '"session/test_acc"' in where and "x_axis=step" in where, where
     assert browser.js("[...document.querySelectorAll('.js-plotly-plot .xtitle')].map(e => e.textContent).join()") == "Step"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+EXPAND = """(() => { const b = document.querySelectorAll('button[data-component-id*="runnamecellrenderer"]');
+                     b.forEach(x => x.click()); return b.length; })()"""
+
+
+def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, browser):
+    """README, Compare trials, step 1, as a user makes it: in a fresh browser MLflow 3.17 opens an experiment on its
+    GenAI overview (its workflow switch, kept per browser, starts on GenAI); Model training, Experiments and the
+    study's name open the study on its runs. The link serve.py printed beside the study opens them in a fresh
+    browser without a click."""
+    base, store, log = server
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert ("click **Model training** in the GenAI / Model training switch at the top of the sidebar, then "
+            "**Experiments** and the study's name") in readme  # the clicks below, as the README gives them
+    client = MlflowClient(store.uri)
+    exp = client.get_experiment_by_name("ablation")
+    runs = client.search_runs([exp.experiment_id])
+    parent = next(r for r in runs if r.data.tags.get("adbs.role") == "study").info.run_name
+    trials = [r.info.run_name for r in runs if r.data.tags.get("adbs.role") == "trial"]
+    link = f"{base}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning"
+    assert f"  ablation  {link}\n" in log.read_text(), log.read_text()[-2000:]
+
+    browser.goto(base)  # the URL serve.py prints: MLflow's home page, its sidebar
+    assert browser.wait_text("Model training"), browser.text()[:2000]
+    assert browser.js("localStorage.getItem('mlflow.workflowType_v1')") is None  # a fresh profile: GenAI
+    page = browser.page
+    page.get_by_role("button", name="Model training", exact=True).click()
+    page.locator("nav").get_by_role("link", name="Experiments", exact=True).click()
+    page.get_by_role("link", name="ablation", exact=True).click()
+    assert browser.wait_text(parent), browser.text()[:3000]
+    assert browser.js("location.hash").startswith(f"#/experiments/{exp.experiment_id}/runs?"), browser.js("location.hash")
+    assert browser.js(EXPAND)  # the parent run's `+`, as the README's next sentence says
+    shown = browser.wait_text(*trials)
+    browser.js(CLOSE_ASSISTANT)
+    browser.screenshot(ARTIFACTS / "mlflow_clicks.png")
+    assert shown, f"trial runs {trials} not listed:\n{browser.text()[:3000]}"
+
+    browser.fresh()
+    browser.goto(link)
+    assert browser.wait_text(parent), browser.text()[:3000]
+    assert browser.js(EXPAND) and browser.wait_text(*trials), browser.text()[:3000]
+    assert browser.js("location.hash").startswith(f"#/experiments/{exp.experiment_id}/runs?")
