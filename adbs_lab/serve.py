@@ -25,7 +25,8 @@ from pathlib import Path
 
 from adbs_lab import paths
 
-__all__ = ["LOOPBACK", "GRACE_S", "parser", "url", "command", "main"]
+__all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "parser", "url", "command", "port_problem", "experiments", "runs_page",
+           "print_studies", "main"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 GRACE_S = 15.0
@@ -215,7 +216,7 @@ def experiments(uri: str) -> list[tuple[str, str]]:
         return []
 
 
-def _print_studies(uri: str, link: str) -> None:
+def print_studies(uri: str, link: str) -> None:
     found = experiments(uri)
     if not found:
         return
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"MLflow UI: {link}  (store {args.backend_store_uri}, artifacts {args.artifacts_destination})", flush=True)
     print(f"log a study through it: --tracking-uri {link}; report: python studies/report.py STUDY "
           f"--tracking-uri {link}; stop: Ctrl-C", flush=True)
-    _print_studies(args.backend_store_uri, link)
+    print_studies(args.backend_store_uri, link)
     if args.host not in LOOPBACK:
         print(f"warning: bound to {args.host}: anyone who can reach this port can read and write runs "
               "(MLflow has no login by default)", file=sys.stderr, flush=True)

@@ -144,7 +144,7 @@ def test_each_study_is_printed_with_its_runs_page_link(tracking_uri, capsys):
     client.delete_experiment(ids["gone"])
     assert serve.experiments(tracking_uri) == [(ids["alpha_sweep"], "alpha_sweep"), (ids["ablation"], "ablation")]
     assert serve.runs_page("http://h:5", "7") == "http://h:5/#/experiments/7/runs?workflowType=machine_learning"
-    serve._print_studies(tracking_uri, "http://127.0.0.1:5000")
+    serve.print_studies(tracking_uri, "http://127.0.0.1:5000")
     out = capsys.readouterr().out.splitlines()
     assert "click Model training at the top of the sidebar once, then Experiments and a study" in out[0]
     assert out[1:] == [f"  alpha_sweep  http://127.0.0.1:5000/#/experiments/{ids['alpha_sweep']}/runs"
