@@ -13,7 +13,8 @@ that breaks fails CI.
   commands run, so `--config my.yaml` reads what the docs show.
 - Commands on a real dataset (`--dataset cifar100 --data-root ~/data`, index lists) run with `--dry-run` on a
   small stand-in in the same layout, so the flags, the preset and the data checks are exercised.
-- `mlflow/serve.py` runs with `--dry-run` (it prints the server command).
+- `mlflow/serve.py` runs with `--dry-run` (it prints the server command); `python -m adbs_lab.dashboard` too, on a
+  study folder that holds an Optuna study.
 - The toy dataset example runs as written (the writer, then a smoke run on what it wrote).
 - Benchmarks (`bench/...`) take minutes to hours or the authors' code: `--help` (the script imports and
   parses); tests/test_vs_official.py and tests/test_bench_gpu.py run them small.
@@ -117,6 +118,8 @@ def rule(cmd: str) -> str:
         return "study on real data" if REAL_DATA.search(cmd) else "study"
     if re.match(r"^\.venv/bin/python mlflow/serve\.py", cmd):
         return "serve"
+    if re.match(r"^\.venv/bin/python -m adbs_lab\.dashboard ", cmd):
+        return "dashboard"
     if re.match(r"^\.venv/bin/python -c ", cmd) and "results/reports/compare-" in cmd:
         return "compare snippet"
     return ""
@@ -275,6 +278,28 @@ def test_single_run_commands_run(cmd, home, tmp_path):
 def test_serve_commands_print_their_server(cmd, home, tmp_path):
     r = _run(_argv(cmd, home) + ["--dry-run"], home)
     assert r.returncode == 0 and "mlflow" in r.stdout, f"{cmd}\n{r.stdout}\n{r.stderr}"
+
+
+@pytest.mark.parametrize("cmd", _by_rule("dashboard"))
+def test_dashboard_commands_name_what_they_would_serve(cmd, home, tmp_path, monkeypatch, capsys):
+    """In this process, with --dry-run: the live view of the study folder the command names (relative to the
+    project folder, where the docs run it), which here holds a study's optuna.db."""
+    import optuna
+
+    from adbs_lab import dashboard, serve
+
+    argv = _argv(cmd, home)[3:]
+    folder = tmp_path / argv[0]
+    folder.mkdir(parents=True)
+    optuna.create_study(study_name=folder.name, storage=f"sqlite:///{folder / 'optuna.db'}")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    args = dashboard.parser().parse_args(argv)
+    if serve.port_problem(args.host, args.port):  # the docs' port is taken on this machine now: the refusal
+        assert dashboard.main([*argv, "--dry-run"]) == 2 and "pick another --port" in capsys.readouterr().err
+        return
+    assert dashboard.main([*argv, "--dry-run"]) == 0, capsys.readouterr().err
+    assert f"would serve sqlite:///{folder / 'optuna.db'} read-only" in capsys.readouterr().out
 
 
 # -- report.py on a store that holds the studies the docs name ---------------------------------------------------
