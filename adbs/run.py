@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             return _main(args)
         except KeyboardInterrupt:
             pass
-        except Exception as e:  # noqa: BLE001 - after an interrupt, whatever it broke is the interrupt's doing
+        except Exception:  # noqa: BLE001 - after an interrupt, whatever it broke is the interrupt's doing
             if not stopped:
                 raise
     print(f"interrupted by {stopped[0] if stopped else 'SIGINT'}: the run stopped before writing its result; run "

@@ -151,7 +151,7 @@ def comparable_groups(t: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFram
 
 def default_group(groups: list[tuple[dict[str, Any], pd.DataFrame]]) -> int:
     """Index of the group of the dataset's standard ways (best_config.json's), else the one with most trials."""
-    for i, (key, g) in enumerate(groups):
+    for i, (key, _) in enumerate(groups):
         try:
             from adbs.data.registry import get_spec
 

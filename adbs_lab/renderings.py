@@ -87,7 +87,8 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     has_sessions = "sessions" in table
     extra = [c for c in ("last", "pd", "hmean") if c in table]  # last session, performance drop, hmean of it
     head = (["Config", "Seeds"] + (["Sessions"] if has_sessions else []) + [f"S{c}" for c in cols] + ["Avg"]
-            + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra] + (["$\\Delta_{last}$"] if has_delta else [])
+            + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra]
+            + (["$\\Delta_{last}$"] if has_delta else [])
             + (["paired $\\Delta_{last}$"] if "delta_paired" in table else [])
             + (["$D_{cs}$"] if has_dcs else []))
 

@@ -126,7 +126,8 @@ def database_error(url: str, e: BaseException) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     try:
         parts = urlsplit(url)
-        where, user, db = f"{parts.hostname or 'localhost'}:{parts.port or ''}".rstrip(":"), parts.username, parts.path.lstrip("/")
+        where = f"{parts.hostname or 'localhost'}:{parts.port or ''}".rstrip(":")
+        user, db = parts.username, parts.path.lstrip("/")
     except ValueError:
         where, user, db = "the server", None, ""
     low = text.lower()

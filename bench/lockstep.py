@@ -9,10 +9,11 @@ randomness: it runs the released code's own base step (models/adbs/helper.py: ba
 of models/adbs/fscil_trainer.py: get_optimizer_base and the model of models/adbs/Network.py: MYNET) and
 ours' (adbs/loops.py: train_base, the baseline host, preset cifar100) from the same initial weights on the
 same batches, one batch per base epoch (the released trainer steps its scheduler once per epoch too, so
---schedule epoch1 holds the lr at 0.1 as in the first epoch, and cosine anneals it over the steps), and compares after every step the base boundaries m (and
-at the end the classifier rows and the backbone weights). If the two steps are the same function, every
-difference the side-by-side runs find comes from what this tool fixes: the data each code trains on (ours
-holds out validation images), the order and augmentation of the batches, and the random initialisation.
+--schedule epoch1 holds the lr at 0.1 as in the first epoch, and cosine anneals it over the steps), and compares
+after every step the base boundaries m (and at the end the classifier rows and the backbone weights). If the two
+steps are the same function, every difference the side-by-side runs find comes from what this tool fixes: the
+data each code trains on (ours holds out validation images), the order and augmentation of the batches, and the
+random initialisation.
 
 How, in order:
 1. Copies the checkout to a temporary folder and applies bench/vs_official.py's CPU patches
