@@ -162,7 +162,7 @@ def run_ours(cfg, data, batches, released_init: dict[str, torch.Tensor], channel
     """ours' train_base over the batches from the released initial weights; m after every step, final state.
 
     channels_last=False runs ours' model and images in the released code's NCHW layout instead of the channels_last
-    layout adbs/loops.py: Runtime uses: the same arithmetic, so the two steps can agree to float32 rounding.
+    layout adbs/runtime.py: Runtime uses: the same arithmetic, so the two steps can agree to float32 rounding.
     """
     import adbs.loops as loops
     from adbs.backbones import create_backbone
@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "from (each epoch of the draw is a fresh shuffle; 30 gives 28 batches of 64 distinct images)")
     p.add_argument("--synthetic-version", type=int, default=1, help="embedded benchmark version the images come from")
     p.add_argument("--channels-last", action="store_true", help="run ours in the channels_last layout it trains in "
-                   "(adbs/loops.py: Runtime) rather than the released code's NCHW: then float32 rounding differs from "
+                   "(adbs/runtime.py: Runtime) rather than the released code's NCHW: then float32 rounding differs from "
                    "the first step on and the two runs drift apart (the backbone's gradients at initialisation are "
                    "ill-conditioned in float32)")
     p.add_argument("--tol", type=float, default=1e-5, help="largest first departure of m still taken for float32 "
