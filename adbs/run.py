@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -31,7 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from adbs import cli, digests
+from adbs import cli, departures, digests
+from adbs.cells import number
 from adbs.config import Config, ConfigError
 from adbs.config_file import load_file
 from adbs.overrides import from_dict
@@ -60,13 +60,13 @@ def session_table(result) -> str:
     rows = result.sessions
     head = ("session  classes   val_acc  test_acc  test_base  test_novel  test_hmean  novel_pred%  unpredicted"
             "  m<0  |m|_base  |m|_novel")
-    lines = [*departures(result.config), head, "-" * len(head)]
+    lines = [*departures.lines(departures.changed(result.config)), head, "-" * len(head)]
     for r in rows:
         lines.append(
             f"{int(r['session']):>7}  {int(r['n_classes']):>7}  {r['val_acc']:>8.2f}  {r['test_acc']:>8.2f}  "
-            f"{r['test_base_acc']:>9.2f}  {_fmt(r['test_novel_acc']):>10}  {_fmt(r['test_hmean']):>10}  "
-            f"{_fmt(r['test_pred_novel_share']):>11}  {int(r['test_unpredicted_classes']):>11}  "
-            f"{int(r['boundary_negative']):>3}  {r['boundary_base_abs_mean']:>8.3f}  {_fmt(r['boundary_novel_abs_mean'], 3):>9}"
+            f"{r['test_base_acc']:>9.2f}  {number(r['test_novel_acc']):>10}  {number(r['test_hmean']):>10}  "
+            f"{number(r['test_pred_novel_share']):>11}  {int(r['test_unpredicted_classes']):>11}  "
+            f"{int(r['boundary_negative']):>3}  {r['boundary_base_abs_mean']:>8.3f}  {number(r['boundary_novel_abs_mean'], 3):>9}"
         )
     s = result.summary
     lines.append("-" * len(head))
@@ -76,22 +76,6 @@ def session_table(result) -> str:
     )
     lines += [f"WARNING: {w}" for w in result.warnings]
     return "\n".join(lines)
-
-
-def departures(config: dict) -> list[str]:
-    """A line naming the boundary remedies that depart from the released code (adbs.config.BOUNDARY_REMEDIES)."""
-    from adbs.config import BOUNDARY_REMEDIES
-
-    default = Config()
-    changed = {k: config[k] for k in BOUNDARY_REMEDIES if config.get(k, getattr(default, k)) != getattr(default, k)}
-    if not changed:
-        return []
-    return ["departs from the released code: " + ", ".join(f"{k}={v}" for k, v in changed.items())
-            + " (docs/boundary-dynamics.md)"]
-
-
-def _fmt(v: float, digits: int = 2) -> str:
-    return "-" if math.isnan(v) else f"{v:.{digits}f}"
 
 
 def main(argv: list[str] | None = None) -> int:
