@@ -32,6 +32,7 @@ from pathlib import Path
 
 from adbs import cli, departures, digests
 from adbs.cells import number
+from adbs.writable import out_file_problem
 from adbs.config import Config, ConfigError
 from adbs.config_file import load_file
 from adbs.overrides import from_dict
@@ -133,7 +134,9 @@ def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
         warnings = preflight_data(cfg, remember=not args.dry_run)
     who = "" if cfg.host == "baseline" else f"{cfg.host}-"
     out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
-    _check_writable(out)
+    problem = out_file_problem(out)  # nothing is created here: the run makes the missing folders when it writes
+    if problem:
+        raise OSError(problem)
     return cfg, out, warnings
 
 
@@ -180,22 +183,6 @@ def _interrupts() -> Iterator[list[str]]:
     finally:
         for sig, h in before.items():
             signal.signal(sig, h)
-
-
-def _check_writable(path: Path) -> None:
-    """--out can be written, judged from its nearest existing folder: nothing is created here (a dry run writes
-    nothing; the run makes the missing folders when it writes)."""
-    if path.is_dir():
-        raise OSError(f"--out {path} is a folder; pass the path of a JSON file to write, e.g. {path / 'run.json'}")
-    near = path.parent
-    while not near.exists() and near != near.parent:
-        near = near.parent
-    if not near.is_dir():
-        raise OSError(f"--out {path}: {near} is a file, not a folder, so the output folder cannot be made there; "
-                      "pass --out to a writable path")
-    if not os.access(near, os.W_OK | os.X_OK):
-        raise OSError(f"--out {path}: folder {near} is not writable, so {path.name} cannot be written there; "
-                      "pass --out to a writable path")
 
 
 if __name__ == "__main__":
