@@ -1,4 +1,4 @@
-"""Writable paths have one check, adbs/writable.py: `python -m adbs.run --out`, a study's storage and stores and the
+"""Writable paths have one check (in adbs/writable.py) for `python -m adbs.run --out`, a study's storage and stores and the
 tools' --out folders judge a path that does not exist yet by the folder it would be made in, by trying (os.access
 says yes to root even where nothing can be made), and write nothing."""
 
