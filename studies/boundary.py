@@ -1,6 +1,6 @@
 """boundary: what the released boundary recipe does, what each remedy changes, against the fixed-boundary baseline.
 
-    python studies/boundary.py                                    # 8 rows x seeds 0 1 2, embedded benchmark v2, CPU
+    python studies/boundary.py                                    # 8 rows x seeds 0 1 2, embedded benchmark, CPU
     python studies/boundary.py --seeds 0 1 2 3 4                  # more seeds
     python studies/boundary.py --preset cifar100 --data-root DIR  # the paper's CIFAR100 settings, GPU
 
