@@ -40,8 +40,9 @@ NOT_NAMES = {"md", "json", "txt", "parquet", "csv", "db", "yaml", "toml", "png",
 
 
 def _files() -> list[str]:
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    return [f for f in out if Path(f).suffix in SUFFIXES or f in NO_SUFFIX]
+    listed = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]  # new files too, before a commit
+    out = subprocess.run(listed, cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return [f for f in out if (Path(f).suffix in SUFFIXES or f in NO_SUFFIX) and (ROOT / f).is_file()]
 
 
 @functools.cache
