@@ -129,7 +129,7 @@ def file_digests(paths: Iterable[str | os.PathLike]) -> list[str]:
         full = os.path.abspath(os.fspath(p))
         version = _version(os.stat(full))
         hit = _memo.get(full)
-        if _well_formed(hit) and hit[:-1] == version:
+        if hit is not None and _well_formed(hit) and hit[:-1] == version:
             out.append(hit[-1])
             continue
         digest = sha256_file(full)

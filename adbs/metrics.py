@@ -165,7 +165,7 @@ def collapse_warnings(sessions: Sequence[dict[str, float]], split: str = "test")
 
     worst = max(sessions, key=unpredicted, default=None)
     n = 0 if worst is None else unpredicted(worst)
-    if n:
+    if worst is not None and n:
         out.append(f"{n} of {int(worst['n_classes'])} seen classes never predicted (session {int(worst['session'])})")
     return out
 

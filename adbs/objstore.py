@@ -10,16 +10,17 @@ S3-compatible servers (MinIO, Ceph, ...) are reached through the URL's query str
 pyarrow reads, e.g. ``s3://bucket/runs?endpoint_override=minio:9000&scheme=http``, or through
 $AWS_ENDPOINT_URL. Credentials come from the usual environment variables / instance roles on
 every node; a URL may also carry them (pyarrow accepts ``s3://KEY:SECRET@bucket``), so anything
-printed or logged goes through `redact`.
+printed or logged goes through `redact` (adbs/redaction.py: redact, the rule for every URL).
 """
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
+
+from adbs.redaction import redact
 
 # Schemes pyarrow.fs (Ray Tune's storage layer) opens as shared storage.
 OBJECT_STORE_SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
-_SECRET_QUERY = ("access_key", "secret_key", "session_token", "password", "token", "credential")
 
 
 class ObjectStoreError(RuntimeError):
@@ -42,16 +43,6 @@ def join(url: str, *parts: str) -> str:
     s = urlsplit(url)
     path = "/".join([s.path.rstrip("/"), *(p.strip("/") for p in parts if p)])
     return urlunsplit((s.scheme, s.netloc, path, s.query, ""))
-
-
-def redact(url: str) -> str:
-    """`url` without credentials (user:secret@ and secret query parameters), for printing and logging."""
-    if not is_url(url):
-        return url
-    s = urlsplit(url)
-    netloc = s.netloc.rsplit("@", 1)[-1]
-    query = [(k, "***" if any(w in k.lower() for w in _SECRET_QUERY) else v) for k, v in parse_qsl(s.query)]
-    return urlunsplit((s.scheme, netloc, s.path, urlencode(query, safe=":/"), ""))
 
 
 def open_fs(url: str):

@@ -19,10 +19,11 @@ from adbs.renames import renamed
 # setting on the embedded benchmark). Paper presets follow the official code's
 # per-dataset defaults (docs/protocols.md, "Per-dataset defaults of the released code").
 PRESETS: dict[str, dict[str, Any]] = {
-    # Default CPU setting: embedded benchmark v2, small ConvNet, capped base images. One departure from the
-    # released code: on benchmark v2 the released recipe never predicts a novel class (novel accuracy 0.00 in
-    # every session); studies/boundary.py ranks the remedies by validation average accuracy, and lr_scale=0.1
-    # ties with all remedies together (docs/boundary-dynamics.md). Tables made with it say so in their header.
+    # Default CPU setting: embedded benchmark v3 (Config.synthetic_version), small ConvNet, capped base images. One
+    # departure from the released code: on the embedded benchmark (v2 and v3) the released recipe never predicts a
+    # novel class (novel accuracy 0.00 in every session, docs/findings.md point 4); studies/boundary.py ranks the
+    # remedies by validation average accuracy, and lr_scale=0.1 ties with all remedies together
+    # (docs/boundary-dynamics.md). Tables made with it say so in their header.
     "cpu": {"boundary_lr_scale": 0.1},
     # Seconds-long end-to-end run for tests and --smoke.
     "smoke": {

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -31,7 +30,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from adbs import cli, digests
+from adbs import cli, departures, digests
+from adbs.cells import number
+from adbs.writable import out_file_problem
 from adbs.config import Config, ConfigError
 from adbs.config_file import load_file
 from adbs.overrides import from_dict
@@ -60,13 +61,13 @@ def session_table(result) -> str:
     rows = result.sessions
     head = ("session  classes   val_acc  test_acc  test_base  test_novel  test_hmean  novel_pred%  unpredicted"
             "  m<0  |m|_base  |m|_novel")
-    lines = [*departures(result.config), head, "-" * len(head)]
+    lines = [*departures.lines(departures.changed(result.config)), head, "-" * len(head)]
     for r in rows:
         lines.append(
             f"{int(r['session']):>7}  {int(r['n_classes']):>7}  {r['val_acc']:>8.2f}  {r['test_acc']:>8.2f}  "
-            f"{r['test_base_acc']:>9.2f}  {_fmt(r['test_novel_acc']):>10}  {_fmt(r['test_hmean']):>10}  "
-            f"{_fmt(r['test_pred_novel_share']):>11}  {int(r['test_unpredicted_classes']):>11}  "
-            f"{int(r['boundary_negative']):>3}  {r['boundary_base_abs_mean']:>8.3f}  {_fmt(r['boundary_novel_abs_mean'], 3):>9}"
+            f"{r['test_base_acc']:>9.2f}  {number(r['test_novel_acc']):>10}  {number(r['test_hmean']):>10}  "
+            f"{number(r['test_pred_novel_share']):>11}  {int(r['test_unpredicted_classes']):>11}  "
+            f"{int(r['boundary_negative']):>3}  {r['boundary_base_abs_mean']:>8.3f}  {number(r['boundary_novel_abs_mean'], 3):>9}"
         )
     s = result.summary
     lines.append("-" * len(head))
@@ -78,22 +79,6 @@ def session_table(result) -> str:
     return "\n".join(lines)
 
 
-def departures(config: dict) -> list[str]:
-    """A line naming the boundary remedies that depart from the released code (adbs.config.BOUNDARY_REMEDIES)."""
-    from adbs.config import BOUNDARY_REMEDIES
-
-    default = Config()
-    changed = {k: config[k] for k in BOUNDARY_REMEDIES if config.get(k, getattr(default, k)) != getattr(default, k)}
-    if not changed:
-        return []
-    return ["departs from the released code: " + ", ".join(f"{k}={v}" for k, v in changed.items())
-            + " (docs/boundary-dynamics.md)"]
-
-
-def _fmt(v: float, digits: int = 2) -> str:
-    return "-" if math.isnan(v) else f"{v:.{digits}f}"
-
-
 def main(argv: list[str] | None = None) -> int:
     """Exit status: 0 done, 1 an error after the run started (traceback and its first line), 2 refused before
     anything started (one line), 130 interrupted by SIGINT or SIGTERM (one line)."""
@@ -103,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             return _main(args)
         except KeyboardInterrupt:
             pass
-        except Exception as e:  # noqa: BLE001 - after an interrupt, whatever it broke is the interrupt's doing
+        except Exception:  # noqa: BLE001 - after an interrupt, whatever it broke is the interrupt's doing
             if not stopped:
                 raise
     print(f"interrupted by {stopped[0] if stopped else 'SIGINT'}: the run stopped before writing its result; run "
@@ -149,7 +134,9 @@ def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
         warnings = preflight_data(cfg, remember=not args.dry_run)
     who = "" if cfg.host == "baseline" else f"{cfg.host}-"
     out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
-    _check_writable(out)
+    problem = out_file_problem(out)  # nothing is created here: the run makes the missing folders when it writes
+    if problem:
+        raise OSError(problem)
     return cfg, out, warnings
 
 
@@ -196,22 +183,6 @@ def _interrupts() -> Iterator[list[str]]:
     finally:
         for sig, h in before.items():
             signal.signal(sig, h)
-
-
-def _check_writable(path: Path) -> None:
-    """--out can be written, judged from its nearest existing folder: nothing is created here (a dry run writes
-    nothing; the run makes the missing folders when it writes)."""
-    if path.is_dir():
-        raise OSError(f"--out {path} is a folder; pass the path of a JSON file to write, e.g. {path / 'run.json'}")
-    near = path.parent
-    while not near.exists() and near != near.parent:
-        near = near.parent
-    if not near.is_dir():
-        raise OSError(f"--out {path}: {near} is a file, not a folder, so the output folder cannot be made there; "
-                      "pass --out to a writable path")
-    if not os.access(near, os.W_OK | os.X_OK):
-        raise OSError(f"--out {path}: folder {near} is not writable, so {path.name} cannot be written there; "
-                      "pass --out to a writable path")
 
 
 if __name__ == "__main__":

@@ -246,7 +246,8 @@ def check_tracking(uri: str, node_list: list[Node]) -> str:
         "ephemeral) and nobody else can read it. Start an MLflow server on shared storage, e.g.\n"
         "  mlflow server --backend-store-uri postgresql://USER@DBHOST/mlflow --artifacts-destination "
         "s3://bucket/mlflow --host 0.0.0.0 --port 5000\n"
-        "and pass --tracking-uri http://MLFLOW_HOST:5000 (credentials as MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD or "
+        "and pass --tracking-uri http://MLFLOW_HOST:5000 (credentials as MLFLOW_TRACKING_USERNAME and "
+        "MLFLOW_TRACKING_PASSWORD or "
         "MLFLOW_TRACKING_TOKEN environment variables, never in the URI)")
 
 

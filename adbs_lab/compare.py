@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from adbs.cells import MISSING, finite, mean_ci
 from adbs_lab import metrics_keys as K
 
 NOT_SWEPT = ("seed", "split_seed", "trial_id", "state", "optuna_trial", "mlflow_run_id", "session")
@@ -106,10 +107,11 @@ def paired_deltas(last: dict[str, dict[int, float]], reference: dict[str, str | 
 
 def format_paired(v: Any) -> str:
     """`+8.00 ± 1.20 (n=3)`, `+8.00 (n < 2: no interval)`, or `-`."""
-    if not isinstance(v, tuple) or not K.finite(v[0]):
-        return "-"
+    if not isinstance(v, tuple) or not finite(v[0]):
+        return MISSING
     mean, half, n = v
-    return f"{mean:+.2f} ± {half:.2f} (n={n})" if n > 1 and K.finite(half) else f"{mean:+.2f} (n < 2: no interval)"
+    interval = n > 1 and finite(half)
+    return mean_ci(mean, half if interval else None, signed=True) + (f" (n={n})" if interval else " (n < 2: no interval)")
 
 
 def hmean_metric(metric: str) -> str | None:
@@ -151,7 +153,7 @@ def comparable_groups(t: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFram
 
 def default_group(groups: list[tuple[dict[str, Any], pd.DataFrame]]) -> int:
     """Index of the group of the dataset's standard ways (best_config.json's), else the one with most trials."""
-    for i, (key, g) in enumerate(groups):
+    for i, (key, _) in enumerate(groups):
         try:
             from adbs.data.registry import get_spec
 

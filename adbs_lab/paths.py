@@ -15,42 +15,10 @@ DEFAULT_ARTIFACT_ROOT = MLFLOW_DIR / "artifacts"
 
 
 def folder_problem(folder: Path, flag: str, create: bool = True) -> str | None:
-    """What is wrong when `folder` cannot be written, `flag` naming it, else None. `create`: make it (with its
-    parents) first; otherwise nothing is written (a preflight, a dry run): a folder that does not exist yet is
-    judged by the nearest one that does, in which it would be created."""
-    import os
+    """adbs/writable.py: folder_problem (imported when called: this module stays light for the MLflow launcher)."""
+    from adbs import writable
 
-    if not create:
-        return _creatable_problem(folder, flag)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        return f"{flag}: cannot create it ({e}); pass a writable folder"
-    if not os.access(folder, os.W_OK):
-        return f"{flag} is not writable; pass a writable folder"
-    return None
-
-
-def _creatable_problem(folder: Path, flag: str) -> str | None:
-    import os
-
-    folder = Path(folder)
-    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    if existing is None:
-        return f"{flag}: no part of the path exists; pass a writable folder"
-    if not existing.is_dir():
-        return (f"{flag}: {existing} is a file, not a folder" + (f", so {folder} cannot be created" if existing != folder
-                                                                 else "") + "; pass a writable folder")
-    # A probe folder made and removed at once: os.access says yes to root even where nothing can be made (/proc,
-    # a read-only mount), and the probe leaves nothing behind.
-    import tempfile
-
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".adbs-write-check-", dir=existing))
-    except OSError as e:
-        what = "is not writable" if existing == folder else f"cannot be created in {existing}"
-        return f"{flag} {what} ({e.strerror or e}); pass a writable folder"
-    return None
+    return writable.folder_problem(folder, flag, create)
 
 
 def code_version() -> str:
@@ -77,19 +45,8 @@ def code_version() -> str:
 
 
 def out_dir_problem(path: str | Path, flag: str = "--out") -> str | None:
-    """Why folder `path` cannot receive output files (it is a file, lies under a file, is not writable), or None.
+    """adbs/writable.py: out_dir_problem, checked before any work, so a long computation never ends in a traceback
+    at the write."""
+    from adbs import writable
 
-    Checked before any work, so a long computation never ends in a traceback at the write."""
-    import os
-
-    p = Path(path).expanduser()
-    if p.exists() and not p.is_dir():
-        return f"{flag} {p} is a file; pass a folder (the files are written into it)"
-    up = p
-    while not up.exists() and up != up.parent:
-        up = up.parent
-    if not up.is_dir():
-        return f"{flag} {p}: {up} is a file, so no folder can be made there; pass another folder"
-    if not os.access(up, os.W_OK | os.X_OK):
-        return f"{flag} {p}: {up} is not writable; pass a writable folder"
-    return None
+    return writable.out_dir_problem(path, flag)

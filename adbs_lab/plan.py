@@ -30,6 +30,9 @@ class Plan:
     points_to_evaluate: list[dict] | None = None
     """Configurations Optuna runs first (sampled studies)."""
     est_trial_s: float = 45.0
-    """Rough seconds per trial on the default CPU preset, 2 trials sharing 2 cores (printed estimate)."""
+    """Rough seconds per trial on the default CPU preset, 2 trials sharing 2 cores (printed estimate; the studies'
+    figures are kept in studies/times.json)."""
+    est_smoke_trial_s: float = 35.0
+    """The same with --smoke."""
     trial_fn: Callable | None = None
     """Test hook: replaces adbs.trial.run_trial inside the trainable."""

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 import pandas as pd
 
+from adbs.cells import mean_ci, number
 from adbs_lab import compare, tables
-from adbs_lab import metrics_keys as K
 
 __all__ = ["PAPER", "PAPER_SOURCE", "to_csv", "to_latex", "render", "paper_beside", "render_plain"]
 
@@ -87,22 +86,21 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
     has_sessions = "sessions" in table
     extra = [c for c in ("last", "pd", "hmean") if c in table]  # last session, performance drop, hmean of it
     head = (["Config", "Seeds"] + (["Sessions"] if has_sessions else []) + [f"S{c}" for c in cols] + ["Avg"]
-            + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra] + (["$\\Delta_{last}$"] if has_delta else [])
+            + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra]
+            + (["$\\Delta_{last}$"] if has_delta else [])
             + (["paired $\\Delta_{last}$"] if "delta_paired" in table else [])
             + (["$D_{cs}$"] if has_dcs else []))
 
     def cell(v, digits: int = 2) -> str:
         m, h = v
-        if not K.finite(m):
-            return "-"
-        return f"{m:.{digits}f}" if not K.finite(h) or h == 0 else f"{m:.{digits}f} $\\pm$ {h:.{digits}f}"
+        return mean_ci(m, None if h == 0 else h, digits, pm=" $\\pm$ ")
 
     body = []
     for _, r in table.iterrows():
         cells = ([_tex(r["config"]), str(r["seeds"])] + ([str(r["sessions"])] if has_sessions else [])
                  + [cell(r[c]) for c in cols] + [cell(r["avg"])] + [cell(r[c]) for c in extra])
         if has_delta:
-            cells.append(f"{r['delta_last']:+.2f}" if K.finite(r["delta_last"]) else "-")
+            cells.append(number(r["delta_last"], signed=True))
         if "delta_paired" in table:
             cells.append(_tex(compare.format_paired(r["delta_paired"])).replace("±", "$\\pm$"))
         if has_dcs:
@@ -155,8 +153,7 @@ def render_plain(df: pd.DataFrame, fmt: str, digits: int | None = None) -> str:
     """Render a DataFrame of plain values (paper_beside) in a report format; floats with `digits` decimals, by
     default 4 in a D_cs column (as the paper quotes it) and 2 elsewhere."""
     def cell(v, digits: int) -> str:
-        return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else (
-            f"{v:.{digits}f}" if isinstance(v, float) else str(v))
+        return number(v, digits) if v is None or isinstance(v, float) else str(v)
 
     head = list(df.columns)
     places = [digits if digits is not None else 4 if h == "D_cs" else 2 for h in head]  # the paper: D_cs to 4

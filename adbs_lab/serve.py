@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import signal
 import socket
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 from adbs_lab import paths
+from adbs_lab.redaction import redact
 
 __all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "parser", "url", "command", "port_problem", "experiments", "runs_page",
            "print_studies", "main"]
@@ -149,7 +149,7 @@ def _reachable(uri: str) -> str | None:
     password is one line here, not a traceback from the server after its URL was printed."""
     from adbs_lab.stores import database_problem
 
-    shown = re.sub(r"://[^/@\s]+@", "://", uri)
+    shown = redact(uri)
     if uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "postgres", "mysql", "mssql"):
         problem = database_problem(uri)  # the missing driver, a refused connection, bad credentials: named
         if problem:

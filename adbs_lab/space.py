@@ -1,4 +1,4 @@
-"""Search spaces as plain Python dicts keyed by Config field names (style guide 5).
+"""Search spaces as plain Python dicts keyed by Config field names.
 
 A value in a space dict is one of
 - a fixed value (int, float, str, bool, None, tuple): the same for every trial;

@@ -1,11 +1,14 @@
 """What a SQLite file holds, checked before MLflow or Optuna opens it (both create their tables in any SQLite
 file they are pointed at, so an Optuna database given as the MLflow store, or the reverse, would get the other
-tool's tables added). Standard library only: the MLflow server script imports it before anything else."""
+tool's tables added). Standard library only (and adbs_lab/redaction.py, which is): the MLflow server script imports it
+before anything else."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+
+from adbs_lab.redaction import redact
 
 __all__ = ["MLFLOW_TABLES", "OPTUNA_TABLES", "WHAT", "sqlite_path", "sqlite_problem", "StoreError",
            "optuna_studies"]
@@ -126,7 +129,8 @@ def database_error(url: str, e: BaseException) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     try:
         parts = urlsplit(url)
-        where, user, db = f"{parts.hostname or 'localhost'}:{parts.port or ''}".rstrip(":"), parts.username, parts.path.lstrip("/")
+        where = f"{parts.hostname or 'localhost'}:{parts.port or ''}".rstrip(":")
+        user, db = parts.username, parts.path.lstrip("/")
     except ValueError:
         where, user, db = "the server", None, ""
     low = text.lower()
@@ -148,16 +152,10 @@ def database_error(url: str, e: BaseException) -> str:
                   "can't connect"):
         if cause in low:
             return f"no database server answers at {where} ({cause}): start it, or check the host and port in the URL"
-    return f"the database cannot be reached ({_redact(text)[:300]})"
+    return f"the database cannot be reached ({redact(text)[:300]})"
 
 
 def _python() -> str:
     import sys
 
     return sys.executable
-
-
-def _redact(text: str) -> str:
-    import re
-
-    return re.sub(r"://[^/@\s]+@", "://", text)

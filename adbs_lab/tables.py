@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from adbs.cells import mean_ci, number
 from adbs_lab import compare
 from adbs_lab import metrics_keys as K
 from adbs_lab.trial_records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
@@ -113,11 +114,9 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
             return compare.format_paired(v)
         if isinstance(v, tuple):
             m, h = v
-            if not K.finite(m):
-                return "-"
-            return f"{m:.{digits}f}" if seeds < 2 or not K.finite(h) else f"{m:.{digits}f} ± {h:.{digits}f}"
+            return mean_ci(m, h if seeds >= 2 else None, digits)
         if isinstance(v, float):
-            return f"{v:+.2f}" if K.finite(v) else "-"
+            return number(v, signed=True)
         return str(v)
 
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds")]
@@ -163,24 +162,16 @@ SESSIONS_NOTE = ("sessions: incremental sessions of each row; its avg is over se
 
 
 def departure_lines(trials: pd.DataFrame) -> list[str]:
-    """A header line when every trial departs from the released code's boundary handling in the same way."""
-    from adbs.config import BOUNDARY_REMEDIES, Config
+    """A header line when every trial departs from the released code's boundary handling in the same way (the line
+    itself: adbs/departures.py: lines)."""
+    from adbs import departures
+    from adbs.config import BOUNDARY_REMEDIES
 
     if trials.empty:
         return []
-    default = Config()
-    same = {}
-    for name in BOUNDARY_REMEDIES:
-        if name not in trials:
-            continue
-        values = trials[name].dropna().unique()
-        if len(values) == 1 and values[0] != getattr(default, name):
-            same[name] = values[0]
-    if not same:
-        return []
-    return ["departs from the released code in every trial: "
-            + ", ".join(f"{k}={_plain(v)}" for k, v in same.items())
-            + " (a boundary remedy; docs/boundary-dynamics.md, studies/boundary.py)"]
+    one_value = {name: values[0] for name in BOUNDARY_REMEDIES
+                 if name in trials and len(values := trials[name].dropna().unique()) == 1}
+    return departures.lines(departures.changed(one_value), " in every trial")
 
 
 def _plain(v: Any) -> Any:

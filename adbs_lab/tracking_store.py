@@ -19,6 +19,7 @@ from tenacity import (
 )
 
 from adbs_lab import paths
+from adbs_lab.redaction import redact
 
 LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
 """How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
@@ -156,10 +157,8 @@ def _first_line(e: BaseException) -> str:
 
 
 def redact_uri(uri: str) -> str:
-    """`uri` without user:password@ (printed and logged)."""
-    import re
-
-    return re.sub(r"://[^/@\s]+@", "://", uri)
+    """`uri` without its credentials (printed and logged): adbs/redaction.py: redact."""
+    return redact(uri)
 
 
 def _hint(uri: str) -> str:

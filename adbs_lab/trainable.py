@@ -86,7 +86,6 @@ class _Reports:
         self.pending[:] = [state]
 
     def report(self, metrics: dict[str, Any]) -> None:
-        import torch
         from ray import tune
 
         if not self.pending:
@@ -106,7 +105,6 @@ class _Reports:
 
 def _resume_state() -> dict[str, Any] | None:
     """The latest checkpoint's trial state when Tune restarted this trial after a crash, else None."""
-    import torch
     from ray import tune
 
     ckpt = tune.get_checkpoint()

@@ -38,8 +38,10 @@ def batches_against_cpu(device: str) -> dict:
 
     data = build_data(Config())
     idx = data.sessions[0].train[:300]
-    mk = lambda d: make_loader(data, data.train_pool, idx, train=True, batch_size=64, shuffle=True, seed=2,
-                               device=d)
+
+    def mk(d):
+        return make_loader(data, data.train_pool, idx, train=True, batch_size=64, shuffle=True, seed=2, device=d)
+
     dev = [x.cpu() for x, _ in mk(device)]
     cpu = [x for x, _ in mk(None)]
     mean = torch.tensor(data.spec.mean).view(1, 3, 1, 1)

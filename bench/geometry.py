@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                 records.append({"factor": f, "variant": vname, "seed": seed, **m})
                 elapsed = time.perf_counter() - t_all
                 print(f"[{done}/{n}] {f} {vname} seed {seed}: D_cs {m['d_cs']:.3f} s0 {m['s0']:.1f} last {m['last']:.1f} "
-                      f"novel {m['novel_mean']:.1f} ({time.perf_counter() - t0:.0f} s; ETA {elapsed / done * (n - done) / 60:.0f} min)",
+                      f"novel {m['novel_mean']:.1f} ({time.perf_counter() - t0:.0f} s; "
+                      f"ETA {elapsed / done * (n - done) / 60:.0f} min)",
                       flush=True)
         pools.pop(f, None)
         pd.DataFrame(records).to_csv(out / "runs.csv", index=False)  # after every factor: nothing lost on Ctrl-C

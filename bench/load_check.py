@@ -278,7 +278,7 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
         if c.mlflow_runs != c.tune or any(n != 1 for n in by_trial.values()) or set(by_trial) != set(rep):
             problems.append(f"{name}: {c.mlflow_runs} MLflow trial runs for {c.tune} Tune trials "
                             f"(runs per trial: {sorted(Counter(by_trial.values()).items())})")
-        for rid, v in ml.items():
+        for v in ml.values():
             want = rep.get(v["trial_id"])
             c.params_ok += v["params"] == n_params
             c.points_logged += v["points"]

@@ -5,8 +5,8 @@ replaced.
     python bench/load_study.py --smoke --seeds 0 1 2 3 4 --name load_0 [--tracking-only] [study flags]
 
 --tracking-only: each trial is `tracking_trial` (the Plan's trial_fn hook, adbs_lab/plan.py), which trains nothing and
-reports the volume a real trial of the CPU preset reports (about 350 metric points): BASE_EPOCHS base-epoch reports of 7 metrics and
-SESSIONS + 1 session reports of 14, and 6 summary metrics (349 metric points), in about a second.
+reports the volume a real trial of the CPU preset reports (about 350 metric points): BASE_EPOCHS base-epoch reports
+of 7 metrics and SESSIONS + 1 session reports of 14, and 6 summary metrics (349 metric points), in about a second.
 """
 
 import sys

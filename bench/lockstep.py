@@ -9,10 +9,11 @@ randomness: it runs the released code's own base step (models/adbs/helper.py: ba
 of models/adbs/fscil_trainer.py: get_optimizer_base and the model of models/adbs/Network.py: MYNET) and
 ours' (adbs/loops.py: train_base, the baseline host, preset cifar100) from the same initial weights on the
 same batches, one batch per base epoch (the released trainer steps its scheduler once per epoch too, so
---schedule epoch1 holds the lr at 0.1 as in the first epoch, and cosine anneals it over the steps), and compares after every step the base boundaries m (and
-at the end the classifier rows and the backbone weights). If the two steps are the same function, every
-difference the side-by-side runs find comes from what this tool fixes: the data each code trains on (ours
-holds out validation images), the order and augmentation of the batches, and the random initialisation.
+--schedule epoch1 holds the lr at 0.1 as in the first epoch, and cosine anneals it over the steps), and compares
+after every step the base boundaries m (and at the end the classifier rows and the backbone weights). If the two
+steps are the same function, every difference the side-by-side runs find comes from what this tool fixes: the
+data each code trains on (ours holds out validation images), the order and augmentation of the batches, and the
+random initialisation.
 
 How, in order:
 1. Copies the checkout to a temporary folder and applies bench/vs_official.py's CPU patches
@@ -161,7 +162,7 @@ def run_ours(cfg, data, batches, released_init: dict[str, torch.Tensor], channel
     """ours' train_base over the batches from the released initial weights; m after every step, final state.
 
     channels_last=False runs ours' model and images in the released code's NCHW layout instead of the channels_last
-    layout adbs/loops.py: Runtime uses: the same arithmetic, so the two steps can agree to float32 rounding.
+    layout adbs/runtime.py: Runtime uses: the same arithmetic, so the two steps can agree to float32 rounding.
     """
     import adbs.loops as loops
     from adbs.backbones import create_backbone
@@ -258,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "from (each epoch of the draw is a fresh shuffle; 30 gives 28 batches of 64 distinct images)")
     p.add_argument("--synthetic-version", type=int, default=1, help="embedded benchmark version the images come from")
     p.add_argument("--channels-last", action="store_true", help="run ours in the channels_last layout it trains in "
-                   "(adbs/loops.py: Runtime) rather than the released code's NCHW: then float32 rounding differs from "
+                   "(adbs/runtime.py: Runtime) rather than the released code's NCHW: then float32 rounding differs from "
                    "the first step on and the two runs drift apart (the backbone's gradients at initialisation are "
                    "ill-conditioned in float32)")
     p.add_argument("--tol", type=float, default=1e-5, help="largest first departure of m still taken for float32 "

@@ -8,9 +8,8 @@ Rows: baseline (fixed boundary m = 1), adb (learnable boundaries, alpha = 0), ad
 ADBS), plus one row per --toggles entry (full ADBS with one change; see search_spaces/ablation.py).
 Each (row, seed) is one trial running the full pipeline; the table shows mean ± 95% CI over seeds
 and Delta_last = last-session gain over the baseline row.
-Time: default run (9 trials, 8 base epochs, 2 at a time) 263 s wall on an idle 2-core CPU, plus ~14 CPU s
-for the t-SNE and similarity figures;
---smoke ~1-2 min; cifar100 preset ~1-2 h per trial on one GPU.
+Time: the default run (9 trials, 8 base epochs, 2 at a time) and --smoke as measured in studies/times.json (the
+README's study table quotes them); cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/ablation/: sessions.parquet, trials.parquet, table.txt/.md (the ablation table),
 best_config.json, ablation_sessions.png, and the paper's feature figures: tsne.png (t-SNE of 6 base and
 4 novel classes' test features, one panel per row) and prototype_similarity.png (cosine similarity of the
@@ -23,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs_lab import options, study  # noqa: E402
+from studies import times  # noqa: E402
 from search_spaces import ablation as spaces  # noqa: E402
 
 
@@ -37,7 +37,8 @@ def plan(opts: options.StudyOptions, toggles: list[str] = ()) -> tuple[study.Pla
         baseline=spaces.BASELINE,
         order=list(rows),
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
-        est_trial_s=40,
+        est_trial_s=times.trial_s("ablation"),
+        est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
 

@@ -12,8 +12,9 @@ given), and alpha_sensitivity.png draws the mean over seeds with its 95% confide
 range [0.01, 0.1] to maximise validation average accuracy, one seed each (unless --seeds), and the
 median pruner stops trials whose base-session validation accuracy lags. TPE draws its first 10
 configurations at random (Optuna's n_startup_trials), so up to 10 samples are a random search.
-Time: default run (12 trials, 8 base epochs, 2 at a time) 5 min 30 s wall on an idle 2-core CPU; --grid
-15 trials; --smoke (2 alphas x 1 seed) about 1 min; the cifar100 preset ~1-2 h per trial on one GPU.
+Time: the default run (12 trials, 8 base epochs, 2 at a time) and --smoke (2 alphas x 1 seed) as measured in
+studies/times.json (the README's study table quotes them); --grid 15 trials; the cifar100 preset ~1-2 h per trial
+on one GPU.
 Writes <storage>/alpha_sweep/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 alpha_sensitivity.png, optuna.db; MLflow experiment 'alpha_sweep' (parent run + one run per trial).
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs_lab import options, study  # noqa: E402
+from studies import times  # noqa: E402
 from search_spaces import alpha_sweep as spaces  # noqa: E402
 
 def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[study.Plan, options.StudyOptions]:
@@ -40,7 +42,8 @@ def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[study.Plan, op
         space=space,
         space_source=f"search_spaces/alpha_sweep.py:{name}",
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
-        est_trial_s=35,
+        est_trial_s=times.trial_s("alpha_sweep"),
+        est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
 

@@ -1,6 +1,6 @@
 """boundary: what the released boundary recipe does, what each remedy changes, against the fixed-boundary baseline.
 
-    python studies/boundary.py                                    # 8 rows x seeds 0 1 2, embedded benchmark v2, CPU
+    python studies/boundary.py                                    # 8 rows x seeds 0 1 2, embedded benchmark, CPU
     python studies/boundary.py --seeds 0 1 2 3 4                  # more seeds
     python studies/boundary.py --preset cifar100 --data-root DIR  # the paper's CIFAR100 settings, GPU
 
@@ -12,8 +12,8 @@ against the baseline, and warnings name the trials whose novel classes are never
 seen classes are never predicted. boundary_histograms.png shows the base boundaries m after the
 base session per row (how many crossed zero); boundary_sessions.png the session curves.
 Rows that differ only after the base session share one base session per seed (adbs/cache.py).
-Time: default run (24 trials, 15 base sessions trained, 2 at a time) 272 s wall on an idle 2-core CPU;
---smoke ~1-2 min; --preset cifar100 ~1-2 h per base session on one GPU.
+Time: the default run (24 trials, 15 base sessions trained, 2 at a time) as measured in studies/times.json (the
+README's study table quotes it); --smoke ~1-2 min; --preset cifar100 ~1-2 h per base session on one GPU.
 Writes <storage>/boundary/: sessions.parquet, trials.parquet (with base_boundaries, warning),
 table.txt/.md, boundary_histograms.png, boundary_sessions.png; MLflow experiment 'boundary'.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs_lab import options, study  # noqa: E402
+from studies import times  # noqa: E402
 from search_spaces import boundary as spaces  # noqa: E402
 
 
@@ -37,7 +38,8 @@ def plan(opts: options.StudyOptions) -> tuple[study.Plan, options.StudyOptions]:
         baseline=spaces.BASELINE,
         order=list(spaces.ROWS),
         cpu_defaults={},  # the calibrated CPU preset as it is
-        est_trial_s=25,
+        est_trial_s=times.trial_s("boundary"),
+        est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
 

@@ -14,8 +14,8 @@ against the same host without ADBS; hosts_sessions.png has one curve per row (a 
 dashed without ADBS). On CPU every row runs the calibrated CPU preset, so the table's first line
 names its one departure from the released code (boundary_lr_scale=0.1, docs/boundary-dynamics.md).
 Time: default run (8 rows x seeds 0 1 = 16 trials, 2 at a time; a SAVC, ALICE or OrCo trial is 4-6x a
-baseline trial) 12.5 min wall for the six rows before OrCo on this project's 2-core CPU with another job beside
-it (README); OrCo's four trials add theirs (one OrCo trial: README, "Presets"); --seeds 0 about
+baseline trial) as measured in studies/times.json for the six rows before OrCo (the README's study table quotes
+it); OrCo's four trials add theirs (one OrCo trial: README, "Presets"); --seeds 0 about
 half; --smoke ~1.5 min; the paper presets take hours per trial on one GPU (SAVC's CIFAR100 setting is
 600 epochs).
 Writes <storage>/hosts/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 from adbs.hosts import host_names  # noqa: E402
 from adbs.presets import PRESETS  # noqa: E402
 from adbs_lab import options, study  # noqa: E402
+from studies import times  # noqa: E402
 from search_spaces import hosts as spaces  # noqa: E402
 
 
@@ -61,7 +62,8 @@ def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[s
         baseline=spaces.baselines(hosts),
         order=list(rows),
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs)
-        est_trial_s=110,  # mean over the rows, one thread each, two trials at a time
+        est_trial_s=times.trial_s("hosts"),  # mean over the rows, one thread each, two trials at a time
+        est_smoke_trial_s=times.smoke_trial_s(),
     ), opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k))
 
 

@@ -19,8 +19,8 @@ base setting at once and the session knobs would never be tried on it (measured:
 The report opens with the importance ranking (fANOVA and PED-ANOVA over the seed-averaged configurations, with
 intervals from resampling them; knobs whose intervals overlap are "not resolved at this budget") and the
 base/novel trade-off figure.
-Time: --smoke about a minute; the default (40 samples, 8 base epochs, 2 at a time) 754 s on a 2-core CPU shared
-with other jobs (load 20-30; less on an idle one), most of it the 8 base sessions, a cached sample 5-10 s;
+Time: --smoke about a minute; the default (40 samples, 8 base epochs, 2 at a time) as measured in
+studies/times.json (the README's study table quotes it), most of it the 8 base sessions, a cached sample 5-10 s;
 cifar100 ~1-2 h per base session on one GPU, minutes per cached sample.
 Writes <storage>/knobs/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json, importance.md,
 importance.png, parallel_coordinate.png, contour.png, slice.png, tradeoff.png, report.md, optuna.db; MLflow
@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs_lab import options, outcome, study  # noqa: E402
+from studies import times  # noqa: E402
 from search_spaces import knobs as spaces  # noqa: E402
 
 CPU_PRESETS = ("cpu", "smoke")
@@ -47,7 +48,8 @@ def plan(opts: options.StudyOptions) -> tuple[study.Plan, options.StudyOptions]:
         space=space,
         space_source=f"search_spaces/knobs.py:{name}",
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
-        est_trial_s=15,  # most samples reuse a cached base session
+        est_trial_s=times.trial_s("knobs"),  # most samples reuse a cached base session
+        est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
 

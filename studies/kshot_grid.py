@@ -13,8 +13,8 @@ No pruning: every cell is a result (the study takes no --pruner).
 because the grid sets ways and shots itself.
 Ways and shots only change the incremental sessions, so all cells share ONE base session: the first
 cell trains it, the others load it from <storage>/base_cache (--no-cache trains it per cell).
-Time: default run (12 cells, one 8-epoch base session, 2 at a time) 110 s wall on an idle 2-core CPU;
---smoke (4 cells) ~1-2 min;
+Time: the default run (12 cells, one 8-epoch base session, 2 at a time) and --smoke (4 cells) as measured in
+studies/times.json (the README's study table quotes them);
 mini_imagenet preset: one base session (~1-2 h on one GPU) plus minutes per cell.
 Writes <storage>/kshot_grid/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
 kshot_5way.png, kshot_10way.png; MLflow experiment 'kshot_grid'.
@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs_lab import options, study  # noqa: E402
+from studies import times  # noqa: E402
 from search_spaces import kshot_grid as spaces  # noqa: E402
 
 
@@ -42,7 +43,8 @@ def plan(opts: options.StudyOptions, ways: list[int] | None = None,
         order=[f"ways={w} shots={k}" for w in spaces.GRID["ways"] for k in spaces.GRID["shots"]],  # paper table order
         axis_flags={"ways": "--ways", "shots": "--shots"},
         cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
-        est_trial_s=15,
+        est_trial_s=times.trial_s("kshot_grid"),
+        est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
 

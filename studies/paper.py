@@ -27,10 +27,9 @@ presets and --smoke, a labelled estimate for the paper presets on a GPU.
 Rerunning the same command reuses every part that finished, continues an interrupted one (as --resume would)
 and runs the rest; base sessions are shared through <storage>/paper_<dataset>/base_cache.
 --seeds applies to every part (default 0: one trial per configuration); --hosts picks the main table's hosts.
-Time: --smoke 17 trials, 13.7 min wall on this project's 2-core CPU with other jobs on it (load average 12-17;
-the hosts study 10 of them; 5.9 min at load average 3); a rerun of a finished --smoke ~1.5 min (checks, report);
-the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs, "25-50 GPU hours",
-not measured).
+Time: --smoke as measured in studies/times.json (the README quotes it); a rerun of a finished --smoke ~1.5 min
+(checks, report); the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs,
+"25-50 GPU hours", not measured).
 Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset): one folder per part (the study's own
 files), report.md with every table beside the paper's and every figure, figures/ redrawn from the MLflow
 store, dcs.md and dcs.csv; MLflow: one experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the
@@ -59,12 +58,9 @@ from adbs_lab import options, outcome, tracking  # noqa: E402
 from adbs_lab import paper as paper_report  # noqa: E402
 from adbs_lab.driver import compose  # noqa: E402
 from adbs_lab.driver.preflight import logged_argv  # noqa: E402
-from studies import ablation, alpha_sweep, hosts, kshot_grid  # noqa: E402
+from studies import ablation, alpha_sweep, hosts, kshot_grid, times  # noqa: E402
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
-SMOKE_S = {"hosts": (594, 8), "ablation": (62, 3), "alpha_sweep": (54, 2), "kshot_grid": (57, 4)}
-"""(wall seconds, trials) of each part with --smoke, measured on this project's 2-core CPU with other jobs on it (load
-average 12-17; 2026-11-27; `time python studies/paper.py --smoke`: 13.7 min in all); an idle machine is faster."""
 GPU_H_PER_100_EPOCHS = (1.0, 2.0)
 """The studies' own figure for one trial of a paper preset on one GPU (100 base epochs: 1-2 h); not measured on
 the paper's datasets here, so the paper presets' time is printed as an estimate, scaled by base epochs."""
@@ -165,13 +161,13 @@ def _parts(p, opts: options.StudyOptions, host_list: list[str], dataset: str | N
 
 
 def _estimate(opts: options.StudyOptions, dataset: str | None):
-    """A part's time: --smoke as measured (SMOKE_S), the CPU presets from each study's own figure, the paper presets
-    in GPU hours from their base epochs (an estimate)."""
+    """A part's time: --smoke as measured (studies/times.json, on a busy machine), the CPU presets from each study's
+    own figure, the paper presets in GPU hours from their base epochs (an estimate)."""
     at_once = opts.max_concurrent or max(1, int((os.cpu_count() or 1) // (opts.cpus_per_trial or 1)))
 
     def when(c: compose.Checked) -> str:
         if opts.smoke:
-            seconds, trials = SMOKE_S[c.name]  # scaled to the trials asked for (fewer --hosts, more --seeds)
+            seconds, trials = times.smoke(c.name)  # scaled to the trials asked for (fewer --hosts, more --seeds)
             return f"~{seconds * c.trials / trials / 60:.1f} min (measured on a busy 2-core CPU)"
         if not dataset:
             est = c.part.plan.est_trial_s

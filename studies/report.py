@@ -94,10 +94,11 @@ try:
     across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
-    studies = [from_store.load_study(client, ref, args.name) for ref in args.study] if across is None and paper_run is None else []
+    studies = ([from_store.load_study(client, ref, args.name) for ref in args.study]
+               if across is None and paper_run is None else [])
 except (from_store.ReportError, tracking.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(2) from None
 
 if across is not None:  # each dataset's paper report, and one D_cs table across them beside the paper's Table 4
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{'-'.join(across)}"

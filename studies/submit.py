@@ -15,7 +15,7 @@ multi-node cluster (adbs_lab/cluster.py).
 
 Secrets (MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_PASSWORD, AWS keys, ...) travel only as environment
 variables of the job: `--env NAME` copies NAME from this shell. They are never put in the command,
-printed, or logged as MLflow params; a URI with user:password@ is refused.
+printed, or logged as MLflow params; a URI with user:password@ (or a secret query value) is refused.
 Prints the job id and the commands to follow and stop it; `--wait` streams the logs and exits
 with the job's status (0 = SUCCEEDED). Submitting takes seconds (upload ~1 MB).
 """
@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from any cwd without installing
 
 from adbs_lab import outcome  # noqa: E402
+from adbs_lab.redaction import carries_secret  # noqa: E402
 
 # Never uploaded: environments, VCS, local results and stores (gitignore syntax, relative to REPO).
 EXCLUDES = ["/.venv/", ".git/", "/runs/", "/results/", "/test-artifacts/", "/mlflow/mlflow.db",
@@ -170,8 +171,9 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
         raise SubmitError(f"study option --address {address!r}: a submitted study runs on the cluster and connects "
                           "to it itself; drop the option (submit.py adds --address auto)")
     for a in [*rest, *args.pip]:
-        if re.search(r"://[^/\s:@]+:[^/\s@]+@", a):
-            raise SubmitError("a URI with user:password@ in the study arguments would be printed, kept in the job's "
+        if carries_secret(a):
+            raise SubmitError("a URI with a password (user:password@) or a secret query value (secret_key=, token=, "
+                              "...) in the study arguments would be printed, kept in the job's "
                               "entrypoint and logged to MLflow; pass credentials as --env MLFLOW_TRACKING_USERNAME "
                               "--env MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) instead")
         for name, value in env.items():

@@ -138,7 +138,8 @@ def test_probes_run_on_the_real_node(ray_address, tmp_path):
     # The storage check with the real probe, pretending the cluster had this node twice.
     assert "read and answered from all 2 nodes" in cluster.check_storage(str(tmp_path / "runs"), nodes * 2)
     assert not (tmp_path / "runs" / cluster.MARKER_DIR).exists()  # markers cleaned up
-    bad = cluster._on_every_node(cluster._probe_data, nodes, [Config(dataset="cifar100", data_root=str(tmp_path / "x")).to_dict()])
+    cfg = Config(dataset="cifar100", data_root=str(tmp_path / "x")).to_dict()
+    bad = cluster._on_every_node(cluster._probe_data, nodes, [cfg])
     assert "cifar100" in bad[nodes[0].node_id][0]
     # One node: file tracking is fine, and nothing is printed.
     assert cluster.preflight(storage=str(tmp_path), tracking_uri="sqlite:////tmp/x.db", configs=[Config()]) == nodes

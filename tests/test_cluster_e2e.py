@@ -174,7 +174,8 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
     out = r.stdout + r.stderr
     assert r.returncode == 0, f"exit {r.returncode} after {time.time() - t0:.0f} s\n{out[-6000:]}"
     job_id = out.split("submitted job ", 1)[1].split(":", 1)[0]
-    assert f"ray job logs --address {dashboard} --follow {job_id}" in out and f"ray job stop --address {dashboard} {job_id}" in out
+    assert f"ray job logs --address {dashboard} --follow {job_id}" in out
+    assert f"ray job stop --address {dashboard} {job_id}" in out
     assert f"job {job_id}: SUCCEEDED" in out and SECRET not in out
     assert "job environment variables (values not shown): ADBS_E2E_SECRET" in out
     # The study's cluster checks ran in the job, against both nodes.

@@ -76,7 +76,7 @@ def write_mini(root: Path, train_per_class: int = 12, test_per_class: int = 2) -
         with open(d / "split" / f"{split}.csv", "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["filename", "label"])
-            for c, wnid in enumerate(MINI_WNIDS):
+            for wnid in MINI_WNIDS:
                 for k in range(n):
                     name = f"{wnid}{off + k:08d}.jpg"
                     w.writerow([name, wnid])
@@ -276,7 +276,8 @@ def test_check_data_is_cheap_for_synthetic():
 
 
 def test_error_ways_not_dividing():
-    with pytest.raises(DataError, match=r"ways=7 does not divide the 40 novel classes.*allowed ways: \[1, 2, 4, 5, 8, 10, 20, 40\]"):
+    with pytest.raises(DataError,
+                       match=r"ways=7 does not divide the 40 novel classes.*allowed ways: \[1, 2, 4, 5, 8, 10, 20, 40\]"):
         check_data(Config(ways=7))
     check_data(Config(ways=7, sessions=5))  # explicit sessions: fine
 
@@ -310,7 +311,8 @@ def test_error_malformed_root(tmp_path):
     (d / "images").mkdir(parents=True)
     (d / "split").mkdir()
     (d / "split" / "train.csv").write_text("filename,label\n")
-    with pytest.raises(DataError, match=r"lacks split/test\.csv; expected DATA_ROOT/miniimagenet/ holding images, split/train.csv"):
+    with pytest.raises(DataError,
+                       match=r"lacks split/test\.csv; expected DATA_ROOT/miniimagenet/ holding images, split/train.csv"):
         check_data(Config(dataset="mini_imagenet", data_root=str(tmp_path)))
     with pytest.raises(DataError, match=r"lacks .*images\.txt.*CUB_200_2011"):
         check_data(Config(dataset="cub200", data_root=str(tmp_path)))
@@ -328,7 +330,8 @@ def test_error_corrupt_pickle(tmp_path):
     d.mkdir()
     (d / "train").write_bytes(b"\x80\x04not a pickle at all")
     (d / "test").write_bytes(b"")
-    with pytest.raises(DataError, match=r"cannot read CIFAR-100 pickle .*train.*expected the torchvision CIFAR-100 python pickle"):
+    with pytest.raises(DataError,
+                       match=r"cannot read CIFAR-100 pickle .*train.*expected the torchvision CIFAR-100 python pickle"):
         check_data(Config(dataset="cifar100", data_root=str(tmp_path)))
 
 
@@ -485,7 +488,8 @@ def test_index_list_cub_fake_end_to_end(fake_roots, tmp_path):
     bad = list(novel[1])
     bad[3] = "CUB_200_2011/images/111.Bird_111/not_there.jpg"
     _write_lists(d, [s1, novel[0], bad] + novel[2:])
-    with pytest.raises(DataError, match=r"session_3\.txt line 4 names .*not_there.jpg.*matched on '111\.Bird_111/not_there\.jpg'.*not an image"):
+    with pytest.raises(DataError, match=r"session_3\.txt line 4 names .*not_there.jpg"
+                                        r".*matched on '111\.Bird_111/not_there\.jpg'.*not an image"):
         check_data(cfg)
     (d / "session_3.txt").unlink()
     with pytest.raises(DataError, match="expected consecutive files"):

@@ -61,7 +61,8 @@ def test_smoke_trial_with_and_without_adbs(host, variant, data):
     else:
         assert result.boundaries[0] != [1.0] * len(result.boundaries[0]), "ADBS learns the base boundaries"
         n = len(result.boundaries[0])
-        assert result.boundaries[1][n:] != [sum(result.boundaries[0]) / n] * (len(result.boundaries[1]) - n), "and fine-tunes new ones"
+        mean_rows = [sum(result.boundaries[0]) / n] * (len(result.boundaries[1]) - n)
+        assert result.boundaries[1][n:] != mean_rows, "and fine-tunes new ones"
 
 
 @pytest.mark.slow
@@ -71,7 +72,8 @@ def test_cache_and_resume_give_identical_numbers(host, data, tmp_path):
     states = []
     hooks = Hooks(on_checkpoint=lambda s: states.append(copy.deepcopy(s)), checkpoint_every=1)
     full = run_trial(cfg, data=data, hooks=hooks, cache=tmp_path / "cache")
-    epochs = sum(p.epochs for p in get_host(host)(cfg, data, None).phases())  # over every base phase (OrCo: pretraining + alignment)
+    # over every base phase (OrCo: pretraining + alignment)
+    epochs = sum(p.epochs for p in get_host(host)(cfg, data, None).phases())
     assert [(s["phase"], s.get("epoch", s.get("session"))) for s in states] == [
         *(("base", e) for e in range(1, epochs + 1)), ("sessions", 0), ("sessions", 1), ("sessions", 2)]
     again = run_trial(cfg, data=data, cache=tmp_path / "cache")  # the base session comes from the cache

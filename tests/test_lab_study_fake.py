@@ -1,4 +1,5 @@
-"""The orchestration layer with a fake trial function (fast): searcher, pruner, tracking, tables.
+"""The orchestration layer with a fake trial function (no training, a second a trial): searcher, pruner, tracking,
+tables. They start a Ray instance, so they are in the slow tier.
 
 End-to-end tests with the real adbs.trial.run_trial are in test_studies_e2e.py.
 """

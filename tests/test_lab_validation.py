@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from adbs.config import ConfigError
@@ -131,7 +133,7 @@ def test_options_parsed_once_into_a_frozen_object():
     opts, extra = options.parse("t", options.Defaults(seeds=(0, 1), smoke_seeds=(0,), num_samples=4,
                                                       smoke_num_samples=2), argv=["--smoke", "--set", "alpha=0.05"])
     assert opts.seeds == (0,) and opts.num_samples == 2 and opts.overrides == (("alpha", "0.05"),)
-    with pytest.raises(Exception):  # frozen: nothing downstream changes what the user asked for
+    with pytest.raises(dataclasses.FrozenInstanceError):  # frozen: nothing downstream changes what the user asked for
         opts.seeds = (1,)
     opts, _ = options.parse("t", options.Defaults(seeds=(0, 1)), argv=["--seeds", "3"])
     assert opts.seeds == (3,) and opts.num_samples is None

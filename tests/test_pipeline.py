@@ -291,7 +291,6 @@ def test_the_run_decodes_every_image_before_training(tmp_path, capsys):
 def test_ctrl_c_exits_130(tmp_path):
     """SIGINT to a training `python -m adbs.run`: exit 130 with one line (before, it died by the signal: -2)."""
     import signal
-    import time
 
     out = tmp_path / "o.json"
     proc = subprocess.Popen([sys.executable, "-m", "adbs.run", "--preset", "smoke", "--base-epochs", "50",

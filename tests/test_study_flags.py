@@ -142,7 +142,8 @@ def test_table_marks_rows_averaging_different_numbers_of_sessions():
 def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_estimate, capsys):
     """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
     opts, _ = options.parse(options.parser("t"), argv=argv)
-    prepared = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=40), opts=opts, total=4, n_configs=4, base={})
+    plan = SimpleNamespace(name="t", est_trial_s=40, est_smoke_trial_s=35)
+    prepared = SimpleNamespace(plan=plan, opts=opts, total=4, n_configs=4, base={})
     launch.print_start(prepared, 2)
     out = capsys.readouterr().out
     assert ("on this CPU roughly" in out) == cpu_estimate
@@ -195,7 +196,8 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
     opts, _ = options.parse(options.parser("t"), argv=[])
 
     def minutes(base):
-        p = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=60), opts=opts, total=4, n_configs=4, base=base)
+        p = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=60, est_smoke_trial_s=35), opts=opts, total=4, n_configs=4,
+                            base=base)
         launch.print_start(p, 2)
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
 

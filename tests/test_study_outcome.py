@@ -99,7 +99,8 @@ def _case(name: str, tmp: Path):
     raise KeyError(name)
 
 
-REFUSALS = ["another host's preset with --smoke", "unreachable tracking server", "an Optuna database as the MLflow store", "--resume with nothing to resume",
+REFUSALS = ["another host's preset with --smoke", "unreachable tracking server", "an Optuna database as the MLflow store",
+            "--resume with nothing to resume",
             "an Optuna storage that holds the study", "storage under a file", "another host's preset in the hosts study"]
 
 

@@ -23,6 +23,7 @@ def content_digest(pools: tuple[ImagePool, ImagePool]) -> str:
     """SHA-256 of what the (train, test) pools hold: names, labels and image bytes (~0.1 s for 60000 images)."""
     h = hashlib.sha256()
     for p in pools:
+        assert p.images is not None, "only in-memory pools are cached"
         h.update(p.name.encode() + b"\0")
         h.update(np.ascontiguousarray(p.labels, dtype=np.int64).tobytes())
         h.update(p.images.contiguous().numpy().data)
@@ -46,7 +47,8 @@ def load(path: Path) -> tuple[tuple[ImagePool, ImagePool], str] | None:
         _note(f"{path} is unreadable ({type(e).__name__}); the images are generated again")
         return None
     try:
-        pools = tuple(ImagePool(d["labels"].numpy(), images=d["images"], name=d["name"]) for d in saved["pools"])
+        train, test = (ImagePool(d["labels"].numpy(), images=d["images"], name=d["name"]) for d in saved["pools"])
+        pools = (train, test)
         digest = content_digest(pools)
         if digest != saved["sha256"]:
             raise ValueError("its images do not match the digest it was written with")

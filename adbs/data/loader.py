@@ -296,7 +296,7 @@ def _crop_offsets(b: int, h: int, w: int, size: int, pad: int, g: torch.Generato
 
 def _draw(ops: list[tuple[str, dict[str, int]]], b: int, h: int, w: int, g: torch.Generator) -> list[torch.Tensor]:
     """One batch's random draws (int64), in the order the host path takes them from `g`."""
-    out = []
+    out: list[torch.Tensor] = []
     for op, kw in ops:
         if op == "random_crop":
             out.extend(_crop_offsets(b, h, w, kw["size"], kw.get("pad", 0), g))

@@ -173,7 +173,7 @@ def _check_values(cfg: Any) -> None:
         raise bad("base_images_per_class", "an int >= 1 or None (all)")
 
 
-def _class_rng(split_seed: int, c: int, purpose: int) -> np.random.Generator:
+def _class_rng(split_seed: int, c: int | np.integer, purpose: int) -> np.random.Generator:
     # One stream per (split_seed, class, purpose): independent of ways, sessions, `seed`.
     return np.random.default_rng([int(split_seed), int(c), purpose, 0xADB5])
 
@@ -208,7 +208,7 @@ def _ways_sessions(spec: DatasetSpec, cfg: Any, ways: int) -> int:
     return int(cfg.sessions)
 
 
-def _base_carve(spec: DatasetSpec, cfg: Any, c: int, imgs: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+def _base_carve(spec: DatasetSpec, cfg: Any, c: int | np.integer, imgs: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
     n = len(imgs)
     n_val = int(round(cfg.val_fraction * n))
     if n_val < 1 or n - n_val < 1:
@@ -429,12 +429,12 @@ def sessions_from_index_lists(
     for t in range(1, n_sessions + 1):
         classes = np.arange(spec.base_classes + (t - 1) * ways, spec.base_classes + t * ways)
         shots_t = idx[t]
-        tr, va = [], []
+        train_t, val_t = [], []
         for c in classes:
-            tr.append(np.sort(shots_t[train_labels[shots_t] == c]))
+            train_t.append(np.sort(shots_t[train_labels[shots_t] == c]))
             rest = np.sort(by_class[c][~listed[by_class[c]]])
-            va.append(np.sort(_class_rng(cfg.split_seed, c, 1).permutation(rest)[:nv]))
-        sessions.append(_session(t, classes, tr, va, test_by_class))
+            val_t.append(np.sort(_class_rng(cfg.split_seed, c, 1).permutation(rest)[:nv]))
+        sessions.append(_session(t, classes, train_t, val_t, test_by_class))
     return sessions, ways, shots, f"index_list({where})"
 
 

@@ -325,7 +325,7 @@ def _read_cub(spec: DatasetSpec, root: Path) -> tuple[ImagePool, ImagePool]:
             f"{root}: images.txt, image_class_labels.txt and train_test_split.txt list different image "
             "ids; expected the same ids in all three (the official CUB_200_2011 release)"
         )
-    present = set()
+    present: set[str] = set()
     for d in os.scandir(root / "images"):
         if d.is_dir():
             present.update(f"{d.name}/{e.name}" for e in os.scandir(d.path))

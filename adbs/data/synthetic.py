@@ -490,6 +490,7 @@ def _probe(seed: int, version: int, epochs: int, per_class: int, threads: int | 
     net = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 60))
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=epochs * math.ceil(len(idx) / 64))
+    assert tr.images is not None and te.images is not None  # synthetic pools hold their images in memory
     x_all, y_all = tr.images[idx], torch.from_numpy(tr.labels[idx])
     for ep in range(epochs):
         net.train()

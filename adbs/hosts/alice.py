@@ -17,8 +17,8 @@ and the open choices in docs/hosts.md, "ALICE". Read top to bottom:
 6. Prediction: nearest class mean by cosine.
 
 Where ADBS enters (docs/hosts.md, a choice): m scales the head's cosines, s * (|m_c| cos t_c - M [c = y]),
-one m per real base class and IC over them, the pair and reserved rows at m = 1 (`pair_boundaries`). The head lives in projector space while
-ALICE classifies in backbone space: the learned m of the real base classes are carried to the class
+one m per real base class and IC over them, the pair and reserved rows at m = 1 (`pair_boundaries`). The head lives
+in projector space while ALICE classifies in backbone space: the learned m of the real base classes are carried to the class
 means in the space `space` names (backbone, as ALICE, by default), and the sessions classify them with
 ADBS's logits T * |m| * cos, T = Config.temperature as in the released ADBS sessions (`session_scale`).
 """
@@ -104,7 +104,8 @@ def mix_classes(views: list[torch.Tensor], y: torch.Tensor, n_classes: int, time
     and, where their classes differ, appending lam * x_i + (1 - lam) * x_partner to every view with the
     pair's label (classes n_classes, n_classes + 1, ...)."""
     rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=g)))
-    mixed, labels = [[] for _ in views], []
+    mixed: list[list[torch.Tensor]] = [[] for _ in views]
+    labels: list[torch.Tensor] = []
     for _ in range(times):
         perm = torch.randperm(len(y), generator=g).to(y.device)
         keep = y != y[perm]
@@ -216,6 +217,7 @@ class ALICE(Host):
                                     head.scale * cosine(z.float(), head.weights[n:])], 1)
             loss = loss + cosface_loss(logits, targets, o.s * o.angular_margin) / len(views)
             first = logits if first is None else first
+        assert first is not None, "ALICE's views (at least one) give the first logits"
         return Step(loss, first[: len(y), : self.n_base].detach(), y)
 
     def val_classifier(self, model, head: Head, base_features):

@@ -200,7 +200,7 @@ class SAVC(Host):
     augmented_batches = False  # the host makes its classification view and its crops itself
 
     @classmethod
-    def check_dataset(cls, options: Options, spec) -> None:
+    def check_dataset(cls, options: Options, spec) -> None:  # type: ignore[valid-type]  # the module's Options
         """SAVC's classification view is the dataset's train transform applied to whole batches (base_step)."""
         bad = augment.unbatched_parts(spec.train_transform)
         if bad:
@@ -210,7 +210,7 @@ class SAVC(Host):
                               "train_transform or use another host")
 
     @property
-    def copies(self) -> int:
+    def copies(self) -> int:  # type: ignore[override]  # Host.copies is a class constant; SAVC's follows its options
         return copies_of(self.opt.fantasy)
 
     # -- 1. parts --------------------------------------------------------------------------------------

@@ -255,7 +255,8 @@ def print_start(p: Prepared, max_concurrent: int) -> None:
 
         # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
         preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
-        est = (35.0 if p.opts.smoke else p.plan.est_trial_s) * from_dict(p.base).base_epochs / max(1, preset_epochs)
+        est = ((p.plan.est_smoke_trial_s if p.opts.smoke else p.plan.est_trial_s)
+               * from_dict(p.base).base_epochs / max(1, preset_epochs))
         head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
                  f"(+~30 s to start Ray and the MLflow store and write the results)")
     else:  # no measured figure for this preset on this machine: the first base epoch gives one

@@ -39,7 +39,7 @@ __all__ = ["SEEDED", "validate", "size", "held", "preflight", "note_owned", "stu
            "logged_argv", "check_config_and_data", "check_storage_writable"]
 
 SEEDED = {"seed", "split_seed"}
-"""Config fields a study sets from --seeds (adbs_lab/space.py: resolve): never typed, searched or fixed."""
+"""Config fields a study sets from --seeds (adbs_lab/space.py: resolve_trial): never typed, searched or fixed."""
 
 
 def check_config_and_data(cfg: Config, remember: bool = True) -> list[str]:
