@@ -21,9 +21,9 @@ from typing import Any, Iterable, Sequence
 
 from adbs_lab import metrics_keys as K
 
-__all__ = ["Objective", "CHOICES", "DEFAULT", "PARETO_JSON", "TAG", "parse", "effective", "texts", "no_pruning",
-           "pruner_problem", "front", "config_means", "front_labels", "pareto_record", "write_pareto",
-           "from_tag", "front_lines", "FRONT_COLUMN"]
+__all__ = ["Objective", "ObjectiveError", "CHOICES", "DEFAULT", "PARETO_JSON", "TAG", "parse",
+           "effective", "texts", "no_pruning", "pruner_problem", "front", "config_means", "front_labels",
+           "pareto_record", "write_pareto", "from_tag", "front_lines"]
 
 CHOICES = (
     "val_avg_acc", "val_last_acc", "val_pd", "val_last_base_acc", "val_last_novel_acc", "val_mean_base_acc",
@@ -42,8 +42,6 @@ DIRECTIONS = ("max", "min")
 PARETO_JSON = "pareto.json"
 TAG = "adbs.objectives"
 """Parent-run tag: the objectives as a JSON list of NAME:max|min (studies/report.py redraws the front from it)."""
-FRONT_COLUMN = "front"
-"""Table column: '*' on the Pareto front (multi-objective studies only)."""
 
 
 @dataclass(frozen=True)
@@ -70,15 +68,18 @@ class Objective:
 DEFAULT = (Objective(K.OBJECTIVE[len(K.SUMMARY):], K.MODE),)
 
 
-def _refuse(msg: str):
-    from adbs_lab.options import StudyInputError  # options imports this module
+class ObjectiveError(ValueError):
+    """Bad --objectives; adbs_lab/options.py raises it again as its StudyInputError (exit 2, before anything
+    starts)."""
 
-    raise StudyInputError(msg)
+
+def _refuse(msg: str):
+    raise ObjectiveError(msg)
 
 
 def parse(given: Iterable[str]) -> tuple[Objective, ...]:
     """`--objectives` as typed, checked: NAME:max|min each, NAME one of CHOICES, no name twice; () for none given
-    (the caller uses DEFAULT then: `effective`). StudyInputError saying what was wrong and what is allowed."""
+    (the caller uses DEFAULT then: `effective`). ObjectiveError saying what was wrong and what is allowed."""
     out: list[Objective] = []
     for item in given:
         name, sep, direction = str(item).rpartition(":")

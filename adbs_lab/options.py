@@ -195,7 +195,10 @@ class StudyOptions:
             raise StudyInputError(f"--preset {self.preset!r} is unknown; valid presets: {', '.join(PRESETS)}")
         if self.pruner not in PRUNERS:
             raise StudyInputError(f"--pruner {self.pruner!r} is unknown; valid pruners: {', '.join(PRUNERS)}")
-        objectives.parse(self.objectives)
+        try:
+            objectives.parse(self.objectives)
+        except objectives.ObjectiveError as e:
+            raise StudyInputError(str(e)) from None
         clash = objectives.pruner_problem(self.objectives, self.pruner)
         if clash:
             raise StudyInputError(clash)

@@ -33,7 +33,8 @@ def test_two_objectives_end_to_end(study_cmd, storage, tracking_uri, tmp_path, c
     assert all(set(p["params"]) == {"alpha"} and set(p["values"]) == {"val_last_base_acc", "val_last_novel_acc"}
                for p in pareto["front"])
     # the front as the study listed it last, and the table's front column: the same configurations
-    listed = r.stdout.split("Pareto front of val_last_base_acc:max, val_last_novel_acc:max")[1].splitlines()[1:]
+    listed = r.stdout.split("Pareto front of val_last_base_acc:max, val_last_novel_acc:max (validation")[1]
+    listed = listed.splitlines()[1:]
     assert [line.split()[0] for line in listed[:len(on)]] == on and "val_last_base_acc" in listed[0]
     lines = (folder / "table.txt").read_text().splitlines()
     head = lines[0].split()
