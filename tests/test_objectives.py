@@ -124,11 +124,14 @@ def test_best_config_is_the_fronts_best_on_the_first_objective():
     best = tables.best_config(_trials(), objs)
     assert best["config_label"] == "e" and best["objective"] == "summary/val_last_novel_acc"
     assert best["objectives"] == {"val_last_novel_acc": 50.0, "val_last_base_acc": 40.0}
-    # b and c tie on base accuracy; b is on the front and c is not, so a search for base first, novel second
-    # picks a (best base), and one minimising novel accuracy, then maximising base, picks among the front only
     assert tables.best_config(_trials(), objectives.parse(BASE_NOVEL))["config_label"] == "a"
     low = tables.best_config(_trials(), objectives.parse(["val_last_novel_acc:min", "val_last_base_acc:max"]))
     assert low["config_label"] == "a" and low["direction"] == "min"
+    # b and c tie on base accuracy (61) and b beats c on novel accuracy: of the two, only b is on the front, so b is
+    # chosen although c comes first in label order (where the first of a tie would win)
+    tie = _trials()
+    tie = tie[tie["label"].isin(["b", "c"])].replace({"label": {"c": "a-c"}})
+    assert tables.best_config(tie, objectives.parse(BASE_NOVEL))["config_label"] == "b"
     # without --objectives: val_avg_acc, maximised, as before (here 90 - base: e)
     plain = tables.best_config(_trials())
     assert plain["config_label"] == "e" and plain["objective"] == K.OBJECTIVE and "objectives" not in plain
