@@ -20,7 +20,7 @@ import pandas as pd
 from adbs.config import ConfigError
 from adbs.overrides import coerce
 from adbs.renames import canonical
-from adbs_lab import run_files, trial_records, tables
+from adbs_lab import objectives, run_files, trial_records, tables
 from adbs_lab import metrics_keys as K
 from adbs_lab.renderings import (  # noqa: F401 - moved there; from_store.X still works
     PAPER,
@@ -48,6 +48,13 @@ class Study:
     trials: pd.DataFrame
     baseline: str | dict[str, str] | None
     order: list[str] | None
+    objectives: tuple = objectives.DEFAULT
+    """What the study's search optimised (its parent run's tag adbs.objectives; adbs_lab/objectives.py)."""
+
+    @property
+    def multi(self) -> bool:
+        """A study of two or more objectives: its table marks the Pareto front, and pareto.json is redrawn."""
+        return len(self.objectives) > 1
 
     @property
     def dataset(self) -> str | None:
@@ -208,15 +215,16 @@ def load_study(client, ref: str, name: str | None = None) -> Study:
     name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
     sessions, trials = trial_frames(client, parent)
     baseline, order = _table_layout(parent, name)
-    return Study(parent, name, sessions, trials, baseline, order)
+    return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags))
 
 
 def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
     """Exactly `results.paper_table` as the study calls it."""
     if study.sessions.empty:
         return pd.DataFrame()
+    front = objectives.front_labels(study.trials, study.objectives) if study.multi and len(study.trials) else None
     return tables.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order,
-                               trials=study.trials)
+                               trials=study.trials, front=front)
 
 
 # -- several studies as one table ------------------------------------------------------------
@@ -280,9 +288,13 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
                           caption=f"{study.name}: test accuracy (%) per session", order=study.order)
     figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order,
-                                    baseline=study.baseline) if len(study.sessions) else [])
+                                    baseline=study.baseline, objectives=study.objectives)
+            if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
-    best = tables.best_config(study.trials) if len(study.trials) else None
+    best = tables.best_config(study.trials, study.objectives) if len(study.trials) else None
+    pareto = pareto_of(study)
+    if pareto is not None:
+        files.append(objectives.write_pareto(out, pareto))
     from adbs_lab import run_pick
 
     meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id}; "
@@ -292,5 +304,10 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     files.append(run_files.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
                                               figures=figs, meta=meta,
                                               paper_md=render_plain(beside, "markdown") if beside is not None else None,
-                                              order=study.order))
+                                              order=study.order, pareto=pareto))
     return files + figs
+
+
+def pareto_of(study: Study) -> dict[str, Any] | None:
+    """pareto.json of a study of two or more objectives, from its trials in the store; None for one objective."""
+    return objectives.pareto_record(study.trials, study.objectives) if study.multi else None

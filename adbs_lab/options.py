@@ -28,7 +28,7 @@ from adbs.config import ConfigError
 from adbs.config_file import load_file
 from adbs.field_docs import read_field_docs
 from adbs.presets import PRESETS, preset_for, resolve
-from adbs_lab import paths
+from adbs_lab import objectives, paths
 
 PRUNERS = ("median", "halving", "hyperband", "none")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -117,6 +117,11 @@ class StudyOptions:
     and models the results only after them, so up to 10 samples are a random search"""
     pruner: str = "none"
     """Optuna pruner on base-epoch validation accuracy"""
+    objectives: tuple[str, ...] = ()
+    """what the search optimises: per-trial validation summary metrics, each NAME:max or NAME:min, e.g.
+    val_last_base_acc:max val_last_novel_acc:max (adbs_lab/objectives.py lists them; test metrics never feed a
+    search); one: a search on that metric; two or more: a multi-objective search, no pruning, its Pareto front in
+    pareto.json and the table's front column, best_config.json the front's point best on the first objective"""
     sampler_seed: int = 0
     """seed of the Optuna sampler"""
     resume: bool = False
@@ -190,6 +195,13 @@ class StudyOptions:
             raise StudyInputError(f"--preset {self.preset!r} is unknown; valid presets: {', '.join(PRESETS)}")
         if self.pruner not in PRUNERS:
             raise StudyInputError(f"--pruner {self.pruner!r} is unknown; valid pruners: {', '.join(PRUNERS)}")
+        try:
+            objectives.parse(self.objectives)
+        except objectives.ObjectiveError as e:
+            raise StudyInputError(str(e)) from None
+        clash = objectives.pruner_problem(self.objectives, self.pruner)
+        if clash:
+            raise StudyInputError(clash)
         if not self.seeds:
             raise StudyInputError("--seeds needs at least one seed, e.g. --seeds 0 1 2")
         bad = [s for s in self.seeds if s < 0]
@@ -279,6 +291,8 @@ def _flag_kwargs(f: dataclasses.Field, d: Defaults) -> dict[str, Any] | None:
                                   type=args[0] if args else hint)
     if typing.get_origin(hint) is tuple:
         kwargs["nargs"] = "+"
+    if f.name == "objectives":
+        kwargs["metavar"] = "NAME:max|min"
     if f.name == "pruner":
         kwargs.update(choices=PRUNERS, help=text if d.pruning else argparse.SUPPRESS)
     return kwargs
@@ -300,7 +314,10 @@ def _default_text(f: dataclasses.Field, d: Defaults) -> str:
                 if d.sample_on_request else f" (default {d.num_samples})")
     if f.name == "pruner":
         when = "".join(f"; {pruner} with --{flag.replace('_', '-')}" for flag, pruner in d.pruner_when)
-        return f" (default: {d.pruner}{when}; none: every trial runs to the end)"
+        return (f" (default: {d.pruner}{when}; none with two or more --objectives or one to minimise; none: every "
+                "trial runs to the end)")
+    if f.name == "objectives":
+        return f" (default: {objectives.DEFAULT[0].text})"
     return "" if f.default is None or isinstance(f.default, bool) else f" (default: {f.default})"
 
 
@@ -319,8 +336,11 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     except ConfigError as e:
         raise SystemExit(_usage_error(p, str(e))) from None
     pruner = ns.pruner
+    given_objectives = tuple(ns.objectives or ())
     if pruner is None:  # not typed: the study's default, which may follow one of its own flags (--grid)
         pruner = next((p_ for flag, p_ in d.pruner_when if _given(ns, flag)), d.pruner)
+        if objectives.no_pruning(given_objectives):  # Optuna prunes single-objective studies only
+            pruner = "none"
     if not d.pruning and pruner != "none":
         raise SystemExit(_usage_error(p, f"--pruner {pruner}: this study runs every trial to the end (each one is a "
                                          "result), so it takes no pruner; drop --pruner"))
@@ -334,7 +354,7 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     dests = {f.metadata.get("dest", f.name): f.name for f in dataclasses.fields(StudyOptions)}
     opts = StudyOptions(**{**{name: getattr(ns, dest) for dest, name in dests.items() if hasattr(ns, dest)},
                            "overrides": tuple(ns.overrides), "config_values": config_values, "seeds": tuple(seeds),
-                           "num_samples": num_samples, "pruner": pruner,
+                           "num_samples": num_samples, "pruner": pruner, "objectives": given_objectives,
                            "argv": tuple(sys.argv if argv is None else [sys.argv[0], *argv])})
     extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in dests and k != "_defaults"})
     if os.environ.get(FLAGS_ONLY_ENV):  # studies/submit.py: do the flags parse here, before the job is sent?

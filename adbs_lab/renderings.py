@@ -69,6 +69,8 @@ def to_csv(table: pd.DataFrame) -> str:
             row["delta_last_paired"], row["delta_last_paired_ci95"], row["delta_last_paired_n"] = r["delta_paired"]
         if "d_cs" in table:
             row["d_cs"], row["d_cs_ci95"] = r["d_cs"]
+        if tables.FRONT in table:  # 1 on the Pareto front of the study's objectives
+            row["front"] = int(r[tables.FRONT] == "*")
         rows.append(row)
     return pd.DataFrame(rows).to_csv(index=False, float_format="%.4f")
 
@@ -89,7 +91,7 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
             + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra]
             + (["$\\Delta_{last}$"] if has_delta else [])
             + (["paired $\\Delta_{last}$"] if "delta_paired" in table else [])
-            + (["$D_{cs}$"] if has_dcs else []))
+            + (["$D_{cs}$"] if has_dcs else []) + (["Front"] if tables.FRONT in table else []))
 
     def cell(v, digits: int = 2) -> str:
         m, h = v
@@ -105,6 +107,8 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
             cells.append(_tex(compare.format_paired(r["delta_paired"])).replace("±", "$\\pm$"))
         if has_dcs:
             cells.append(cell(r["d_cs"], 3))
+        if tables.FRONT in table:
+            cells.append("$\\ast$" if r[tables.FRONT] == "*" else "")
         body.append(cells)
     lines = ["\\begin{table}[t]", "\\centering", tables.render_cells(head, body, "latex")]
     if caption:

@@ -135,7 +135,8 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
 
 
 def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
-                  order: list[str] | None = None, baseline: str | dict[str, str] | None = None) -> list[Path]:
+                  order: list[str] | None = None, baseline: str | dict[str, str] | None = None,
+                  objectives: tuple | None = None) -> list[Path]:
     """The study's figure(s), drawn by the study itself and by studies/report.py from the store alike:
     alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row; and for
     the ablation the t-SNE and prototype-similarity figures when its trials kept embedding samples
@@ -158,20 +159,24 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
     if study == "ablation" and EMBEDDINGS in trials and trials[EMBEDDINGS].notna().any():
         # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
         out += figures.embedding_figures(trials, folder, order=order)
-    return out + beyond_the_table(study, sessions, trials, folder, baseline)
+    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives)
 
 
 def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
-                     baseline: str | dict[str, str] | None = None) -> list[Path]:
-    """Every study's base/novel trade-off figure (adbs_lab/tradeoff.py), and for a study that searched two or
-    more parameters the importance analysis (adbs_lab/importance.py: importance.md, which write_study_report puts
-    into report.md, and its figures)."""
+                     baseline: str | dict[str, str] | None = None, objectives: tuple | None = None) -> list[Path]:
+    """Every study's base/novel trade-off figure (adbs_lab/tradeoff.py; a study of two --objectives: those two),
+    and for a study that searched two or more parameters the importance analysis (adbs_lab/importance.py:
+    importance.md, which write_study_report puts into report.md, and its figures)."""
     from adbs_lab import importance, tradeoff
 
     if baseline is None:  # the study's own (studies/report.py passes the one its parent run recorded)
         baseline = _space_baseline(study)
+    two = objectives is not None and len(objectives) == 2
     trade = tradeoff.figure(sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline,
-                            title=f"{study}: base vs novel accuracy, last session (mean over seeds)")
+                            title=(f"{study}: {objectives[0].text} vs {objectives[1].text}, the search's objectives "
+                                   "(mean over seeds)" if two else
+                                   f"{study}: base vs novel accuracy, last session (mean over seeds)"),
+                            trials=trials, objectives=objectives)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
     return ([trade] if trade else []) + (importance.write(trials, folder) if len(trials) else [])
 
@@ -213,8 +218,10 @@ LEADS_WITH_IMPORTANCE = ("knobs",)
 
 def report_markdown(*, study: str, table_md: str, best: dict | None, savings: dict[str, Any],
                     figures: Iterable[str | Path] = (), meta: dict[str, str] | None = None,
-                    paper_md: str | None = None, importance_md: str | None = None) -> str:
-    """The study's Markdown report (`report.md` on the parent run)."""
+                    paper_md: str | None = None, importance_md: str | None = None,
+                    pareto: dict[str, Any] | None = None) -> str:
+    """The study's Markdown report (`report.md` on the parent run); `pareto`: pareto.json of a study of two or more
+    --objectives (adbs_lab/objectives.py), listed under the best configuration."""
     lines = [f"# {study}", ""]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")
@@ -246,6 +253,12 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
                       f"{g['mean_over_seeds']:.2f} ({g['seeds']} seed(s))" for g in best["per_group"]] + [""]
     else:
         lines += ["(no completed trials)", ""]
+    if pareto is not None:
+        from adbs_lab.objectives import front_lines
+
+        head, *points = front_lines(pareto)
+        lines += ["## Pareto front", "", head + "; best_config.json is its first point.", "", "```", *points, "```",
+                  ""]
     s = savings
     saved = (f"pruning saved {s['base_epochs_saved']} base epochs"
              + (f" (≈ {s['seconds_saved_est']:.0f} s of trial time at the complete trials' pace)"
@@ -264,7 +277,8 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
 
 def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials: pd.DataFrame,
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
-                       paper_md: str | None = None, order: list[str] | None = None) -> Path:
+                       paper_md: str | None = None, order: list[str] | None = None,
+                       pareto: dict[str, Any] | None = None) -> Path:
     from adbs_lab.tables import annotate, format_table
 
     path = Path(folder) / REPORT_MD
@@ -272,6 +286,7 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
     imp = Path(folder) / "importance.md"  # written by study_figures (adbs_lab/importance.py) into the same folder
     path.write_text(report_markdown(study=study, table_md=table_md, best=best,
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
-                                    paper_md=paper_md, importance_md=imp.read_text().strip() if imp.is_file() else None)
+                                    paper_md=paper_md, importance_md=imp.read_text().strip() if imp.is_file() else None,
+                                    pareto=pareto)
                     + "\n")
     return path

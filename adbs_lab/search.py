@@ -24,6 +24,7 @@ tables read it (adbs_lab/driver/summarise.py).
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import warnings
@@ -37,6 +38,7 @@ from ray.tune.utils.util import unflatten_dict
 
 from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
+from adbs_lab.objectives import DEFAULT, Objective
 from adbs_lab.options import PRUNERS
 from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
 from adbs_lab.trial_records import classify, objective
@@ -127,10 +129,20 @@ class StudySearch(_LiveStudy, OptunaSearch):
         rows: dict[str, dict] | None = None,
         points_to_evaluate: list[dict] | None = None,
         snapshot: dict[str, str] | None = None,
+        objectives: tuple[Objective, ...] = DEFAULT,
     ) -> None:
         """`rows`: the study's named rows (space.resolve_trial). `snapshot`: {name: local file} copied beside the
         searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
-        uploads its optuna.db with the trial list it belongs to."""
+        uploads its optuna.db with the trial list it belongs to. `objectives`: what Optuna is told (--objectives;
+        adbs_lab/objectives.py), each a mean over the configuration's seeds."""
+        self._objectives = tuple(objectives)
+        if self._objectives != DEFAULT:
+            # OptunaSearch creates the study with one direction from its metric and mode, which stay K.OBJECTIVE/max:
+            # Tune checks that every report carries the searcher's metric (strict metric checking), and only
+            # K.OBJECTIVE rides on every report (trainable.PLACEHOLDER). Created here first with a direction per
+            # objective, the study is loaded by OptunaSearch as it is (create_study(load_if_exists=True)).
+            optuna.create_study(storage=optuna_storage(storage_url), study_name=study_name, sampler=sampler,
+                                directions=[o.optuna_direction for o in self._objectives], load_if_exists=True)
         self._storage_url = storage_url
         self._snapshot = dict(snapshot or {})
         self._seeds = list(seeds or [])
@@ -241,7 +253,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         # The one read of this trial's Optuna state: the stopper tells Optuna PRUNED before Tune ends the trial.
         held = self._state(number)
         self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED)
-        g["members"][trial_id] = (self._ended[trial_id], objective(result))
+        g["members"][trial_id] = (self._ended[trial_id], self._values(result))
         if any(v is None for v in g["members"].values()) or (g["seeds_left"] and self._open == number):
             return  # other seeds of this configuration still to come
         if held != TrialState.RUNNING:
@@ -256,7 +268,22 @@ class StudySearch(_LiveStudy, OptunaSearch):
             # table does
             tell(study, number, state=TrialState.FAIL)
         else:
-            tell(study, number, sum(values) / len(values))
+            # one mean over the seeds per objective; an objective the trial could not measure (NaN: e.g. novel
+            # accuracy without an incremental session) leaves the configuration without a value: FAIL
+            means = [sum(v[i] for v in values) / len(values) for i in range(len(values[0]))]
+            if not all(math.isfinite(m) for m in means):
+                tell(study, number, state=TrialState.FAIL)
+            else:
+                tell(study, number, means[0] if len(means) == 1 else means)
+
+    def _values(self, result: dict | None) -> list[float] | None:
+        """The trial's value of each objective when it completed, else None. A StudySearch pickled before
+        --objectives existed has no _objectives: it searched the default objective."""
+        obj = objective(result)
+        if obj is None:
+            return None
+        keys = [o.key for o in getattr(self, "_objectives", DEFAULT)]
+        return [obj if k == K.OBJECTIVE else float(result.get(k, math.nan)) for k in keys]
 
     def ended(self, trial) -> str:
         """How Tune trial `trial` ended, as on_trial_complete classified it. Tune tells this searcher first;

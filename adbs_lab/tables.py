@@ -38,7 +38,8 @@ def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
 
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
-                order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None) -> pd.DataFrame:
+                order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None,
+                front: list[str] | None = None) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
     When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
@@ -49,7 +50,9 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     row every row is compared with, or {row: its reference row} (the hosts study: each host with
     ADBS against the same host without); rows without a reference get no Delta_last. With `trials`
     (trials.parquet), a `d_cs` column holds each row's class separation after the last session, so the
-    geometry the accuracies come from is visible beside them (paper Table 4; docs/metrics.md).
+    geometry the accuracies come from is visible beside them (paper Table 4; docs/metrics.md). `front`: the rows
+    on the Pareto front of a multi-objective search (adbs_lab/objectives.py: front_labels), marked '*' in a last
+    `front` column; None (a single-objective study): no such column.
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
     if s.empty:
@@ -101,7 +104,16 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
         done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
         for row in out:
             row["d_cs"] = ci95(list(done.loc[done[label] == row["config"], "d_cs"]))
+    if front is not None:
+        for row in out:
+            row[FRONT] = "*" if row["config"] in front else ""
     return pd.DataFrame(out)
+
+
+FRONT = "front"
+"""paper_table's column marking the Pareto front of a multi-objective search (adbs_lab/objectives.py)."""
+FRONT_NOTE = ("front: * = on the Pareto front of the study's --objectives (validation, mean over seeds; no other row "
+              "is at least as good on every objective and better on one; pareto.json)")
 
 
 def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
@@ -127,6 +139,7 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2), h) for h in headers] for _, r in table.iterrows()]
     note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
     note += ([compare.HMEAN_NOTE] if "hmean" in table else []) + ([compare.PAIRED_NOTE] if "delta_paired" in table else [])
+    note += [FRONT_NOTE] if FRONT in table else []
     table_text = render_cells(head, body, "markdown" if markdown else "text")
     if markdown:
         return "\n".join([table_text] + [line for n in note for line in ("", n)])
@@ -202,24 +215,31 @@ def _trial_name(r: dict) -> str:
     return f"{r[LABEL]} seed={int(seed)}" if seed is not None and K.finite(seed) else str(r[LABEL])
 
 
-def best_config(trials: pd.DataFrame) -> dict[str, Any] | None:
+def best_config(trials: pd.DataFrame, objectives: tuple | None = None) -> dict[str, Any] | None:
     """The configuration with the best mean objective over its seeds (validation, never test).
+
+    `objectives` (adbs_lab/objectives.py; default: maximise summary/val_avg_acc): the best on the first one; with
+    several, among the configurations on their Pareto front (so a point another beats on every objective is never
+    chosen, even when it ties on the first).
 
     Rows that ran different ways or sessions (the k-shot grid) average over different sessions, so the best is
     chosen within each group of the same ways, sessions and dataset: the result is the group of the dataset's
     standard ways (best_config.json's), and `per_group` names the best of every group."""
-    obj = K.OBJECTIVE[len(K.SUMMARY):]
+    from adbs_lab.objectives import DEFAULT
+
+    objs = tuple(objectives or DEFAULT)
+    obj = objs[0].name
     t = trials[(trials["state"] == K.COMPLETE)] if len(trials) else trials
-    if t.empty or obj not in t:
+    if t.empty or any(o.name not in t for o in objs) or not t[obj].notna().any():
         return None
     groups = compare.comparable_groups(t) if {"ways", "sessions"} & set(t.columns) else []
     if len(groups) < 2:
-        return _best_of(t, obj)
-    out = _best_of(groups[compare.default_group(groups)][1], obj)
+        return _best_of(t, objs)
+    out = _best_of(groups[compare.default_group(groups)][1], objs)
     out["compared_within"] = _plain_dict(groups[compare.default_group(groups)][0])
     out["per_group"] = []
     for key, g in groups:
-        b = _best_of(g, obj)
+        b = _best_of(g, objs)
         out["per_group"].append({**_plain_dict(key), "config_label": b["config_label"],
                                  "mean_over_seeds": b["mean_over_seeds"], "seeds": b["seeds"]})
     return out
@@ -229,16 +249,30 @@ def _plain_dict(d: dict[str, Any]) -> dict[str, Any]:
     return {k: _plain(v) for k, v in d.items()}
 
 
-def _best_of(t: pd.DataFrame, obj: str) -> dict[str, Any]:
-    means = t.groupby(LABEL)[obj].mean()
-    lab = means.idxmax()
+def _best_of(t: pd.DataFrame, objs: tuple) -> dict[str, Any]:
+    from adbs_lab.objectives import front_labels
+
+    if len(objs) > 1:
+        on = front_labels(t, objs)
+        if on:  # else no configuration measured every objective: the best on the first alone
+            t = t[t[LABEL].isin(on)]
+    first = objs[0]
+    means = t.groupby(LABEL)[first.name].mean()
+    lab = means.idxmax() if first.direction == "max" else means.idxmin()
     rep = t[t[LABEL] == lab].iloc[0]
     cfg = {k: (json.loads(rep[k]) if isinstance(rep[k], str) and rep[k].startswith("[") else rep[k])
            for k in CONFIG_COLUMNS}
     cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
     cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
-    return {"config_label": lab, "objective": K.OBJECTIVE, "mean_over_seeds": float(means[lab]),
-            "seeds": int((t[LABEL] == lab).sum()), "config": cfg}
+    out = {"config_label": lab, "objective": first.key, "mean_over_seeds": float(means[lab]),
+           "seeds": int((t[LABEL] == lab).sum()), "config": cfg}
+    if len(objs) > 1:  # the chosen point's value of every objective, and how it was chosen
+        out["direction"] = first.direction
+        out["objectives"] = {o.name: float(t.loc[t[LABEL] == lab, o.name].mean()) for o in objs}
+        out["chosen"] = f"on the Pareto front of {', '.join(o.text for o in objs)}, the best on {first.text}"
+    elif first.direction != "max":
+        out["direction"] = first.direction
+    return out
 
 
 def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_text: str,

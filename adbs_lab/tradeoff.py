@@ -31,13 +31,29 @@ def points(sessions: pd.DataFrame, split: str, label: str = "label") -> pd.DataF
     return pd.DataFrame({"base": g[cols[0]].mean(), "novel": g[cols[1]].mean(), "seeds": g.size()}).reset_index()
 
 
-def pareto(p: pd.DataFrame) -> list[int]:
-    """Positions of the points no other point beats on both base and novel accuracy (ties do not dominate)."""
-    front = []
-    for i, (b, n) in enumerate(zip(p["base"], p["novel"])):
-        if not any((b2 >= b and n2 >= n) and (b2 > b or n2 > n) for b2, n2 in zip(p["base"], p["novel"])):
-            front.append(i)
-    return front
+def pareto(p: pd.DataFrame, cols: tuple[str, str] = ("base", "novel"),
+           directions: tuple[str, str] = ("max", "max")) -> list[int]:
+    """Positions of the points no other point beats on both columns (ties do not dominate): adbs_lab/objectives.py's
+    front, by default of base and novel accuracy, both maximised."""
+    from adbs_lab.objectives import front
+
+    return front(p[list(cols)].to_numpy().tolist(), directions)
+
+
+def objective_points(trials: pd.DataFrame, names: tuple[str, str], label: str = "label") -> pd.DataFrame:
+    """One row per configuration: `y`, `x` = the mean over its complete trials of the summary metrics `names`."""
+    t = trials[trials["state"] == K.COMPLETE] if len(trials) and "state" in trials else trials
+    if t.empty or not set(names) <= set(t.columns):
+        return pd.DataFrame(columns=[label, "y", "x", "seeds"])
+    g = t.groupby(label, sort=False)
+    return pd.DataFrame({"y": g[names[0]].mean(), "x": g[names[1]].mean(), "seeds": g.size()}).reset_index()
+
+
+def _test_twin(name: str, trials: pd.DataFrame) -> str:
+    """The test metric beside a validation objective (val_last_novel_acc -> test_last_novel_acc), where there is one;
+    a metric of the trained model (d_cs) is its own."""
+    twin = "test_" + name[len("val_"):] if name.startswith("val_") else name
+    return twin if twin in trials else name
 
 
 def baselines(baseline: str | dict[str, str] | None) -> set[str]:
@@ -47,11 +63,25 @@ def baselines(baseline: str | dict[str, str] | None) -> set[str]:
 
 
 def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str] | None = None,
-           title: str = "", label: str = "label") -> Path | None:
-    """tradeoff.png: validation (left, what selection may look at) and test (right, reported only) panels."""
+           title: str = "", label: str = "label", trials: pd.DataFrame | None = None,
+           objectives: tuple | None = None) -> Path | None:
+    """tradeoff.png: validation (left, what selection may look at) and test (right, reported only) panels.
+
+    With exactly two `objectives` (a study's --objectives, adbs_lab/objectives.py) and the `trials` table, the panels
+    plot those two (the first up, the second across) and their front in their directions; else the last session's
+    base against novel accuracy."""
     from adbs_lab.figures import _plt
 
-    panels = {split: points(sessions, split, label) for split in ("val", "test")}
+    two = objectives is not None and len(objectives) == 2 and trials is not None and len(trials) > 0
+    if two:
+        o1, o2 = objectives
+        names = {"val": (o1.name, o2.name), "test": (_test_twin(o1.name, trials), _test_twin(o2.name, trials))}
+        panels = {split: objective_points(trials, names[split], label) for split in ("val", "test")}
+        directions = (o1.direction, o2.direction)
+    else:
+        panels = {split: points(sessions, split, label).rename(columns={"base": "y", "novel": "x"})
+                  for split in ("val", "test")}
+        directions = ("max", "max")
     if all(p.empty for p in panels.values()):
         return None
     plt = _plt()
@@ -60,35 +90,46 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
     # a search (many configurations, or labels naming several knobs): points, not a legend of every configuration
     many = max(len(p) for p in panels.values()) > 12 or any(len(str(x)) > 40 for p in panels.values() for x in p[label])
     for ax, (split, p) in zip(axes, panels.items()):
-        _panel(ax, p, refs, many, label)
+        _panel(ax, p, refs, many, label, directions)
         ax.set_title({"val": "validation (used for selection)", "test": "test (reported, never used for selection)"}[
             split], fontsize=9)
-        ax.set_xlabel(f"{split} novel accuracy, last session (%)")
-        ax.set_ylabel(f"{split} base accuracy, last session (%)")
+        if two:
+            ax.set_xlabel(f"{names[split][1]} ({directions[1]}, mean over seeds)")
+            ax.set_ylabel(f"{names[split][0]} ({directions[0]}, mean over seeds)")
+        else:
+            ax.set_xlabel(f"{split} novel accuracy, last session (%)")
+            ax.set_ylabel(f"{split} base accuracy, last session (%)")
         ax.grid(alpha=0.3)
-    fig.suptitle(title or "base vs novel accuracy, last session (mean over seeds)", fontsize=10)
+    default = (f"{o1.text} vs {o2.text}: the study's objectives (mean over seeds)" if two else
+               "base vs novel accuracy, last session (mean over seeds)")
+    fig.suptitle(title or default, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
 
 
-def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str) -> None:
+def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str,
+           directions: tuple[str, str] = ("max", "max")) -> None:
+    """One panel: a point per configuration (x across, y up), the front outlined and joined."""
     if p.empty:
         ax.text(0.5, 0.5, "no complete trial with an incremental session", ha="center", transform=ax.transAxes)
         return
-    front = pareto(p)
-    f = p.iloc[front].sort_values("novel")
-    ax.step(f["novel"], f["base"], where="pre", color="k", lw=1, alpha=0.6, label="Pareto front")
+    front = pareto(p, ("y", "x"), directions)
+    f = p.iloc[front].sort_values("x")
+    if directions == ("max", "max"):  # the staircase of what the front attains
+        ax.step(f["x"], f["y"], where="pre", color="k", lw=1, alpha=0.6, label="Pareto front")
+    else:
+        ax.plot(f["x"], f["y"], color="k", lw=1, alpha=0.6, label="Pareto front")
     for i, r in p.iterrows():
         on = i in front
         is_ref = r[label] in refs
         kw: dict[str, Any] = {"marker": "*" if is_ref else "o", "s": 140 if is_ref else 40,
                               "edgecolor": "k" if on else "none", "linewidths": 1.2}
         if many and not is_ref:
-            ax.scatter(r["novel"], r["base"], color="C0", alpha=0.7, **kw)
+            ax.scatter(r["x"], r["y"], color="C0", alpha=0.7, **kw)
         else:
-            ax.scatter(r["novel"], r["base"], label=f"{r[label]}{' (baseline)' if is_ref and r[label] != 'baseline' else ''}", **kw)
+            ax.scatter(r["x"], r["y"], label=f"{r[label]}{' (baseline)' if is_ref and r[label] != 'baseline' else ''}", **kw)
     if many:
         ax.scatter([], [], color="C0", label=f"{len(p)} configurations (outlined: on the front)")
     ax.legend(fontsize=7)

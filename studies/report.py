@@ -173,4 +173,8 @@ if args.paper:
 
 out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
 files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
+if study.multi:  # a search of several --objectives: its Pareto front, as the study listed it
+    from adbs_lab import objectives
+
+    print("\n" + "\n".join(objectives.front_lines(json.loads((out / objectives.PARETO_JSON).read_text()))))
 print(f"\nwrote {out}: {', '.join(f.name for f in files)}")

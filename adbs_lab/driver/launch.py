@@ -15,6 +15,7 @@ from typing import Any
 
 from adbs.config import Config
 from adbs.overrides import from_dict
+from adbs_lab import objectives
 from adbs_lab import space as sp
 from adbs_lab import tracking
 from adbs_lab.driver.preflight import logged_argv
@@ -112,7 +113,8 @@ def _search(p: Prepared):
     searcher = StudySearch(sp.optuna_distributions(p.space, list(opts.seeds) if p.is_grid else None),
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
                            rows=p.plan.rows, points_to_evaluate=p.plan.points_to_evaluate,
-                           snapshot=snapshot)  # object store: optuna.db travels with every Tune state upload
+                           snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
+                           objectives=objectives.effective(opts.objectives))
     pruner = make_pruner(opts.pruner, int(p.base.get("base_epochs", Config().base_epochs)))
     stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
     return searcher, stopper
@@ -132,7 +134,8 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
                                     else p.optuna_url),
             "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
-            "adbs.order": json.dumps(plan.order or [])}  # studies/report.py
+            "adbs.order": json.dumps(plan.order or []),  # studies/report.py
+            objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives)))}
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,

@@ -251,7 +251,7 @@ def _check_new(p: Prepared) -> dict[str, Any]:
             "pass --resume to continue it, --name to start another, or delete it (optuna delete-study)")
     return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
             "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
-            "max_failures": opts.max_failures}
+            "max_failures": opts.max_failures, "objectives": list(opts.objectives)}
 
 
 def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:

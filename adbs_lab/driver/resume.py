@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adbs_lab import tracking
+from adbs_lab import objectives, tracking
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.options import StudyInputError
 from adbs_lab.study_folder import SNAPSHOT_DIR, StudyFolder
@@ -16,9 +16,29 @@ from adbs_lab.study_folder import SNAPSHOT_DIR, StudyFolder
 __all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object"]
 
 
-RESUME_FIXED = {"pruner": "--pruner", "sampler_seed": "--sampler-seed", "cpus_per_trial": "--cpus-per-trial"}
-"""Settings --resume cannot change: Tune restores the pruner (its stopper) and the sampler (its searcher) of the
-interrupted run, and a trial's CPUs are its torch threads, which change CPU numbers (adbs/runtime.py)."""
+RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_seed": "--sampler-seed",
+                "cpus_per_trial": "--cpus-per-trial"}
+"""Settings --resume cannot change: an Optuna study's directions (one per objective) are fixed when it is created,
+Tune restores the pruner (its stopper) and the sampler (its searcher) of the interrupted run, and a trial's CPUs are
+its torch threads, which change CPU numbers (adbs/runtime.py). Checked in this order: the objectives first, since
+the default pruner follows them (adbs_lab/options.py: parse), so other objectives are named as what changed."""
+
+
+def _held(key: str, settings: dict[str, Any]) -> Any:
+    """A RESUME_FIXED setting as the interrupted run recorded it (study.json). --objectives: the objectives in effect
+    (a study.json from before the flag, or a run without it, optimised the default objective)."""
+    if key == "objectives":
+        try:
+            return objectives.texts(objectives.effective(settings.get(key) or ()))
+        except objectives.ObjectiveError:  # a hand-edited study.json: shown as it is, so it differs
+            return list(settings.get(key))
+    return settings[key]
+
+
+def _now(key: str, opts) -> Any:
+    if key == "objectives":
+        return objectives.texts(objectives.effective(opts.objectives))
+    return getattr(opts, key)
 
 
 def check_resume(p: Prepared) -> dict[str, Any]:
@@ -48,14 +68,16 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     settings = held.get("settings", {})
     command = held.get("command", "?")
     for key, flag in RESUME_FIXED.items():
-        if key in settings and settings[key] != getattr(opts, key):
+        if (key in settings or key == "objectives") and _held(key, settings) != _now(key, opts):
             def show(v):
-                return "(not given)" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+                return ("(not given)" if v is None else f"{v:g}" if isinstance(v, float) else
+                        " ".join(v) if isinstance(v, list) else str(v))
 
+            held_value = show(_held(key, settings))
             raise StudyInputError(
-                f"--resume: {flag} {show(getattr(opts, key))} differs from the study's {flag} {show(settings[key])} "
-                f"({command}); a study cannot change it midway: rerun with {flag} {show(settings[key])} (or without "
-                "the flag when it was not given), or start a new study with --name NAME")
+                f"--resume: {flag} {show(_now(key, opts))} differs from the study's {flag} {held_value} "
+                f"({command}); a study cannot change it midway: rerun with {flag} {held_value} (or without the flag "
+                "when it was not given), or start a new study with --name NAME")
     parent = json_object(_driver_file(where, tracking.RUNS_FILE), where.display(tracking.RUNS_FILE)).get("parent")
     if parent and not mlflow_has_run(p.tracking_uri, parent):
         raise StudyInputError(

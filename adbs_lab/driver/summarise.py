@@ -14,7 +14,7 @@ from typing import NoReturn
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
-from adbs_lab import outcome, run_files, tables, tracking, trial_records
+from adbs_lab import objectives, outcome, run_files, tables, tracking, trial_records
 from adbs_lab.driver.launch import Launched
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.session import disk_full
@@ -40,6 +40,8 @@ class Outcome:
     wall_s: float
     code: int = outcome.OK
     """The exit code (adbs_lab/outcome.py): OK, or FAILED when a trial raised or none completed."""
+    pareto: dict | None = None
+    """pareto.json's content (adbs_lab/objectives.py: pareto_record) of a study of two or more --objectives."""
 
 
 def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
@@ -68,7 +70,9 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
     if out.best:
-        print(f"best configuration by {K.OBJECTIVE}: {out.best['config_label']} ({out.best['mean_over_seeds']:.2f})")
+        print(f"best configuration by {out.best['objective']}"
+              f"{' (' + out.best['chosen'] + ')' if out.best.get('chosen') else ''}: {out.best['config_label']} "
+              f"({out.best['mean_over_seeds']:.2f})")
     extra = _figures_and_report(p, tracker, out)
     tracker.finish("FINISHED" if out.code == outcome.OK else "FAILED", [*out.files, *extra], metrics)
     upload(where)
@@ -77,7 +81,10 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
           f"pruned, {f'{counts[K.DIVERGED]} diverged, ' if counts.get(K.DIVERGED) else ''}{counts.get(K.FAILED, 0)} failed) "
           f"in {out.wall_s:.0f} s")
     print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
+          + (f", {objectives.PARETO_JSON}" if out.pareto else "")
           + "".join(f", {Path(a).name}" for a in extra) + ")")
+    if out.pareto:  # last, where a reader looks for what the study found
+        print("\n" + "\n".join(objectives.front_lines(out.pareto)))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
     if out.code != outcome.OK:
@@ -110,14 +117,22 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     recs = [trial_records.from_tune(r, varying=p.varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
             for r in launched.results]
     sessions, trials = trial_records.frames(recs)
-    table = tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials) if len(sessions) else pd.DataFrame()
+    objs = objectives.effective(p.opts.objectives)
+    multi = len(objs) > 1  # a front: pareto.json and the table's front column
+    front = objectives.front_labels(trials, objs) if multi and len(trials) else None
+    table = (tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials, front=front)
+             if len(sessions) else pd.DataFrame())
     table_text = tables.annotate(tables.format_table(table), trials, order=plan.order)
-    best = tables.best_config(trials) if len(trials) else None
+    best = tables.best_config(trials, objs) if len(trials) else None
     files = tables.write(p.dir, sessions, trials, table_text, best)
+    pareto = objectives.pareto_record(trials, objs) if multi else None
+    if pareto is not None:
+        files.append(objectives.write_pareto(p.dir, pareto))
     (p.dir / "table.md").write_text(tables.annotate(tables.format_table(table, markdown=True), trials,
                                                      markdown=True, order=plan.order) + "\n")
     files.append(p.dir / "table.md")
-    return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0)
+    return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
+                         pareto=pareto)
 
 
 def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
@@ -140,14 +155,15 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
 def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     """The study's figures and report.md (with where its runs are in MLflow)."""
     plan = p.plan
-    figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order)
+    figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order,
+                                    objectives=objectives.effective(p.opts.objectives))
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
     report = run_files.write_study_report(p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best,
-                                          figures=figs, meta=meta, order=plan.order)
+                                          figures=figs, meta=meta, order=plan.order, pareto=out.pareto)
     return [*figs, report]
 
 
