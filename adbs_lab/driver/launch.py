@@ -10,6 +10,7 @@ import math
 import shlex
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from adbs.overrides import from_dict
 from adbs_lab import objectives
 from adbs_lab import space as sp
 from adbs_lab import tracking
+from adbs_lab.outcome import error_line
 from adbs_lab.driver.preflight import logged_argv
 from adbs_lab.driver.prepared import Prepared, bad_input, fail
 from adbs_lab.driver.session import Stop, disk_full, interrupted, ray_session
@@ -193,7 +195,8 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
 
 def _fit(p: Prepared, tuner) -> dict[str, Any]:
     """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
-    (a full disk, a failed MLflow store); both end with the results so far instead of a traceback."""
+    (a full disk, a failed MLflow store, or anything else Tune raised, whose traceback is printed once); both end
+    with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
     _, tune_fs = p.where.tune_location()
     interrupted = failed = None
     with Stop() as stop:
@@ -212,8 +215,9 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
                 failed = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
             elif disk_full(e):
                 failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
-            else:
-                raise
+            else:  # e.g. Ray's memory monitor or a lost node: the results so far, the cause once, exit 1
+                traceback.print_exc(file=sys.stderr)
+                failed = f"Ray Tune stopped: {error_line(traceback.format_exc())}"
             grid = _results_so_far(p.where, tune_fs)
     return {"results": grid, "interrupted": interrupted, "failed": failed}
 
