@@ -6,7 +6,7 @@ import ast
 import functools
 import inspect
 
-from adbs.config import Config
+from adbs.config.schema import Config
 from adbs.hosts import get_host
 
 
