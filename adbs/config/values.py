@@ -62,12 +62,23 @@ def typed(cls: type, overrides: dict[str, Any], base: dict[str, Any] | None = No
     out: dict[str, Any] = {}
     new_host = "host" in plain and plain["host"] != base.get("host", plain["host"])
     if dotted or "host_options" in plain or new_host:
-        host = coerce_field(cls, "host", plain.get("host", base.get("host", cls.host)))
-        options = fold_options(host, plain.get("host_options", base.get("host_options", "{}")), dotted)
-        out["host_options"] = dump_options(options)
+        host = coerce_field(cls, "host", plain["host"]) if "host" in plain else base.get("host", cls.host)
+        text, below = _options_given(plain, base, host)
+        out["host_options"] = dump_options(fold_options(host, text, dotted, below=below))
         if "host" in plain:
             out["host"] = host
     for k, v in plain.items():
         if k not in out:
             out[k] = coerce_field(cls, k, v)
     return out
+
+
+def _options_given(plain: dict[str, Any], base: dict[str, Any], host: str) -> tuple[Any, dict[str, Any] | None]:
+    """(host_options value to type, options typed already) that the `<host>.<option>` keys fold into: the given
+    host_options, else those of `base` (typed already when they are `host`'s; typed against `host` when `base` has
+    another host)."""
+    if "host_options" in plain:
+        return plain["host_options"], None
+    if base and base.get("host") == host:
+        return "{}", parse_options(base.get("host_options", "{}"))
+    return base.get("host_options", "{}"), None
