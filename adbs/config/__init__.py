@@ -34,12 +34,12 @@ from adbs.config.schema import (
     from_dict,
     from_typed,
 )
-from adbs.fields import Base, ConfigError, NotBase, check_choice, shapes_base
 from adbs.config.file import load_file
 from adbs.config.host_options import option_keys, options_of
 from adbs.config.precedence import resolve
 from adbs.config.presets import PAPER_SETTINGS, PRESETS, host_preset, preset, preset_for
 from adbs.config.values import RENAMED, canonical
+from adbs.fields import Base, ConfigError, NotBase, check_choice, shapes_base
 
 __all__ = [
     "BOUNDARY_REMEDIES", "C_INT_MAX", "DEVICES", "FIELDS", "IC_REDUCTIONS", "NEW_BOUNDARY_INITS", "SCHEDULES",
