@@ -10,7 +10,7 @@ import typing
 from typing import Any
 
 from adbs.config.coercion import coerce_value
-from adbs.fields import ConfigError, check_choice, dump_options, parse_options
+from adbs.fields import ConfigError, check_choice, parse_options
 from adbs.hosts import get_host, host_names
 
 
