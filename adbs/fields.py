@@ -49,7 +49,7 @@ def shapes_base(cls: type) -> dict[str, bool]:
     return out
 
 
-def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+def check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
     if value not in choices:
         raise ConfigError(f"unknown {name} {value!r}; valid choices: {', '.join(map(str, choices))}")
 

@@ -48,7 +48,7 @@ def coerce_key(cls: type, name: str, value: Any) -> Any:
     return coerce_field(cls, name, value)
 
 
-def typed(cls: type, overrides: dict[str, Any], base: dict[str, Any] | None = None) -> dict[str, Any]:
+def typed(cls: Any, overrides: dict[str, Any], base: dict[str, Any] | None = None) -> dict[str, Any]:
     """The values of `overrides` (as given: strings, numbers, lists) checked and typed, each once, with its
     `<host>.<option>` keys folded into host_options (checked, typed, defaults dropped).
 
