@@ -6,11 +6,8 @@ Pipeline:
     Config, preset, run_trial (see adbs.trial), build_data (see adbs.data); host methods: adbs.hosts
 """
 
-from adbs import registries  # noqa: F401 - adds Config.validate's dataset, host and backbone checks
 from adbs.boundary import boundary_logits, finetune_boundaries, init_new_boundaries, inter_class_constraint
-from adbs.config import Config, ConfigError
-from adbs.overrides import from_dict
-from adbs.presets import PRESETS, preset
+from adbs.config import PRESETS, Config, ConfigError, from_dict, preset
 
 __version__ = "0.1.0"
 

@@ -161,7 +161,7 @@ def convnet(channels: tuple[int, ...] = (32, 32, 64, 128), last_activation: str 
 def convnet_signed(channels: tuple[int, ...] = (32, 32, 64, 128)) -> ConvNet:
     """The ConvNet with no ReLU after its last block (Conv-BN-maxpool): signed features.
 
-    The CPU preset's backbone (adbs/presets.py). Class means of post-ReLU features all share one positive
+    The CPU preset's backbone (adbs/config/presets.py). Class means of post-ReLU features all share one positive
     direction: after the CPU preset's 8 epochs the baseline's class separation D_cs is 0.34-0.40, where
     the paper's ResNet-12 reaches 0.88 on CIFAR-100 after 100 epochs (prototypes nearly orthogonal).
     Signed features put the baseline at D_cs ~0.85 in 8 epochs on the embedded benchmark, the geometry

@@ -1,7 +1,7 @@
 """Base-session reuse: train a base session once, reuse it in every trial that needs it.
 
 A base session is identified by everything that determines it (`base_key`):
-every Config field declared Base[...] in adbs/config.py (the data that the base
+every Config field declared Base[...] in adbs/config/schema.py (the data that the base
 session sees, the backbone, the host method and its base options, the variant
 flags, alpha, optimiser settings, epochs, seed, ...), the content of its input
 files (dataset, index lists, pretrained weights: SHA-256, adbs/digests.py), the
@@ -51,8 +51,7 @@ import torch
 from filelock import FileLock
 
 from adbs import digests, objstore, runtime
-from adbs.config import Config, shapes_base
-from adbs.host_options import options_of
+from adbs.config import Config, options_of, shapes_base
 from adbs.state import BaseSession, base_state
 
 # Bump when a change to adbs/loops.py or a host alters what a base session produces.
@@ -60,7 +59,7 @@ BASE_CODE_VERSION = "3"  # 3: host methods (adbs/hosts/); 2: channels_last on CP
 
 
 def base_fields() -> tuple[str, ...]:
-    """The Config fields declared Base[...]: everything that determines a base session (adbs/config.py)."""
+    """The Config fields declared Base[...]: everything that determines a base session (adbs/config/schema.py)."""
     return tuple(name for name, base in shapes_base(Config).items() if base)
 
 

@@ -13,7 +13,7 @@ and writes the full result (config, curves, sessions, boundaries, summary) as
 JSON to --out (default results/run-[<host>-]<variant>-seed<seed>.json). Every Config
 field is an option, and every host's options as --<host>.<option> (`--help` lists them
 with their docstrings); `--set KEY=VALUE` is the same as a field's flag. The studies share
-this grammar (adbs/cli.py): a flag means the same in both.
+this grammar (adbs/config/cli.py): a flag means the same in both.
 """
 
 from __future__ import annotations
@@ -30,13 +30,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from adbs import cli, departures, digests
+from adbs import departures, digests
 from adbs.cells import number
+from adbs.config import Config, ConfigError, cli, from_typed, load_file, resolve
 from adbs.writable import out_file_problem
-from adbs.config import Config, ConfigError
-from adbs.config_file import load_file
-from adbs.overrides import from_dict
-from adbs.presets import resolve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,9 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_of(args: argparse.Namespace) -> Config:
-    """The run's Config from its parsed flags: preset < --config file < the flags (adbs.presets.resolve), checked."""
+    """The run's Config from its parsed flags: preset < --config file < the flags (adbs.config.resolve), checked.
+
+    Each value is typed once: the file's keys by load_file, the flags' by resolve; from_typed trusts them."""
     file = load_file(args.config) if args.config else None
-    return from_dict(resolve(args.preset, None, cli.overrides(args), file)).validate()
+    return from_typed(resolve(args.preset, None, cli.overrides(args), file)).validate()
 
 
 def session_table(result) -> str:

@@ -15,11 +15,14 @@ cache key holds it (adbs/cache.py: base_key), so a session trained under other s
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from adbs.config import Config, ConfigError
+from adbs.fields import ConfigError
+
+if TYPE_CHECKING:  # annotations only: the hosts import this module, and the config package imports the hosts
+    from adbs.config import Config
 
 CUDA_TF32 = True
 """CUDA runs use TF32 for matmul and cuDNN convolutions (Runtime below; docs/gpu.md, "Measured")."""

@@ -17,9 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from adbs.config import ConfigError
-from adbs.overrides import coerce
-from adbs.renames import canonical
+from adbs.config import ConfigError, canonical, coerce
 from adbs_lab import objectives, run_files, trial_records, tables
 from adbs_lab import metrics_keys as K
 from adbs_lab.renderings import (  # noqa: F401 - moved there; from_store.X still works

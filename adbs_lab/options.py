@@ -5,7 +5,7 @@
 
 Every flag a study shares is a field with a docstring, and its flag is generated from the field (its type,
 default and docstring; `parser`); the config flags (--preset, --config, --set, --host, --dataset, --data-root,
---dry-run, and every Config field and host option as --<field>/--<host>.<option>) come from adbs/cli.py, the
+--dry-run, and every Config field and host option as --<field>/--<host>.<option>) come from adbs/config/cli.py, the
 grammar of `python -m adbs.run` too, so a flag means the same in both. A study's own flags (alpha_sweep's --grid,
 ablation's --toggles) come back beside it as `extra`. Smoke-dependent defaults (fewer seeds or samples
 with --smoke) are resolved here, once; nothing downstream changes the options. `check()` finds what is
@@ -23,11 +23,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from adbs import cli
-from adbs.config import ConfigError
-from adbs.config_file import load_file
-from adbs.field_docs import read_field_docs
-from adbs.presets import PRESETS, preset_for, resolve
+from adbs.config import PRESETS, ConfigError, cli, load_file, preset_for, resolve
+from adbs.config.docs import read_field_docs
 from adbs_lab import objectives, paths
 
 PRUNERS = ("median", "halving", "hyperband", "none")
@@ -84,16 +81,16 @@ def _flag(*, flag: str | None = "", dest: str = "", group: str = "", **kw: Any) 
 @dataclass(frozen=True)
 class StudyOptions:
     """A study's shared flags: one field each, its docstring the flag's help. The flag is --<field> of the field's
-    type, unless its metadata says otherwise (_flag); the flags shared with `python -m adbs.run` (adbs.cli.SHARED:
+    type, unless its metadata says otherwise (_flag); the flags shared with `python -m adbs.run` (adbs.config.cli.SHARED:
     --preset, --config, --set and every config field, --host, --dataset, --data-root, --dry-run) are defined in
-    adbs/cli.py, once for both."""
+    adbs/config/cli.py, once for both."""
 
-    # --- configuration (flags of adbs/cli.py, but --smoke) ------------------------------------------
+    # --- configuration (flags of adbs/config/cli.py, but --smoke) ------------------------------------------
     preset: str = "cpu"
-    """Named Config preset (adbs.presets.PRESETS); --smoke means the smoke preset."""
+    """Named Config preset (adbs.config.PRESETS); --smoke means the smoke preset."""
     overrides: tuple[tuple[str, str], ...] = ()
     """--set KEY=VALUE pairs and the config field flags (--base-epochs 3 is base_epochs=3), in the order typed, the
-    values as typed (adbs.overrides coerces and checks them)."""
+    values as typed (adbs.config.coerce coerces and checks them)."""
     host: str | None = None
     """--host NAME: shortcut for --set host=NAME (the FSCIL method ADBS plugs into; its version of the preset)."""
     dataset: str | None = None
@@ -103,7 +100,7 @@ class StudyOptions:
     config_file: str | None = _flag(dest="config", default=None)
     """--config FILE: a YAML or JSON file of config values (shown in messages; its values are `config_values`)."""
     config_values: tuple[tuple[str, Any], ...] = _flag(flag=None, default=())
-    """The values of --config FILE, read once, checked and typed (adbs.config_file.load_file); precedence: preset <
+    """The values of --config FILE, read once, checked and typed (adbs.config.load_file); precedence: preset <
     this file < --host/--dataset/--data-root/--set and the field flags."""
     dry_run: bool = False
     """Check every input as a run would and print the number of trials; start and write nothing."""
@@ -167,7 +164,7 @@ class StudyOptions:
 
     def config_overrides(self) -> dict[str, str]:
         """--host, --dataset, --data-root, then --set and the field flags, as one dict (later wins), for
-        adbs.presets.resolve: adbs.cli.config_overrides, the rule of `python -m adbs.run` too.
+        adbs.config.resolve: adbs.config.cli.config_overrides, the rule of `python -m adbs.run` too.
 
         With --smoke and a host's CPU preset (--preset savc_cpu), the host is that preset's: --smoke replaces
         the preset by `smoke`, and the host it named is kept (host_preset gives that host's smoke run)."""
@@ -183,7 +180,7 @@ class StudyOptions:
         return "smoke" if self.smoke else preset_for(self.preset, dataset)
 
     def base_config(self, study_defaults: dict[str, Any] | None = None, without: tuple[str, ...] = ()) -> dict[str, Any]:
-        """The study's base config: adbs.presets.resolve(preset < study defaults < --config < overrides).
+        """The study's base config: adbs.config.resolve(preset < study defaults < --config < overrides).
 
         `without`: keys of the --config file the study sets itself (searched, fixed by its space, or from --seeds)."""
         file = {k: v for k, v in self.config_values if k not in without}
@@ -255,7 +252,7 @@ _DOCS = read_field_docs(StudyOptions)
 
 
 def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.ArgumentParser:
-    """The shared flags: adbs/cli.py's, one per StudyOptions field, then every config field and host option.
+    """The shared flags: adbs/config/cli.py's, one per StudyOptions field, then every config field and host option.
 
     A study adds its own flags to the returned parser before `parse`; one named as a config field replaces that
     field's flag (kshot_grid's --ways and --shots pick cells of its grid, which sets those fields itself)."""
@@ -276,7 +273,7 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
 
 def _flag_kwargs(f: dataclasses.Field, d: Defaults) -> dict[str, Any] | None:
     """argparse's keywords for field `f`'s flag, from its type, default and docstring; None where the field has no
-    flag of its own here (adbs/cli.py defines it, it has none, or this study samples nothing)."""
+    flag of its own here (adbs/config/cli.py defines it, it has none, or this study samples nothing)."""
     dest = f.metadata.get("dest", f.name)
     if dest in cli.SHARED or f.metadata.get("flag", "") is None:
         return None

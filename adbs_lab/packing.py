@@ -81,7 +81,7 @@ def probe_config(config: dict[str, Any]):
     CUDA trial keeps on the GPU (adbs/data/loader.py), stays whole."""
     import dataclasses
 
-    from adbs.overrides import from_dict
+    from adbs.config import from_dict
 
     cfg = from_dict(config)
     per_class = max(4 * cfg.batch_size, cfg.eval_batch_size) // 10 + 1

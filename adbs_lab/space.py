@@ -18,8 +18,7 @@ from typing import Any
 
 import optuna.distributions as od
 
-from adbs.config import FIELDS, Config, ConfigError
-from adbs.overrides import coerce, from_dict
+from adbs.config import FIELDS, Config, ConfigError, coerce, from_dict
 
 __all__ = ["ROW_KEY", "SEED_KEY", "LAB_KEYS", "CONFIG_KEY", "is_grid", "is_dist", "split", "check",
            "optuna_distributions", "grid_points", "grid_size", "resolve_trial", "trial_config", "configs_to_check",

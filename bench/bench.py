@@ -78,7 +78,7 @@ def main() -> None:
     t0 = time.perf_counter()
     import torch
 
-    from adbs.presets import preset
+    from adbs.config import preset
     from adbs.data import build_data
     from adbs.loops import Hooks, run_sessions, train_base
 

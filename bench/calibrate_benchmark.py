@@ -25,9 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adbs.config import ConfigError  # noqa: E402
-from adbs.overrides import coerce, from_dict  # noqa: E402
-from adbs.presets import PRESETS  # noqa: E402
+from adbs.config import PRESETS, ConfigError, coerce, from_dict  # noqa: E402
 
 # (low, high) of each figure for the baseline under the CPU preset.
 TARGETS = {

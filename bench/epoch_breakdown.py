@@ -59,7 +59,7 @@ def epoch_split(device: str, epochs: int, quick: bool) -> dict:
 
     from adbs import loops
     from adbs.data import build_data, make_loader
-    from adbs.presets import preset
+    from adbs.config import preset
 
     cfg = dataclasses.replace(preset("cifar100", dataset="synthetic", synthetic_version=1), device=device,
                               base_epochs=epochs)

@@ -40,8 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adbs.backbones import BACKBONES, convnet, register_backbone  # noqa: E402
-from adbs.overrides import from_dict  # noqa: E402
-from adbs.presets import PRESETS  # noqa: E402
+from adbs.config import PRESETS, from_dict  # noqa: E402
 from adbs.data import build_data, synthetic  # noqa: E402
 
 if "convnet_leaky" not in BACKBONES:  # this study's factor only, not a CPU preset's backbone

@@ -81,7 +81,7 @@ def trial_main(cfg_file: str, out_file: str) -> None:
     """One trial in this process (the hidden --_trial mode): result curve, wall time, GPU memory."""
     import torch
 
-    from adbs.overrides import from_dict
+    from adbs.config import from_dict
     from adbs.trial import run_trial
 
     cfg = from_dict(json.loads(Path(cfg_file).read_text()))
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from adbs.presets import preset
+    from adbs.config import preset
     from adbs_lab import packing
 
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -280,8 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     except ToolError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from adbs.overrides import from_dict
-    from adbs.presets import PRESETS
+    from adbs.config import PRESETS, from_dict
     from adbs.data import build_data
 
     tmp = Path(tempfile.mkdtemp(prefix="lockstep-"))

@@ -1,13 +1,12 @@
 """hosts: every host method without and with ADBS (the paper's Tables 1-3: "<method>" and "<method>+ADBS").
 
 Rows are named sets of Config overrides: for each host, its preset that goes with the study's preset
-(adbs/presets.py: host_preset; on CPU only `host` changes, on a paper dataset the host's own settings),
+(adbs/config/presets.py: host_preset; on CPU only `host` changes, on a paper dataset the host's own settings),
 with variant=baseline (m = 1 fixed, no IC, no boundary fine-tuning: the host as published) or
 variant=adb+ic (ADBS on the host's head). Each row is compared with its host without ADBS (Delta_last).
 """
 
-from adbs.config import Config
-from adbs.presets import PRESETS, host_preset
+from adbs.config import PRESETS, Config, host_preset
 
 SPACE = {}  # nothing sampled: every row over every seed
 

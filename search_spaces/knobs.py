@@ -1,7 +1,7 @@
 """knobs: ADBS's own knobs, searched together by TPE (studies/knobs.py).
 
 Knobs that shape the base session (alpha, boundary_lr_scale, boundary_warmup_epochs, boundary_weight_decay,
-temperature: adbs/config.py marks them Base) make every new value a new base session to train; the others
+temperature: adbs/config/schema.py marks them Base) make every new value a new base session to train; the others
 (new_boundary_init, finetune_epochs, finetune_lr, abs_base_boundary) act on the incremental sessions only, so a
 trial that repeats a base setting loads its base session from the cache (adbs/cache.py) and costs seconds.
 

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs.hosts import host_names  # noqa: E402
-from adbs.presets import PRESETS  # noqa: E402
+from adbs.config import PRESETS  # noqa: E402
 from adbs_lab import options, study  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import hosts as spaces  # noqa: E402

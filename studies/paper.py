@@ -53,7 +53,7 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 
 from adbs import objstore  # noqa: E402
 from adbs.hosts import host_names  # noqa: E402
-from adbs.renames import canonical  # noqa: E402
+from adbs.config import canonical  # noqa: E402
 from adbs_lab import options, outcome, tracking  # noqa: E402
 from adbs_lab import paper as paper_report  # noqa: E402
 from adbs_lab.driver import compose  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 
 from adbs.data import build_data
 from adbs.metrics import base_novel_summary, trial_summary
-from adbs.presets import preset
+from adbs.config import preset
 from adbs.trial import run_trial
 
 

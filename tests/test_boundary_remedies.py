@@ -10,8 +10,7 @@ import pytest
 import torch
 
 import adbs
-from adbs.config import Config, ConfigError
-from adbs.presets import preset
+from adbs.config import Config, ConfigError, preset
 from adbs.data import build_data
 from adbs.metrics import boundary_stats, collapse_warnings, prediction_stats
 from adbs.loops import new_boundaries as _new_boundaries, run_sessions, train_base
@@ -187,7 +186,7 @@ def test_remedy_fields_are_checked(field, value, fragment):
 
 def test_remedies_documented_in_help_with_what_they_depart_from():
     from adbs.config import BOUNDARY_REMEDIES
-    from adbs.field_docs import field_doc
+    from adbs.config.docs import field_doc
 
     for name in BOUNDARY_REMEDIES:
         assert "released code" in field_doc(name), name

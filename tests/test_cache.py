@@ -142,7 +142,7 @@ def test_a_base_session_trained_on_other_images_is_not_reused(tmp_path, monkeypa
     import numpy as np
 
     from adbs.data import ImagePool, synthetic
-    from adbs.presets import preset
+    from adbs.config import preset
     from adbs.trial import run_trial
 
     cfg = preset("smoke", base_epochs=1, sessions=1)

@@ -15,8 +15,7 @@ import torch
 
 from adbs import digests, runtime
 from adbs.cache import BaseCache, base_key
-from adbs.overrides import from_dict
-from adbs.presets import resolve
+from adbs.config import from_dict, resolve
 
 
 def write_cifar(root: Path, seed: int = 0, train_per_class: int = 12, test_per_class: int = 3) -> Path:

@@ -2,11 +2,10 @@ import dataclasses
 
 import pytest
 
-from adbs.config import FIELDS, Config, ConfigError, shapes_base
-from adbs.field_docs import field_doc
-from adbs.host_options import option_keys, options_of
-from adbs.overrides import coerce, from_dict
-from adbs.presets import PRESETS, preset
+from adbs.config import (
+    FIELDS, PRESETS, Config, ConfigError, coerce, from_dict, option_keys, options_of, preset, shapes_base
+)
+from adbs.config.docs import field_doc
 from adbs.hosts import get_host, host_names
 
 
@@ -127,9 +126,7 @@ def test_round_trip_through_dict():
 
 def test_renamed_fields_keep_working():
     """m has one name (boundary) in code and docs; the fields' old names are read as the new ones."""
-    from adbs.config import ConfigError
-    from adbs.overrides import from_dict
-    from adbs.presets import resolve
+    from adbs.config import ConfigError, from_dict, resolve
     from adbs.run import build_parser
 
     cfg = from_dict({"abs_margin": False, "new_margin_init": "one", "margin_weight_decay": "false"})

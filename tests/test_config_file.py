@@ -9,10 +9,7 @@ import sys
 
 import pytest
 
-from adbs.config import Config, ConfigError
-from adbs.config_file import load_file
-from adbs.overrides import from_dict
-from adbs.presets import resolve
+from adbs.config import Config, ConfigError, from_dict, load_file, resolve
 from adbs_lab import options, preflight, study
 from adbs_lab.paths import REPO_ROOT
 
@@ -110,7 +107,7 @@ def test_config_is_a_frozen_field():
 
 @pytest.mark.slow
 def test_paper_presets_hold_the_papers_two_settings_only():
-    from adbs.presets import PAPER_SETTINGS, PRESETS, host_preset
+    from adbs.config import PAPER_SETTINGS, PRESETS, host_preset
 
     assert PAPER_SETTINGS == {"alpha": 0.05, "batch_size": 128}
     for name in ("cifar100", "mini_imagenet", "cub200"):
@@ -158,13 +155,13 @@ def test_a_file_saying_one_key_twice_or_a_host_without_a_mapping_is_refused(tmp_
     assert "valid keys" not in str(e.value)
 
 
-# _UniqueKeyLoader: the private YAML loader of adbs/config_file.py, tested directly (load_file refuses the test's
+# _UniqueKeyLoader: the private YAML loader of adbs/config/file.py, tested directly (load_file refuses the test's
 # keys before a merge key could show): a merge key followed by its own value is not a key given twice.
 def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
     path = _write(tmp_path, "merge.yaml", "common: &c {alpha: 0.05, seed: 1}\nrun:\n  <<: *c\n  seed: 2\n")
     import yaml
 
-    from adbs.config_file import _UniqueKeyLoader
+    from adbs.config.file import _UniqueKeyLoader
 
     assert yaml.load(open(path).read(), Loader=_UniqueKeyLoader)["run"] == {"alpha": 0.05, "seed": 2}
 

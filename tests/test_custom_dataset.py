@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adbs.config import ConfigError
-from adbs.overrides import from_dict
+from adbs.config import ConfigError, from_dict
 from adbs.data import DATASETS, READERS, DataError, DatasetSpec, check_data, register_dataset
 
 REPO = Path(__file__).resolve().parents[1]

@@ -867,7 +867,7 @@ def test_synthetic_cache_damaged_in_place_is_generated_again_and_gives_the_clean
                                                                                        capsys):
     """2 MB overwritten in the middle of the cache file (same size): one line says so, the images are generated
     again, and the run's numbers are the clean run's (the damaged bytes once gave other numbers in silence)."""
-    from adbs.presets import preset
+    from adbs.config import preset
     from adbs.trial import run_trial
 
     monkeypatch.setenv(synthetic.CACHE_ENV, str(tmp_path / "syn"))

@@ -105,7 +105,7 @@ def test_runtime_data_device_and_workers():
 
 def test_amp_is_off_by_default():
     assert Config().amp is False
-    from adbs.presets import preset
+    from adbs.config import preset
 
     for name in ("cifar100", "mini_imagenet", "cub200"):
         assert preset(name).amp is False

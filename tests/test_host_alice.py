@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from adbs.overrides import from_dict
+from adbs.config import from_dict
 from adbs.data import build_data
 from adbs.hosts import Head, get_host
 from adbs.hosts.alice import cosface_loss, mix_classes, pair_label

@@ -6,8 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from adbs.overrides import from_dict
-from adbs.presets import preset
+from adbs.config import from_dict, preset
 from adbs.data import build_data
 from adbs.hosts import Head, copy_average, copy_means, get_host, joint_labels
 from adbs.hosts.savc import fantasy, small_crop_keys, supcon_queue_loss

@@ -9,9 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from adbs.config import ConfigError
-from adbs.overrides import from_dict
-from adbs.presets import preset
+from adbs.config import ConfigError, from_dict, preset
 from adbs.data import build_data
 from adbs.hosts import HOSTS, Host, Phase, Step, get_host, host_names, register_host
 from adbs.loops import Hooks

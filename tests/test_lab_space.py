@@ -71,8 +71,7 @@ def test_resolve_and_describe():
 
 @pytest.mark.parametrize("preset", ["cpu", "smoke", "cifar100", "mini_imagenet", "cub200"])
 def test_hosts_rows_are_checked_configs_with_their_references(preset):
-    from adbs.overrides import from_dict
-    from adbs.presets import PRESETS
+    from adbs.config import PRESETS, from_dict
     from search_spaces import hosts
 
     rows = hosts.rows(preset, hosts.HOSTS)

@@ -142,8 +142,8 @@ def test_options_parsed_once_into_a_frozen_object():
 
 
 def test_one_config_precedence_for_studies_and_the_single_run():
-    """preset < study defaults < --dataset/--data-root/--set, in adbs.presets.resolve, used by both entry points."""
-    from adbs.presets import PRESETS, resolve
+    """preset < study defaults < --dataset/--data-root/--set, in adbs.config.resolve, used by both entry points."""
+    from adbs.config import PRESETS, resolve
     from adbs.run import build_parser
 
     assert resolve("cpu", {"base_epochs": 5}, {"base_epochs": "7"})["base_epochs"] == 7
@@ -154,7 +154,7 @@ def test_one_config_precedence_for_studies_and_the_single_run():
     opts = options.parse("t", argv=["--dataset", "cifar100", "--data-root", "/d"])[0]
     assert opts.base_config() == paper
     run_args = build_parser().parse_args(["--dataset", "cifar100", "--data-root", "/d"])
-    from adbs import cli
+    from adbs.config import cli
 
     assert resolve(run_args.preset, None, cli.overrides(run_args)) == paper
 
@@ -272,7 +272,7 @@ def test_host_flag_picks_the_hosts_preset_and_options_fold_into_host_options():
     plan = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
     study.validate(plan, _args("--smoke", "--host", "savc", "--set", "savc.small_crops=2"))  # a valid study
     # the single run resolves the same flags to the same config
-    from adbs.presets import resolve
+    from adbs.config import resolve
 
     assert resolve("cpu", None, {"host": "savc", "savc.queue_size": 256}) == base
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from adbs.presets import preset
+from adbs.config import preset
 from adbs_lab import packing
 from adbs_lab.packing import GiB, decide
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adbs.presets import preset
+from adbs.config import preset
 from adbs.data import build_data
 from adbs.loops import Hooks, NumericalError
 from adbs.trial import run_trial
@@ -48,8 +48,7 @@ def test_cli_end_to_end(tmp_path):
 def test_cli_help_documents_every_field():
     proc = subprocess.run([sys.executable, "-m", "adbs.run", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
-    from adbs.config import FIELDS
-    from adbs.host_options import option_keys
+    from adbs.config import FIELDS, option_keys
 
     for name in FIELDS:
         assert "--" + name.replace("_", "-") in proc.stdout

@@ -17,9 +17,7 @@ import pytest
 import torch
 from _scripts import in_process
 
-from adbs.config import ConfigError
-from adbs.overrides import from_dict
-from adbs.presets import resolve
+from adbs.config import ConfigError, from_dict, resolve
 from adbs.data import DataError, check_data
 from adbs_lab import metrics_keys as K, options, study, tracking
 from adbs_lab.driver import preflight

@@ -87,7 +87,7 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     out = folder / "rerun.json"
     _run([sys.executable, "-m", "adbs.run", "--config", str(folder / "best_config.json"), "--out", str(out),
           "--quiet"], cwd=REPO)
-    from adbs.overrides import from_dict
+    from adbs.config import from_dict
 
     row = trials_df[(trials_df["label"] == best["config_label"]) & (trials_df["seed"] == best["config"]["seed"])]
     trial_cfg = {k: (json.loads(v) if k == "milestones" else v) for k, v in row.iloc[0].items() if k in best["config"]}

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from _scripts import in_process
 
-from adbs.overrides import from_dict
+from adbs.config import from_dict
 from adbs_lab import options, study, tables
 from adbs_lab.driver import launch
 from adbs_lab.paths import REPO_ROOT
@@ -150,7 +150,7 @@ def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_es
     assert ("a time estimate follows the first measured base epoch" in out) != cpu_estimate
 
 
-# -- one grammar: a flag means the same in python -m adbs.run and in a study (adbs/cli.py) -------------------------
+# -- one grammar: a flag means the same in python -m adbs.run and in a study (adbs/config/cli.py) -------------------------
 
 SAME_FLAGS = [
     ["--base-epochs", "3", "--host", "savc", "--savc.queue-size", "64", "--milestones", "2", "3"],

@@ -213,7 +213,7 @@ def test_written_pickles_hold_the_embedded_benchmark_bytes(written):
 
 def test_index_lists_follow_the_projects_protocol(written):
     from adbs.data import build_data
-    from adbs.overrides import from_dict
+    from adbs.config import from_dict
 
     root, _ = written
     lists = {t: [int(v) for v in (root / "lists" / f"session_{t}.txt").read_text().split()] for t in range(1, 10)}
@@ -456,9 +456,7 @@ def test_released_command_is_the_readme_command_with_the_schedule():
 
 
 def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
-    from adbs import cli
-    from adbs.overrides import coerce, from_dict
-    from adbs.presets import PRESETS
+    from adbs.config import PRESETS, cli, coerce, from_dict
     from adbs.run import build_parser
 
     data = {"data_root": str(tmp_path), "index_list": str(tmp_path / "lists")}
@@ -476,8 +474,7 @@ def test_ours_command_resolves_to_the_intended_config(tmp_path: Path):
 
 
 def test_config_differences_name_what_departs_from_the_released_run():
-    from adbs.overrides import from_dict
-    from adbs.presets import PRESETS
+    from adbs.config import PRESETS, from_dict
 
     cfg = from_dict({**PRESETS["cifar100"], "base_epochs": 8}).to_dict()
     gpu = sbs.commands.config_differences(cfg, "cuda")

@@ -15,7 +15,7 @@ INTERFACE CONTRACT (used by adbs.loops and adbs.hosts; keep these names and fiel
                                               returns warning lines to print (e.g. test images whose
                                               content equals a training image). cfg: a validated Config
                                               (Config.validate checks the host's options against the
-                                              dataset: adbs/registries.py)
+                                              dataset: adbs/config/checks.py)
     make_loader(data, pool, indices, *, train, batch_size, shuffle, seed, num_workers=0)
         -> iterable of (x: float32 [B,3,H,W] normalised, y: int64 [B]); deterministic given seed
         (train=True applies the dataset's train augmentation, else the test transform).

@@ -63,7 +63,7 @@ def preflight_data(cfg: Any, *, remember: bool = True) -> list[str]:
     files it hashes: they are facts about the files, not results).
 
     Raises DataError (a ValueError) whose message says what is wrong and how to fix it. `cfg` is a validated
-    Config: Config.validate has checked the host's options against the dataset (adbs/registries.py).
+    Config: Config.validate has checked the host's options against the dataset (adbs/config/checks.py).
     """
     from .protocol import check_data
 

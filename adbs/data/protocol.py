@@ -102,7 +102,7 @@ def check_data(cfg: Any) -> None:
     Root layout, labels within the classes, no file listed twice or in both splits, index-list files and
     the images they name, ways/shots/sessions against the images available, and that the few-shot images
     of file-based datasets decode. adbs/data/preflight.py: preflight_data adds the deep checks. (The host's
-    options against the dataset are Config.validate's: adbs/registries.py.)
+    options against the dataset are Config.validate's: adbs/config/checks.py.)
     """
     _prepare(cfg, need_images=False)
 

@@ -29,7 +29,7 @@ batch): a host draws its augmentations from it and from nothing else, so a trial
 checkpoint continues bit-identically.
 
 Adding a host: one file here: a `Host` subclass with `@register_host`, its `Options` dataclass and its
-`presets` (`<name>_cpu` and the paper's datasets, which adbs/presets.py adds to PRESETS). tests/test_hosts.py
+`presets` (`<name>_cpu` and the paper's datasets, which adbs/config/presets.py adds to PRESETS). tests/test_hosts.py
 runs every registered host through the whole pipeline, the cache and resume.
 """
 
@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 import torch
 
 from adbs.boundary import boundary_logits
-from adbs.config import Config, ConfigError
-from adbs.options_json import parse_options
+from adbs.fields import ConfigError, parse_options
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the config package imports the hosts (adbs/fields.py says why)
+    from adbs.config import Config
     from adbs.data import DatasetSpec, FSCILData
     from adbs.runtime import Runtime
 
@@ -94,7 +94,7 @@ def create_host(cfg: Config, data: "FSCILData", rt: "Runtime") -> "Host":
 
 
 CONFIG_DEFAULT = object()
-"""A host preset's value for a key whose value is Config's default, not the plain preset's (adbs/presets.py)."""
+"""A host preset's value for a key whose value is Config's default, not the plain preset's (adbs/config/presets.py)."""
 
 
 @dataclass
@@ -167,7 +167,7 @@ class Host:
     name: ClassVar[str]
     Options: ClassVar[type] = NoOptions
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
-    """The host's presets: {plain preset: values} makes preset `<name>_<plain>` (adbs/presets.py), the plain
+    """The host's presets: {plain preset: values} makes preset `<name>_<plain>` (adbs/config/presets.py), the plain
     preset with this host and these values (Config fields and `<name>.<option>` keys)."""
     copies: ClassVar[int] = 1
     """Copies of each image the host classifies (rows per class; SAVC's fantasy transforms)."""
@@ -178,7 +178,7 @@ class Host:
     @classmethod
     def check_dataset(cls, options: Any, spec: "DatasetSpec") -> None:
         """Checks of the host's options against the dataset's spec (ConfigError naming both), before any compute:
-        Config.validate runs it (adbs/registries.py), so a run, its dry run and a study's every configuration
+        Config.validate runs it (adbs/config/checks.py), so a run, its dry run and a study's every configuration
         are refused before they start. None here."""
 
     def __init__(self, cfg: Config, data: "FSCILData", rt: "Runtime"):

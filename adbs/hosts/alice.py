@@ -26,16 +26,19 @@ ADBS's logits T * |m| * cos, T = Config.temperature as in the released ADBS sess
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from adbs.boundary import boundary_logits, cosine
-from adbs.config import Base, Config, ConfigError, NotBase
 from adbs.data import augment
+from adbs.fields import Base, ConfigError, NotBase
 from adbs.hosts import Head, Host, Step, copy_means, register_host
+
+if TYPE_CHECKING:  # annotations only: the config package imports the hosts (adbs/fields.py says why)
+    from adbs.config import Config
 
 SPACES = ("backbone", "projector")
 
@@ -141,7 +144,7 @@ class AliceModel(torch.nn.Module):
         torch.nn.init.xavier_uniform_(self.head)
 
 
-# Presets: `alice_<preset>` = preset <preset> (adbs/presets.py) with host alice and these values; the paper ones
+# Presets: `alice_<preset>` = preset <preset> (adbs/config/presets.py) with host alice and these values; the paper ones
 # follow ALICE's public code for the dataset (docs/hosts.md, which also says where the ADBS paper departs from it).
 PRESETS: dict[str, dict[str, Any]] = {
     # ALICE's own lr (0.01): at the baseline's 0.1 its CosFace head barely trains in 8 epochs (NCM validation

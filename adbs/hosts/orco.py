@@ -43,15 +43,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from adbs.config import Base, Config, ConfigError, NotBase
 from adbs.data import augment, make_loader
+from adbs.fields import Base, ConfigError, NotBase
 from adbs.hosts import CONFIG_DEFAULT, Head, Host, Phase, Step, copy_means, register_host
+
+if TYPE_CHECKING:  # annotations only: the config package imports the hosts (adbs/fields.py says why)
+    from adbs.config import Config
 
 RESERVES = ("all", "full")
 VIEWS = ("orco", "dataset")
@@ -414,7 +417,7 @@ class OrCoModel(torch.nn.Module):
         return self.targets[torch.as_tensor([where[int(c)] for c in classes], device=self.targets.device)]
 
 
-# Presets: `orco_<preset>` = preset <preset> (adbs/presets.py) with host orco and these values (CONFIG_DEFAULT:
+# Presets: `orco_<preset>` = preset <preset> (adbs/config/presets.py) with host orco and these values (CONFIG_DEFAULT:
 # Config's default, not the plain preset's value). Phase 2, the base alignment, is `base_epochs` (its selecting
 # phase); phase 1 and the sessions' projector training are options. The ADBS paper's supplement trains the
 # projector alone 10 epochs (phase 2) and 100 per session (phase 3) on CIFAR100 and miniImageNet, as OrCo's

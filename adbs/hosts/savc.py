@@ -29,14 +29,17 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 
-from adbs.config import Base, Config, ConfigError
 from adbs.data import augment
+from adbs.fields import Base, ConfigError
 from adbs.hosts import Head, Host, Step, copy_average, joint_labels, register_host
+
+if TYPE_CHECKING:  # annotations only: the config package imports the hosts (adbs/fields.py says why)
+    from adbs.config import Config
 
 FANTASIES = ("rotation2", "rot_color_perm12")
 PAIRINGS = ("copy", "official")
@@ -168,7 +171,7 @@ class SAVCModel(torch.nn.Module):
         self.queue_ptr.fill_((ptr + n) % size)
 
 
-# Presets: `savc_<preset>` = preset <preset> (adbs/presets.py) with host savc and these values. The CPU one changes
+# Presets: `savc_<preset>` = preset <preset> (adbs/config/presets.py) with host savc and these values. The CPU one changes
 # the host only (the option defaults are the CPU setting); the paper ones follow SAVC's public code for the dataset
 # (docs/hosts.md, which also says where the ADBS paper departs from it).
 PRESETS: dict[str, dict[str, Any]] = {

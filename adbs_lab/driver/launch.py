@@ -14,8 +14,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from adbs.config import Config
-from adbs.overrides import from_dict
+from adbs.config import Config, from_dict
 from adbs_lab import objectives
 from adbs_lab import space as sp
 from adbs_lab import tracking
@@ -258,7 +257,7 @@ def print_start(p: Prepared, max_concurrent: int) -> None:
     head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
             f"{max_concurrent} at a time")
     if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
-        from adbs.presets import resolve
+        from adbs.config import resolve
 
         # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
         preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs

@@ -23,9 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adbs.config import Config
-from adbs.overrides import from_dict
-from adbs.renames import canonical
+from adbs.config import Config, canonical, from_dict
 from adbs_lab import space as sp
 from adbs_lab import tracking
 from adbs_lab.driver.prepared import Prepared
@@ -159,7 +157,7 @@ def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
     """Keys of the --config file that the study sets itself, so the file's values are not used: what it searches
     (grid axes, distributions, rows), what its space fixes, seed and split_seed (from --seeds), and threads when
     --cpus-per-trial is given (a trial's threads are its CPUs; the explicit flag wins over the file)."""
-    from adbs.overrides import coerce
+    from adbs.config import coerce
 
     fixed, grid, dists = sp.split(plan.space)
     own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | SEEDED

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import NoReturn
 
-from adbs.overrides import from_dict
+from adbs.config import from_dict
 from adbs_lab import outcome
 from adbs_lab.driver.claim import claim, study_lock
 from adbs_lab.driver.launch import launch, trial_slots

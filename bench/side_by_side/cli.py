@@ -146,10 +146,8 @@ def _write_data(a: argparse.Namespace, tmp: Path, copy: Path, out: Path, reused:
 
 def _check_ours_config(a: argparse.Namespace, data: dict[str, Any], ours_set: dict[str, Any]) -> None:
     """ours' configuration against the written data, before any training (adbs.run does the same checks)."""
-    from adbs.config import ConfigError
+    from adbs.config import PRESETS, ConfigError, from_dict
     from adbs.data import DataError, check_data
-    from adbs.overrides import from_dict
-    from adbs.presets import PRESETS
 
     try:
         for s in a.seeds:

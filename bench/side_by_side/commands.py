@@ -41,8 +41,7 @@ def released_command(python: str, data_root: Path, *, seed: int, epochs: int, de
 
 def parse_ours_set(items: list[str]) -> dict[str, Any]:
     """KEY=VALUE items -> {field: typed value}; unknown keys, bad values and the tool's own fields raise."""
-    from adbs.config import ConfigError
-    from adbs.overrides import coerce
+    from adbs.config import ConfigError, coerce
 
     out: dict[str, Any] = {}
     for item in items:

@@ -76,7 +76,7 @@ def _write_pickles(d: Path, *, version: int, synthetic_seed: int, train_per_clas
 def _write_lists(root: Path, train_labels: np.ndarray, split_seed: int) -> Path:
     """root/lists/session_{1..9}.txt: every base image, then each incremental session's shots."""
     from adbs.data import build_data
-    from adbs.overrides import from_dict
+    from adbs.config import from_dict
 
     # The shots: the project's seeded draw on the written pool. Only the novel sessions' `train` is used;
     # novel_val_per_class=0 and val_fraction=0.5 only keep the draw's checks satisfiable at tiny sizes

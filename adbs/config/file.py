@@ -1,4 +1,5 @@
-"""--config FILE: the config values of a YAML or JSON file, a study's best_config.json included."""
+"""--config FILE: the config values of a YAML or JSON file, a study's best_config.json included, each key typed
+here once (adbs.config.precedence.resolve trusts them)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 
 import yaml
 
-from adbs.config import ConfigError
+from adbs.config.schema import coerce
+from adbs.config.values import renamed
+from adbs.fields import ConfigError
 from adbs.hosts import host_names
-from adbs.overrides import coerce
-from adbs.renames import renamed
 
 STUDY_RESULT_KEYS = ("config_label", "objective", "config")
 """Keys of a study's best_config.json (adbs_lab/tables.py: best_config); its `config` is one trial's full config."""

@@ -6,7 +6,7 @@ import ast
 import functools
 import inspect
 
-from adbs.config import Config
+from adbs.config.schema import Config
 from adbs.hosts import get_host
 
 
@@ -23,8 +23,9 @@ def read_field_docs(cls: type) -> dict[str, str]:
             and isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Constant)
             and isinstance(node.value.value, str)
+            and isinstance(prev.target, ast.Name)
         ):
-            docs[prev.target.id] = " ".join(node.value.value.split())  # type: ignore[attr-defined]
+            docs[prev.target.id] = " ".join(node.value.value.split())
     return docs
 
 

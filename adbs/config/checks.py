@@ -1,21 +1,26 @@
 """Config.validate's checks against the registries: the dataset, the host and its options (against the dataset
-too: Host.check_dataset), the backbone.
+too: Host.check_dataset), the backbone. Config.validate (adbs/config/schema.py) runs them first.
 
-They live here, not in adbs/config.py, because each registry imports Config; importing this module (the
-package adbs does) adds them to config.Late.checks, which Config.validate runs first.
+The config is an argument: this module never imports the schema, so the schema imports it and no hook is filled in.
 """
 
 from __future__ import annotations
 
-from adbs.config import Config, ConfigError, Late, check_choice
-from adbs.host_options import typed_options
+from typing import TYPE_CHECKING
+
+from adbs.config.host_options import typed_options
+from adbs.fields import ConfigError, check_choice, parse_options
 from adbs.hosts import get_host, host_names
-from adbs.options_json import parse_options
+
+if TYPE_CHECKING:
+    from adbs.config.schema import Config
 
 
 def check_registries(cfg: Config) -> None:
     """An unknown dataset, host, host option or backbone raises ConfigError listing the valid ones."""
-    from adbs.backbones import BACKBONES  # late imports: backbones and datasets import torch and their sources
+    # Imported here, where the check runs: the backbones and the datasets import torch and their sources, which a
+    # config read for --help or a dry run's first checks does not need.
+    from adbs.backbones import BACKBONES
     from adbs.data import DATASETS, DataError, import_dataset
 
     try:  # MODULE:NAME imports the module that registers dataset NAME (docs/datasets.md)
@@ -30,7 +35,3 @@ def check_registries(cfg: Config) -> None:
     options.check(cfg)
     get_host(cfg.host).check_dataset(options, DATASETS[dataset])  # e.g. OrCo's targets against the classes
     check_choice("backbone", cfg.backbone, tuple(BACKBONES))
-
-
-if check_registries not in Late.checks:
-    Late.checks.append(check_registries)

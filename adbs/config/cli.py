@@ -1,18 +1,18 @@
 """One command-line grammar for config values, shared by `python -m adbs.run` and every study (adbs_lab/options.py).
 
 Every Config field is a flag (`--base-epochs 3`), and every host option too (`--savc.queue-size 512`), generated
-here from the dataclasses and their docstrings (adbs/field_docs.py). `--set KEY=VALUE` says the same for any key
+here from the dataclasses and their docstrings (adbs/config/docs.py). `--set KEY=VALUE` says the same for any key
 (`--set base_epochs=3` is `--base-epochs 3`). The flags that pick a config (--preset, --config, --host, --dataset,
 --data-root, --set, --dry-run) are defined here once, so a flag means the same in both entry points and has one
-help text. Values stay strings as typed; adbs.presets.resolve checks and types them (unknown keys and wrong types
-raise ConfigError naming the valid choices), the same way for both.
+help text. Values stay strings as typed; adbs.config.precedence.resolve checks and types each one once (unknown keys and
+wrong types raise ConfigError naming the valid choices), the same way for both.
 
 The order: --host, --dataset and --data-root first, then --set and the field flags in the order typed (a later
-value of a key wins); on top of the --config file, on top of the preset (adbs.presets.resolve).
+value of a key wins); on top of the --config file, on top of the preset (adbs.config.precedence.resolve).
 
 Why argparse and this generator rather than tyro or simple-parsing: the host options are dotted flags
 collected from a registry (adbs/hosts/), the renamed fields keep their old flags, the studies add their own
-argparse flags to the same parser, and every value goes through one coercion (adbs/coercion.py) whose errors
+argparse flags to the same parser, and every value goes through one coercion (adbs/config/values.py) whose errors
 name the valid choices; a library would parse the values itself first, with other messages, and be one more
 dependency for the code that remains ours.
 """
@@ -23,15 +23,19 @@ import argparse
 import typing
 from typing import Any
 
-from adbs.config import _HINTS, FIELDS, ConfigError
-from adbs.field_docs import field_doc
-from adbs.host_options import option_keys
+from adbs.config.coercion import field_types
+from adbs.config.docs import field_doc
+from adbs.config.host_options import option_keys
+from adbs.config.presets import PRESETS
+from adbs.config.schema import FIELDS, Config
+from adbs.config.values import RENAMED
+from adbs.fields import ConfigError
 from adbs.hosts import get_host, host_names
-from adbs.presets import PRESETS
-from adbs.renames import RENAMED
+
+_HINTS = field_types(Config)
 
 PICKS = ("host", "dataset", "data_root")
-"""Config fields whose flag also picks the preset's version (adbs.presets.resolve), applied before --set."""
+"""Config fields whose flag also picks the preset's version (adbs.config.precedence.resolve), applied before --set."""
 NOTES = {
     "host": "With it, --preset P means that host's version of P (--host savc --preset cifar100 = savc_cifar100); "
             "its options are the --<host>.<option> flags.",
@@ -155,7 +159,7 @@ def check_pairs(pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> N
 
 def config_overrides(picks: dict[str, str | None], pairs) -> dict[str, Any]:
     """--host, --dataset, --data-root (those given), then --set and the field flags in order: one dict, later wins,
-    for adbs.presets.resolve."""
+    for adbs.config.precedence.resolve."""
     out = {k: v for k, v in picks.items() if v}
     out.update(dict(pairs))
     return out

@@ -1,4 +1,4 @@
-"""One typed config for a whole FSCIL trial: its fields and the checks that need no other module.
+"""The schema: one typed config for a whole FSCIL trial, its fields, derived values and checks.
 
 Every field has a one-line docstring (the string literal after it) and declares whether it shapes the base
 session: `Base[T]` (part of the base-session cache key, adbs/cache.py) or `NotBase[T]` (acts only on incremental
@@ -12,20 +12,21 @@ set key by key as `<host>.<option>` (`--set savc.queue_size=512`). Why one field
 per option: adding a host stays one file, and the config keeps one flat schema for every table, MLflow run and
 search space.
 
-This module imports nothing from the project, so any module may import it. The config's other jobs, in adbs/:
-overrides.py (from_dict, coerce), coercion.py (a value to a field's type), renames.py (old names), options_json.py
-and host_options.py (host options), presets.py (presets, the one precedence), config_file.py (--config FILE),
-field_docs.py (the docstring reader), registries.py (the dataset, host and backbone checks).
+Config's methods need the values (replace) and the registry checks (validate, the dataset, host and backbone ones
+first): they import adbs/config/values.py and adbs/config/checks.py, which take the config or its class as an
+argument and never import this module, so nothing is filled in at import time and there is no import circle.
+`from_dict` and `coerce` (adbs/config/values.py bound to Config) are here for the same reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import typing
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Any
+
+from adbs.config import checks, values
+from adbs.fields import Base, ConfigError, NotBase, check_choice, check_positive, check_range
 
 VARIANTS = ("baseline", "adb", "adb+ic")
 SCHEDULES = ("cosine", "milestones")
@@ -39,36 +40,6 @@ SYNTHETIC_VERSIONS = (1, 2, 3)  # adbs.data.synthetic.RECIPES
 # the collapsed regime (docs/boundary-dynamics.md); a table made with another value says so in its header.
 BOUNDARY_REMEDIES = ("new_boundary_init", "finetune_abs_boundary", "abs_base_boundary", "boundary_lr_scale",
                      "boundary_warmup_epochs")
-
-
-class ConfigError(ValueError):
-    """A config value or key is invalid; the message says what is allowed."""
-
-
-class Shapes:
-    """Marker in a field's annotation: does the field shape the base session (the cache key)?"""
-
-    def __init__(self, base: bool):
-        self.base = base
-
-    def __repr__(self) -> str:
-        return "Base" if self.base else "NotBase"
-
-
-_T = TypeVar("_T")
-Base = Annotated[_T, Shapes(True)]
-"""A field that changes what the base session produces: it is part of adbs.cache.base_key."""
-NotBase = Annotated[_T, Shapes(False)]
-"""A field that acts only after the base session (or on speed, or on reporting): not in the key."""
-
-
-class Late:
-    """What Config's methods need from modules that import Config (importing them here would close a circle); they
-    fill it in on import, and the package adbs imports them: adbs/registries.py adds the dataset, host (and its
-    options) and backbone checks, which validate runs first; adbs/overrides.py sets from_dict, for replace."""
-
-    checks: list[Callable[["Config"], None]] = []
-    from_dict: Callable[[dict[str, Any]], "Config"] | None = None
 
 
 @dataclass
@@ -228,13 +199,13 @@ class Config:
         return d
 
     def replace(self, **overrides: Any) -> "Config":
-        """A copy with `overrides`, checked and typed as adbs.overrides.from_dict does."""
-        return Late.from_dict({**self.to_dict(), **overrides})
+        """A copy with `overrides`, checked and typed as from_dict does (this config's own values are typed already:
+        only the overrides are coerced)."""
+        return dataclasses.replace(self, **values.typed(Config, overrides, self.to_dict()))
 
     def validate(self) -> "Config":
         """Every check that needs no data (dataset-dependent ones live in adbs.data), the registries' first."""
-        for check in Late.checks:
-            check(self)
+        checks.check_registries(self)
         for name, choices in (("variant", VARIANTS), ("schedule", SCHEDULES), ("ic_reduction", IC_REDUCTIONS),
                               ("new_boundary_init", NEW_BOUNDARY_INITS), ("device", DEVICES),
                               ("synthetic_version", SYNTHETIC_VERSIONS)):
@@ -284,11 +255,6 @@ class Config:
         return self
 
 
-def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"unknown {name} {value!r}; valid choices: {', '.join(map(str, choices))}")
-
-
 C_INT_MAX = 2**31 - 1
 SEED_SPAN = 1000
 """Seeds derived from `seed`: seed * SEED_SPAN + k with 0 <= k < SEED_SPAN (a session's augmented views in
@@ -299,30 +265,24 @@ SEED_MAX = (2**64 - SEED_SPAN) // SEED_SPAN
 """The largest `seed` whose derived seeds torch.manual_seed takes."""
 
 
-def check_range(name: str, value: int, lo: int, hi: int | None, why: str) -> None:
-    """`value` within lo..hi (hi None: no upper bound): what torch, numpy or the OS accept, said with the range."""
-    if value < lo or (hi is not None and value > hi):
-        allowed = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise ConfigError(f"{name}={value} is out of range; allowed: {allowed} ({why}); pick a value in that range")
-
-
-def check_positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ConfigError(f"{name} must be > 0, got {value}")
-
-
 FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Config)}
-_HINTS = typing.get_type_hints(Config)
 
 
-def shapes_base(cls: type) -> dict[str, bool]:
-    """{field: shapes the base session?} of a dataclass whose fields are declared Base[...] / NotBase[...].
+def from_dict(overrides: dict[str, Any] | None = None) -> Config:
+    """Config from defaults plus overrides (a dict given in code: a preset, a search space, a test); unknown keys and
+    wrong types raise ConfigError naming the valid choices. Each value is coerced here, once (adbs/config/values.py).
 
-    A field with neither marker is missing from the result (tests/test_config.py checks there is none).
+    `<host>.<option>` keys set one option of the host (the one named by `host`, which they must match).
     """
-    out = {}
-    for name, hint in typing.get_type_hints(cls, include_extras=True).items():
-        marks = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, Shapes)]
-        if marks:
-            out[name] = marks[0].base
-    return out
+    return Config(**values.typed(Config, overrides or {}))
+
+
+def from_typed(typed: dict[str, Any]) -> Config:
+    """Config from values typed already (adbs.config.precedence.resolve's): nothing is coerced again."""
+    return Config(**typed)
+
+
+def coerce(name: str, value: Any) -> Any:
+    """One config value checked and converted to the type of key `name`: a Config field, an old name of one, or a
+    host option `<host>.<option>`; strings from a CLI or a file are parsed."""
+    return values.coerce_key(Config, name, value)

@@ -1,4 +1,5 @@
-"""Presets and the one precedence of config values (preset < a study's defaults < a config file < overrides).
+"""Presets: named sets of config values, each holding only what differs from Config's defaults (the precedence that
+puts them under a config file and the flags is adbs/config/precedence.py).
 
 Plain presets are here; a host's own (`<host>_<preset>`) live in its file (adbs/hosts/<host>.py: the `presets`
 of its Host class) and join PRESETS below, so adding a host stays one file.
@@ -8,12 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adbs.config import FIELDS, Config, ConfigError
-from adbs.host_options import fold_options
+from adbs.config.schema import Config, from_dict
+from adbs.fields import ConfigError
 from adbs.hosts import CONFIG_DEFAULT, get_host, host_names
-from adbs.options_json import dump_options, parse_options
-from adbs.overrides import coerce, from_dict
-from adbs.renames import renamed
 
 # Presets hold only what differs from the defaults (the defaults are the CPU
 # setting on the embedded benchmark). Paper presets follow the official code's
@@ -121,58 +119,3 @@ def preset_for(preset_name: str, dataset: str | None = None) -> str:
     if preset_name not in PRESETS:
         raise ConfigError(f"unknown preset {preset_name!r}; valid presets: {', '.join(PRESETS)}")
     return dataset if preset_name == "cpu" and dataset in PRESETS else preset_name
-
-
-def resolve(preset_name: str = "cpu", study_defaults: dict[str, Any] | None = None,
-            overrides: dict[str, Any] | None = None, file: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The one precedence of config values: preset < a study's defaults < a config file < overrides; all coerced.
-
-    `overrides` are what the user typed (a study's --host/--dataset/--data-root/--set, or the field options
-    of `python -m adbs.run`); `file` the values of --config FILE (`load_file`). A `dataset` (typed or in the
-    file) naming a paper preset while the preset is the default `cpu` picks that paper preset (`--dataset
-    cifar100` means the paper's CIFAR100 settings); a `host` picks that host's version of the preset
-    (`host_preset`: savc + cifar100 = savc_cifar100). A study's defaults apply to the `cpu` preset only: they
-    fit the CPU budget and never change a paper preset. `<host>.<option>` keys are folded into host_options
-    (`fold_options`); typed host_options add to the preset's options, except from a file that gives every
-    Config field (a study's best_config.json): that file is the whole config, host options included, so it
-    reproduces its trial whatever the preset. Returns the overrides a Config is built from (`from_dict`), so
-    searched fields can still be added.
-    """
-    overrides = {k: coerce(k, v) for k, v in renamed(dict(overrides or {})).items()}
-    file = {k: coerce(k, v) for k, v in renamed(dict(file or {})).items()}
-    _given_once(overrides)
-    _given_once(file)
-    picks = {**file, **overrides}
-    preset_name = preset_for(preset_name, picks.get("dataset"))
-    host = picks.get("host")
-    owner = PRESETS[preset_name].get("host")
-    if host and owner and host != owner:  # e.g. preset savc_cpu with host alice: a mix of two hosts' settings
-        plain = preset_name[len(owner) + 1:] if preset_name.startswith(owner + "_") else "cpu"
-        raise ConfigError(f"preset {preset_name} is host {owner}'s, but host is {host}: pick host {host}'s "
-                          f"version with preset {plain} and host {host}, or drop the host to run {owner}")
-    out = host_preset(host, preset_name) if host else dict(PRESETS[preset_name])
-    if preset_name == "cpu":
-        out.update(study_defaults or {})
-    whole = set(FIELDS) <= set(file)
-    for layer in (file, overrides):
-        if "host_options" in layer and not (layer is file and whole):
-            # typed host_options add to the options set so far, as <host>.<option> keys do
-            options_so_far = parse_options(fold_options({k: coerce(k, v) for k, v in out.items()})
-                                            .get("host_options", "{}"))
-            layer = {**layer, "host_options": dump_options({**options_so_far,
-                                                             **parse_options(layer["host_options"])})}
-        if "host_options" in layer or (layer is file and whole):
-            out = {k: v for k, v in out.items() if "." not in k}
-        out.update(layer)
-    return fold_options({k: coerce(k, v) for k, v in out.items()})
-
-
-def _given_once(overrides: dict[str, Any]) -> None:
-    """A host option typed both inside host_options and as <host>.<option>: which one is meant is unclear."""
-    if "host_options" not in overrides:
-        return
-    inside = parse_options(overrides["host_options"])
-    for key, value in overrides.items():
-        if "." in key and key.split(".", 1)[1] in inside:
-            raise ConfigError(f"{key} is given twice: as {key}={value!r} and inside host_options "
-                              f"({overrides['host_options']}); give it once")
