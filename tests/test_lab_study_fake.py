@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import ray.cloudpickle as cloudpickle
 import optuna
@@ -19,6 +20,7 @@ from mlflow.tracking import MlflowClient
 from optuna.distributions import FloatDistribution
 
 from adbs_lab import metrics_keys as K, options, study
+from adbs_lab.driver import launch
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers cannot import test modules
 
@@ -177,3 +179,40 @@ def test_a_trials_optuna_state_is_read_once_when_it_ends(ray_address, storage, t
     tags = {r.data.tags["adbs.trial_id"]: r.data.tags["adbs.state"] for r in client.search_runs([exp.experiment_id])
             if r.data.tags.get("adbs.role") == "trial"}
     assert tags == dict(zip(out.trials["trial_id"], out.trials["state"]))  # one record, the same everywhere
+
+
+# Whatever Tune raises after the study started (Ray's memory monitor, a lost node) ends in the study's own summary,
+# exit 1 with the --resume command, instead of a raw traceback out of the driver (adbs_lab/driver/launch.py: _fit).
+# launch._fit and launch._results_so_far are private: the only way to make Tune's fit() raise what a memory monitor
+# raises, without a study that fills the machine's memory.
+
+
+class _Where:
+    def tune_location(self):
+        return "unused", None
+
+    def tune_experiment(self):
+        return "/nonexistent/experiment"
+
+
+class _Tuner:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+    def fit(self):
+        raise self.error
+
+
+def test_an_unexpected_error_from_tune_is_a_failure_with_its_cause(capsys, monkeypatch):
+    monkeypatch.setattr(launch, "_results_so_far", lambda where, fs: ["kept"])
+    p = SimpleNamespace(where=_Where())
+    got = launch._fit(p, _Tuner(RuntimeError("Task was killed due to the node running low on memory.")))
+    assert got["results"] == ["kept"] and got["interrupted"] is None
+    assert got["failed"] == "Ray Tune stopped: RuntimeError: Task was killed due to the node running low on memory."
+    assert "Traceback" in capsys.readouterr().err  # the cause, once
+
+
+def test_a_full_disk_is_still_named_as_one(monkeypatch):
+    monkeypatch.setattr(launch, "_results_so_far", lambda where, fs: [])
+    got = launch._fit(SimpleNamespace(where=_Where()), _Tuner(OSError(28, "No space left on device")))
+    assert got["failed"].startswith("no space left in")
