@@ -51,28 +51,33 @@ _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 def optuna_storage(url: str) -> optuna.storages.BaseStorage:
     """One Optuna storage object per URL in this process (the Tune driver is the only writer)."""
     if url not in _STORAGES:
-        if url.startswith("sqlite:"):
-            rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
-            _STORAGES[url] = optuna.storages.get_storage(rdb)
-        else:
-            _STORAGES[url] = _first_open(url)
+        _STORAGES[url] = _first_open(url)
     return _STORAGES[url]
 
 
+# What the loser of a race to create Optuna's tables in a new database sees: PostgreSQL's duplicate type or key,
+# SQLite's "table studies already exists" or alembic_version's UNIQUE constraint.
+_LOST_CREATE_RACE = ("already exists", "duplicate key", "unique constraint failed")
+
+
 def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
-    """A database server's storage, opened while other studies may be creating Optuna's tables in the same empty
-    database: PostgreSQL lets two processes race on CREATE TYPE/TABLE, and the loser fails with a duplicate-key
-    error (bench/load.py, 2 studies started together). Opened again after the winner's schema is in, it just loads."""
+    """A storage opened while other studies may be creating Optuna's tables in the same new database (a lab's shared
+    --optuna-storage; bench/load.py, studies started together): SQLAlchemy looks for the tables and then creates
+    them, so two processes can both find none, and the second one's CREATE fails. Opened again after the winner's
+    schema is in, it just loads. SQLite waits up to 60 s for a lock instead of failing at once."""
     import time
 
-    from sqlalchemy.exc import IntegrityError, ProgrammingError
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
     for attempt in range(tries):
         try:
+            if url.startswith("sqlite:"):
+                rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+                return optuna.storages.get_storage(rdb)
             return optuna.storages.get_storage(url)
-        except (IntegrityError, ProgrammingError) as e:
+        except (IntegrityError, OperationalError, ProgrammingError) as e:
             text = str(e).lower()
-            if attempt == tries - 1 or not ("already exists" in text or "duplicate key" in text):
+            if attempt == tries - 1 or not any(m in text for m in _LOST_CREATE_RACE):
                 raise
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
