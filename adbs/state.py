@@ -79,7 +79,7 @@ class BaseCheckpoint:
 @dataclass
 class SessionCheckpoint:
     """The incremental sessions after session `session` (0 = the base session's evaluation)
-    (adbs/loops.py: run_sessions). The base session is in `base`, or in the base-session cache under `base_key`."""
+    (adbs/sessions.py: run_sessions). The base session is in `base`, or in the base-session cache under `base_key`."""
 
     session: int
     weights: torch.Tensor
