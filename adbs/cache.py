@@ -52,10 +52,13 @@ from filelock import FileLock
 
 from adbs import digests, objstore, runtime
 from adbs.config import Config, options_of, shapes_base
-from adbs.state import BaseSession, base_state
+from adbs.state import base_state, read_base_state
 
-# Bump when a change to adbs/loops.py or a host alters what a base session produces.
-BASE_CODE_VERSION = "3"  # 3: host methods (adbs/hosts/); 2: channels_last on CPU too (float rounding differs)
+# Bump when a change to adbs/loops.py or a host alters what a base session produces, or when the entry's saved form
+# changes (adbs/state.py: FORMAT), so that entries of the old form are simply not looked up.
+# 4: entries carry adbs/state.py's FORMAT 2; 3: host methods (adbs/hosts/); 2: channels_last on CPU too (float
+# rounding differs)
+BASE_CODE_VERSION = "4"
 
 
 def base_fields() -> tuple[str, ...]:
@@ -139,8 +142,8 @@ class BaseCache:
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
-        state = self._read(key, lambda d: BaseSession(**d))
-        return None if state is None else BaseSession(**state)
+        state = self._read(key, read_base_state)  # another format (adbs/state.py: FORMAT): discarded, trained again
+        return None if state is None else read_base_state(state)
 
     def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
         self._write(key, base_state(base), meta)

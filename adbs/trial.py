@@ -20,7 +20,13 @@ from adbs.config import Config
 from adbs.data import FSCILData, build_data
 from adbs.loops import Hooks, resolve_device, run_sessions, train_base
 from adbs.metrics import base_novel_summary
-from adbs.state import BaseSession, TrialResult
+from adbs.state import (
+    BaseCheckpoint,
+    Checkpoint,
+    SessionCheckpoint,
+    TrialResult,
+    read_checkpoint,
+)
 
 
 class _NoStore:
@@ -38,7 +44,7 @@ def run_trial(
     hooks: Hooks | None = None,
     data: FSCILData | None = None,
     cache: BaseCache | str | None = None,
-    resume: dict[str, Any] | None = None,
+    resume: dict[str, Any] | Checkpoint | None = None,
 ) -> TrialResult:
     """The full pipeline for one config and seed: validate, build data, base session, all sessions.
 
@@ -48,11 +54,13 @@ def run_trial(
     `hooks.on_base_epoch` with reused=1, so curves stay comparable.
 
     With `resume` (a state from `hooks.on_checkpoint`), the trial continues where
-    that state was taken; hooks are called only for epochs/sessions after it.
+    that state was taken; hooks are called only for epochs/sessions after it. A state of
+    another format (adbs/state.py: FORMAT) is refused (StateFormatError) before anything runs.
     """
     t0 = time.perf_counter()
     hooks = hooks or Hooks()
     cfg.validate()
+    resume = None if resume is None else read_checkpoint(resume)
     data = data if data is not None else build_data(cfg)
     if isinstance(cache, BaseCache):
         store = cache
@@ -62,18 +70,19 @@ def run_trial(
     kind = resolve_device(cfg).type
     # the key hashes the input files (remembered per file version): only computed when the cache is used
     key = base_key(cfg, kind) if cached else "uncached"
-    in_sessions = resume is not None and resume.get("phase") == "sessions"
+    in_sessions = isinstance(resume, SessionCheckpoint)
 
-    if in_sessions and "base" in resume:  # the checkpoint carries its base session
-        base_session, reused = BaseSession(**resume["base"]), bool(resume.get("base_reused", False))
+    if in_sessions and resume.base is not None:  # the checkpoint carries its base session
+        base_session, reused = resume.base, resume.base_reused
     elif in_sessions:  # it refers to the cached base session: loaded, or trained again (deterministic)
         if not cached and hooks.log:
-            hooks.log(f"base session {resume['base_key']} is not available without the cache; training it again")
+            hooks.log(f"base session {resume.base_key} is not available without the cache; training it again")
         base_session, _ = store.get_or_train(key, lambda: train_base(cfg, data, Hooks(log=hooks.log)),
                                              meta={"config": cfg.to_dict()})
-        reused = bool(resume.get("base_reused", False))
+        reused = resume.base_reused
     else:
-        base_session, reused = store.get_or_train(key, lambda: train_base(cfg, data, hooks, resume),
+        base_resume = resume if isinstance(resume, BaseCheckpoint) else None
+        base_session, reused = store.get_or_train(key, lambda: train_base(cfg, data, hooks, base_resume),
                                                   meta={"config": cfg.to_dict()})
         if reused:
             if hooks.log:
@@ -82,9 +91,10 @@ def run_trial(
                 if hooks.on_base_epoch:
                     hooks.on_base_epoch({**row, "reused": 1.0})
     # Session checkpoints name the cached base session instead of carrying it (base_ref), when there is one.
-    base_ref = {"base_key": key, "base_reused": reused} if cached and not (in_sessions and "base" in resume) else None
+    carried = in_sessions and resume.base is not None
+    base_ref = {"base_key": key, "base_reused": reused} if cached and not carried else None
     features = (lambda name, idx, compute: store.features(key, name, idx, compute)) if cached else None  # noqa: E731
-    result = run_sessions(cfg, data, base_session, hooks, resume, features, base_ref)
+    result = run_sessions(cfg, data, base_session, hooks, resume if in_sessions else None, features, base_ref)
     # added beside the summary run_sessions made, never over it: the numbers existing studies report stay put
     result.summary.update({k: v for k, v in base_novel_summary(result.sessions).items() if k not in result.summary})
     result.summary["base_reused"] = float(reused)

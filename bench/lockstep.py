@@ -167,6 +167,7 @@ def run_ours(cfg, data, batches, released_init: dict[str, torch.Tensor], channel
     import adbs.loops as loops
     from adbs.backbones import create_backbone
     from adbs.loops import Hooks
+    from adbs.state import read_checkpoint
 
     encoder = released_encoder_to_ours(released_init)
     rows = released_init["fc.weight"][:BASE].clone()
@@ -200,9 +201,10 @@ def run_ours(cfg, data, batches, released_init: dict[str, torch.Tensor], channel
     lrs: list[float] = []
     last: dict[str, Any] = {}
 
-    def checkpoint(state: dict[str, Any]) -> None:
-        margins.append(state["boundaries"][:BASE].clone())
-        last["model"] = state["model"]  # the model after this step (BaseSession keeps the best epoch's)
+    def checkpoint(saved: dict[str, Any]) -> None:
+        state = read_checkpoint(saved)
+        margins.append(state.boundaries[:BASE].clone())
+        last["model"] = state.model  # the model after this step (BaseSession keeps the best epoch's)
 
     hooks = Hooks(on_checkpoint=checkpoint, on_base_epoch=lambda r: lrs.append(r["lr"]), checkpoint_every=1)
     layout = (loops.Runtime.images, loops.Runtime.module)

@@ -246,7 +246,7 @@ class Config:
             check_range("threads", self.threads, 1, C_INT_MAX, "torch.set_num_threads takes a C int; None = the rule "
                         "of adbs/runtime.py")
         check_range("seed", self.seed, SEED_MIN, SEED_MAX, "torch.manual_seed takes a 64-bit seed, and the "
-                    "incremental sessions seed with seed * 1000 + session (adbs/loops.py, adbs/hosts/orco.py)")
+                    "incremental sessions seed with seed * 1000 + session (adbs/sessions.py, adbs/hosts/orco.py)")
         for name in ("split_seed", "synthetic_seed"):  # numpy's SeedSequence takes any int >= 0
             check_range(name, getattr(self, name), 0, None, "numpy seeds its generators with ints >= 0")
         if self.dataset != "synthetic" and not self.data_root:
@@ -258,7 +258,7 @@ class Config:
 C_INT_MAX = 2**31 - 1
 SEED_SPAN = 1000
 """Seeds derived from `seed`: seed * SEED_SPAN + k with 0 <= k < SEED_SPAN (a session's augmented views in
-adbs/loops.py, ORCO's session seeds in adbs/hosts/orco.py), each passed to torch.manual_seed."""
+adbs/sessions.py, ORCO's session seeds in adbs/hosts/orco.py), each passed to torch.manual_seed."""
 SEED_MIN = -(2**63 // SEED_SPAN)
 """The smallest `seed` whose derived seeds torch.manual_seed takes (it takes -2**63 .. 2**64 - 1)."""
 SEED_MAX = (2**64 - SEED_SPAN) // SEED_SPAN

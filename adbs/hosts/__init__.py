@@ -139,7 +139,10 @@ class Phase:
     Most hosts have one phase with Config's optimiser and schedule; a host with several (e.g. a
     pretraining phase before the base phase) lists them, each with the parameters it trains and, if it
     needs one, its own optimiser (`optimizer(param_groups) -> (optimizer, scheduler)`), batch size and a
-    `start` hook. The best epoch is picked on validation accuracy among the epochs of phases with `select=True`.
+    `start` hook. `param_groups` is [{"params": the phase's trainable parameters}] followed by ADBS's boundary
+    group when the boundaries are learned, its lr and weight decay already set (adbs/loops.py:
+    BaseADBS.param_groups): a host's optimiser adds it as it is (OrCo's alignment phase), or leaves it out (a
+    phase with no classifier for the boundaries to act on). The best epoch is picked on validation accuracy among the epochs of phases with `select=True`.
     """
 
     name: str

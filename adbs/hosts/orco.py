@@ -588,16 +588,15 @@ class OrCo(Host):
     def _align_optimizer(self, groups):
         """SGD (momentum, dampening 0.9, Network.py: get_optimizer_base) at base_lr and weight_decay, the
         backbone at backbone_lr; schedule=milestones: OrCo's Milestone, cosine: its warm-up cosine. The
-        boundaries share it as in the released ADBS code (lr scaled by boundary_lr_scale)."""
+        boundaries share it as in the released ADBS code, in the group the trainer gives them (adbs/loops.py:
+        BaseADBS.param_groups: lr scaled by boundary_lr_scale)."""
         cfg, o = self.cfg, self.opt
         backbone = {id(p) for p in self.model.backbone.parameters()}
         params = groups[0]["params"]
         out = [{"params": [p for p in params if id(p) not in backbone]}]
         if o.align_backbone:
             out.append({"params": [p for p in params if id(p) in backbone], "lr": o.backbone_lr or cfg.base_lr})
-        for extra in groups[1:]:  # the boundaries
-            out.append({**extra, "lr": cfg.base_lr * cfg.boundary_lr_scale,
-                        "weight_decay": cfg.weight_decay if cfg.boundary_weight_decay else 0.0})
+        out.extend(groups[1:])  # the boundaries' group, as the trainer made it
         opt = torch.optim.SGD(out, lr=cfg.base_lr, momentum=cfg.momentum, dampening=0.9,
                               weight_decay=cfg.weight_decay)
         if cfg.schedule == "milestones":
