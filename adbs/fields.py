@@ -3,7 +3,7 @@
 
 Why a module of its own, outside the package adbs/config/: that package reaches the hosts (their options, their
 presets, the registry checks of Config.validate), and each host declares its Options with these markers and raises
-ConfigError; if the hosts imported them from the package, the two would import each other (tests/test_imports.py
+ConfigError; if the hosts imported them from the package, the two would import each other (tests/repo/test_imports.py
 refuses any import circle, one closed inside a function too). Users may import every name here from adbs.config.
 """
 
@@ -39,7 +39,7 @@ NotBase = Annotated[_T, Shapes(False)]
 def shapes_base(cls: type) -> dict[str, bool]:
     """{field: shapes the base session?} of a dataclass whose fields are declared Base[...] / NotBase[...].
 
-    A field with neither marker is missing from the result (tests/test_config.py checks there is none).
+    A field with neither marker is missing from the result (tests/adbs/config/test_config.py checks there is none).
     """
     out = {}
     for name, hint in typing.get_type_hints(cls, include_extras=True).items():

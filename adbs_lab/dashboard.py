@@ -170,9 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from adbs_lab.serve import LOOPBACK
     from adbs_lab.serve import url as link_of
-    from adbs_lab.stores import _redact
+    from adbs_lab.redaction import redact
 
-    link, shown = link_of(args.host, args.port), _redact(url)
+    link, shown = link_of(args.host, args.port), redact(url)
     if args.dry_run:
         print(f"would serve {shown} read-only at {link} (studies: {', '.join(studies) or 'none yet'})")
         return 0

@@ -50,7 +50,7 @@ training, ~10x less loader time.
 
 The released code is CUDA-only (`.cuda()` everywhere). With --device cpu the cpu-device and cpu-workers
 patches run it on the CPU and ours runs with --device cpu, so the whole tool runs end to end on a CPU at
-tiny settings (tests/test_vs_official.py, marked slow). CPU runs check the plumbing, not fidelity:
+tiny settings (tests/bench/test_vs_official.py, marked slow). CPU runs check the plumbing, not fidelity:
 fidelity runs are GPU runs (--device cuda, the default).
 
 Session 0 of the released code is what it reports: the best test accuracy over the base epochs and after

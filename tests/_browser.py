@@ -1,6 +1,6 @@
-"""Headless Chromium driven by Playwright for the UI tests (tests/test_ui_browser.py, tests/test_dashboard_browser.py):
-Debian's chromium, launched by path, so nothing is downloaded. Each `Browser` is a fresh profile (a new Playwright
-context: no cookies, no local storage), as a user's first visit."""
+"""Headless Chromium driven by Playwright for the UI tests (tests/e2e/test_mlflow_ui_browser.py,
+tests/e2e/test_dashboard_browser.py): Debian's chromium, launched by path, so nothing is downloaded. Each `Browser`
+is a fresh profile (a new Playwright context: no cookies, no local storage), as a user's first visit."""
 
 from __future__ import annotations
 

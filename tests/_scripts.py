@@ -4,7 +4,7 @@ For the cases that end before any Ray session or training (refusals, --help): a 
 importing torch, Ray, MLflow and pandas before it reaches the line that refuses, and the test suite has dozens of
 such cases. Running the same script with runpy (or `adbs.run.main` for `python -m adbs.run`) goes through the
 same code, the same argparse and the same exit codes. Each command that refuses is still run as a real process
-somewhere in the end-to-end tests (tests/test_pipeline.py, tests/test_paper.py, tests/test_red_team_e2e.py).
+somewhere in the end-to-end tests (tests/adbs/test_run.py, tests/studies/test_paper.py, tests/e2e/test_refusals_and_recovery.py).
 """
 
 from __future__ import annotations

@@ -12,6 +12,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# tests/ mirrors the packages (tests/adbs, tests/adbs_lab, tests/e2e, ...), and a few test modules reuse another
+# one's data writers (e.g. tests/adbs/data/test_data.py: write_mini). pytest puts a test module's own folder on
+# sys.path only when it collects it, so with -k or one file those imports would depend on what else was collected;
+# every folder of tests/ on the path makes them work alike. Test file names are unique across folders.
+sys.path[:0] = [str(d) for d in sorted(Path(__file__).parent.rglob("*"))
+                if d.is_dir() and d.name != "__pycache__" and str(d) not in sys.path]
+
 # Explicit, so test order and ~/.ray state cannot matter (Ray >= 2.59 turns token auth on for local clusters).
 os.environ["RAY_AUTH_MODE"] = "disabled"
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -24,7 +31,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 # File digests of the base-session cache key (adbs/digests.py) stay in each process: tests never write the
-# user's ~/.cache memo (tests/test_cache_inputs.py points it at a temporary file where it tests it).
+# user's ~/.cache memo (tests/adbs/test_cache_key_inputs.py points it at a temporary file where it tests it).
 os.environ.setdefault("ADBS_DIGEST_MEMO", "")
 # The embedded benchmark's images, generated once per test run and loaded by every later process (studies start
 # hundreds of trial processes; each would spend seconds generating them). Set here, in the process that starts the
@@ -64,7 +71,7 @@ def ray_address() -> str:
 def empty_mlflow_db(tmp_path_factory) -> Path:
     """An empty MLflow SQLite store, its tables created once per test session: MLflow's schema migrations take
     seconds, and most end-to-end tests start from an empty store. A store a study creates itself is still
-    tested (tests/test_doc_commands.py, tests/test_paper.py and others pass their own new --tracking-uri)."""
+    tested (tests/repo/test_doc_commands.py, tests/studies/test_paper.py and others pass their own new --tracking-uri)."""
     from mlflow.tracking import MlflowClient
 
     db = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"

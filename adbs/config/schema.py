@@ -2,7 +2,7 @@
 
 Every field has a one-line docstring (the string literal after it) and declares whether it shapes the base
 session: `Base[T]` (part of the base-session cache key, adbs/cache.py) or `NotBase[T]` (acts only on incremental
-sessions, on speed or on what is reported). tests/test_config.py fails for a field that declares neither, so a
+sessions, on speed or on what is reported). tests/adbs/config/test_config.py fails for a field that declares neither, so a
 new field cannot silently stay out of the key. Derived values (effective alpha, ...) are computed here and
 nowhere else. Unknown keys and wrong types raise `ConfigError` naming the valid choices, before any compute starts.
 

@@ -363,7 +363,7 @@ def _weighted_sum(col: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     pixels then differ in a few bytes: the same seed gave different images on different machines (on
     an AVX-512 Xeon, MKL_CBWR=AVX512 and MKL_CBWR=COMPATIBLE gave two). One multiply and one add per
     layer, each rounded once in float32, give the same bytes whichever kernels the CPU has; they are
-    the bytes of MKL's plain kernel, which the pinned versions were made with (tests/test_data.py)."""
+    the bytes of MKL's plain kernel, which the pinned versions were made with (tests/adbs/data/test_data.py)."""
     img = col[:, 0, :, None] * w[:, 0, None, :]
     for k in range(1, col.shape[1]):
         img += col[:, k, :, None] * w[:, k, None, :]

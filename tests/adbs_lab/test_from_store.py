@@ -1,0 +1,209 @@
+"""Reports, fast: artifact builders on hand-made data, and the store -> table path on a store built
+with MlflowClient in the tracker's layout (no Ray, no training)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+
+import pandas as pd
+import pytest
+from mlflow.entities import Metric, Param
+from mlflow.tracking import MlflowClient
+
+from adbs.config import Config
+from adbs_lab import from_store, run_files, tables
+from adbs_lab import metrics_keys as K
+
+MARGINS = [[1.0, 2.0], [1.0, 2.0, 1.5], [1.1, 2.0, 1.5, 1.6]]
+
+
+def test_boundaries_table_one_row_per_class_one_column_per_session():
+    t = run_files.boundaries_table(MARGINS)
+    assert list(t.columns) == ["class", "session_added", "kind", "m_s0", "m_s1", "m_s2"]
+    assert list(t["session_added"]) == [0, 0, 1, 2] and list(t["kind"]) == ["base", "base", "novel", "novel"]
+    assert list(t["m_s2"]) == [1.1, 2.0, 1.5, 1.6]
+    assert t["m_s0"].isna().tolist() == [False, False, True, True] and t["m_s1"].isna().tolist() == [False] * 3 + [True]
+
+
+def test_trial_artifacts_written_only_where_there_is_data(tmp_path):
+    sessions = [{"session": s, "val_acc": 60 - s, "test_acc": 58 - s, "test_base_acc": 59.0, "test_novel_acc":
+                 math.nan if s == 0 else 30.0, "val_base_acc": 61.0, "val_novel_acc": math.nan if s == 0 else 31.0}
+                for s in range(3)]
+    files = run_files.write_trial_artifacts(tmp_path / "t", sessions=sessions, boundaries=MARGINS,
+                                            config={"alpha": 0.05, "milestones": [40, 70]}, title="alpha=0.05 seed=0")
+    assert [f.name for f in files] == ["config.json", "session_curve.png", "boundaries.csv"]
+    assert files[1].read_bytes()[:4] == b"\x89PNG"
+    assert json.loads(files[0].read_text()) == {"alpha": 0.05, "milestones": [40, 70]}
+    assert pd.read_csv(files[2]).shape == (4, 6)
+    pruned = run_files.write_trial_artifacts(tmp_path / "p", sessions=[], boundaries=None, config={"alpha": 0.1})
+    assert [f.name for f in pruned] == ["config.json"]
+
+
+def test_pruning_savings_counts_base_epochs_not_run():
+    trials = pd.DataFrame({"state": [K.COMPLETE, K.PRUNED, K.PRUNED, K.FAILED], "base_epochs": [10, 10, 10, 10],
+                           "base_epochs_run": [10, 3, 5, 1], "wall_time_s": [100.0, None, None, None]})
+    s = run_files.pruning_savings(trials)
+    assert (s["pruned"], s["failed"], s["base_epochs_planned"], s["base_epochs_run"], s["base_epochs_saved"]) == \
+        (2, 1, 40, 19, 12)
+    assert s["seconds_saved_est"] == pytest.approx(120.0)  # 10 s per epoch of the complete trial x 12
+    md = run_files.report_markdown(study="alpha_sweep", table_md="| t |", best=None, savings=s, figures=["a.png"])
+    assert "2 pruned" in md and "saved 12 base epochs" in md and "![a.png](a.png)" in md
+
+
+# -- a store in the tracker's layout ----------------------------------------------------------
+CURVES = {("baseline", 0): [70.0, 60.0, 50.0], ("baseline", 1): [72.0, 61.0, 52.0],
+          ("adb+ic", 0): [75.0, 66.0, 57.0], ("adb+ic", 1): [76.0, 68.0, 58.0]}
+D_CS = {("baseline", 0): 0.85, ("baseline", 1): 0.87, ("adb+ic", 0): 0.90, ("adb+ic", 1): 0.94}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
+    c = MlflowClient(uri)
+    exp = c.create_experiment("ablation")
+    parent = c.create_run(exp, run_name="ablation 2026-01-01 00:00",
+                          tags={"adbs.role": "study", "adbs.study": "ablation", "adbs.baseline": "baseline",
+                                "adbs.order": json.dumps(["baseline", "adb+ic"])})
+    rows, trials, number = [], [], 0
+    for (variant, seed), accs in [*sorted(CURVES.items(), key=lambda kv: kv[0][0] != "adb+ic"), (("adb+ic", 2), None)]:
+        cfg = Config(variant=variant, seed=seed, base_epochs=4).to_dict()
+        tags = {"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": "ablation",
+                "adbs.trial_id": f"t{number}", "adbs.optuna_trial": str(number),
+                "adbs.state": K.COMPLETE if accs else K.PRUNED}
+        run = c.create_run(exp, run_name=f"{variant} seed={seed}", tags=tags)  # no adbs.label: from the name
+        metrics = [Metric(K.BASE_PRUNE_VALUE, 10.0 * e, 0, e) for e in range(1, 3 if accs is None else 5)]
+        for s, a in enumerate(accs or []):
+            metrics += [Metric("session/test_acc", a, 0, s), Metric("session/val_acc", a + 1, 0, s)]
+            rows.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "seed": seed, "session": s,
+                         "test_acc": a})
+        if accs:
+            metrics += [Metric("summary/val_avg_acc", sum(accs) / 3 + 1, 0, 0), Metric("summary/wall_time_s", 8.0, 0, 0),
+                        Metric("summary/d_cs", D_CS[variant, seed], 0, 0)]
+            trials.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant,
+                           "d_cs": D_CS[variant, seed]})
+        c.log_batch(run.info.run_id, metrics=metrics,
+                    params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
+        c.set_terminated(run.info.run_id, "FINISHED" if accs else "KILLED")
+        number += 1
+    c.set_terminated(parent.info.run_id)
+    return uri, parent.info.run_id, pd.DataFrame(rows), pd.DataFrame(trials)
+
+
+def test_store_gives_the_table_paper_table_gives_on_the_same_data(store):
+    uri, parent_id, rows, trials = store
+    study = from_store.load_study(MlflowClient(uri), "ablation")
+    assert study.parent.info.run_id == parent_id and (study.baseline, study.order) == ("baseline", ["baseline", "adb+ic"])
+    assert set(study.trials["state"]) == {K.COMPLETE, K.PRUNED}
+    assert list(dict.fromkeys(study.sessions["label"])) == ["adb+ic", "baseline"]  # Optuna trial order
+    expected = tables.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"], trials=trials)
+    got = from_store.study_table(study)
+    assert tables.format_table(got) == tables.format_table(expected)
+    assert got.loc[0, "d_cs"][0] == pytest.approx(0.86) and got.loc[1, "d_cs"][0] == pytest.approx(0.92)
+    assert list(got["config"]) == ["baseline", "adb+ic"] and got.loc[1, "delta_last"] == pytest.approx(57.5 - 51.0)
+    assert study.trials.set_index("trial_id").loc["t4", "base_epochs_run"] == 2
+    saved = run_files.pruning_savings(study.trials)
+    assert (saved["pruned"], saved["base_epochs_saved"]) == (1, 2)
+    assert study.trials["alpha"].map(type).eq(float).all() and study.trials["seed"].map(type).eq(int).all()
+
+
+def test_find_parent_by_name_parent_id_or_trial_id(store):
+    uri, parent_id, _, _ = store
+    client = MlflowClient(uri)
+    trial = client.search_runs([client.get_experiment_by_name("ablation").experiment_id],
+                               filter_string="tags.`adbs.role` = 'trial'")[0]
+    assert from_store.find_parent(client, trial.info.run_id).info.run_id == parent_id
+    assert from_store.find_parent(client, parent_id).info.run_id == parent_id
+    with pytest.raises(from_store.ReportError, match="studies here: ablation"):
+        from_store.find_parent(client, "alpha_sweep")
+
+
+def test_formats_and_the_papers_numbers(store):
+    uri, _, _, _ = store
+    table = from_store.study_table(from_store.load_study(MlflowClient(uri), "ablation"))
+    tex = from_store.to_latex(table, caption="ablation")
+    assert "\\toprule" in tex and "adb+ic & 2 &" in tex and "$\\pm$" in tex
+    csv = pd.read_csv(io.StringIO(from_store.to_csv(table)))
+    assert list(csv.columns[:4]) == ["config", "seeds", "s0", "s0_ci95"] and csv.loc[0, "s0"] == pytest.approx(71.0)
+    assert from_store.render(table, "text") == tables.format_table(table)
+    beside = from_store.paper_beside(table, "cifar100")
+    assert list(beside["source"]) == ["ours", "paper", "ours", "paper"]
+    assert beside.iloc[1]["s0"] == 73.92 and beside.iloc[3]["avg"] == 63.77
+    assert from_store.paper_beside(table, "synthetic") is None
+    assert "| baseline | paper | 73.92" in from_store.render_plain(beside, "markdown")
+    # the class separation beside the accuracies: ours per row and the paper's Table 4 (baseline, ADBS)
+    assert "$D_{cs}$" in tex and "0.860 $\\pm$" in tex and csv.loc[0, "d_cs"] == pytest.approx(0.86)
+    assert list(beside["D_cs"]) == [pytest.approx(0.86), 0.8846, pytest.approx(0.92), 0.9497]
+    assert "| 0.8846 |" in from_store.render_plain(beside, "markdown")
+
+
+def test_the_papers_host_rows_beside_the_hosts_study():
+    """docs/hosts.md, "The paper's CIFAR100 rows": SAVC 52.19 -> 60.60 with ADBS in the last session."""
+    sessions = pd.DataFrame([{"label": lab, "trial_id": lab, "session": s, "test_acc": 50.0 + s, "state": K.COMPLETE}
+                             for lab in ("SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "OrCo", "OrCo+ADBS",
+                                         "baseline+ADBS")
+                             for s in range(9)])
+    table = tables.paper_table(sessions, baseline={"SAVC+ADBS": "SAVC", "SAVC": "SAVC"})
+    beside = from_store.paper_beside(table, "cifar100").set_index(["config", "source"])
+    assert beside.loc[("SAVC", "paper"), "s8"] == 52.19 and beside.loc[("SAVC+ADBS", "paper"), "s8"] == 60.60
+    assert beside.loc[("ALICE+ADBS", "paper"), "avg"] == 65.63 and beside.loc[("ALICE", "paper"), "s0"] == 80.37
+    assert beside.loc[("OrCo", "paper"), "s8"] == 51.12 and beside.loc[("OrCo+ADBS", "paper"), "avg"] == 60.32
+    assert beside.loc[("baseline+ADBS", "paper"), "avg"] == 63.77  # the baseline host with ADBS = adb+ic
+    assert beside.loc[("SAVC", "ours"), "s8"] == 58.0
+
+
+def _second_study(uri: str, name: str, curves: dict[str, list[float]], baseline: str) -> str:
+    """Another study in the store (one seed per row), as the tracker writes it."""
+    c = MlflowClient(uri)
+    exp = c.create_experiment(name)
+    parent = c.create_run(exp, run_name=f"{name} 2026-01-02 00:00",
+                          tags={"adbs.role": "study", "adbs.study": name, "adbs.baseline": baseline,
+                                "adbs.order": json.dumps(list(curves))})
+    for number, (label, accs) in enumerate(curves.items()):
+        run = c.create_run(exp, run_name=f"{label} seed=0",
+                           tags={"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": name,
+                                 "adbs.trial_id": f"{name}{number}", "adbs.optuna_trial": str(number),
+                                 "adbs.state": K.COMPLETE, "adbs.label": label})
+        c.log_batch(run.info.run_id, metrics=[Metric("session/test_acc", a, 0, s) for s, a in enumerate(accs)]
+                    + [Metric("summary/val_avg_acc", sum(accs) / len(accs), 0, 0)],
+                    params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v))
+                            for k, v in Config(seed=0).to_dict().items()])
+        c.set_terminated(run.info.run_id, "FINISHED")
+    c.set_terminated(parent.info.run_id)
+    return parent.info.run_id
+
+
+def test_report_across_two_studies_one_table_one_figure(store, tmp_path, capsys):
+    """`report.py ablation boundary`: every row of both, each Delta_last against its own study's baseline."""
+    import sys
+    from pathlib import Path
+
+    from _scripts import in_process
+
+    uri, ablation_id, _, _ = store
+    _second_study(uri, "boundary", {"released": [70.0, 40.0, 20.0], "clamp": [70.0, 58.0, 50.0]}, "released")
+    script = Path(__file__).resolve().parents[2] / "studies" / "report.py"
+
+    def run(*a: str):
+        return in_process(capsys, [sys.executable, str(script), *a, "--tracking-uri", uri])
+
+    r = run("ablation", "boundary", "--out", str(tmp_path / "cmp"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("config"))
+    head, body = lines[start], [line for line in lines[start + 2:start + 6]]
+    assert [b.split("  ")[0] for b in body] == ["ablation: baseline", "ablation: adb+ic", "boundary: released",
+                                                 "boundary: clamp"]
+    cols = re.split(r"\s{2,}", head.strip())
+    delta = [re.split(r"\s{2,}", b.strip())[cols.index("Δlast")] for b in body]
+    assert delta == ["+0.00", "+6.50", "+0.00", "+30.00"]
+    out = tmp_path / "cmp"
+    assert (out / "compare_sessions.png").read_bytes()[:4] == b"\x89PNG"
+    assert "boundary: clamp" in (out / "report.md").read_text() and (out / "table.txt").exists()
+    assert len(pd.read_parquet(out / "sessions.parquet")["label"].unique()) == 4
+    twice = run("ablation", ablation_id)  # the same run by name and by id
+    assert twice.returncode == 2 and "same study run twice" in twice.stderr
+    paper = run("ablation", "boundary", "--paper")
+    assert paper.returncode == 2 and "one at a time" in paper.stderr

@@ -1,0 +1,154 @@
+"""The serve command (`python mlflow/serve.py` = `python -m adbs_lab.serve`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from adbs_lab import paths, serve
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cmd(*argv: str) -> list[str]:
+    return serve.command(serve.parser().parse_args(list(argv)))
+
+
+def test_defaults_are_local_and_the_projects_store():
+    cmd = _cmd()
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and cmd[cmd.index("--port") + 1] == "5000"
+    assert cmd[cmd.index("--backend-store-uri") + 1] == paths.DEFAULT_TRACKING_URI
+    assert cmd[cmd.index("--artifacts-destination") + 1] == str(paths.DEFAULT_ARTIFACT_ROOT)
+    assert "server" in cmd and cmd[cmd.index("--workers") + 1] == "2"
+
+
+def test_other_backends_and_extra_flags_pass_through():
+    cmd = _cmd("--host", "0.0.0.0", "--port", "5005", "--backend-store-uri", "postgresql://u:p@db/mlflow",
+               "--artifacts-destination", "s3://bucket/mlflow", "--allowed-hosts", "box:5005", "--", "--workers", "2")
+    assert cmd[cmd.index("--backend-store-uri") + 1] == "postgresql://u:p@db/mlflow"
+    assert cmd[cmd.index("--artifacts-destination") + 1] == "s3://bucket/mlflow"
+    assert cmd[cmd.index("--allowed-hosts") + 1] == "box:5005"
+    assert cmd[-2:] == ["--workers", "2"]
+
+
+def test_bad_store_and_busy_port_fail_before_starting(tmp_path, capsys):
+    assert serve.main(["--backend-store-uri", "sqlite:///relative.db"]) == 2
+    assert "absolute path" in capsys.readouterr().err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert serve.main(["--port", str(port), "--backend-store-uri", f"sqlite:///{tmp_path / 'm.db'}",
+                           "--artifacts-destination", str(tmp_path / "a")]) == 2
+    assert "pick another --port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+@pytest.mark.parametrize("flags,fragment", [
+    (["--port", "99999"], "--port 99999 is out of range; allowed: 1..65535"),  # once an OverflowError traceback
+    (["--port", "-1"], "--port -1 is out of range; allowed: 1..65535"),
+    (["--workers", "0"], "--workers 0 is out of range; allowed: >= 1"),
+])
+def test_port_and_workers_out_of_range_are_refused_dry_run_too(tmp_path, capsys, flags, fragment, dry):
+    from _scripts import in_process
+
+    r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), *flags, "--backend-store-uri",
+                            f"sqlite:///{tmp_path / 'store' / 'm.db'}", *dry])
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {fragment}"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == "" and not (tmp_path / "store").exists()
+
+
+def test_dry_run_quotes_a_spaced_path_and_writes_nothing(tmp_path, capsys):
+    import shlex
+
+    from _scripts import in_process
+
+    store, art = tmp_path / "my store" / "m.db", tmp_path / "my artifacts"
+    with socket.socket() as s:  # a port free now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), "--port", str(port),
+                            "--backend-store-uri", f"sqlite:///{store}", "--artifacts-destination", str(art),
+                            "--dry-run"])
+    assert r.returncode == 0, r.stderr
+    cmd = shlex.split(r.stdout)  # pastes back into a shell as the same arguments
+    assert cmd[cmd.index("--backend-store-uri") + 1] == f"sqlite:///{store}"
+    assert cmd[cmd.index("--artifacts-destination") + 1] == str(art)
+    assert not store.parent.exists() and not art.exists()
+
+
+def test_mlflow_folder_cannot_shadow_the_package():
+    # `mlflow/` at the repo root holds the store; an __init__.py or mlflow.py there would shadow mlflow.
+    assert not (REPO / "mlflow" / "__init__.py").exists() and not (REPO / "mlflow" / "mlflow.py").exists()
+
+
+@pytest.mark.slow
+def test_serve_starts_prints_the_url_and_stops(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    proc = subprocess.Popen([sys.executable, str(REPO / "mlflow" / "serve.py"), "--port", str(port),
+                             "--backend-store-uri", uri, "--artifacts-destination", str(tmp_path / "art"), "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/",
+                            start_new_session=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith(f"MLflow UI: http://127.0.0.1:{port}"), first
+        deadline = time.time() + 240  # ~20 s idle; minutes on 2 cores shared with training
+        while True:
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).status == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.time() < deadline, "server did not come up"
+            time.sleep(0.5)
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(f"http://127.0.0.1:{port}")  # studies log through it the same way
+        exp = client.create_experiment("served")
+        run = client.create_run(exp)
+        client.log_metric(run.info.run_id, "session/test_acc", 50.0, step=1)
+        assert (tmp_path / "store" / "mlflow.db").exists()
+        proc.send_signal(signal.SIGTERM)  # to serve.py only: it stops the server's process group
+        assert proc.wait(timeout=30) is not None
+        time.sleep(1)
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, "the server outlived serve.py"
+    finally:
+        if proc.poll() is None:  # SIGTERM: serve.py then stops the server's own process group too
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_each_study_is_printed_with_its_runs_page_link(tracking_uri, capsys):
+    """MLflow 3.17's UI opens an experiment in the view of a per-browser switch (GenAI in a fresh browser), not by
+    the experiment's kind: the links serve.py prints carry the switch's model-training value, so they open runs."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    ids = {name: client.create_experiment(name) for name in ("ablation", "alpha_sweep", "gone")}
+    client.delete_experiment(ids["gone"])
+    assert serve.experiments(tracking_uri) == [(ids["alpha_sweep"], "alpha_sweep"), (ids["ablation"], "ablation")]
+    assert serve.runs_page("http://h:5", "7") == "http://h:5/#/experiments/7/runs?workflowType=machine_learning"
+    serve.print_studies(tracking_uri, "http://127.0.0.1:5000")
+    out = capsys.readouterr().out.splitlines()
+    assert "click Model training at the top of the sidebar once, then Experiments and a study" in out[0]
+    assert out[1:] == [f"  alpha_sweep  http://127.0.0.1:5000/#/experiments/{ids['alpha_sweep']}/runs"
+                       "?workflowType=machine_learning",
+                       f"  ablation     http://127.0.0.1:5000/#/experiments/{ids['ablation']}/runs"
+                       "?workflowType=machine_learning"]
+    assert serve.experiments(tracking_uri.replace("mlflow.db", "new.db")) == []  # a new store: nothing to list

@@ -1,0 +1,55 @@
+"""The studies' measured times have one owner, studies/times.json: the Plans' estimates (the start line), the --smoke
+estimate of studies/paper.py and the README's figures all come from it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from studies import times
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+STUDIES = ["ablation", "alpha_sweep", "boundary", "hosts", "knobs", "kshot_grid"]
+
+
+def _row(study: str) -> str:
+    rows = [line for line in README.splitlines() if line.startswith(f"| `{study}` |")]
+    assert len(rows) == 1, f"the README's study table has no single row for {study}"
+    return rows[0]
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_readme_quotes_the_measured_default_run(study):
+    assert times.shown(times.of(study)["default"]) in _row(study).rsplit("|", 2)[-2]
+
+
+def test_the_quick_start_and_the_paper_section_quote_them_too():
+    lines = {name: next(line for line in README.splitlines() if f"studies/{name}.py " in line and "#" in line)
+             for name in ("ablation", "alpha_sweep")}
+    for name, line in lines.items():
+        assert times.shown(times.of(name)["default"]) in line, line
+    assert f"took {times.shown(times.of('paper')['smoke'])} wall" in README
+
+
+@pytest.mark.parametrize("study", STUDIES + ["paper"])
+def test_no_study_keeps_a_figure_of_its_own(study):
+    """Scripts read the figures (times.trial_s, times.smoke): no number for est_trial_s, no SMOKE_S table, no
+    measured wall time in a docstring."""
+    text = (REPO / "studies" / f"{study}.py").read_text(encoding="utf-8")
+    assert not re.search(r"est_(smoke_)?trial_s=\d", text) and "SMOKE_S" not in text
+    assert not re.search(r"\d+(\.\d+)? (s|min) wall", text.split('"""')[1])
+
+
+def test_a_plan_and_the_paper_estimate_read_the_file():
+    from adbs_lab import options
+    from studies import ablation, paper
+
+    plan, _ = ablation.plan(options.parse("ablation", options.Defaults(seeds=(0,)), argv=[])[0])
+    assert plan.est_trial_s == times.trial_s("ablation") and plan.est_smoke_trial_s == times.smoke_trial_s()
+    seconds, trials = times.smoke("hosts")
+    opts, _ = options.parse("paper", options.Defaults(seeds=(0,)), argv=["--smoke"])
+    part = type("Checked", (), {"name": "hosts", "trials": trials * 2})()
+    assert paper._estimate(opts, None)(part) == f"~{seconds * 2 / 60:.1f} min (measured on a busy 2-core CPU)"
