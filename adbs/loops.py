@@ -193,6 +193,8 @@ class _BaseRun:
             run.best_acc, run.best_epoch, run.done = resume.best_acc, resume.best_epoch, resume.epoch
             run.curve = list(resume.curve)
             if resume.best_model is not None:
+                # written together (_BaseRun.checkpoint: both from best_state, or both None)
+                assert resume.best_boundaries is not None
                 run.best_state = (resume.best_model, resume.best_boundaries.to(rt.device))
         return run
 
@@ -212,10 +214,12 @@ class _BaseRun:
         else:
             opt, sched = _optimizer(cfg, params, self.adbs.param_groups(), phase.epochs)
         if self.done > first:  # resumed in the middle of this phase
+            assert self.resume is not None  # only a checkpoint sets done past a phase's first epoch before it starts
             opt.load_state_dict(self.resume.optimizer)
             sched.load_state_dict(self.resume.scheduler)
         batches = self.loader
         if not _shared_loader(phase, cfg):
+            assert phase.batch_size is not None  # None is the shared loader's batch size (_shared_loader)
             batches = make_loader(self.data, self.data.train_pool, self.data.sessions[0].train,
                                   train=self.host.augmented_batches, batch_size=phase.batch_size, shuffle=True,
                                   seed=cfg.seed, num_workers=self.rt.num_workers, device=self.rt.data_device)

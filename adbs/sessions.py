@@ -73,9 +73,9 @@ def run_sessions(
     (~50 MB per session for a ResNet-12).
     """
     hooks = hooks or Hooks()
-    resume = None if resume is None else read_checkpoint(resume)
-    run = _SessionsRun.start(cfg, data, base_session, resume if isinstance(resume, SessionCheckpoint) else None,
-                             features)
+    checkpoint = None if resume is None else read_checkpoint(resume)
+    run = _SessionsRun.start(cfg, data, base_session,
+                             checkpoint if isinstance(checkpoint, SessionCheckpoint) else None, features)
     for t, sess in enumerate(data.sessions):
         if t <= run.done:  # finished before the checkpoint resumed from
             continue

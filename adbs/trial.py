@@ -13,7 +13,8 @@ only on `resume`, a state handed earlier to `Hooks.on_checkpoint`:
 from __future__ import annotations
 
 import time
-from typing import Any
+from functools import partial
+from typing import Any, Callable, Protocol
 
 from adbs.cache import BaseCache, base_key
 from adbs.config import Config
@@ -22,11 +23,19 @@ from adbs.loops import Hooks, resolve_device, run_sessions, train_base
 from adbs.metrics import base_novel_summary
 from adbs.state import (
     BaseCheckpoint,
+    BaseSession,
     Checkpoint,
     SessionCheckpoint,
     TrialResult,
     read_checkpoint,
 )
+
+
+class _BaseStore(Protocol):
+    """What run_trial needs of a base-session store: BaseCache, or _NoStore without the cache."""
+
+    def get_or_train(self, key: str, train: Callable[[], BaseSession],
+                     meta: dict[str, Any] | None = None) -> tuple[BaseSession, bool]: ...
 
 
 class _NoStore:
@@ -60,28 +69,29 @@ def run_trial(
     t0 = time.perf_counter()
     hooks = hooks or Hooks()
     cfg.validate()
-    resume = None if resume is None else read_checkpoint(resume)
+    checkpoint = None if resume is None else read_checkpoint(resume)
     data = data if data is not None else build_data(cfg)
     if isinstance(cache, BaseCache):
-        store = cache
+        base_cache: BaseCache | None = cache
     else:
-        store = _NoStore() if cache is None else BaseCache(cache)
-    cached = isinstance(store, BaseCache)
+        base_cache = None if cache is None else BaseCache(cache)
+    store: _BaseStore = _NoStore() if base_cache is None else base_cache
+    cached = base_cache is not None
     kind = resolve_device(cfg).type
     # the key hashes the input files (remembered per file version): only computed when the cache is used
     key = base_key(cfg, kind) if cached else "uncached"
-    in_sessions = isinstance(resume, SessionCheckpoint)
+    session_resume = checkpoint if isinstance(checkpoint, SessionCheckpoint) else None
 
-    if in_sessions and resume.base is not None:  # the checkpoint carries its base session
-        base_session, reused = resume.base, resume.base_reused
-    elif in_sessions:  # it refers to the cached base session: loaded, or trained again (deterministic)
+    if session_resume is not None and session_resume.base is not None:  # the checkpoint carries its base session
+        base_session, reused = session_resume.base, session_resume.base_reused
+    elif session_resume is not None:  # it refers to the cached base session: loaded, or trained again (deterministic)
         if not cached and hooks.log:
-            hooks.log(f"base session {resume.base_key} is not available without the cache; training it again")
+            hooks.log(f"base session {session_resume.base_key} is not available without the cache; training it again")
         base_session, _ = store.get_or_train(key, lambda: train_base(cfg, data, Hooks(log=hooks.log)),
                                              meta={"config": cfg.to_dict()})
-        reused = resume.base_reused
+        reused = session_resume.base_reused
     else:
-        base_resume = resume if isinstance(resume, BaseCheckpoint) else None
+        base_resume = checkpoint if isinstance(checkpoint, BaseCheckpoint) else None
         base_session, reused = store.get_or_train(key, lambda: train_base(cfg, data, hooks, base_resume),
                                                   meta={"config": cfg.to_dict()})
         if reused:
@@ -91,10 +101,10 @@ def run_trial(
                 if hooks.on_base_epoch:
                     hooks.on_base_epoch({**row, "reused": 1.0})
     # Session checkpoints name the cached base session instead of carrying it (base_ref), when there is one.
-    carried = in_sessions and resume.base is not None
+    carried = session_resume is not None and session_resume.base is not None
     base_ref = {"base_key": key, "base_reused": reused} if cached and not carried else None
-    features = (lambda name, idx, compute: store.features(key, name, idx, compute)) if cached else None  # noqa: E731
-    result = run_sessions(cfg, data, base_session, hooks, resume if in_sessions else None, features, base_ref)
+    features = None if base_cache is None else partial(base_cache.features, key)  # stored val/test features
+    result = run_sessions(cfg, data, base_session, hooks, session_resume, features, base_ref)
     # added beside the summary run_sessions made, never over it: the numbers existing studies report stay put
     result.summary.update({k: v for k, v in base_novel_summary(result.sessions).items() if k not in result.summary})
     result.summary["base_reused"] = float(reused)

@@ -131,8 +131,11 @@ def load_checkpoint(folder: str) -> dict[str, Any] | None:
     """The trial state in `folder`, or None (the trial starts again from its beginning, to the same numbers: training
     is deterministic) when it is damaged: unreadable, or its bytes not those its SHA-256 was taken of. One line
     names it; a damaged state is never resumed from. A checkpoint without the digest (written before it existed)
-    is only load-checked."""
+    is only load-checked. A state of another format (adbs/state.py: FORMAT; e.g. written before checkpoints
+    carried one) starts the trial over the same way: run_trial would refuse it, and fail every restart."""
     import torch
+
+    from adbs.state import FORMAT
 
     path = os.path.join(folder, CHECKPOINT_FILE)
     try:
@@ -146,11 +149,18 @@ def load_checkpoint(folder: str) -> dict[str, Any] | None:
         state = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
         if not isinstance(state, dict) or "phase" not in state:
             raise ValueError(f"it holds a {type(state).__name__}, not a trial state")
-        return state
     except Exception as e:  # noqa: BLE001 - damaged in any way: start over rather than fail or resume wrong
         print(f"trial checkpoint {path} is damaged ({type(e).__name__}: {str(e)[:120]}); the trial starts again "
               "from its beginning (the same numbers: training is deterministic)", file=sys.stderr, flush=True)
         return None
+    got = state.get("format", 1)  # format 1: before checkpoints carried one (adbs/state.py)
+    if got != FORMAT:
+        version = "an older" if isinstance(got, int) and got < FORMAT else "another"
+        print(f"trial checkpoint {path} is from {version} version of adbs (format {got!r}; this version reads "
+              f"format {FORMAT}); the trial starts again from its beginning (the same numbers: training is "
+              "deterministic)", file=sys.stderr, flush=True)
+        return None
+    return state
 
 
 def _cache(cache_dir: str | None):

@@ -142,7 +142,8 @@ class Phase:
     `start` hook. `param_groups` is [{"params": the phase's trainable parameters}] followed by ADBS's boundary
     group when the boundaries are learned, its lr and weight decay already set (adbs/loops.py:
     BaseADBS.param_groups): a host's optimiser adds it as it is (OrCo's alignment phase), or leaves it out (a
-    phase with no classifier for the boundaries to act on). The best epoch is picked on validation accuracy among the epochs of phases with `select=True`.
+    phase with no classifier for the boundaries to act on). The best epoch is picked on validation accuracy
+    among the epochs of phases with `select=True`.
     """
 
     name: str

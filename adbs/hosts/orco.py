@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import torch
@@ -460,7 +460,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def reserved_targets(options: Options, num_classes: int) -> int:
+OrCoOptions: TypeAlias = Options
+"""OrCo's options as a type: inside the class, the name Options is the class attribute hosts read (OrCo.Options)."""
+
+
+def reserved_targets(options: OrCoOptions, num_classes: int) -> int:
     """How many pseudo-targets OrCo fixes: one per class (reserve all) or one per projector dimension (full)."""
     return num_classes if options.reserve == "all" else options.proj_dim
 
@@ -473,7 +477,7 @@ class OrCo(Host):
     augmented_batches = False  # the host makes its views itself
 
     @classmethod
-    def check_dataset(cls, options: Options, spec) -> None:
+    def check_dataset(cls, options: OrCoOptions, spec) -> None:
         """Enough targets for the dataset's classes, and a train transform the dataset views can be made with."""
         reserve = reserved_targets(options, spec.num_classes)
         if reserve < spec.num_classes:
@@ -639,6 +643,7 @@ class OrCo(Host):
         return model.projector(model.backbone(x)).unsqueeze(1)
 
     def rows(self, features: torch.Tensor, labels: torch.Tensor, classes) -> torch.Tensor:
+        assert self.model is not None  # rows are asked for after build made the model
         return self.model.targets_of(classes).clone()
 
     def session_state(self, model) -> dict[str, torch.Tensor]:

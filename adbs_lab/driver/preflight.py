@@ -17,7 +17,6 @@ them once every check has passed. The one write is an object store's write check
 from __future__ import annotations
 
 import hashlib
-import json
 import shlex
 import sys
 from pathlib import Path

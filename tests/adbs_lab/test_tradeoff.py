@@ -2,7 +2,6 @@
 front worked out by hand, validation and test panels, drawn for every study."""
 
 import pandas as pd
-import pytest
 
 from adbs_lab import metrics_keys as K
 from adbs_lab import run_files, tradeoff

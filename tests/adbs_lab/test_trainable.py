@@ -82,7 +82,9 @@ def test_a_damaged_trial_checkpoint_is_named_and_never_resumed_from(tmp_path, ca
 
     from adbs_lab.trainable import CHECKPOINT_DIGEST, CHECKPOINT_FILE, load_checkpoint, write_checkpoint
 
-    state = {"phase": "base", "epoch": 3, "model": {"w": torch.arange(100000, dtype=torch.float32)}}
+    from adbs.state import FORMAT
+
+    state = {"format": FORMAT, "phase": "base", "epoch": 3, "model": {"w": torch.arange(100000, dtype=torch.float32)}}
     write_checkpoint(state, str(tmp_path))
     got = load_checkpoint(str(tmp_path))
     assert got["epoch"] == 3 and torch.equal(got["model"]["w"], state["model"]["w"])
@@ -100,3 +102,23 @@ def test_a_damaged_trial_checkpoint_is_named_and_never_resumed_from(tmp_path, ca
     write_checkpoint(state, str(tmp_path))
     (tmp_path / CHECKPOINT_DIGEST).unlink()
     assert load_checkpoint(str(tmp_path))["epoch"] == 3
+
+
+def test_a_trial_checkpoint_from_an_older_version_starts_the_trial_over(tmp_path, capsys):
+    """A trial Tune restarted from a checkpoint written before checkpoints carried a format (adbs/state.py: FORMAT)
+    failed: run_trial refuses that state (StateFormatError), so every restart failed the same way. Now the trainable
+    names it in one line and the trial starts again from its beginning (to the same numbers), as for a damaged one."""
+    import torch
+
+    from adbs.state import FORMAT
+    from adbs_lab.trainable import CHECKPOINT_FILE, load_checkpoint, write_checkpoint
+
+    old = {"phase": "base", "epoch": 3, "model": {"w": torch.zeros(4)}}  # format 1: no "format" key
+    write_checkpoint(old, str(tmp_path))
+    assert load_checkpoint(str(tmp_path)) is None
+    err = capsys.readouterr().err.strip().splitlines()
+    path = tmp_path / CHECKPOINT_FILE
+    assert len(err) == 1 and f"trial checkpoint {path}" in err[0] and "older version" in err[0], err
+    assert "starts again" in err[0] and f"format {FORMAT}" in err[0], err
+    write_checkpoint({**old, "format": FORMAT}, str(tmp_path))  # this version's: resumed from
+    assert load_checkpoint(str(tmp_path))["epoch"] == 3 and capsys.readouterr().err == ""

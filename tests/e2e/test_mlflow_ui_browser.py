@@ -27,7 +27,8 @@ from _smoke_store import REPO, smoke_store
 # tests/e2e/test_report_from_store.py and tests/e2e/test_mlflow_ui_browser.py
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_store")]
 ARTIFACTS = REPO / "test-artifacts"
-CLOSE_ASSISTANT = """(() => { const x = [...document.querySelectorAll('button')].find(e => e.getAttribute('aria-label') == 'Close');
+CLOSE_ASSISTANT = """(() => { const x = [...document.querySelectorAll('button')]
+                               .find(e => e.getAttribute('aria-label') == 'Close');
                              if (x) x.click(); })()"""  # MLflow 3's assistant side panel: a clearer screenshot
 
 
@@ -102,7 +103,8 @@ def test_experiment_lists_trials_and_compare_view_shows_session_chart(server, br
     assert browser.reveal("session/test_acc"), browser.text()[-3000:]
     browser.js(CLOSE_ASSISTANT)
     # The compare view's metric row opens the chart of that metric for both runs, x = step = session.
-    assert browser.js("""(() => { const a = [...document.querySelectorAll('a')].find(e => e.innerText.trim() == 'session/test_acc');
+    assert browser.js("""(() => { const a = [...document.querySelectorAll('a')]
+                                  .find(e => e.innerText.trim() == 'session/test_acc');
                                 if (!a) return false; a.click(); return true; })()""")
     legend = " && ".join(f"document.body.innerText.includes({json.dumps(t.info.run_name + ' (session/test_acc)')})"
                          for t in pair)  # the chart's legend: one curve per run
