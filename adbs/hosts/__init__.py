@@ -29,8 +29,8 @@ batch): a host draws its augmentations from it and from nothing else, so a trial
 checkpoint continues bit-identically.
 
 Adding a host: one file here: a `Host` subclass with `@register_host`, its `Options` dataclass and its
-`presets` (`<name>_cpu` and the paper's datasets, which adbs/config/presets.py adds to PRESETS). tests/adbs/hosts/test_every_host.py
-runs every registered host through the whole pipeline, the cache and resume.
+`presets` (`<name>_cpu` and the paper's datasets, which adbs/config/presets.py adds to PRESETS).
+tests/adbs/hosts/test_every_host.py runs every registered host through the whole pipeline, the cache and resume.
 """
 
 from __future__ import annotations
