@@ -1,4 +1,4 @@
-"""What a held-out red-team run broke, as a user would hit it: each ends in a clear error before compute or
+"""Bad input and failures mid-study, as a user would hit them: each ends in a clear error before compute or
 in a correct recovery, with nothing lost or duplicated. Studies run in subprocesses on the session's Ray
 instance with real Optuna and MLflow stores in tmp_path."""
 

@@ -1,4 +1,4 @@
-"""What a held-out red-team run broke that needs no Ray: each input ends in a one-line error before any compute
+"""Bad input that needs no Ray to refuse: each input ends in a one-line error before any compute
 (what is wrong, what is allowed, how to fix it), a correct run, or a line the user cannot miss. Real files,
 real MLflow/Optuna SQLite stores in tmp_path and the real command-line entry points; the CLIs run as a user
 types them where that is quick."""

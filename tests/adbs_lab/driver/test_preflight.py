@@ -175,7 +175,7 @@ BAD_STUDY_INPUTS = [
 
 
 @pytest.mark.parametrize("what,flags,fragment", BAD_STUDY_INPUTS, ids=[r[0] for r in BAD_STUDY_INPUTS])
-def test_red_team_inputs_refused_before_ray(what, flags, fragment):
+def test_bad_study_inputs_are_refused_before_ray(what, flags, fragment):
     opts = options.parse("t", options.Defaults(num_samples=4), argv=[*flags, "--gpus-per-trial", "0"])[0]
     plan = study.Plan(name="t", space={"variant": "adb+ic"}, space_source="tests")
     with pytest.raises((ConfigError, study.StudyInputError)) as e:
