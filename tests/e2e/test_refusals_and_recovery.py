@@ -211,7 +211,7 @@ def test_replaced_data_or_more_cpus_miss_the_cache_and_a_trial_is_what_adbs_run_
     """The same study on the same storage after the CIFAR-100 pickles were replaced in place, then with
     --cpus-per-trial 2: no trial reuses a base session trained on other data or with other threads, and each
     trial's numbers are exactly those of `python -m adbs.run` with the trial's config (its threads included)."""
-    from test_cache_inputs import write_cifar
+    from test_cache_key_inputs import write_cifar
 
     data = write_cifar(tmp_path / "data", seed=0)
     flags = ["--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1", "--dataset", "cifar100",
@@ -245,7 +245,7 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
     """--resume with another --tracking-uri, --pruner or --sampler-seed: one line before Ray, and nothing written
     into the other store; with the data root typed with a trailing '/' it is the same study and continues, saying
     which of its settings (--max-concurrent, --max-failures) it keeps from the first run."""
-    from test_cache_inputs import write_cifar
+    from test_cache_key_inputs import write_cifar
 
     data = write_cifar(tmp_path / "data")
     cmd = study_cmd("alpha_sweep", *GRID, "--dataset", "cifar100", "--data-root", str(data))

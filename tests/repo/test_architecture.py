@@ -34,3 +34,14 @@ def test_test_files_have_unique_names_across_folders():
 
     names = Counter(p.name for p in (REPO / "tests").rglob("*.py") if p.name != "__init__.py")
     assert not [n for n, k in names.items() if k > 1]
+
+
+def test_every_test_module_a_test_imports_exists():
+    """A test that reuses another test module's helpers (`from test_data import write_mini`) names a file that
+    exists somewhere under tests/: a renamed test module breaks no import that only a slow test makes."""
+    import re
+
+    names = {p.stem for p in (REPO / "tests").rglob("test_*.py")}
+    imported = {m for p in (REPO / "tests").rglob("*.py")
+                for m in re.findall(r"^\s*from (test_\w+) import", p.read_text(), flags=re.M)}
+    assert imported and not imported - names, sorted(imported - names)
