@@ -41,6 +41,13 @@ def _daemons(pids: list[int]) -> set[int]:
     return found
 
 
+def _session_dir() -> str:
+    """The session dir of the Ray instance this process is connected to (its daemons name it on their command lines)."""
+    from ray._private.worker import global_worker
+
+    return global_worker.node.get_session_dir_path()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_stopping_one_local_cluster_leaves_another_ray_running(ray_address):
@@ -57,15 +64,17 @@ def test_stopping_one_local_cluster_leaves_another_ray_running(ray_address):
                            capture_output=True, text=True, timeout=180, env=env)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         assert local_cluster.processes(temp), "ray start left no process naming its temp dir"
-        # This test session's Ray daemons (the default temp dir). Only the daemons: its worker processes come and go
-        # with the other tests' trials and Ray's idle-worker timeout, whoever stops what.
-        ours_before = _daemons(local_cluster.processes("/tmp/ray"))
+        # This test session's own Ray instance, by its session dir: other tests (the other pytest worker) start and
+        # stop Ray instances of their own under the same default temp dir meanwhile. Only its daemons: its worker
+        # processes come and go with the other tests' trials and Ray's idle-worker timeout.
+        session_dir = _session_dir()
+        ours_before = _daemons(local_cluster.processes(session_dir))
 
         r = subprocess.run([sys.executable, "-m", "adbs_lab.local_cluster", "stop", temp], capture_output=True,
                            text=True, timeout=120)
         assert r.returncode == 0 and "stopped" in r.stdout, r.stderr
         assert local_cluster.processes(temp) == []
-        assert ours_before and ours_before <= set(local_cluster.processes("/tmp/ray"))  # the other instance's daemons run
+        assert ours_before and ours_before <= set(local_cluster.processes(session_dir))  # the other one's daemons run
 
         @ray.remote
         def one() -> int:
