@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from adbs_lab import local_cluster
 from adbs_lab.trainable import NODE_ID_KEY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,18 +50,6 @@ def cluster_env() -> dict[str, str]:
             "MLFLOW_DISABLE_TELEMETRY": "true", "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def pids_mentioning(marker: str) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit() and int(p.name) != os.getpid():
-            try:
-                if marker in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    out.append(int(p.name))
-            except OSError:
-                pass
-    return out
-
-
 def state_query(fn: str, address: str, filters: list) -> list[dict]:
     """Ray's state API, called in a child process: a GCS client left in the pytest process would
     exit it (code 1) about a minute after this test's cluster is stopped."""
@@ -70,20 +59,6 @@ def state_query(fn: str, address: str, filters: list) -> list[dict]:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=cluster_env())
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def stop_processes(marker: str) -> None:
-    """SIGTERM, then SIGKILL, every process whose command line names our temp dir (ours only)."""
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-        pids = pids_mentioning(marker)
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.time() + wait
-        while pids_mentioning(marker) and time.time() < deadline:
-            time.sleep(0.3)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +127,7 @@ def two_nodes(mlflow_server):
         assert set(nodes) == {"head", "worker"}, nodes
         yield f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", nodes
     finally:
-        stop_processes(root)
+        local_cluster.stop([root], grace_s=3)  # this cluster's processes only, not every Ray of the machine
         shutil.rmtree(root, ignore_errors=True)
 
 
