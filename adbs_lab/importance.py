@@ -5,8 +5,9 @@ From the trials table alone (a study's own, or one rebuilt from the MLflow store
 
 - the searched parameters are the `key=value` parts of the row labels (adbs_lab/space.py: describe), so a
   study's named rows (the ablation's) and the seed never count as parameters;
-- each configuration's objective is its mean over seeds (summary/val_avg_acc, validation only: test metrics
-  never feed a search or its analysis); trials that collapsed (novel accuracy 0 in every session) or diverged
+- each configuration's objective is its mean over seeds (the study's objective: summary/val_avg_acc, or each
+  of its --objectives, adbs_lab/objectives.py; validation only: test metrics never feed a search or its
+  analysis); trials that collapsed (novel accuracy 0 in every session) or diverged
   are left out and counted, and so are pruned ones (they have no objective);
 - the configurations become an in-memory Optuna study (distributions spanning the values seen), and Optuna's
   PED-ANOVA and fANOVA evaluators (`optuna.importance`; fANOVA needs scikit-learn, a dependency of this
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
+from adbs_lab.objectives import DEFAULT, Objective
 
 MIN_CONFIGS = 8
 """Fewer complete configurations than this: no ranking (PED-ANOVA compares the best few with the rest, fANOVA
@@ -58,10 +60,11 @@ def searched_params(trials: pd.DataFrame) -> list[str]:
     return [k for k in keys if trials[k].astype(str).nunique() > 1]
 
 
-def configurations(trials: pd.DataFrame, params: list[str]) -> tuple[pd.DataFrame, dict[str, int]]:
-    """(one row per configuration: its params, `objective` = mean over its seeds, `seeds`; and what was left out:
-    counts of collapsed, diverged, pruned, failed trials)."""
-    obj = K.OBJECTIVE[len(K.SUMMARY):]
+def configurations(trials: pd.DataFrame, params: list[str], objective: Objective = DEFAULT[0]
+                   ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(one row per configuration: its params, `objective` = the mean over its seeds of `objective`, `seeds`; and
+    what was left out: counts of collapsed, diverged, pruned, failed trials)."""
+    obj = objective.name
     states = trials["state"] if "state" in trials else pd.Series([K.COMPLETE] * len(trials))
     # collapsed: novel classes never right in any session (adbs.metrics.collapse_warnings' first warning). A trial
     # whose only warning is a class or two never predicted stays in: on the CPU default that happens to healthy
@@ -106,11 +109,12 @@ def distributions(configs: pd.DataFrame, params: list[str]) -> dict[str, Any]:
     return out
 
 
-def _study(configs: pd.DataFrame, params: list[str], dists: dict[str, Any]):
+def _study(configs: pd.DataFrame, params: list[str], dists: dict[str, Any], direction: str = "maximize"):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize")
+    # the direction matters to PED-ANOVA, which compares the best configurations with all
+    study = optuna.create_study(direction=direction)
     study.add_trials([optuna.trial.create_trial(params={p: _param(r[p], dists[p]) for p in params},
                                                 distributions=dists, value=float(r["objective"]))
                       for _, r in configs.iterrows()])
@@ -141,22 +145,25 @@ def _importances(study, evaluator, params: list[str]) -> dict[str, float]:
     return {p: float(got.get(p, 0.0)) for p in params}
 
 
-def analyse(trials: pd.DataFrame, *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any] | None:
-    """The importance analysis of a study (None when it searched fewer than two parameters): params, the
-    configurations, what was left out, and per evaluator {param: (importance, low, high)}; `too_few` set instead
-    when there are fewer than MIN_CONFIGS complete configurations."""
+def analyse(trials: pd.DataFrame, *, objective: Objective = DEFAULT[0], resamples: int = RESAMPLES,
+            seed: int = 0) -> dict[str, Any] | None:
+    """The importance analysis of a study for one of its objectives (None when it searched fewer than two
+    parameters): params, the configurations, what was left out, and per evaluator {param: (importance, low, high)};
+    `too_few` set instead when there are fewer than MIN_CONFIGS complete configurations."""
     params = searched_params(trials)
     if len(params) < 2:
         return None
-    configs, left = configurations(trials, params)
-    out: dict[str, Any] = {"params": params, "configs": configs, "left_out": left, "n": len(configs)}
+    configs, left = configurations(trials, params, objective)
+    out: dict[str, Any] = {"params": params, "configs": configs, "left_out": left, "n": len(configs),
+                           "objective": objective}
     # a parameter that took one value among the complete configurations cannot be ranked
     varying = [p for p in params if len(configs) and configs[p].astype(str).nunique() > 1]
     if len(configs) < MIN_CONFIGS or len(varying) < 2:
         out["too_few"] = True
         return out
     dists = distributions(configs, varying)
-    study = _study(configs, varying, dists)
+    direction = objective.optuna_direction
+    study = _study(configs, varying, dists, direction)
     evaluators = _evaluators(len(configs))
     point = {name: _importances(study, ev, varying) for name, ev in evaluators.items()}
     rng = np.random.default_rng(seed)
@@ -165,7 +172,7 @@ def analyse(trials: pd.DataFrame, *, resamples: int = RESAMPLES, seed: int = 0) 
         sample = configs.iloc[rng.integers(0, len(configs), len(configs))].reset_index(drop=True)
         if sample["objective"].nunique() < 2:
             continue
-        s = _study(sample, varying, dists)
+        s = _study(sample, varying, dists, direction)
         for name, ev in evaluators.items():
             boot[name].append(_importances(s, ev, varying))
     out["importance"] = {name: {p: (point[name][p], *_interval([b[p] for b in boot[name]])) for p in varying}
@@ -200,8 +207,10 @@ def markdown(a: dict[str, Any] | None) -> str | None:
     if a is None:
         return None
     left = ", ".join(f"{v} {k}" for k, v in a["left_out"].items() if v) or "none"
-    head = (f"{a['n']} complete configurations (each the mean of its seeds' validation average accuracy, "
-            f"{K.OBJECTIVE}); trials left out: {left}.")
+    o = a.get("objective", DEFAULT[0])
+    what = "validation average accuracy" if o == DEFAULT[0] else f"{o.name}, to {o.direction}imise"
+    head = (f"{a['n']} complete configurations (each the mean of its seeds' {what}, {o.key}); trials left out: "
+            f"{left}.")
     if a.get("too_few"):
         return (f"{head}\n\nToo few complete configurations to rank the parameters ({', '.join(a['params'])}): "
                 f"importance needs at least {MIN_CONFIGS} configurations in which two or more parameters vary.")
@@ -225,9 +234,10 @@ def markdown(a: dict[str, Any] | None) -> str | None:
 
 
 # -- figures ---------------------------------------------------------------------------------------------------
-def figures(a: dict[str, Any] | None, folder: Path) -> list[Path]:
-    """importance.png (both evaluators with their intervals) and Optuna's parallel-coordinate, contour (the two
-    most important parameters) and slice plots of the seed-averaged configurations."""
+def figures(a: dict[str, Any] | None, folder: Path, png: str = IMPORTANCE_PNG, plots: bool = True) -> list[Path]:
+    """`png` (importance.png: both evaluators with their intervals) and, with `plots`, Optuna's
+    parallel-coordinate, contour (the two most important parameters) and slice plots of the seed-averaged
+    configurations."""
     if a is None or a.get("too_few"):
         return []
     from adbs_lab.figures import _plt
@@ -244,14 +254,18 @@ def figures(a: dict[str, Any] | None, folder: Path) -> list[Path]:
         ax.barh(y + (k - 0.5) * 0.38, vals[:, 0], height=0.38, xerr=err, color=color, capsize=2, label=name)
     ax.set_yticks(y)
     ax.set_yticklabels(order, fontsize=8)
-    ax.set_xlabel(f"importance for validation avg acc (95% interval, {a['resamples']} resamples)")
+    o = a.get("objective", DEFAULT[0])
+    target = "validation avg acc" if o == DEFAULT[0] else o.text
+    ax.set_xlabel(f"importance for {target} (95% interval, {a['resamples']} resamples)")
     ax.set_title(f"parameter importance ({a['n']} configurations, mean over seeds)", fontsize=9)
     ax.set_xlim(0, 1.05)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    out = [folder / IMPORTANCE_PNG]
+    out = [folder / png]
     fig.savefig(out[0], dpi=110)
     plt.close(fig)
+    if not plots:
+        return out
     top = sorted(imp["fANOVA"], key=lambda p: -imp["fANOVA"][p][0])[:2]
     return out + _optuna_plots(a["study"], top, folder, plt)
 
@@ -276,13 +290,21 @@ def _optuna_plots(study, top: list[str], folder: Path, plt) -> list[Path]:
     return out
 
 
-def write(trials: pd.DataFrame, folder: Path) -> list[Path]:
+def write(trials: pd.DataFrame, folder: Path, objectives: tuple[Objective, ...] | None = None) -> list[Path]:
     """importance.md and the figures in `folder` (nothing for a study that searched fewer than two parameters);
-    run_files.write_study_report puts importance.md into report.md."""
-    a = analyse(trials)
-    text = markdown(a)
-    if text is None:
-        return []
-    path = Path(folder) / IMPORTANCE_MD
-    path.write_text(text + "\n")
-    return figures(a, folder)
+    run_files.write_study_report puts importance.md into report.md. A study of several --objectives gets a section
+    and an importance figure per objective (importance.png for the first, importance-<name>.png for the others);
+    the parallel-coordinate, contour and slice plots show the first objective, the one best_config.json is best on."""
+    objectives = tuple(objectives or DEFAULT)
+    for old in Path(folder).glob("importance-*.png"):  # never a stale one from an earlier draw with other objectives
+        old.unlink()
+    sections, files = [], []
+    for i, o in enumerate(objectives):
+        a = analyse(trials, objective=o)
+        text = markdown(a)
+        if text is None:
+            return []
+        sections.append(text if len(objectives) == 1 else f"### {o.text}\n\n{text}")
+        files += figures(a, folder, png=IMPORTANCE_PNG if i == 0 else f"importance-{o.name}.png", plots=i == 0)
+    (Path(folder) / IMPORTANCE_MD).write_text("\n\n".join(sections) + "\n")
+    return files

@@ -178,7 +178,7 @@ def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, f
                                    f"{study}: base vs novel accuracy, last session (mean over seeds)"),
                             trials=trials, objectives=objectives)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
-    return ([trade] if trade else []) + (importance.write(trials, folder) if len(trials) else [])
+    return ([trade] if trade else []) + (importance.write(trials, folder, objectives) if len(trials) else [])
 
 
 def _space_baseline(study: str) -> str | dict[str, str] | None:

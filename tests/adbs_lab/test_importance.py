@@ -109,3 +109,29 @@ def test_report_redraws_importance_from_the_store_alone(tmp_path):
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Which parameters matter" in report and "| alpha |" in report and "12 complete configurations" in report
     print(f"report with importance: {spent:.1f} s")
+
+
+def test_each_objective_of_a_multi_objective_study_gets_its_own_ranking_in_its_direction(tmp_path):
+    """Two --objectives: alpha decides the first, temperature the second (to minimise); importance.md has a section
+    per objective, each ranking its own parameter, and an importance figure each."""
+    from adbs_lab.objectives import Objective
+
+    t = _trials(n_a=6, n_b=3)
+    rng = np.random.default_rng(1)
+    t["val_last_novel_acc"] = t["temperature"] + rng.normal(0, 0.05, len(t))
+    objs = (Objective("val_avg_acc", "max"), Objective("val_last_novel_acc", "min"))
+    files = importance.write(t, tmp_path, objs)
+    md = (tmp_path / "importance.md").read_text()
+    first, second = md.split("### val_last_novel_acc:min")
+    assert first.startswith("### val_avg_acc:max") and "validation average accuracy" in first
+    assert "val_last_novel_acc, to minimise, summary/val_last_novel_acc" in second
+    for text, top in ((first, "alpha"), (second, "temperature")):
+        rows = [line for line in text.splitlines() if line.startswith("| ") and "parameter" not in line
+                and "---" not in line]
+        assert rows[0].startswith(f"| {top} ") and rows[0].rstrip(" |").endswith("| 1"), rows
+    assert {f.name for f in files} == {"importance.png", "importance-val_last_novel_acc.png",
+                                       "parallel_coordinate.png", "contour.png", "slice.png"}
+    # PED-ANOVA looks at the best configurations: to minimise, those are the low temperatures
+    a = importance.analyse(t, objective=objs[1], resamples=2)
+    assert a["study"].direction.name == "MINIMIZE"
+    assert a["configs"].sort_values("objective").iloc[0]["temperature"] == 8.0
