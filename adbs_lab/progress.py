@@ -1,5 +1,6 @@
-"""One line per trial event a person can follow: started / finished / pruned / failed, counts, best so far; and,
-while a trial trains its base session, its base epochs (throttled) with s/epoch and the trial's ETA."""
+"""One line per trial event a person can follow: started / finished / pruned / failed, counts, best so far on the
+study's objective (or, for several --objectives, the size of the Pareto front so far); and, while a trial trains
+its base session, its base epochs (throttled) with s/epoch and the trial's ETA."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Callable
 from ray.tune import Callback
 
 from adbs_lab import metrics_keys as K
+from adbs_lab.objectives import DEFAULT, Objective, front
 from adbs_lab.space import describe
 
 __all__ = ["EPOCH_LINE_EVERY_S", "Progress"]
@@ -22,9 +24,11 @@ take minutes and each one prints, while a CPU study's seconds-long epochs stay a
 class Progress(Callback):
     def __init__(self, *, study: str, total: int, varying: list[str], ended: Callable[[object], str],
                  max_concurrent: int = 1, epoch_every_s: float = EPOCH_LINE_EVERY_S,
-                 clock: Callable[[], float] = time.time) -> None:
-        """`ended(trial)`: how the trial ended, as the study classified it once (StudySearch.ended)."""
+                 clock: Callable[[], float] = time.time, objectives: tuple[Objective, ...] = DEFAULT) -> None:
+        """`ended(trial)`: how the trial ended, as the study classified it once (StudySearch.ended); `objectives`:
+        what the search optimises (adbs_lab/objectives.py)."""
         self.study, self.total, self.varying, self.ended = study, total, varying, ended
+        self.objectives = tuple(objectives) or DEFAULT
         self.max_concurrent, self.epoch_every_s, self.clock = max(1, max_concurrent), epoch_every_s, clock
         self.t0 = clock()
         self.states: dict[str, str] = {}  # trial id -> final state, as classified when the trial ended
@@ -41,23 +45,37 @@ class Progress(Callback):
     def _line(self, trials, trial, event: str) -> None:
         counts = {K.COMPLETE: 0, K.PRUNED: 0, K.DIVERGED: 0, K.FAILED: 0}
         running = 0
-        best, best_name = None, ""
+        done = []
         for t in trials:
             state = self.states.get(t.trial_id)
             if state is None:
                 running += t.status == "RUNNING" or t is trial
                 continue
             counts[state] = counts.get(state, 0) + 1
-            value = (t.last_result or {}).get(K.OBJECTIVE)
-            if state == K.COMPLETE and (best is None or value > best):
-                best, best_name = value, describe(t.config, self.varying)
-        best_txt = f"best val avg acc {best:.2f} ({best_name})" if best is not None else "best val avg acc -"
+            if state == K.COMPLETE:
+                done.append(t)
+        best_txt = self._best(done)
         print(
             f"{self._stamp()} {describe(trial.config, self.varying)}: {event} | "
             f"done {counts[K.COMPLETE]}/{self.total}, running {running}, pruned {counts[K.PRUNED]}, "
             f"{f'diverged {counts[K.DIVERGED]}, ' if counts[K.DIVERGED] else ''}failed {counts[K.FAILED]} | {best_txt}",
             flush=True,
         )
+
+    def _best(self, done: list) -> str:
+        """The best complete trial so far on the objective, or the trials on the Pareto front of several (trials,
+        not configurations: the seeds' means are in the study's table and pareto.json at the end)."""
+        objs = self.objectives
+        values = [[(t.last_result or {}).get(o.key, float("nan")) for o in objs] for t in done]
+        if len(objs) > 1:
+            on = front(values, [o.direction for o in objs])
+            return f"Pareto front so far: {len(on)} of {len(done)} complete trials ({', '.join(o.text for o in objs)})"
+        o = objs[0]
+        name = "val avg acc" if o == DEFAULT[0] else o.name
+        on = front(values, [o.direction])  # one objective: the best value (all of them where tied)
+        if not on:
+            return f"best {name} -"
+        return f"best {name} {values[on[0]][0]:.2f} ({describe(done[on[0]].config, self.varying)})"
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self.states.pop(trial.trial_id, None)  # a restored trial runs again
@@ -112,6 +130,9 @@ class Progress(Callback):
         else:
             event = (f"finished: val avg acc {result[K.OBJECTIVE]:.2f}, "
                      f"test avg acc {result.get('summary/test_avg_acc', float('nan')):.2f}")
+            if self.objectives != DEFAULT:
+                event += "; " + ", ".join(f"{o.name} {result.get(o.key, float('nan')):.2f}" for o in self.objectives
+                                          if o != DEFAULT[0])
             if result.get(K.WARNING):
                 event += f" | WARNING: {result[K.WARNING]}"
         self._line(trials, trial, event)

@@ -142,7 +142,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
                                      ends=searcher)
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
-                        max_concurrent=slots.max_concurrent)
+                        max_concurrent=slots.max_concurrent, objectives=objectives.effective(opts.objectives))
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
                             "study.configurations": p.n_configs,

@@ -58,3 +58,46 @@ def test_study_estimate_once_and_reused_base_sessions_print_nothing(capsys):
     for epoch in range(1, 4):
         p.on_trial_result(0, [c], c, _epoch(epoch, 0.01, n=3, reused=1.0))
     assert capsys.readouterr().out == ""
+
+
+def _ended(p, trials, trial, result):
+    trial.last_result = result
+    p.on_trial_complete(0, trials, trial)
+
+
+def _done(val, **summary):
+    return {K.OBJECTIVE: val, "summary/test_avg_acc": val - 1, **{K.SUMMARY + k: v for k, v in summary.items()},
+            K.REPORT_KIND: K.KIND_SUMMARY}
+
+
+def test_best_so_far_follows_the_objective_and_its_direction(capsys):
+    from adbs_lab.objectives import DEFAULT, Objective
+
+    a = SimpleNamespace(trial_id="a", config={"alpha": 0.05}, status="TERMINATED")
+    b = SimpleNamespace(trial_id="b", config={"alpha": 0.1}, status="TERMINATED")
+    p = _progress(Clock())
+    _ended(p, [a, b], a, _done(50.0))
+    _ended(p, [a, b], b, _done(60.0))
+    assert capsys.readouterr().out.splitlines()[-1].endswith("| best val avg acc 60.00 (alpha=0.1)")
+    p = _progress(Clock(), objectives=(Objective("val_pd", "min"),))
+    _ended(p, [a, b], a, _done(50.0, val_pd=10.0))
+    _ended(p, [a, b], b, _done(60.0, val_pd=20.0))
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "finished: val avg acc 60.00, test avg acc 59.00; val_pd 20.00" in last
+    assert last.endswith("| best val_pd 10.00 (alpha=0.05)")  # minimised: the lower one
+    assert DEFAULT[0].name == "val_avg_acc"
+
+
+def test_several_objectives_show_the_pareto_front_so_far(capsys):
+    from adbs_lab.objectives import Objective
+
+    objs = (Objective("val_last_base_acc", "max"), Objective("val_last_novel_acc", "max"))
+    p = _progress(Clock(), objectives=objs)
+    ts = [SimpleNamespace(trial_id=c, config={"alpha": x}, status="TERMINATED") for c, x in zip("abc", (1, 2, 3))]
+    # a and b trade base for novel accuracy; c is worse than b on both
+    for t, (base, novel) in zip(ts, ((70.0, 20.0), (60.0, 40.0), (55.0, 35.0))):
+        _ended(p, ts, t, _done(50.0, val_last_base_acc=base, val_last_novel_acc=novel))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].endswith("| Pareto front so far: 2 of 3 complete trials (val_last_base_acc:max, "
+                              "val_last_novel_acc:max)")
+    assert "val_last_base_acc 55.00, val_last_novel_acc 35.00" in lines[-1]
