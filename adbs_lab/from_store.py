@@ -230,10 +230,8 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
     """(sessions, trials, row order, {row: reference row}) of several studies as one: each row becomes
     '<study>: <row>' ('<study> (<run id>): <row>' when a study appears twice, e.g. two runs of `ablation` on
     two presets), and each row keeps the Delta_last reference it has in its own study."""
-    names = [s.name for s in studies]
     sessions, trials, order, reference = [], [], [], {}
-    for st in studies:
-        prefix = st.name if names.count(st.name) == 1 else f"{st.name} ({st.parent.info.run_id[:8]})"
+    for st, prefix in zip(studies, _prefixes(studies)):
         rename = lambda lab, prefix=prefix: f"{prefix}: {lab}"  # noqa: E731
         for frame, out in ((st.sessions, sessions), (st.trials, trials)):
             if len(frame):
@@ -244,6 +242,21 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
         reference.update({rename(lab): rename(ref) for lab, ref in base.items()})
     cat = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()  # noqa: E731
     return cat(sessions), cat(trials), order, reference
+
+
+def _prefixes(studies: list[Study]) -> list[str]:
+    """Each study's prefix of its rows in a combined table: its name, with its parent run when a name repeats."""
+    names = [s.name for s in studies]
+    return [s.name if names.count(s.name) == 1 else f"{s.name} ({s.parent.info.run_id[:8]})" for s in studies]
+
+
+def combined_front(studies: list[Study]) -> list[str] | None:
+    """The rows of a combined table (`combine`) on the Pareto front of their own study's --objectives; None when
+    no study searched several objectives (the table then has no front column)."""
+    if not any(s.multi for s in studies):
+        return None
+    return [f"{prefix}: {lab}" for s, prefix in zip(studies, _prefixes(studies)) if s.multi and len(s.trials)
+            for lab in objectives.front_labels(s.trials, s.objectives)]
 
 
 def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame,

@@ -112,8 +112,8 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
 
 FRONT = "front"
 """paper_table's column marking the Pareto front of a multi-objective search (adbs_lab/objectives.py)."""
-FRONT_NOTE = ("front: * = on the Pareto front of the study's --objectives (validation, mean over seeds; no other row "
-              "is at least as good on every objective and better on one; pareto.json)")
+FRONT_NOTE = ("front: * = on the Pareto front of its study's --objectives (validation, mean over seeds; no other row "
+              "of that study is at least as good on every objective and better on one; pareto.json)")
 
 
 def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:

@@ -146,7 +146,7 @@ print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over see
 if len(studies) > 1:
     sessions, trials, order, reference = from_store.combine(studies)
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
-                                trials=trials) if len(sessions) else pd.DataFrame()
+                                trials=trials, front=from_store.combined_front(studies)) if len(sessions) else pd.DataFrame()
     print(from_store.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order))
     names = "-".join(dict.fromkeys(s.name for s in studies))
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"compare-{names}-{'-'.join(i[:8] for i in ids)}"

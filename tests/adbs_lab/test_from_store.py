@@ -154,20 +154,23 @@ def test_the_papers_host_rows_beside_the_hosts_study():
     assert beside.loc[("SAVC", "ours"), "s8"] == 58.0
 
 
-def _second_study(uri: str, name: str, curves: dict[str, list[float]], baseline: str) -> str:
-    """Another study in the store (one seed per row), as the tracker writes it."""
+def _second_study(uri: str, name: str, curves: dict[str, list[float]], baseline: str,
+                  summary: dict[str, dict[str, float]] | None = None, tags: dict[str, str] | None = None) -> str:
+    """Another study in the store (one seed per row), as the tracker writes it; `summary`: more summary metrics per
+    row, `tags`: more tags on its parent run."""
     c = MlflowClient(uri)
     exp = c.create_experiment(name)
     parent = c.create_run(exp, run_name=f"{name} 2026-01-02 00:00",
                           tags={"adbs.role": "study", "adbs.study": name, "adbs.baseline": baseline,
-                                "adbs.order": json.dumps(list(curves))})
+                                "adbs.order": json.dumps(list(curves)), **(tags or {})})
     for number, (label, accs) in enumerate(curves.items()):
         run = c.create_run(exp, run_name=f"{label} seed=0",
                            tags={"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": name,
                                  "adbs.trial_id": f"{name}{number}", "adbs.optuna_trial": str(number),
                                  "adbs.state": K.COMPLETE, "adbs.label": label})
         c.log_batch(run.info.run_id, metrics=[Metric("session/test_acc", a, 0, s) for s, a in enumerate(accs)]
-                    + [Metric("summary/val_avg_acc", sum(accs) / len(accs), 0, 0)],
+                    + [Metric("summary/val_avg_acc", sum(accs) / len(accs), 0, 0)]
+                    + [Metric(f"summary/{k}", v, 0, 0) for k, v in (summary or {}).get(label, {}).items()],
                     params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v))
                             for k, v in Config(seed=0).to_dict().items()])
         c.set_terminated(run.info.run_id, "FINISHED")
@@ -207,3 +210,29 @@ def test_report_across_two_studies_one_table_one_figure(store, tmp_path, capsys)
     assert twice.returncode == 2 and "same study run twice" in twice.stderr
     paper = run("ablation", "boundary", "--paper")
     assert paper.returncode == 2 and "one at a time" in paper.stderr
+
+
+def test_report_across_studies_marks_each_multi_objective_studys_own_front(store, tmp_path, capsys):
+    """`report.py ablation alpha_sweep` where alpha_sweep searched two objectives: the combined table has a front
+    column, '*' on the rows of alpha_sweep's own Pareto front and on no ablation row."""
+    import sys
+    from pathlib import Path
+
+    from _scripts import in_process
+
+    uri, _, _, _ = store
+    # a and b trade base for novel accuracy; c is beaten by b on both
+    values = {"alpha=0.01": (70.0, 20.0), "alpha=0.05": (60.0, 40.0), "alpha=0.1": (55.0, 35.0)}
+    _second_study(uri, "alpha_sweep", {lab: [70.0, 50.0, 40.0] for lab in values}, "",
+                  summary={lab: {"val_last_base_acc": b, "val_last_novel_acc": n} for lab, (b, n) in values.items()},
+                  tags={"adbs.objectives": json.dumps(["val_last_base_acc:max", "val_last_novel_acc:max"])})
+    script = Path(__file__).resolve().parents[2] / "studies" / "report.py"
+    r = in_process(capsys, [sys.executable, str(script), "ablation", "alpha_sweep", "--tracking-uri", uri,
+                            "--out", str(tmp_path / "cmp")])
+    assert r.returncode == 0, r.stderr
+    lines = (tmp_path / "cmp" / "table.txt").read_text().splitlines()
+    assert lines[0].split()[-1] == "front"
+    marked = {re.split(r"\s{2,}", line.strip())[0]: line.rstrip().endswith("*") for line in lines[2:7]}
+    assert marked == {"ablation: baseline": False, "ablation: adb+ic": False, "alpha_sweep: alpha=0.01": True,
+                      "alpha_sweep: alpha=0.05": True, "alpha_sweep: alpha=0.1": False}
+    assert "Pareto front of its study's --objectives" in r.stdout
