@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -93,7 +93,7 @@ def last_by_seed(sessions: pd.DataFrame, metric: str, label: str) -> dict[str, d
     return out
 
 
-def paired_deltas(last: dict[str, dict[int, float]], reference: dict[str, str | None]) -> dict[str, tuple]:
+def paired_deltas(last: dict[str, dict[int, float]], reference: Mapping[str, str | None]) -> dict[str, tuple]:
     """{row: (mean, half-width, n)} of row - reference over the seeds both ran; rows without a reference are left
     out, the reference row itself too (its difference with itself is 0 by definition)."""
     out = {}

@@ -103,7 +103,7 @@ def readonly_storage(url: str):
         # a URI filename, percent-encoded by as_uri (spaces, '?', '#' in a path stay part of it); the timeout waits
         # out the study's own writes (the writer holds the file's lock for each commit)
         uri = f"{path.resolve().as_uri()}?mode=ro"
-        kwargs = {"creator": lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False)}
+        kwargs: dict[str, object] = {"creator": lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False)}
     else:
         kwargs = {"connect_args": {"options": "-c default_transaction_read_only=on", "connect_timeout": 10}}
     return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=True)
@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     import optuna_dashboard
 
     app = readonly_app(optuna_dashboard.wsgi(readonly_storage(url)))
-    server = type("_Server6", (_Server,), {"address_family": socket.AF_INET6}) if ":" in args.host else _Server
+    server: type[_Server] = type("_Server6", (_Server,), {"address_family": socket.AF_INET6}) \
+        if ":" in args.host else _Server
     try:
         httpd = make_server(args.host, args.port, app, server_class=server, handler_class=_Quiet)
     except OSError as e:  # taken between the check and now

@@ -230,7 +230,10 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
     """(sessions, trials, row order, {row: reference row}) of several studies as one: each row becomes
     '<study>: <row>' ('<study> (<run id>): <row>' when a study appears twice, e.g. two runs of `ablation` on
     two presets), and each row keeps the Delta_last reference it has in its own study."""
-    sessions, trials, order, reference = [], [], [], {}
+    sessions: list[pd.DataFrame] = []
+    trials: list[pd.DataFrame] = []
+    order: list[str] = []
+    reference: dict[str, str] = {}
     for st, prefix in zip(studies, _prefixes(studies)):
         rename = lambda lab, prefix=prefix: f"{prefix}: {lab}"  # noqa: E731
         for frame, out in ((st.sessions, sessions), (st.trials, trials)):

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
-from adbs_lab.objectives import DEFAULT, Objective
+from adbs_lab.objectives import DEFAULT, Objective, OptunaDirection
 
 MIN_CONFIGS = 8
 """Fewer complete configurations than this: no ranking (PED-ANOVA compares the best few with the rest, fANOVA
@@ -94,9 +94,9 @@ def _plain(v: Any) -> Any:
 def distributions(configs: pd.DataFrame, params: list[str]) -> dict[str, Any]:
     """An Optuna distribution per parameter spanning the values seen: numbers as ranges (log when they span a
     factor of 10 or more above 0), anything else as a choice."""
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-    out = {}
+    out: dict[str, BaseDistribution] = {}
     for p in params:
         vals = list(configs[p])
         if all(isinstance(v, (bool, np.bool_)) or isinstance(v, str) or v is None for v in vals):
@@ -109,7 +109,7 @@ def distributions(configs: pd.DataFrame, params: list[str]) -> dict[str, Any]:
     return out
 
 
-def _study(configs: pd.DataFrame, params: list[str], dists: dict[str, Any], direction: str = "maximize"):
+def _study(configs: pd.DataFrame, params: list[str], dists: dict[str, Any], direction: OptunaDirection = "maximize"):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -271,6 +271,7 @@ def figures(a: dict[str, Any] | None, folder: Path, png: str = IMPORTANCE_PNG, p
 
 
 def _optuna_plots(study, top: list[str], folder: Path, plt) -> list[Path]:
+    from matplotlib.figure import Figure
     from optuna.visualization import matplotlib as ovm
 
     out = []
@@ -281,6 +282,8 @@ def _optuna_plots(study, top: list[str], folder: Path, plt) -> list[Path]:
                           ("slice", lambda: ovm.plot_slice(study))):
             ax = draw()
             fig = (ax.flat[0] if isinstance(ax, np.ndarray) else ax).get_figure()
+            if not isinstance(fig, Figure):  # Optuna draws each plot on a top-level figure of its own
+                raise TypeError(f"Optuna's {key} plot is not on a top-level matplotlib figure: {fig!r}")
             fig.set_size_inches(max(fig.get_size_inches()[0], 6), max(fig.get_size_inches()[1], 4))
             fig.tight_layout()
             path = folder / PLOTS[key]

@@ -15,7 +15,10 @@ from __future__ import annotations
 import base64
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["BASE", "SESSION", "SUMMARY", "OBJECTIVE", "MODE", "BASE_STEP", "BASE_PRUNE_VALUE", "SESSION_STEP",
            "REPORT_KIND", "KIND_BASE", "KIND_SESSION", "KIND_SUMMARY", "KIND_FAILED", "ERROR", "WARNING",
@@ -93,7 +96,7 @@ def strip(prefix: str, result: dict) -> dict[str, float]:
     return {k[len(prefix):]: v for k, v in result.items() if isinstance(k, str) and k.startswith(prefix)}
 
 
-def finite(x) -> bool:
+def finite(x) -> TypeGuard[int | float | np.integer | np.floating]:
     return _is_number(x) and math.isfinite(float(x))
 
 

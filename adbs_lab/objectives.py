@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from adbs_lab import metrics_keys as K
 
@@ -39,6 +39,8 @@ TEST_IMAGES = ("novel_own_cos", "novel_best_base_cos", "novel_own_wins")
 """Summary metrics measured on the test images (adbs.metrics.novel_image_geometry): test data, never searched."""
 
 DIRECTIONS = ("max", "min")
+OptunaDirection = Literal["minimize", "maximize"]
+"""A direction as optuna.create_study takes it."""
 PARETO_JSON = "pareto.json"
 TAG = "adbs.objectives"
 """Parent-run tag: the objectives as a JSON list of NAME:max|min (studies/report.py redraws the front from it)."""
@@ -61,7 +63,7 @@ class Objective:
         return f"{self.name}:{self.direction}"
 
     @property
-    def optuna_direction(self) -> str:
+    def optuna_direction(self) -> OptunaDirection:
         return "maximize" if self.direction == "max" else "minimize"
 
 
@@ -182,7 +184,7 @@ def pareto_record(trials, objectives: Sequence[Objective], label: str = "label")
     # the config fields the configurations differ in (the summary metrics differ too, but are not parameters)
     swept = [c for c in compare.swept_columns(t, label) if c in CONFIG_COLUMNS] if len(t) else []
     first = t.drop_duplicates(label).set_index(label) if len(t) else None
-    points = []
+    points: list[dict[str, Any]] = []
     for lab in on:
         m = means[means[label] == lab].iloc[0]
         params = {c: _plain(first.at[lab, c]) for c in swept} if first is not None else {}

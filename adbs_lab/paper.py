@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -73,7 +74,8 @@ def dcs_across(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """One D_cs table across datasets (`per_dataset`: dataset label -> its dcs_table): a row per method row (the
     hosts' rows, then the ablation's), and per dataset ours without and with ADBS, followed by the paper's Table 4
     values where the paper reports that dataset. NaN where a dataset's study has no such row."""
-    columns, rows = ["study", "row"], {}
+    columns = ["study", "row"]
+    rows: dict[tuple[Any, Any], dict[str, Any]] = {}  # (study, row) -> the row across datasets
     for name, dcs in per_dataset.items():
         cols = ["ours without", "ours with ADBS"] + (["paper without", "paper with ADBS"] if name in from_store.PAPER
                                                      else [])
@@ -235,7 +237,7 @@ def latest_by_dataset(client, wanted: list[str]) -> dict:
 
 def by_dataset(runs: list) -> dict:
     """Paper runs named by id, keyed by their dataset label; two runs of one dataset cannot share a column."""
-    out = {}
+    out: dict[str, Any] = {}  # dataset label -> its mlflow Run
     for run in runs:
         name = run.data.tags.get("adbs.dataset") or EMBEDDED
         if name in out:

@@ -5,13 +5,16 @@ its base session, its base epochs (throttled) with s/epoch and the trial's ETA."
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ray.tune import Callback
 
 from adbs_lab import metrics_keys as K
 from adbs_lab.objectives import DEFAULT, Objective, front
 from adbs_lab.space import describe
+
+if TYPE_CHECKING:
+    from ray.tune.stopper import Stopper
 
 __all__ = ["EPOCH_LINE_EVERY_S", "Progress"]
 
@@ -35,7 +38,8 @@ class Progress(Callback):
         self.epochs: dict[str, dict] = {}  # trial id -> {"printed": time of its last epoch line, "times": [s]}
         self.estimated = False  # the study's time estimate from a measured epoch, printed once
 
-    def setup(self, **info) -> None:
+    def setup(self, stop: Stopper | None = None, num_samples: int | None = None,
+              total_num_samples: int | None = None, **info: Any) -> None:
         self.t0 = self.clock()
 
     def _stamp(self) -> str:

@@ -171,11 +171,11 @@ def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, f
 
     if baseline is None:  # the study's own (studies/report.py passes the one its parent run recorded)
         baseline = _space_baseline(study)
-    two = objectives is not None and len(objectives) == 2
-    trade = tradeoff.figure(sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline,
-                            title=(f"{study}: {objectives[0].text} vs {objectives[1].text}, the search's objectives "
-                                   "(mean over seeds)" if two else
-                                   f"{study}: base vs novel accuracy, last session (mean over seeds)"),
+    if objectives is not None and len(objectives) == 2:
+        title = f"{study}: {objectives[0].text} vs {objectives[1].text}, the search's objectives (mean over seeds)"
+    else:
+        title = f"{study}: base vs novel accuracy, last session (mean over seeds)"
+    trade = tradeoff.figure(sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline, title=title,
                             trials=trials, objectives=objectives)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
     return ([trade] if trade else []) + (importance.write(trials, folder, objectives) if len(trials) else [])

@@ -28,7 +28,7 @@ import math
 import os
 import pickle
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import optuna
 from optuna.trial import TrialState
@@ -214,7 +214,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         if orphans:
             # The sampler was pickled with the random state of the snapshot: it would draw again exactly what it drew
             # for the orphans (a TPE start-up value twice). A fresh random state draws new values.
-            self._sampler.reseed_rng()
+            sampler = self._sampler
+            assert sampler is not None, "StudySearch is always built with a sampler"
+            sampler.reseed_rng()
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
         """Tune hands over the param space (the base of every trial's Config) on every run, --resume included."""
@@ -230,15 +232,20 @@ class StudySearch(_LiveStudy, OptunaSearch):
         # (configurations x seeds) and the Optuna trial's bookkeeping stay exact.
         g = self._groups.get(self._open) if self._open is not None else None
         if g is None or not g["seeds_left"]:
-            ot_trial = self._study().ask(fixed_distributions=self._space)
+            space = self._space
+            # OptunaSearch also takes a list or a define-by-run function; StudySearch passes it a dict of Optuna
+            # distributions, which OptunaSearch keeps as a (flattened) dict
+            assert isinstance(space, dict), "StudySearch's space is a dict of Optuna distributions"
+            ot_trial = self._study().ask(fixed_distributions=space)
             self._open = ot_trial.number
             # Sampled studies repeat a configuration over seeds; grid studies have seed as an axis.
-            repeat = self._seeds if SEED_KEY not in self._space else []
+            repeat = self._seeds if SEED_KEY not in space else []
             g = self._groups[ot_trial.number] = {"params": dict(ot_trial.params), "seeds_left": list(repeat), "members": {}}
         params = dict(g["params"])
         if g["seeds_left"]:
             params[SEED_KEY] = g["seeds_left"].pop(0)
         g["members"][trial_id] = None
+        assert self._open is not None, "a configuration is open: just asked for, or one with seeds left"
         self._number[trial_id] = self._open
         params[OPTUNA_TRIAL_KEY] = self._open
         config = unflatten_dict(params)
@@ -287,6 +294,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         obj = objective(result)
         if obj is None:
             return None
+        assert result is not None, "objective() has a value only from a report"
         keys = [o.key for o in getattr(self, "_objectives", DEFAULT)]
         return [obj if k == K.OBJECTIVE else float(result.get(k, math.nan)) for k in keys]
 
@@ -305,7 +313,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._ended.pop(trial_id, None)
 
 
-def tell(study: optuna.Study, number: int, value: float | None = None, state: TrialState | None = None) -> None:
+def tell(study: optuna.Study, number: int, value: float | Sequence[float] | None = None,
+         state: TrialState | None = None) -> None:
     """study.tell outside study.optimize: GridSampler.after_trial calls study.stop() when the grid is
     used up, which raises there; the trial's state is stored before that (optuna/study/_tell.py)."""
     try:

@@ -25,8 +25,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adbs import objstore as st
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 SNAPSHOT_DIR = "study_files"
 """Folder inside Tune's experiment folder holding the driver's files, uploaded with Tune's state."""
@@ -88,6 +92,7 @@ class StudyFolder:
     def __init__(self, storage: str, folder: str):
         self.storage, self.folder = storage, folder
         self.remote = st.is_url(storage)
+        self.url: str | None  # the folder's URL; None for a local folder
         if self.remote:
             self.url = st.join(storage, folder)
             self.fs, self.path = st.open_fs(self.url)
@@ -100,12 +105,18 @@ class StudyFolder:
             self.local = Path(storage).expanduser().resolve() / folder
             self.fs, self.path = pafs.LocalFileSystem(), str(self.local)
 
+    def _remote_url(self) -> str:
+        """The folder's URL, for the code paths taken only when `remote` (the URL is set exactly then)."""
+        if self.url is None:
+            raise ValueError(f"{self.local} is a local folder: it has no URL")
+        return self.url
+
     def __str__(self) -> str:
-        return st.redact(self.url) if self.remote else str(self.local)
+        return st.redact(self._remote_url()) if self.remote else str(self.local)
 
     def display(self, name: str) -> str:
         """Where file `name` of the study ends up (printable: no credentials)."""
-        return st.redact(st.join(self.url, name)) if self.remote else str(self.local / name)
+        return st.redact(st.join(self._remote_url(), name)) if self.remote else str(self.local / name)
 
     def _beside(self, name: str) -> str:
         """Where `<storage>/<name>` is (printable), e.g. the folder an earlier study was moved aside to."""
@@ -166,13 +177,13 @@ class StudyFolder:
         """Create the local folder (the staging folder for a URL) and, for a URL, check it is writable."""
         self.local.mkdir(parents=True, exist_ok=True)
         if self.remote:
-            st.check_writable(self.url)
+            st.check_writable(self._remote_url())
 
     # -- object store: staging <-> store -----------------------------------------------------
 
     def pull_for_resume(self) -> list[str]:
         """Download study.json and the last snapshot of optuna.db/mlflow_runs.json into the staging folder."""
-        got = []
+        got: list[str] = []
         if not self.remote:
             return got
         wanted = {"study.json": f"{self.path}/study.json",
@@ -233,7 +244,7 @@ class StudyLock:
         self.info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                      "command": command, "renewed": time.time()}
         self._holder = f"{where.path}.lock" if where.remote else f"{where.path}.lock.json"
-        self._filelock = None
+        self._filelock: BaseFileLock | None = None  # held only for a local folder
         self._stop = threading.Event()
         if where.remote:
             self._take_lease()

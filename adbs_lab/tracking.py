@@ -18,7 +18,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ray.tune import Callback
 
@@ -41,6 +41,9 @@ from adbs_lab.tracking_store import (  # noqa: F401 - the store's public names, 
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs_lab.space import SEED_KEY, describe, trial_config
 from adbs_lab.trial_records import base_boundaries
+
+if TYPE_CHECKING:
+    from ray.tune.stopper import Stopper
 
 RUNS_FILE = "mlflow_runs.json"
 
@@ -141,7 +144,8 @@ class MlflowTracker(Callback):
 
         self.client.log_batch(self.parent_run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
 
-    def finish(self, status: str = "FINISHED", artifacts: list[Path] = (), metrics: dict[str, float] | None = None) -> None:
+    def finish(self, status: str = "FINISHED", artifacts: Sequence[Path] = (),
+               metrics: dict[str, float] | None = None) -> None:
         """Attach the study's files and its study/* metrics (best objective, trial counts, wall time) to the parent run."""
         from mlflow.entities import Metric
 
@@ -165,7 +169,8 @@ class MlflowTracker(Callback):
                 n += 1
         return n
 
-    def setup(self, **info) -> None:
+    def setup(self, stop: Stopper | None = None, num_samples: int | None = None,
+              total_num_samples: int | None = None, **info: Any) -> None:
         tune_staging.release()  # Tune has named its staging folder by now (adbs_lab/tune_staging.py)
         self._orphans_checked = False
         # After Tuner.restore this callback is the one unpickled from the interrupted run:

@@ -70,7 +70,9 @@ def _waiting(state: RetryCallState) -> None:
     """One line per wait, so a study that stalls on a locked store says why (bench/load.py counts these lines)."""
     import sys
 
-    print(f"warning: {LOCKED_WARNING} (try {state.attempt_number}; waiting {state.next_action.sleep:.1f} s)",
+    action = state.next_action
+    assert action is not None, "tenacity decides the next action before it calls before_sleep"
+    print(f"warning: {LOCKED_WARNING} (try {state.attempt_number}; waiting {action.sleep:.1f} s)",
           file=sys.stderr, flush=True)
 
 
@@ -78,7 +80,9 @@ LOCKED_WARNING = "the MLflow store is locked by another process"
 
 
 def _still_locked(state: RetryCallState):
-    e = state.outcome.exception()
+    outcome = state.outcome
+    assert outcome is not None, "tenacity gives up only after an attempt, so there is an outcome"
+    e = outcome.exception()
     raise TrackingError(f"the MLflow store stayed locked for {LOCKED_WAIT_S:.0f} s "
                         f"({str(e).strip().splitlines()[0][:200]})") from None
 

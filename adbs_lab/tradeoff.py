@@ -74,6 +74,7 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
 
     two = objectives is not None and len(objectives) == 2 and trials is not None and len(trials) > 0
     if two:
+        assert objectives is not None and trials is not None, "two is set only when both are given"
         o1, o2 = objectives
         names = {"val": (o1.name, o2.name), "test": (_test_twin(o1.name, trials), _test_twin(o2.name, trials))}
         panels = {split: objective_points(trials, names[split], label) for split in ("val", "test")}

@@ -57,9 +57,10 @@ def make_trainable(*, trial_fn: Callable | None = None, cache_dir: str | None = 
         hooks = Hooks(on_base_epoch=reports.base_epoch, on_session=reports.session,
                       on_checkpoint=reports.checkpoint, checkpoint_every=checkpoint_every)
         resume, cache = _resume_state(), _cache(cache_dir)
-        fn = trial_fn
-        if fn is None:
+        if trial_fn is None:
             from adbs.trial import run_trial as fn
+        else:
+            fn = trial_fn
         kwargs = {"cache": cache, "resume": resume} if trial_fn is None else {}
         try:
             result = fn(cfg, hooks=hooks, **kwargs)

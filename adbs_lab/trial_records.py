@@ -45,13 +45,14 @@ def classify(result: dict | None, *, error: bool = False, pruned: bool = False, 
       when it `ended` (it stopped without finishing, for no reason the platform gave it), else
       INTERRUPTED (the study stopped before it ended; --resume continues it).
     """
-    kind = (result or {}).get(K.REPORT_KIND)
+    report = result or {}
+    kind = report.get(K.REPORT_KIND)
     if error:
         return K.FAILED
     if kind == K.KIND_FAILED:
         return K.DIVERGED
     if kind == K.KIND_SUMMARY:
-        return K.COMPLETE if K.finite(result.get(K.OBJECTIVE)) else K.FAILED
+        return K.COMPLETE if K.finite(report.get(K.OBJECTIVE)) else K.FAILED
     if pruned:
         return K.PRUNED
     return K.FAILED if ended else K.INTERRUPTED
@@ -61,6 +62,7 @@ def objective(result: dict | None) -> float | None:
     """The trial's objective value when it completed, else None (a placeholder NaN is never a value)."""
     if classify(result) != K.COMPLETE:
         return None
+    assert result is not None, "classify calls a trial COMPLETE only from a summary report"
     return float(result[K.OBJECTIVE])
 
 

@@ -61,8 +61,9 @@ class Checked:
 
     @property
     def doing(self) -> str:
-        return {FINISHED: "finished earlier: reused", UNFINISHED: "interrupted earlier: continued"}.get(
-            self.state, "to run")
+        doing: dict[str | None, str] = {FINISHED: "finished earlier: reused",
+                                        UNFINISHED: "interrupted earlier: continued"}
+        return doing.get(self.state, "to run")
 
 
 @dataclass
@@ -134,7 +135,9 @@ class Composite:
                 continue
             print(f"\n{self.name}: {c.name} ({c.part.title})", flush=True)
             try:
-                codes[c.name] = run(c.part.plan, c.part.opts.replace(resume=c.state == UNFINISHED)).code
+                ran = run(c.part.plan, c.part.opts.replace(resume=c.state == UNFINISHED))
+                assert ran is not None, "run returns None only for --dry-run, which never runs the parts"
+                codes[c.name] = ran.code
             except SystemExit as e:  # refused (2), failed after it started (1), or interrupted (130)
                 codes[c.name] = e.code if isinstance(e.code, int) else outcome.FAILED
                 if codes[c.name] == outcome.INTERRUPTED:

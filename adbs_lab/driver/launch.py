@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adbs.config import Config, from_dict
 from adbs_lab import objectives
@@ -24,6 +24,9 @@ from adbs_lab.driver.prepared import Prepared, bad_input, fail
 from adbs_lab.driver.session import Stop, disk_full, interrupted, ray_session
 from adbs_lab.paths import code_version
 from adbs_lab.study_folder import StudyFolder
+
+if TYPE_CHECKING:
+    from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start"]
 
@@ -242,7 +245,7 @@ def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[f
     return gpus, 1.0 if cpus is None else cpus
 
 
-def _results_so_far(where: StudyFolder, tune_fs) -> list:
+def _results_so_far(where: StudyFolder, tune_fs) -> ResultGrid | list[Result]:
     """Tune's results as last saved (after Tune itself was interrupted); [] when it saved nothing yet."""
     from ray import tune
 

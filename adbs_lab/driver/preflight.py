@@ -265,7 +265,11 @@ def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int
         raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
                               f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
                               "(it sizes sampled studies only)")
-    n_configs = sp.grid_size(space, None) if is_grid else int(opts.num_samples)
+    if is_grid:
+        n_configs = sp.grid_size(space, None)
+    else:
+        assert opts.num_samples is not None, "a sampled study without --num-samples was refused above"
+        n_configs = int(opts.num_samples)
     return space, is_grid, n_configs, n_configs * len(seeds)
 
 

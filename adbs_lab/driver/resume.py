@@ -28,10 +28,12 @@ def _held(key: str, settings: dict[str, Any]) -> Any:
     """A RESUME_FIXED setting as the interrupted run recorded it (study.json). --objectives: the objectives in effect
     (a study.json from before the flag, or a run without it, optimised the default objective)."""
     if key == "objectives":
+        given = settings.get(key)
         try:
-            return objectives.texts(objectives.effective(settings.get(key) or ()))
+            return objectives.texts(objectives.effective(given or ()))
         except objectives.ObjectiveError:  # a hand-edited study.json: shown as it is, so it differs
-            return list(settings.get(key))
+            assert given is not None, "no objectives recorded means the default, which parses"
+            return list(given)
     return settings[key]
 
 

@@ -7,6 +7,7 @@ summarise.py)."""
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import signal
 import socket
@@ -87,7 +88,7 @@ def _start_ray(p: Prepared) -> dict[str, float]:
     forward = {k: os.environ[k] for k in (FAULT_ENV,) if k in os.environ}
     try:
         ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
-                 configure_logging=True, logging_level="WARNING",
+                 configure_logging=True, logging_level=logging.WARNING,
                  runtime_env={"env_vars": forward} if forward else None)
     except ConnectionError as e:
         raise StudyInputError(f"--address {p.opts.address}: no Ray cluster there ({str(e).strip().splitlines()[0]}); "
@@ -124,13 +125,14 @@ class Stop:
 
 
 def disk_full(e: BaseException) -> bool:
-    while e is not None:
-        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+    cur: BaseException | None = e  # then its causes, up the chain
+    while cur is not None:
+        if isinstance(cur, OSError) and cur.errno == errno.ENOSPC:
             return True
-        text = str(e).lower()
+        text = str(cur).lower()
         if "no space left" in text or "database or disk is full" in text or "disk is full" in text:
             return True
-        e = e.__cause__ or e.__context__
+        cur = cur.__cause__ or cur.__context__
     return False
 
 

@@ -1,5 +1,5 @@
-"""Lint and types in the fast tier: `ruff check` over the repository and `mypy` over adbs/, both configured in
-pyproject.toml ([tool.ruff], [tool.mypy]); either finding fails the test with the checker's own report.
+"""Lint and types in the fast tier: `ruff check` over the repository and `mypy` over adbs/ and adbs_lab/, both
+configured in pyproject.toml ([tool.ruff], [tool.mypy]); either finding fails the test with the checker's own report.
 `.venv/bin/ruff check` and `.venv/bin/mypy` in the repository root run the same."""
 
 from __future__ import annotations
