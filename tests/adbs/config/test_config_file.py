@@ -163,7 +163,8 @@ def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
 
     from adbs.config.file import _UniqueKeyLoader
 
-    assert yaml.load(open(path).read(), Loader=_UniqueKeyLoader)["run"] == {"alpha": 0.05, "seed": 2}
+    with open(path) as f:
+        assert yaml.load(f.read(), Loader=_UniqueKeyLoader)["run"] == {"alpha": 0.05, "seed": 2}
 
 
 @pytest.mark.parametrize("value,expected", [("1", True), ("0", False), ("true", True)])
