@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import time
 from pathlib import Path
 
@@ -20,12 +19,6 @@ def chromium() -> str | None:
         if shutil.which(name):
             return shutil.which(name)
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Browser:

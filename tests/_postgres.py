@@ -12,12 +12,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
+
+from _procs import free_port  # tests/ is on the path: tests/conftest.py, bench/load_check.py
 
 USER, PASSWORD = "adbs", "adbs-test-pw"
 
@@ -42,18 +42,12 @@ def missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class PgServer:
     def __init__(self) -> None:
         self.bin = pg_bin()
         self.root = Path(tempfile.mkdtemp(prefix="adbs-test-pg-"))
         self.data, self.sock = self.root / "data", self.root / "sock"
-        self.port = _free_port()
+        self.port = free_port()
         self.as_user: list[str] = []
         if os.geteuid() == 0:  # postgres will not run as root: run it as nobody, who owns only this folder
             self.as_user = ["runuser", "-u", "nobody", "--"]
@@ -103,16 +97,3 @@ class PgServer:
         finally:
             con.close()
         return self.url(name)
-
-
-def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until something listens on 127.0.0.1:port (RuntimeError when `proc` exits first or time runs out)."""
-    deadline = time.time() + timeout
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"nothing listens on port {port} (exit code {proc.poll()})") from None
-            time.sleep(0.3)

@@ -145,33 +145,19 @@ class S3Server:
 @pytest.fixture(scope="session")
 def s3():
     """A moto S3 server on a free local port for this test session (stopped at the end)."""
-    import socket
     import subprocess
-    import time
+
+    from _procs import free_port, stop, wait_listening
 
     pytest.importorskip("moto.server", reason="moto[server] is a test dependency (pip install -e '.[test]')")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("the moto S3 server did not start") from None
-                time.sleep(0.2)
+        wait_listening(port, proc, 60, "the moto S3 server")
         yield S3Server(port)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 10)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from _procs import free_port
 
 from adbs_lab import dashboard
 
@@ -130,9 +131,7 @@ def test_a_busy_port_a_bad_port_and_a_bad_folder_exit_2_before_serving(folder, t
 
 
 def test_dry_run_says_what_it_would_serve_and_writes_nothing(folder, capsys):
-    with socket.socket() as s:  # a port free now
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port free now
     before = sorted(p.name for p in folder.iterdir()), (folder / "optuna.db").read_bytes()
     assert dashboard.main([str(folder), "--port", str(port), "--dry-run"]) == 0
     out = capsys.readouterr().out

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from _procs import free_port
 
 from adbs_lab import local_cluster
 
@@ -54,9 +54,7 @@ def test_stopping_one_local_cluster_leaves_another_ray_running(ray_address):
     import ray
 
     temp = tempfile.mkdtemp(prefix="adbs-rt-")  # short: Ray's socket paths live under it
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     try:
         r = subprocess.run([str(BIN / "ray"), "start", "--head", f"--port={port}", "--num-cpus=1",

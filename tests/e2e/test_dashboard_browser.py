@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,7 +20,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from _browser import free_port, open_browser
+from _browser import open_browser
+from _procs import free_port, wait_http
 
 pytestmark = pytest.mark.slow  # it starts a server and a browser
 REPO = Path(__file__).resolve().parents[2]
@@ -47,15 +47,7 @@ def live(tmp_path):
                                 stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                if urllib.request.urlopen(base + "/api/studies", timeout=5).status == 200:
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.time() < deadline, f"dashboard did not start:\n{log.read_text()}"
-            time.sleep(0.3)
+        wait_http(base + "/api/studies", proc, 120, "the dashboard", log)
         yield base, study, running, folder / "optuna.db", log
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -20,7 +20,8 @@ import urllib.request
 import pytest
 from mlflow.tracking import MlflowClient
 
-from _browser import free_port, open_browser
+from _browser import open_browser
+from _procs import free_port, wait_http
 from _smoke_store import REPO, smoke_store
 
 # one worker under pytest -n: the smoke store (tests/_smoke_store.py) is built once per process, shared by
@@ -44,15 +45,7 @@ def server(ray_address, tmp_path_factory):
                                 env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"})
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 240  # ~20 s idle; minutes on 2 cores shared with training
-        while True:
-            try:
-                if urllib.request.urlopen(base + "/health", timeout=5).status == 200:
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.time() < deadline, f"server did not start:\n{log.read_text()[-3000:]}"
-            time.sleep(0.5)
+        wait_http(base + "/health", proc, 240, "the MLflow server", log)  # ~20 s idle; minutes on 2 busy cores
         assert f"MLflow UI: {base}" in log.read_text()
         yield base, store, log
     finally:

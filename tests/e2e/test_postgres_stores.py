@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests._postgres import _free_port, wait_listening
+from _procs import free_port, stop, wait_listening
 from tests._scripts import in_process
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_a_study_logs_through_an_mlflow_server_on_postgres_and_keeps_its_optuna_
     from mlflow.tracking import MlflowClient
 
     mlflow_db, optuna_db = postgres.new_database("mlflow"), postgres.new_database("optuna")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([PY, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", mlflow_db,
                                "--artifacts-destination", str(tmp_path / "artifacts"), "--port", str(port),
                                "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -101,11 +101,7 @@ def test_a_study_logs_through_an_mlflow_server_on_postgres_and_keeps_its_optuna_
         assert sorted(x.data.tags["adbs.optuna_trial"] for x in runs) == sorted(str(t.number) for t in trials)
         assert "experiments" in _tables(mlflow_db)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
 
 
 RACE = """

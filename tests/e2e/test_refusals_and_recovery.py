@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _procs import free_port
 from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
@@ -85,9 +85,7 @@ def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, trackin
 
 
 def test_an_address_with_no_cluster_fails_fast(storage, tracking_uri):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     t0 = time.time()
     r = _run([sys.executable, str(REPO / "studies" / "alpha_sweep.py"), "--smoke", "--address", f"127.0.0.1:{port}",
               "--storage", str(storage), "--tracking-uri", tracking_uri, "--gpus-per-trial", "0"], timeout=120)

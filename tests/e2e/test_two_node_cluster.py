@@ -17,16 +17,16 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from _procs import free_port, wait_http
 
 from adbs_lab import local_cluster
 from adbs_lab.trainable import NODE_ID_KEY
@@ -35,12 +35,6 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(480), pytest.mark.xdist_group("clusters")]
 SECRET = "adbs-e2e-secret-5f1c9a"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cluster_env() -> dict[str, str]:
@@ -89,18 +83,6 @@ def mlflow_server(request):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        assert proc.poll() is None, "the MLflow server exited at start"
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return
-        except OSError:
-            time.sleep(1)
-    raise TimeoutError(url)
-
-
 @pytest.fixture(scope="module")
 def two_nodes(mlflow_server):
     """(GCS address, dashboard URL, {"head": node_id, "worker": node_id}) of a fresh two-node cluster."""
@@ -133,8 +115,8 @@ def two_nodes(mlflow_server):
 
 def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server, tmp_path):
     _, dashboard, node_ids = two_nodes
-    mlflow_url, mlflow_proc, _ = mlflow_server
-    wait_http(mlflow_url + "/health", mlflow_proc, 120)
+    mlflow_url, mlflow_proc, mlflow_root = mlflow_server
+    wait_http(mlflow_url + "/health", mlflow_proc, 120, "the MLflow server", mlflow_root / "server.log")
     storage = tmp_path / "shared"  # one machine: every path is shared, and the marker check proves it
 
     t0 = time.time()
@@ -218,8 +200,8 @@ def test_study_on_an_object_store_spreads_over_both_nodes(two_nodes, mlflow_serv
     trial starts; trials on both nodes write results, checkpoints and the shared base session there
     (trained once across nodes through the cache's lease); the driver uploads tables and optuna.db."""
     gcs, _, node_ids = two_nodes
-    mlflow_url, mlflow_proc, _ = mlflow_server
-    wait_http(mlflow_url + "/health", mlflow_proc, 120)
+    mlflow_url, mlflow_proc, mlflow_root = mlflow_server
+    wait_http(mlflow_url + "/health", mlflow_proc, 120, "the MLflow server", mlflow_root / "server.log")
     bucket = s3.bucket("cluster-e2e")
     url = s3.url(bucket, "runs")
     r = subprocess.run([sys.executable, str(REPO / "studies" / "kshot_grid.py"), "--smoke", "--address", gcs,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _procs import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("adbs_submit", REPO / "studies" / "submit.py")
@@ -128,9 +128,7 @@ def test_cli_exit_2_on_bad_args_and_on_an_unreachable_cluster(tmp_path):
     r = subprocess.run([sys.executable, str(REPO / "studies" / "submit.py"), "--address", "http://127.0.0.1:1", "--",
                         "studies/alpha_sweep.py", "--storage", "runs"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 2 and "must be absolute" in r.stderr
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     r = subprocess.run([sys.executable, str(REPO / "studies" / "submit.py"), "--address", f"http://127.0.0.1:{port}",
                         "--env", "SECRET_FOR_TEST", "--", "studies/alpha_sweep.py", "--storage", str(tmp_path),
                         "--tracking-uri", "http://127.0.0.1:1"], capture_output=True, text=True, cwd=REPO, timeout=120,
