@@ -116,7 +116,9 @@ def test_pareto_json_lists_the_front_best_on_the_first_objective_first():
     assert rec["objectives"] == BASE_NOVEL and rec["configurations"] == 5
     assert [p["config_label"] for p in rec["front"]] == ["a", "b", "e"]
     assert rec["front"][1] == {"config_label": "b", "params": {"alpha": 0.02},
-                               "values": {"val_last_base_acc": 61.0, "val_last_novel_acc": 31.0}, "seeds": 2}
+                               "values": {"val_last_base_acc": 61.0, "val_last_novel_acc": 31.0}, "seeds": 2,
+                               "seed_states": {"complete": 2}}
+    assert rec["not_ranked"] == []  # p: pruned before any seed completed, counted under pruning
 
 
 def test_best_config_is_the_fronts_best_on_the_first_objective():
