@@ -22,7 +22,7 @@ from typing import Any, Iterable, Literal, Sequence
 from adbs_lab import metrics_keys as K
 
 __all__ = ["Objective", "ObjectiveError", "CHOICES", "DEFAULT", "PARETO_JSON", "TAG", "parse",
-           "effective", "texts", "no_pruning", "pruner_problem", "front", "config_means", "front_labels",
+           "effective", "texts", "PRUNED_ON", "no_pruning", "pruner_problem", "front", "config_means", "front_labels",
            "pareto_record", "write_pareto", "from_tag", "front_lines"]
 
 CHOICES = (
@@ -114,11 +114,20 @@ def texts(objectives: Sequence[Objective]) -> list[str]:
     return [o.text for o in objectives]
 
 
+PRUNED_ON = "val_avg_acc"
+"""The one objective the pruner may stop trials for. The pruner sees base-session validation accuracy per base
+epoch (adbs_lab/search.py: BaseEpochStopper; metrics_keys.BASE_PRUNE_VALUE), never an incremental session, so it
+can only prune on an intermediate of the objective known before the sessions run: the base session's validation
+accuracy is the first term of val_avg_acc (the mean over sessions 0..N, adbs/metrics.py), and of no other
+objective (val_last_*, val_mean_* of sessions 1..N, the geometry, the boundaries), which it would rank on a metric
+the study does not optimise."""
+
+
 def no_pruning(given: Sequence[str]) -> bool:
     """Whether `--objectives` as typed (checked or not) rules pruning out: several objectives (Optuna prunes
-    single-objective studies only), or one to minimise (the pruner ranks base-session validation accuracy, where
-    higher is better, in the study's direction, so it would stop the best trials)."""
-    return len(given) > 1 or (len(given) == 1 and str(given[0]).endswith(":min"))
+    single-objective studies only), or one other than maximising PRUNED_ON (the pruner's base-session validation
+    accuracy is an intermediate of that objective only)."""
+    return len(given) > 1 or (len(given) == 1 and str(given[0]) != f"{PRUNED_ON}:max")
 
 
 def pruner_problem(given: Sequence[str], pruner: str) -> str | None:
@@ -128,9 +137,14 @@ def pruner_problem(given: Sequence[str], pruner: str) -> str | None:
     if len(given) > 1:
         return (f"--pruner {pruner} with {len(given)} --objectives: Optuna prunes single-objective studies only; drop "
                 "--pruner (a multi-objective study runs every trial to the end) or give one objective")
+    if str(given[0]).endswith(":min"):
+        return (f"--pruner {pruner} with --objectives {given[0]}: the pruner stops trials whose base-session "
+                "validation accuracy lags, ranked in the study's direction, so with an objective to minimise it would "
+                "stop the best ones; drop --pruner, or maximise")
     return (f"--pruner {pruner} with --objectives {given[0]}: the pruner stops trials whose base-session validation "
-            "accuracy lags, ranked in the study's direction, so with an objective to minimise it would stop the best "
-            "ones; drop --pruner, or maximise")
+            f"accuracy lags, and that accuracy is part of {PRUNED_ON} only, not of {str(given[0]).rpartition(':')[0]}, "
+            f"so it would stop trials on a metric the study does not optimise; drop --pruner (every trial then runs "
+            f"to the end), or search {PRUNED_ON}:max")
 
 
 # -- the Pareto front -----------------------------------------------------------------------------------------

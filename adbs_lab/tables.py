@@ -334,5 +334,18 @@ def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_t
     sessions.to_parquet(files[0], index=False)
     trials.to_parquet(files[1], index=False)
     files[2].write_text(table_text + "\n")
-    files[3].write_text(json.dumps(best, indent=1, default=str) + "\n")
+    files[3].write_text(json.dumps(best if best is not None else no_best(trials), indent=1, default=str) + "\n")
     return files
+
+
+def no_best(trials: pd.DataFrame) -> dict[str, Any] | None:
+    """best_config.json when no configuration is ranked: why, with the configurations missing a seed and their
+    counts (adbs_lab/seed_counts.py); None (JSON null) when no trial completed at all."""
+    from adbs_lab import seed_counts
+
+    missing = seed_counts.not_ranked(trials) if len(trials) else []
+    if not missing:
+        return None
+    return {"config_label": None, "why": "no configuration completed every seed, and one missing a seed is never "
+                                         "ranked (its mean would cover other seeds than the others')",
+            "not_ranked": missing}

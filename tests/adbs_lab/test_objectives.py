@@ -42,6 +42,9 @@ def _sweep(capsys, tmp_path, *flags: str):
     (["--objectives", "val_pd:min", "--pruner", "hyperband"],
      "--pruner hyperband with --objectives val_pd:min: the pruner stops trials whose base-session validation "
      "accuracy lags"),
+    (["--objectives", "val_last_novel_acc:max", "--pruner", "median"],  # the pruner's accuracy is no part of it
+     "--pruner median with --objectives val_last_novel_acc:max: the pruner stops trials whose base-session validation "
+     "accuracy lags, and that accuracy is part of val_avg_acc only"),
 ])
 def test_refused_in_one_line_before_anything_starts_and_the_same_under_dry_run(flags, fragment, tmp_path, capsys):
     got = []
@@ -70,7 +73,10 @@ def _sweep_parser():  # alpha_sweep's defaults (studies/alpha_sweep.py)
     (["--num-samples", "4"], "median"),  # the study's default search, as before
     (["--num-samples", "4", "--objectives", *BASE_NOVEL], "none"),  # several objectives: Optuna cannot prune
     (["--num-samples", "4", "--objectives", "val_pd:min"], "none"),  # a minimised objective: pruning would invert
-    (["--num-samples", "4", "--objectives", "val_last_novel_acc:max"], "median"),  # one maximised: as the default
+    # one objective the pruner's base-session accuracy is no intermediate of: pruning would rank another metric
+    (["--num-samples", "4", "--objectives", "val_last_novel_acc:max"], "none"),
+    (["--num-samples", "4", "--objectives", "d_cs:max"], "none"),
+    (["--num-samples", "4", "--objectives", "val_avg_acc:max"], "median"),  # its first term: as the default
     (["--num-samples", "4", "--objectives", *BASE_NOVEL, "--pruner", "none"], "none"),
 ])
 def test_several_objectives_turn_the_default_pruner_off(argv, pruner):
