@@ -12,6 +12,7 @@ import pandas as pd
 
 from adbs_lab import from_store, objectives, run_files
 from adbs_lab import metrics_keys as K
+from adbs_lab.trial_records import CONFIG_COLUMNS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_importance import _trials  # noqa: E402 - the importance tests' hand-made search
@@ -22,6 +23,7 @@ def _constant_search() -> tuple[pd.DataFrame, pd.DataFrame]:
     raises (zero total variance in its forest)."""
     trials = _trials(n_a=6, n_b=3).assign(val_avg_acc=50.0, trial_id=lambda t: [f"t{i}" for i in range(len(t))],
                                           base_epochs=2, base_epochs_run=2)
+    trials = trials.assign(**{c: None for c in CONFIG_COLUMNS if c not in trials})  # trials.parquet's columns
     sessions = pd.DataFrame([{"trial_id": t.trial_id, "state": K.COMPLETE, "label": t.label, "seed": t.seed,
                               "session": s, "test_acc": 50.0, "val_acc": 50.0} for t in trials.itertuples()
                              for s in (0, 1)])
@@ -30,6 +32,7 @@ def _constant_search() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_an_analysis_that_raises_is_a_line_in_report_md_and_the_rest_is_drawn(tmp_path, capsys):
     sessions, trials = _constant_search()
+    run_files.study_figures("knobs", sessions, trials, tmp_path / "any")  # raised before (fANOVA's RuntimeError)
     not_drawn: list[str] = []
     figs = run_files.study_figures("knobs", sessions, trials, tmp_path, not_drawn=not_drawn)
     assert "knobs_sessions.png" in {f.name for f in figs}  # the figures that could be drawn are
@@ -75,3 +78,30 @@ def test_figures_whose_artifacts_are_gone_are_named(tmp_path):
     run_files.study_figures("ablation", sessions, trials, tmp_path, not_drawn=not_drawn)
     assert any(line.startswith("t-SNE and prototype-similarity figures: 2 of 2 trials") and "not drawn" in line
                for line in not_drawn), not_drawn
+
+
+def _parent(name: str = "knobs") -> SimpleNamespace:
+    return SimpleNamespace(info=SimpleNamespace(run_id="f" * 32, run_name=f"{name} 2026-01-01 00:00"),
+                           data=SimpleNamespace(tags={"adbs.command": f"studies/{name}.py"}))
+
+
+def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path):
+    """The study's own summary (adbs_lab/driver/summarise.py): the figures and report.md after the tables; the
+    tracker is a stand-in (what is tested is our summary, not MLflow)."""
+    from adbs_lab.driver import summarise
+
+    sessions, trials = _constant_search()
+    p = SimpleNamespace(plan=SimpleNamespace(name="knobs", order=None), dir=tmp_path,
+                        opts=SimpleNamespace(objectives=()), tracking_uri="sqlite:///m.db")
+    tracker = SimpleNamespace(client=SimpleNamespace(get_run=lambda _: _parent()), parent_run_id="f" * 32)
+    out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None)
+    files = summarise._figures_and_report(p, tracker, out)
+    assert tmp_path / "report.md" in files and "importance analysis (importance.md and its figures): not drawn" in (tmp_path / "report.md").read_text()
+
+
+def test_a_report_from_the_store_whose_analysis_fails_is_written(tmp_path):
+    """studies/report.py's writer (adbs_lab/from_store.py: write) on the same trials."""
+    sessions, trials = _constant_search()
+    study = from_store.Study(_parent(), "knobs", sessions, trials, None, None)
+    files = from_store.write(study, pd.DataFrame(), tmp_path, fmt="text", uri="sqlite:///m.db", paper=False)
+    assert tmp_path / "report.md" in files and "importance analysis (importance.md and its figures): not drawn" in (tmp_path / "report.md").read_text()
