@@ -172,7 +172,8 @@ def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     """The study's figures and report.md (with where its runs are in MLflow). Each analysis is drawn guarded
     (adbs_lab/run_files.py: guarded): one that fails is a line in report.md and the output, and the study still
     finishes, its exit code the trials' (the tables are written already)."""
-    plan, not_drawn = p.plan, []
+    plan = p.plan
+    not_drawn: list[str] = []
     figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order,
                                     objectives=objectives.effective(p.opts.objectives), not_drawn=not_drawn)
             if len(out.sessions) else [])

@@ -18,6 +18,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_importance import _trials  # noqa: E402 - the importance tests' hand-made search
 
 
+IMPORTANCE_NOT_DRAWN = "importance analysis (importance.md and its figures): not drawn"
+
+
 def _constant_search() -> tuple[pd.DataFrame, pd.DataFrame]:
     """18 configurations of two searched parameters whose objective is the same number in every trial: fANOVA
     raises (zero total variance in its forest)."""
@@ -96,7 +99,7 @@ def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path):
     tracker = SimpleNamespace(client=SimpleNamespace(get_run=lambda _: _parent()), parent_run_id="f" * 32)
     out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None)
     files = summarise._figures_and_report(p, tracker, out)
-    assert tmp_path / "report.md" in files and "importance analysis (importance.md and its figures): not drawn" in (tmp_path / "report.md").read_text()
+    assert tmp_path / "report.md" in files and IMPORTANCE_NOT_DRAWN in (tmp_path / "report.md").read_text()
 
 
 def test_a_report_from_the_store_whose_analysis_fails_is_written(tmp_path):
@@ -104,4 +107,4 @@ def test_a_report_from_the_store_whose_analysis_fails_is_written(tmp_path):
     sessions, trials = _constant_search()
     study = from_store.Study(_parent(), "knobs", sessions, trials, None, None)
     files = from_store.write(study, pd.DataFrame(), tmp_path, fmt="text", uri="sqlite:///m.db", paper=False)
-    assert tmp_path / "report.md" in files and "importance analysis (importance.md and its figures): not drawn" in (tmp_path / "report.md").read_text()
+    assert tmp_path / "report.md" in files and IMPORTANCE_NOT_DRAWN in (tmp_path / "report.md").read_text()
