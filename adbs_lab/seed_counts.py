@@ -22,9 +22,9 @@ __all__ = ["MISSING_STATES", "NOTE", "counts", "text", "states", "whole_labels",
 
 MISSING_STATES = (K.DIVERGED, K.FAILED, K.PRUNED, K.INTERRUPTED, K.RUNNING)
 """The states of a seed that did not complete, in the order a seeds cell names them."""
-NOTE = ("seeds: trials that completed of those the row ran (the others diverged, failed, were pruned or "
-        "interrupted); a row missing seeds is shown from its completed seeds only and never ranked: neither "
-        "best_config.json nor the Pareto front considers it")
+NOTE = ("seeds: trials that completed of those the row ran, then what became of the others; a row missing seeds is "
+        "shown from its completed seeds only and never ranked: neither best_config.json nor the Pareto front "
+        "considers it")
 
 
 def counts(trials: pd.DataFrame, label: str = "label") -> dict[str, dict[str, int]]:

@@ -22,7 +22,7 @@ from adbs_lab.options import resume_command
 from adbs_lab.plan import Plan
 from adbs_lab.study_folder import StudyFolder
 
-__all__ = ["Outcome", "summarise", "ended_count", "upload"]
+__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload"]
 
 
 @dataclass
@@ -70,7 +70,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
     _print_best(out)
-    extra = _figures_and_report(p, tracker, out)
+    extra = figures_and_report(p, tracker, out)
     tracker.finish("FINISHED" if out.code == outcome.OK else "FAILED", [*out.files, *extra], metrics)
     upload(where)
     where.cleanup()
@@ -168,7 +168,7 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
     raise SystemExit(code)
 
 
-def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
+def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     """The study's figures and report.md (with where its runs are in MLflow). Each analysis is drawn guarded
     (adbs_lab/run_files.py: guarded): one that fails is a line in report.md and the output, and the study still
     finishes, its exit code the trials' (the tables are written already)."""
