@@ -11,6 +11,7 @@ what pruning saved.
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import math
 from pathlib import Path
@@ -138,10 +139,13 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
 def guarded(what: str, draw: Callable[[], _T], not_drawn: list[str]) -> _T | None:
     """`draw()`, or None and one line in `not_drawn` (printed too) when it raises: an analysis drawn after the
     trials (a figure, the importance ranking, the report) never sinks a study whose trials ran, nor a report
-    rebuilt from the store; the tables are written before any analysis starts (adbs_lab/driver/summarise.py)."""
+    rebuilt from the store; the tables are written before any analysis starts (adbs_lab/driver/summarise.py).
+    A full disk is not the analysis's failure: it propagates, to the study's "no space left" message and exit 1."""
     try:
         return draw()
     except Exception as e:  # noqa: BLE001 - whatever an analysis library raises; the line says what it was
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
         why = (str(e).strip().splitlines() or [""])[0][:300]
         line = f"{what}: not drawn ({type(e).__name__}{': ' + why if why else ''})"
         not_drawn.append(line)

@@ -121,8 +121,6 @@ def _seed_states(out: list[dict[str, Any]], trials: pd.DataFrame, label: str) ->
     """Each row's seed counts, and a row (no numbers) for every configuration none of whose seeds completed, so a
     configuration that diverged or failed is never missing from its table (one the pruner stopped before any seed
     completed is counted under the report's pruning instead: seed_counts.pruned_out)."""
-    from adbs_lab import seed_counts
-
     counts = seed_counts.counts(trials, label)
     template = out[0]
     shown = {row["config"] for row in out}
@@ -183,7 +181,7 @@ def whole_rows(table: pd.DataFrame) -> bool:
     """Whether every row of `table` completed every seed it ran (a table built without the trials: as far as known)."""
     if SEED_STATES not in table:
         return True
-    return all(str(t).split(",")[0] == f"{n} of {n}" for t, n in zip(table[SEED_STATES], table["seeds"]))
+    return all(str(t) == f"{n} of {n}" for t, n in zip(table[SEED_STATES], table["seeds"]))
 
 
 def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int = 1) -> str:
@@ -267,7 +265,6 @@ def best_config(trials: pd.DataFrame, objectives: tuple | None = None) -> dict[s
     sessions (the k-shot grid) average over different sessions, so the best is chosen within each group of the
     same ways, sessions and dataset (adbs_lab/compare.py: ranking_groups, the rule pareto.json's front follows
     too): the result is the group of the dataset's standard ways, and `per_group` names the best of every group."""
-    from adbs_lab import seed_counts
     from adbs_lab.objectives import DEFAULT
 
     objs = tuple(objectives or DEFAULT)
@@ -297,7 +294,6 @@ def _plain_dict(d: dict[str, Any]) -> dict[str, Any]:
 def _best_of(t: pd.DataFrame, objs: tuple, trials: pd.DataFrame) -> dict[str, Any] | None:
     """The best of the complete trials `t` of whole configurations (None when no configuration's mean of the first
     objective is a number: a seed's NaN is never averaged away); `trials`: every trial, for the seed counts."""
-    from adbs_lab import seed_counts
     from adbs_lab.objectives import front_labels
 
     if len(objs) > 1:
@@ -341,8 +337,6 @@ def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_t
 def no_best(trials: pd.DataFrame) -> dict[str, Any] | None:
     """best_config.json when no configuration is ranked: why, with the configurations missing a seed and their
     counts (adbs_lab/seed_counts.py); None (JSON null) when no trial completed at all."""
-    from adbs_lab import seed_counts
-
     missing = seed_counts.not_ranked(trials) if len(trials) else []
     if not missing:
         return None
