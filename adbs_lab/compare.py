@@ -162,3 +162,14 @@ def default_group(groups: list[tuple[dict[str, Any], pd.DataFrame]]) -> int:
         except Exception:  # noqa: BLE001 - unknown dataset: fall through
             pass
     return max(range(len(groups)), key=lambda i: len(groups[i][1]))
+
+
+def ranking_groups(t: pd.DataFrame) -> tuple[list[tuple[dict[str, Any], pd.DataFrame]], int]:
+    """The one group rule of best_config.json and the Pareto front (adbs_lab/tables.py: best_config,
+    adbs_lab/objectives.py: front_labels and pareto_record): rows that ran different ways or sessions are ranked
+    only within their group (`comparable_groups`), and the group best_config.json and pareto.json's front are
+    taken in is `default_group`'s. One group (no ways/sessions columns, or every row alike): ([({}, t)], 0)."""
+    groups = comparable_groups(t) if len(t) and {"ways", "sessions"} & set(t.columns) else []
+    if len(groups) < 2:
+        return [({}, t)], 0
+    return groups, default_group(groups)

@@ -267,15 +267,32 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
     """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
     title = " + ".join(dict.fromkeys(s.name for s in studies))
     files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session")
-    figs = [run_files.session_curves(sessions, out / "compare_sessions.png", f"{title}: {metric} per session",
-                                     metric=metric)] if len(sessions) else []
+    not_drawn: list[str] = []
+    curves = run_files.guarded("compare_sessions.png", lambda: run_files.session_curves(
+        sessions, out / "compare_sessions.png", f"{title}: {metric} per session", metric=metric),
+        not_drawn) if len(sessions) else None
+    figs = [curves] if curves else []
     meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
                                     f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
                                     for s in studies}}
+    objs, no_best = shared_objectives(studies)
     files.append(run_files.write_study_report(out, study=title, table=table, trials=trials,
-                                              best=tables.best_config(trials) if len(trials) else None,
-                                              figures=figs, meta=meta))
+                                              best=tables.best_config(trials, objs) if objs and len(trials) else None,
+                                              figures=figs, meta=meta, no_best=no_best, not_drawn=not_drawn))
     return files + figs
+
+
+def shared_objectives(studies: list[Study]) -> tuple[tuple | None, str | None]:
+    """(the objectives every study searched, None) — the one thing a best across them may be chosen by — or (None,
+    why there is no best across them): a best by one study's objective would rank the others' rows by a metric
+    they never optimised."""
+    said = {s.name if [t.name for t in studies].count(s.name) == 1 else f"{s.name} ({s.parent.info.run_id[:8]})":
+            objectives.texts(s.objectives) for s in studies}
+    if len({tuple(v) for v in said.values()}) == 1:
+        return studies[0].objectives, None
+    return None, ("(no best configuration across these studies: they optimised different objectives ("
+                  + "; ".join(f"{k}: {', '.join(v)}" for k, v in said.items())
+                  + "), so no one metric ranks all their rows; each study's own report names its best)")
 
 
 # -- everything at once ----------------------------------------------------------------------
@@ -301,8 +318,9 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
                           caption=f"{study.name}: test accuracy (%) per session", order=study.order)
+    not_drawn: list[str] = []
     figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order,
-                                    baseline=study.baseline, objectives=study.objectives)
+                                    baseline=study.baseline, objectives=study.objectives, not_drawn=not_drawn)
             if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
     best = tables.best_config(study.trials, study.objectives) if len(study.trials) else None
@@ -315,11 +333,11 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
                                                            f"{run_pick.describe(study.parent)})",
             "tracking URI": uri, "code version": study.parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
-    files.append(run_files.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
-                                              figures=figs, meta=meta,
-                                              paper_md=render_plain(beside, "markdown") if beside is not None else None,
-                                              order=study.order, pareto=pareto))
-    return files + figs
+    report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
+        out, study=study.name, table=table, trials=study.trials, best=best, figures=figs, meta=meta,
+        paper_md=render_plain(beside, "markdown") if beside is not None else None, order=study.order, pareto=pareto,
+        not_drawn=not_drawn), [])
+    return files + ([report] if report else []) + figs
 
 
 def pareto_of(study: Study) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Literal, Sequence
 from adbs_lab import metrics_keys as K
 
 __all__ = ["Objective", "ObjectiveError", "CHOICES", "DEFAULT", "PARETO_JSON", "TAG", "parse",
-           "effective", "texts", "no_pruning", "pruner_problem", "front", "config_means", "front_labels",
+           "effective", "texts", "PRUNED_ON", "no_pruning", "pruner_problem", "front", "config_means", "front_labels",
            "pareto_record", "write_pareto", "from_tag", "front_lines"]
 
 CHOICES = (
@@ -114,11 +114,20 @@ def texts(objectives: Sequence[Objective]) -> list[str]:
     return [o.text for o in objectives]
 
 
+PRUNED_ON = "val_avg_acc"
+"""The one objective the pruner may stop trials for. The pruner sees base-session validation accuracy per base
+epoch (adbs_lab/search.py: BaseEpochStopper; metrics_keys.BASE_PRUNE_VALUE), never an incremental session, so it
+can only prune on an intermediate of the objective known before the sessions run: the base session's validation
+accuracy is the first term of val_avg_acc (the mean over sessions 0..N, adbs/metrics.py), and of no other
+objective (val_last_*, val_mean_* of sessions 1..N, the geometry, the boundaries), which it would rank on a metric
+the study does not optimise."""
+
+
 def no_pruning(given: Sequence[str]) -> bool:
     """Whether `--objectives` as typed (checked or not) rules pruning out: several objectives (Optuna prunes
-    single-objective studies only), or one to minimise (the pruner ranks base-session validation accuracy, where
-    higher is better, in the study's direction, so it would stop the best trials)."""
-    return len(given) > 1 or (len(given) == 1 and str(given[0]).endswith(":min"))
+    single-objective studies only), or one other than maximising PRUNED_ON (the pruner's base-session validation
+    accuracy is an intermediate of that objective only)."""
+    return len(given) > 1 or (len(given) == 1 and str(given[0]) != f"{PRUNED_ON}:max")
 
 
 def pruner_problem(given: Sequence[str], pruner: str) -> str | None:
@@ -128,9 +137,14 @@ def pruner_problem(given: Sequence[str], pruner: str) -> str | None:
     if len(given) > 1:
         return (f"--pruner {pruner} with {len(given)} --objectives: Optuna prunes single-objective studies only; drop "
                 "--pruner (a multi-objective study runs every trial to the end) or give one objective")
+    if str(given[0]).endswith(":min"):
+        return (f"--pruner {pruner} with --objectives {given[0]}: the pruner stops trials whose base-session "
+                "validation accuracy lags, ranked in the study's direction, so with an objective to minimise it would "
+                "stop the best ones; drop --pruner, or maximise")
     return (f"--pruner {pruner} with --objectives {given[0]}: the pruner stops trials whose base-session validation "
-            "accuracy lags, ranked in the study's direction, so with an objective to minimise it would stop the best "
-            "ones; drop --pruner, or maximise")
+            f"accuracy lags, and that accuracy is part of {PRUNED_ON} only, not of {str(given[0]).rpartition(':')[0]}, "
+            f"so it would stop trials on a metric the study does not optimise; drop --pruner (every trial then runs "
+            f"to the end), or search {PRUNED_ON}:max")
 
 
 # -- the Pareto front -----------------------------------------------------------------------------------------
@@ -149,22 +163,35 @@ def front(rows: Sequence[Sequence[float]], directions: Sequence[str]) -> list[in
 
 
 def config_means(trials, objectives: Sequence[Objective], label: str = "label"):
-    """One row per configuration of the complete trials: the mean over its seeds of each objective, and `seeds`."""
+    """One row per configuration whose every seed completed (adbs_lab/seed_counts.py: a configuration missing a
+    seed is never ranked): the mean over its seeds of each objective, and `seeds`. A seed's NaN makes its
+    configuration's mean NaN (never averaged away), and `front` leaves a non-finite row off the front."""
     import pandas as pd
 
+    from adbs_lab import seed_counts
+
     names = [o.name for o in objectives]
-    t = trials[trials["state"] == K.COMPLETE] if len(trials) and "state" in trials else trials
+    t = seed_counts.ranked(trials, label) if len(trials) and "state" in trials else trials
     if t.empty or label not in t or not set(names) <= set(t.columns):
         return pd.DataFrame(columns=[label, *names, "seeds"])
     g = t.groupby(label, sort=False)
-    return pd.DataFrame({**{n: g[n].mean() for n in names}, "seeds": g.size()}).reset_index()
+    return pd.DataFrame({**{n: g[n].mean(skipna=False) for n in names}, "seeds": g.size()}).reset_index()
 
 
-def front_labels(trials, objectives: Sequence[Objective], label: str = "label") -> list[str]:
-    """The configurations on the Pareto front of `objectives` (means over seeds, complete trials only)."""
+def _front_of(trials, objectives: Sequence[Objective], label: str) -> list[str]:
     means = config_means(trials, objectives, label)
     rows = means[[o.name for o in objectives]].to_numpy().tolist()
     return [str(means[label].iloc[i]) for i in front(rows, [o.direction for o in objectives])]
+
+
+def front_labels(trials, objectives: Sequence[Objective], label: str = "label") -> list[str]:
+    """The configurations on the Pareto front of `objectives` (means over seeds of whole configurations), taken
+    within each group of rows that ran the same ways and sessions (adbs_lab/compare.py: ranking_groups, the group
+    rule best_config.json follows too): every group's front."""
+    from adbs_lab import compare, seed_counts
+
+    groups, _ = compare.ranking_groups(seed_counts.ranked(trials, label) if len(trials) else trials)
+    return [lab for _, g in groups for lab in _front_of(g, objectives, label)]
 
 
 def _plain(v: Any) -> Any:
@@ -172,31 +199,54 @@ def _plain(v: Any) -> Any:
     return None if isinstance(v, float) and math.isnan(v) else v
 
 
-def pareto_record(trials, objectives: Sequence[Objective], label: str = "label") -> dict[str, Any]:
-    """pareto.json: the objectives, and the front's configurations (label, searched params, mean over seeds of
-    each objective, seeds), best on the first objective first."""
-    from adbs_lab import compare
+def _points(trials, objectives: Sequence[Objective], label: str) -> tuple[list[dict[str, Any]], int]:
+    """The front's points of one group of rows (best on the first objective first), and how many configurations
+    were compared."""
+    from adbs_lab import compare, seed_counts
     from adbs_lab.trial_records import CONFIG_COLUMNS
 
     means = config_means(trials, objectives, label)
-    on = front_labels(trials, objectives, label)
+    by_label = seed_counts.counts(trials, label)
     t = trials[trials["state"] == K.COMPLETE] if len(trials) else trials
     # the config fields the configurations differ in (the summary metrics differ too, but are not parameters)
     swept = [c for c in compare.swept_columns(t, label) if c in CONFIG_COLUMNS] if len(t) else []
     first = t.drop_duplicates(label).set_index(label) if len(t) else None
     points: list[dict[str, Any]] = []
-    for lab in on:
+    for lab in _front_of(trials, objectives, label):
         m = means[means[label] == lab].iloc[0]
         params = {c: _plain(first.at[lab, c]) for c in swept} if first is not None else {}
         points.append({"config_label": lab, "params": params,
-                       "values": {o.name: float(m[o.name]) for o in objectives}, "seeds": int(m["seeds"])})
+                       "values": {o.name: float(m[o.name]) for o in objectives}, "seeds": int(m["seeds"]),
+                       "seed_states": seed_counts.states(by_label.get(lab, {}))})
     o1 = objectives[0]
     sign = -1.0 if o1.direction == "max" else 1.0  # best first; ties by label, as tables.best_config breaks them
     points.sort(key=lambda p: (sign * p["values"][o1.name], p["config_label"]))
-    return {"objectives": texts(objectives), "configurations": int(len(means)), "front": points,
-            "note": "Pareto front of the objectives (validation; each value the mean over the configuration's "
-                    "complete trials): no other configuration is at least as good on every objective and better on "
-                    "one. Best on the first objective first: best_config.json is that point."}
+    return points, int(len(means))
+
+
+def pareto_record(trials, objectives: Sequence[Objective], label: str = "label") -> dict[str, Any]:
+    """pareto.json: the objectives, and the front's configurations (label, searched params, mean over seeds of
+    each objective, seeds and their states), best on the first objective first; `not_ranked`: the configurations
+    missing a seed (adbs_lab/seed_counts.py), with their counts. Rows that ran different ways or sessions: the
+    front of the group best_config.json is chosen in (`compared_within`), and every group's in `per_group`
+    (adbs_lab/compare.py: ranking_groups, one rule for both)."""
+    from adbs_lab import compare, seed_counts
+
+    ranked = seed_counts.ranked(trials, label) if len(trials) else trials
+    groups, default = compare.ranking_groups(ranked)
+    points, n = _points(trials[trials[label].isin(groups[default][1][label])] if len(ranked) else ranked,
+                        objectives, label)
+    out: dict[str, Any] = {"objectives": texts(objectives), "configurations": n, "front": points}
+    if len(groups) > 1:
+        out["compared_within"] = {k: _plain(v) for k, v in groups[default][0].items()}
+        out["per_group"] = [{**{k: _plain(v) for k, v in key.items()}, "front": _points(g, objectives, label)[0]}
+                            for key, g in groups]
+    out["not_ranked"] = seed_counts.not_ranked(trials, label) if len(trials) else []
+    out["note"] = ("Pareto front of the objectives (validation; each value the mean over the configuration's seeds, "
+                   "every one of which completed): no other configuration is at least as good on every objective "
+                   "and better on one. Best on the first objective first: best_config.json is that point. "
+                   "not_ranked: configurations missing a seed, never on the front.")
+    return out
 
 
 def write_pareto(folder: Path, record: dict[str, Any]) -> Path:
@@ -218,11 +268,17 @@ def from_tag(tags: dict[str, str]) -> tuple[Objective, ...]:
 
 
 def front_lines(record: dict[str, Any]) -> list[str]:
-    """The front as printed at the end of a study (and by studies/report.py)."""
+    """The front as printed at the end of a study (and by studies/report.py), with the configurations that are not
+    ranked because they miss a seed (adbs_lab/seed_counts.py)."""
+    from adbs_lab import seed_counts
+
     pts = record["front"]
+    within = record.get("compared_within")
     head = (f"Pareto front of {', '.join(record['objectives'])} (validation, mean over seeds): {len(pts)} of "
-            f"{record['configurations']} configurations; pareto.json")
+            f"{record['configurations']} configurations"
+            + (f" of {', '.join(f'{k} {v}' for k, v in within.items())}" if within else "") + "; pareto.json")
     width = max([len(p["config_label"]) for p in pts], default=0)
-    return [head] + [f"  {p['config_label']:<{width}}  "
-                     + "  ".join(f"{k} {v:.2f}" for k, v in p["values"].items())
-                     + (f"  ({p['seeds']} seeds)" if p["seeds"] > 1 else "") for p in pts]
+    return ([head] + [f"  {p['config_label']:<{width}}  "
+                      + "  ".join(f"{k} {v:.2f}" for k, v in p["values"].items())
+                      + (f"  ({p['seeds']} seeds)" if p["seeds"] > 1 else "") for p in pts]
+            + seed_counts.not_ranked_lines(record.get("not_ranked", [])))

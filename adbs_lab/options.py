@@ -311,7 +311,8 @@ def _default_text(f: dataclasses.Field, d: Defaults) -> str:
                 if d.sample_on_request else f" (default {d.num_samples})")
     if f.name == "pruner":
         when = "".join(f"; {pruner} with --{flag.replace('_', '-')}" for flag, pruner in d.pruner_when)
-        return (f" (default: {d.pruner}{when}; none with two or more --objectives or one to minimise; none: every "
+        return (f" (default: {d.pruner}{when}; none with --objectives other than {objectives.PRUNED_ON}:max, as the "
+                f"pruner ranks base-session validation accuracy, a part of {objectives.PRUNED_ON} only; none: every "
                 "trial runs to the end)")
     if f.name == "objectives":
         return f" (default: {objectives.DEFAULT[0].text})"

@@ -71,6 +71,8 @@ def to_csv(table: pd.DataFrame) -> str:
             row["d_cs"], row["d_cs_ci95"] = r["d_cs"]
         if tables.FRONT in table:  # 1 on the Pareto front of the study's objectives
             row["front"] = int(r[tables.FRONT] == "*")
+        if tables.SEED_STATES in table:  # completed of ran, and what is missing (adbs_lab/seed_counts.py)
+            row["seed_states"] = r[tables.SEED_STATES]
         rows.append(row)
     return pd.DataFrame(rows).to_csv(index=False, float_format="%.4f")
 
@@ -99,7 +101,7 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
 
     body = []
     for _, r in table.iterrows():
-        cells = ([_tex(r["config"]), str(r["seeds"])] + ([str(r["sessions"])] if has_sessions else [])
+        cells = ([_tex(r["config"]), tables.seeds_cell(r)] + ([str(r["sessions"])] if has_sessions else [])
                  + [cell(r[c]) for c in cols] + [cell(r["avg"])] + [cell(r[c]) for c in extra])
         if has_delta:
             cells.append(number(r["delta_last"], signed=True))

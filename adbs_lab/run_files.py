@@ -11,10 +11,11 @@ what pruning saved.
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 import pandas as pd
 
@@ -22,11 +23,12 @@ from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import EMBEDDINGS, decode_embeddings, encode_embeddings  # noqa: F401 - the codec, also here
 
 __all__ = ["CURVE_PNG", "BOUNDARIES_CSV", "CONFIG_JSON", "REPORT_MD", "EMBEDDINGS_JSON", "session_curve",
-           "boundaries_table", "write_trial_artifacts", "session_curves", "study_figures", "pruning_savings",
+           "boundaries_table", "write_trial_artifacts", "session_curves", "guarded", "study_figures", "pruning_savings",
            "report_markdown", "write_study_report", "EMBEDDINGS", "encode_embeddings", "decode_embeddings"]
 
 CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
 EMBEDDINGS_JSON = "embeddings.json"
+_T = TypeVar("_T")
 
 
 def _plt():
@@ -134,51 +136,98 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
     return Path(path)
 
 
+def guarded(what: str, draw: Callable[[], _T], not_drawn: list[str]) -> _T | None:
+    """`draw()`, or None and one line in `not_drawn` (printed too) when it raises: an analysis drawn after the
+    trials (a figure, the importance ranking, the report) never sinks a study whose trials ran, nor a report
+    rebuilt from the store; the tables are written before any analysis starts (adbs_lab/driver/summarise.py).
+    A full disk is not the analysis's failure: it propagates, to the study's "no space left" message and exit 1."""
+    try:
+        return draw()
+    except Exception as e:  # noqa: BLE001 - whatever an analysis library raises; the line says what it was
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        why = (str(e).strip().splitlines() or [""])[0][:300]
+        line = f"{what}: not drawn ({type(e).__name__}{': ' + why if why else ''})"
+        not_drawn.append(line)
+        print(f"warning: {line}", flush=True)
+        return None
+
+
 def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
                   order: list[str] | None = None, baseline: str | dict[str, str] | None = None,
-                  objectives: tuple | None = None) -> list[Path]:
+                  objectives: tuple | None = None, not_drawn: list[str] | None = None) -> list[Path]:
     """The study's figure(s), drawn by the study itself and by studies/report.py from the store alike:
     alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row; and for
     the ablation the t-SNE and prototype-similarity figures when its trials kept embedding samples
-    (Config.keep_embeddings)."""
+    (Config.keep_embeddings). Each is drawn `guarded`: one that fails is a line in `not_drawn`, not an error."""
     from adbs_lab import figures
 
+    not_drawn = [] if not_drawn is None else not_drawn
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    draw: dict[str, Callable[[], list[Path]]]
     if study == "alpha_sweep":
-        out = [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]
+        draw = {"alpha_sensitivity.png": lambda: [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]}
     elif study == "kshot_grid":
-        out = figures.kshot_curves(sessions, folder)
+        draw = {"k-shot curves": lambda: figures.kshot_curves(sessions, folder)}
     elif study == "hosts":
-        out = [figures.host_curves(sessions, folder / "hosts_sessions.png", order=order)]
+        draw = {"hosts_sessions.png": lambda: [figures.host_curves(sessions, folder / "hosts_sessions.png",
+                                                                   order=order)]}
     elif study == "boundary":
-        out = [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session"),
-               figures.boundary_histograms(trials, folder / "boundary_histograms.png", order=order)]
+        draw = {"boundary_sessions.png": lambda: [session_curves(sessions, folder / "boundary_sessions.png",
+                                                                 "boundary: test accuracy per session")],
+                "boundary_histograms.png": lambda: [figures.boundary_histograms(
+                    trials, folder / "boundary_histograms.png", order=order)]}
     else:
-        out = [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session")]
-    if study == "ablation" and EMBEDDINGS in trials and trials[EMBEDDINGS].notna().any():
+        draw = {f"{study}_sessions.png": lambda: [session_curves(sessions, folder / f"{study}_sessions.png",
+                                                                 f"{study}: test accuracy per session")]}
+    if study == "ablation" and EMBEDDINGS in trials:
         # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
-        out += figures.embedding_figures(trials, folder, order=order)
-    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives)
+        draw.update(_embedding_draw(trials, folder, order, not_drawn))
+    out = [f for what, d in draw.items() for f in guarded(what, d, not_drawn) or []]
+    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives, not_drawn)
+
+
+def _embedding_draw(trials: pd.DataFrame, folder: Path, order: list[str] | None,
+                    not_drawn: list[str]) -> dict[str, Callable[[], list[Path]]]:
+    """The t-SNE and similarity figures of the trials that kept an embedding sample; a complete trial that kept
+    one (keep_embeddings) whose sample is gone (an artifact deleted from the store) is said in `not_drawn`."""
+    from adbs_lab import figures
+
+    done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
+    kept = done[done["keep_embeddings"].astype(str).str.lower() == "true"] if "keep_embeddings" in done else done
+    gone = int(kept[EMBEDDINGS].isna().sum()) if len(kept) else 0
+    if gone:
+        not_drawn.append(f"t-SNE and prototype-similarity figures: {gone} of {len(kept)} trials that kept an "
+                         f"embedding sample have no {EMBEDDINGS_JSON} any more (its artifact is gone from the store)"
+                         + ("; drawn from the others" if gone < len(kept) else "; not drawn"))
+    if not trials[EMBEDDINGS].notna().any():
+        return {}
+    return {"t-SNE and prototype-similarity figures": lambda: figures.embedding_figures(trials, folder, order=order)}
 
 
 def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
-                     baseline: str | dict[str, str] | None = None, objectives: tuple | None = None) -> list[Path]:
+                     baseline: str | dict[str, str] | None = None, objectives: tuple | None = None,
+                     not_drawn: list[str] | None = None) -> list[Path]:
     """Every study's base/novel trade-off figure (adbs_lab/tradeoff.py; a study of two --objectives: those two),
     and for a study that searched two or more parameters the importance analysis (adbs_lab/importance.py:
-    importance.md, which write_study_report puts into report.md, and its figures)."""
+    importance.md, which write_study_report puts into report.md, and its figures); each `guarded`."""
     from adbs_lab import importance, tradeoff
 
+    not_drawn = [] if not_drawn is None else not_drawn
     if baseline is None:  # the study's own (studies/report.py passes the one its parent run recorded)
         baseline = _space_baseline(study)
     if objectives is not None and len(objectives) == 2:
         title = f"{study}: {objectives[0].text} vs {objectives[1].text}, the search's objectives (mean over seeds)"
     else:
         title = f"{study}: base vs novel accuracy, last session (mean over seeds)"
-    trade = tradeoff.figure(sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline, title=title,
-                            trials=trials, objectives=objectives)
+    trade = guarded(tradeoff.TRADEOFF_PNG, lambda: tradeoff.figure(
+        sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline, title=title, trials=trials,
+        objectives=objectives), not_drawn)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
-    return ([trade] if trade else []) + (importance.write(trials, folder, objectives) if len(trials) else [])
+    ranked = (guarded("importance analysis (importance.md and its figures)",
+                      lambda: importance.write(trials, folder, objectives), not_drawn) or []) if len(trials) else []
+    return ([trade] if trade else []) + ranked
 
 
 def _space_baseline(study: str) -> str | dict[str, str] | None:
@@ -219,9 +268,14 @@ LEADS_WITH_IMPORTANCE = ("knobs",)
 def report_markdown(*, study: str, table_md: str, best: dict | None, savings: dict[str, Any],
                     figures: Iterable[str | Path] = (), meta: dict[str, str] | None = None,
                     paper_md: str | None = None, importance_md: str | None = None,
-                    pareto: dict[str, Any] | None = None) -> str:
+                    pareto: dict[str, Any] | None = None, not_ranked: list[dict[str, Any]] | None = None,
+                    no_best: str | None = None, not_drawn: Iterable[str] = ()) -> str:
     """The study's Markdown report (`report.md` on the parent run); `pareto`: pareto.json of a study of two or more
-    --objectives (adbs_lab/objectives.py), listed under the best configuration."""
+    --objectives (adbs_lab/objectives.py), listed under the best configuration; `not_ranked`: the configurations
+    missing a seed (adbs_lab/seed_counts.py); `no_best`: why there is no best configuration, when it is not that
+    nothing completed; `not_drawn`: one line per analysis that failed or could not be drawn (`guarded`)."""
+    from adbs_lab import seed_counts
+
     lines = [f"# {study}", ""]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")
@@ -243,7 +297,7 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
     lines += ["## Best configuration", ""]
     if best:
         lines += [f"`{best['config_label']}`: {best['objective']} = {best['mean_over_seeds']:.2f} "
-                  f"(mean over {best['seeds']} seed(s))", "", "```json",
+                  f"(mean over {best['seeds']} seed(s); {_seeds_said(best)})", "", "```json",
                   json.dumps(best["config"], indent=1, sort_keys=True, default=str), "```", ""]
         if best.get("per_group"):  # rows of different ways/sessions average over different sessions
             within = ", ".join(f"{k} {v}" for k, v in best["compared_within"].items())
@@ -252,13 +306,18 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
             lines += [f"- {', '.join(f'{k} {g[k]}' for k in best['compared_within'])}: `{g['config_label']}` "
                       f"{g['mean_over_seeds']:.2f} ({g['seeds']} seed(s))" for g in best["per_group"]] + [""]
     else:
-        lines += ["(no completed trials)", ""]
+        lines += [no_best or ("(no configuration completed every seed: none is ranked)" if not_ranked
+                              else "(no completed trials)"), ""]
+    if not_ranked:  # shown from their completed seeds in the table, never ranked (adbs_lab/seed_counts.py)
+        head = seed_counts.not_ranked_lines(not_ranked)[0]
+        lines += [head[0].upper() + head[1:] + ":", ""] + [f"- `{r['config_label']}`: {r['seeds']}"
+                                                           for r in not_ranked] + [""]
     if pareto is not None:
         from adbs_lab.objectives import front_lines
 
-        head, *points = front_lines(pareto)
-        lines += ["## Pareto front", "", head + "; best_config.json is its first point.", "", "```", *points, "```",
-                  ""]
+        head, *points = front_lines({**pareto, "not_ranked": []})  # listed under the best configuration
+        lines += ["## Pareto front", "", head + ("; best_config.json is its first point." if points else "."), ""]
+        lines += ["```", *points, "```", ""] if points else []
     s = savings
     saved = (f"pruning saved {s['base_epochs_saved']} base epochs"
              + (f" (≈ {s['seconds_saved_est']:.0f} s of trial time at the complete trials' pace)"
@@ -272,13 +331,26 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
     figs = [Path(f).name for f in figures]
     if figs:
         lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
+    missing = list(not_drawn)
+    if missing:
+        lines += ["## Not drawn", "", "The tables above are complete; these analyses were not drawn:", ""]
+        lines += [f"- {m}" for m in missing] + [""]
     return "\n".join(lines)
+
+
+def _seeds_said(best: dict[str, Any]) -> str:
+    """"seeds 2 of 2": how many of the configuration's seeds completed (every one, or it would not be ranked)."""
+    states = best.get("seed_states") or {"complete": best["seeds"]}
+    return f"seeds {states.get('complete', 0)} of {sum(states.values())} completed"
 
 
 def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials: pd.DataFrame,
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
                        paper_md: str | None = None, order: list[str] | None = None,
-                       pareto: dict[str, Any] | None = None) -> Path:
+                       pareto: dict[str, Any] | None = None, no_best: str | None = None,
+                       not_drawn: Iterable[str] = ()) -> Path:
+    """report.md in `folder` (report_markdown), with the configurations missing a seed listed from `trials`."""
+    from adbs_lab import seed_counts
     from adbs_lab.tables import annotate, format_table
 
     path = Path(folder) / REPORT_MD
@@ -287,6 +359,7 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
     path.write_text(report_markdown(study=study, table_md=table_md, best=best,
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
                                     paper_md=paper_md, importance_md=imp.read_text().strip() if imp.is_file() else None,
-                                    pareto=pareto)
+                                    pareto=pareto, not_ranked=seed_counts.not_ranked(trials) if len(trials) else [],
+                                    no_best=no_best, not_drawn=not_drawn)
                     + "\n")
     return path

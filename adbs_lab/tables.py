@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from adbs.cells import mean_ci, number
-from adbs_lab import compare
+from adbs_lab import compare, seed_counts
 from adbs_lab import metrics_keys as K
 from adbs_lab.trial_records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
 
@@ -104,10 +104,32 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
         done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
         for row in out:
             row["d_cs"] = ci95(list(done.loc[done[label] == row["config"], "d_cs"]))
+    if trials is not None and len(trials) and "state" in trials:
+        _seed_states(out, trials, label)
     if front is not None:
         for row in out:
             row[FRONT] = "*" if row["config"] in front else ""
     return pd.DataFrame(out)
+
+
+SEED_STATES = "seed_states"
+"""paper_table's column (with `trials`): how many of the row's seeds completed, "2 of 2" / "1 of 2, 1 diverged"
+(adbs_lab/seed_counts.py); format_table shows it as the seeds cell."""
+
+
+def _seed_states(out: list[dict[str, Any]], trials: pd.DataFrame, label: str) -> None:
+    """Each row's seed counts, and a row (no numbers) for every configuration none of whose seeds completed, so a
+    configuration that diverged or failed is never missing from its table (one the pruner stopped before any seed
+    completed is counted under the report's pruning instead: seed_counts.pruned_out)."""
+    counts = seed_counts.counts(trials, label)
+    template = out[0]
+    shown = {row["config"] for row in out}
+    for lab in [lab for lab, c in counts.items() if lab not in shown and not seed_counts.pruned_out(c)]:
+        out.append({k: (math.nan, math.nan) if isinstance(v, tuple) and len(v) == 2 else
+                    (math.nan, math.nan, 0) if isinstance(v, tuple) else math.nan for k, v in template.items()}
+                   | {"config": lab, "seeds": 0} | ({"sessions": 0} if "sessions" in template else {}))
+    for row in out:
+        row[SEED_STATES] = seed_counts.text(counts.get(str(row["config"]), {K.COMPLETE: int(row["seeds"])}))
 
 
 FRONT = "front"
@@ -131,19 +153,35 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
             return number(v, signed=True)
         return str(v)
 
-    headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds")]
+    headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds", SEED_STATES)]
     names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs", "hmean": "H last",
              "delta_paired": "Δlast paired"}
     digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
-    body = [[cell(r[h], int(r["seeds"]), digits.get(h, 2), h) for h in headers] for _, r in table.iterrows()]
+    body = [[seeds_cell(r) if h == "seeds" else cell(r[h], int(r["seeds"]), digits.get(h, 2), h) for h in headers]
+            for _, r in table.iterrows()]
     note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
+    note += [seed_counts.NOTE] if not whole_rows(table) else []
     note += ([compare.HMEAN_NOTE] if "hmean" in table else []) + ([compare.PAIRED_NOTE] if "delta_paired" in table else [])
     note += [FRONT_NOTE] if FRONT in table else []
     table_text = render_cells(head, body, "markdown" if markdown else "text")
     if markdown:
         return "\n".join([table_text] + [line for n in note for line in ("", n)])
     return "\n".join([table_text] + note)
+
+
+def seeds_cell(row: Any) -> str:
+    """A row's seeds cell: "2 of 2" / "1 of 2, 1 diverged" (SEED_STATES), or the count of its completed seeds in a
+    table built without the trials."""
+    states = row.get(SEED_STATES) if hasattr(row, "get") else None
+    return str(states) if isinstance(states, str) else str(int(row["seeds"]))
+
+
+def whole_rows(table: pd.DataFrame) -> bool:
+    """Whether every row of `table` completed every seed it ran (a table built without the trials: as far as known)."""
+    if SEED_STATES not in table:
+        return True
+    return all(str(t) == f"{n} of {n}" for t, n in zip(table[SEED_STATES], table["seeds"]))
 
 
 def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int = 1) -> str:
@@ -222,26 +260,30 @@ def best_config(trials: pd.DataFrame, objectives: tuple | None = None) -> dict[s
     several, among the configurations on their Pareto front (so a point another beats on every objective is never
     chosen, even when it ties on the first).
 
-    Rows that ran different ways or sessions (the k-shot grid) average over different sessions, so the best is
-    chosen within each group of the same ways, sessions and dataset: the result is the group of the dataset's
-    standard ways (best_config.json's), and `per_group` names the best of every group."""
+    Only configurations every seed of which completed are ranked (adbs_lab/seed_counts.py); the others are listed
+    in `not_ranked` with their counts, and None comes back when none is whole. Rows that ran different ways or
+    sessions (the k-shot grid) average over different sessions, so the best is chosen within each group of the
+    same ways, sessions and dataset (adbs_lab/compare.py: ranking_groups, the rule pareto.json's front follows
+    too): the result is the group of the dataset's standard ways, and `per_group` names the best of every group."""
     from adbs_lab.objectives import DEFAULT
 
     objs = tuple(objectives or DEFAULT)
-    obj = objs[0].name
-    t = trials[(trials["state"] == K.COMPLETE)] if len(trials) else trials
-    if t.empty or any(o.name not in t for o in objs) or not t[obj].notna().any():
+    t = seed_counts.ranked(trials) if len(trials) else trials
+    if t.empty or any(o.name not in t for o in objs) or not t[objs[0].name].notna().any():
         return None
-    groups = compare.comparable_groups(t) if {"ways", "sessions"} & set(t.columns) else []
-    if len(groups) < 2:
-        return _best_of(t, objs)
-    out = _best_of(groups[compare.default_group(groups)][1], objs)
-    out["compared_within"] = _plain_dict(groups[compare.default_group(groups)][0])
-    out["per_group"] = []
-    for key, g in groups:
-        b = _best_of(g, objs)
-        out["per_group"].append({**_plain_dict(key), "config_label": b["config_label"],
-                                 "mean_over_seeds": b["mean_over_seeds"], "seeds": b["seeds"]})
+    groups, default = compare.ranking_groups(t)
+    out = _best_of(groups[default][1], objs, trials)
+    if out is None:
+        return None
+    if len(groups) > 1:
+        out["compared_within"] = _plain_dict(groups[default][0])
+        out["per_group"] = []
+        for key, g in groups:
+            b = _best_of(g, objs, trials)
+            if b is not None:
+                out["per_group"].append({**_plain_dict(key), "config_label": b["config_label"],
+                                         "mean_over_seeds": b["mean_over_seeds"], "seeds": b["seeds"]})
+    out["not_ranked"] = seed_counts.not_ranked(trials)
     return out
 
 
@@ -249,7 +291,9 @@ def _plain_dict(d: dict[str, Any]) -> dict[str, Any]:
     return {k: _plain(v) for k, v in d.items()}
 
 
-def _best_of(t: pd.DataFrame, objs: tuple) -> dict[str, Any]:
+def _best_of(t: pd.DataFrame, objs: tuple, trials: pd.DataFrame) -> dict[str, Any] | None:
+    """The best of the complete trials `t` of whole configurations (None when no configuration's mean of the first
+    objective is a number: a seed's NaN is never averaged away); `trials`: every trial, for the seed counts."""
     from adbs_lab.objectives import front_labels
 
     if len(objs) > 1:
@@ -257,7 +301,9 @@ def _best_of(t: pd.DataFrame, objs: tuple) -> dict[str, Any]:
         if on:  # else no configuration measured every objective: the best on the first alone
             t = t[t[LABEL].isin(on)]
     first = objs[0]
-    means = t.groupby(LABEL)[first.name].mean()
+    means = t.groupby(LABEL)[first.name].mean(skipna=False).dropna()
+    if means.empty:
+        return None
     lab = means.idxmax() if first.direction == "max" else means.idxmin()
     rep = t[t[LABEL] == lab].iloc[0]
     cfg = {k: (json.loads(rep[k]) if isinstance(rep[k], str) and rep[k].startswith("[") else rep[k])
@@ -265,7 +311,8 @@ def _best_of(t: pd.DataFrame, objs: tuple) -> dict[str, Any]:
     cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
     cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
     out = {"config_label": lab, "objective": first.key, "mean_over_seeds": float(means[lab]),
-           "seeds": int((t[LABEL] == lab).sum()), "config": cfg}
+           "seeds": int((t[LABEL] == lab).sum()),
+           "seed_states": seed_counts.states(seed_counts.counts(trials).get(str(lab), {})), "config": cfg}
     if len(objs) > 1:  # the chosen point's value of every objective, and how it was chosen
         out["direction"] = first.direction
         out["objectives"] = {o.name: float(t.loc[t[LABEL] == lab, o.name].mean()) for o in objs}
@@ -283,5 +330,16 @@ def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_t
     sessions.to_parquet(files[0], index=False)
     trials.to_parquet(files[1], index=False)
     files[2].write_text(table_text + "\n")
-    files[3].write_text(json.dumps(best, indent=1, default=str) + "\n")
+    files[3].write_text(json.dumps(best if best is not None else no_best(trials), indent=1, default=str) + "\n")
     return files
+
+
+def no_best(trials: pd.DataFrame) -> dict[str, Any] | None:
+    """best_config.json when no configuration is ranked: why, with the configurations missing a seed and their
+    counts (adbs_lab/seed_counts.py); None (JSON null) when no trial completed at all."""
+    missing = seed_counts.not_ranked(trials) if len(trials) else []
+    if not missing:
+        return None
+    return {"config_label": None, "why": "no configuration completed every seed, and one missing a seed is never "
+                                         "ranked (its mean would cover other seeds than the others')",
+            "not_ranked": missing}

@@ -69,7 +69,8 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
 
     With exactly two `objectives` (a study's --objectives, adbs_lab/objectives.py) and the `trials` table, the panels
     plot those two (the first up, the second across) and their front in their directions; else the last session's
-    base against novel accuracy."""
+    base against novel accuracy. With `trials`, only the configurations every seed of which completed are drawn,
+    as only they are ranked."""
     from adbs_lab.figures import _plt
 
     two = objectives is not None and len(objectives) == 2 and trials is not None and len(trials) > 0
@@ -83,6 +84,12 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
         panels = {split: points(sessions, split, label).rename(columns={"base": "y", "novel": "x"})
                   for split in ("val", "test")}
         directions = ("max", "max")
+    if trials is not None and len(trials) and "state" in trials:
+        # a configuration missing a seed is never ranked (adbs_lab/seed_counts.py): not on this front either
+        from adbs_lab.seed_counts import whole_labels
+
+        whole = set(whole_labels(trials, label))
+        panels = {split: p[p[label].astype(str).isin(whole)] for split, p in panels.items()}
     if all(p.empty for p in panels.values()):
         return None
     plt = _plt()

@@ -14,7 +14,7 @@ from typing import NoReturn
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
-from adbs_lab import objectives, outcome, run_files, tables, tracking, trial_records
+from adbs_lab import objectives, outcome, run_files, seed_counts, tables, tracking, trial_records
 from adbs_lab.driver.launch import Launched
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.session import disk_full
@@ -22,7 +22,7 @@ from adbs_lab.options import resume_command
 from adbs_lab.plan import Plan
 from adbs_lab.study_folder import StudyFolder
 
-__all__ = ["Outcome", "summarise", "ended_count", "upload"]
+__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload"]
 
 
 @dataclass
@@ -69,11 +69,8 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
-    if out.best:
-        print(f"best configuration by {out.best['objective']}"
-              f"{' (' + out.best['chosen'] + ')' if out.best.get('chosen') else ''}: {out.best['config_label']} "
-              f"({out.best['mean_over_seeds']:.2f})")
-    extra = _figures_and_report(p, tracker, out)
+    _print_best(out)
+    extra = figures_and_report(p, tracker, out)
     tracker.finish("FINISHED" if out.code == outcome.OK else "FAILED", [*out.files, *extra], metrics)
     upload(where)
     where.cleanup()
@@ -90,6 +87,25 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     if out.code != outcome.OK:
         _print_failed(p, recs, counts)
     return out
+
+
+def _print_best(out: Outcome) -> None:
+    """The best configuration, and the configurations not ranked because a seed is missing (adbs_lab/seed_counts.py),
+    with their counts; a study of several objectives lists those under its front instead (objectives.front_lines)."""
+    missing = seed_counts.not_ranked(out.trials) if len(out.trials) else []
+    if out.best:
+        print(f"best configuration by {out.best['objective']}"
+              f"{' (' + out.best['chosen'] + ')' if out.best.get('chosen') else ''}: {out.best['config_label']} "
+              f"({out.best['mean_over_seeds']:.2f}; seeds {seed_counts.text(_upper(out.best.get('seed_states') or {}))})")
+    elif missing:
+        print("best configuration: none (no configuration completed every seed, and one missing a seed is never "
+              "ranked)")
+    if missing and out.pareto is None:
+        print("\n".join(seed_counts.not_ranked_lines(missing)))
+
+
+def _upper(states: dict[str, int]) -> dict[str, int]:
+    return {k.upper(): v for k, v in states.items()}
 
 
 def _print_failed(p: Prepared, recs: list, counts: dict[str, int]) -> None:
@@ -152,19 +168,23 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
     raise SystemExit(code)
 
 
-def _figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
-    """The study's figures and report.md (with where its runs are in MLflow)."""
+def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
+    """The study's figures and report.md (with where its runs are in MLflow). Each analysis is drawn guarded
+    (adbs_lab/run_files.py: guarded): one that fails is a line in report.md and the output, and the study still
+    finishes, its exit code the trials' (the tables are written already)."""
     plan = p.plan
+    not_drawn: list[str] = []
     figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order,
-                                    objectives=objectives.effective(p.opts.objectives))
+                                    objectives=objectives.effective(p.opts.objectives), not_drawn=not_drawn)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-    report = run_files.write_study_report(p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best,
-                                          figures=figs, meta=meta, order=plan.order, pareto=out.pareto)
-    return [*figs, report]
+    report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
+        p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best, figures=figs, meta=meta,
+        order=plan.order, pareto=out.pareto, not_drawn=not_drawn), [])
+    return [*figs, *([report] if report else [])]
 
 
 def ended_count(recs: list) -> int:

@@ -84,6 +84,8 @@ def store(tmp_path_factory):
                         Metric("summary/d_cs", D_CS[variant, seed], 0, 0)]
             trials.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant,
                            "d_cs": D_CS[variant, seed]})
+        else:  # the table counts it among the row's seeds: "2 of 3, 1 pruned"
+            trials.append({"trial_id": f"t{number}", "state": K.PRUNED, "label": variant})
         c.log_batch(run.info.run_id, metrics=metrics,
                     params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
         c.set_terminated(run.info.run_id, "FINISHED" if accs else "KILLED")
@@ -124,7 +126,7 @@ def test_formats_and_the_papers_numbers(store):
     uri, _, _, _ = store
     table = from_store.study_table(from_store.load_study(MlflowClient(uri), "ablation"))
     tex = from_store.to_latex(table, caption="ablation")
-    assert "\\toprule" in tex and "adb+ic & 2 &" in tex and "$\\pm$" in tex
+    assert "\\toprule" in tex and "adb+ic & 2 of 3, 1 pruned &" in tex and "$\\pm$" in tex
     csv = pd.read_csv(io.StringIO(from_store.to_csv(table)))
     assert list(csv.columns[:4]) == ["config", "seeds", "s0", "s0_ci95"] and csv.loc[0, "s0"] == pytest.approx(71.0)
     assert from_store.render(table, "text") == tables.format_table(table)

@@ -42,6 +42,9 @@ def _sweep(capsys, tmp_path, *flags: str):
     (["--objectives", "val_pd:min", "--pruner", "hyperband"],
      "--pruner hyperband with --objectives val_pd:min: the pruner stops trials whose base-session validation "
      "accuracy lags"),
+    (["--objectives", "val_last_novel_acc:max", "--pruner", "median"],  # the pruner's accuracy is no part of it
+     "--pruner median with --objectives val_last_novel_acc:max: the pruner stops trials whose base-session validation "
+     "accuracy lags, and that accuracy is part of val_avg_acc only"),
 ])
 def test_refused_in_one_line_before_anything_starts_and_the_same_under_dry_run(flags, fragment, tmp_path, capsys):
     got = []
@@ -70,7 +73,10 @@ def _sweep_parser():  # alpha_sweep's defaults (studies/alpha_sweep.py)
     (["--num-samples", "4"], "median"),  # the study's default search, as before
     (["--num-samples", "4", "--objectives", *BASE_NOVEL], "none"),  # several objectives: Optuna cannot prune
     (["--num-samples", "4", "--objectives", "val_pd:min"], "none"),  # a minimised objective: pruning would invert
-    (["--num-samples", "4", "--objectives", "val_last_novel_acc:max"], "median"),  # one maximised: as the default
+    # one objective the pruner's base-session accuracy is no intermediate of: pruning would rank another metric
+    (["--num-samples", "4", "--objectives", "val_last_novel_acc:max"], "none"),
+    (["--num-samples", "4", "--objectives", "d_cs:max"], "none"),
+    (["--num-samples", "4", "--objectives", "val_avg_acc:max"], "median"),  # its first term: as the default
     (["--num-samples", "4", "--objectives", *BASE_NOVEL, "--pruner", "none"], "none"),
 ])
 def test_several_objectives_turn_the_default_pruner_off(argv, pruner):
@@ -84,7 +90,7 @@ def test_help_names_the_flag_and_its_default(capsys):
         _sweep_parser().parse_args(["--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--objectives NAME:max|min [NAME:max|min ...]" in out and "(default: val_avg_acc:max)" in out
-    assert "none with two or more --objectives" in out
+    assert "none with --objectives other than val_avg_acc:max" in out
 
 
 def test_the_front_by_hand_ties_do_not_dominate_and_directions_count():
@@ -116,7 +122,9 @@ def test_pareto_json_lists_the_front_best_on_the_first_objective_first():
     assert rec["objectives"] == BASE_NOVEL and rec["configurations"] == 5
     assert [p["config_label"] for p in rec["front"]] == ["a", "b", "e"]
     assert rec["front"][1] == {"config_label": "b", "params": {"alpha": 0.02},
-                               "values": {"val_last_base_acc": 61.0, "val_last_novel_acc": 31.0}, "seeds": 2}
+                               "values": {"val_last_base_acc": 61.0, "val_last_novel_acc": 31.0}, "seeds": 2,
+                               "seed_states": {"complete": 2}}
+    assert rec["not_ranked"] == []  # p: pruned before any seed completed, counted under pruning
 
 
 def test_best_config_is_the_fronts_best_on_the_first_objective():

@@ -64,12 +64,14 @@ def test_killed_worker_resumes_to_identical_results(study_cmd, storage, tracking
 
 def test_nan_diverges_one_trial_with_reason_others_finish(study_cmd, storage, tracking_uri):
     """A NaN is DIVERGED everywhere (Optuna: FAIL, MLflow status FAILED): progress line, MLflow state,
-    trials.parquet, the report's counts; an outcome of the search, so the study exits 0."""
+    trials.parquet, the report's counts; an outcome of the search, so the study exits 0. The configuration is
+    reported as missing a seed, never ranked: the table's seeds cell, best_config.json, pareto.json and report.md
+    (the study's and the one rebuilt from the store) count the diverged seed."""
     import optuna
 
     fault = {FAULT_ENV: json.dumps({"nan_seed": 1})}
-    r = _run(study_cmd("alpha_sweep", "--smoke", "--num-samples", "1", "--pruner", "none", "--seeds", "0", "1"),
-             env=fault)
+    r = _run(study_cmd("alpha_sweep", "--smoke", "--num-samples", "1", "--pruner", "none", "--seeds", "0", "1",
+                       "--objectives", "val_last_base_acc:max", "val_avg_acc:max"), env=fault)
     assert "seed=1: DIVERGED: base training loss became NaN/inf" in r.stdout and "diverged 1" in r.stdout
     assert "pruned 1" not in r.stdout
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet").set_index("seed")
@@ -88,3 +90,19 @@ def test_nan_diverges_one_trial_with_reason_others_finish(study_cmd, storage, tr
     rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri",
                           tracking_uri, "--out", str(storage / "report")], capture_output=True, text=True, timeout=300)
     assert rep.returncode == 0 and "1 complete, 1 diverged" in rep.stdout, rep.stdout + rep.stderr
+    _counts_the_diverged_seed(storage / "alpha_sweep", trials.loc[0, "label"])
+    _counts_the_diverged_seed(storage / "report", trials.loc[0, "label"])
+    assert " 1 of 2, 1 diverged " in rep.stdout
+
+
+def _counts_the_diverged_seed(folder: Path, label: str) -> None:
+    """The study's files (or report.py's) say the configuration ran 2 seeds, 1 diverged, and rank it nowhere."""
+    seeds = "1 of 2, 1 diverged"
+    assert f" {seeds} " in (folder / "table.txt").read_text()
+    report = (folder / "report.md").read_text()
+    assert f"| {label} | {seeds} |" in report and f"- `{label}`: {seeds}" in report
+    pareto = json.loads((folder / "pareto.json").read_text())
+    assert pareto["front"] == [] and [(p["config_label"], p["seeds"]) for p in pareto["not_ranked"]] == [(label, seeds)]
+    if (folder / "best_config.json").exists():  # the study's (report.py writes report.md, not best_config.json)
+        best = json.loads((folder / "best_config.json").read_text())
+        assert best["config_label"] is None and best["not_ranked"][0]["seed_states"] == {"complete": 1, "diverged": 1}
