@@ -1,0 +1,105 @@
+"""One handler for SIGINT and SIGTERM for a study's whole run (adbs_lab/driver/interrupts.py): what it does at
+each kind of step, that Ray's start cannot replace it, and, on real study processes, exit 130 for a signal in the
+preflight and between Ray's start and Tune's fit (before, 143 and Ray's own exits: 15, 1 or an abort, 134)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adbs_lab.driver import interrupts
+from adbs_lab.paths import REPO_ROOT
+from adbs_lab.trainable import FAULT_ENV
+
+
+def _signal_self(sig: int) -> None:
+    os.kill(os.getpid(), sig)
+    time.sleep(0.5)  # Python runs the handler at the next bytecode: here
+
+
+def test_outside_a_deferred_step_a_signal_interrupts_where_the_study_is():
+    before = signal.getsignal(signal.SIGTERM)
+    with interrupts.handling() as ints:
+        with pytest.raises(KeyboardInterrupt):
+            _signal_self(signal.SIGTERM)
+        assert ints.signal == "SIGTERM" and ints.name == "SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is before  # the caller's handler again
+
+
+def test_a_deferred_step_ends_whole_then_the_signal_acts_and_a_second_one_at_once():
+    with interrupts.handling() as ints:
+        done = []
+        with pytest.raises(KeyboardInterrupt):
+            with ints.during("defer"):
+                _signal_self(signal.SIGINT)
+                done.append("the step's end")
+        assert done == ["the step's end"] and ints.name == "Ctrl-C"
+        with pytest.raises(KeyboardInterrupt):
+            with ints.during("defer"):
+                _signal_self(signal.SIGTERM)  # a second signal: no more waiting
+                done.append("not reached")
+        assert done == ["the step's end"]
+
+
+def test_in_tunes_fit_a_signal_is_tunes_graceful_stop_once_tune_listens():
+    got: list[int] = []
+    with interrupts.handling() as ints:
+        old = signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))  # what tuner.fit installs
+        try:
+            with ints.during("tune"):
+                _signal_self(signal.SIGTERM)
+        finally:
+            signal.signal(signal.SIGUSR1, old)
+    assert got == [signal.SIGUSR1] and ints.signal == "SIGTERM"
+
+
+def test_ray_starting_keeps_ours_against_rays_sigterm_handler():
+    import ray._private.utils as ray_utils
+
+    with interrupts.handling() as ints:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.ray_starting():
+                ray_utils.set_sigterm_handler(lambda s, f: sys.exit(s))  # what ray.init does (exit 15)
+                _signal_self(signal.SIGTERM)  # noted, acted on once Ray is up
+        assert signal.getsignal(signal.SIGTERM) == ints.handler
+    assert ray_utils.set_sigterm_handler.__module__ == "ray._private.utils"  # Ray's own again
+
+
+def _stopped_at(point: str, sig: int, tmp_path: Path, *flags: str) -> tuple[int, str]:
+    """A smoke alpha_sweep paused at `point` (fault injection), sent `sig` there: its exit code and output."""
+    env = {**os.environ, FAULT_ENV: json.dumps({"pause_at": point, "marker_dir": str(tmp_path)})}
+    cmd = [sys.executable, str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--storage",
+           str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--gpus-per-trial", "0", *flags]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd="/")
+    deadline = time.time() + 240
+    while not (tmp_path / f"paused-{point}").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()[0] if proc.poll() is not None else ""
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=120)
+    return proc.returncode, out
+
+
+@pytest.mark.slow
+def test_sigterm_in_the_preflight_exits_130_with_nothing_written(tmp_path):
+    code, out = _stopped_at("preflight", signal.SIGTERM, tmp_path)
+    assert code == 130, out  # before: 143, death by the signal
+    assert "interrupted (SIGTERM) while checking the study (nothing was written)" in out
+    assert not (tmp_path / "runs").exists() and "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_sigterm_between_rays_start_and_fit_exits_130_with_the_command_to_start_again(tmp_path):
+    # no --address: the study starts its own Ray, whose node installs the SIGTERM handler that exited 1 or 15
+    code, out = _stopped_at("ray_started", signal.SIGTERM, tmp_path)
+    assert code == 130, out
+    assert "alpha_sweep interrupted (SIGTERM) while preparing the first trials; no trial ran; start it again " \
+           "with:" in out
+    assert "Traceback" not in out and "SIGTERM received" not in out, out  # neither Python's nor Ray's C++ handler
