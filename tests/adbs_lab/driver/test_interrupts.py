@@ -103,3 +103,21 @@ def test_sigterm_between_rays_start_and_fit_exits_130_with_the_command_to_start_
     assert "alpha_sweep interrupted (SIGTERM) while preparing the first trials; no trial ran; start it again " \
            "with:" in out
     assert "Traceback" not in out and "SIGTERM received" not in out, out  # neither Python's nor Ray's C++ handler
+
+
+@pytest.mark.slow
+def test_ctrl_c_as_the_first_trial_starts_exits_130_with_the_resume_line(study_cmd):
+    # 2 trials of 2 CPUs each on the session's 2-CPU Ray: the second is made but waits, and never reports
+    cmd = study_cmd("alpha_sweep", "--smoke", "--cpus-per-trial", "2", "--max-concurrent", "2")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/")
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if ": started" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=300)
+    out = "".join(seen) + rest
+    assert proc.returncode == 130, out  # before: KeyError: 'adbs_config' and exit 1
+    assert "continue with:" in out and "--resume" in out and "Traceback" not in out
