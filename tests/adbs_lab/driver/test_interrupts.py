@@ -72,6 +72,19 @@ def test_ray_starting_keeps_ours_against_rays_sigterm_handler():
     assert ray_utils.set_sigterm_handler.__module__ == "ray._private.utils"  # Ray's own again
 
 
+def test_a_composition_interrupted_outside_its_parts_exits_130_with_one_line(capsys):
+    """studies/paper.py's main runs in compose.interruptible: SIGTERM while it checks its parts (before: death by
+    the signal, 143) or draws its report is 130 and one line; a part's own 130 stops it (test_compose.py)."""
+    from adbs_lab.driver import compose
+
+    def main() -> int:
+        _signal_self(signal.SIGTERM)
+        return 0
+
+    assert compose.interruptible("paper", main) == 130
+    assert "paper: interrupted (SIGTERM); rerun the same command to continue" in capsys.readouterr().err
+
+
 def _stopped_at(point: str, sig: int, tmp_path: Path, *flags: str) -> tuple[int, str]:
     """A smoke alpha_sweep paused at `point` (fault injection), sent `sig` there: its exit code and output."""
     env = {**os.environ, FAULT_ENV: json.dumps({"pause_at": point, "marker_dir": str(tmp_path)})}
