@@ -125,7 +125,7 @@ def ray_starting() -> Iterator[None]:
         yield
         return
     saved = ray_utils.set_sigterm_handler
-    ray_utils.set_sigterm_handler = lambda _handler: None  # type: ignore[assignment]
+    ray_utils.set_sigterm_handler = lambda _handler: None
     try:
         with ints.during("defer"):
             yield
