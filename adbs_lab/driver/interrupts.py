@@ -41,13 +41,15 @@ class Interrupts:
         self.mode = "raise"
         self.count = 0
         """Signals received; the first one in a deferred step waits for the step's end, a second does not."""
+        self._since = 0  # `count` when the current step began
 
     def handler(self, signum: int, _frame) -> None:
         self.signal = self.signal or signal.Signals(signum).name
         self.count += 1
-        if self.mode == "defer" and self.count == 1:
-            return  # raised by `deferred` when the step ends
-        if self.mode == "tune" and self.count == 1 and _tune_listens():
+        first = self.count == self._since + 1  # the step's first signal
+        if self.mode == "defer" and first:
+            return  # raised by `during` when the step ends
+        if self.mode == "tune" and first and _tune_listens():
             os.kill(os.getpid(), signal.SIGUSR1)
             return
         raise KeyboardInterrupt
@@ -68,12 +70,12 @@ class Interrupts:
     @contextmanager
     def during(self, mode: str) -> Iterator["Interrupts"]:
         """The block in `mode` ("defer" or "tune"); a signal deferred in it is raised as it ends."""
-        before, self.mode = self.mode, mode
+        before, self.mode, self._since = self.mode, mode, self.count
         try:
             yield self
         finally:
             self.mode = before
-        if mode == "defer" and self.count:
+        if mode == "defer" and self.count > self._since:
             raise KeyboardInterrupt
 
 

@@ -91,11 +91,12 @@ def _claimed(p: Prepared, t0: float) -> Outcome:
         except KeyboardInterrupt:
             interrupted("claiming the study's folder", p)
         launched = launch(p)
+        before = ints.count
         try:
             with ints.during("defer"):
                 return summarise(p, launched, t0)
         except KeyboardInterrupt:
-            if ints.count > 1:  # a second signal: the writing stopped where it was
+            if ints.count - before > 1:  # a second signal: the writing stopped where it was
                 interrupted("writing its results", p, ran=True)
             print(f"\n{p.plan.name}: interrupted ({ints.name}) as its results were written; they were written "
                   f"whole, in {p.where}", file=sys.stderr, flush=True)

@@ -43,9 +43,11 @@ def test_a_deferred_step_ends_whole_then_the_signal_acts_and_a_second_one_at_onc
         assert done == ["the step's end"] and ints.name == "Ctrl-C"
         with pytest.raises(KeyboardInterrupt):
             with ints.during("defer"):
-                _signal_self(signal.SIGTERM)  # a second signal: no more waiting
+                _signal_self(signal.SIGTERM)  # the step's first: waits
+                done.append("the second step goes on")
+                _signal_self(signal.SIGTERM)  # a second one: no more waiting
                 done.append("not reached")
-        assert done == ["the step's end"]
+        assert done == ["the step's end", "the second step goes on"]
 
 
 def test_in_tunes_fit_a_signal_is_tunes_graceful_stop_once_tune_listens():
