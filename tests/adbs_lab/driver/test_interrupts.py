@@ -87,11 +87,9 @@ def test_a_composition_interrupted_outside_its_parts_exits_130_with_one_line(cap
     assert "paper: interrupted (SIGTERM); rerun the same command to continue" in capsys.readouterr().err
 
 
-def _stopped_at(point: str, sig: int, tmp_path: Path, *flags: str) -> tuple[int, str]:
-    """A smoke alpha_sweep paused at `point` (fault injection), sent `sig` there: its exit code and output."""
+def _stopped_at(point: str, sig: int, tmp_path: Path, cmd: list[str]) -> tuple[int, str]:
+    """Study `cmd` paused at `point` (fault injection), sent `sig` there: its exit code and output."""
     env = {**os.environ, FAULT_ENV: json.dumps({"pause_at": point, "marker_dir": str(tmp_path)})}
-    cmd = [sys.executable, str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--storage",
-           str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--gpus-per-trial", "0", *flags]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd="/")
     deadline = time.time() + 240
     while not (tmp_path / f"paused-{point}").exists():
@@ -104,16 +102,18 @@ def _stopped_at(point: str, sig: int, tmp_path: Path, *flags: str) -> tuple[int,
 
 @pytest.mark.slow
 def test_sigterm_in_the_preflight_exits_130_with_nothing_written(tmp_path):
-    code, out = _stopped_at("preflight", signal.SIGTERM, tmp_path)
+    cmd = [sys.executable, str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--storage",
+           str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]
+    code, out = _stopped_at("preflight", signal.SIGTERM, tmp_path, cmd)
     assert code == 130, out  # before: 143, death by the signal
     assert "interrupted (SIGTERM) while checking the study (nothing was written)" in out
     assert not (tmp_path / "runs").exists() and "Traceback" not in out
 
 
 @pytest.mark.slow
-def test_sigterm_between_rays_start_and_fit_exits_130_with_the_command_to_start_again(tmp_path):
-    # no --address: the study starts its own Ray, whose node installs the SIGTERM handler that exited 1 or 15
-    code, out = _stopped_at("ray_started", signal.SIGTERM, tmp_path)
+def test_sigterm_between_rays_start_and_fit_exits_130_with_the_command_to_start_again(tmp_path, study_cmd):
+    # ray.init set Ray's SIGTERM handler (exit 15) and its core worker a C++ one (an abort, 134) in the driver
+    code, out = _stopped_at("ray_started", signal.SIGTERM, tmp_path, study_cmd("alpha_sweep", "--smoke"))
     assert code == 130, out
     assert "alpha_sweep interrupted (SIGTERM) while preparing the first trials; no trial ran; start it again " \
            "with:" in out
