@@ -111,11 +111,14 @@ def test_sigterm_in_the_preflight_exits_130_with_nothing_written(tmp_path):
 
 
 @pytest.mark.slow
-def test_sigterm_between_rays_start_and_fit_exits_130_with_the_command_to_start_again(tmp_path, study_cmd):
-    # ray.init set Ray's SIGTERM handler (exit 15) and its core worker a C++ one (an abort, 134) in the driver
-    code, out = _stopped_at("ray_started", signal.SIGTERM, tmp_path, study_cmd("alpha_sweep", "--smoke"))
+@pytest.mark.parametrize("sig,name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+def test_a_signal_between_rays_start_and_fit_exits_130_with_the_command_to_start_again(tmp_path, study_cmd, sig,
+                                                                                       name):
+    # ray.init set Ray's SIGTERM handler (exit 15) and its core worker a C++ one (an abort, 134) in the driver, and
+    # Ctrl-C there was lost: the study ran to its end and exited 0
+    code, out = _stopped_at("ray_started", sig, tmp_path, study_cmd("alpha_sweep", "--smoke"))
     assert code == 130, out
-    assert "alpha_sweep interrupted (SIGTERM) while preparing the first trials; no trial ran; start it again " \
+    assert f"alpha_sweep interrupted ({name}) while preparing the first trials; no trial ran; start it again " \
            "with:" in out
     assert "Traceback" not in out and "SIGTERM received" not in out, out  # neither Python's nor Ray's C++ handler
 
