@@ -1,6 +1,8 @@
 """Whether a path can be written, checked before any work: the one check behind `python -m adbs.run --out`, a
 study's --storage and SQLite stores (adbs_lab/driver/preflight.py, adbs_lab/tracking_store.py: tracking_problem) and
-the tools' --out folders (studies/report.py, bench/gpu.py), all through `folder_problem`.
+the tools' --out folders (studies/report.py, bench/gpu.py), all through `folder_problem`; and how a file in a
+storage others write to is written without following a link (`link_problem`, `write_no_follow`: a study's lock
+files, adbs_lab/study_folder.py).
 
 A path that does not exist yet is judged by the nearest folder that does, in which it would be created, and nothing
 is written (a dry run and a preflight write nothing): that folder is probed by making and removing an empty folder in
@@ -66,3 +68,30 @@ def out_file_problem(path: str | os.PathLike, flag: str = "--out") -> str | None
     if p.is_dir():
         return f"{flag} {p} is a folder; pass the path of a file to write, e.g. {p / 'run.json'}"
     return folder_problem(p.parent, f"the folder of {flag} {p}", create=False)
+
+
+def link_problem(path: str | os.PathLike, what: str) -> str | None:
+    """Why `path` must not be written, being a symbolic link, or None: files written in a storage that others can
+    write to (a shared folder) are never written through a link, or anyone who can make one there could make every
+    run overwrite the link's target with the run's rights."""
+    p = Path(path)
+    if not p.is_symlink():
+        return None
+    return (f"{what} {p} is a symbolic link (to {os.readlink(p)}); files are never written through links in a "
+            f"storage: remove it (rm {p}) if you made it, else ask who did, or pass another --storage")
+
+
+def write_no_follow(path: str | os.PathLike, data: bytes, mode: int = 0o644) -> None:
+    """Write `path` whole without following a link: a new file opened with O_CREAT|O_EXCL|O_NOFOLLOW beside it,
+    then renamed over it (a rename replaces a link itself, never its target; a reader sees the old or the new
+    content, never half)."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

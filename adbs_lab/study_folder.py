@@ -16,6 +16,7 @@ trial list it uploads with it, and `--resume` on any machine continues from that
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adbs import objstore as st
+from adbs.writable import link_problem, write_no_follow
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -218,7 +220,8 @@ class StudyFolder:
 
 
 class StudyBusy(RuntimeError):
-    """Another driver is running this study; the message names it."""
+    """The study's folder cannot be taken: another driver is running this study, or its lock files are links
+    (`_link_message`); the message says which."""
 
 
 def _busy_message(where: StudyFolder, held: dict) -> str:
@@ -268,8 +271,11 @@ class StudyLock:
             return _busy_message(where, held) if alive and held.get("pid") != os.getpid() else None
         import fcntl
 
+        linked = probe._link_message()
+        if linked:
+            return linked
         try:
-            fd = os.open(f"{where.path}.lock", os.O_RDONLY)
+            fd = os.open(f"{where.path}.lock", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:  # no lock file: nobody ever ran it here (or it cannot be read: the run will say so)
             return None
         try:
@@ -290,18 +296,34 @@ class StudyLock:
 
     def _write_holder(self) -> None:
         self.info["renewed"] = time.time()
+        if not self.where.remote:  # a shared folder: never through a link someone put there (adbs/writable.py)
+            write_no_follow(self._holder, json.dumps(self.info).encode())
+            return
         with self.where.fs.open_output_stream(self._holder) as out:
             out.write(json.dumps(self.info).encode())
+
+    def _link_message(self) -> str | None:
+        """The refusal when the folder's lock file or holder file is a symbolic link (a local folder)."""
+        return (link_problem(f"{self.where.path}.lock", "the study's lock file")
+                or link_problem(self._holder, "the study's lock-holder file"))
 
     def _take_filelock(self) -> None:
         from filelock import FileLock, Timeout
 
         self.where.local.parent.mkdir(parents=True, exist_ok=True)
+        linked = self._link_message()
+        if linked:
+            raise StudyBusy(linked)
         lock = FileLock(f"{self.where.path}.lock", timeout=0, thread_local=False)  # released by any thread
         try:
-            lock.acquire()
+            lock.acquire()  # filelock opens the lock file with O_NOFOLLOW: a link made since the check is ELOOP
         except Timeout:
             raise StudyBusy(self._message(self._read_holder())) from None
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            raise StudyBusy(self._link_message() or f"the study's lock file {self.where.path}.lock is a symbolic "
+                            "link; remove it and run again") from None
         self._write_holder()
         self._filelock = lock
 

@@ -22,7 +22,7 @@ from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS, EMBEDDINGS_KEY, OPTUNA_TRIAL_KEY
 
 __all__ = ["LABEL", "BASE_BOUNDARIES", "CONFIG_COLUMNS", "IDENT_COLUMNS", "TRIAL_COLUMNS", "classify", "objective",
-           "TrialRecord", "frames", "base_boundaries", "from_tune"]
+           "TrialRecord", "frames", "base_boundaries", "from_tune", "from_results"]
 
 LABEL = "label"
 """Column naming the configuration without the seed (rows of the paper table)."""
@@ -121,6 +121,16 @@ def base_boundaries(boundaries_json: str | None) -> str | None:
     if not boundaries_json:
         return None
     return json.dumps([round(float(m), 4) for m in json.loads(boundaries_json)[0]])
+
+
+def from_results(results, *, varying: list[str], runs: dict[str, Any]) -> list[TrialRecord]:
+    """The records of Ray Tune's results (`runs`: the study's runs file, adbs_lab/tracking.py). A trial Tune made
+    but that never reported (the study was stopped as it was about to start) has no config in its Result (Tune
+    reads it back from the trial's result.json): it never ran, so it has no record and counts as unfinished."""
+    from adbs_lab.space import CONFIG_KEY
+
+    return [from_tune(r, varying=varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
+            for r in results if CONFIG_KEY in (r.config or {})]
 
 
 def from_tune(result, *, varying: list[str], run_ids: dict[str, str], ended: dict[str, str]) -> TrialRecord:

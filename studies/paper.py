@@ -218,4 +218,4 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], opts: opti
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(compose.interruptible("paper", main))

@@ -170,6 +170,7 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
     if address not in (None, "auto"):
         raise SubmitError(f"study option --address {address!r}: a submitted study runs on the cluster and connects "
                           "to it itself; drop the option (submit.py adds --address auto)")
+    args.study[1:] = rest = project_config(args, rest)
     for a in [*rest, *args.pip]:
         if carries_secret(a):
             raise SubmitError("a URI with a password (user:password@) or a secret query value (secret_key=, token=, "
@@ -197,6 +198,35 @@ def dependencies(deps: str, extra: list[str]) -> list[str]:
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     return [d for d in project.get("dependencies", []) if not SKIP_DEPS.match(d)] + list(extra)
+
+
+def project_config(args: argparse.Namespace, rest: list[str]) -> list[str]:
+    """The study's arguments with its --config file named as the job sees it: the job gets the project folder only
+    (Ray uploads it as the job's working directory, less EXCLUDES), so a file inside it travels as its path relative
+    to the project (`args.shipped` notes it), and one outside it, or in a folder never uploaded, is refused."""
+    import pathspec
+
+    out, args.shipped = list(rest), []
+    for i, a in enumerate(rest):
+        if a == "--config" and i + 1 < len(rest):
+            at, value = i + 1, rest[i + 1]
+        elif a.startswith("--config="):
+            at, value = i, a.split("=", 1)[1]
+        else:
+            continue
+        full = Path(value).expanduser()
+        full = (full if full.is_absolute() else Path.cwd() / full).resolve()
+        if not full.is_file():
+            raise SubmitError(f"--config {value}: no such file here; pass the path of the YAML file the study reads")
+        rel = full.relative_to(REPO).as_posix() if REPO in full.parents else None
+        if rel is None or pathspec.GitIgnoreSpec.from_lines(EXCLUDES).match_file(rel):
+            where = "outside the project" if rel is None else "in a folder of the project that is never uploaded"
+            raise SubmitError(f"--config {value}: {full} is {where} ({REPO}); the job gets only the project folder, "
+                              "which Ray uploads as its working directory: copy the file into the project (e.g. "
+                              f"{REPO / 'configs' / full.name}) and pass that path")
+        out[at] = rel if a == "--config" else f"--config={rel}"
+        args.shipped.append(f"--config {value} travels with the project as {rel}")
+    return out
 
 
 def runtime_env(args: argparse.Namespace, env: dict[str, str]) -> dict:
@@ -284,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     addr = shlex.quote(args.address)
     print(f"submitted job {job_id}: {shlex.join(cmd)}")
+    for line in getattr(args, "shipped", []):
+        print(line)
     if env:
         print(f"job environment variables (values not shown): {', '.join(sorted(env))}")
     print(f"follow logs: ray job logs --address {addr} --follow {job_id}")

@@ -20,6 +20,7 @@ from typing import Callable
 
 from adbs.config import ConfigError
 from adbs_lab import outcome, tracking
+from adbs_lab.driver import interrupts
 from adbs_lab.driver.preflight import held, size, validate
 from adbs_lab.driver.prepared import fail
 from adbs_lab.driver.run import run
@@ -28,7 +29,7 @@ from adbs_lab.options import StudyInputError, StudyOptions
 from adbs_lab.plan import Plan
 from adbs_lab.study_folder import StudyFolder
 
-__all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "total", "to_run"]
+__all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "total", "to_run", "interruptible"]
 
 FINISHED, UNFINISHED = "finished", "unfinished"
 """What a part's folder holds of this very part (adbs_lab/driver/preflight.py: held); None: nothing of it."""
@@ -158,6 +159,19 @@ class Composite:
             if run_id:
                 runs[part.name] = run_id
         return runs
+
+
+def interruptible(name: str, main: Callable[[], int]) -> int:
+    """`main`'s exit code with one handler for Ctrl-C and SIGTERM from its first line to its last (the parts' own
+    runs share it: adbs_lab/driver/interrupts.py): interrupted outside a part (checking the parts, drawing the
+    report), one line and 130, never a traceback or death by the signal."""
+    with interrupts.handling() as ints:
+        try:
+            return main()
+        except KeyboardInterrupt:
+            print(f"\n{name}: interrupted ({ints.name}); rerun the same command to continue (finished parts are "
+                  "reused)", file=sys.stderr, flush=True)
+            return outcome.INTERRUPTED
 
 
 def total(checked: list[Checked]) -> int:

@@ -21,7 +21,9 @@ from adbs_lab import tracking
 from adbs_lab.outcome import error_line
 from adbs_lab.driver.preflight import logged_argv
 from adbs_lab.driver.prepared import Prepared, bad_input, fail
-from adbs_lab.driver.session import Stop, disk_full, interrupted, ray_session
+from adbs_lab.driver import interrupts
+from adbs_lab.driver.interrupts import pause_point
+from adbs_lab.driver.session import disk_full, interrupted, ray_session
 from adbs_lab.paths import code_version
 from adbs_lab.study_folder import StudyFolder
 
@@ -56,12 +58,19 @@ def launch(p: Prepared) -> Launched:
     """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
     with bad_input():
         tracking.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
-    with ray_session(p) as res:
-        slots = trial_slots(p, res)
-    print_start(p, slots.max_concurrent)
-    searcher, stopper = _search(p)
-    tracker, progress = _tracking(p, searcher, slots)
-    tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
+    tracker = None
+    try:  # Ray up to Tune's fit: an interruption here ends the study with its line (no trial ran yet)
+        with ray_session(p) as res:
+            slots = trial_slots(p, res)
+            print_start(p, slots.max_concurrent)
+            pause_point("ray_started")
+            searcher, stopper = _search(p)
+            tracker, progress = _tracking(p, searcher, slots)
+            tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
+    except KeyboardInterrupt:
+        if tracker is not None:
+            tracker.finish("KILLED")
+        interrupted("preparing the first trials", p)
     return Launched(tracker=tracker, **_fit(p, tuner))
 
 
@@ -72,7 +81,7 @@ def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots
     try:
         gpus, cpus = resources(p, res, probe)
     except KeyboardInterrupt:
-        interrupted("probing a trial's GPU memory")
+        interrupted("probing a trial's GPU memory", p)
     if gpus > res.get("GPU", 0):
         fail(f"--gpus-per-trial {gpus:g} but the Ray cluster has {res.get('GPU', 0):g} GPUs; "
              "use --gpus-per-trial 0 or a cluster with GPUs")
@@ -201,26 +210,25 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
     _, tune_fs = p.where.tune_location()
     interrupted = failed = None
-    with Stop() as stop:
-        try:
-            stop.in_fit = True
+    stop = interrupts.current()
+    try:
+        with stop.during("tune"):  # Ctrl-C and SIGTERM: Tune's graceful stop, once it listens for it
             grid = tuner.fit()
-            stop.in_fit = False
-            if stop.signal:
-                interrupted = stop.signal
-        except KeyboardInterrupt:
-            interrupted = stop.signal or "Ctrl-C"
-            grid = _results_so_far(p.where, tune_fs)
-        except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
-            # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
-            if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
-                failed = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
-            elif disk_full(e):
-                failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
-            else:  # e.g. Ray's memory monitor or a lost node: the results so far, the cause once, exit 1
-                traceback.print_exc(file=sys.stderr)
-                failed = f"Ray Tune stopped: {error_line(traceback.format_exc())}"
-            grid = _results_so_far(p.where, tune_fs)
+        if stop.signal:
+            interrupted = stop.name
+    except KeyboardInterrupt:
+        interrupted = stop.name
+        grid = _results_so_far(p.where, tune_fs)
+    except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
+        # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
+        if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
+            failed = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+        elif disk_full(e):
+            failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
+        else:  # e.g. Ray's memory monitor or a lost node: the results so far, the cause once, exit 1
+            traceback.print_exc(file=sys.stderr)
+            failed = f"Ray Tune stopped: {error_line(traceback.format_exc())}"
+        grid = _results_so_far(p.where, tune_fs)
     return {"results": grid, "interrupted": interrupted, "failed": failed}
 
 

@@ -17,17 +17,20 @@ one through adbs_lab/driver/compose.py (studies/paper.py).
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import NoReturn
 
 from adbs.config import from_dict
 from adbs_lab import outcome
+from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
+from adbs_lab.driver.interrupts import pause_point
 from adbs_lab.driver.launch import launch, trial_slots
 from adbs_lab.driver.preflight import note_owned, preflight
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
-from adbs_lab.driver.session import env_defaults, ray_session
+from adbs_lab.driver.session import env_defaults, interrupted, ray_session
 from adbs_lab.driver.summarise import Outcome, summarise
 from adbs_lab.options import StudyOptions
 from adbs_lab.plan import Plan
@@ -57,21 +60,47 @@ def dry_run(p: Prepared) -> None:
 def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
     """preflight -> claim -> launch -> summarise; returns the Outcome (its `code`: 0, or 1 when a trial raised or
     none completed), None for --dry-run. Refused input exits 2 before anything starts; a study stopped by the user
-    exits 130, one that failed after it started 1 (SystemExit, with the --resume command)."""
-    env_defaults()
-    t0 = time.time()
-    with bad_input():
-        p = preflight(plan, opts)
-    note_owned(p)
-    if opts.dry_run:
-        p.where.cleanup()
-        dry_run(p)
-        return None
-    resume_notes(p)
+    (Ctrl-C or SIGTERM, at any step: one handler for the whole run, adbs_lab/driver/interrupts.py) exits 130, one
+    that failed after it started 1 (SystemExit, with the --resume command)."""
+    with interrupts.handling():
+        env_defaults()
+        t0 = time.time()
+        try:
+            with bad_input():
+                p = preflight(plan, opts)
+            pause_point("preflight")
+        except KeyboardInterrupt:
+            interrupted("checking the study (nothing was written)")
+        note_owned(p)
+        if opts.dry_run:
+            p.where.cleanup()
+            dry_run(p)
+            return None
+        resume_notes(p)
+        return _claimed(p, t0)
+
+
+def _claimed(p: Prepared, t0: float) -> Outcome:
+    """claim -> launch -> summarise under the study's lock. Claiming the folder and writing the results are not
+    cut in half by a signal (it acts when they end); anywhere else it stops the study there."""
+    ints = interrupts.current()
     with study_lock(p):
-        claim(p)
+        try:
+            with ints.during("defer"):
+                claim(p)
+        except KeyboardInterrupt:
+            interrupted("claiming the study's folder", p)
         launched = launch(p)
-        return summarise(p, launched, t0)
+        before = ints.count
+        try:
+            with ints.during("defer"):
+                return summarise(p, launched, t0)
+        except KeyboardInterrupt:
+            if ints.count - before > 1:  # a second signal: the writing stopped where it was
+                interrupted("writing its results", p, ran=True)
+            print(f"\n{p.plan.name}: interrupted ({ints.name}) as its results were written; they were written "
+                  f"whole, in {p.where}", file=sys.stderr, flush=True)
+            raise SystemExit(outcome.INTERRUPTED) from None
 
 
 def main(plan: Plan, opts: StudyOptions) -> NoReturn:

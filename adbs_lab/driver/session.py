@@ -1,6 +1,6 @@
 """The study's process and its Ray session, in one place: the environment Ray, Tune, Optuna and MLflow read
 (`env_defaults`), Ray started or joined (`ray_session`, with a fast failure when nothing answers at --address),
-SIGTERM ending a study as Ctrl-C does (`Stop`), Ctrl-C before any trial ran (`interrupted`: exit 130), and what
+Ctrl-C or SIGTERM before any trial ran (`interrupted`: exit 130; adbs_lab/driver/interrupts.py), and what
 counts as a full disk (`disk_full`: a message and --resume instead of a traceback, adbs_lab/driver/launch.py and
 summarise.py)."""
 
@@ -9,16 +9,18 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import signal
+import shlex
 import socket
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, NoReturn
 
+from adbs_lab import outcome
+from adbs_lab.driver import interrupts
 from adbs_lab.driver.prepared import Prepared, fail
-from adbs_lab.options import StudyInputError
+from adbs_lab.options import StudyInputError, resume_command
 
-__all__ = ["env_defaults", "ray_session", "Stop", "disk_full", "interrupted"]
+__all__ = ["env_defaults", "ray_session", "disk_full", "interrupted"]
 
 
 def env_defaults() -> None:
@@ -98,32 +100,6 @@ def _start_ray(p: Prepared) -> dict[str, float]:
 
 
 
-class Stop:
-    """SIGTERM ends a study the way Ctrl-C does: Tune stops the trials, saves its state, and --resume continues.
-
-    During tuner.fit Tune's own handler (SIGUSR1 = its graceful stop, as for the first Ctrl-C) does the
-    work; outside it, SIGTERM raises KeyboardInterrupt where the study is.
-    """
-
-    def __init__(self) -> None:
-        self.in_fit = False
-        self.signal: str | None = None
-
-    def __enter__(self) -> "Stop":
-        self._old = signal.signal(signal.SIGTERM, self._handler)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        signal.signal(signal.SIGTERM, self._old)
-
-    def _handler(self, signum, frame) -> None:
-        self.signal = "SIGTERM"
-        if self.in_fit and hasattr(signal, "SIGUSR1"):
-            os.kill(os.getpid(), signal.SIGUSR1)
-        else:
-            raise KeyboardInterrupt
-
-
 def disk_full(e: BaseException) -> bool:
     cur: BaseException | None = e  # then its causes, up the chain
     while cur is not None:
@@ -144,9 +120,11 @@ def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
     import ray
 
     try:
-        res = _start_ray(p)
+        with interrupts.ray_starting():  # Ray's start is never cut in half, nor its SIGTERM handler ours
+            res = _start_ray(p)
     except KeyboardInterrupt:
-        interrupted("starting Ray")
+        ray.shutdown()
+        interrupted("starting Ray", p)
     except StudyInputError as e:
         fail(str(e))
     try:
@@ -156,7 +134,15 @@ def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
         raise
 
 
-def interrupted(doing: str) -> None:
-    print(f"\ninterrupted while {doing}; no trial ran", file=sys.stderr)
-    raise SystemExit(130) from None
+def interrupted(doing: str, p: Prepared | None = None, ran: bool = False) -> NoReturn:
+    """A study stopped by the user outside Tune's fit: one line, exit 130. `p`: the study's folder was claimed,
+    so the line says how to start it again (or, when trials ran or on --resume, to continue it)."""
+    again = ""
+    if p is not None:
+        go_on = ran or p.opts.resume
+        cmd = resume_command(p.opts) if go_on else [sys.executable, *p.opts.argv]
+        again = f"; {'continue' if go_on else 'start it again'} with: {shlex.join(cmd)}"
+    print(f"\n{p.plan.name + ' ' if p is not None else ''}interrupted ({interrupts.current().name}) while {doing}"
+          f"{'' if ran else '; no trial ran'}{again}", file=sys.stderr, flush=True)
+    raise SystemExit(outcome.INTERRUPTED) from None
 

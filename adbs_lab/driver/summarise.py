@@ -130,8 +130,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     tables written from them (sessions.parquet, trials.parquet, table.txt, table.md, best_config.json)."""
     plan = p.plan
     runs = tracking.load_runs(p.dir)
-    recs = [trial_records.from_tune(r, varying=p.varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
-            for r in launched.results]
+    recs = trial_records.from_results(launched.results, varying=p.varying, runs=runs)
     sessions, trials = trial_records.frames(recs)
     objs = objectives.effective(p.opts.objectives)
     multi = len(objs) > 1  # a front: pareto.json and the table's front column

@@ -1,5 +1,6 @@
 """Ending a Ray cluster started on this machine stops only that cluster (adbs_lab/local_cluster.py), not every Ray
-instance of the user as `ray stop` does: another local Ray (this test session's own) is still alive afterwards."""
+instance of the user as `ray stop` does: another local Ray (this test session's own) is still alive afterwards; and
+only a folder that is one cluster's is taken, never a process that runs the command (a `timeout`/`srun` wrapper)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,24 @@ def test_a_folder_that_is_not_there_is_refused(tmp_path, capsys):
     assert "--temp-dir your `ray start` was given" in capsys.readouterr().err
 
 
+def _cluster_folder(folder: Path) -> Path:
+    """A folder laid out as `ray start --temp-dir=folder` leaves it: a session folder and session_latest naming it."""
+    session = folder / "session_2026-01-01_00-00-00_000000_1"
+    session.mkdir(parents=True)
+    (folder / "session_latest").symlink_to(session)
+    return session
+
+
+def test_a_folder_that_is_not_one_clusters_is_refused(tmp_path, capsys):
+    """A parent of cluster folders (before: every cluster under it stopped), the system temp folder (every user's
+    Ray and drivers naming a path in it), a session folder: exit 2, saying what a cluster folder is."""
+    session = _cluster_folder(tmp_path / "a")
+    _cluster_folder(tmp_path / "b")
+    for folder in (tmp_path, Path(tempfile.gettempdir()), session):
+        assert local_cluster.main(["stop", str(folder)]) == 2
+        assert "is not a Ray cluster's folder (it has no session_latest)" in capsys.readouterr().err
+
+
 def _daemons(pids: list[int]) -> set[int]:
     """The ones of `pids` that are a Ray instance's own daemons (GCS server, raylet)."""
     found = set()
@@ -39,6 +59,45 @@ def _daemons(pids: list[int]) -> set[int]:
         if "gcs_server" in cmd or "raylet" in cmd:
             found.add(pid)
     return found
+
+
+def _naming(session_dir: str) -> list[int]:
+    """This user's processes whose command line names `session_dir` (a Ray instance's daemons)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and p.stat().st_uid == os.getuid() and session_dir in (p / "cmdline").read_bytes().decode(
+                    errors="replace"):
+                found.append(int(p.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_stop_takes_the_clusters_daemons_and_workers_never_its_own_wrapper_or_another_cluster(tmp_path):
+    session, other = _cluster_folder(tmp_path / "a"), _cluster_folder(tmp_path / "b")
+    sleeper = "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"
+    daemon = subprocess.Popen([sys.executable, "-c", sleeper, f"--session-dir={session}"])  # its child: a worker
+    beside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--session-dir={other}"])
+    try:
+        deadline = time.time() + 30
+        while len(local_cluster.processes(tmp_path / "a")) < 2:  # the daemon and its worker, once it started it
+            assert time.time() < deadline, "the stand-in daemon did not start its worker"
+            time.sleep(0.1)
+        # the wrapper names the session folder too (a job script's argument): it must survive, and print
+        wrapper = ["bash", "-c", f'"$0" -m adbs_lab.local_cluster stop {tmp_path / "a"}; echo "wrapper $?"',
+                   sys.executable, str(session / "logs")]
+        r = subprocess.run(wrapper, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(
+            Path(local_cluster.__file__).resolve().parents[1])})
+        assert r.returncode == 0 and "stopped 2 processes" in r.stdout and "wrapper 0" in r.stdout, r
+        assert daemon.wait(timeout=30) is not None and local_cluster.processes(tmp_path / "a") == []
+        assert beside.poll() is None  # another cluster's process runs on
+    finally:
+        for proc in (daemon, beside):
+            proc.kill()
+            proc.wait()
+        local_cluster.stop([tmp_path / "a"], grace_s=1)
 
 
 def _session_dir() -> str:
@@ -66,13 +125,13 @@ def test_stopping_one_local_cluster_leaves_another_ray_running(ray_address):
         # stop Ray instances of their own under the same default temp dir meanwhile. Only its daemons: its worker
         # processes come and go with the other tests' trials and Ray's idle-worker timeout.
         session_dir = _session_dir()
-        ours_before = _daemons(local_cluster.processes(session_dir))
+        ours_before = _daemons(_naming(session_dir))
 
         r = subprocess.run([sys.executable, "-m", "adbs_lab.local_cluster", "stop", temp], capture_output=True,
                            text=True, timeout=120)
         assert r.returncode == 0 and "stopped" in r.stdout, r.stderr
         assert local_cluster.processes(temp) == []
-        assert ours_before and ours_before <= set(local_cluster.processes(session_dir))  # the other one's daemons run
+        assert ours_before and ours_before <= set(_naming(session_dir))  # the other one's daemons run
 
         @ray.remote
         def one() -> int:

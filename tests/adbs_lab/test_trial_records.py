@@ -181,3 +181,14 @@ def test_two_studies_of_one_name_creating_its_experiment_at_once_share_it(tmp_pa
     tracker = MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
                             varying=["alpha"], resume=False)
     assert tracker.experiment_id == made
+
+
+def test_a_trial_stopped_before_it_reported_has_no_record():
+    """Tune's Result of a trial made but never started (the study stopped as its first trials started) has no
+    config (Tune reads it back from the trial's result.json); before, the tables raised KeyError: 'adbs_config'."""
+    from types import SimpleNamespace
+
+    from adbs_lab.trial_records import from_results
+
+    never = SimpleNamespace(config={}, metrics={}, metrics_dataframe=None, error=None, path="/x/adbs_trial_0")
+    assert from_results([never], varying=["seed"], runs={"trials": {}, "ended": {}}) == []

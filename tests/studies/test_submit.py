@@ -215,3 +215,19 @@ def test_a_cluster_on_this_machine_runs_the_job_with_this_python_and_a_remote_on
     assert submit.entrypoint(checked(GOOD)[0])[0] == "python"
     args, _ = checked(["--address", "http://127.0.0.1:8266", "--python", "/opt/py/bin/python", *GOOD[2:]])
     assert submit.entrypoint(args)[0] == "/opt/py/bin/python"
+
+
+def test_a_config_outside_the_project_is_refused_and_one_inside_travels_with_it(tmp_path, monkeypatch):
+    """The job gets only the project folder (its working directory): a --config outside it was sent without a word
+    and not found on the cluster; now it is refused (exit 2), and one inside it is named as the job sees it."""
+    outside = tmp_path / "mine.yaml"
+    outside.write_text("base_epochs: 2\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(submit.SubmitError, match=r"is outside the project .*copy the file into the project"):
+        checked(GOOD + ["--config", "mine.yaml"])
+    inside = REPO / "deploy" / "ray-cluster-gpu.yaml"  # any file of the project stands in for a config here
+    args, _ = checked(GOOD + [f"--config={inside}"])
+    assert submit.entrypoint(args)[-3] == "--config=deploy/ray-cluster-gpu.yaml"
+    assert args.shipped == [f"--config {inside} travels with the project as deploy/ray-cluster-gpu.yaml"]
+    with pytest.raises(submit.SubmitError, match="no such file"):
+        checked(GOOD + ["--config", "nope.yaml"])

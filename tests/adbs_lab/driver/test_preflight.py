@@ -217,7 +217,8 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
     monkeypatch.setattr(ray, "init", interrupted)
     with pytest.raises(SystemExit) as e:
         study.launch(p)
-    assert e.value.code == 130 and "interrupted while starting Ray; no trial ran" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert e.value.code == 130 and "interrupted (Ctrl-C) while starting Ray; no trial ran; start it again with:" in err
 
 
 # _damaged_tune_state, _unloadable_state: private helpers of adbs_lab/driver/resume.py, tested directly (the
