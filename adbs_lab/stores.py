@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from adbs_lab.redaction import redact
+from adbs_lab.redaction import redact, reveal
 
 __all__ = ["MLFLOW_TABLES", "OPTUNA_TABLES", "WHAT", "sqlite_path", "sqlite_problem", "StoreError",
            "optuna_studies"]
@@ -102,7 +102,7 @@ def _engine(url: str):
     if family == "postgres":  # SQLAlchemy 1.4 dropped this alias; MLflow and Optuna refuse it too
         raise ValueError("the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://")
     args = {"connect_timeout": CONNECT_TIMEOUT_S} if family in ("postgresql", "mysql") else {}
-    return sqlalchemy.create_engine(url, connect_args=args)
+    return sqlalchemy.create_engine(reveal(url), connect_args=args)  # a SecretUrl: the URL it hides
 
 
 def database_problem(url: str) -> str | None:
