@@ -2,10 +2,10 @@
 
 A URL carries a secret in two places: its password (s3://KEY:SECRET@bucket, postgresql://user:pw@host/db,
 http://user:token@mlflow-host:5000) and its query string (s3://bucket/runs?secret_key=..., a presigned
-?X-Amz-Signature=...). `redact` replaces both with *** in every URL of a text (an error message may quote one): user:password@ becomes ***@
-(an object store's user is its access key id), user@ alone is kept (the studies' database URLs name their user,
-postgresql://USER@DBHOST/mlflow, and take the password from elsewhere: ~/.pgpass, PGPASSWORD); `carries_secret` says
-whether a text holds a secret.
+?X-Amz-Signature=...). `redact` replaces both with *** in every URL of a text (an error message may quote one):
+user:password@ becomes ***@ (an object store's user is its access key id), user@ alone is kept (the studies' database
+URLs name their user, postgresql://USER@DBHOST/mlflow, and take the password from elsewhere: ~/.pgpass, PGPASSWORD);
+`carries_secret` says whether a text holds a secret.
 
 Where the password ends: a password may hold any character, raw or %-encoded, '/', ':', '@', '?' and '#' included
 (libpq and SQLAlchemy take postgresql://u:s3cr/et@x@h/db), so the user information runs from "scheme://" to the
