@@ -15,7 +15,7 @@ Entries are written atomically (temporary file + rename) with a SHA-256 of
 the payload and the entry's key in a manifest; an entry whose payload does not match its manifest
 (corrupt or half-written), or whose manifest names another key (copied or renamed from another
 configuration's entry), is discarded and retrained, never loaded; so is an entry written before
-manifests carried their key (said once per process). A file
+manifests carried their key (said once per cache). A file
 lock makes concurrent trials with the same key train it exactly once: the
 first takes the lock and trains, the others wait and then load.
 
@@ -141,6 +141,8 @@ class BaseCache:
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.root = str(root) if objstore.is_url(str(root)) else Path(root)
         self.files = _Files(str(root), holder)
+        self.said_unkeyed = False
+        """Whether an entry written before entries carried their key was named (once per cache)."""
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
@@ -193,18 +195,16 @@ class BaseCache:
                      f"{str(e)[:120]}); discarded, it is computed again")
             return None
 
-    _said_unkeyed = False  # an entry without its key was named once in this process
-
     def _keyed(self, key: str, meta: Any) -> bool:
         """Whether manifest `meta` says its entry is `key`'s; a line when not (a copy, or written before keys)."""
         got = meta.get("key") if isinstance(meta, dict) else None
         if got == key:
             return True
         if got is None:
-            if not BaseCache._said_unkeyed:
-                BaseCache._said_unkeyed = True
+            if not self.said_unkeyed:
+                self.said_unkeyed = True
                 self.log(f"base-session cache: entry {key} in {self.root} was written before entries carried their "
-                         "key (so may others there); discarded, it is computed again")
+                         "key (so may others there, which are not named again); discarded, it is computed again")
         else:
             self.log(f"base-session cache: entry {key} in {self.root} is the entry of {str(got)[:80]!r} (copied or "
                      "renamed?); discarded, it is computed again")

@@ -127,7 +127,8 @@ def reveal(url: Any) -> Any:
     """The real URL of a SecretUrl; any other value unchanged (a path, None, a URL without a secret)."""
     # by its method, not its class: adbs_lab/redaction.py loads this file under another module name, whose
     # SecretUrl is another class
-    return url.reveal() if isinstance(url, str) and callable(getattr(url, "reveal", None)) else url
+    method = getattr(url, "reveal", None) if isinstance(url, str) else None
+    return method() if callable(method) else url
 
 
 def secret_url(value: str | None) -> SecretUrl | None:

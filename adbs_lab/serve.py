@@ -26,7 +26,8 @@ from pathlib import Path
 from adbs_lab import paths
 from adbs_lab.redaction import SecretUrl, carries_secret, redact, reveal
 
-__all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "parser", "url", "command", "port_problem", "experiments", "runs_page",
+__all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "STORE_ENV", "parser", "url", "command", "server_env",
+           "port_problem", "experiments", "runs_page",
            "print_studies", "main"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
