@@ -63,6 +63,7 @@ def test_a_database_error_message_loses_its_password():
 
 @pytest.mark.parametrize("text, secret", [
     ("https://bob:hunter2@mlflow.example.org", True),
+    ("postgresql://u:s3cr/et@x@h/db", True),  # '/' and '@' in the password (studies/submit.py refuses it)
     ("s3://b/runs?secret_key=hunter2", True),
     ("--storage=s3://b/runs?session_token=abc", True),
     ("postgresql://alice@db/mlflow", False),  # a user name alone: the password comes from elsewhere
