@@ -72,6 +72,13 @@ def redact_url(url: str) -> str:
     return head + info + _mask_query(rest)
 
 
+def user_of(url: str) -> str | None:
+    """The user name of one URL by the rule above (None without user information): not a secret, named in messages
+    (a redacted URL shows *** in its place when it has a password)."""
+    url = reveal(url)
+    return _split(url)[1] if _SCHEME.match(url) else None
+
+
 def redact(text: str) -> str:
     """`text` with the password and secret query values of every URL in it replaced by ***, for printing and
     logging; text without a URL (a folder path) unchanged."""

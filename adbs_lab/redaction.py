@@ -32,5 +32,6 @@ carries_secret = _rule().carries_secret
 SecretUrl = _rule().SecretUrl
 reveal = _rule().reveal
 secret_url = _rule().secret_url
+user_of = _rule().user_of
 
-__all__ = ["redact", "redact_url", "carries_secret", "SecretUrl", "reveal", "secret_url"]
+__all__ = ["redact", "redact_url", "carries_secret", "SecretUrl", "reveal", "secret_url", "user_of"]

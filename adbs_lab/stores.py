@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from adbs_lab.redaction import redact, reveal
+from adbs_lab.redaction import redact, redact_url, reveal, user_of
 
 __all__ = ["MLFLOW_TABLES", "OPTUNA_TABLES", "WHAT", "sqlite_path", "sqlite_problem", "StoreError",
            "optuna_studies"]
@@ -127,10 +127,10 @@ def database_error(url: str, e: BaseException) -> str:
 
     family = url.split("://", 1)[0].split("+", 1)[0]
     text = " ".join(str(e).split()) or type(e).__name__
-    try:
-        parts = urlsplit(url)
+    try:  # the redacted URL: a password with '/' or '@' splits no host, port or database wrongly there
+        parts = urlsplit(redact_url(reveal(url)))
         where = f"{parts.hostname or 'localhost'}:{parts.port or ''}".rstrip(":")
-        user, db = parts.username, parts.path.lstrip("/")
+        user, db = user_of(url), parts.path.lstrip("/")
     except ValueError:
         where, user, db = "the server", None, ""
     low = text.lower()

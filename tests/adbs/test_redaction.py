@@ -150,3 +150,11 @@ def test_a_studys_url_options_are_secret_urls():
     assert "s3cr" not in repr(opts) and "s3cr" not in pickle.dumps(opts).decode("latin1")
     assert reveal(opts.replace(name="n").optuna_storage) == "postgresql://u:s3cr/et@x@db/o"
     assert reveal(tracking.tracking_uri(opts.tracking_uri)) == "https://b:s3cr/et@x@m/"
+
+
+def test_a_database_error_names_the_user_and_host_never_the_password():
+    from adbs_lab.stores import database_error
+
+    url = SecretUrl("postgresql://alice:s3cr/et@x@db.example:5433/optuna")
+    said = database_error(url, RuntimeError("FATAL: password authentication failed for user"))
+    assert said.startswith("db.example:5433 refused the credentials of user 'alice'") and "s3cr" not in said, said
