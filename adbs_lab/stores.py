@@ -11,7 +11,7 @@ from pathlib import Path
 from adbs_lab.redaction import redact, redact_url, reveal, user_of
 
 __all__ = ["MLFLOW_TABLES", "OPTUNA_TABLES", "WHAT", "sqlite_path", "sqlite_problem", "StoreError",
-           "optuna_studies"]
+           "optuna_studies", "database_problem", "database_error"]
 
 MLFLOW_TABLES = {"experiments", "runs", "metrics", "params"}
 OPTUNA_TABLES = {"studies", "trials", "version_info"}
