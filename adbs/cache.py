@@ -12,8 +12,10 @@ new-boundary init, ...) or on speed, so e.g. every cell of a k-shot grid shares
 one base session.
 
 Entries are written atomically (temporary file + rename) with a SHA-256 of
-the payload in a manifest; an entry whose payload does not match its manifest
-(corrupt or half-written) is discarded and retrained, never loaded. A file
+the payload and the entry's key in a manifest; an entry whose payload does not match its manifest
+(corrupt or half-written), or whose manifest names another key (copied or renamed from another
+configuration's entry), is discarded and retrained, never loaded; so is an entry written before
+manifests carried their key (said once per cache). A file
 lock makes concurrent trials with the same key train it exactly once: the
 first takes the lock and trains, the others wait and then load.
 
@@ -139,6 +141,8 @@ class BaseCache:
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.root = str(root) if objstore.is_url(str(root)) else Path(root)
         self.files = _Files(str(root), holder)
+        self.said_unkeyed = False
+        """Whether an entry written before entries carried their key was named (once per cache)."""
 
     def load(self, key: str):
         """The stored base session, or None when absent or failing its checksum (then it is deleted)."""
@@ -175,6 +179,9 @@ class BaseCache:
             return None
         try:
             meta = json.loads(manifest)
+            if not self._keyed(key, meta):
+                self._discard(key)
+                return None
             if hashlib.sha256(payload).hexdigest() != meta["sha256"]:
                 raise ValueError("checksum mismatch")
             state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
@@ -183,11 +190,29 @@ class BaseCache:
             check(state)
             return state
         except Exception as e:  # corrupt, truncated or from an incompatible version (another shape): recompute
-            for name in (f"{key}.pt", f"{key}.json"):
-                self.files.delete(name)
+            self._discard(key)
             self.log(f"base-session cache: entry {key} in {self.root} is unreadable ({type(e).__name__}: "
                      f"{str(e)[:120]}); discarded, it is computed again")
             return None
+
+    def _keyed(self, key: str, meta: Any) -> bool:
+        """Whether manifest `meta` says its entry is `key`'s; a line when not (a copy, or written before keys)."""
+        got = meta.get("key") if isinstance(meta, dict) else None
+        if got == key:
+            return True
+        if got is None:
+            if not self.said_unkeyed:
+                self.said_unkeyed = True
+                self.log(f"base-session cache: entry {key} in {self.root} was written before entries carried their "
+                         "key (so may others there, which are not named again); discarded, it is computed again")
+        else:
+            self.log(f"base-session cache: entry {key} in {self.root} is the entry of {str(got)[:80]!r} (copied or "
+                     "renamed?); discarded, it is computed again")
+        return False
+
+    def _discard(self, key: str) -> None:
+        for name in (f"{key}.pt", f"{key}.json"):
+            self.files.delete(name)
 
     def _write(self, key: str, state: dict[str, Any], meta: dict[str, Any] | None) -> None:
         buf = io.BytesIO()
@@ -195,7 +220,7 @@ class BaseCache:
         blob = buf.getvalue()
         self.files.write(f"{key}.pt", blob)
         # The manifest is written last: an entry without it is incomplete and ignored.
-        info = {"sha256": hashlib.sha256(blob).hexdigest(), "created": time.time(), **(meta or {})}
+        info = {**(meta or {}), "key": key, "sha256": hashlib.sha256(blob).hexdigest(), "created": time.time()}
         self.files.write(f"{key}.json", json.dumps(info, indent=1, default=str).encode())
 
     def get_or_train(self, key: str, train: Callable[[], Any], meta: dict[str, Any] | None = None):

@@ -25,6 +25,10 @@ class StateFormatError(ValueError):
     """A checkpoint or base-cache entry written in another format than this code reads."""
 
 
+class CheckpointKeyError(ValueError):
+    """A trial checkpoint of another configuration than the trial resumed from it (adbs/trial.py: checkpoint_key)."""
+
+
 @dataclass
 class BaseSession:
     """Everything the incremental sessions need from a trained base session."""
@@ -116,7 +120,7 @@ def read_checkpoint(state: dict[str, Any] | Checkpoint) -> Checkpoint:
     _check_format(state, "trial checkpoint",
                   "start the trial again without it (the same numbers: training is deterministic), or finish it "
                   "with the version of adbs that wrote it")
-    values = {k: v for k, v in state.items() if k not in ("format", "phase")}
+    values = {k: v for k, v in state.items() if k not in ("format", "phase", "key")}  # key: adbs/trial.py
     if state.get("phase") == BaseCheckpoint.phase:
         return BaseCheckpoint(**values)
     if state.get("phase") == SessionCheckpoint.phase:

@@ -8,10 +8,18 @@ only on `resume`, a state handed earlier to `Hooks.on_checkpoint`:
   when an identical one was trained before, adbs/cache.py: base_key), then every session runs;
 - a session state: its base session comes from the state itself, or from the cache by its key (trained
   again, to the same numbers, when the cache no longer has it), and the sessions after it run.
+
+Every state handed to `Hooks.on_checkpoint` carries the key of the configuration that wrote it (`checkpoint_key`):
+resumed by a trial of another configuration (a checkpoint copied or restored beside another trial), it is refused
+with CheckpointKeyError before anything runs, so no trial continues another's training; a state written before states
+carried their key is not resumed from (the trial starts again, to the same numbers: training is deterministic).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import time
 from functools import partial
 from typing import Any, Callable, Protocol
@@ -25,6 +33,7 @@ from adbs.state import (
     BaseCheckpoint,
     BaseSession,
     Checkpoint,
+    CheckpointKeyError,
     SessionCheckpoint,
     TrialResult,
     read_checkpoint,
@@ -45,6 +54,40 @@ class _NoStore:
 
     def get_or_train(self, key: str, train, meta: dict[str, Any] | None = None):
         return train(), False
+
+
+def checkpoint_key(cfg: Config) -> str:
+    """The key a trial's checkpoints carry: a hash of its whole configuration (seed included), which a trial
+    resumed from one must have."""
+    return hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _keyed(hooks: Hooks, key: str) -> Hooks:
+    """`hooks` whose on_checkpoint states carry `key`."""
+    save = hooks.on_checkpoint
+    return hooks if save is None else dataclasses.replace(hooks, on_checkpoint=lambda state: save({**state, "key": key}))
+
+
+def _resumed(cfg: Config, resume: dict[str, Any] | Checkpoint | None, hooks: Hooks) -> Checkpoint | None:
+    """The checkpoint to resume from: `resume` read (another format: StateFormatError), checked to be this
+    configuration's (another's: CheckpointKeyError); None for a saved state without a key (written before states
+    carried one), said in a line."""
+    if resume is None:
+        return None
+    checkpoint = read_checkpoint(resume)
+    if not isinstance(resume, dict):  # a typed checkpoint handed over in this process
+        return checkpoint
+    key, got = checkpoint_key(cfg), resume.get("key")
+    if got is None:
+        if hooks.log:
+            hooks.log("the trial checkpoint carries no configuration key (written before checkpoints carried one); "
+                      "the trial starts again from the beginning, to the same numbers")
+        return None
+    if got != key:
+        raise CheckpointKeyError(f"the trial checkpoint was written by another configuration (key {str(got)[:40]!r}, "
+                                 f"this trial's is {key!r}): it is not resumed from; start the trial without it, or "
+                                 "resume it with the configuration that wrote it")
+    return checkpoint
 
 
 def run_trial(
@@ -69,7 +112,8 @@ def run_trial(
     t0 = time.perf_counter()
     hooks = hooks or Hooks()
     cfg.validate()
-    checkpoint = None if resume is None else read_checkpoint(resume)
+    checkpoint = _resumed(cfg, resume, hooks)
+    hooks = _keyed(hooks, checkpoint_key(cfg))
     data = data if data is not None else build_data(cfg)
     if isinstance(cache, BaseCache):
         base_cache: BaseCache | None = cache

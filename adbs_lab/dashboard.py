@@ -24,6 +24,7 @@ from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from adbs_lab import paths
+from adbs_lab.redaction import SecretUrl, reveal
 from adbs_lab.stores import OPTUNA_TABLES, StoreError, optuna_studies, sqlite_path, sqlite_problem
 
 __all__ = ["DashboardError", "parser", "storage_url", "readonly_storage", "readonly_app", "main"]
@@ -41,8 +42,9 @@ class DashboardError(ValueError):
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m adbs_lab.dashboard", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("where", help="a study folder (holding optuna.db), a study name (its folder under <repo>/runs), "
-                                 "an Optuna SQLite file, or a storage URL (sqlite:////abs/optuna.db, postgresql://...)")
+    p.add_argument("where", type=SecretUrl,  # printed redacted, opened with its password (adbs/redaction.py)
+                   help="a study folder (holding optuna.db), a study name (its folder under <repo>/runs), "
+                        "an Optuna SQLite file, or a storage URL (sqlite:////abs/optuna.db, postgresql://...)")
     p.add_argument("--host", default="127.0.0.1",
                    help="interface to bind (default 127.0.0.1: this machine only; 0.0.0.0 shows the study, which "
                         "has no login, to the network)")
@@ -70,6 +72,9 @@ def storage_url(where: str, root: Path = paths.DEFAULT_STORAGE) -> str:
         if not given.exists() and "/" not in where and (root / where).is_dir():
             given = root / where  # a study's name: its folder in the default storage
         file = given / "optuna.db" if given.is_dir() else given
+    if file.exists() and not file.is_file():  # /dev/null, a socket, a pipe: exists, but holds no database
+        raise DashboardError(f"{file} is not a regular file (an Optuna storage is one: a study's optuna.db); pass a "
+                             "study folder, its optuna.db, or a storage URL (sqlite:////abs/optuna.db, postgresql://...)")
     if not file.is_file():
         if file.name == "optuna.db" and file.parent.is_dir():
             raise DashboardError(f"{file.parent} holds no optuna.db (a study writes it when it starts; a study run "
@@ -106,7 +111,7 @@ def readonly_storage(url: str):
         kwargs: dict[str, object] = {"creator": lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False)}
     else:
         kwargs = {"connect_args": {"options": "-c default_transaction_read_only=on", "connect_timeout": 10}}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=True)
+    return optuna.storages.RDBStorage(reveal(url), engine_kwargs=kwargs, skip_table_creation=True)
 
 
 def readonly_app(app):
@@ -173,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     from adbs_lab.redaction import redact
 
     link, shown = link_of(args.host, args.port), redact(url)
+    if args.host not in LOOPBACK:  # a dry run says it too: it is where the choice of --host is checked
+        print(f"warning: bound to {args.host}: anyone who can reach this port can read the studies (no login)",
+              file=sys.stderr, flush=True)
     if args.dry_run:
         print(f"would serve {shown} read-only at {link} (studies: {', '.join(studies) or 'none yet'})")
         return 0
@@ -191,9 +199,6 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     print("it follows the storage while studies write to it (reload the page for new studies); stop: Ctrl-C",
           flush=True)
-    if args.host not in LOOPBACK:
-        print(f"warning: bound to {args.host}: anyone who can reach this port can read the studies (no login)",
-              file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop ends it as Ctrl-C does
     try:
         httpd.serve_forever(poll_interval=0.5)

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from adbs.config import PRESETS, ConfigError, cli, load_file, preset_for, resolve
 from adbs.config.docs import read_field_docs
+from adbs.redaction import redact, secret_url
 from adbs_lab import objectives, paths
 
 PRUNERS = ("median", "halving", "hyperband", "none")
@@ -157,6 +158,11 @@ class StudyOptions:
     """MLflow tracking URI (default $MLFLOW_TRACKING_URI or the project's store, mlflow/mlflow.db)"""
     argv: tuple[str, ...] = _flag(flag=None, default_factory=lambda: tuple(sys.argv))
     """The command line as typed (for --resume hints and the logged command)."""
+
+    def __post_init__(self) -> None:
+        # URL flags that may carry a password print, log, tag and pickle redacted (adbs/redaction.py: SecretUrl)
+        for name in ("optuna_storage", "tracking_uri"):
+            object.__setattr__(self, name, secret_url(getattr(self, name)))
 
     @property
     def folder(self) -> str:
@@ -377,8 +383,9 @@ def _usage_error(p: argparse.ArgumentParser, msg: str) -> int:
 
 
 def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:
-    """The command that continues this study."""
-    argv = list(opts.argv)
+    """The command that continues this study, as printed: a URL's password shows as *** (adbs/redaction.py), to be
+    typed again or kept out of the URL (~/.pgpass, PGPASSWORD)."""
+    argv = [redact(a) for a in opts.argv]
     return [python(), *argv] + ([] if "--resume" in argv else ["--resume"])
 
 

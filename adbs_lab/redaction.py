@@ -1,4 +1,4 @@
-"""The credential rule of adbs/redaction.py for the light commands, without importing the adbs package.
+"""The credential rule of adbs/redaction.py and its SecretUrl for the light commands, without importing adbs.
 
 The MLflow launcher (adbs_lab/serve.py, via mlflow/serve.py), the store checks it uses (adbs_lab/stores.py,
 adbs_lab/tracking_store.py) and studies/submit.py start in well under a second; importing `adbs.redaction` would run
@@ -27,6 +27,11 @@ def _rule():
 
 
 redact = _rule().redact
+redact_url = _rule().redact_url
 carries_secret = _rule().carries_secret
+SecretUrl = _rule().SecretUrl
+reveal = _rule().reveal
+secret_url = _rule().secret_url
+user_of = _rule().user_of
 
-__all__ = ["redact", "carries_secret"]
+__all__ = ["redact", "redact_url", "carries_secret", "SecretUrl", "reveal", "secret_url", "user_of"]

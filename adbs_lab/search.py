@@ -40,6 +40,7 @@ from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
 from adbs_lab.objectives import DEFAULT, Objective
 from adbs_lab.options import PRUNERS
+from adbs_lab.redaction import reveal
 from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
 from adbs_lab.trial_records import classify, objective
 
@@ -49,10 +50,12 @@ _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
 
 def optuna_storage(url: str) -> optuna.storages.BaseStorage:
-    """One Optuna storage object per URL in this process (the Tune driver is the only writer)."""
-    if url not in _STORAGES:
-        _STORAGES[url] = _first_open(url)
-    return _STORAGES[url]
+    """One Optuna storage object per URL in this process (the Tune driver is the only writer); a SecretUrl opens the
+    URL it hides (adbs/redaction.py)."""
+    real = reveal(url)
+    if real not in _STORAGES:
+        _STORAGES[real] = _first_open(real)
+    return _STORAGES[real]
 
 
 # What the loser of a race to create Optuna's tables in a new database sees: PostgreSQL's duplicate type or key,

@@ -13,6 +13,7 @@ to `mlflow server` unchanged (e.g. `-- --workers 2`).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import signal
@@ -23,12 +24,15 @@ import time
 from pathlib import Path
 
 from adbs_lab import paths
-from adbs_lab.redaction import redact
+from adbs_lab.redaction import SecretUrl, carries_secret, redact, reveal
 
-__all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "parser", "url", "command", "port_problem", "experiments", "runs_page",
+__all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "STORE_ENV", "parser", "url", "command", "server_env",
+           "port_problem", "experiments", "runs_page",
            "print_studies", "main"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+STORE_ENV = "MLFLOW_BACKEND_STORE_URI"
+"""The server's store by environment (mlflow server reads it): the default of --backend-store-uri too."""
 GRACE_S = 15.0
 """Seconds the server may take to stop before its processes are killed."""
 
@@ -40,9 +44,12 @@ def parser() -> argparse.ArgumentParser:
                    help="interface to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes the UI, "
                         "which has no login, to the network)")
     p.add_argument("--port", type=int, default=5000, help="port (default 5000)")
-    p.add_argument("--backend-store-uri", default=paths.DEFAULT_TRACKING_URI,
-                   help="where runs live (default the project's store sqlite:///<repo>/mlflow/mlflow.db; "
-                        "e.g. postgresql://user:pw@host/db for a shared server)")
+    p.add_argument("--backend-store-uri", type=SecretUrl,
+                   default=SecretUrl(os.environ.get(STORE_ENV) or paths.DEFAULT_TRACKING_URI),
+                   help=f"where runs live (default ${STORE_ENV}, else the project's store "
+                        "sqlite:///<repo>/mlflow/mlflow.db; e.g. postgresql://user@host/db for a shared server, its "
+                        "password in ~/.pgpass or PGPASSWORD; a password in the URL is never printed, and reaches "
+                        f"the server as ${STORE_ENV}, not on its command line)")
     p.add_argument("--artifacts-destination", default=str(paths.DEFAULT_ARTIFACT_ROOT),
                    help="where logged files live (default <repo>/mlflow/artifacts; e.g. s3://bucket/path)")
     p.add_argument("--allowed-hosts", default=None,
@@ -63,10 +70,19 @@ def url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
+def server_env(args: argparse.Namespace) -> dict[str, str]:
+    """What the server gets by environment: a store URL that carries a secret (`command` leaves it out, as any
+    user could read it in the process list; `mlflow server` reads $MLFLOW_BACKEND_STORE_URI)."""
+    real = reveal(args.backend_store_uri)
+    return {STORE_ENV: real} if carries_secret(real) else {}
+
+
 def command(args: argparse.Namespace) -> list[str]:
+    """The `mlflow server` command line: nothing secret in it (see server_env)."""
     exe = Path(sys.executable).with_name("mlflow")
     base = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
-    cmd = [*base, "server", "--backend-store-uri", args.backend_store_uri,
+    store = [] if server_env(args) else ["--backend-store-uri", reveal(args.backend_store_uri)]
+    cmd = [*base, "server", *store,
            "--artifacts-destination", _local_or_uri(args.artifacts_destination),
            "--host", args.host, "--port", str(args.port), "--workers", str(args.workers)]
     if args.allowed_hosts:
@@ -106,7 +122,11 @@ def port_problem(host: str, port: int) -> str | None:
         try:
             s.bind((host, port))
         except (OSError, OverflowError) as e:
-            return f"cannot listen on {host}:{port} ({getattr(e, 'strerror', None) or e}); pick another --port"
+            why = getattr(e, "strerror", None) or e
+            if isinstance(e, socket.gaierror) or getattr(e, "errno", None) == errno.EADDRNOTAVAIL:
+                return (f"--host {host} is not an address of this machine ({why}); allowed: 127.0.0.1 (this machine "
+                        "only), 0.0.0.0 (every interface) or one of this machine's addresses or host names")
+            return f"cannot listen on {host}:{port} ({why}); pick another --port"
     return None
 
 
@@ -159,7 +179,7 @@ def _reachable(uri: str) -> str | None:
     try:
         from mlflow.tracking import MlflowClient
 
-        MlflowClient(uri).search_experiments(max_results=1)
+        MlflowClient(reveal(uri)).search_experiments(max_results=1)
     except Exception as e:  # noqa: BLE001 - any failure means the server could not use it either
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         return (f"--backend-store-uri {shown}: cannot open it ({first}); e.g. sqlite:////abs/mlflow.db or "
@@ -235,12 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     # the dry run checks what it can without writing (the numbers, the port); a run also the stores
     problem = _check_numbers(args) or _check_port(args) or (None if args.dry_run else _check(args))
     if problem is None and args.dry_run:
-        print(shlex.join(cmd))  # quoted: a path with spaces pastes back as one argument
+        shown = [f"{k}={redact(v)}" for k, v in server_env(args).items()]  # the password as ***
+        print(shlex.join([*shown, *cmd]))  # quoted: a path with spaces pastes back as one argument
         return 0
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    env = {**os.environ}
+    env = {**os.environ, **server_env(args)}
     env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no usage telemetry unless the user turns it on
     # MLflow 3 also starts job consumers (GenAI judges/scorers; 7 processes) that this project never
     # uses; off unless the user turns them on.

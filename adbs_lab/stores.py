@@ -8,10 +8,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from adbs_lab.redaction import redact
+from adbs_lab.redaction import redact, redact_url, reveal, user_of
 
 __all__ = ["MLFLOW_TABLES", "OPTUNA_TABLES", "WHAT", "sqlite_path", "sqlite_problem", "StoreError",
-           "optuna_studies"]
+           "optuna_studies", "database_problem", "database_error"]
 
 MLFLOW_TABLES = {"experiments", "runs", "metrics", "params"}
 OPTUNA_TABLES = {"studies", "trials", "version_info"}
@@ -102,7 +102,7 @@ def _engine(url: str):
     if family == "postgres":  # SQLAlchemy 1.4 dropped this alias; MLflow and Optuna refuse it too
         raise ValueError("the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://")
     args = {"connect_timeout": CONNECT_TIMEOUT_S} if family in ("postgresql", "mysql") else {}
-    return sqlalchemy.create_engine(url, connect_args=args)
+    return sqlalchemy.create_engine(reveal(url), connect_args=args)  # a SecretUrl: the URL it hides
 
 
 def database_problem(url: str) -> str | None:
@@ -127,10 +127,10 @@ def database_error(url: str, e: BaseException) -> str:
 
     family = url.split("://", 1)[0].split("+", 1)[0]
     text = " ".join(str(e).split()) or type(e).__name__
-    try:
-        parts = urlsplit(url)
+    try:  # the redacted URL: a password with '/' or '@' splits no host, port or database wrongly there
+        parts = urlsplit(redact_url(reveal(url)))
         where = f"{parts.hostname or 'localhost'}:{parts.port or ''}".rstrip(":")
-        user, db = parts.username, parts.path.lstrip("/")
+        user, db = user_of(url), parts.path.lstrip("/")
     except ValueError:
         where, user, db = "the server", None, ""
     low = text.lower()

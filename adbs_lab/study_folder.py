@@ -58,7 +58,8 @@ def rebind(folder: str, **paths: str) -> None:
 def rebound(folder: str, name: str, value):
     """The path `name` of study `folder` as bound in this process, else `value` (unchanged)."""
     got = _REBOUND.get(folder, {}).get(name)
-    return value if got is None else type(value)(got) if value is not None else got
+    # a str as bound (a SecretUrl stays one: str() of it is the redacted URL); a Path as a Path
+    return value if got is None else got if value is None or isinstance(value, str) else type(value)(got)
 
 
 def snapshot_into(directory: str, files: dict[str, str]) -> None:

@@ -33,12 +33,14 @@ from adbs_lab.tracking_store import (  # noqa: F401 - the store's public names, 
     _Patient,
     artifact_root,
     check_tracking_uri,
+    client,
     redact_uri,
     tracking_problem,
     tracking_uri,
     ui_command,
 )
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
+from adbs_lab.redaction import reveal
 from adbs_lab.space import SEED_KEY, describe, trial_config
 from adbs_lab.trial_records import base_boundaries
 
@@ -92,13 +94,15 @@ class MlflowTracker(Callback):
         self._client = None
         # --resume elsewhere: this driver's staging folder (study_folder.rebind)
         self.study_dir = rebound(self.folder, "study_dir", self.study_dir)
+        # pickled, the URI kept only its redacted text (adbs/redaction.py: SecretUrl): this driver's, with its password
+        self.uri = rebound(self.folder, "tracking_uri", self.uri)
 
     @property
     def client(self):
         if self._client is None:
             from mlflow.tracking import MlflowClient
 
-            self._client = _Patient(MlflowClient(self.uri))
+            self._client = _Patient(MlflowClient(reveal(self.uri)))  # a SecretUrl: the URL it hides
         return self._client
 
     # -- parent run ------------------------------------------------------------------

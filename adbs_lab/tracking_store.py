@@ -19,7 +19,7 @@ from tenacity import (
 )
 
 from adbs_lab import paths
-from adbs_lab.redaction import redact
+from adbs_lab.redaction import SecretUrl, carries_secret, redact, reveal
 
 LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
 """How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
@@ -87,9 +87,17 @@ def _still_locked(state: RetryCallState):
                         f"({str(e).strip().splitlines()[0][:200]})") from None
 
 
-def tracking_uri(flag: str | None) -> str:
-    """--tracking-uri, else MLFLOW_TRACKING_URI, else the project's SQLite store (absolute path)."""
-    return flag or os.environ.get("MLFLOW_TRACKING_URI") or paths.DEFAULT_TRACKING_URI
+def tracking_uri(flag: str | None) -> SecretUrl:
+    """--tracking-uri, else MLFLOW_TRACKING_URI, else the project's SQLite store (absolute path); a URL that prints
+    redacted (adbs/redaction.py: SecretUrl)."""
+    return SecretUrl(flag or os.environ.get("MLFLOW_TRACKING_URI") or paths.DEFAULT_TRACKING_URI)
+
+
+def client(uri: str):
+    """An MlflowClient of `uri`, given the real URL of a SecretUrl."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(reveal(uri))
 
 
 def artifact_root(uri: str) -> str | None:
@@ -120,8 +128,6 @@ def tracking_problem(uri: str) -> None:
     """The checks of `check_tracking_uri` that write nothing (the preflight and --dry-run, adbs_lab/preflight.py):
     a SQLite store that does not exist yet is judged by the folder it would be created in, and an existing one by
     its tables; a database server is connected to, never given tables; a tracking server answers a search."""
-    from mlflow.tracking import MlflowClient
-
     from adbs_lab.paths import folder_problem
     from adbs_lab.stores import sqlite_problem
 
@@ -143,9 +149,9 @@ def tracking_problem(uri: str) -> None:
         return
     try:
         with _fail_fast_http():
-            MlflowClient(uri).search_experiments(max_results=1)
+            client(uri).search_experiments(max_results=1)
     except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
-        raise TrackingError(f"tracking URI {uri!r} is unreachable ({_first_line(e)}); {hint}") from None
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {hint}") from None
 
 
 def _connect(uri: str, hint: str) -> None:
@@ -173,8 +179,6 @@ def _hint(uri: str) -> str:
 def check_tracking_uri(uri: str) -> None:
     """`tracking_problem`, then open the store once before any trial starts: a new SQLite store gets its folder and
     schema here, in one process (trials never open it: SQLite takes one writer, mlflow#6490)."""
-    from mlflow.tracking import MlflowClient
-
     tracking_problem(uri)
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
@@ -188,13 +192,14 @@ def check_tracking_uri(uri: str) -> None:
         return  # a tracking server: tracking_problem's search reached it
     try:
         with _fail_fast_http():
-            MlflowClient(uri).search_experiments(max_results=1)
+            client(uri).search_experiments(max_results=1)
     except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
         raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {_hint(uri)}") from None
 
 
 def ui_command(uri: str) -> str:
-    """The one command that opens the MLflow UI on this store (the project's serve script)."""
+    """The one command that opens the MLflow UI on this store (the project's serve script), as printed: a password
+    in the URL shows as *** (adbs/redaction.py), and a note says where to give it."""
     import shlex
     import sys
 
@@ -204,9 +209,11 @@ def ui_command(uri: str) -> str:
 
         cmd = [sys.executable, str(paths.REPO_ROOT / "mlflow" / "serve.py")]
         if uri != paths.DEFAULT_TRACKING_URI:
-            cmd += ["--backend-store-uri", uri]
+            cmd += ["--backend-store-uri", redact_uri(uri)]
             root = artifact_root(uri)
             if root and root.startswith("file://"):  # a path, not the URI's %-escapes ('my%20runs')
                 cmd += ["--artifacts-destination", url2pathname(urlsplit(root).path)]
-        return shlex.join(cmd)
-    return f"open {uri} in a browser"
+        note = ("  (*** stands for the password, left out here: type it in, or set $MLFLOW_BACKEND_STORE_URI to the URL "
+                "instead of passing --backend-store-uri, or keep it in ~/.pgpass)") if carries_secret(reveal(uri)) else ""
+        return shlex.join(cmd) + note
+    return f"open {redact_uri(uri)} in a browser"

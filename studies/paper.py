@@ -58,6 +58,7 @@ from adbs_lab import options, outcome, tracking  # noqa: E402
 from adbs_lab import paper as paper_report  # noqa: E402
 from adbs_lab.driver import compose  # noqa: E402
 from adbs_lab.driver.preflight import logged_argv  # noqa: E402
+from adbs_lab.redaction import reveal  # noqa: E402
 from studies import ablation, alpha_sweep, hosts, kshot_grid, times  # noqa: E402
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
@@ -200,7 +201,7 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], opts: opti
             "trials": f"{compose.total(checked)} ({compose.to_run(checked)} run by this command)",
             "wall time of this command": f"{(time.time() - t0) / 60:.1f} min", "study folders": whole.shown,
             "tracking URI": whole.tracking_uri}
-    client = MlflowClient(whole.tracking_uri)
+    client = MlflowClient(reveal(whole.tracking_uri))  # the SecretUrl's real URL (adbs/redaction.py)
     files = paper_report.write_report(client, runs, out, dataset=dataset, meta=meta)
     run_id = paper_report.log_run(client, whole.tracking_uri, dataset=dataset, parts=runs, files=files, root=out,
                                   tags={"adbs.command": command[:7500], "adbs.storage": whole.shown})

@@ -80,12 +80,14 @@ logging.getLogger("alembic").setLevel(logging.WARNING)
 import pandas as pd  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
+from adbs_lab.redaction import reveal  # noqa: E402
+
 uri = tracking.tracking_uri(args.tracking_uri)
 try:
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking.check_tracking_uri(uri)
-    client = MlflowClient(uri)
+    client = MlflowClient(reveal(uri))  # the SecretUrl's real URL (adbs/redaction.py)
     found = [] if args.datasets else [paper.find(client, ref) for ref in args.study]
     papers = [run for run in found if run is not None]
     if papers and len(papers) < len(found):

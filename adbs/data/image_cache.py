@@ -1,9 +1,12 @@
 """Generated image pools kept in a folder between processes (adbs/data/synthetic.py: $ADBS_SYNTHETIC_CACHE), verified.
 
-Each file holds the pools and a SHA-256 of what they hold (names, labels, image bytes), checked on every load: a
-file damaged in place (same size: torch.load alone takes it) or cut short is named in one line and the pools are
-generated again, never used. A folder that cannot be written (read-only: torch.save raises RuntimeError, not
-OSError; a path naming a file) is named in one line too, and the pools stay in the process's memory.
+Each file holds the pools, a SHA-256 of what they hold (names, labels, image bytes) and its key (the name `path` gives
+it), both checked on every load: a file damaged in place (same size: torch.load alone takes it) or cut short, and a
+file copied or renamed to another key's name (another seed's or version's images under this one's name, which its own
+digest cannot tell), are named in one line and the pools are generated again, never used. A file written before files
+carried their key is generated again too (said once per process). A folder that cannot be written (read-only:
+torch.save raises RuntimeError, not OSError; a path naming a file) is named in one line too, and the pools stay in the
+process's memory.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ def load(path: Path) -> tuple[tuple[ImagePool, ImagePool], str] | None:
     except Exception as e:  # half-written by a killed process, or unreadable
         _note(f"{path} is unreadable ({type(e).__name__}); the images are generated again")
         return None
+    if not _keyed(path, saved):
+        return None
     try:
         train, test = (ImagePool(d["labels"].numpy(), images=d["images"], name=d["name"]) for d in saved["pools"])
         pools = (train, test)
@@ -63,7 +68,7 @@ def store(path: Path, pools: tuple[ImagePool, ImagePool], digest: str, env: str)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        saved = {"sha256": digest,
+        saved = {"key": path.stem, "sha256": digest,
                  "pools": [{"labels": torch.from_numpy(p.labels), "images": p.images, "name": p.name} for p in pools]}
         torch.save(saved, tmp)
         os.replace(tmp, path)  # atomic: a reader sees no file or a whole one
@@ -74,6 +79,26 @@ def store(path: Path, pools: tuple[ImagePool, ImagePool], digest: str, env: str)
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+_said_unkeyed = False
+
+
+def _keyed(path: Path, saved: object) -> bool:
+    """Whether the file at `path` says it is the entry of the key its name gives; a line when not."""
+    global _said_unkeyed
+    got = saved.get("key") if isinstance(saved, dict) else None
+    if got == path.stem:
+        return True
+    if got is None:
+        if not _said_unkeyed:
+            _said_unkeyed = True
+            _note(f"{path} was written before files carried their key (so was any other such file in "
+                  f"{path.parent}); the images are generated again and the file rewritten")
+        return False
+    _note(f"{path} holds the images of {str(got)[:100]!r}, not of {path.stem!r} (copied or renamed?); the images are "
+          "generated again")
+    return False
 
 
 def _note(line: str) -> None:

@@ -34,7 +34,7 @@ def claim(p: Prepared) -> None:
 
     # Tuner.restore unpickles the searcher, stopper and tracker of the driver that started the study, with its
     # paths; it takes no new ones (ray/tune/tuner.py: restore), so they look this driver's paths up here.
-    rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local))
+    rebind(p.where.folder, optuna_url=p.optuna_url, tracking_uri=p.tracking_uri, study_dir=str(p.where.local))
     where = p.where
     if p.opts.resume:
         if where.remote:

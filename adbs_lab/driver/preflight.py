@@ -295,9 +295,7 @@ def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
     uri = tracking.tracking_uri(opts.tracking_uri)
     if not mlflow_has_run(uri, parent):  # tracked in another store: not this study's record
         return None
-    from mlflow.tracking import MlflowClient
-
-    status = MlflowClient(uri).get_run(parent).info.status
+    status = tracking.client(uri).get_run(parent).info.status
     return "finished" if status == "FINISHED" else "unfinished"
 
 

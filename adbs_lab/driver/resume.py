@@ -11,6 +11,7 @@ from typing import Any
 from adbs_lab import objectives, tracking
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.options import StudyInputError
+from adbs_lab.redaction import reveal
 from adbs_lab.study_folder import SNAPSHOT_DIR, StudyFolder
 
 __all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object"]
@@ -142,7 +143,7 @@ def mlflow_has_run(uri: str, run_id: str) -> bool:
     if db is not None and (not Path(db).is_file() or Path(db).stat().st_size == 0):
         return False
     try:
-        MlflowClient(uri).get_run(run_id)
+        MlflowClient(reveal(uri)).get_run(run_id)
     except Exception:  # noqa: BLE001 - not in this store (or the store is unusable): cannot continue here
         return False
     return True

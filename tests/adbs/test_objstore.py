@@ -27,9 +27,9 @@ def test_join_keeps_the_query_string(url, parts, expected):
 
 
 def test_redact_drops_credentials_only():
-    assert st.redact("s3://AKIA:hunter2@b/runs?endpoint_override=h:9000") == "s3://b/runs?endpoint_override=h:9000"
+    assert st.redact("s3://AKIA:hunter2@b/runs?endpoint_override=h:9000") == "s3://***@b/runs?endpoint_override=h:9000"
     assert st.redact("s3://b/runs?secret_key=hunter2&access_key=AKIA&region=eu") == \
-        "s3://b/runs?secret_key=%2A%2A%2A&access_key=%2A%2A%2A&region=eu"
+        "s3://b/runs?secret_key=***&access_key=***&region=eu"
     assert st.redact("/shared/runs") == "/shared/runs"
 
 
@@ -189,7 +189,7 @@ def test_logged_command_has_no_credentials(monkeypatch):
             "--storage=s3://b/x?secret_key=hunter2&region=eu", "--seeds", "0")
     logged = " ".join(preflight.logged_argv(argv))
     assert "hunter2" not in logged and "AKIA" not in logged
-    assert "s3://b/runs" in logged and "--storage=s3://b/x?secret_key=%2A%2A%2A&region=eu" in logged and "--seeds 0" in logged
+    assert "s3://***@b/runs" in logged and "--storage=s3://b/x?secret_key=***&region=eu" in logged and "--seeds 0" in logged
 
 
 def test_a_restarted_trial_takes_over_its_own_live_lease(s3):

@@ -155,3 +155,30 @@ def test_a_postgresql_storage_is_read_in_read_only_transactions(postgres):
     finally:
         storage.engine.dispose()
     assert len(optuna.load_study(study_name="s", storage=url).trials) == 1
+
+
+@pytest.mark.parametrize("where", ["/dev/null", "sqlite:////dev/null"])
+def test_a_device_for_a_storage_is_named_for_what_it_is(where, capsys):
+    """/dev/null exists: once "does not exist", now what it is and what to pass."""
+    assert dashboard.main([where, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "/dev/null is not a regular file" in err and "does not exist" not in err and "pass a study folder" in err
+
+
+@pytest.mark.parametrize("host", ["no-such-host.invalid", "203.0.113.254"])  # no name; an address of no interface here
+def test_a_bad_host_is_named_as_the_host_not_the_port(folder, host, capsys):
+    assert dashboard.main([str(folder), "--host", host, "--port", str(free_port()), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"--host {host} is not an address of this machine" in err and "--port" not in err, err
+
+
+def test_a_dry_run_on_every_interface_warns_as_the_run_does(folder, capsys):
+    assert dashboard.main([str(folder), "--host", "0.0.0.0", "--port", str(free_port()), "--dry-run"]) == 0
+    assert "warning: bound to 0.0.0.0: anyone who can reach this port can read the studies" in capsys.readouterr().err
+
+
+def test_a_storage_urls_password_is_never_shown(tmp_path, capsys):
+    """The URL is parsed as a SecretUrl: its refusal line shows the rest of it, not the password."""
+    assert dashboard.main(["postgresql://u:s3cr/et@x@127.0.0.1:1/optuna", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "s3cr" not in err and "127.0.0.1:1" in err, err

@@ -33,7 +33,9 @@ def test_defaults_are_local_and_the_projects_store():
 def test_other_backends_and_extra_flags_pass_through():
     cmd = _cmd("--host", "0.0.0.0", "--port", "5005", "--backend-store-uri", "postgresql://u:p@db/mlflow",
                "--artifacts-destination", "s3://bucket/mlflow", "--allowed-hosts", "box:5005", "--", "--workers", "2")
-    assert cmd[cmd.index("--backend-store-uri") + 1] == "postgresql://u:p@db/mlflow"
+    assert "--backend-store-uri" not in cmd and "u:p@" not in " ".join(cmd)  # visible to every user in `ps`
+    args = serve.parser().parse_args(["--backend-store-uri", "postgresql://u:p@db/mlflow"])
+    assert serve.server_env(args) == {"MLFLOW_BACKEND_STORE_URI": "postgresql://u:p@db/mlflow"}  # given by environment
     assert cmd[cmd.index("--artifacts-destination") + 1] == "s3://bucket/mlflow"
     assert cmd[cmd.index("--allowed-hosts") + 1] == "box:5005"
     assert cmd[-2:] == ["--workers", "2"]
