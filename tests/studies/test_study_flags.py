@@ -216,3 +216,29 @@ def test_every_study_dry_run_refuses_values_torch_or_numpy_refuse(tmp_path, caps
                             "--dry-run"])
     assert r.returncode == 2 and fragment in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+STUDY_SCRIPTS = ("ablation", "alpha_sweep", "boundary", "hosts", "knobs", "kshot_grid")
+_REFUSE_ALL = """
+import runpy, sys
+for script in sys.argv[1:]:
+    sys.argv = [script, "--bogus"]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        assert e.code == 2, (script, e.code)
+print(sorted(m for m in ("ray", "mlflow", "pandas") if m in sys.modules))
+"""
+
+
+@pytest.mark.slow
+def test_a_refused_flag_ends_before_ray_mlflow_and_pandas_are_imported():
+    """argparse refuses an unknown flag before the driver's heavy imports (Ray, MLflow, pandas: 3-6 s on a busy
+    machine): a fresh process running every study script with --bogus has imported none of them."""
+    import subprocess
+
+    scripts = [str(REPO_ROOT / "studies" / f"{s}.py") for s in STUDY_SCRIPTS]
+    out = subprocess.run([sys.executable, "-c", _REFUSE_ALL, *scripts], capture_output=True, text=True,
+                         cwd=REPO_ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
