@@ -259,13 +259,10 @@ def _best_of(t: pd.DataFrame, objs: tuple) -> dict[str, Any]:
     first = objs[0]
     means = t.groupby(LABEL)[first.name].mean()
     lab = means.idxmax() if first.direction == "max" else means.idxmin()
-    rep = t[t[LABEL] == lab].iloc[0]
-    cfg = {k: (json.loads(rep[k]) if isinstance(rep[k], str) and rep[k].startswith("[") else rep[k])
-           for k in CONFIG_COLUMNS}
-    cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
-    cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
+    rows = t[t[LABEL] == lab]
     out = {"config_label": lab, "objective": first.key, "mean_over_seeds": float(means[lab]),
-           "seeds": int((t[LABEL] == lab).sum()), "config": cfg}
+           "seeds": int(len(rows)), "config": configuration(rows.iloc[0]),
+           "trial_seeds": sorted(int(s) for s in rows["seed"] if K.finite(s)) if "seed" in rows else []}
     if len(objs) > 1:  # the chosen point's value of every objective, and how it was chosen
         out["direction"] = first.direction
         out["objectives"] = {o.name: float(t.loc[t[LABEL] == lab, o.name].mean()) for o in objs}
@@ -273,6 +270,26 @@ def _best_of(t: pd.DataFrame, objs: tuple) -> dict[str, Any]:
     elif first.direction != "max":
         out["direction"] = first.direction
     return out
+
+
+SEED_FIELDS = ("seed", "split_seed")
+"""What a study sets per trial from --seeds (adbs_lab/driver/preflight.py: SEEDED): a repetition, not the
+configuration."""
+
+
+def configuration(trial: pd.Series) -> dict[str, Any]:
+    """The configuration a trial ran, as a config file: its fields without the seed (the seeds are repetitions of
+    it) and without the fields it never reads (adbs/config/schema.py: Config.inert_fields), so the file is the same
+    whichever seed ran first and names only what applies."""
+    from adbs.config import Config
+
+    cfg = {k: (json.loads(trial[k]) if isinstance(trial[k], str) and trial[k].startswith("[") else trial[k])
+           for k in CONFIG_COLUMNS if k in trial}
+    cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
+    cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
+    what = {k: cfg[k] for k in ("schedule", "variant") if cfg.get(k) is not None}  # what inert_fields reads
+    drop = set(SEED_FIELDS) | set(Config(**what).inert_fields())
+    return {k: v for k, v in cfg.items() if k not in drop}
 
 
 def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_text: str,

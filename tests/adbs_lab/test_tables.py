@@ -99,6 +99,29 @@ def test_best_config_uses_validation_mean_over_seeds():
     assert best["config_label"] == "b" and best["mean_over_seeds"] == 59.0 and best["seeds"] == 2
 
 
+def test_best_config_is_the_configuration_whichever_seed_ran_first():
+    """best_config.json is a configuration, not a trial: no seed, the same file whatever the trials' order, and
+    only the fields the configuration reads (no milestones/gamma under the cosine schedule)."""
+    from adbs.config import Config
+
+    def trials(seeds):
+        rows = []
+        for seed in seeds:
+            row = {**Config(seed=seed, split_seed=seed).to_dict(), "label": "b", "state": K.COMPLETE,
+                   "val_avg_acc": 50.0 + seed}
+            row["milestones"] = str(row["milestones"])  # trials.parquet holds lists as JSON text
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    one, other = best_config(trials([2, 0, 1])), best_config(trials([0, 1, 2]))
+    assert one == other and one["trial_seeds"] == [0, 1, 2]
+    assert not {"seed", "split_seed", "milestones", "gamma"} & set(one["config"])
+    assert one["config"]["schedule"] == "cosine" and one["config"]["alpha"] == Config().alpha
+    stepped = trials([0]).assign(schedule="milestones", variant="baseline")
+    cfg = best_config(stepped)["config"]
+    assert cfg["milestones"] == [40, 70, 100] and "alpha" not in cfg and "finetune_lr" not in cfg
+
+
 def test_departures_above_and_warnings_below_the_table():
     from adbs_lab.tables import annotate, departure_lines, warning_lines
 
