@@ -48,6 +48,9 @@ class Study:
     order: list[str] | None
     objectives: tuple = objectives.DEFAULT
     """What the study's search optimised (its parent run's tag adbs.objectives; adbs_lab/objectives.py)."""
+    notes: tuple[str, ...] = ()
+    """The lines the study wrote above its tables (a smoke run, settings changed from its defaults; its parent
+    run's tag adbs.notes; adbs_lab/study_notes.py)."""
 
     @property
     def multi(self) -> bool:
@@ -213,7 +216,10 @@ def load_study(client, ref: str, name: str | None = None) -> Study:
     name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
     sessions, trials = trial_frames(client, parent)
     baseline, order = _table_layout(parent, name)
-    return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags))
+    from adbs_lab import study_notes
+
+    return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
+                 tuple(study_notes.from_tag(parent.data.tags)))
 
 
 def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
@@ -266,7 +272,9 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
                      out: Path, *, fmt: str, uri: str, metric: str = "test_acc") -> list[Path]:
     """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
     title = " + ".join(dict.fromkeys(s.name for s in studies))
-    files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session")
+    notes = combined_notes(studies)
+    files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session",
+                          notes=notes)
     figs = [run_files.session_curves(sessions, out / "compare_sessions.png", f"{title}: {metric} per session",
                                      metric=metric)] if len(sessions) else []
     meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
@@ -274,8 +282,13 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
                                     for s in studies}}
     files.append(run_files.write_study_report(out, study=title, table=table, trials=trials,
                                               best=tables.best_config(trials) if len(trials) else None,
-                                              figures=figs, meta=meta))
+                                              figures=figs, meta=meta, notes=notes))
     return files + figs
+
+
+def combined_notes(studies: list[Study]) -> list[str]:
+    """Each study's notes (Study.notes) prefixed with its name in a combined table (`combine`)."""
+    return [f"{prefix}: {line}" for s, prefix in zip(studies, _prefixes(studies)) for line in s.notes]
 
 
 # -- everything at once ----------------------------------------------------------------------
@@ -283,7 +296,8 @@ EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
 
 
 def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table: pd.DataFrame, fmt: str, *,
-                  caption: str, order: list[str] | None = None) -> list[Path]:
+                  caption: str, order: list[str] | None = None, notes: list[str] | tuple[str, ...] = ()
+                  ) -> list[Path]:
     """sessions.parquet, trials.parquet, table.txt and table.<fmt> in `out` (made if missing)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -292,7 +306,7 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
     trials.to_parquet(files[1], index=False)
     for f in {"text", fmt}:
         p = out / f"table.{EXT[f]}"
-        p.write_text(render(table, f, caption=caption, trials=trials, order=order) + "\n")
+        p.write_text(render(table, f, caption=caption, trials=trials, order=order, notes=notes) + "\n")
         files.append(p)
     return files
 
@@ -300,7 +314,8 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
 def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool) -> list[Path]:
     """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
-                          caption=f"{study.name}: test accuracy (%) per session", order=study.order)
+                          caption=f"{study.name}: test accuracy (%) per session", order=study.order,
+                          notes=study.notes)
     figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order,
                                     baseline=study.baseline, objectives=study.objectives)
             if len(study.sessions) else [])
@@ -318,7 +333,7 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     files.append(run_files.write_study_report(out, study=study.name, table=table, trials=study.trials, best=best,
                                               figures=figs, meta=meta,
                                               paper_md=render_plain(beside, "markdown") if beside is not None else None,
-                                              order=study.order, pareto=pareto))
+                                              order=study.order, pareto=pareto, notes=study.notes))
     return files + figs
 
 

@@ -219,10 +219,11 @@ LEADS_WITH_IMPORTANCE = ("knobs",)
 def report_markdown(*, study: str, table_md: str, best: dict | None, savings: dict[str, Any],
                     figures: Iterable[str | Path] = (), meta: dict[str, str] | None = None,
                     paper_md: str | None = None, importance_md: str | None = None,
-                    pareto: dict[str, Any] | None = None) -> str:
+                    pareto: dict[str, Any] | None = None, notes: list[str] | tuple[str, ...] = ()) -> str:
     """The study's Markdown report (`report.md` on the parent run); `pareto`: pareto.json of a study of two or more
-    --objectives (adbs_lab/objectives.py), listed under the best configuration."""
-    lines = [f"# {study}", ""]
+    --objectives (adbs_lab/objectives.py), listed under the best configuration; `notes` (adbs_lab/study_notes.py:
+    a smoke run, the settings changed from the study's defaults) first, under the title."""
+    lines = [f"# {study}", ""] + [line for n in notes for line in (f"**{n}**", "")]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")
     if meta:
@@ -278,7 +279,7 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
 def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials: pd.DataFrame,
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
                        paper_md: str | None = None, order: list[str] | None = None,
-                       pareto: dict[str, Any] | None = None) -> Path:
+                       pareto: dict[str, Any] | None = None, notes: list[str] | tuple[str, ...] = ()) -> Path:
     from adbs_lab.tables import annotate, format_table
 
     path = Path(folder) / REPORT_MD
@@ -287,6 +288,6 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
     path.write_text(report_markdown(study=study, table_md=table_md, best=best,
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
                                     paper_md=paper_md, importance_md=imp.read_text().strip() if imp.is_file() else None,
-                                    pareto=pareto)
+                                    pareto=pareto, notes=notes)
                     + "\n")
     return path

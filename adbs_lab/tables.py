@@ -191,9 +191,11 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False, order: list[str] | None = None) -> str:
-    """The table with its departures from the released code above it and the collapse warnings below it."""
-    head, foot = departure_lines(trials), warning_lines(trials, order)
+def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False, order: list[str] | None = None,
+             notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The table with the study's `notes` (adbs_lab/study_notes.py: a smoke run, the settings changed from the
+    study's defaults) and its departures from the released code above it, and the collapse warnings below it."""
+    head, foot = [*notes, *departure_lines(trials)], warning_lines(trials, order)
     if not markdown:
         return "\n".join([*head, text, *foot])
     return "\n\n".join([*head, text] + (["\n".join(f"- {w}" for w in foot)] if foot else []))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adbs.config import Config, from_dict
-from adbs_lab import objectives
+from adbs_lab import objectives, study_notes
 from adbs_lab import space as sp
 from adbs_lab import tracking
 from adbs_lab.outcome import error_line
@@ -139,7 +139,8 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                                     else p.optuna_url),
             "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
-            objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives)))}
+            objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives))),
+            study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base))}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
@@ -271,4 +272,6 @@ def print_start(p: Prepared, max_concurrent: int) -> None:
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
         head += "; a time estimate follows the first measured base epoch"
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
+    for line in study_notes.lines(p.plan, p.opts, p.base):  # also above the study's tables
+        print(f"note: {line}", flush=True)
 
