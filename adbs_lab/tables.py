@@ -131,6 +131,7 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
             return number(v, signed=True)
         return str(v)
 
+    table, legend = _numbered(table)
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds")]
     names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs", "hmean": "H last",
              "delta_paired": "Δlast paired"}
@@ -140,10 +141,26 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
     note += ([compare.HMEAN_NOTE] if "hmean" in table else []) + ([compare.PAIRED_NOTE] if "delta_paired" in table else [])
     note += [FRONT_NOTE] if FRONT in table else []
+    note += legend
     table_text = render_cells(head, body, "markdown" if markdown else "text")
     if markdown:
         return "\n".join([table_text] + [line for n in note for line in ("", n)])
     return "\n".join([table_text] + note)
+
+
+LABEL_WIDTH = 60
+"""Longest row label the config column shows as it is; a search of several knobs (studies/knobs.py) labels its rows
+with every searched value (~150 characters), and its table numbers the rows instead (`_numbered`)."""
+
+
+def _numbered(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """`table` with its rows numbered #1, #2, ... in the config column and the legend lines naming each, when a
+    label is longer than LABEL_WIDTH; else `table` as it is and no legend."""
+    labels = [str(x) for x in table["config"]]
+    if max(map(len, labels)) <= LABEL_WIDTH:
+        return table, []
+    numbers = [f"#{i}" for i in range(1, len(labels) + 1)]
+    return table.assign(config=numbers), [f"{n}: {lab}" for n, lab in zip(numbers, labels)]
 
 
 def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int = 1) -> str:
