@@ -276,7 +276,7 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
     files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session",
                           notes=notes)
     figs = [run_files.session_curves(sessions, out / "compare_sessions.png", f"{title}: {metric} per session",
-                                     metric=metric)] if len(sessions) else []
+                                     metric=metric, order=combine(studies)[2])] if len(sessions) else []
     meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
                                     f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
                                     for s in studies}}
