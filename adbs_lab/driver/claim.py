@@ -72,11 +72,16 @@ def held_study(where: StudyFolder) -> str:
     ident, runs = read("study.json"), read(tracking.RUNS_FILE)
     if not ident:
         return "earlier results"
-    planned, ended, started = ident.get("trials"), runs.get("ended"), runs.get("trials")
-    what, counts = "a study", f"{started} trials" if isinstance(started, int) else ""
-    if isinstance(planned, int) and isinstance(ended, int):  # study.json records its trials from now on
+    planned, ended, started = ident.get("trials"), _count(runs.get("ended")), _count(runs.get("trials"))
+    what, counts = "a study", f"{started} trials" if started is not None else ""
+    if isinstance(planned, int) and ended is not None:  # study.json records its trials from now on
         what, counts = (("a finished study", f"{planned} trials") if ended >= planned
                         else ("an unfinished study", f"{ended} of {planned} trials ended"))
     details = "; ".join(filter(None, [counts, f"started {ident['started']}" if ident.get("started") else "",
                                       f"`{ident['command']}`" if ident.get("command") else ""]))
     return f"{what} ({details})" if details else what
+
+
+def _count(mapping: object) -> int | None:
+    """How many trials a mapping of the runs file holds (trial id -> run id, or -> how it ended)."""
+    return len(mapping) if isinstance(mapping, dict) else None

@@ -21,15 +21,21 @@ def _folder(tmp_path, ident: dict | None, runs: dict | None) -> StudyFolder:
     return StudyFolder(str(tmp_path), "alpha_sweep")
 
 
+def _runs(started: int, ended: int) -> dict:
+    """The runs file as the tracker writes it (adbs_lab/tracking.py): trial id -> run id, trial id -> state."""
+    return {"parent": "p", "trials": {f"t{i}": f"r{i}" for i in range(started)},
+            "ended": {f"t{i}": "COMPLETE" for i in range(ended)}}
+
+
 def test_the_line_names_a_finished_or_unfinished_study_its_trials_date_and_command(tmp_path):
     ident = {"study": "alpha_sweep", "command": "studies/alpha_sweep.py --shots 3", "trials": 12,
              "started": "2026-11-28 10:02"}
-    finished = _folder(tmp_path / "a", ident, {"parent": "p", "trials": 12, "ended": 12})
+    finished = _folder(tmp_path / "a", ident, _runs(12, 12))
     assert held_study(finished) == ("a finished study (12 trials; started 2026-11-28 10:02; "
                                     "`studies/alpha_sweep.py --shots 3`)")
-    unfinished = _folder(tmp_path / "b", ident, {"parent": "p", "trials": 5, "ended": 4})
+    unfinished = _folder(tmp_path / "b", ident, _runs(5, 4))
     assert held_study(unfinished).startswith("an unfinished study (4 of 12 trials ended; ")
-    older = _folder(tmp_path / "c", {"study": "alpha_sweep", "command": "x.py"}, {"trials": 3, "ended": 3})
+    older = _folder(tmp_path / "c", {"study": "alpha_sweep", "command": "x.py"}, _runs(3, 3))
     assert held_study(older) == "a study (3 trials; `x.py`)"  # a study.json from before it recorded its trials
     assert held_study(_folder(tmp_path / "d", None, None)) == "earlier results"
 
