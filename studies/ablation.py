@@ -39,6 +39,7 @@ def plan(opts: options.StudyOptions, toggles: list[str] = ()) -> tuple[Plan, opt
         order=list(rows),
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("ablation"),
+        est_load=times.load("ablation"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 

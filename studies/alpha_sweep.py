@@ -46,6 +46,7 @@ def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[Plan, options.
         space_source=f"search_spaces/alpha_sweep.py:{name}",
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("alpha_sweep"),
+        est_load=times.load("alpha_sweep"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 

@@ -40,6 +40,7 @@ def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
         order=list(spaces.ROWS),
         cpu_defaults={},  # the calibrated CPU preset as it is
         est_trial_s=times.trial_s("boundary"),
+        est_load=times.load("boundary"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 

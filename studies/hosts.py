@@ -64,6 +64,7 @@ def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[P
         order=list(rows),
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs)
         est_trial_s=times.trial_s("hosts"),  # mean over the rows, one thread each, two trials at a time
+        est_load=times.load("hosts"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k))
 

@@ -50,6 +50,7 @@ def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
         space_source=f"search_spaces/knobs.py:{name}",
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("knobs"),  # most samples reuse a cached base session
+        est_load=times.load("knobs"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 

@@ -45,6 +45,7 @@ def plan(opts: options.StudyOptions, ways: list[int] | None = None,
         axis_flags={"ways": "--ways", "shots": "--shots"},
         cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
         est_trial_s=times.trial_s("kshot_grid"),
+        est_load=times.load("kshot_grid"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 

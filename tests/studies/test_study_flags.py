@@ -4,6 +4,7 @@ and the table's `sessions` column when rows ran different numbers of sessions (n
 from __future__ import annotations
 
 import math
+import os
 import re
 import runpy
 import sys
@@ -142,7 +143,7 @@ def test_table_marks_rows_averaging_different_numbers_of_sessions():
 def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_estimate, capsys):
     """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
     opts, _ = options.parse(options.parser("t"), argv=argv)
-    plan = SimpleNamespace(name="t", est_trial_s=40, est_smoke_trial_s=35)
+    plan = study.Plan(name="t", space={}, space_source="tests", est_trial_s=40, est_smoke_trial_s=35)
     prepared = SimpleNamespace(plan=plan, opts=opts, total=4, n_configs=4, base={})
     launch.print_start(prepared, 2)
     out = capsys.readouterr().out
@@ -196,12 +197,17 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
     opts, _ = options.parse(options.parser("t"), argv=[])
 
     def minutes(base):
-        p = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=60, est_smoke_trial_s=35), opts=opts, total=4, n_configs=4,
-                            base=base)
-        launch.print_start(p, 2)
+        p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60,
+                                            est_smoke_trial_s=35), opts=opts, total=4, n_configs=4, base=base)
+        launch.print_start(p, 2, load=load)
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
 
+    load = 0.0
     assert minutes({"base_epochs": 16}) == pytest.approx(2 * minutes({}))
+    idle = minutes({})
+    load = 3.0  # three busy cores beside two trials on this machine's CPUs: each trial gets a smaller share
+    assert minutes({}) == pytest.approx(idle * launch.load_factor(3.0, os.cpu_count() or 1, 2), rel=0.05)
+    assert launch.load_factor(3.0, 2, 2) == pytest.approx(2.5) and launch.load_factor(0.0, 16, 2) == 1.0
 
 
 @pytest.mark.parametrize("script", ["alpha_sweep.py", "ablation.py", "kshot_grid.py", "boundary.py", "hosts.py"])
