@@ -3,13 +3,9 @@
     python -m adbs_lab.local_cluster stop /tmp/adbs-ray-head /tmp/adbs-ray-worker
 
 `ray stop` stops every Ray instance of the user on the machine (other studies' local Ray, a colleague's cluster
-under the same account). A cluster folder is the --temp-dir given to one `ray start`: Ray keeps its sessions there
-(`session_<date>` folders, `session_latest` naming the current one). The daemons of a session (GCS, raylet,
-dashboard, log monitor, agents) name its session folder on their command lines; its workers (renamed `ray::...`)
-are the raylet's children. This stops exactly those, the user's own, and never the process running it or one of
-its ancestors (a `timeout` or `srun` wrapper): SIGTERM, then SIGKILL after GRACE_S. A folder that is not one
-cluster's (no `session_latest` in it: a parent of cluster folders, the system temp folder, a session folder) is
-refused, and so is Ray's default temp dir (/tmp/ray), shared by every cluster started without --temp-dir.
+under the same account). The processes of one `ray start --temp-dir=DIR` (GCS, raylet, dashboard, workers, log
+monitor) all name DIR in their command lines; this stops exactly those: SIGTERM, then SIGKILL after GRACE_S. The
+default temp dir (/tmp/ray) is refused, since every cluster started without --temp-dir shares it.
 """
 
 from __future__ import annotations
@@ -23,72 +19,31 @@ from pathlib import Path
 
 GRACE_S = 10.0
 SHARED = Path("/tmp/ray")
-LATEST = "session_latest"
-"""Ray's link, in a --temp-dir, to its current session folder (ray/_private/node.py); marks a cluster folder."""
 
 
-def cluster_problem(folder: str | Path) -> str | None:
-    """Why `folder` is not exactly one cluster's --temp-dir (what `stop` accepts), or None."""
-    p = Path(folder)
-    if p.resolve() == SHARED:
-        return (f"{folder} is Ray's default temp dir, shared by every cluster started without --temp-dir; "
-                "stopping its processes would stop those too. Start your cluster with its own --temp-dir.")
-    if not p.is_dir():
-        return f"{folder} is not a folder: pass the --temp-dir your `ray start` was given"
-    if not (p / LATEST).exists():
-        return (f"{folder} is not a Ray cluster's folder (it has no {LATEST}): pass the --temp-dir one `ray start` "
-                "was given, which holds that cluster's session folders, not a folder above or inside it")
-    return None
-
-
-def _names_session(arg: str, prefix: str) -> bool:
-    return any(value.startswith(prefix) for value in (arg, arg.split("=", 1)[-1]))
-
-
-def _table() -> dict[int, tuple[int, int, list[str]]]:
-    """pid -> (parent pid, uid, command line) of every process this user can read."""
-    table = {}
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            uid = p.stat().st_uid
-            args = (p / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        table[int(p.name)] = (ppid, uid, [a for a in args if a])
-    return table
-
-
-def _ancestors(table: dict[int, tuple[int, int, list[str]]]) -> set[int]:
-    """This process and its parent chain (a wrapper naming the folder on its command line is one)."""
-    chain, pid = set(), os.getpid()
-    while pid > 1 and pid not in chain:
-        chain.add(pid)
-        pid = table[pid][0] if pid in table else 0
-    return chain
+def _names(arg: str, folder: str) -> bool:
+    for value in (arg, arg.split("=", 1)[-1]):
+        if value == folder or value.startswith(folder + "/"):
+            return True
+    return False
 
 
 def processes(folder: str | Path) -> list[int]:
-    """Ids of this user's processes of the cluster whose --temp-dir is `folder`: those naming one of its session
-    folders (`<folder>/session_...`) and their descendants (the raylet's workers); never this process or an
-    ancestor of it."""
-    prefix = str(Path(folder).resolve() / "session_")
-    table, uid = _table(), os.getuid()
-    found = {pid for pid, (_, owner, args) in table.items()
-             if owner == uid and any(_names_session(a, prefix) for a in args)}
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, owner, _) in table.items():
-        if owner == uid:
-            children.setdefault(ppid, []).append(pid)
-    todo = list(found)
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return sorted(found - _ancestors(table))
+    """Ids of this user's processes whose command line names `folder` (or a path inside it)."""
+    folder = str(Path(folder).resolve())
+    me, uid, out = os.getpid(), os.getuid(), []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == me:
+            continue
+        try:
+            if p.stat().st_uid != uid:
+                continue
+            args = (p / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(_names(a, folder) for a in args if a):
+            out.append(int(p.name))
+    return out
 
 
 def stop(folders: list[str | Path], grace_s: float = GRACE_S) -> int:
@@ -124,9 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("temp_dir", nargs="+", help="the --temp-dir of each `ray start` (head and worker nodes)")
     args = p.parse_args(argv)
     for f in args.temp_dir:
-        problem = cluster_problem(f)
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
+        if Path(f).resolve() == SHARED or Path(f).resolve() == Path("/"):
+            print(f"error: {f} is Ray's default temp dir, shared by every cluster started without --temp-dir; "
+                  "stopping its processes would stop those too. Start your cluster with its own --temp-dir.",
+                  file=sys.stderr)
+            return 2
+        if not Path(f).is_dir():
+            print(f"error: {f} is not a folder: pass the --temp-dir your `ray start` was given", file=sys.stderr)
             return 2
     n = stop(args.temp_dir)
     print(f"stopped {n} processes of the Ray cluster in {', '.join(args.temp_dir)}")
