@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from adbs.config import ConfigError, canonical, coerce
-from adbs_lab import objectives, run_files, trial_records, tables
+from adbs_lab import compare, objectives, run_files, trial_records, tables
 from adbs_lab import metrics_keys as K
 from adbs_lab.renderings import (  # noqa: F401 - moved there; from_store.X still works
     PAPER,
@@ -246,6 +246,8 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
             if len(frame):
                 out.append(frame.assign(**{trial_records.LABEL: frame[trial_records.LABEL].map(rename)}))
         labels = list(dict.fromkeys(st.sessions[trial_records.LABEL])) if len(st.sessions) else []
+        if not st.order:  # no order of the study's own: by its swept values, as its own table (paper_table)
+            labels = compare.sort_by_swept(st.sessions, labels, trial_records.LABEL) if labels else labels
         order += [rename(lab) for lab in dict.fromkeys((st.order or []) + labels)]
         base = st.baseline if isinstance(st.baseline, dict) else {lab: st.baseline for lab in labels} if st.baseline else {}
         reference.update({rename(lab): rename(ref) for lab, ref in base.items()})

@@ -112,21 +112,35 @@ def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | No
 
 # -- per study --------------------------------------------------------------------------------
 def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = "label",
-                   metric: str = "test_acc") -> Path:
-    """One curve per configuration (mean over seeds), e.g. the ablation rows."""
+                   metric: str = "test_acc", order: list[str] | None = None,
+                   colors: dict[str, str] | None = None) -> Path:
+    """One curve per configuration (mean over seeds) with its 95% confidence band (the tables' interval,
+    tables.ci95; none for one seed), in the table's row order and the study's row colours (figures.row_colors);
+    the legend outside the axes, so it covers no curve."""
+    from adbs_lab import figures
+    from adbs_lab.tables import ci95
+
     plt = _plt()
     s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for lab in dict.fromkeys(s[label]) if len(s) else []:
-        curve = s[s[label] == lab].groupby("session")[metric].mean()
-        ax.plot(curve.index, curve.values, "o-", label=str(lab))
+    labels = figures.row_order(s, order=order, label=label)
+    colors = colors or figures.row_colors(labels)
+    names = figures.legend_names(labels)
+    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.6))
+    for lab in labels:
+        cells = s[s[label] == lab].groupby("session")[metric].apply(lambda v: ci95(list(v))).sort_index()
+        mean, half = [m for m, _ in cells], [h for _, h in cells]
+        ax.plot(cells.index, mean, "o-", color=colors.get(lab), label=names[lab])
+        if any(h > 0 for h in half):  # several seeds: the interval the table prints as ±
+            ax.fill_between(cells.index, [m - h for m, h in zip(mean, half)], [m + h for m, h in zip(mean, half)],
+                            color=colors.get(lab), alpha=0.15, linewidth=0)
     if len(s):
         ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
     ax.set_xlabel("session (0 = base)")
     ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
-    ax.set_title(title)
-    if len(s):
-        ax.legend(fontsize=8)
+    seeds = int(s.groupby(label)["trial_id"].nunique().max()) if len(s) and "trial_id" in s else 0
+    ax.set_title(title + ("\n(bands: 95% CI over seeds)" if seeds > 1 else ""), fontsize=10)
+    if labels:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -145,6 +159,7 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    colors = figures.row_colors(figures.row_order(sessions, trials, order=order))  # the same in every figure
     if study == "alpha_sweep":
         out = [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]
     elif study == "kshot_grid":
@@ -152,18 +167,21 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
     elif study == "hosts":
         out = [figures.host_curves(sessions, folder / "hosts_sessions.png", order=order)]
     elif study == "boundary":
-        out = [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session"),
-               figures.boundary_histograms(trials, folder / "boundary_histograms.png", order=order)]
+        out = [session_curves(sessions, folder / "boundary_sessions.png", "boundary: test accuracy per session",
+                              order=order, colors=colors),
+               figures.boundary_histograms(trials, folder / "boundary_histograms.png", order=order, colors=colors)]
     else:
-        out = [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session")]
+        out = [session_curves(sessions, folder / f"{study}_sessions.png", f"{study}: test accuracy per session",
+                              order=order, colors=colors)]
     if study == "ablation" and EMBEDDINGS in trials and trials[EMBEDDINGS].notna().any():
         # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
         out += figures.embedding_figures(trials, folder, order=order)
-    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives)
+    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives, colors=colors)
 
 
 def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
-                     baseline: str | dict[str, str] | None = None, objectives: tuple | None = None) -> list[Path]:
+                     baseline: str | dict[str, str] | None = None, objectives: tuple | None = None,
+                     colors: dict[str, str] | None = None) -> list[Path]:
     """Every study's base/novel trade-off figure (adbs_lab/tradeoff.py; a study of two --objectives: those two),
     and for a study that searched two or more parameters the importance analysis (adbs_lab/importance.py:
     importance.md, which write_study_report puts into report.md, and its figures)."""
@@ -176,7 +194,7 @@ def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, f
     else:
         title = f"{study}: base vs novel accuracy, last session (mean over seeds)"
     trade = tradeoff.figure(sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline, title=title,
-                            trials=trials, objectives=objectives)
+                            trials=trials, objectives=objectives, colors=colors)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
     return ([trade] if trade else []) + (importance.write(trials, folder, objectives) if len(trials) else [])
 
@@ -270,7 +288,7 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
               f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
     if not lead:
         lines += beyond + trade
-    figs = [Path(f).name for f in figures]
+    figs = [f for f in names if not (trade and f == "tradeoff.png")]  # each figure once: the trade-off has its section
     if figs:
         lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
     return "\n".join(lines)

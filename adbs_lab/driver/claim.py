@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from adbs_lab.driver.prepared import Prepared, fail
-from adbs_lab.study_folder import StudyBusy
+from adbs_lab.study_folder import StudyBusy, StudyFolder
 
 __all__ = ["study_lock", "claim", "held_study"]
 
