@@ -29,7 +29,8 @@ from adbs_lab.study_folder import StudyFolder
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
-__all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start"]
+__all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start", "resumed", "load_factor",
+           "MEASURED_AT"]
 
 
 @dataclass
