@@ -275,12 +275,16 @@ MEASURED_AT = (2, 2)
 
 def load_factor(load_now: float, cpus: int, running: int, load_then: float = 0.0) -> float:
     """How many times longer a CPU trial takes now than when its time was measured (MEASURED_AT, at load average
-    `load_then`): the ratio of a trial's share of the CPUs then and now, with `running` trials beside the load of
-    `load_now` (one thread each: adbs/runtime.py); at least 1, since the estimate is never made smaller."""
+    `load_then`): the square root of the ratio of a trial's share of the CPUs then and now, with `running` trials
+    beside the load of `load_now` (one thread each: adbs/runtime.py); at least 1. The square root because the load
+    average counts processes that wait more than they compute: on the 2-core machine of studies/times.json the
+    ablation took 1.7x its idle time at load average 2-5 (445 s, not 263 s) and an alpha_sweep --smoke trial 1.6x
+    at 12.8, where the plain ratio says 2.5x and 7.4x."""
     def share(load: float, trials: int, cores: int) -> float:
         return min(1.0, cores / max(1e-9, load + trials))
 
-    return max(1.0, share(load_then, MEASURED_AT[1], MEASURED_AT[0]) / share(load_now, running, max(1, cpus)))
+    ratio = share(load_then, MEASURED_AT[1], MEASURED_AT[0]) / share(load_now, running, max(1, cpus))
+    return max(1.0, ratio ** 0.5)
 
 
 def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> None:

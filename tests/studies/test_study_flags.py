@@ -207,7 +207,7 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
     idle = minutes({})
     load = 3.0  # three busy cores beside two trials on this machine's CPUs: each trial gets a smaller share
     assert minutes({}) == pytest.approx(idle * launch.load_factor(3.0, os.cpu_count() or 1, 2), rel=0.05)
-    assert launch.load_factor(3.0, 2, 2) == pytest.approx(2.5) and launch.load_factor(0.0, 16, 2) == 1.0
+    assert launch.load_factor(3.0, 2, 2) == pytest.approx(2.5 ** 0.5) and launch.load_factor(0.0, 16, 2) == 1.0
 
 
 @pytest.mark.parametrize("script", ["alpha_sweep.py", "ablation.py", "kshot_grid.py", "boundary.py", "hosts.py"])
