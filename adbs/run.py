@@ -4,7 +4,7 @@
     python -m adbs.run --preset cifar100 --data-root ~/data      # the paper's CIFAR100 settings
     python -m adbs.run --preset smoke --out smoke.json            # seconds, for a quick check
     python -m adbs.run --config my.yaml --seed 1                  # values from a file, flags on top
-    python -m adbs.run --config runs/alpha_sweep/best_config.json # a study's best trial again
+    python -m adbs.run --config runs/alpha_sweep/best_config.json # a study's best configuration
     python -m adbs.run --host savc --variant baseline             # another host method, without ADBS
     python -m adbs.run --host alice --alice.mix-times 4            # a host's option (--help lists them)
 

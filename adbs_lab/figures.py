@@ -8,7 +8,36 @@ import pandas as pd
 
 from adbs_lab import metrics_keys as K
 
-__all__ = ["alpha_sensitivity", "kshot_curves", "boundary_histograms", "host_curves", "embedding_figures"]
+__all__ = ["alpha_sensitivity", "kshot_curves", "boundary_histograms", "host_curves", "embedding_figures",
+           "row_order", "row_colors", "legend_names"]
+
+
+def row_order(*frames: pd.DataFrame, order: list[str] | None = None, label: str = "label") -> list[str]:
+    """The rows of a study in the order its table lists them (adbs_lab/tables.py: paper_table): the study's own
+    `order`, else by the values they swept; every label of `frames` (sessions, trials) once."""
+    from adbs_lab import compare
+
+    frames = tuple(f for f in frames if len(f) and label in f)
+    labels = list(dict.fromkeys(x for f in frames for x in f[label]))
+    if order:
+        return [x for x in order if x in labels] + [x for x in labels if x not in order]
+    return compare.sort_by_swept(pd.concat(frames, ignore_index=True), labels, label) if labels else []
+
+
+def row_colors(labels: list[str]) -> dict[str, str]:
+    """One colour per row label, the same in every figure of a study: the n-th row of `row_order` gets
+    matplotlib's n-th cycle colour (C0, C1, ...; the ten repeat after the tenth row)."""
+    return {lab: f"C{i % 10}" for i, lab in enumerate(dict.fromkeys(labels))}
+
+
+def legend_names(labels: list[str]) -> dict[str, str]:
+    """The name of each row in a legend: its label, or `#n` where the table numbers its rows (labels longer than
+    tables.LABEL_WIDTH: the table's legend names them), so a figure and its table read the same."""
+    from adbs_lab.tables import LABEL_WIDTH
+
+    if max((len(str(x)) for x in labels), default=0) <= LABEL_WIDTH:
+        return {lab: str(lab) for lab in labels}
+    return {lab: f"#{i}" for i, lab in enumerate(labels, 1)}
 
 
 def _plt():
@@ -27,7 +56,7 @@ def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
 
     plt = _plt()
     t = trials[trials["state"] == K.COMPLETE]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = plt.subplots(figsize=(5, 4.3))
     if len(t):
         seeds = t.groupby("alpha").size()
         n = f"n = {seeds.min()}" if seeds.min() == seeds.max() else f"n = {seeds.min()}-{seeds.max()}"
@@ -43,10 +72,12 @@ def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
             ax.set_xticks(sorted(t["alpha"].unique()))
             ax.set_xticklabels([f"{a:g}" for a in sorted(t["alpha"].unique())], fontsize=7)
             ax.minorticks_off()
+    ax.margins(y=0.08)  # the top and bottom bars' caps inside the axes, not on their edge
     ax.set_xlabel("alpha (IC loss weight)")
     ax.set_ylabel("average accuracy (%)")
     ax.set_title("ADBS: sensitivity to alpha")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # below the axes: it covers no bar
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -76,7 +107,7 @@ def kshot_curves(sessions: pd.DataFrame, folder: Path) -> list[Path]:
 
 
 def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | None = None,
-                        column: str = "base_boundaries") -> Path:
+                        column: str = "base_boundaries", colors: dict[str, str] | None = None) -> Path:
     """One panel per row: histogram of the base boundaries m as they enter the sessions, pooled over seeds.
 
     `column` holds each trial's m as a JSON list (trials.parquet; MLflow tag adbs.base_boundaries).
@@ -99,7 +130,7 @@ def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | 
     fig, axes = plt.subplots(rows, cols, figsize=(8, 1.9 * rows + 0.6), squeeze=False, sharex=True)
     for ax, lab in zip(axes.flat, labels):
         m = values[lab]
-        ax.hist(m, bins=bins, color="C0" if lab != "baseline" else "C7")
+        ax.hist(m, bins=bins, color=(colors or {}).get(lab, "C0"))
         ax.axvline(0.0, color="k", ls="--", lw=0.8)
         neg = sum(v < 0 for v in m)
         ax.set_title(f"{lab}: {neg} of {len(m)} m < 0", fontsize=9)
@@ -145,8 +176,9 @@ def host_curves(sessions: pd.DataFrame, path: Path, *, order: list[str] | None =
 
 
 def _embedding_rows(trials: pd.DataFrame, order: list[str] | None) -> list[tuple[str, dict]]:
-    """(row label, decoded embedding sample) for each row: its complete trial with the lowest seed, so every
-    panel shows one trial's embedding (t-SNE does not average over seeds)."""
+    """(row label with the seed shown, decoded embedding sample) for each row: its complete trial with the lowest
+    seed, so every panel shows one trial's embedding (t-SNE does not average over seeds), and its title says which
+    (its D_cs is that trial's, not the table's mean over seeds)."""
     from adbs_lab.metrics_keys import EMBEDDINGS, decode_embeddings
 
     t = trials[(trials["state"] == K.COMPLETE) & trials[EMBEDDINGS].notna()] if EMBEDDINGS in trials else trials.iloc[0:0]
@@ -155,7 +187,11 @@ def _embedding_rows(trials: pd.DataFrame, order: list[str] | None) -> list[tuple
     labels = list(dict.fromkeys(t["label"])) if len(t) else []
     if order:
         labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
-    return [(lab, decode_embeddings(t[t["label"] == lab][EMBEDDINGS].iloc[0])) for lab in labels]
+    def shown(lab: str) -> str:
+        seed = t[t["label"] == lab]["seed"].iloc[0] if "seed" in t else None
+        return f"{lab} (seed {int(seed)})" if seed is not None and K.finite(seed) else str(lab)
+
+    return [(shown(lab), decode_embeddings(t[t["label"] == lab][EMBEDDINGS].iloc[0])) for lab in labels]
 
 
 def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | None = None) -> list[Path]:
@@ -204,7 +240,8 @@ def _tsne_figure(rows: list, folder: Path) -> Path:
         ax.set_xticks([])
         ax.set_yticks([])
     axes.flat[0].legend(fontsize=6, ncol=2, loc="best", markerscale=1.5)
-    fig.suptitle("t-SNE of last-session test features (circles: base classes, triangles: novel)", fontsize=10)
+    fig.suptitle("t-SNE of last-session test features (circles: base classes, triangles: novel); one trial per "
+                 "row, its seed in the panel's title", fontsize=10)
     fig.tight_layout()
     tsne = folder / "tsne.png"
     fig.savefig(tsne, dpi=110)
@@ -227,7 +264,8 @@ def _similarity_figure(rows: list, folder: Path) -> Path:
         ax.set_xlabel(f"class (0-{nb - 1} base, {nb}-{e['n_seen'] - 1} novel)", fontsize=8)
         ax.tick_params(labelsize=7)
     fig.colorbar(im, ax=list(axes.flat), shrink=0.8, label="cosine similarity")
-    fig.suptitle("class-prototype cosine similarity after the last session", fontsize=10)
+    fig.suptitle("class-prototype cosine similarity after the last session; one trial per row, its seed in the "
+                 "panel's title (the table's D_cs is the mean over seeds)", fontsize=10)
     heat = folder / "prototype_similarity.png"
     fig.savefig(heat, dpi=110)
     plt.close(fig)

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from adbs.config import ConfigError, canonical, coerce
-from adbs_lab import objectives, run_files, trial_records, tables
+from adbs_lab import compare, objectives, run_files, trial_records, tables
 from adbs_lab import metrics_keys as K
 from adbs_lab.renderings import (  # noqa: F401 - moved there; from_store.X still works
     PAPER,
@@ -48,6 +48,9 @@ class Study:
     order: list[str] | None
     objectives: tuple = objectives.DEFAULT
     """What the study's search optimised (its parent run's tag adbs.objectives; adbs_lab/objectives.py)."""
+    notes: tuple[str, ...] = ()
+    """The lines the study wrote above its tables (a smoke run, settings changed from its defaults; its parent
+    run's tag adbs.notes; adbs_lab/study_notes.py)."""
 
     @property
     def multi(self) -> bool:
@@ -213,7 +216,10 @@ def load_study(client, ref: str, name: str | None = None) -> Study:
     name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
     sessions, trials = trial_frames(client, parent)
     baseline, order = _table_layout(parent, name)
-    return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags))
+    from adbs_lab import study_notes
+
+    return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
+                 tuple(study_notes.from_tag(parent.data.tags)))
 
 
 def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
@@ -240,6 +246,8 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
             if len(frame):
                 out.append(frame.assign(**{trial_records.LABEL: frame[trial_records.LABEL].map(rename)}))
         labels = list(dict.fromkeys(st.sessions[trial_records.LABEL])) if len(st.sessions) else []
+        if not st.order:  # no order of the study's own: by its swept values, as its own table (paper_table)
+            labels = compare.sort_by_swept(st.sessions, labels, trial_records.LABEL) if labels else labels
         order += [rename(lab) for lab in dict.fromkeys((st.order or []) + labels)]
         base = st.baseline if isinstance(st.baseline, dict) else {lab: st.baseline for lab in labels} if st.baseline else {}
         reference.update({rename(lab): rename(ref) for lab, ref in base.items()})
@@ -266,11 +274,13 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
                      out: Path, *, fmt: str, uri: str, metric: str = "test_acc") -> list[Path]:
     """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
     title = " + ".join(dict.fromkeys(s.name for s in studies))
-    files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session")
+    notes = combined_notes(studies)
+    files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session",
+                          notes=notes)
     not_drawn: list[str] = []
     curves = run_files.guarded("compare_sessions.png", lambda: run_files.session_curves(
-        sessions, out / "compare_sessions.png", f"{title}: {metric} per session", metric=metric),
-        not_drawn) if len(sessions) else None
+        sessions, out / "compare_sessions.png", f"{title}: {metric} per session", metric=metric,
+        order=combine(studies)[2]), not_drawn) if len(sessions) else None
     figs = [curves] if curves else []
     meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
                                     f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
@@ -278,7 +288,8 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
     objs, no_best = shared_objectives(studies)
     files.append(run_files.write_study_report(out, study=title, table=table, trials=trials,
                                               best=tables.best_config(trials, objs) if objs and len(trials) else None,
-                                              figures=figs, meta=meta, no_best=no_best, not_drawn=not_drawn))
+                                              figures=figs, meta=meta, no_best=no_best, not_drawn=not_drawn,
+                                              notes=notes))
     return files + figs
 
 
@@ -295,12 +306,18 @@ def shared_objectives(studies: list[Study]) -> tuple[tuple | None, str | None]:
                   + "), so no one metric ranks all their rows; each study's own report names its best)")
 
 
+def combined_notes(studies: list[Study]) -> list[str]:
+    """Each study's notes (Study.notes) prefixed with its name in a combined table (`combine`)."""
+    return [f"{prefix}: {line}" for s, prefix in zip(studies, _prefixes(studies)) for line in s.notes]
+
+
 # -- everything at once ----------------------------------------------------------------------
 EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
 
 
 def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table: pd.DataFrame, fmt: str, *,
-                  caption: str, order: list[str] | None = None) -> list[Path]:
+                  caption: str, order: list[str] | None = None, notes: list[str] | tuple[str, ...] = ()
+                  ) -> list[Path]:
     """sessions.parquet, trials.parquet, table.txt and table.<fmt> in `out` (made if missing)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -309,7 +326,7 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
     trials.to_parquet(files[1], index=False)
     for f in {"text", fmt}:
         p = out / f"table.{EXT[f]}"
-        p.write_text(render(table, f, caption=caption, trials=trials, order=order) + "\n")
+        p.write_text(render(table, f, caption=caption, trials=trials, order=order, notes=notes) + "\n")
         files.append(p)
     return files
 
@@ -317,7 +334,8 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
 def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool) -> list[Path]:
     """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
-                          caption=f"{study.name}: test accuracy (%) per session", order=study.order)
+                          caption=f"{study.name}: test accuracy (%) per session", order=study.order,
+                          notes=study.notes)
     not_drawn: list[str] = []
     figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order,
                                     baseline=study.baseline, objectives=study.objectives, not_drawn=not_drawn)
@@ -336,7 +354,7 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
         out, study=study.name, table=table, trials=study.trials, best=best, figures=figs, meta=meta,
         paper_md=render_plain(beside, "markdown") if beside is not None else None, order=study.order, pareto=pareto,
-        not_drawn=not_drawn), [])
+        not_drawn=not_drawn, notes=study.notes), [])
     return files + ([report] if report else []) + figs
 
 

@@ -34,5 +34,8 @@ class Plan:
     figures are kept in studies/times.json)."""
     est_smoke_trial_s: float = 35.0
     """The same with --smoke."""
+    est_load: float = 0.0
+    """The load average est_trial_s was measured at (studies/times.json; the start line scales the estimate to the
+    load it finds: adbs_lab/driver/launch.py: load_factor)."""
     trial_fn: Callable | None = None
     """Test hook: replaces adbs.trial.run_trial inside the trainable."""

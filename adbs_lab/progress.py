@@ -37,6 +37,7 @@ class Progress(Callback):
         self.states: dict[str, str] = {}  # trial id -> final state, as classified when the trial ended
         self.epochs: dict[str, dict] = {}  # trial id -> {"printed": time of its last epoch line, "times": [s]}
         self.estimated = False  # the study's time estimate from a measured epoch, printed once
+        self.cached: set[str] = set()  # trials whose base session came from the cache (adbs/cache.py)
 
     def setup(self, stop: Stopper | None = None, num_samples: int | None = None,
               total_num_samples: int | None = None, **info: Any) -> None:
@@ -89,7 +90,11 @@ class Progress(Callback):
         """A line per base epoch of a running trial (throttled): epoch i/N, validation accuracy, s/epoch, ETA."""
         if result.get(K.REPORT_KIND) != K.KIND_BASE or not K.finite(result.get(K.BASE_STEP)):
             return
-        if result.get(K.BASE + "reused") == 1:  # a cached base session replayed in a moment: nothing to wait for
+        if result.get(K.BASE + "reused") == 1:  # a cached base session replayed in a moment: said once, no epochs
+            if trial.trial_id not in self.cached:
+                self.cached.add(trial.trial_id)
+                print(f"{self._stamp()} {describe(trial.config, self.varying)}: base session from cache (an earlier "
+                      "trial trained the same one; adbs/cache.py), only its incremental sessions run", flush=True)
             return
         epoch = int(result[K.BASE_STEP])
         n = result.get(K.BASE + "epochs")
@@ -137,6 +142,8 @@ class Progress(Callback):
             if self.objectives != DEFAULT:
                 event += "; " + ", ".join(f"{o.name} {result.get(o.key, float('nan')):.2f}" for o in self.objectives
                                           if o != DEFAULT[0])
+            if trial.trial_id in self.cached:
+                event += " (base session from cache)"
             if result.get(K.WARNING):
                 event += f" | WARNING: {result[K.WARNING]}"
         self._line(trials, trial, event)

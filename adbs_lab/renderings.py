@@ -120,11 +120,13 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
 
 
 def render(table: pd.DataFrame, fmt: str, caption: str = "", trials: pd.DataFrame | None = None,
-           order: list[str] | None = None) -> str:
-    """The table in `fmt`; text and markdown carry the departures and warnings the study printed (`trials`)."""
+           order: list[str] | None = None, notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The table in `fmt`; text and markdown carry the notes, departures and warnings the study printed
+    (`notes`, `trials`)."""
     if fmt in ("text", "markdown"):
         text = tables.format_table(table, markdown=fmt == "markdown")
-        return text if trials is None else tables.annotate(text, trials, markdown=fmt == "markdown", order=order)
+        return text if trials is None else tables.annotate(text, trials, markdown=fmt == "markdown", order=order,
+                                                            notes=notes)
     if fmt == "latex":
         return to_latex(table, caption)
     if fmt == "csv":

@@ -114,21 +114,35 @@ def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | No
 
 # -- per study --------------------------------------------------------------------------------
 def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = "label",
-                   metric: str = "test_acc") -> Path:
-    """One curve per configuration (mean over seeds), e.g. the ablation rows."""
+                   metric: str = "test_acc", order: list[str] | None = None,
+                   colors: dict[str, str] | None = None) -> Path:
+    """One curve per configuration (mean over seeds) with its 95% confidence band (the tables' interval,
+    tables.ci95; none for one seed), in the table's row order and the study's row colours (figures.row_colors);
+    the legend outside the axes, so it covers no curve."""
+    from adbs_lab import figures
+    from adbs_lab.tables import ci95
+
     plt = _plt()
     s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for lab in dict.fromkeys(s[label]) if len(s) else []:
-        curve = s[s[label] == lab].groupby("session")[metric].mean()
-        ax.plot(curve.index, curve.values, "o-", label=str(lab))
+    labels = figures.row_order(s, order=order, label=label)
+    colors = colors or figures.row_colors(labels)
+    names = figures.legend_names(labels)
+    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.6))
+    for lab in labels:
+        cells = s[s[label] == lab].groupby("session")[metric].apply(lambda v: ci95(list(v))).sort_index()
+        mean, half = [m for m, _ in cells], [h for _, h in cells]
+        ax.plot(cells.index, mean, "o-", color=colors.get(lab), label=names[lab])
+        if any(h > 0 for h in half):  # several seeds: the interval the table prints as ±
+            ax.fill_between(cells.index, [m - h for m, h in zip(mean, half)], [m + h for m, h in zip(mean, half)],
+                            color=colors.get(lab), alpha=0.15, linewidth=0)
     if len(s):
         ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
     ax.set_xlabel("session (0 = base)")
     ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
-    ax.set_title(title)
-    if len(s):
-        ax.legend(fontsize=8)
+    seeds = int(s.groupby(label)["trial_id"].nunique().max()) if len(s) and "trial_id" in s else 0
+    ax.set_title(title + ("\n(bands: 95% CI over seeds)" if seeds > 1 else ""), fontsize=10)
+    if labels:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -165,6 +179,7 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
     not_drawn = [] if not_drawn is None else not_drawn
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    colors = figures.row_colors(figures.row_order(sessions, trials, order=order))  # the same in every figure
     draw: dict[str, Callable[[], list[Path]]]
     if study == "alpha_sweep":
         draw = {"alpha_sensitivity.png": lambda: [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]}
@@ -175,17 +190,19 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
                                                                    order=order)]}
     elif study == "boundary":
         draw = {"boundary_sessions.png": lambda: [session_curves(sessions, folder / "boundary_sessions.png",
-                                                                 "boundary: test accuracy per session")],
+                                                                 "boundary: test accuracy per session",
+                                                                 order=order, colors=colors)],
                 "boundary_histograms.png": lambda: [figures.boundary_histograms(
-                    trials, folder / "boundary_histograms.png", order=order)]}
+                    trials, folder / "boundary_histograms.png", order=order, colors=colors)]}
     else:
         draw = {f"{study}_sessions.png": lambda: [session_curves(sessions, folder / f"{study}_sessions.png",
-                                                                 f"{study}: test accuracy per session")]}
+                                                                 f"{study}: test accuracy per session",
+                                                                 order=order, colors=colors)]}
     if study == "ablation" and EMBEDDINGS in trials:
         # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
         draw.update(_embedding_draw(trials, folder, order, not_drawn))
     out = [f for what, d in draw.items() for f in guarded(what, d, not_drawn) or []]
-    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives, not_drawn)
+    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives, not_drawn, colors=colors)
 
 
 def _embedding_draw(trials: pd.DataFrame, folder: Path, order: list[str] | None,
@@ -208,7 +225,7 @@ def _embedding_draw(trials: pd.DataFrame, folder: Path, order: list[str] | None,
 
 def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
                      baseline: str | dict[str, str] | None = None, objectives: tuple | None = None,
-                     not_drawn: list[str] | None = None) -> list[Path]:
+                     not_drawn: list[str] | None = None, colors: dict[str, str] | None = None) -> list[Path]:
     """Every study's base/novel trade-off figure (adbs_lab/tradeoff.py; a study of two --objectives: those two),
     and for a study that searched two or more parameters the importance analysis (adbs_lab/importance.py:
     importance.md, which write_study_report puts into report.md, and its figures); each `guarded`."""
@@ -223,7 +240,7 @@ def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, f
         title = f"{study}: base vs novel accuracy, last session (mean over seeds)"
     trade = guarded(tradeoff.TRADEOFF_PNG, lambda: tradeoff.figure(
         sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline, title=title, trials=trials,
-        objectives=objectives), not_drawn)
+        objectives=objectives, colors=colors), not_drawn)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
     ranked = (guarded("importance analysis (importance.md and its figures)",
                       lambda: importance.write(trials, folder, objectives), not_drawn) or []) if len(trials) else []
@@ -269,14 +286,16 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
                     figures: Iterable[str | Path] = (), meta: dict[str, str] | None = None,
                     paper_md: str | None = None, importance_md: str | None = None,
                     pareto: dict[str, Any] | None = None, not_ranked: list[dict[str, Any]] | None = None,
-                    no_best: str | None = None, not_drawn: Iterable[str] = ()) -> str:
+                    no_best: str | None = None, not_drawn: Iterable[str] = (),
+                    notes: list[str] | tuple[str, ...] = ()) -> str:
     """The study's Markdown report (`report.md` on the parent run); `pareto`: pareto.json of a study of two or more
     --objectives (adbs_lab/objectives.py), listed under the best configuration; `not_ranked`: the configurations
     missing a seed (adbs_lab/seed_counts.py); `no_best`: why there is no best configuration, when it is not that
-    nothing completed; `not_drawn`: one line per analysis that failed or could not be drawn (`guarded`)."""
+    nothing completed; `not_drawn`: one line per analysis that failed or could not be drawn (`guarded`); `notes`
+    (adbs_lab/study_notes.py: a smoke run, the settings changed from the study's defaults) first, under the title."""
     from adbs_lab import seed_counts
 
-    lines = [f"# {study}", ""]
+    lines = [f"# {study}", ""] + [line for n in notes for line in (f"**{n}**", "")]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")
     if meta:
@@ -328,7 +347,7 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
               f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
     if not lead:
         lines += beyond + trade
-    figs = [Path(f).name for f in figures]
+    figs = [f for f in names if not (trade and f == "tradeoff.png")]  # each figure once: the trade-off has its section
     if figs:
         lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
     missing = list(not_drawn)
@@ -348,7 +367,7 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
                        paper_md: str | None = None, order: list[str] | None = None,
                        pareto: dict[str, Any] | None = None, no_best: str | None = None,
-                       not_drawn: Iterable[str] = ()) -> Path:
+                       not_drawn: Iterable[str] = (), notes: list[str] | tuple[str, ...] = ()) -> Path:
     """report.md in `folder` (report_markdown), with the configurations missing a seed listed from `trials`."""
     from adbs_lab import seed_counts
     from adbs_lab.tables import annotate, format_table
@@ -360,6 +379,6 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
                                     paper_md=paper_md, importance_md=imp.read_text().strip() if imp.is_file() else None,
                                     pareto=pareto, not_ranked=seed_counts.not_ranked(trials) if len(trials) else [],
-                                    no_best=no_best, not_drawn=not_drawn)
+                                    no_best=no_best, not_drawn=not_drawn, notes=notes)
                     + "\n")
     return path

@@ -154,18 +154,26 @@ class StudyFolder:
         sel = pafs.FileSelector(self.path, allow_not_found=True, recursive=False)
         return bool(self.fs.get_file_info(sel))
 
-    def move_aside(self) -> str:
+    def aside_stamp(self) -> str:
+        """The suffix `move_aside` gives the earlier results now: `<folder>.<stamp>`."""
+        return time.strftime("%Y%m%d-%H%M%S")
+
+    def aside(self, stamp: str) -> str:
+        """Where `move_aside(stamp)` puts the earlier results (printable)."""
+        return self._beside(f"{self.folder}.{stamp}")
+
+    def move_aside(self, stamp: str | None = None) -> str:
         """Move earlier results to `<folder>.<timestamp>` (never overwritten); returns where they went."""
         import pyarrow.fs as pafs
 
-        stamp = time.strftime("%Y%m%d-%H%M%S")
+        stamp = stamp or self.aside_stamp()
         dest = f"{self.path}.{stamp}"
         if self.remote:  # object stores have no rename: copy every object, then delete the originals
             pafs.copy_files(self.path, dest, source_filesystem=self.fs, destination_filesystem=self.fs)
             self.fs.delete_dir(self.path)
         else:
             self.fs.move(self.path, dest)
-        return self._beside(f"{self.folder}.{stamp}")
+        return self.aside(stamp)
 
     def running(self) -> str | None:
         """Who runs this study right now (StudyLock's refusal message), or None; probes the lock without taking it

@@ -153,6 +153,7 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
             return number(v, signed=True)
         return str(v)
 
+    table, legend = _numbered(table)
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds", SEED_STATES)]
     names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs", "hmean": "H last",
              "delta_paired": "Δlast paired"}
@@ -164,6 +165,7 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
     note += [seed_counts.NOTE] if not whole_rows(table) else []
     note += ([compare.HMEAN_NOTE] if "hmean" in table else []) + ([compare.PAIRED_NOTE] if "delta_paired" in table else [])
     note += [FRONT_NOTE] if FRONT in table else []
+    note += legend
     table_text = render_cells(head, body, "markdown" if markdown else "text")
     if markdown:
         return "\n".join([table_text] + [line for n in note for line in ("", n)])
@@ -182,6 +184,21 @@ def whole_rows(table: pd.DataFrame) -> bool:
     if SEED_STATES not in table:
         return True
     return all(str(t) == f"{n} of {n}" for t, n in zip(table[SEED_STATES], table["seeds"]))
+
+
+LABEL_WIDTH = 60
+"""Longest row label the config column shows as it is; a search of several knobs (studies/knobs.py) labels its rows
+with every searched value (~150 characters), and its table numbers the rows instead (`_numbered`)."""
+
+
+def _numbered(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """`table` with its rows numbered #1, #2, ... in the config column and the legend lines naming each, when a
+    label is longer than LABEL_WIDTH; else `table` as it is and no legend."""
+    labels = [str(x) for x in table["config"]]
+    if max(map(len, labels), default=0) <= LABEL_WIDTH:
+        return table, []
+    numbers = [f"#{i}" for i in range(1, len(labels) + 1)]
+    return table.assign(config=numbers), [f"{n}: {lab}" for n, lab in zip(numbers, labels)]
 
 
 def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int = 1) -> str:
@@ -229,9 +246,11 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False, order: list[str] | None = None) -> str:
-    """The table with its departures from the released code above it and the collapse warnings below it."""
-    head, foot = departure_lines(trials), warning_lines(trials, order)
+def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False, order: list[str] | None = None,
+             notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The table with the study's `notes` (adbs_lab/study_notes.py: a smoke run, the settings changed from the
+    study's defaults) and its departures from the released code above it, and the collapse warnings below it."""
+    head, foot = [*notes, *departure_lines(trials)], warning_lines(trials, order)
     if not markdown:
         return "\n".join([*head, text, *foot])
     return "\n\n".join([*head, text] + (["\n".join(f"- {w}" for w in foot)] if foot else []))
@@ -305,14 +324,11 @@ def _best_of(t: pd.DataFrame, objs: tuple, trials: pd.DataFrame) -> dict[str, An
     if means.empty:
         return None
     lab = means.idxmax() if first.direction == "max" else means.idxmin()
-    rep = t[t[LABEL] == lab].iloc[0]
-    cfg = {k: (json.loads(rep[k]) if isinstance(rep[k], str) and rep[k].startswith("[") else rep[k])
-           for k in CONFIG_COLUMNS}
-    cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
-    cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
+    rows = t[t[LABEL] == lab]
     out = {"config_label": lab, "objective": first.key, "mean_over_seeds": float(means[lab]),
-           "seeds": int((t[LABEL] == lab).sum()),
-           "seed_states": seed_counts.states(seed_counts.counts(trials).get(str(lab), {})), "config": cfg}
+           "seeds": int(len(rows)), "seed_states": seed_counts.states(seed_counts.counts(trials).get(str(lab), {})),
+           "config": configuration(rows.iloc[0]),
+           "trial_seeds": sorted(int(s) for s in rows["seed"] if K.finite(s)) if "seed" in rows else []}
     if len(objs) > 1:  # the chosen point's value of every objective, and how it was chosen
         out["direction"] = first.direction
         out["objectives"] = {o.name: float(t.loc[t[LABEL] == lab, o.name].mean()) for o in objs}
@@ -320,6 +336,26 @@ def _best_of(t: pd.DataFrame, objs: tuple, trials: pd.DataFrame) -> dict[str, An
     elif first.direction != "max":
         out["direction"] = first.direction
     return out
+
+
+SEED_FIELDS = ("seed", "split_seed")
+"""What a study sets per trial from --seeds (adbs_lab/driver/preflight.py: SEEDED): a repetition, not the
+configuration."""
+
+
+def configuration(trial: pd.Series) -> dict[str, Any]:
+    """The configuration a trial ran, as a config file: its fields without the seed (the seeds are repetitions of
+    it) and without the fields it never reads (adbs/config/schema.py: Config.inert_fields), so the file is the same
+    whichever seed ran first and names only what applies."""
+    from adbs.config import Config
+
+    cfg = {k: (json.loads(trial[k]) if isinstance(trial[k], str) and trial[k].startswith("[") else trial[k])
+           for k in CONFIG_COLUMNS if k in trial}
+    cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
+    cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
+    what = {k: cfg[k] for k in ("schedule", "variant") if cfg.get(k) is not None}  # what inert_fields reads
+    drop = set(SEED_FIELDS) | set(Config(**what).inert_fields())
+    return {k: v for k, v in cfg.items() if k not in drop}
 
 
 def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_text: str,

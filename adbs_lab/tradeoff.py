@@ -64,7 +64,7 @@ def baselines(baseline: str | dict[str, str] | None) -> set[str]:
 
 def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str] | None = None,
            title: str = "", label: str = "label", trials: pd.DataFrame | None = None,
-           objectives: tuple | None = None) -> Path | None:
+           objectives: tuple | None = None, colors: dict[str, str] | None = None) -> Path | None:
     """tradeoff.png: validation (left, what selection may look at) and test (right, reported only) panels.
 
     With exactly two `objectives` (a study's --objectives, adbs_lab/objectives.py) and the `trials` table, the panels
@@ -98,7 +98,7 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
     # a search (many configurations, or labels naming several knobs): points, not a legend of every configuration
     many = max(len(p) for p in panels.values()) > 12 or any(len(str(x)) > 40 for p in panels.values() for x in p[label])
     for ax, (split, p) in zip(axes, panels.items()):
-        _panel(ax, p, refs, many, label, directions)
+        _panel(ax, p, refs, many, label, directions, colors or {})
         ax.set_title({"val": "validation (used for selection)", "test": "test (reported, never used for selection)"}[
             split], fontsize=9)
         if two:
@@ -118,7 +118,7 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
 
 
 def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str,
-           directions: tuple[str, str] = ("max", "max")) -> None:
+           directions: tuple[str, str] = ("max", "max"), colors: dict[str, str] | None = None) -> None:
     """One panel: a point per configuration (x across, y up), the front outlined and joined."""
     if p.empty:
         ax.text(0.5, 0.5, "no complete trial with an incremental session", ha="center", transform=ax.transAxes)
@@ -137,7 +137,8 @@ def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str,
         if many and not is_ref:
             ax.scatter(r["x"], r["y"], color="C0", alpha=0.7, **kw)
         else:
-            ax.scatter(r["x"], r["y"], label=f"{r[label]}{' (baseline)' if is_ref and r[label] != 'baseline' else ''}", **kw)
+            ax.scatter(r["x"], r["y"], color=(colors or {}).get(r[label]),  # the study's row colour (figures.row_colors)
+                       label=f"{r[label]}{' (baseline)' if is_ref and r[label] != 'baseline' else ''}", **kw)
     if many:
         ax.scatter([], [], color="C0", label=f"{len(p)} configurations (outlined: on the front)")
     ax.legend(fontsize=7)

@@ -21,15 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import options, study  # noqa: E402
+from adbs_lab import options  # noqa: E402
+from adbs_lab.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import ablation as spaces  # noqa: E402
 
 
-def plan(opts: options.StudyOptions, toggles: list[str] = ()) -> tuple[study.Plan, options.StudyOptions]:
+def plan(opts: options.StudyOptions, toggles: list[str] = ()) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan and the options it runs with (studies/paper.py composes it too)."""
     rows = {**spaces.ROWS, **{f"adb+ic -{t}": spaces.TOGGLES[t] for t in toggles}}
-    return study.Plan(
+    return Plan(
         name="ablation",
         space=spaces.SPACE,
         space_source="search_spaces/ablation.py:ROWS" + (f"+TOGGLES{list(toggles)}" if toggles else ""),
@@ -38,6 +39,7 @@ def plan(opts: options.StudyOptions, toggles: list[str] = ()) -> tuple[study.Pla
         order=list(rows),
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("ablation"),
+        est_load=times.load("ablation"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
@@ -47,4 +49,5 @@ if __name__ == "__main__":
     p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
                    help="extra rows: full ADBS with one finer toggle changed")
     opts, extra = options.parse(p)
+    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     study.main(*plan(opts, extra.toggles))

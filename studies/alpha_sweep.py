@@ -26,11 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import options, study  # noqa: E402
+from adbs_lab import options  # noqa: E402
+from adbs_lab.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import alpha_sweep as spaces  # noqa: E402
 
-def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[study.Plan, options.StudyOptions]:
+def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan and the options it runs with (studies/paper.py composes it too, with grid=True):
     --num-samples: TPE's SPACE; --smoke: SMOKE_GRID; --grid: the paper's GRID; else DEFAULT_GRID."""
     if opts.num_samples is not None:
@@ -39,12 +40,13 @@ def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[study.Plan, op
         space, name = spaces.SMOKE_GRID, "SMOKE_GRID"
     else:
         space, name = (spaces.GRID, "GRID") if grid else (spaces.DEFAULT_GRID, "DEFAULT_GRID")
-    return study.Plan(
+    return Plan(
         name="alpha_sweep",
         space=space,
         space_source=f"search_spaces/alpha_sweep.py:{name}",
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("alpha_sweep"),
+        est_load=times.load("alpha_sweep"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
@@ -60,6 +62,7 @@ if __name__ == "__main__":
                         f"({' '.join(map(str, spaces.DEFAULT_GRID['alpha']))}), each over every --seeds (--smoke: "
                         f"{' '.join(map(str, spaces.SMOKE_GRID['alpha']))})")
     opts, extra = options.parse(p)
+    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     if extra.grid and opts.num_samples is not None:
         p.error("--grid runs the paper's points and --num-samples asks TPE to pick alphas: choose one")
     study.main(*plan(opts, extra.grid))

@@ -23,14 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import options, study  # noqa: E402
+from adbs_lab import options  # noqa: E402
+from adbs_lab.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import boundary as spaces  # noqa: E402
 
 
-def plan(opts: options.StudyOptions) -> tuple[study.Plan, options.StudyOptions]:
+def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan and the options it runs with."""
-    return study.Plan(
+    return Plan(
         name="boundary",
         space=spaces.SPACE,
         space_source="search_spaces/boundary.py:ROWS",
@@ -39,10 +40,12 @@ def plan(opts: options.StudyOptions) -> tuple[study.Plan, options.StudyOptions]:
         order=list(spaces.ROWS),
         cpu_defaults={},  # the calibrated CPU preset as it is
         est_trial_s=times.trial_s("boundary"),
+        est_load=times.load("boundary"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
 
 if __name__ == "__main__":
     opts, _ = options.parse(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
+    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     study.main(*plan(opts))

@@ -29,12 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 
 from adbs.hosts import host_names  # noqa: E402
 from adbs.config import PRESETS  # noqa: E402
-from adbs_lab import options, study  # noqa: E402
+from adbs_lab import options  # noqa: E402
+from adbs_lab.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import hosts as spaces  # noqa: E402
 
 
-def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[study.Plan, options.StudyOptions]:
+def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan and the options it runs with (studies/paper.py composes it too): --set <host>.<option>
     reaches the rows of that host, and the study's base config (the baseline host's) keeps the other --set values."""
     if opts.host:
@@ -54,7 +55,7 @@ def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[s
             raise options.StudyInputError(f"--set {key}={value}: host {host} is not among --hosts {' '.join(hosts)}")
         for name in (spaces.label(host), f"{spaces.label(host)}+ADBS"):
             rows[name][key] = value
-    return study.Plan(
+    return Plan(
         name="hosts",
         space=spaces.SPACE,
         space_source=f"search_spaces/hosts.py:rows({opts.preset_name!r}, {hosts})",
@@ -63,6 +64,7 @@ def plan(opts: options.StudyOptions, hosts: list[str] = spaces.HOSTS) -> tuple[s
         order=list(rows),
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs)
         est_trial_s=times.trial_s("hosts"),  # mean over the rows, one thread each, two trials at a time
+        est_load=times.load("hosts"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k))
 
@@ -72,6 +74,7 @@ if __name__ == "__main__":
     p.add_argument("--hosts", nargs="+", default=spaces.HOSTS, choices=list(host_names()),
                    help="host methods to run (adbs/hosts/), each without and with ADBS")
     opts, extra = options.parse(p)
+    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     try:
         composed = plan(opts, extra.hosts)
     except options.StudyInputError as e:

@@ -32,23 +32,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import options, outcome, study  # noqa: E402
+from adbs_lab import options, outcome  # noqa: E402
+from adbs_lab.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import knobs as spaces  # noqa: E402
 
 CPU_PRESETS = ("cpu", "smoke")
 
 
-def plan(opts: options.StudyOptions) -> tuple[study.Plan, options.StudyOptions]:
+def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan: CPU_SPACE on the CPU presets with the embedded benchmark, else SPACE."""
     cpu = (opts.preset in CPU_PRESETS or opts.smoke) and opts.dataset is None
     space, name = (spaces.CPU_SPACE, "CPU_SPACE") if cpu else (spaces.SPACE, "SPACE")
-    return study.Plan(
+    return Plan(
         name="knobs",
         space=space,
         space_source=f"search_spaces/knobs.py:{name}",
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("knobs"),  # most samples reuse a cached base session
+        est_load=times.load("knobs"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
@@ -66,6 +68,7 @@ if __name__ == "__main__":
                                                  smoke_num_samples=4,
                                                  seeds=(0,), smoke_seeds=(0,)))
     opts, _ = options.parse(p)
+    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     out = study.run(*plan(opts))
     if out is not None:
         print_importance(out.dir)

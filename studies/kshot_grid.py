@@ -25,17 +25,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import options, study  # noqa: E402
+from adbs_lab import options  # noqa: E402
+from adbs_lab.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import kshot_grid as spaces  # noqa: E402
 
 
 def plan(opts: options.StudyOptions, ways: list[int] | None = None,
-         shots: list[int] | None = None) -> tuple[study.Plan, options.StudyOptions]:
+         shots: list[int] | None = None) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan and the options it runs with (studies/paper.py composes it too)."""
     grid, source = (spaces.SMOKE_GRID, "SMOKE_GRID") if opts.smoke else (spaces.GRID, "GRID")
     picked = {axis: list(dict.fromkeys(v)) for axis, v in (("ways", ways), ("shots", shots)) if v}
-    return study.Plan(
+    return Plan(
         name="kshot_grid",
         space={**grid, **picked},
         space_source=f"search_spaces/kshot_grid.py:{source}"
@@ -44,6 +45,7 @@ def plan(opts: options.StudyOptions, ways: list[int] | None = None,
         axis_flags={"ways": "--ways", "shots": "--shots"},
         cpu_defaults={},  # the full CPU preset: all 12 cells share one base session (adbs.cache)
         est_trial_s=times.trial_s("kshot_grid"),
+        est_load=times.load("kshot_grid"),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
@@ -55,4 +57,5 @@ if __name__ == "__main__":
                        help=f"run only these {axis} of the grid (any of {' '.join(map(str, spaces.GRID[axis]))}; "
                             f"default: all{', --smoke: ' + ' '.join(map(str, spaces.SMOKE_GRID[axis]))})")
     opts, extra = options.parse(p)
+    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     study.main(*plan(opts, extra.ways, extra.shots))

@@ -149,7 +149,8 @@ if len(studies) > 1:
     sessions, trials, order, reference = from_store.combine(studies)
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
                                 trials=trials, front=from_store.combined_front(studies)) if len(sessions) else pd.DataFrame()
-    print(from_store.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order))
+    print(from_store.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
+                            notes=from_store.combined_notes(studies)))
     names = "-".join(dict.fromkeys(s.name for s in studies))
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"compare-{names}-{'-'.join(i[:8] for i in ids)}"
     files = from_store.write_comparison(studies, table, sessions, trials, out, fmt=args.format, uri=uri,
@@ -161,7 +162,7 @@ study = studies[0]
 run = study.parent.info
 table = from_store.study_table(study, metric=args.metric)
 print(from_store.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials,
-                    order=study.order))
+                    order=study.order, notes=study.notes))
 if args.paper:
     beside = from_store.paper_beside(table, study.dataset)
     if beside is None:

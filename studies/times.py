@@ -26,6 +26,11 @@ def trial_s(study: str) -> float:
     return float(of(study)["trial_s"])
 
 
+def load(study: str) -> float:
+    """The load average `study`'s times were measured at (Plan.est_load; 0: an idle machine)."""
+    return float(of(study)["default"].get("load", 0))
+
+
 def smoke_trial_s() -> float:
     """Seconds per --smoke trial (Plan.est_smoke_trial_s)."""
     return float(_data()["smoke_trial_s"])

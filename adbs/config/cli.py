@@ -56,7 +56,8 @@ def add_shared_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
                         "paper preset of that name; every flag below overrides it [default: cpu]")
     p.add_argument("--config", metavar="FILE", default=None, action=_Once,
                    help="one YAML or JSON file of config values: Config fields and <host>.<option> keys (a host's options "
-                        "may also nest under its name); a study's best_config.json as written reruns its best trial. "
+                        "may also nest under its name); a study's best_config.json as written reruns its best configuration "
+                        "(add --seed N --split-seed N for its seed N). "
                         "Precedence: preset < this file < --host/--dataset/--data-root/--set and the field flags; a "
                         "study keeps the keys it searches or takes from --seeds")
     p.add_argument("--set", dest="overrides", action=_Pair, default=[], metavar="KEY=VALUE",

@@ -193,6 +193,20 @@ class Config:
     def effective_finetune_epochs(self) -> int:
         return self.finetune_epochs if self.learn_boundaries else 0
 
+    def inert_fields(self) -> tuple[str, ...]:
+        """Fields this config never reads, so their values change nothing: milestones and gamma under the cosine
+        schedule (adbs/loops.py: _optimizer), alpha and ic_reduction without IC (effective_alpha), the incremental
+        fine-tuning's fields with fixed boundaries (effective_finetune_epochs). A result's record of its
+        configuration leaves them out (adbs_lab/tables.py: best_config)."""
+        inert: list[str] = []
+        if self.schedule != "milestones":
+            inert += ["milestones", "gamma"]
+        if self.variant != "adb+ic":
+            inert += ["alpha", "ic_reduction"]
+        if not self.learn_boundaries:
+            inert += ["finetune_epochs", "finetune_lr", "finetune_abs_boundary"]
+        return tuple(inert)
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["milestones"] = list(self.milestones)

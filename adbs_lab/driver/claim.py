@@ -5,13 +5,14 @@ aside, and study.json; --resume gets the interrupted run's files (an object stor
 from __future__ import annotations
 
 import json
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
 from adbs_lab.driver.prepared import Prepared, fail
-from adbs_lab.study_folder import StudyBusy
+from adbs_lab.study_folder import StudyBusy, StudyFolder
 
-__all__ = ["study_lock", "claim"]
+__all__ = ["study_lock", "claim", "held_study"]
 
 
 @contextmanager
@@ -41,13 +42,46 @@ def claim(p: Prepared) -> None:
             where.pull_for_resume()
         return
     if where.in_use():
-        if where.remote:
-            print(f"moving the previous results of {where.folder} aside in {where} ...", flush=True)
-        moved = where.move_aside()
-        print(f"previous results of {where.folder} moved to {moved} (use --resume to continue a study instead)")
+        stamp = where.aside_stamp()
+        print(f"{where} holds {held_study(where)}: moving it to {where.aside(stamp)}, since this run starts a new "
+              f"study in that folder; pass --name NAME to keep both side by side (--resume continues an "
+              "interrupted study instead)", flush=True)
+        where.move_aside(stamp)
     where.prepare()
     ident_file = where.local / "study.json"
     ident_file.write_text(json.dumps({"study": p.plan.name, "folder": where.folder, "fingerprint": p.fingerprint,
-                                      "command": p.command, "settings": p.settings}, indent=1))
+                                      "command": p.command, "settings": p.settings, "trials": p.total,
+                                      "started": time.strftime("%Y-%m-%d %H:%M")}, indent=1))
     where.push([ident_file])
 
+
+
+def held_study(where: StudyFolder) -> str:
+    """What a study folder holds, for the line that moves it aside: "a finished study (12 trials, started
+    2026-11-28 10:02; `studies/alpha_sweep.py --shots 3`)", from its study.json and runs file (tracking.RUNS_FILE);
+    "earlier results" when they do not say."""
+    from adbs_lab import tracking
+
+    def read(name: str) -> dict:
+        try:
+            value = json.loads(where.read_text(name) or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    ident, runs = read("study.json"), read(tracking.RUNS_FILE)
+    if not ident:
+        return "earlier results"
+    planned, ended, started = ident.get("trials"), _count(runs.get("ended")), _count(runs.get("trials"))
+    what, counts = "a study", f"{started} trials" if started is not None else ""
+    if isinstance(planned, int) and ended is not None:  # study.json records its trials from now on
+        what, counts = (("a finished study", f"{planned} trials") if ended >= planned
+                        else ("an unfinished study", f"{ended} of {planned} trials ended"))
+    details = "; ".join(filter(None, [counts, f"started {ident['started']}" if ident.get("started") else "",
+                                      f"`{ident['command']}`" if ident.get("command") else ""]))
+    return f"{what} ({details})" if details else what
+
+
+def _count(mapping: object) -> int | None:
+    """How many trials a mapping of the runs file holds (trial id -> run id, or -> how it ended)."""
+    return len(mapping) if isinstance(mapping, dict) else None

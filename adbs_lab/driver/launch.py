@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adbs.config import Config, from_dict
-from adbs_lab import objectives
+from adbs_lab import metrics_keys as K
+from adbs_lab import objectives, study_notes
 from adbs_lab import space as sp
 from adbs_lab import tracking
 from adbs_lab.outcome import error_line
@@ -30,7 +31,8 @@ from adbs_lab.study_folder import StudyFolder
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
-__all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start"]
+__all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start", "resumed", "load_factor",
+           "MEASURED_AT"]
 
 
 @dataclass
@@ -148,7 +150,8 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                                     else p.optuna_url),
             "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
-            objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives)))}
+            objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives))),
+            study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base))}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
@@ -264,19 +267,62 @@ def _results_so_far(where: StudyFolder, tune_fs) -> ResultGrid | list[Result]:
         return []
 
 
-def print_start(p: Prepared, max_concurrent: int) -> None:
+def resumed(p: Prepared) -> str:
+    """What --resume continues, from the interrupted run's runs file (adbs_lab/tracking.py: trial -> MLflow run,
+    trial -> how it ended): "resuming: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)"."""
+    runs = tracking.load_runs(p.dir)
+    ended = sum(1 for state in runs.get("ended", {}).values() if state in K.ENDED)
+    begun = len(runs.get("trials", {})) - ended
+    return (f"resuming: {ended} of {p.total} trials ended, {p.total - ended} to go"
+            + (f" ({begun} continue from their last checkpoint)" if begun > 0 else ""))
+
+
+MEASURED_AT = (2, 2)
+"""(CPUs, trials at a time) of the measured times of studies/times.json: two trials sharing two cores."""
+
+
+def load_factor(load_now: float, cpus: int, running: int, load_then: float = 0.0) -> float:
+    """How many times longer a CPU trial takes now than when its time was measured (MEASURED_AT, at load average
+    `load_then`): the square root of the ratio of a trial's share of the CPUs then and now, with `running` trials
+    beside the load of `load_now` (one thread each: adbs/runtime.py); at least 1. The square root because the load
+    average counts processes that wait more than they compute: on the 2-core machine of studies/times.json the
+    ablation took 1.7x its idle time at load average 2-5 (445 s, not 263 s) and an alpha_sweep --smoke trial 1.6x
+    at 12.8, where the plain ratio says 2.5x and 7.4x."""
+    def share(load: float, trials: int, cores: int) -> float:
+        return min(1.0, cores / max(1e-9, load + trials))
+
+    ratio = share(load_then, MEASURED_AT[1], MEASURED_AT[0]) / share(load_now, running, max(1, cpus))
+    return max(1.0, ratio ** 0.5)
+
+
+def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> None:
+    """The start line: the trials (or what --resume continues), a time estimate on the CPU presets that follows
+    the machine's load (`load`: its load average, read here when None), then the study's notes."""
+    import os
+
     head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
             f"{max_concurrent} at a time")
+    left = p.total
+    if p.opts.resume:
+        head = f"{p.plan.name}: {resumed(p)}; {max_concurrent} at a time"
+        left = max(0, p.total - sum(1 for s in tracking.load_runs(p.dir).get("ended", {}).values() if s in K.ENDED))
     if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
         from adbs.config import resolve
 
         # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
         preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
+        load = os.getloadavg()[0] if load is None else load
+        cpus = os.cpu_count() or 1
+        factor = load_factor(load, cpus, max_concurrent, p.plan.est_load)
         est = ((p.plan.est_smoke_trial_s if p.opts.smoke else p.plan.est_trial_s)
-               * from_dict(p.base).base_epochs / max(1, preset_epochs))
-        head += (f"; on this CPU roughly {math.ceil(p.total / max_concurrent) * est / 60:.1f} min of training "
-                 f"(+~30 s to start Ray and the MLflow store and write the results)")
+               * from_dict(p.base).base_epochs / max(1, preset_epochs)) * factor
+        head += (f"; on this CPU roughly {math.ceil(left / max_concurrent) * est / 60:.1f} min of training at its "
+                 f"load now (load average {load:.1f} on {cpus} CPUs: x{factor:.1f} the time measured at "
+                 f"{p.plan.est_load:g}, studies/times.json) (+~30 s to start Ray and the MLflow store and write the "
+                 "results)")
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
         head += "; a time estimate follows the first measured base epoch"
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
+    for line in study_notes.lines(p.plan, p.opts, p.base):  # also above the study's tables
+        print(f"note: {line}", flush=True)
 

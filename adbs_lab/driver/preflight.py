@@ -113,14 +113,25 @@ def _check_overrides(plan: Plan, opts: StudyOptions, searched: set[str], set_key
                               "--seeds; remove it from the space and pass --seeds")
     clash = [k for k in set_keys if k in searched]
     if clash:
-        typed = {k for k, _ in opts.overrides}
-        flags = ", ".join(f"--set {k}" if k in typed else f"--{k.replace('_', '-')}" for k in clash)
         typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
+        flags = ", ".join(_as_typed(k, typed_values[k], opts) for k in clash)
         hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
                          if k in plan.axis_flags)
+        alone = " ".join(f"--{k.replace('_', '-')} {typed_values[k]}" for k in clash)
         raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
                               f"({plan.space_source}); remove the flag or edit the search space"
-                              + (f" ({hint})" if hint else ""))
+                              + (f" ({hint})" if hint else "")
+                              + f"; to train that one configuration alone: python -m adbs.run {alone}")
+
+
+def _as_typed(key: str, value: str, opts: StudyOptions) -> str:
+    """A config value as the user gave it: its field flag (`--alpha 0.05`, typed as such on the command line),
+    --set KEY=VALUE, or the flag of --host/--dataset/--data-root; a field flag and --set land in the same
+    overrides (adbs/config/cli.py: _Pair), so the command line tells them apart."""
+    flag = f"--{key.replace('_', '-')}"
+    if any(a == flag or a.startswith(flag + "=") for a in opts.argv[1:]):
+        return f"{flag} {value}"
+    return f"--set {key}={value}"
 
 
 def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]) -> None:

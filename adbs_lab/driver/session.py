@@ -56,10 +56,14 @@ def env_defaults() -> None:
 
 
 class _NotCompleteLine:
-    """Drops Tune's "Trials did not complete: [ids]": the study's own summary names the failed trials."""
+    """Drops the lines of Tune's that the study says itself (ray/tune/tune.py: run): "Trials did not complete:
+    [ids]" (the study's summary names the failed trials) and "Experiment has been interrupted ... Resume experiment
+    with: Tuner.restore(...)" (the study prints its own command, the one with --resume: summarise.py)."""
+
+    DROPPED = ("Trials did not complete", "Experiment has been interrupted")
 
     def filter(self, record) -> bool:
-        return not str(record.msg).startswith("Trials did not complete")
+        return not str(record.msg).startswith(self.DROPPED)
 
 
 

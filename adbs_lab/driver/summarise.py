@@ -14,7 +14,7 @@ from typing import NoReturn
 import pandas as pd
 
 from adbs_lab import metrics_keys as K
-from adbs_lab import objectives, outcome, run_files, seed_counts, tables, tracking, trial_records
+from adbs_lab import objectives, outcome, run_files, seed_counts, study_notes, tables, tracking, trial_records
 from adbs_lab.driver.launch import Launched
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.session import disk_full
@@ -137,14 +137,15 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     front = objectives.front_labels(trials, objs) if multi and len(trials) else None
     table = (tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials, front=front)
              if len(sessions) else pd.DataFrame())
-    table_text = tables.annotate(tables.format_table(table), trials, order=plan.order)
+    notes = study_notes.lines(plan, p.opts, p.base)
+    table_text = tables.annotate(tables.format_table(table), trials, order=plan.order, notes=notes)
     best = tables.best_config(trials, objs) if len(trials) else None
     files = tables.write(p.dir, sessions, trials, table_text, best)
     pareto = objectives.pareto_record(trials, objs) if multi else None
     if pareto is not None:
         files.append(objectives.write_pareto(p.dir, pareto))
     (p.dir / "table.md").write_text(tables.annotate(tables.format_table(table, markdown=True), trials,
-                                                     markdown=True, order=plan.order) + "\n")
+                                                     markdown=True, order=plan.order, notes=notes) + "\n")
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
                          pareto=pareto)
@@ -180,9 +181,10 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
+    notes = study_notes.lines(plan, p.opts, p.base)
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
         p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best, figures=figs, meta=meta,
-        order=plan.order, pareto=out.pareto, not_drawn=not_drawn), [])
+        order=plan.order, pareto=out.pareto, not_drawn=not_drawn, notes=notes), [])
     return [*figs, *([report] if report else [])]
 
 

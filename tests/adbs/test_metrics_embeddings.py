@@ -73,8 +73,8 @@ def test_embedding_figures_one_panel_per_row_in_the_study_order(tmp_path):
                            "embeddings": [enc[0], enc[1], enc[2], enc[0]]})
     # private (adbs_lab/figures.py): which trial each panel draws, checked without drawing
     rows = figures._embedding_rows(trials, order=["baseline", "adb", "adb+ic"])
-    # a pruned trial draws nothing; each row shows its lowest seed
-    assert [lab for lab, _ in rows] == ["baseline", "adb+ic"]
+    # a pruned trial draws nothing; each row shows its lowest seed, and its panel's title says which
+    assert [lab for lab, _ in rows] == ["baseline (seed 0)", "adb+ic (seed 0)"]
     assert np.allclose(rows[1][1]["features"], run_files.decode_embeddings(enc[2])["features"])
     paths = figures.embedding_figures(trials, tmp_path / "figs", order=["baseline", "adb", "adb+ic"])
     assert [x.name for x in paths] == ["tsne.png", "prototype_similarity.png"]

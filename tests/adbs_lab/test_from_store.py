@@ -238,3 +238,20 @@ def test_report_across_studies_marks_each_multi_objective_studys_own_front(store
     assert marked == {"ablation: baseline": False, "ablation: adb+ic": False, "alpha_sweep: alpha=0.01": True,
                       "alpha_sweep: alpha=0.05": True, "alpha_sweep: alpha=0.1": False}
     assert "Pareto front of its study's --objectives" in r.stdout
+
+
+def test_a_combined_table_lists_a_study_without_an_order_by_its_swept_values():
+    """report.py A B: alpha_sweep has no row order of its own, so its rows follow alpha (as its own table does),
+    not the order its trials ran in."""
+    from types import SimpleNamespace
+
+    from adbs_lab.from_store import Study, combine
+
+    alphas = [0.05, 0.1, 0.02, 0.01]  # the trials' order
+    sessions = pd.DataFrame([{"label": f"alpha={a:g}", "alpha": a, "trial_id": f"t{i}", "session": 0,
+                              "state": K.COMPLETE, "test_acc": 50.0} for i, a in enumerate(alphas)])
+    parent = SimpleNamespace(info=SimpleNamespace(run_id="0123456789"))
+    study = Study(parent, "alpha_sweep", sessions, sessions.drop(columns="session"), None, None)
+    order = combine([study, Study(parent, "ablation", sessions.iloc[0:0], sessions.iloc[0:0], None, ["b"])])[2]
+    assert order == ["alpha_sweep: alpha=0.01", "alpha_sweep: alpha=0.02", "alpha_sweep: alpha=0.05",
+                     "alpha_sweep: alpha=0.1", "ablation: b"]

@@ -42,7 +42,7 @@ def test_lines_are_throttled_per_trial_with_first_and_last_epoch_always(capsys):
     assert lines[-1].endswith("base epoch 10/10, val acc 40.00, 20.0 s/epoch")
 
 
-def test_study_estimate_once_and_reused_base_sessions_print_nothing(capsys):
+def test_study_estimate_once_and_reused_base_sessions_print_no_epochs(capsys):
     clock = Clock()
     p = _progress(clock)
     a = SimpleNamespace(trial_id="a", config={"alpha": 0.05})
@@ -57,7 +57,11 @@ def test_study_estimate_once_and_reused_base_sessions_print_nothing(capsys):
     c = SimpleNamespace(trial_id="c", config={"alpha": 0.2})
     for epoch in range(1, 4):
         p.on_trial_result(0, [c], c, _epoch(epoch, 0.01, n=3, reused=1.0))
-    assert capsys.readouterr().out == ""
+    out = capsys.readouterr().out.splitlines()  # one line says the base session came from the cache, no epochs
+    assert len(out) == 1 and out[0].startswith("[s 00:00] alpha=0.2: base session from cache")
+    c.status = "TERMINATED"
+    _ended(p, [c], c, _done(50.0))
+    assert "finished: val avg acc 50.00, test avg acc 49.00 (base session from cache)" in capsys.readouterr().out
 
 
 def _ended(p, trials, trial, result):

@@ -46,6 +46,20 @@ def test_paper_table_rows_sessions_avg_delta():
     assert format_table(t, markdown=True).startswith("| config | seeds | s0")
 
 
+def test_long_row_labels_are_numbered_with_a_legend_below_the_table():
+    """A search of several knobs labels a row with every searched value (~150 characters): the table numbers its
+    rows and names each below it, so its width is the numbers', not the labels'."""
+    long_a = "alpha=0.01 boundary_lr_scale=0.1 boundary_weight_decay=True new_boundary_init=abs_mean finetune_lr=0.019"
+    long_b = long_a.replace("alpha=0.01", "alpha=0.05")
+    t = paper_table(_sessions([(long_a, "t1", [70, 60], K.COMPLETE), (long_b, "t2", [71, 61], K.COMPLETE)]))
+    lines = format_table(t).splitlines()
+    assert max(len(line) for line in lines[:4]) < 80 and lines[2].startswith("#1 ") and lines[3].startswith("#2 ")
+    assert f"#1: {long_a}" in lines and f"#2: {long_b}" in lines
+    assert list(t["config"]) == [long_a, long_b]  # the table itself keeps the labels (best_config, report.py)
+    short = format_table(paper_table(_sessions([("baseline", "t1", [70, 60], K.COMPLETE)])))
+    assert short.splitlines()[2].startswith("baseline") and "#1" not in short
+
+
 def test_last_session_and_performance_drop_beside_the_average_and_the_ci_says_its_n():
     s = _sessions([("baseline", "t1", [70, 60, 50], K.COMPLETE), ("baseline", "t2", [72, 62, 50], K.COMPLETE),
                    ("ways=10", "t3", [80, 66], K.COMPLETE)])  # a row with fewer sessions: its own last one
@@ -97,6 +111,29 @@ def test_best_config_uses_validation_mean_over_seeds():
         trials[k] = str(v) if isinstance(v, list) else v
     best = best_config(trials)
     assert best["config_label"] == "b" and best["mean_over_seeds"] == 59.0 and best["seeds"] == 2
+
+
+def test_best_config_is_the_configuration_whichever_seed_ran_first():
+    """best_config.json is a configuration, not a trial: no seed, the same file whatever the trials' order, and
+    only the fields the configuration reads (no milestones/gamma under the cosine schedule)."""
+    from adbs.config import Config
+
+    def trials(seeds):
+        rows = []
+        for seed in seeds:
+            row = {**Config(seed=seed, split_seed=seed).to_dict(), "label": "b", "state": K.COMPLETE,
+                   "val_avg_acc": 50.0 + seed}
+            row["milestones"] = str(row["milestones"])  # trials.parquet holds lists as JSON text
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    one, other = best_config(trials([2, 0, 1])), best_config(trials([0, 1, 2]))
+    assert one == other and one["trial_seeds"] == [0, 1, 2]
+    assert not {"seed", "split_seed", "milestones", "gamma"} & set(one["config"])
+    assert one["config"]["schedule"] == "cosine" and one["config"]["alpha"] == Config().alpha
+    stepped = trials([0]).assign(schedule="milestones", variant="baseline")
+    cfg = best_config(stepped)["config"]
+    assert cfg["milestones"] == [40, 70, 100] and "alpha" not in cfg and "finetune_lr" not in cfg
 
 
 def test_departures_above_and_warnings_below_the_table():

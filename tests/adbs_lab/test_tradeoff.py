@@ -35,3 +35,57 @@ def test_every_study_draws_it_with_the_baseline_marked(tmp_path):
     assert tradeoff.baselines({"SAVC+ADBS": "SAVC", "SAVC": "SAVC"}) == {"SAVC"}
     # _space_baseline: a private helper of adbs_lab/run_files.py, tested directly (which row a study's figure marks)
     assert run_files._space_baseline("ablation") == "baseline"
+
+
+def _drawn(monkeypatch) -> list:
+    """The figures the study draws, kept as they are saved (matplotlib's Figure.savefig, recorded)."""
+    import matplotlib.figure
+
+    drawn: list = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: drawn.append(self))
+    return drawn
+
+
+def test_a_row_has_one_colour_in_every_figure_and_the_sessions_plot_has_bands_and_an_outside_legend(
+        tmp_path, monkeypatch):
+    """The sessions plot and the trade-off figure give each row the same colour (in the table's row order), the
+    sessions plot shades each row's 95% CI over seeds, and its legend lies outside the axes (covering no curve)."""
+    from matplotlib.colors import to_rgba
+
+    drawn = _drawn(monkeypatch)
+    s = _sessions()
+    trials = s.drop_duplicates("trial_id")[["label", "trial_id", "seed", "state"]]
+    order = ["baseline", "adb", "adb+ic", "x"]
+    run_files.study_figures("ablation", s.iloc[::-1], trials, tmp_path, order=order)  # trials in another order
+    curves, trade = drawn[0].axes[0], drawn[1].axes[0]
+    lines = {ln.get_label(): to_rgba(ln.get_color()) for ln in curves.get_lines()}
+    assert list(lines) == order and lines["baseline"] == to_rgba("C0") and lines["adb"] == to_rgba("C1")
+    dots = {c.get_label(): tuple(c.get_facecolor()[0]) for c in trade.collections if c.get_label() in lines}
+    assert dots and all(dots[lab] == lines[lab] for lab in dots)
+    assert len([c for c in curves.collections]) == 1  # one band: only baseline has two seeds
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(drawn[0]).get_renderer()
+    assert curves.get_legend().get_window_extent(renderer).x0 >= curves.get_window_extent(renderer).x1
+
+
+def test_alpha_sensitivity_keeps_every_bar_inside_the_axes_and_its_legend_off_them(tmp_path, monkeypatch):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from adbs_lab import figures
+
+    drawn = _drawn(monkeypatch)
+    trials = pd.DataFrame([{"alpha": a, "seed": s, "state": K.COMPLETE, "test_avg_acc": 50 + 10 * s * (a == 0.01),
+                            "val_avg_acc": 50.0 + s} for a in (0.01, 0.1) for s in (0, 1, 2)])
+    figures.alpha_sensitivity(trials, tmp_path / "a.png")
+    ax = drawn[0].axes[0]
+    renderer = FigureCanvasAgg(drawn[0]).get_renderer()
+    top = max(y for c in ax.collections for seg in c.get_segments() for _, y in seg)  # the error bars' ends
+    assert top < ax.get_ylim()[1]
+    assert ax.get_legend().get_window_extent(renderer).y1 <= ax.get_window_extent(renderer).y0
+
+
+def test_the_report_shows_the_trade_off_figure_once():
+    md = run_files.report_markdown(study="t", table_md="T", best=None, savings=run_files.pruning_savings(pd.DataFrame()),
+                                   figures=["t_sessions.png", "tradeoff.png"])
+    assert md.count("![tradeoff.png]") == 1 and md.count("![t_sessions.png]") == 1

@@ -82,19 +82,22 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     assert json.loads((folder / "best_config.json").read_text())["config"]["variant"] == "adb+ic"
     st = optuna.load_study(study_name="alpha_sweep", storage=f"sqlite:///{folder / 'optuna.db'}")
     assert len(st.trials) == 2
-    # the written best_config.json, as is, reruns that trial's config in the single run
+    # the written best_config.json is the configuration (no seed, no field it never reads); with one of its
+    # trial_seeds it reruns that trial in the single run
     best = json.loads((folder / "best_config.json").read_text())
+    assert not {"seed", "split_seed", "milestones"} & set(best["config"])
+    seed = best["trial_seeds"][0]
     out = folder / "rerun.json"
-    _run([sys.executable, "-m", "adbs.run", "--config", str(folder / "best_config.json"), "--out", str(out),
-          "--quiet"], cwd=REPO)
+    _run([sys.executable, "-m", "adbs.run", "--config", str(folder / "best_config.json"), "--seed", str(seed),
+          "--split-seed", str(seed), "--out", str(out), "--quiet"], cwd=REPO)
     from adbs.config import from_dict
 
-    row = trials_df[(trials_df["label"] == best["config_label"]) & (trials_df["seed"] == best["config"]["seed"])]
-    trial_cfg = {k: (json.loads(v) if k == "milestones" else v) for k, v in row.iloc[0].items() if k in best["config"]}
+    row = trials_df[(trials_df["label"] == best["config_label"]) & (trials_df["seed"] == seed)]
+    trial_cfg = {k: v for k, v in row.iloc[0].items() if k in best["config"] or k in ("seed", "split_seed")}
     trial_cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v.item() if hasattr(v, "item") else v)
                  for k, v in trial_cfg.items()}
     rerun = json.loads(out.read_text())
-    assert from_dict(rerun["config"]) == from_dict(trial_cfg)
+    assert from_dict({k: rerun["config"][k] for k in trial_cfg}) == from_dict(trial_cfg)
     same = trials_df.loc[row.index[0]]
     assert abs(rerun["summary"]["val_avg_acc"] - same["val_avg_acc"]) < 1e-6  # same config, same numbers on CPU
 

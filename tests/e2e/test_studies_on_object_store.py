@@ -114,7 +114,8 @@ def test_resume_from_the_bucket_alone_then_a_new_run_moves_old_results_aside(s3,
     # A new run of the same study never overwrites: the old results move to alpha_sweep.<timestamp>.
     r = _run(_cmd("alpha_sweep", url, tracking_uri, ray_address, "--smoke", "--set", "sessions=1",
                   "--num-samples", "1"), env)
-    assert "previous results of alpha_sweep moved to s3://e2e-resume/runs/alpha_sweep." in r.stdout
+    assert "s3://e2e-resume/runs/alpha_sweep holds a finished study (2 trials; started " in r.stdout
+    assert ": moving it to s3://e2e-resume/runs/alpha_sweep." in r.stdout
     keys = s3.keys(bucket)
     moved = {k.split("/")[1] for k in keys if k.startswith("runs/alpha_sweep.")}
     assert len(moved) == 1

@@ -4,6 +4,7 @@ and the table's `sessions` column when rows ran different numbers of sessions (n
 from __future__ import annotations
 
 import math
+import os
 import re
 import runpy
 import sys
@@ -142,7 +143,7 @@ def test_table_marks_rows_averaging_different_numbers_of_sessions():
 def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_estimate, capsys):
     """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
     opts, _ = options.parse(options.parser("t"), argv=argv)
-    plan = SimpleNamespace(name="t", est_trial_s=40, est_smoke_trial_s=35)
+    plan = study.Plan(name="t", space={}, space_source="tests", est_trial_s=40, est_smoke_trial_s=35)
     prepared = SimpleNamespace(plan=plan, opts=opts, total=4, n_configs=4, base={})
     launch.print_start(prepared, 2)
     out = capsys.readouterr().out
@@ -196,12 +197,17 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
     opts, _ = options.parse(options.parser("t"), argv=[])
 
     def minutes(base):
-        p = SimpleNamespace(plan=SimpleNamespace(name="t", est_trial_s=60, est_smoke_trial_s=35), opts=opts, total=4, n_configs=4,
-                            base=base)
-        launch.print_start(p, 2)
+        p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60,
+                                            est_smoke_trial_s=35), opts=opts, total=4, n_configs=4, base=base)
+        launch.print_start(p, 2, load=load)
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
 
+    load = 0.0
     assert minutes({"base_epochs": 16}) == pytest.approx(2 * minutes({}))
+    idle = minutes({})
+    load = 3.0  # three busy cores beside two trials on this machine's CPUs: each trial gets a smaller share
+    assert minutes({}) == pytest.approx(idle * launch.load_factor(3.0, os.cpu_count() or 1, 2), rel=0.05)
+    assert launch.load_factor(3.0, 2, 2) == pytest.approx(2.5 ** 0.5) and launch.load_factor(0.0, 16, 2) == 1.0
 
 
 @pytest.mark.parametrize("script", ["alpha_sweep.py", "ablation.py", "kshot_grid.py", "boundary.py", "hosts.py"])
@@ -216,3 +222,29 @@ def test_every_study_dry_run_refuses_values_torch_or_numpy_refuse(tmp_path, caps
                             "--dry-run"])
     assert r.returncode == 2 and fragment in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+STUDY_SCRIPTS = ("ablation", "alpha_sweep", "boundary", "hosts", "knobs", "kshot_grid")
+_REFUSE_ALL = """
+import runpy, sys
+for script in sys.argv[1:]:
+    sys.argv = [script, "--bogus"]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        assert e.code == 2, (script, e.code)
+print(sorted(m for m in ("ray", "mlflow", "pandas") if m in sys.modules))
+"""
+
+
+@pytest.mark.slow
+def test_a_refused_flag_ends_before_ray_mlflow_and_pandas_are_imported():
+    """argparse refuses an unknown flag before the driver's heavy imports (Ray, MLflow, pandas: 3-6 s on a busy
+    machine): a fresh process running every study script with --bogus has imported none of them."""
+    import subprocess
+
+    scripts = [str(REPO_ROOT / "studies" / f"{s}.py") for s in STUDY_SCRIPTS]
+    out = subprocess.run([sys.executable, "-c", _REFUSE_ALL, *scripts], capture_output=True, text=True,
+                         cwd=REPO_ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -168,7 +168,7 @@ def test_a_refused_run_leaves_every_store_as_it_found_it(tmp_path, capsys):
     for extra in (["--dry-run"], []):
         r = in_process(capsys, [PY, *argv, *extra])
         assert r.returncode == 2 and "already holds a study named 'alpha_sweep'" in r.stderr
-        assert "moved to" not in r.stdout
+        assert "moving it to" not in r.stdout
         assert _snapshot(tmp_path) == before
 
 

@@ -35,6 +35,17 @@ def test_set_of_a_searched_key_is_refused():
         study.validate(PLAN, _args("--set", "shots=3"))
 
 
+@pytest.mark.parametrize("flags,named", [(("--shots", "3"), "--shots 3: "), (("--set", "shots=3"), "--set shots=3: ")])
+def test_a_searched_key_is_named_as_typed_with_what_to_run_instead(flags, named):
+    """A field flag and --set share one list of overrides; the refusal names the one the user typed, and says
+    what runs that one value (the study's argv is what the user typed: options.parse records it)."""
+    opts = _args(*flags).replace(argv=("t.py", *flags))
+    with pytest.raises(study.StudyInputError) as e:
+        study.validate(PLAN, opts)
+    assert str(e.value).startswith(named + "this study searches shots"), e.value
+    assert str(e.value).endswith("to train that one configuration alone: python -m adbs.run --shots 3")
+
+
 def test_unknown_search_space_key():
     plan = study.Plan(name="t", space={"shotz": [1, 5]}, space_source="search_spaces/x.py:GRID")
     with pytest.raises(ConfigError, match="search space search_spaces/x.py:GRID: unknown config key 'shotz'"):

@@ -1,0 +1,47 @@
+"""A rerun without --name moves the earlier study aside, and its line says first what is moved, where, and why
+(adbs_lab/driver/claim.py); no Ray here."""
+
+from __future__ import annotations
+
+import json
+
+from adbs_lab import tracking
+from adbs_lab.driver.claim import held_study
+from adbs_lab.study_folder import StudyFolder
+
+
+def _folder(tmp_path, ident: dict | None, runs: dict | None) -> StudyFolder:
+    d = tmp_path / "alpha_sweep"
+    d.mkdir(parents=True)
+    if ident is not None:
+        (d / "study.json").write_text(json.dumps(ident))
+    if runs is not None:
+        (d / tracking.RUNS_FILE).write_text(json.dumps(runs))
+    (d / "table.txt").write_text("TABLE")
+    return StudyFolder(str(tmp_path), "alpha_sweep")
+
+
+def _runs(started: int, ended: int) -> dict:
+    """The runs file as the tracker writes it (adbs_lab/tracking.py): trial id -> run id, trial id -> state."""
+    return {"parent": "p", "trials": {f"t{i}": f"r{i}" for i in range(started)},
+            "ended": {f"t{i}": "COMPLETE" for i in range(ended)}}
+
+
+def test_the_line_names_a_finished_or_unfinished_study_its_trials_date_and_command(tmp_path):
+    ident = {"study": "alpha_sweep", "command": "studies/alpha_sweep.py --shots 3", "trials": 12,
+             "started": "2026-11-28 10:02"}
+    finished = _folder(tmp_path / "a", ident, _runs(12, 12))
+    assert held_study(finished) == ("a finished study (12 trials; started 2026-11-28 10:02; "
+                                    "`studies/alpha_sweep.py --shots 3`)")
+    unfinished = _folder(tmp_path / "b", ident, _runs(5, 4))
+    assert held_study(unfinished).startswith("an unfinished study (4 of 12 trials ended; ")
+    older = _folder(tmp_path / "c", {"study": "alpha_sweep", "command": "x.py"}, _runs(3, 3))
+    assert held_study(older) == "a study (3 trials; `x.py`)"  # a study.json from before it recorded its trials
+    assert held_study(_folder(tmp_path / "d", None, None)) == "earlier results"
+
+
+def test_the_move_goes_where_the_line_said(tmp_path):
+    where = _folder(tmp_path, {"study": "alpha_sweep"}, None)
+    stamp = where.aside_stamp()
+    said = where.aside(stamp)
+    assert where.move_aside(stamp) == said and (tmp_path / f"alpha_sweep.{stamp}" / "table.txt").is_file()
