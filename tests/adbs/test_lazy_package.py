@@ -10,6 +10,7 @@ import adbs
 
 
 def test_every_public_name_has_an_owner_and_resolves():
+    # reads the private map adbs._OWNERS: the one place that says which module owns each public name
     assert sorted(adbs.__all__) == sorted(adbs._OWNERS)
     for name in adbs.__all__:
         value, owner = getattr(adbs, name), adbs._OWNERS[name]

@@ -88,10 +88,13 @@ def _parent(name: str = "knobs") -> SimpleNamespace:
                            data=SimpleNamespace(tags={"adbs.command": f"studies/{name}.py"}))
 
 
-def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path):
+def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypatch):
     """The study's own summary (adbs_lab/driver/summarise.py): the figures and report.md after the tables; the
-    tracker is a stand-in (what is tested is our summary, not MLflow)."""
+    tracker is a stand-in (what is tested is our summary, not MLflow), and so are the lines above the tables
+    (adbs_lab/study_notes.py, tested in tests/adbs_lab/test_study_notes.py), which read the study's options."""
     from adbs_lab.driver import summarise
+
+    monkeypatch.setattr(summarise.study_notes, "lines", lambda plan, opts, base: [])
 
     sessions, trials = _constant_search()
     p = SimpleNamespace(plan=SimpleNamespace(name="knobs", order=None), dir=tmp_path,
