@@ -92,13 +92,14 @@ def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypa
     """The study's own summary (adbs_lab/driver/summarise.py): the figures and report.md after the tables; the
     tracker is a stand-in (what is tested is our summary, not MLflow), and so are the lines above the tables
     (adbs_lab/study_notes.py, tested in tests/adbs_lab/test_study_notes.py), which read the study's options."""
+    from adbs_lab import study_notes
     from adbs_lab.driver import summarise
 
-    monkeypatch.setattr(summarise.study_notes, "lines", lambda plan, opts, base: [])
+    monkeypatch.setattr(study_notes, "lines", lambda plan, opts, base: [])
 
     sessions, trials = _constant_search()
     p = SimpleNamespace(plan=SimpleNamespace(name="knobs", order=None), dir=tmp_path,
-                        opts=SimpleNamespace(objectives=()), tracking_uri="sqlite:///m.db")
+                        opts=SimpleNamespace(objectives=()), tracking_uri="sqlite:///m.db", base={})
     tracker = SimpleNamespace(client=SimpleNamespace(get_run=lambda _: _parent()), parent_run_id="f" * 32)
     out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None)
     files = summarise.figures_and_report(p, tracker, out)
