@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import adbs
 
 
@@ -29,9 +31,6 @@ def test_light_modules_load_no_torch():
 
 
 def test_an_unknown_name_is_an_attribute_error():
-    try:
-        getattr(adbs, "no_such_name")
-    except AttributeError as e:
-        assert "no_such_name" in str(e)
-    else:
-        raise AssertionError("adbs.no_such_name resolved")
+    name = "no_such_name"
+    with pytest.raises(AttributeError, match=name):
+        getattr(adbs, name)
