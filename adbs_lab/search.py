@@ -43,7 +43,8 @@ from adbs_lab.options import PRUNERS
 from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
 from adbs_lab.trial_records import classify, objective
 
-__all__ = ["optuna_storage", "make_pruner", "StudySearch", "tell", "BaseEpochStopper"]
+__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "make_pruner", "StudySearch", "tell",
+           "BaseEpochStopper"]
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
@@ -81,6 +82,23 @@ def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
                 raise
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+class StudyNameTaken(RuntimeError):
+    """The Optuna storage holds a study of this name already: another run owns it."""
+
+
+def create_study(url: str, name: str, objectives: Sequence[Objective] = DEFAULT) -> None:
+    """Create Optuna study `name` in the storage at `url`, one direction per objective, once: the database's unique
+    study name makes the create atomic (optuna/storages/_rdb/storage.py: create_new_study raises
+    DuplicatedStudyError), so of two runs that create the same name at the same time exactly one succeeds, and the
+    other gets StudyNameTaken. A check ("does the storage hold it?") followed by create_study(load_if_exists=True)
+    would let both pass the check and then share one study, each running part of the other's grid."""
+    try:
+        optuna.create_study(storage=optuna_storage(url), study_name=name,
+                            directions=[o.optuna_direction for o in objectives])
+    except optuna.exceptions.DuplicatedStudyError:
+        raise StudyNameTaken(name) from None
 
 
 def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:
@@ -145,7 +163,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
             # OptunaSearch creates the study with one direction from its metric and mode, which stay K.OBJECTIVE/max:
             # Tune checks that every report carries the searcher's metric (strict metric checking), and only
             # K.OBJECTIVE rides on every report (trainable.PLACEHOLDER). Created here first with a direction per
-            # objective, the study is loaded by OptunaSearch as it is (create_study(load_if_exists=True)).
+            # objective, the study is loaded by OptunaSearch as it is (create_study(load_if_exists=True)). A study's
+            # driver has created it already (`create_study`, before its folder is claimed); this is for other callers.
             optuna.create_study(storage=optuna_storage(storage_url), study_name=study_name, sampler=sampler,
                                 directions=[o.optuna_direction for o in self._objectives], load_if_exists=True)
         self._storage_url = storage_url

@@ -92,12 +92,24 @@ def tracking_uri(flag: str | None) -> str:
     return flag or os.environ.get("MLFLOW_TRACKING_URI") or paths.DEFAULT_TRACKING_URI
 
 
-def artifact_root(uri: str) -> str | None:
-    """Artifacts beside a SQLite store (`<db dir>/artifacts`); a server decides its own."""
+DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")
+"""URI schemes of a database server MLflow keeps its runs in (a driver after '+': postgresql+psycopg://)."""
+
+
+def artifact_root(uri: str, storage: str | None = None) -> str | None:
+    """Where an experiment made in tracking store `uri` keeps its artifacts: beside a SQLite store
+    (`<db dir>/artifacts`); for a database server, under the study's --storage (`<storage>/mlflow_artifacts`; the
+    project's mlflow/artifacts when --storage is an object store or not given); None for a tracking server, which
+    decides its own (its --artifacts-destination). Never None for a database: MLflow would put them in ./mlruns of
+    whatever folder the command runs in."""
     if uri == paths.DEFAULT_TRACKING_URI:
         return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
     if uri.startswith("sqlite:///"):
         return (Path(uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
+    if uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
+        if storage and "://" not in storage:  # a folder (an object-store URL is not one MLflow's file store writes)
+            return (Path(storage).expanduser().resolve() / "mlflow_artifacts").as_uri()
+        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
     return None
 
 
@@ -138,7 +150,7 @@ def tracking_problem(uri: str) -> None:
             raise TrackingError(f"tracking URI {uri!r}: {problem}")
         if not db.is_file() or db.stat().st_size == 0:
             return  # created by check_tracking_uri when the study starts
-    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "postgres", "mysql", "mssql"):
+    elif uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
         _connect(uri, hint)  # MLflow's client would create its tables in an empty database
         return
     try:

@@ -28,7 +28,7 @@ from adbs_lab.study_folder import StudyFolder
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
-__all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start"]
+__all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start"]
 
 
 @dataclass
@@ -52,12 +52,19 @@ class Slots:
     max_concurrent: int
 
 
-def launch(p: Prepared) -> Launched:
-    """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
+def cluster_slots(p: Prepared) -> Slots:
+    """Ray started (or joined, --address) and the trials' resources checked against it: what the cluster refuses
+    (nothing at --address, too few GPUs, a multi-node check) ends here, exit 2, before `claim` moves earlier
+    results aside or a store is created (adbs_lab/driver/run.py)."""
+    with ray_session(p) as res:
+        return trial_slots(p, res)
+
+
+def launch(p: Prepared, slots: Slots) -> Launched:
+    """With Ray up and `slots` checked (`cluster_slots`): the MLflow store, Optuna (sampler, pruner) and MLflow
+    (tracker), then Tune runs the trials."""
     with bad_input():
         tracking.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
-    with ray_session(p) as res:
-        slots = trial_slots(p, res)
     print_start(p, slots.max_concurrent)
     searcher, stopper = _search(p)
     tracker, progress = _tracking(p, searcher, slots)
@@ -143,7 +150,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher)
+                                     ends=searcher, storage=opts.storage)
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
                         max_concurrent=slots.max_concurrent, objectives=objectives.effective(opts.objectives))
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
