@@ -24,11 +24,13 @@ tables read it (adbs_lab/driver/summarise.py).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import pickle
+import signal
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import optuna
 from optuna.trial import TrialState
@@ -41,9 +43,11 @@ from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
 from adbs_lab.objectives import DEFAULT, Objective
 from adbs_lab.options import PRUNERS
 from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
+from adbs_lab.redaction import redact
+from adbs_lab.tracking_store import store_down
 from adbs_lab.trial_records import classify, objective
 
-__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "make_pruner", "StudySearch", "tell",
+__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "make_pruner", "StudySearch", "tell",
            "BaseEpochStopper"]
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
@@ -82,6 +86,35 @@ def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
                 raise
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+class StoreDown(RuntimeError):
+    """The Optuna storage stopped answering: the study stops at once (adbs_lab/driver/launch.py: _fit), as one
+    error line with the --resume command, instead of each trial failing and being retried against it."""
+
+
+STORE_DOWN: list[str] = []
+"""Why the Optuna storage failed in this process (the first time), for the driver; empty while it answers."""
+
+
+def _stops_when_down(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A searcher or stopper call that reads or writes the Optuna storage: when the storage stops answering, the
+    first failure asks Ray Tune to stop the study gracefully (SIGUSR1: Tune saves its state, so --resume runs the
+    trial whose end was not told again) and every failure raises StoreDown, which the driver reports once."""
+    @functools.wraps(method)
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            if isinstance(e, StoreDown) or not store_down(e):
+                raise
+            if not STORE_DOWN:
+                STORE_DOWN.append(f"the Optuna storage {redact(self._storage_url)} stopped answering "
+                                  f"({str(e.__cause__ or e).strip().splitlines()[0][:200]}); start it again")
+                if hasattr(signal, "SIGUSR1"):
+                    os.kill(os.getpid(), signal.SIGUSR1)
+            raise StoreDown(STORE_DOWN[0]) from None
+    return call
 
 
 class StudyNameTaken(RuntimeError):
@@ -245,6 +278,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(sampler=self._sampler)
 
+    @_stops_when_down
     def suggest(self, trial_id: str) -> dict | None:
         # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
         # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
@@ -276,6 +310,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         """No-op: BaseEpochStopper reports base epochs; Tune's iteration is not a step Optuna should see."""
 
+    @_stops_when_down
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         number = self._number.get(trial_id)
         if number is None:
@@ -317,6 +352,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         keys = [o.key for o in getattr(self, "_objectives", DEFAULT)]
         return [obj if k == K.OBJECTIVE else float(result.get(k, math.nan)) for k in keys]
 
+    @_stops_when_down
     def ended(self, trial) -> str:
         """How Tune trial `trial` ended, as on_trial_complete classified it. Tune tells this searcher first;
         only a trial it did not tell (one continued by --resume after an error: Tune's ConcurrencyLimiter
@@ -368,6 +404,7 @@ class BaseEpochStopper(_LiveStudy, Stopper):
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(pruner=self._pruner)
 
+    @_stops_when_down
     def __call__(self, trial_id: str, result: dict) -> bool:
         number = (result.get("config") or {}).get(OPTUNA_TRIAL_KEY)
         if number is None:

@@ -35,7 +35,7 @@ class TrackingError(RuntimeError):
 EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 
 
-def _locked(e: Exception) -> bool:
+def _locked(e: BaseException) -> bool:
     text = str(e).lower()
     return "database is locked" in text or "database table is locked" in text
 
@@ -61,9 +61,35 @@ class _Patient:
             patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
                                  wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked,
                                  before_sleep=_waiting)
-            return patiently(attr, *args, **kwargs)
+            try:
+                return patiently(attr, *args, **kwargs)
+            except Exception as e:
+                if isinstance(e, TrackingError) or not store_down(e):
+                    raise
+                raise TrackingError(f"the MLflow store stopped answering ({_first_line(e)}); start it "
+                                    "again") from None
 
         return call
+
+
+def store_down(e: BaseException) -> bool:
+    """Whether `e` (or its causes) says a database or tracking server stopped answering: MLflow's SQL store turns
+    the driver's connection errors into TEMPORARILY_UNAVAILABLE (module mlflow.store.db.utils: make_managed_session),
+    Optuna's RDB storage into StorageInternalError, SQLAlchemy raises OperationalError, a tracking server's client a
+    refused connection. A locked SQLite file is not one (`_Patient` waits it out), nor a full disk (its own message:
+    adbs_lab/driver/session.py: disk_full)."""
+    cur: BaseException | None = e
+    while cur is not None:
+        text = str(cur).lower()
+        if _locked(cur) or "disk is full" in text or "no space left" in text:
+            return False
+        if getattr(cur, "error_code", None) == "TEMPORARILY_UNAVAILABLE" or type(cur).__name__ in (
+                "OperationalError", "InterfaceError", "StorageInternalError") or any(
+                m in text for m in ("connection refused", "connection failed", "server closed the connection",
+                                    "could not connect", "terminating connection", "max retries exceeded")):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _waiting(state: RetryCallState) -> None:

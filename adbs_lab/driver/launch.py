@@ -6,6 +6,7 @@ full disk or a failed MLflow store ends in a message: either way `Launched` hold
 from __future__ import annotations
 
 import json
+import logging
 import math
 import shlex
 import sys
@@ -206,14 +207,20 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
     (a full disk, a failed MLflow store, or anything else Tune raised, whose traceback is printed once); both end
     with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
+    from adbs_lab import search
+
     _, tune_fs = p.where.tune_location()
     interrupted = failed = None
+    # Tune logs a searcher's error with its traceback ("Error stopping trial"); a StoreDown is reported once, below
+    logging.getLogger("ray.tune.execution.tune_controller").addFilter(_NotStoreDown())
     with Stop() as stop:
         try:
             stop.in_fit = True
             grid = tuner.fit()
             stop.in_fit = False
-            if stop.signal:
+            if search.STORE_DOWN:  # the searcher asked Tune to stop: the study failed, nobody interrupted it
+                failed = search.STORE_DOWN[0]
+            elif stop.signal:
                 interrupted = stop.signal
         except KeyboardInterrupt:
             interrupted = stop.signal or "Ctrl-C"
@@ -221,14 +228,32 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
             # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
             if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
-                failed = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+                why = str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+                failed = why if why.startswith("the MLflow store") else f"the MLflow store failed: {why}"
             elif disk_full(e):
                 failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
+            elif search.STORE_DOWN or tracking.store_down(e):
+                # the Optuna storage's database stopped answering (the searcher and stopper read it every result):
+                # one line, not the chained tracebacks of every call that found it gone
+                failed = search.STORE_DOWN[0] if search.STORE_DOWN else (
+                    f"the Optuna storage {tracking.redact_uri(p.optuna_url)} stopped answering "
+                    f"({error_line(str(e))[:200]}); start it again")
             else:  # e.g. Ray's memory monitor or a lost node: the results so far, the cause once, exit 1
                 traceback.print_exc(file=sys.stderr)
                 failed = f"Ray Tune stopped: {error_line(traceback.format_exc())}"
             grid = _results_so_far(p.where, tune_fs)
     return {"results": grid, "interrupted": interrupted, "failed": failed}
+
+
+class _NotStoreDown(logging.Filter):
+    """Drops Tune's log record of a searcher or stopper call that found the Optuna storage gone (search.StoreDown):
+    the study says so once, with the --resume command (adbs_lab/driver/summarise.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from adbs_lab.search import StoreDown
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
 
 
 def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:

@@ -5,8 +5,8 @@ Python callers; several studies run as one through adbs_lab/driver/compose.py (s
 
 - `preflight` (adbs_lab/driver/preflight.py) touches no Ray and trains nothing: whatever the run can refuse before
   its first trial ends there with exit 2 and nothing written; `--dry-run` is that preflight and one line.
-- inside `with study_lock(...)`, `cluster_slots` (launch.py) starts (or joins) Ray (session.py: `with
-  ray_session(...)`) and checks the cluster: every refusal, the cluster's too, comes before the claim.
+- inside `with study_lock(...)`, `cluster_slots` (launch.py) starts (or joins) Ray (session.py: ray_session)
+  and checks the cluster: every refusal, the cluster's too, comes before the claim.
 - `claim` (claim.py) takes the study's name in the Optuna storage (created once, atomically: a run that does not
   own the name is refused, exit 2, before it writes anything) and its folder: earlier results moved aside (a new
   study) or the interrupted run's files fetched (--resume).
