@@ -30,12 +30,13 @@ and runs the rest; base sessions are shared through <storage>/paper_<dataset>/ba
 Time: --smoke as measured in studies/times.json (the README quotes it); a rerun of a finished --smoke ~1.5 min
 (checks, report); the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs,
 "25-50 GPU hours", not measured).
-Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset): one folder per part (the study's own
-files), report.md with every table beside the paper's and every figure, figures/ redrawn from the MLflow
-store, dcs.md and dcs.csv; MLflow: one experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the
-paper run in experiment 'paper' naming them, with the report as its artifacts. --storage may be an object-store
-URL (s3://bucket/prefix?endpoint_override=HOST:PORT, as for every study): the parts write there, the report is
-drawn in a temporary folder and uploaded beside them, and a rerun reuses what finished there.
+Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset; with --name NAME, paper_<dataset>-NAME/, each
+part's folder and Optuna study named <part>-NAME): one folder per part (the study's own files), report.md with every
+table beside the paper's and every figure, figures/ redrawn from the MLflow store, dcs.md and dcs.csv; MLflow: one
+experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the paper run in experiment 'paper' naming them,
+with the report as its artifacts. --storage may be an object-store URL
+(s3://bucket/prefix?endpoint_override=HOST:PORT, as for every study): the parts write there, the report is drawn in
+a temporary folder and uploaded beside them, and a rerun reuses what finished there.
 """
 
 import math
