@@ -212,7 +212,8 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     _, tune_fs = p.where.tune_location()
     interrupted = failed = None
     # Tune logs a searcher's error with its traceback ("Error stopping trial"); a StoreDown is reported once, below
-    logging.getLogger("ray.tune.execution.tune_controller").addFilter(_NotStoreDown())
+    logging.getLogger("ray.tune.execution.tune_controller").addFilter(_NOT_STORE_DOWN)
+    search.STORE_DOWN.clear()  # an earlier study of this process (a part of studies/paper.py) is not this one
     with Stop() as stop:
         try:
             stop.in_fit = True
@@ -254,6 +255,9 @@ class _NotStoreDown(logging.Filter):
 
         exc = record.exc_info[1] if record.exc_info else None
         return not (isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
+
+
+_NOT_STORE_DOWN = _NotStoreDown()  # one instance: adding it again (every part of a composition) is a no-op
 
 
 def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
