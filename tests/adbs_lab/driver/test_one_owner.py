@@ -22,7 +22,6 @@ from _scripts import in_process
 from adbs_lab import options, search, study, tracking
 from adbs_lab.driver import claim
 from adbs_lab.paths import REPO_ROOT
-from adbs_lab.study_folder import rebind
 
 PY = sys.executable
 SWEEP = str(REPO_ROOT / "studies" / "alpha_sweep.py")
@@ -118,13 +117,19 @@ def test_no_cluster_at_address_is_refused_before_earlier_results_move_or_a_store
 
 def test_a_resumed_tracker_logs_to_the_store_this_command_names(tmp_path):
     """Ray Tune unpickles the tracker the study started with; --resume with another --tracking-uri (a copied store,
-    a moved server) must log there, not to the URI in the pickle."""
+    a moved server) must log there, not to the URI in the pickle: `claim` binds this command's stores."""
+    import dataclasses
+
+    opts = options.parse("t", argv=["--storage", str(tmp_path / "runs"), "--gpus-per-trial", "0",
+                                    "--tracking-uri", f"sqlite:///{tmp_path / 'old.db'}"])[0]
+    p = study.preflight(PLAN, opts)
     tracker = tracking.MlflowTracker.__new__(tracking.MlflowTracker)  # as Tune's pickle holds it (no store opened)
-    tracker.__dict__.update(uri="sqlite:////old/place/m.db", folder="t-resumed", study_dir=tmp_path, _client=None)
+    tracker.__dict__.update(uri=p.tracking_uri, folder=p.folder, study_dir=p.dir, _client=None)
     saved = pickle.dumps(tracker)
-    rebind("t-resumed", optuna_url="sqlite:////x/o.db", study_dir=str(tmp_path),
-           tracking_uri=f"sqlite:///{tmp_path / 'copy.db'}")
-    assert pickle.loads(saved).uri == f"sqlite:///{tmp_path / 'copy.db'}"
+    copied = f"sqlite:///{tmp_path / 'copy.db'}"
+    resumed = dataclasses.replace(p, opts=opts.replace(resume=True), tracking_uri=copied)
+    claim.claim(resumed)  # --resume: binds this command's stores, then Tuner.restore unpickles the tracker
+    assert pickle.loads(saved).uri == copied
 
 
 def test_a_database_stores_artifacts_under_the_storage_never_the_working_folder(tmp_path):
