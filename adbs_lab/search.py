@@ -47,8 +47,8 @@ from adbs_lab.redaction import redact
 from adbs_lab.tracking_store import store_down
 from adbs_lab.trial_records import classify, objective
 
-__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "make_pruner", "StudySearch", "tell",
-           "BaseEpochStopper"]
+__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "stops_when_down",
+           "make_pruner", "StudySearch", "tell", "BaseEpochStopper"]
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
@@ -97,7 +97,7 @@ STORE_DOWN: list[str] = []
 """Why the Optuna storage failed in this process (the first time), for the driver; empty while it answers."""
 
 
-def _stops_when_down(method: Callable[..., Any]) -> Callable[..., Any]:
+def stops_when_down(method: Callable[..., Any]) -> Callable[..., Any]:
     """A searcher or stopper call that reads or writes the Optuna storage: when the storage stops answering, the
     first failure asks Ray Tune to stop the study gracefully (SIGUSR1: Tune saves its state, so --resume runs the
     trial whose end was not told again) and every failure raises StoreDown, which the driver reports once."""
@@ -278,7 +278,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(sampler=self._sampler)
 
-    @_stops_when_down
+    @stops_when_down
     def suggest(self, trial_id: str) -> dict | None:
         # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
         # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
@@ -310,7 +310,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         """No-op: BaseEpochStopper reports base epochs; Tune's iteration is not a step Optuna should see."""
 
-    @_stops_when_down
+    @stops_when_down
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         number = self._number.get(trial_id)
         if number is None:
@@ -352,7 +352,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         keys = [o.key for o in getattr(self, "_objectives", DEFAULT)]
         return [obj if k == K.OBJECTIVE else float(result.get(k, math.nan)) for k in keys]
 
-    @_stops_when_down
+    @stops_when_down
     def ended(self, trial) -> str:
         """How Tune trial `trial` ended, as on_trial_complete classified it. Tune tells this searcher first;
         only a trial it did not tell (one continued by --resume after an error: Tune's ConcurrencyLimiter
@@ -404,7 +404,7 @@ class BaseEpochStopper(_LiveStudy, Stopper):
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(pruner=self._pruner)
 
-    @_stops_when_down
+    @stops_when_down
     def __call__(self, trial_id: str, result: dict) -> bool:
         number = (result.get("config") or {}).get(OPTUNA_TRIAL_KEY)
         if number is None:

@@ -72,6 +72,12 @@ class _Patient:
         return call
 
 
+def patient(client):
+    """`client` (an MlflowClient) as the study uses it: a locked SQLite store waited out, a store that stopped
+    answering a TrackingError (`_Patient`)."""
+    return _Patient(client)
+
+
 def store_down(e: BaseException) -> bool:
     """Whether `e` (or its causes) says a database or tracking server stopped answering: MLflow's SQL store turns
     the driver's connection errors into TEMPORARILY_UNAVAILABLE (module mlflow.store.db.utils: make_managed_session),

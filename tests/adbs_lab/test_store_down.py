@@ -1,5 +1,5 @@
 """A database that stops answering mid-study ends the study once, with one line: the MLflow store's calls raise
-TrackingError (adbs_lab/tracking_store.py: _Patient), the Optuna storage's calls ask Ray Tune to stop and raise
+TrackingError (adbs_lab/tracking_store.py: patient), the Optuna storage's calls ask Ray Tune to stop and raise
 StoreDown (adbs_lab/search.py), which adbs_lab/driver/launch.py reports as the study's failure with --resume. The
 errors here are the ones MLflow's SQL store and Optuna's RDB storage raise for a refused connection (seen with a
 PostgreSQL server stopped mid-study); the calls that raise them are our own stand-ins."""
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import signal
 
+import optuna
 import pytest
 import sqlalchemy.exc
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import TEMPORARILY_UNAVAILABLE
 
 from adbs_lab import search, tracking
-from adbs_lab.tracking_store import _Patient
+from adbs_lab.tracking_store import patient
 
 REFUSED = 'connection failed: connection to server at "127.0.0.1", port 5432 failed: Connection refused'
 
@@ -32,9 +33,9 @@ def test_an_mlflow_store_that_stopped_answering_is_a_tracking_error_not_a_traceb
             raise MlflowException("RESOURCE_DOES_NOT_EXIST: no experiment 7")
 
     with pytest.raises(tracking.TrackingError, match="the MLflow store stopped answering .*Connection refused"):
-        _Patient(Client()).get_run("x")
+        patient(Client()).get_run("x")
     with pytest.raises(MlflowException, match="RESOURCE_DOES_NOT_EXIST"):  # any other error is the caller's
-        _Patient(Client()).get_experiment("7")
+        patient(Client()).get_experiment("7")
 
 
 def test_an_optuna_storage_that_stopped_answering_stops_the_study_once(monkeypatch):
@@ -47,12 +48,12 @@ def test_an_optuna_storage_that_stopped_answering_stops_the_study_once(monkeypat
     class Searcher:
         _storage_url = "postgresql://u:secret@db.example/optuna"
 
-        @search._stops_when_down
+        @search.stops_when_down
         def on_trial_complete(self, trial_id):
-            raise search.optuna.exceptions.StorageInternalError("An exception is raised during the commit.") \
+            raise optuna.exceptions.StorageInternalError("An exception is raised during the commit.") \
                 from _operational()
 
-        @search._stops_when_down
+        @search.stops_when_down
         def suggest(self, trial_id):
             raise KeyError(trial_id)
 
