@@ -158,6 +158,9 @@ class StudyOptions:
     """MLflow tracking URI (default $MLFLOW_TRACKING_URI or the project's store, mlflow/mlflow.db)"""
     argv: tuple[str, ...] = _flag(flag=None, default_factory=lambda: tuple(sys.argv))
     """The command line as typed (for --resume hints and the logged command)."""
+    continue_argv: tuple[str, ...] | None = _flag(flag=None, default=None)
+    """The command that continues this study when another command runs it as a part (studies/paper.py: its own
+    command line, which reuses and continues its parts); None: this study's own command with --resume."""
 
     def __post_init__(self) -> None:
         # URL flags that may carry a password print, log, tag and pickle redacted (adbs/redaction.py: SecretUrl)
@@ -232,13 +235,7 @@ class StudyOptions:
             raise StudyInputError(f"--max-failures must be >= 0, got {self.max_failures}")
         if self.checkpoint_every < 1:
             raise StudyInputError(f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
-        if self.name is not None and (not NAME.match(self.name) or ".." in self.name):
-            raise StudyInputError(f"--name {self.name!r}: a study name is one folder name: letters, digits, '.', "
-                                  "'_' and '-', starting with a letter or digit (no '/', no '..')")
-        if self.name is not None and len(self.name) > MAX_NAME:
-            raise StudyInputError(f"--name is {len(self.name)} characters long; at most {MAX_NAME}: it names the "
-                                  "study's folder (and the folder earlier results are moved to), whose name the "
-                                  "filesystem limits; pass a shorter --name")
+        check_name(self.name)
         if self.smoke and self.preset not in SMOKE_PRESETS:
             raise StudyInputError(
                 f"--smoke runs the seconds-long smoke preset on the embedded benchmark and cannot shorten --preset "
@@ -382,12 +379,28 @@ def _usage_error(p: argparse.ArgumentParser, msg: str) -> int:
     return 2
 
 
+def check_name(name: str | None) -> None:
+    """--name: one folder name under --storage (the study's folder, its moved-aside copy and its Optuna study are
+    named by it), never a path out of it; StudyInputError otherwise. Every command that takes --name checks it here
+    (a study's `check`, studies/paper.py)."""
+    if name is not None and (not NAME.match(name) or ".." in name):
+        raise StudyInputError(f"--name {name!r}: a study name is one folder name: letters, digits, '.', "
+                              "'_' and '-', starting with a letter or digit (no '/', no '..')")
+    if name is not None and len(name) > MAX_NAME:
+        raise StudyInputError(f"--name is {len(name)} characters long; at most {MAX_NAME}: it names the "
+                              "study's folder (and the folder earlier results are moved to), whose name the "
+                              "filesystem limits; pass a shorter --name")
+
+
 def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:
-    """The command that continues this study, as printed: a URL's password shows as *** (adbs/redaction.py), to be
-    typed again or kept out of the URL (~/.pgpass, PGPASSWORD)."""
+    """The command that continues this study, as printed: its own with --resume, or, for a part of a composition,
+    the composition's (`continue_argv`), so a part and its composition give one advice. A URL's password shows as
+    *** (adbs/redaction.py), to be typed again or kept out of the URL (~/.pgpass, PGPASSWORD)."""
+    if opts.continue_argv is not None:
+        return [python(), *[redact(a) for a in opts.continue_argv]]
     argv = [redact(a) for a in opts.argv]
     return [python(), *argv] + ([] if "--resume" in argv else ["--resume"])
 
 
-__all__ = ["Defaults", "PRUNERS", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command",
+__all__ = ["Defaults", "PRUNERS", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command", "check_name",
            "ConfigError", "FLAGS_ONLY_ENV"]

@@ -178,15 +178,16 @@ def redraw_meta(run, uri: str) -> dict[str, str]:
 
 
 def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tags: dict[str, str], files: list[Path],
-            root: Path) -> str:
+            root: Path, storage: str | None = None) -> str:
     """The paper study's MLflow run (experiment `paper`): the parts' parent runs in a tag, the report as artifacts
-    (beside the store's other artifacts, as the studies' experiments keep theirs)."""
+    (beside the store's other artifacts, as the studies' experiments keep theirs; `storage`: the parts' --storage,
+    where a database store's artifacts go)."""
     import time
 
     from adbs_lab.tracking import artifact_root
 
     exp = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT, artifact_location=artifact_root(uri))
+    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT, artifact_location=artifact_root(uri, storage))
     run = client.create_run(exp_id, run_name=f"paper {dataset or 'embedded'} {time.strftime('%Y-%m-%d %H:%M')}",
                             tags={"adbs.role": ROLE, "adbs.dataset": dataset or "", "adbs.parts": json.dumps(parts),
                                   **tags})

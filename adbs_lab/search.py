@@ -24,11 +24,13 @@ tables read it (adbs_lab/driver/summarise.py).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import pickle
+import signal
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import optuna
 from optuna.trial import TrialState
@@ -42,9 +44,12 @@ from adbs_lab.objectives import DEFAULT, Objective
 from adbs_lab.options import PRUNERS
 from adbs_lab.redaction import reveal
 from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
+from adbs_lab.redaction import redact
+from adbs_lab.tracking_store import store_down
 from adbs_lab.trial_records import classify, objective
 
-__all__ = ["optuna_storage", "make_pruner", "StudySearch", "tell", "BaseEpochStopper"]
+__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "stops_when_down",
+           "make_pruner", "StudySearch", "tell", "BaseEpochStopper"]
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
@@ -84,6 +89,52 @@ def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
                 raise
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+class StoreDown(RuntimeError):
+    """The Optuna storage stopped answering: the study stops at once (adbs_lab/driver/launch.py: _fit), as one
+    error line with the --resume command, instead of each trial failing and being retried against it."""
+
+
+STORE_DOWN: list[str] = []
+"""Why the Optuna storage failed in this process (the first time), for the driver; empty while it answers."""
+
+
+def stops_when_down(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A searcher or stopper call that reads or writes the Optuna storage: when the storage stops answering, the
+    first failure asks Ray Tune to stop the study gracefully (SIGUSR1: Tune saves its state, so --resume runs the
+    trial whose end was not told again) and every failure raises StoreDown, which the driver reports once."""
+    @functools.wraps(method)
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            if isinstance(e, StoreDown) or not store_down(e):
+                raise
+            if not STORE_DOWN:
+                STORE_DOWN.append(f"the Optuna storage {redact(self._storage_url)} stopped answering "
+                                  f"({str(e.__cause__ or e).strip().splitlines()[0][:200]}); start it again")
+                if hasattr(signal, "SIGUSR1"):
+                    os.kill(os.getpid(), signal.SIGUSR1)
+            raise StoreDown(STORE_DOWN[0]) from None
+    return call
+
+
+class StudyNameTaken(RuntimeError):
+    """The Optuna storage holds a study of this name already: another run owns it."""
+
+
+def create_study(url: str, name: str, objectives: Sequence[Objective] = DEFAULT) -> None:
+    """Create Optuna study `name` in the storage at `url`, one direction per objective, once: the database's unique
+    study name makes the create atomic (optuna/storages/_rdb/storage.py: create_new_study raises
+    DuplicatedStudyError), so of two runs that create the same name at the same time exactly one succeeds, and the
+    other gets StudyNameTaken. A check ("does the storage hold it?") followed by create_study(load_if_exists=True)
+    would let both pass the check and then share one study, each running part of the other's grid."""
+    try:
+        optuna.create_study(storage=optuna_storage(url), study_name=name,
+                            directions=[o.optuna_direction for o in objectives])
+    except optuna.exceptions.DuplicatedStudyError:
+        raise StudyNameTaken(name) from None
 
 
 def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:
@@ -148,7 +199,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
             # OptunaSearch creates the study with one direction from its metric and mode, which stay K.OBJECTIVE/max:
             # Tune checks that every report carries the searcher's metric (strict metric checking), and only
             # K.OBJECTIVE rides on every report (trainable.PLACEHOLDER). Created here first with a direction per
-            # objective, the study is loaded by OptunaSearch as it is (create_study(load_if_exists=True)).
+            # objective, the study is loaded by OptunaSearch as it is (create_study(load_if_exists=True)). A study's
+            # driver has created it already (`create_study`, before its folder is claimed); this is for other callers.
             optuna.create_study(storage=optuna_storage(storage_url), study_name=study_name, sampler=sampler,
                                 directions=[o.optuna_direction for o in self._objectives], load_if_exists=True)
         self._storage_url = storage_url
@@ -229,6 +281,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(sampler=self._sampler)
 
+    @stops_when_down
     def suggest(self, trial_id: str) -> dict | None:
         # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
         # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
@@ -260,6 +313,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         """No-op: BaseEpochStopper reports base epochs; Tune's iteration is not a step Optuna should see."""
 
+    @stops_when_down
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         number = self._number.get(trial_id)
         if number is None:
@@ -301,6 +355,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         keys = [o.key for o in getattr(self, "_objectives", DEFAULT)]
         return [obj if k == K.OBJECTIVE else float(result.get(k, math.nan)) for k in keys]
 
+    @stops_when_down
     def ended(self, trial) -> str:
         """How Tune trial `trial` ended, as on_trial_complete classified it. Tune tells this searcher first;
         only a trial it did not tell (one continued by --resume after an error: Tune's ConcurrencyLimiter
@@ -352,6 +407,7 @@ class BaseEpochStopper(_LiveStudy, Stopper):
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(pruner=self._pruner)
 
+    @stops_when_down
     def __call__(self, trial_id: str, result: dict) -> bool:
         number = (result.get("config") or {}).get(OPTUNA_TRIAL_KEY)
         if number is None:

@@ -6,7 +6,7 @@ adbs_lab/driver/ (preflight, claim, launch, summarise, one job a module; several
 from __future__ import annotations
 
 from adbs_lab.driver.claim import claim
-from adbs_lab.driver.launch import launch, resources
+from adbs_lab.driver.launch import cluster_slots, launch, resources
 from adbs_lab.driver.preflight import held, preflight, size, validate
 from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.driver.run import main, run
@@ -15,4 +15,4 @@ from adbs_lab.options import StudyInputError
 from adbs_lab.plan import Plan
 
 __all__ = ["Plan", "Prepared", "Outcome", "StudyInputError", "validate", "size", "held", "preflight", "claim",
-           "launch", "resources", "summarise", "ended_count", "run", "main", "fail"]
+           "cluster_slots", "launch", "resources", "summarise", "ended_count", "run", "main", "fail"]

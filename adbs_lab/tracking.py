@@ -35,6 +35,7 @@ from adbs_lab.tracking_store import (  # noqa: F401 - the store's public names, 
     check_tracking_uri,
     client,
     redact_uri,
+    store_down,
     tracking_problem,
     tracking_uri,
     ui_command,
@@ -70,9 +71,11 @@ def load_runs(study_dir: Path) -> dict[str, Any]:
 
 class MlflowTracker(Callback):
     def __init__(self, *, uri: str, study: str, folder: str, study_dir: Path, run_name: str, tags: dict[str, str],
-                 varying: list[str], resume: bool, ends=None) -> None:
-        """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch)."""
+                 varying: list[str], resume: bool, ends=None, storage: str | None = None) -> None:
+        """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch);
+        `storage`: the study's --storage, where a database store's artifacts go (tracking_store.artifact_root)."""
         self.uri, self.study, self.folder, self.study_dir = uri, study, folder, Path(study_dir)
+        self.storage = storage
         self.run_name, self.tags, self.varying = run_name, tags, varying
         self.resume, self.ends = resume, ends
         self._client = None
@@ -94,7 +97,9 @@ class MlflowTracker(Callback):
         self._client = None
         # --resume elsewhere: this driver's staging folder (study_folder.rebind)
         self.study_dir = rebound(self.folder, "study_dir", self.study_dir)
-        # pickled, the URI kept only its redacted text (adbs/redaction.py: SecretUrl): this driver's, with its password
+        # and the MLflow store this command names (a copied store, a rotated password, a moved server): the resumed
+        # trials are logged where the user says, not to the URI pickled when the study started (which kept only its
+        # redacted text anyway: adbs/redaction.py, SecretUrl)
         self.uri = rebound(self.folder, "tracking_uri", self.uri)
 
     @property
@@ -128,7 +133,7 @@ class MlflowTracker(Callback):
         """The study's experiment, made now; when another study of the same name (another --name) made it between
         our look-up and now (two studies started together: bench/load.py found it), that one."""
         try:
-            return self.client.create_experiment(self.study, artifact_location=artifact_root(self.uri),
+            return self.client.create_experiment(self.study, artifact_location=artifact_root(self.uri, self.storage),
                                                  tags={EXPERIMENT_KIND: MODEL_TRAINING})
         except Exception as e:  # noqa: BLE001 - MlflowException (RESOURCE_ALREADY_EXISTS) or the database's error
             exp = self.client.get_experiment_by_name(self.study)

@@ -35,7 +35,7 @@ class TrackingError(RuntimeError):
 EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 
 
-def _locked(e: Exception) -> bool:
+def _locked(e: BaseException) -> bool:
     text = str(e).lower()
     return "database is locked" in text or "database table is locked" in text
 
@@ -61,9 +61,41 @@ class _Patient:
             patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
                                  wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked,
                                  before_sleep=_waiting)
-            return patiently(attr, *args, **kwargs)
+            try:
+                return patiently(attr, *args, **kwargs)
+            except Exception as e:
+                if isinstance(e, TrackingError) or not store_down(e):
+                    raise
+                raise TrackingError(f"the MLflow store stopped answering ({_first_line(e)}); start it "
+                                    "again") from None
 
         return call
+
+
+def patient(client):
+    """`client` (an MlflowClient) as the study uses it: a locked SQLite store waited out, a store that stopped
+    answering a TrackingError (`_Patient`)."""
+    return _Patient(client)
+
+
+def store_down(e: BaseException) -> bool:
+    """Whether `e` (or its causes) says a database or tracking server stopped answering: MLflow's SQL store turns
+    the driver's connection errors into TEMPORARILY_UNAVAILABLE (module mlflow.store.db.utils: make_managed_session),
+    Optuna's RDB storage into StorageInternalError, SQLAlchemy raises OperationalError, a tracking server's client a
+    refused connection. A locked SQLite file is not one (`_Patient` waits it out), nor a full disk (its own message:
+    adbs_lab/driver/session.py: disk_full)."""
+    cur: BaseException | None = e
+    while cur is not None:
+        text = str(cur).lower()
+        if _locked(cur) or "disk is full" in text or "no space left" in text:
+            return False
+        if getattr(cur, "error_code", None) == "TEMPORARILY_UNAVAILABLE" or type(cur).__name__ in (
+                "OperationalError", "InterfaceError", "StorageInternalError") or any(
+                m in text for m in ("connection refused", "connection failed", "server closed the connection",
+                                    "could not connect", "terminating connection", "max retries exceeded")):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _waiting(state: RetryCallState) -> None:
@@ -100,12 +132,24 @@ def client(uri: str):
     return MlflowClient(reveal(uri))
 
 
-def artifact_root(uri: str) -> str | None:
-    """Artifacts beside a SQLite store (`<db dir>/artifacts`); a server decides its own."""
+DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")
+"""URI schemes of a database server MLflow keeps its runs in (a driver after '+': postgresql+psycopg://)."""
+
+
+def artifact_root(uri: str, storage: str | None = None) -> str | None:
+    """Where an experiment made in tracking store `uri` keeps its artifacts: beside a SQLite store
+    (`<db dir>/artifacts`); for a database server, under the study's --storage (`<storage>/mlflow_artifacts`; the
+    project's mlflow/artifacts when --storage is an object store or not given); None for a tracking server, which
+    decides its own (its --artifacts-destination). Never None for a database: MLflow would put them in ./mlruns of
+    whatever folder the command runs in."""
     if uri == paths.DEFAULT_TRACKING_URI:
         return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
     if uri.startswith("sqlite:///"):
         return (Path(uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
+    if uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
+        if storage and "://" not in storage:  # a folder (an object-store URL is not one MLflow's file store writes)
+            return (Path(storage).expanduser().resolve() / "mlflow_artifacts").as_uri()
+        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
     return None
 
 
@@ -144,7 +188,7 @@ def tracking_problem(uri: str) -> None:
             raise TrackingError(f"tracking URI {uri!r}: {problem}")
         if not db.is_file() or db.stat().st_size == 0:
             return  # created by check_tracking_uri when the study starts
-    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "postgres", "mysql", "mssql"):
+    elif uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
         _connect(uri, hint)  # MLflow's client would create its tables in an empty database
         return
     try:

@@ -30,12 +30,13 @@ and runs the rest; base sessions are shared through <storage>/paper_<dataset>/ba
 Time: --smoke as measured in studies/times.json (the README quotes it); a rerun of a finished --smoke ~1.5 min
 (checks, report); the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs,
 "25-50 GPU hours", not measured).
-Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset): one folder per part (the study's own
-files), report.md with every table beside the paper's and every figure, figures/ redrawn from the MLflow
-store, dcs.md and dcs.csv; MLflow: one experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the
-paper run in experiment 'paper' naming them, with the report as its artifacts. --storage may be an object-store
-URL (s3://bucket/prefix?endpoint_override=HOST:PORT, as for every study): the parts write there, the report is
-drawn in a temporary folder and uploaded beside them, and a rerun reuses what finished there.
+Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset; with --name NAME, paper_<dataset>-NAME/, each
+part's folder and Optuna study named <part>-NAME): one folder per part (the study's own files), report.md with every
+table beside the paper's and every figure, figures/ redrawn from the MLflow store, dcs.md and dcs.csv; MLflow: one
+experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the paper run in experiment 'paper' naming them,
+with the report as its artifacts. --storage may be an object-store URL
+(s3://bucket/prefix?endpoint_override=HOST:PORT, as for every study): the parts write there, the report is drawn in
+a temporary folder and uploaded beside them, and a rerun reuses what finished there.
 """
 
 import math
@@ -75,6 +76,10 @@ def main() -> int:
                    help=f"host methods of the main table, each without and with ADBS (default: "
                         f"{' '.join(hosts.spaces.HOSTS)}, the paper's four)")
     opts, extra = options.parse(p)
+    try:  # the paper's folder and its parts' are named by --name: one folder name, confined to --storage
+        options.check_name(opts.name)
+    except options.StudyInputError as e:
+        p.error(str(e))
     dataset = _dataset(p, opts)
     t0 = time.time()
     label = dataset or "embedded"
@@ -95,7 +100,12 @@ def main() -> int:
         return outcome.OK
     codes = whole.run(checked)
     code = outcome.worst(codes.values())
-    _report(whole, checked, opts, dataset, out or Path(tempfile.mkdtemp(prefix=f"adbs-{folder}-report-")), t0)
+    shown = compose.reportable(checked, codes)
+    if not shown:  # every part refused: no report and no paper run, which would stand for a paper study that ran
+        print(f"\nerror: {whole.title}: every part was refused (see each part's error above); no report was written",
+              file=sys.stderr, flush=True)
+        return code
+    _report(whole, checked, shown, opts, dataset, out or Path(tempfile.mkdtemp(prefix=f"adbs-{folder}-report-")), t0)
     if code != outcome.OK:
         bad = ", ".join(f"{name} (exit {c})" for name, c in codes.items() if c != outcome.OK)
         print(f"\nerror: {whole.title}: {bad} did not end well (see each part's lines above); the report holds what "
@@ -131,7 +141,9 @@ def _parts(p, opts: options.StudyOptions, host_list: list[str], dataset: str | N
            storage: str) -> list[compose.Part]:
     """The four part studies, each as its own script plans it, with the paper's options."""
     # the paper's stated settings (alpha 0.05, base batch 128) on the released code's preset of the dataset
-    part_opts = opts.replace(storage=storage, name=None,
+    # Each part is named by the paper's --name (its folder and its Optuna study: two paper studies of other names
+    # on one --optuna-storage never share a part), and its advice to continue is the paper's own command.
+    part_opts = opts.replace(storage=storage, continue_argv=opts.argv,
                              preset=f"{dataset}_paper" if dataset and not opts.smoke else opts.preset)
     # --set <host>.<option> reaches that host's rows of the main table (the hosts study routes it); the other parts
     # run the baseline host, which has no such options.
@@ -189,11 +201,12 @@ def _print_gpu_hours(checked: list[compose.Checked], dataset: str) -> None:
           "times less, and SAVC, ALICE and OrCo, which train several views per image, more", flush=True)
 
 
-def _report(whole: compose.Composite, checked: list[compose.Checked], opts: options.StudyOptions,
+def _report(whole: compose.Composite, checked: list[compose.Checked], shown: list[str], opts: options.StudyOptions,
             dataset: str | None, out: Path, t0: float) -> None:
     """One report from the MLflow store (every table beside the paper's, every figure, D_cs) and the paper run
-    naming the parts' parent runs; for an object store, uploaded beside the parts."""
-    runs = whole.parent_runs()
+    naming the parent runs of the parts `shown` (reused or run, never refused); for an object store, uploaded beside
+    the parts."""
+    runs = whole.parent_runs(shown)
     command = " ".join(logged_argv(opts.argv))  # no credentials of an object-store URL
     meta = {"command": f"`{command}`", "dataset": dataset or "embedded synthetic benchmark",
             "preset": next(c.part.opts for c in checked if c.name == "ablation").preset_name,
@@ -204,7 +217,7 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], opts: opti
     client = MlflowClient(reveal(whole.tracking_uri))  # the SecretUrl's real URL (adbs/redaction.py)
     files = paper_report.write_report(client, runs, out, dataset=dataset, meta=meta)
     run_id = paper_report.log_run(client, whole.tracking_uri, dataset=dataset, parts=runs, files=files, root=out,
-                                  tags={"adbs.command": command[:7500], "adbs.storage": whole.shown})
+                                  storage=whole.storage, tags={"adbs.command": command[:7500], "adbs.storage": whole.shown})
     report_at = out / "report.md"
     if objstore.is_url(whole.storage):  # beside the parts, as each study uploads its own report; the staging goes
         fs, path = objstore.open_fs(whole.storage)

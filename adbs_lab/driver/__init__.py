@@ -6,11 +6,13 @@ package itself imports nothing, so `from adbs_lab.driver import launch` is the m
     preflight  every check before the first trial, nothing written; --dry-run is it and one line (validate, size,
                held: what a study's folder holds of this very study)
     resume     the checks of --resume and what it keeps of the interrupted run (part of the preflight)
-    claim      the study's folder taken under its lock: earlier results moved aside, or --resume's files fetched
+    claim      the study's name taken in the Optuna storage (created once: another run's name, exit 2) and its
+               folder under its lock: earlier results moved aside, or --resume's files fetched
     session    the process's environment, the Ray session, SIGTERM as Ctrl-C, what a full disk looks like
-    launch     resources per trial, Optuna's searcher and pruner, the MLflow tracker, Ray Tune's fit
+    launch     Ray and resources per trial (cluster_slots, before the claim), Optuna's searcher and pruner, the
+               MLflow tracker, Ray Tune's fit
     summarise  tables, figures, report, upload, and the exit code (adbs_lab/outcome.py)
-    run        preflight -> claim -> launch -> summarise (`run`, `main`, `dry_run`)
+    run        preflight -> cluster_slots -> claim -> launch -> summarise (`run`, `main`, `dry_run`)
     compose    several studies, one plan, one cost line, one preflight, reuse of what finished (studies/paper.py)
 """
 

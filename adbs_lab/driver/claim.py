@@ -29,18 +29,22 @@ def study_lock(p: Prepared) -> Iterator[None]:
 
 
 def claim(p: Prepared) -> None:
-    """Under `study_lock`, after every check has passed (preflight): a new study gets its folder (earlier results
-    moved aside) and study.json; --resume gets the interrupted run's files (an object store's snapshot)."""
+    """Under `study_lock`, after every check has passed (preflight, and Ray's in adbs_lab/driver/run.py): a new
+    study takes its name in the Optuna storage (`own_name`), gets its folder (earlier results moved aside) and
+    study.json; --resume gets the interrupted run's files (an object store's snapshot) and loads its Optuna study."""
     from adbs_lab.study_folder import rebind
 
     # Tuner.restore unpickles the searcher, stopper and tracker of the driver that started the study, with its
-    # paths; it takes no new ones (ray/tune/tuner.py: restore), so they look this driver's paths up here.
-    rebind(p.where.folder, optuna_url=p.optuna_url, tracking_uri=p.tracking_uri, study_dir=str(p.where.local))
+    # paths and stores; it takes no new ones (ray/tune/tuner.py: restore), so they look this driver's up here: the
+    # stores this command names, not the ones the interrupted run was started with.
+    rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local), tracking_uri=p.tracking_uri)
     where = p.where
     if p.opts.resume:
         if where.remote:
             where.pull_for_resume()
         return
+    if p.opts.optuna_storage:  # a shared storage: the name first, so a run that does not own it moves nothing
+        own_name(p)
     if where.in_use():
         stamp = where.aside_stamp()
         print(f"{where} holds {held_study(where)}: moving it to {where.aside(stamp)}, since this run starts a new "
@@ -48,12 +52,27 @@ def claim(p: Prepared) -> None:
               "interrupted study instead)", flush=True)
         where.move_aside(stamp)
     where.prepare()
+    if not p.opts.optuna_storage:  # the folder's own optuna.db, new: the folder's lock makes the name this run's
+        own_name(p)
     ident_file = where.local / "study.json"
     ident_file.write_text(json.dumps({"study": p.plan.name, "folder": where.folder, "fingerprint": p.fingerprint,
                                       "command": p.command, "settings": p.settings, "trials": p.total,
                                       "started": time.strftime("%Y-%m-%d %H:%M")}, indent=1))
     where.push([ident_file])
 
+
+def own_name(p: Prepared) -> None:
+    """Create the study's Optuna study, once (adbs_lab/search.py: create_study, atomic in the database): of two runs
+    of one name started together on one Optuna storage exactly one gets it; the other is refused here, exit 2,
+    before it writes anything (the preflight's check of the name, which both pass, only reads)."""
+    from adbs_lab import objectives
+    from adbs_lab.driver.preflight import name_taken
+    from adbs_lab.search import StudyNameTaken, create_study
+
+    try:
+        create_study(p.optuna_url, p.folder, objectives.effective(p.opts.objectives))
+    except StudyNameTaken:
+        fail(name_taken(p.optuna_url, p.where, p.fingerprint))
 
 
 def held_study(where: StudyFolder) -> str:

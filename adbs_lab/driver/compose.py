@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Collection
 
 from adbs.config import ConfigError
 from adbs_lab import outcome, tracking
 from adbs_lab.driver import interrupts
-from adbs_lab.driver.preflight import held, size, validate
+from adbs_lab.driver.preflight import check_name_free, held, size, study_fingerprint, validate
 from adbs_lab.driver.prepared import fail
 from adbs_lab.driver.run import run
 from adbs_lab.driver.session import env_defaults
@@ -29,7 +29,8 @@ from adbs_lab.options import StudyInputError, StudyOptions
 from adbs_lab.plan import Plan
 from adbs_lab.study_folder import StudyFolder
 
-__all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "total", "to_run", "interruptible"]
+__all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "reportable", "total", "to_run",
+           "interruptible"]
 
 FINISHED, UNFINISHED = "finished", "unfinished"
 """What a part's folder holds of this very part (adbs_lab/driver/preflight.py: held); None: nothing of it."""
@@ -105,13 +106,15 @@ class Composite:
         state = held(plan, opts, base_cfg)
         bases = {repr(sorted((k, v) for k, v in c.to_dict().items() if k not in part.base_free)): c
                  for c in configs}.values() if part.base_free else configs
-        where = StudyFolder(self.storage, plan.name)
+        where = StudyFolder(self.storage, plan.name + opts.folder)
         try:
             busy = where.running()
+            if busy and state != FINISHED:
+                raise StudyInputError(busy)
+            if state is None:  # a new study, as the part's own run will find it: its name free in the Optuna storage
+                check_name_free(opts, where, study_fingerprint(plan, opts, base_cfg))
         finally:
             where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
-        if busy and state != FINISHED:
-            raise StudyInputError(busy)
         return Checked(part, n, sum(c.base_epochs for c in bases), state)
 
     def print_cost(self, checked: list[Checked], estimate: Callable[[Checked], str], seeds) -> None:
@@ -147,11 +150,14 @@ class Composite:
                     raise SystemExit(outcome.INTERRUPTED) from None
         return codes
 
-    def parent_runs(self) -> dict[str, str]:
-        """{part: its MLflow parent run} of the parts that have one (a part refused at its own checks has none)."""
+    def parent_runs(self, names: Collection[str] | None = None) -> dict[str, str]:
+        """{part: its MLflow parent run} of the parts that have one, of those `names` (default: every part); a part
+        refused at its own checks has none of its own (its folder may hold an earlier study's: leave it out)."""
         runs = {}
         for part in self.parts:
-            where = StudyFolder(self.storage, part.plan.name)
+            if names is not None and part.name not in names:
+                continue
+            where = StudyFolder(self.storage, part.plan.name + part.opts.folder)
             try:
                 run_id = json.loads(where.read_text(tracking.RUNS_FILE) or "{}").get("parent")
             finally:
@@ -172,6 +178,12 @@ def interruptible(name: str, main: Callable[[], int]) -> int:
             print(f"\n{name}: interrupted ({ints.name}); rerun the same command to continue (finished parts are "
                   "reused)", file=sys.stderr, flush=True)
             return outcome.INTERRUPTED
+
+
+def reportable(checked: list[Checked], codes: dict[str, int]) -> list[str]:
+    """The parts a report may show: reused (finished earlier) or run by this command, not refused (exit 2: it ran
+    nothing, and its folder holds at most an earlier study)."""
+    return [c.name for c in checked if c.state == FINISHED or codes.get(c.name, outcome.REFUSED) != outcome.REFUSED]
 
 
 def total(checked: list[Checked]) -> int:

@@ -6,6 +6,7 @@ full disk or a failed MLflow store ends in a message: either way `Launched` hold
 from __future__ import annotations
 
 import json
+import logging
 import math
 import shlex
 import sys
@@ -31,8 +32,8 @@ from adbs_lab.study_folder import StudyFolder
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
-__all__ = ["Launched", "Slots", "launch", "trial_slots", "resources", "print_start", "resumed", "load_factor",
-           "MEASURED_AT"]
+__all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
+           "load_factor", "MEASURED_AT"]
 
 
 @dataclass
@@ -56,19 +57,26 @@ class Slots:
     max_concurrent: int
 
 
-def launch(p: Prepared) -> Launched:
-    """Ray, the cluster checks, Optuna (sampler, pruner) and MLflow (tracker), then Tune runs the trials."""
+def cluster_slots(p: Prepared) -> Slots:
+    """Ray started (or joined, --address) and the trials' resources checked against it: what the cluster refuses
+    (nothing at --address, too few GPUs, a multi-node check) ends here, exit 2, before `claim` moves earlier
+    results aside or a store is created (adbs_lab/driver/run.py)."""
+    with ray_session(p) as res:
+        return trial_slots(p, res)
+
+
+def launch(p: Prepared, slots: Slots) -> Launched:
+    """With Ray up and `slots` checked (`cluster_slots`): the MLflow store, Optuna (sampler, pruner) and MLflow
+    (tracker), then Tune runs the trials."""
     with bad_input():
         tracking.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
     tracker = None
-    try:  # Ray up to Tune's fit: an interruption here ends the study with its line (no trial ran yet)
-        with ray_session(p) as res:
-            slots = trial_slots(p, res)
-            print_start(p, slots.max_concurrent)
-            pause_point("ray_started")
-            searcher, stopper = _search(p)
-            tracker, progress = _tracking(p, searcher, slots)
-            tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
+    try:  # Ray is up; to Tune's fit: an interruption here ends the study with its line (no trial ran yet)
+        print_start(p, slots.max_concurrent)
+        pause_point("ray_started")
+        searcher, stopper = _search(p)
+        tracker, progress = _tracking(p, searcher, slots)
+        tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
     except KeyboardInterrupt:
         if tracker is not None:
             tracker.finish("KILLED")
@@ -155,7 +163,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher)
+                                     ends=searcher, storage=opts.storage)
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
                         max_concurrent=slots.max_concurrent, objectives=objectives.effective(opts.objectives))
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
@@ -211,13 +219,20 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
     (a full disk, a failed MLflow store, or anything else Tune raised, whose traceback is printed once); both end
     with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
+    from adbs_lab import search
+
     _, tune_fs = p.where.tune_location()
     interrupted = failed = None
+    # Tune logs a searcher's error with its traceback ("Error stopping trial"); a StoreDown is reported once, below
+    logging.getLogger("ray.tune.execution.tune_controller").addFilter(_NOT_STORE_DOWN)
+    search.STORE_DOWN.clear()  # an earlier study of this process (a part of studies/paper.py) is not this one
     stop = interrupts.current()
     try:
         with stop.during("tune"):  # Ctrl-C and SIGTERM: Tune's graceful stop, once it listens for it
             grid = tuner.fit()
-        if stop.signal:
+        if search.STORE_DOWN:  # the searcher asked Tune to stop (SIGUSR1): the study failed, nobody interrupted it
+            failed = search.STORE_DOWN[0]
+        elif stop.signal:
             interrupted = stop.name
     except KeyboardInterrupt:
         interrupted = stop.name
@@ -225,14 +240,35 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
         # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
         if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
-            failed = "the MLflow store failed: " + str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+            why = str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
+            failed = why if why.startswith("the MLflow store") else f"the MLflow store failed: {why}"
         elif disk_full(e):
             failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
+        elif search.STORE_DOWN or tracking.store_down(e):
+            # the Optuna storage's database stopped answering (the searcher and stopper read it every result):
+            # one line, not the chained tracebacks of every call that found it gone
+            failed = search.STORE_DOWN[0] if search.STORE_DOWN else (
+                f"the Optuna storage {tracking.redact_uri(p.optuna_url)} stopped answering "
+                f"({error_line(str(e))[:200]}); start it again")
         else:  # e.g. Ray's memory monitor or a lost node: the results so far, the cause once, exit 1
             traceback.print_exc(file=sys.stderr)
             failed = f"Ray Tune stopped: {error_line(traceback.format_exc())}"
         grid = _results_so_far(p.where, tune_fs)
     return {"results": grid, "interrupted": interrupted, "failed": failed}
+
+
+class _NotStoreDown(logging.Filter):
+    """Drops Tune's log record of a searcher or stopper call that found the Optuna storage gone (search.StoreDown):
+    the study says so once, with the --resume command (adbs_lab/driver/summarise.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from adbs_lab.search import StoreDown
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
+
+
+_NOT_STORE_DOWN = _NotStoreDown()  # one instance: adding it again (every part of a composition) is a no-op
 
 
 def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:

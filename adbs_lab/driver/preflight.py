@@ -33,7 +33,8 @@ from adbs_lab.plan import Plan
 from adbs_lab.study_folder import StudyFolder
 
 __all__ = ["SEEDED", "validate", "size", "held", "preflight", "note_owned", "study_owned",
-           "logged_argv", "check_config_and_data", "check_storage_writable"]
+           "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
+           "study_fingerprint"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/space.py: resolve_trial): never typed, searched or fixed."""
@@ -250,16 +251,54 @@ def _check_optuna_storage(url: str) -> None:
 def _check_new(p: Prepared) -> dict[str, Any]:
     """A new study: its Optuna storage must not hold a study of its name already (a shared --optuna-storage);
     returns the settings `claim` records in study.json."""
-    from adbs_lab.stores import optuna_studies
-
     opts = p.opts
-    if opts.optuna_storage and p.folder in optuna_studies(opts.optuna_storage):
-        raise StudyInputError(
-            f"Optuna storage {tracking.redact_uri(opts.optuna_storage)} already holds a study named {p.folder!r}; "
-            "pass --resume to continue it, --name to start another, or delete it (optuna delete-study)")
+    check_name_free(opts, p.where, p.fingerprint)
     return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
             "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
             "max_failures": opts.max_failures, "objectives": list(opts.objectives)}
+
+
+def check_name_free(opts: StudyOptions, where: StudyFolder, fingerprint: str) -> None:
+    """A new study's name must be free in a shared --optuna-storage (a study's own optuna.db is in its folder, which
+    `claim` takes under the folder's lock); StudyInputError naming what to do otherwise. Reads only: the name is
+    taken for good when `claim` creates the study (adbs_lab/search.py: create_study, atomic)."""
+    from adbs_lab.stores import optuna_studies
+
+    if opts.optuna_storage and where.folder in optuna_studies(opts.optuna_storage):
+        raise StudyInputError(name_taken(opts.optuna_storage, where, fingerprint))
+
+
+def name_taken(url: str, where: StudyFolder, fingerprint: str) -> str:
+    """Why a new study cannot take its name in Optuna storage `url`, and the advice that works: --resume only where
+    --storage holds an interrupted run of this very study (what --resume continues: adbs_lab/driver/resume.py);
+    else the study lives in the storage alone (another --storage's run, perhaps running now, or a run stopped before
+    it wrote anything), and another --name, or deleting that study once no run uses it, is what works."""
+    shown = tracking.redact_uri(url)
+    head = f"Optuna storage {shown} already holds a study named {where.folder!r}"
+    if _resumable(where, fingerprint):
+        return f"{head}: {where} holds its interrupted run; pass --resume to continue it, or --name NAME to start another"
+    return (f"{head}, and {where} holds no interrupted run of it to continue (another run owns the name: a study of "
+            f"another --storage, maybe running now, or one stopped before it saved anything); pass --name NAME to run "
+            f"this study beside it, or, once no run uses it, delete it: optuna delete-study --study-name "
+            f"{where.folder} --storage URL (the --optuna-storage URL you passed)")
+
+
+def _resumable(where: StudyFolder, fingerprint: str) -> bool:
+    """Whether `where` holds an interrupted run of this very study that --resume can continue (study.json of the
+    same fingerprint and Ray Tune's saved state); reads only."""
+    from ray import tune
+
+    try:
+        held = json_object(where.read_text("study.json"), where.display("study.json"))
+    except StudyInputError:
+        return False
+    return bool(held) and held.get("fingerprint") == fingerprint and tune.Tuner.can_restore(
+        where.tune_experiment(), storage_filesystem=where.tune_location()[1])
+
+
+def study_fingerprint(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str:
+    """What makes two runs the same study (study.json), from the base config `validate` gave."""
+    return _fingerprint(plan, base, list(opts.seeds), size(plan, opts)[3])
 
 
 def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
@@ -293,12 +332,11 @@ def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
         ident, runs = where.read_text("study.json"), where.read_text(tracking.RUNS_FILE)
     finally:
         where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
-    total = size(plan, opts)[3]
     try:
         known = json_object(ident, "study.json").get("fingerprint")
     except StudyInputError:  # a damaged study.json is not this study's record: the run says so (check_resume)
         return None
-    if known != _fingerprint(plan, base, list(opts.seeds), total):
+    if known != study_fingerprint(plan, opts, base):
         return None
     parent = json_object(runs, where.display(tracking.RUNS_FILE)).get("parent")
     if not parent:

@@ -1,15 +1,17 @@
-"""Run one study: preflight (every check, nothing written) -> claim (the study's folder) -> launch (Ray Tune,
-Optuna, MLflow) -> summarise (tables, figures, report) -> an exit code. A study script builds a `Plan` and calls
-`main(plan, opts)`; `run(plan, opts)` is the same without the exit, for Python callers; several studies run as
-one through adbs_lab/driver/compose.py (studies/paper.py).
+"""Run one study: preflight (every check, nothing written) -> Ray and the cluster's checks -> claim (the study's
+name and folder) -> launch (Ray Tune, Optuna, MLflow) -> summarise (tables, figures, report) -> an exit code. A
+study script builds a `Plan` and calls `main(plan, opts)`; `run(plan, opts)` is the same without the exit, for
+Python callers; several studies run as one through adbs_lab/driver/compose.py (studies/paper.py).
 
 - `preflight` (adbs_lab/driver/preflight.py) touches no Ray and trains nothing: whatever the run can refuse before
   its first trial ends there with exit 2 and nothing written; `--dry-run` is that preflight and one line.
-- `claim` (claim.py), inside `with study_lock(...)`, takes the study's folder: earlier results moved aside (a new
+- inside `with study_lock(...)`, `cluster_slots` (launch.py) starts (or joins) Ray (session.py: ray_session)
+  and checks the cluster: every refusal, the cluster's too, comes before the claim.
+- `claim` (claim.py) takes the study's name in the Optuna storage (created once, atomically: a run that does not
+  own the name is refused, exit 2, before it writes anything) and its folder: earlier results moved aside (a new
   study) or the interrupted run's files fetched (--resume).
-- `launch` (launch.py) starts (or joins) Ray (session.py: `with ray_session(...)`), checks the cluster, and lets
-  Optuna choose trials through Tune while the tracker logs to MLflow from this process; Ctrl-C or SIGTERM stops
-  it gracefully.
+- `launch` (launch.py) lets Optuna choose trials through Tune while the tracker logs to MLflow from this process;
+  Ctrl-C or SIGTERM stops it gracefully.
 - `summarise` (summarise.py) turns what ran into the tables, figures and report, whether the study finished or
   not, and how it ended into the exit code (adbs_lab/outcome.py: 0 ok, 1 a trial raised or the study failed after
   it started, 2 refused, 130 interrupted).
@@ -26,7 +28,7 @@ from adbs_lab import outcome
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs_lab.driver.interrupts import pause_point
-from adbs_lab.driver.launch import launch, trial_slots
+from adbs_lab.driver.launch import cluster_slots, launch, trial_slots
 from adbs_lab.driver.preflight import note_owned, preflight
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
@@ -85,12 +87,16 @@ def _claimed(p: Prepared, t0: float) -> Outcome:
     cut in half by a signal (it acts when they end); anywhere else it stops the study there."""
     ints = interrupts.current()
     with study_lock(p):
+        try:  # Ray and the cluster's checks: their refusals too come before the claim, which moves and creates
+            slots = cluster_slots(p)
+        except KeyboardInterrupt:
+            interrupted("starting Ray and checking the cluster (nothing was written)")
         try:
             with ints.during("defer"):
                 claim(p)
         except KeyboardInterrupt:
             interrupted("claiming the study's folder", p)
-        launched = launch(p)
+        launched = launch(p, slots)
         before = ints.count
         try:
             with ints.during("defer"):

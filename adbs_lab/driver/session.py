@@ -53,6 +53,9 @@ def env_defaults() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # progress lines come from adbs_lab.progress
     for name in ("mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # MLflow's SQL store logs every failed connection with its traceback before raising it; the study says once
+    # that the store stopped answering (adbs_lab/tracking_store.py: store_down), with the --resume command
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
 
 class _NotCompleteLine:

@@ -217,7 +217,7 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
 
     monkeypatch.setattr(ray, "init", no_cluster)
     with pytest.raises(SystemExit) as e:
-        study.launch(p)
+        study.cluster_slots(p)
     assert e.value.code == 2 and "--address auto: no Ray cluster there" in capsys.readouterr().err
 
     p = study.preflight(PLAN, opts)  # the lock was released: the same study can start again
@@ -227,7 +227,7 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
 
     monkeypatch.setattr(ray, "init", interrupted)
     with pytest.raises(SystemExit) as e:
-        study.launch(p)
+        study.cluster_slots(p)
     err = capsys.readouterr().err
     assert e.value.code == 130 and "interrupted (Ctrl-C) while starting Ray; no trial ran; start it again with:" in err
 

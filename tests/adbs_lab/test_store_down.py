@@ -1,0 +1,69 @@
+"""A database that stops answering mid-study ends the study once, with one line: the MLflow store's calls raise
+TrackingError (adbs_lab/tracking_store.py: patient), the Optuna storage's calls ask Ray Tune to stop and raise
+StoreDown (adbs_lab/search.py), which adbs_lab/driver/launch.py reports as the study's failure with --resume. The
+errors here are the ones MLflow's SQL store and Optuna's RDB storage raise for a refused connection (seen with a
+PostgreSQL server stopped mid-study); the calls that raise them are our own stand-ins."""
+
+from __future__ import annotations
+
+import signal
+
+import optuna
+import pytest
+import sqlalchemy.exc
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import TEMPORARILY_UNAVAILABLE
+
+from adbs_lab import search, tracking
+from adbs_lab.tracking_store import patient
+
+REFUSED = 'connection failed: connection to server at "127.0.0.1", port 5432 failed: Connection refused'
+
+
+def _operational() -> sqlalchemy.exc.OperationalError:
+    return sqlalchemy.exc.OperationalError("SELECT 1", {}, Exception(REFUSED))
+
+
+def test_an_mlflow_store_that_stopped_answering_is_a_tracking_error_not_a_traceback():
+    class Client:
+        def get_run(self, run_id):
+            raise MlflowException(str(_operational()), error_code=TEMPORARILY_UNAVAILABLE)
+
+        def get_experiment(self, exp_id):
+            raise MlflowException("RESOURCE_DOES_NOT_EXIST: no experiment 7")
+
+    with pytest.raises(tracking.TrackingError, match="the MLflow store stopped answering .*Connection refused"):
+        patient(Client()).get_run("x")
+    with pytest.raises(MlflowException, match="RESOURCE_DOES_NOT_EXIST"):  # any other error is the caller's
+        patient(Client()).get_experiment("7")
+
+
+def test_an_optuna_storage_that_stopped_answering_stops_the_study_once(monkeypatch):
+    """The first failed call records why and asks Tune for its graceful stop (SIGUSR1); every failed call raises
+    StoreDown with the same line; a storage that answers raises what it raises."""
+    asked: list[int] = []
+    old = signal.signal(signal.SIGUSR1, lambda signum, frame: asked.append(signum))
+    monkeypatch.setattr(search, "STORE_DOWN", [])
+
+    class Searcher:
+        _storage_url = "postgresql://u:secret@db.example/optuna"
+
+        @search.stops_when_down
+        def on_trial_complete(self, trial_id):
+            raise optuna.exceptions.StorageInternalError("An exception is raised during the commit.") \
+                from _operational()
+
+        @search.stops_when_down
+        def suggest(self, trial_id):
+            raise KeyError(trial_id)
+
+    try:
+        for _ in range(2):
+            with pytest.raises(search.StoreDown, match=r"the Optuna storage postgresql://db.example/optuna stopped "
+                                                       r"answering \(.*Connection refused"):
+                Searcher().on_trial_complete("t1")
+        with pytest.raises(KeyError):
+            Searcher().suggest("t2")
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    assert asked == [signal.SIGUSR1] and len(search.STORE_DOWN) == 1 and "secret" not in search.STORE_DOWN[0]
