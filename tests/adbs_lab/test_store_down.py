@@ -59,7 +59,7 @@ def test_an_optuna_storage_that_stopped_answering_stops_the_study_once(monkeypat
 
     try:
         for _ in range(2):
-            with pytest.raises(search.StoreDown, match=r"the Optuna storage postgresql://db.example/optuna stopped "
+            with pytest.raises(search.StoreDown, match=r"the Optuna storage postgresql://\*\*\*@db.example/optuna stopped "
                                                        r"answering \(.*Connection refused"):
                 Searcher().on_trial_complete("t1")
         with pytest.raises(KeyError):
