@@ -110,11 +110,11 @@ def _search(p: Prepared):
 
     opts, where = p.opts, p.where
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space, list(opts.seeds)), seed=opts.sampler_seed)
+    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space), seed=opts.sampler_seed)
                if p.is_grid else optuna.samplers.TPESampler(seed=opts.sampler_seed))
     snapshot = ({tracking.RUNS_FILE: str(p.dir / tracking.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
-    searcher = StudySearch(sp.optuna_distributions(p.space, list(opts.seeds) if p.is_grid else None),
+    searcher = StudySearch(sp.optuna_distributions(p.space),
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
                            rows=p.plan.rows, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
