@@ -141,19 +141,50 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives)))}
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
+    searched, objs = searched_axes(p), objectives.texts(objectives.effective(opts.objectives))
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher)
+                                     ends=searcher, description=study_description(p, searched, objs))
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
                         max_concurrent=slots.max_concurrent, objectives=objectives.effective(opts.objectives))
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
-        tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
+        tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
+                            "study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
                             "study.configurations": p.n_configs,
                             "study.sampler": "GridSampler" if p.is_grid else "TPESampler",  # as _search builds it
                             "study.pruner": opts.pruner, "study.cpus_per_trial": slots.cpus,
                             "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
                             **{f"base.{k}": v for k, v in p.base.items()}})
     return tracker, progress
+
+
+def searched_axes(p: Prepared) -> dict[str, str]:
+    """What the study varies, each with its values: {"alpha": "0.01, 0.1"}, {"alpha": "0.01..0.1 (log)"} for a
+    sampled range, {"row": "baseline, adb, adb+ic"} for named rows. Not the seed: it repeats a configuration."""
+    out: dict[str, str] = {}
+    for key in p.varying:
+        value = p.plan.rows if key == sp.ROW_KEY else p.space.get(key)
+        if key == sp.SEED_KEY or value is None:
+            continue
+        if sp.is_dist(value):
+            choices = getattr(value, "choices", None)
+            out[key] = (", ".join(map(str, choices)) if choices is not None else
+                        f"{value.low}..{value.high}" + (" (log)" if getattr(value, "log", False) else ""))
+        else:
+            out[key] = ", ".join(map(str, value))
+    return out
+
+
+def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) -> str:
+    """The parent run's description in the MLflow UI (Markdown): what the study searches, for what, over which seeds,
+    and which columns show it; the tracker adds the study's table when it ends (tracking.MlflowTracker.finish)."""
+    axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
+    cols = ", ".join([f"`{k}`" for k in searched if k != sp.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
+    return (f"**{p.plan.name}**: {axes}; {p.total} trials over seeds {', '.join(map(str, p.opts.seeds))}"
+            f"{' (' + p.opts.name + ')' if p.opts.name else ''}.\n\n"
+            f"Objective: {', '.join(o.replace(':', ' (') + ')' for o in objs)}, the mean over seeds on validation data. Each trial is a run nested under this "
+            f"one (expand it with `+`), named after what differs. Columns to add in the runs table (**Columns**): "
+            f"{cols}.")
 
 
 def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
