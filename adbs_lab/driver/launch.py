@@ -180,11 +180,11 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
     and which columns show it; the tracker adds the study's table when it ends (tracking.MlflowTracker.finish)."""
     axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
     cols = ", ".join([f"`{k}`" for k in searched if k != sp.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
-    return (f"**{p.plan.name}**: {axes}; {p.total} trials over seeds {', '.join(map(str, p.opts.seeds))}"
-            f"{' (' + p.opts.name + ')' if p.opts.name else ''}.\n\n"
-            f"Objective: {', '.join(o.replace(':', ' (') + ')' for o in objs)}, the mean over seeds on validation data. Each trial is a run nested under this "
-            f"one (expand it with `+`), named after what differs. Columns to add in the runs table (**Columns**): "
-            f"{cols}.")
+    named = ", ".join(o.replace(":", " (") + ")" for o in objs)
+    return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {p.total} trials over seeds "
+            f"{', '.join(map(str, p.opts.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
+            "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
+            f"in the runs table (**Columns**): {cols}.")
 
 
 def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):

@@ -88,7 +88,7 @@ def test_experiment_lists_trials_and_compare_view_shows_session_chart(server, br
 
     # The parent run's page: its description says what the study searches, then shows the study's table.
     browser.goto(f"{base}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}")
-    assert browser.wait_text("Description", "ablation", "Objective: val_avg_acc (max)"), browser.text()[:3000]
+    assert browser.wait_text("Description", "objective val_avg_acc (max)"), browser.text()[:3000]
     browser.page.get_by_text("Show more").first.click()
     first_row = (store.study_dir / "table.md").read_text().splitlines()[2].split("|")[1].strip()
     shown = browser.wait("[...document.querySelectorAll('table td')].some(td => td.innerText.trim() == "
