@@ -163,15 +163,12 @@ def searched_axes(p: Prepared) -> dict[str, str]:
     sampled range, {"row": "baseline, adb, adb+ic"} for named rows. Not the seed: it repeats a configuration."""
     out: dict[str, str] = {}
     for key in p.varying:
-        value = p.plan.rows if key == sp.ROW_KEY else p.space.get(key)
+        value: Any = p.plan.rows if key == sp.ROW_KEY else p.space.get(key)
         if key == sp.SEED_KEY or value is None:
             continue
-        if sp.is_dist(value):
-            choices = getattr(value, "choices", None)
-            out[key] = (", ".join(map(str, choices)) if choices is not None else
-                        f"{value.low}..{value.high}" + (" (log)" if getattr(value, "log", False) else ""))
-        else:
-            out[key] = ", ".join(map(str, value))
+        choices = getattr(value, "choices", None) if sp.is_dist(value) else value
+        out[key] = (", ".join(map(str, choices)) if choices is not None else
+                    f"{value.low}..{value.high}" + (" (log)" if getattr(value, "log", False) else ""))
     return out
 
 
