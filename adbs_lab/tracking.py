@@ -49,7 +49,7 @@ RUNS_FILE = "mlflow_runs.json"
 NOTE = "mlflow.note.content"
 """The run tag the MLflow UI shows as the run's description (Markdown), and as the runs table's Description column."""
 NOTE_MAX = 8000
-"""A note is a tag value: at most 8000 characters (mlflow/utils/validation.py: MAX_TAG_VAL_LENGTH)."""
+"""A note is a tag value: at most 8000 characters (MLflow's MAX_TAG_VAL_LENGTH, in its utils/validation.py)."""
 TABLE_MD = "table.md"
 TABLE_CAPTION = "Test accuracy (%) per session, mean ± 95% CI over seeds (configurations chosen on validation data):"
 
