@@ -1,6 +1,13 @@
-"""Stop a Ray cluster started on this machine with its own --temp-dir, and nothing else.
+"""Start a two-node Ray cluster on this machine beside any other Ray, and stop it (and nothing else).
 
+    python -m adbs_lab.local_cluster start /tmp/adbs-ray-head /tmp/adbs-ray-worker   # GCS :6390, dashboard :8266
     python -m adbs_lab.local_cluster stop /tmp/adbs-ray-head /tmp/adbs-ray-worker
+
+`start` runs `ray start --head` and `ray start --address` (a second node process with its own temp dir), with every
+port that Ray would otherwise take at a fixed default set to a free one: the Ray client server's 10001 and each
+node's dashboard agent's 52365. Another Ray on the machine (a study's local Ray, a colleague's cluster) holds those;
+a node whose agent cannot bind its port runs without one, and the Jobs API (studies/submit.py) then answers "No
+available agent to submit job". The GCS and dashboard ports are the ones given (checked free before anything starts).
 
 `ray stop` stops every Ray instance of the user on the machine (other studies' local Ray, a colleague's cluster
 under the same account). A cluster folder is the --temp-dir given to one `ray start`: Ray keeps its sessions there
@@ -16,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,6 +35,64 @@ GRACE_S = 10.0
 SHARED = Path("/tmp/ray")
 LATEST = "session_latest"
 """Ray's link, in a --temp-dir, to its current session folder (ray/_private/node.py); marks a cluster folder."""
+GCS_PORT = 6390
+DASHBOARD_PORT = 8266
+"""`start`'s defaults: beside Ray's own 6379 and 8265, which a default `ray start` or `ray.init()` takes."""
+
+
+class StartError(RuntimeError):
+    """A `ray start` failed; the message carries its output's tail."""
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct TCP ports nothing listens on now (the kernel's picks, all held until each is picked)."""
+    held = [socket.socket() for _ in range(n)]
+    try:
+        for s in held:
+            s.bind(("", 0))
+        return [int(s.getsockname()[1]) for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
+def port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("", port))
+        except OSError:
+            return True
+    return False
+
+
+def start_commands(head: str | Path, worker: str | Path, *, port: int = GCS_PORT,
+                   dashboard_port: int = DASHBOARD_PORT, num_cpus: int = 1) -> list[list[str]]:
+    """The `ray start` command lines of a head and a worker node with their own temp dirs and free ports. Each node
+    resource (`node_head`, `node_worker`) lets a task or a test tell the two apart."""
+    ray = str(Path(sys.executable).parent / "ray")
+    client, head_agent, worker_agent = free_ports(3)
+    common = [f"--num-cpus={num_cpus}", "--object-store-memory=100000000", "--disable-usage-stats"]
+    head_argv = [ray, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard_port}",
+                 "--dashboard-host=127.0.0.1", "--include-dashboard=true", f"--temp-dir={Path(head).resolve()}",
+                 f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={head_agent}",
+                 '--resources={"node_head": 1}', *common]
+    worker_argv = [ray, "start", f"--address=127.0.0.1:{port}", f"--temp-dir={Path(worker).resolve()}",
+                   f"--dashboard-agent-listen-port={worker_agent}", '--resources={"node_worker": 1}', *common]
+    return [head_argv, worker_argv]
+
+
+def start(head: str | Path, worker: str | Path, *, port: int = GCS_PORT, dashboard_port: int = DASHBOARD_PORT,
+          num_cpus: int = 1, echo: bool = True) -> str:
+    """Start the two nodes; returns the dashboard's URL (the Jobs API's --address). StartError if a node fails to
+    start, after stopping what did start."""
+    for argv in start_commands(head, worker, port=port, dashboard_port=dashboard_port, num_cpus=num_cpus):
+        if echo:
+            print("+ " + shlex.join(argv), flush=True)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+        if r.returncode != 0:
+            stop([head, worker], grace_s=3)
+            raise StartError(f"`ray start` exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+    return f"http://127.0.0.1:{dashboard_port}"
 
 
 def cluster_problem(folder: str | Path) -> str | None:
@@ -116,13 +184,39 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m adbs_lab.local_cluster", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("stop", help="stop the Ray processes started with these --temp-dir folders")
-    s.add_argument("temp_dir", nargs="+", help="the --temp-dir of each `ray start` (head and worker nodes)")
-    args = p.parse_args(argv)
+def _refused(folders: list[str], ports: dict[str, int] | None = None) -> str | None:
+    """Why `start` cannot use these temp dirs (or ports), or None."""
+    for f in folders:
+        if Path(f).resolve() == SHARED or Path(f).resolve() == Path("/"):
+            return (f"{f} is Ray's default temp dir, shared by every Ray started without --temp-dir (and `stop` would "
+                    "refuse it); give each node a folder of its own")
+    for flag, port in (ports or {}).items():
+        if port_taken(port):
+            return (f"{flag} {port} is in use on this machine (another Ray, or another service); pass a free one, "
+                    f"e.g. {flag} {free_ports(1)[0]}")
+    return None
+
+
+def _start(args: argparse.Namespace) -> int:
+    problem = _refused(args.temp_dir, {"--port": args.port, "--dashboard-port": args.dashboard_port})
+    if len(args.temp_dir) != 2:
+        problem = "start takes two folders: the head node's --temp-dir and the worker node's"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    head, worker = args.temp_dir
+    try:
+        url = start(head, worker, port=args.port, dashboard_port=args.dashboard_port, num_cpus=args.num_cpus)
+    except StartError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"Ray cluster of 2 nodes on this machine: GCS 127.0.0.1:{args.port} (a study's --address), dashboard and "
+          f"Jobs API {url} (studies/submit.py --address)\n"
+          f"stop it: python -m adbs_lab.local_cluster stop {shlex.quote(head)} {shlex.quote(worker)}")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
     for f in args.temp_dir:
         problem = cluster_problem(f)
         if problem:
@@ -131,6 +225,22 @@ def main(argv: list[str] | None = None) -> int:
     n = stop(args.temp_dir)
     print(f"stopped {n} processes of the Ray cluster in {', '.join(args.temp_dir)}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m adbs_lab.local_cluster", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("start", help="start a head and a worker node with these --temp-dir folders and free ports")
+    s.add_argument("temp_dir", nargs="+", metavar="TEMP_DIR", help="the head node's --temp-dir, then the worker's")
+    s.add_argument("--port", type=int, default=GCS_PORT, help=f"the head's GCS port (default {GCS_PORT})")
+    s.add_argument("--dashboard-port", type=int, default=DASHBOARD_PORT,
+                   help=f"the dashboard and Jobs API port (default {DASHBOARD_PORT})")
+    s.add_argument("--num-cpus", type=int, default=1, help="CPUs of each node (default 1)")
+    s = sub.add_parser("stop", help="stop the Ray processes started with these --temp-dir folders")
+    s.add_argument("temp_dir", nargs="+", help="the --temp-dir of each `ray start` (head and worker nodes)")
+    args = p.parse_args(argv)
+    return _start(args) if args.cmd == "start" else _stop(args)
 
 
 if __name__ == "__main__":

@@ -42,14 +42,13 @@ from adbs_lab import metrics_keys as K
 from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
 from adbs_lab.objectives import DEFAULT, Objective
 from adbs_lab.options import PRUNERS
-from adbs_lab.redaction import reveal
-from adbs_lab.space import CONFIG_KEY, SEED_KEY, resolve_trial
-from adbs_lab.redaction import redact
+from adbs_lab.redaction import redact, reveal
+from adbs_lab.space import CONFIG_KEY, SEED_KEY, SEEDS_ATTR, resolve_trial
 from adbs_lab.tracking_store import store_down
 from adbs_lab.trial_records import classify, objective
 
 __all__ = ["optuna_storage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "stops_when_down",
-           "make_pruner", "StudySearch", "tell", "BaseEpochStopper"]
+           "make_pruner", "StudySearch", "name_metrics", "tell", "BaseEpochStopper"]
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
 
@@ -216,6 +215,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
             storage=optuna_storage(storage_url), points_to_evaluate=points_to_evaluate,
         )
         self._live = None
+        name_metrics(optuna_storage(storage_url), study_name, self._objectives)
 
     # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles, and not the param space
     # (set_search_properties hands over the current one on every run).
@@ -294,8 +294,12 @@ class StudySearch(_LiveStudy, OptunaSearch):
             assert isinstance(space, dict), "StudySearch's space is a dict of Optuna distributions"
             ot_trial = self._study().ask(fixed_distributions=space)
             self._open = ot_trial.number
-            # Sampled studies repeat a configuration over seeds; grid studies have seed as an axis.
+            # A configuration runs over every seed, one Optuna trial for all of them: a seed is no parameter (it
+            # would show as one in Optuna's importance and plots), so the trial keeps its seeds as a user attribute.
+            # A study begun when grids had the seed as an axis (its pickled space holds it) goes on that way.
             repeat = self._seeds if SEED_KEY not in space else []
+            if repeat:
+                ot_trial.set_user_attr(SEEDS_ATTR, list(repeat))
             g = self._groups[ot_trial.number] = {"params": dict(ot_trial.params), "seeds_left": list(repeat), "members": {}}
         params = dict(g["params"])
         if g["seeds_left"]:
@@ -369,6 +373,15 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def reopen(self, trial_id: str) -> None:
         """Trial `trial_id` runs again (restored by Tune): how it ended before is no longer how it ends."""
         self._ended.pop(trial_id, None)
+
+
+def name_metrics(storage: optuna.storages.BaseStorage, study_name: str, objectives: Sequence[Objective]) -> None:
+    """Name the study's values after its objectives (optuna-dashboard and Optuna's plots then say `val_avg_acc`, not
+    `Objective 0`; the directions were set when the study was created)."""
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    with warnings.catch_warnings():  # set_metric_names is marked experimental since Optuna 3.2
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.name for o in objectives])
 
 
 def tell(study: optuna.Study, number: int, value: float | Sequence[float] | None = None,

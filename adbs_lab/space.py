@@ -20,13 +20,15 @@ import optuna.distributions as od
 
 from adbs.config import FIELDS, Config, ConfigError, coerce, from_dict
 
-__all__ = ["ROW_KEY", "SEED_KEY", "LAB_KEYS", "CONFIG_KEY", "is_grid", "is_dist", "split", "check",
+__all__ = ["ROW_KEY", "SEED_KEY", "SEEDS_ATTR", "LAB_KEYS", "CONFIG_KEY", "is_grid", "is_dist", "split", "check",
            "optuna_distributions", "grid_points", "grid_size", "resolve_trial", "trial_config", "configs_to_check",
            "describe"]
 
 ROW_KEY = "row"
 SEED_KEY = "trial_seed"
 LAB_KEYS = (ROW_KEY, SEED_KEY)
+SEEDS_ATTR = "seeds"
+"""Optuna user attribute of a trial: the seeds its configuration runs over (its value is the mean over them)."""
 CONFIG_KEY = "adbs_config"
 """Tune trial-config key holding the trial's resolved Config (adbs_lab/search.py: StudySearch.suggest puts it
 there, once per trial); the trainable, the tracker and the tables read it (`trial_config`)."""
@@ -80,31 +82,29 @@ def check(space: dict[str, Any], *, source: str, rows: dict[str, dict] | None = 
                 raise ConfigError(f"search space {source}, row {name!r}: {e}") from None
 
 
-def optuna_distributions(space: dict[str, Any], seeds: list[int] | None) -> dict[str, od.BaseDistribution]:
-    """What Optuna samples: distributions as given, grid axes (and seeds, for grids) as categoricals."""
+def optuna_distributions(space: dict[str, Any]) -> dict[str, od.BaseDistribution]:
+    """What Optuna samples: distributions as given, grid axes as categoricals. Never the seed: a seed repeats a
+    configuration, it is not a setting to search (adbs_lab/search.py: StudySearch runs one Optuna trial per
+    configuration over every seed and records the seeds as the trial's user attribute SEEDS_ATTR)."""
     _, grid, dists = split(space)
     out: dict[str, od.BaseDistribution] = dict(dists)
     for k, values in grid.items():
         out[k] = od.CategoricalDistribution(tuple(values))
-    if grid and seeds:
-        out[SEED_KEY] = od.CategoricalDistribution(tuple(seeds))
     return out
 
 
-def grid_points(space: dict[str, Any], seeds: list[int] | None) -> dict[str, list]:
-    """The GridSampler search space (grid axes plus the seed axis)."""
+def grid_points(space: dict[str, Any]) -> dict[str, list]:
+    """The GridSampler search space: the grid axes (each point is a configuration, run over every seed)."""
     _, grid, _ = split(space)
-    out = {k: list(v) for k, v in grid.items()}
-    if seeds:
-        out[SEED_KEY] = list(seeds)
-    return out
+    return {k: list(v) for k, v in grid.items()}
 
 
 def grid_size(space: dict[str, Any], seeds: list[int] | None) -> int:
+    """Trials of a grid: its configurations times the seeds (one, without seeds)."""
     n = 1
-    for values in grid_points(space, seeds).values():
+    for values in grid_points(space).values():
         n *= len(values)
-    return n
+    return n * max(1, len(seeds or []))
 
 
 def resolve_trial(config: dict[str, Any], rows: dict[str, dict] | None = None) -> Config:

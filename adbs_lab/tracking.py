@@ -49,6 +49,12 @@ if TYPE_CHECKING:
     from ray.tune.stopper import Stopper
 
 RUNS_FILE = "mlflow_runs.json"
+NOTE = "mlflow.note.content"
+"""The run tag the MLflow UI shows as the run's description (Markdown), and as the runs table's Description column."""
+NOTE_MAX = 8000
+"""A note is a tag value: at most 8000 characters (MLflow's MAX_TAG_VAL_LENGTH, in its utils/validation.py)."""
+TABLE_MD = "table.md"
+TABLE_CAPTION = "Test accuracy (%) per session, mean ± 95% CI over seeds (configurations chosen on validation data):"
 
 
 def load_runs(study_dir: Path) -> dict[str, Any]:
@@ -69,13 +75,28 @@ def load_runs(study_dir: Path) -> dict[str, Any]:
     return runs
 
 
+def note_with_table(description: str, table_md: str) -> str:
+    """The parent run's description with the study's table after its first paragraph (the part the MLflow UI shows
+    before "Show more"), within the length of a tag value: a longer table is cut after its last whole line, saying
+    where the whole one is."""
+    head, _, rest = description.partition("\n\n")
+    note = "\n\n".join(x for x in (head, TABLE_CAPTION, table_md.strip(), rest) if x)
+    if len(note) <= NOTE_MAX:
+        return note
+    cut = "\n\n(the table goes on in table.md, under this run's Artifacts)"
+    return note[:note.rfind("\n", 0, NOTE_MAX - len(cut))] + cut
+
+
 class MlflowTracker(Callback):
     def __init__(self, *, uri: str, study: str, folder: str, study_dir: Path, run_name: str, tags: dict[str, str],
-                 varying: list[str], resume: bool, ends=None, storage: str | None = None) -> None:
+                 varying: list[str], resume: bool, ends=None, storage: str | None = None,
+                 description: str = "") -> None:
         """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch);
-        `storage`: the study's --storage, where a database store's artifacts go (tracking_store.artifact_root)."""
+        `storage`: the study's --storage, where a database store's artifacts go (tracking_store.artifact_root);
+        `description`: the parent run's description (Markdown), shown by the MLflow UI above its details."""
         self.uri, self.study, self.folder, self.study_dir = uri, study, folder, Path(study_dir)
         self.storage = storage
+        self.description = description
         self.run_name, self.tags, self.varying = run_name, tags, varying
         self.resume, self.ends = resume, ends
         self._client = None
@@ -123,7 +144,8 @@ class MlflowTracker(Callback):
             self.client.update_run(self.parent_run_id, status="RUNNING")
         else:
             run = self.client.create_run(self.experiment_id, run_name=self.run_name,
-                                         tags={**self.tags, "adbs.role": "study", "adbs.study": self.study})
+                                         tags={**self.tags, "adbs.role": "study", "adbs.study": self.study,
+                                               **({NOTE: self.description[:NOTE_MAX]} if self.description else {})})
             self.parent_run_id = run.info.run_id
             runs = {"parent": self.parent_run_id, "trials": {}, "ended": {}}
         self._runs = runs
@@ -165,6 +187,10 @@ class MlflowTracker(Callback):
         for a in artifacts:
             if Path(a).exists():
                 self.client.log_artifact(self.parent_run_id, str(a))
+        table = next((Path(a) for a in artifacts if Path(a).name == TABLE_MD and Path(a).exists()), None)
+        if table is not None:  # the run's description: what the study searched, then what it found
+            self.client.set_tag(self.parent_run_id, NOTE, note_with_table(getattr(self, "description", ""),
+                                                                          table.read_text()))
         self.client.set_terminated(self.parent_run_id, status=status)
 
     def close_open_runs(self) -> int:

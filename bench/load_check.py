@@ -299,8 +299,11 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
             problems.append(f"{name}: Optuna study unreadable ({e})")
         c.optuna = len(trials)
         c.optuna_states = Counter(t.state.name for t in trials)
-        if c.optuna != c.tune or c.optuna_states.get("COMPLETE", 0) != c.optuna:
-            problems.append(f"{name}: Optuna trials {dict(c.optuna_states)} for {c.tune} Tune trials")
+        # one Optuna trial per configuration, which runs over every seed (adbs_lab/search.py: StudySearch)
+        configs = len({x.alpha for x in rep.values()})
+        if c.optuna != configs or c.optuna_states.get("COMPLETE", 0) != c.optuna:
+            problems.append(f"{name}: Optuna trials {dict(c.optuna_states)} for {configs} configurations "
+                            f"({c.tune} Tune trials)")
         if r.index % 2 == 0:  # a grid: each (alpha, seed) once
             points = Counter((x.alpha, x.seed) for x in rep.values())
             twice = [p for p, n in points.items() if n > 1]

@@ -306,11 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                                    submission_id=args.job_id,
                                    metadata={"adbs.study": Path(args.script).stem, "adbs.env": ",".join(sorted(env))})
     except (ConnectionError, RuntimeError, ValueError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        print(f"error: cannot submit to {args.address}: {first[:500]}\n"
-              "Is the dashboard up (`ray start --head --dashboard-host 0.0.0.0`, needs ray[default]) and reachable "
-              "from here? On a token-auth cluster (RAY_AUTH_MODE=token) set RAY_AUTH_TOKEN or ~/.ray/auth_token.",
-              file=sys.stderr)
+        print(f"error: {submit_failure(args.address, e)}", file=sys.stderr)
         return 2
     addr = shlex.quote(args.address)
     print(f"submitted job {job_id}: {shlex.join(cmd)}")
@@ -332,6 +328,27 @@ def main(argv: list[str] | None = None) -> int:
     info = client.get_job_info(job_id)
     print(f"\njob {job_id}: {status}" + (f" ({info.message})" if status != "SUCCEEDED" and info.message else ""))
     return outcome.exit_code_of_job(info.message, status)  # the study's own exit code (adbs_lab/outcome.py)
+
+
+NO_AGENT = "No available agent to submit job"
+"""What Ray's Jobs API answers when the dashboard is up but no node's dashboard agent is (ray/dashboard/modules/job/
+job_head.py): the job would run through an agent."""
+
+
+def submit_failure(address: str, error: Exception) -> str:
+    """What went wrong when the Jobs API refused or could not be reached, and what to do: the dashboard that answers
+    without an agent is a different fault (an agent port taken) from a dashboard that does not answer."""
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:500]
+    if NO_AGENT.lower() in str(error).lower():
+        return (f"cannot submit to {address}: {first}\nThe dashboard answers, but no node's dashboard agent does: "
+                "its port (--dashboard-agent-listen-port, default 52365) is taken, most often by another Ray on the "
+                "same machine (the node's session_latest/logs/dashboard_agent.log under its --temp-dir says \"address "
+                "already in use\"), or the agents are still starting (try again in a minute). Start every node with a "
+                "free --dashboard-agent-listen-port: `python -m adbs_lab.local_cluster start` does that for a "
+                "cluster on one machine (deploy/README.md, \"Trying it on one machine\").")
+    return (f"cannot submit to {address}: {first}\n"
+            "Is the dashboard up (`ray start --head --dashboard-host 0.0.0.0`, needs ray[default]) and reachable "
+            "from here? On a token-auth cluster (RAY_AUTH_MODE=token) set RAY_AUTH_TOKEN or ~/.ray/auth_token.")
 
 
 def check_study_flags(args: argparse.Namespace) -> None:

@@ -129,11 +129,11 @@ def _search(p: Prepared):
 
     opts, where = p.opts, p.where
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space, list(opts.seeds)), seed=opts.sampler_seed)
+    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space), seed=opts.sampler_seed)
                if p.is_grid else optuna.samplers.TPESampler(seed=opts.sampler_seed))
     snapshot = ({tracking.RUNS_FILE: str(p.dir / tracking.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
-    searcher = StudySearch(sp.optuna_distributions(p.space, list(opts.seeds) if p.is_grid else None),
+    searcher = StudySearch(sp.optuna_distributions(p.space),
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
                            rows=p.plan.rows, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
@@ -161,19 +161,48 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives))),
             study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base))}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
+    searched, objs = searched_axes(p), objectives.texts(objectives.effective(opts.objectives))
     tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher, storage=opts.storage)
+                                     ends=searcher, storage=opts.storage,
+                                     description=study_description(p, searched, objs))
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
                         max_concurrent=slots.max_concurrent, objectives=objectives.effective(opts.objectives))
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
-        tracker.log_params({"study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
+        tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
+                            "study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
                             "study.configurations": p.n_configs,
                             "study.sampler": "GridSampler" if p.is_grid else "TPESampler",  # as _search builds it
                             "study.pruner": opts.pruner, "study.cpus_per_trial": slots.cpus,
                             "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
                             **{f"base.{k}": v for k, v in p.base.items()}})
     return tracker, progress
+
+
+def searched_axes(p: Prepared) -> dict[str, str]:
+    """What the study varies, each with its values: {"alpha": "0.01, 0.1"}, {"alpha": "0.01..0.1 (log)"} for a
+    sampled range, {"row": "baseline, adb, adb+ic"} for named rows. Not the seed: it repeats a configuration."""
+    out: dict[str, str] = {}
+    for key in p.varying:
+        value: Any = p.plan.rows if key == sp.ROW_KEY else p.space.get(key)
+        if key == sp.SEED_KEY or value is None:
+            continue
+        choices = getattr(value, "choices", None) if sp.is_dist(value) else value
+        out[key] = (", ".join(map(str, choices)) if choices is not None else
+                    f"{value.low}..{value.high}" + (" (log)" if getattr(value, "log", False) else ""))
+    return out
+
+
+def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) -> str:
+    """The parent run's description in the MLflow UI (Markdown): what the study searches, for what, over which seeds,
+    and which columns show it; the tracker adds the study's table when it ends (tracking.MlflowTracker.finish)."""
+    axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
+    cols = ", ".join([f"`{k}`" for k in searched if k != sp.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
+    named = ", ".join(o.replace(":", " (") + ")" for o in objs)
+    return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {p.total} trials over seeds "
+            f"{', '.join(map(str, p.opts.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
+            "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
+            f"in the runs table (**Columns**): {cols}.")
 
 
 def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):

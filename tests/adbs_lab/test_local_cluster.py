@@ -48,6 +48,35 @@ def test_a_folder_that_is_not_one_clusters_is_refused(tmp_path, capsys):
         assert "is not a Ray cluster's folder (it has no session_latest)" in capsys.readouterr().err
 
 
+def _flag(argv: list[str], name: str) -> str:
+    return next(a.split("=", 1)[1] for a in argv if a.startswith(name + "="))
+
+
+def test_start_gives_every_node_its_own_free_ports_and_temp_dir(tmp_path):
+    """Ray's fixed defaults (the client server's 10001, each node's dashboard agent's 52365) are what another Ray on
+    the machine holds; every node gets free ones of its own, so the two nodes do not take each other's either."""
+    head, worker = local_cluster.start_commands(tmp_path / "h", tmp_path / "w", port=6391, dashboard_port=8267)
+    agents = [int(_flag(argv, "--dashboard-agent-listen-port")) for argv in (head, worker)]
+    assert len(set(agents)) == 2 and 52365 not in agents
+    assert int(_flag(head, "--ray-client-server-port")) != 10001
+    assert _flag(head, "--port") == "6391" and _flag(head, "--dashboard-port") == "8267"
+    assert _flag(worker, "--address") == "127.0.0.1:6391"
+    assert {_flag(head, "--temp-dir"), _flag(worker, "--temp-dir")} == {str(tmp_path / "h"), str(tmp_path / "w")}
+
+
+def test_start_refuses_a_taken_port_before_starting_anything(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        assert local_cluster.main(["start", str(tmp_path / "h"), str(tmp_path / "w"), "--dashboard-port",
+                                   str(taken)]) == 2
+    assert f"--dashboard-port {taken} is in use" in capsys.readouterr().err
+    assert not (tmp_path / "h").exists()
+
+
 def _daemons(pids: list[int]) -> set[int]:
     """The ones of `pids` that are a Ray instance's own daemons (GCS server, raylet)."""
     found = set()

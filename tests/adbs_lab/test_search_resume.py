@@ -18,9 +18,9 @@ SAMPLED = {"alpha": optuna.distributions.FloatDistribution(0.01, 0.1, log=True)}
 
 def _searcher(url: str, space: dict, grid: bool) -> StudySearch:
     seeds = [0]
-    sampler = (optuna.samplers.GridSampler(sp.grid_points(space, seeds), seed=0) if grid
+    sampler = (optuna.samplers.GridSampler(sp.grid_points(space), seed=0) if grid
                else optuna.samplers.TPESampler(seed=0))
-    s = StudySearch(sp.optuna_distributions(space, seeds if grid else None), storage_url=url, study_name="s",
+    s = StudySearch(sp.optuna_distributions(space), storage_url=url, study_name="s",
                     sampler=sampler, seeds=seeds)
     s.set_search_properties(None, None, {})
     return s

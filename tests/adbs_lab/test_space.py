@@ -53,7 +53,8 @@ def test_unknown_key_and_wrong_type_fail_with_choices():
 def test_grid_distributions_and_configs_to_check():
     space = {"variant": "adb+ic", "ways": [5, 10], "shots": [1, 5]}
     assert sp.grid_size(space, [1, 2]) == 8
-    assert set(sp.optuna_distributions(space, [1, 2])) == {"ways", "shots", sp.SEED_KEY}
+    assert set(sp.optuna_distributions(space)) == {"ways", "shots"}  # a seed is no searched parameter
+    assert sp.grid_points(space) == {"ways": [5, 10], "shots": [1, 5]}
     cfgs = sp.configs_to_check({}, space, [1, 2])
     assert len(cfgs) == 8 and {c.seed for c in cfgs} == {1, 2}
     assert all(c.seed == c.split_seed for c in cfgs)

@@ -192,3 +192,26 @@ def test_a_trial_stopped_before_it_reported_has_no_record():
 
     never = SimpleNamespace(config={}, metrics={}, metrics_dataframe=None, error=None, path="/x/adbs_trial_0")
     assert from_results([never], varying=["seed"], runs={"trials": {}, "ended": {}}) == []
+
+
+def test_the_study_run_describes_the_study_and_ends_with_its_table(tmp_path):
+    """The parent run's description (mlflow.note.content, the MLflow UI's Description): what the study searches
+    from the start, and the study's table (table.md) after its first paragraph once the study ends."""
+    from mlflow.tracking import MlflowClient
+
+    from adbs_lab.tracking import NOTE, NOTE_MAX, MlflowTracker, note_with_table
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    head, guide = "**alpha_sweep**: `alpha` in 0.01, 0.1", "Columns to add: `alpha`"
+    t = MlflowTracker(uri=uri, study="alpha_sweep", folder="alpha_sweep", study_dir=tmp_path / "s", run_name="r",
+                      tags={}, varying=["alpha"], resume=False, description=f"{head}\n\n{guide}")
+    client = MlflowClient(uri)
+    assert client.get_run(t.parent_run_id).data.tags[NOTE] == f"{head}\n\n{guide}"
+    table = tmp_path / "table.md"
+    table.write_text("| config | avg |\n|---|---|\n| alpha=0.01 | 1.91 |\n")
+    t.finish(artifacts=[table])
+    note = client.get_run(t.parent_run_id).data.tags[NOTE]
+    assert note.startswith(head + "\n\n") and note.endswith(guide)
+    assert note.index("| alpha=0.01 | 1.91 |") < note.index(guide)
+    long = note_with_table(head, "| a |\n" + "| 1.00 |\n" * 3000)  # over a tag's 8000 characters: whole lines only
+    assert len(long) <= NOTE_MAX and long.endswith("under this run's Artifacts)") and "| 1.00 |\n\n(the" in long

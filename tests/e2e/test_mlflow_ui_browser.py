@@ -1,9 +1,11 @@
 """The MLflow UI, served by `python mlflow/serve.py` on a smoke study's store, in headless Chromium driven by
 Playwright (Debian's chromium, launched by path: nothing is downloaded; tests/_browser.py): the experiment lists its
-trial runs, the compare view of two trials leads to the session accuracy chart (session/test_acc by session), and a
-fresh browser reaches a study's runs by the clicks the README gives (and by the link serve.py prints).
+trial runs by names that say what differs, the study's run describes the study and shows its table, the compare
+view of two trials leads to the session accuracy chart (session/test_acc by session), and a fresh browser reaches
+a study's runs by the clicks the README gives (and by the link serve.py prints).
 
-Screenshots (kept as test artifacts): <repo>/test-artifacts/mlflow_runs.png, mlflow_compare.png, mlflow_clicks.png.
+Screenshots (kept as test artifacts): <repo>/test-artifacts/mlflow_runs.png, mlflow_study_run.png, mlflow_compare.png,
+mlflow_clicks.png.
 """
 
 from __future__ import annotations
@@ -81,6 +83,20 @@ def test_experiment_lists_trials_and_compare_view_shows_session_chart(server, br
     time.sleep(0.5)
     browser.screenshot(ARTIFACTS / "mlflow_runs.png")
     assert shown, f"trial runs {names} not listed:\n{browser.text()[:3000]}"
+    # Names that say what differs (the row and the seed), never an id.
+    assert sorted(names) == ["adb seed=0", "adb+ic seed=0", "baseline seed=0"]
+
+    # The parent run's page: its description says what the study searches, then shows the study's table.
+    browser.goto(f"{base}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}")
+    assert browser.wait_text("Description", "objective val_avg_acc (max)"), browser.text()[:3000]
+    browser.page.get_by_text("Show more").first.click()
+    first_row = (store.study_dir / "table.md").read_text().splitlines()[2].split("|")[1].strip()
+    shown = browser.wait("[...document.querySelectorAll('table td')].some(td => td.innerText.trim() == "
+                         f"{json.dumps(first_row)})")  # the Markdown table, rendered as a table
+    browser.js(CLOSE_ASSISTANT)
+    browser.screenshot(ARTIFACTS / "mlflow_study_run.png")
+    assert shown, browser.text()[:3000]
+    assert parent.data.params["study.searched"] == "row" and parent.data.params["study.objectives"] == "val_avg_acc:max"
 
     # Compare two completed trials, preferring two whose session curves differ.
     done = [t for t in trials if t.data.tags.get("adbs.state") == "COMPLETE"]

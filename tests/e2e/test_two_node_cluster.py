@@ -1,5 +1,6 @@
-"""Acceptance: a real two-node Ray cluster on this machine (`ray start --head` plus a second
-`ray start --address` node process with its own resources and temp dir), an MLflow server on
+"""Acceptance: a real two-node Ray cluster on this machine, started beside another Ray by deploy/README.md's recipe
+(`python -m adbs_lab.local_cluster start`: `ray start --head` plus a second `ray start --address` node process
+with its own resources, temp dir and free ports), an MLflow server on
 127.0.0.1, and a `--smoke` study submitted with `studies/submit.py --wait` as a Ray Job.
 
 Checks: the job succeeded, its trials ran on both nodes (the Ray node id each trial reports in its
@@ -17,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -84,22 +86,23 @@ def mlflow_server(request):
 
 
 @pytest.fixture(scope="module")
-def two_nodes(mlflow_server):
-    """(GCS address, dashboard URL, {"head": node_id, "worker": node_id}) of a fresh two-node cluster."""
+def two_nodes(mlflow_server, ray_address):
+    """(GCS address, dashboard URL, {"head": node_id, "worker": node_id}) of a fresh two-node cluster, started as
+    deploy/README.md's "Trying it on one machine" starts it (`python -m adbs_lab.local_cluster start`) while another
+    Ray runs on the machine: this test session's (`ray_address`), whose dashboard agent holds Ray's default agent port
+    52365 (or another Ray does), the port a node started without --dashboard-agent-listen-port would lose."""
+    with socket.socket() as s:  # the conflict is real: 52365 is taken
+        with pytest.raises(OSError):
+            s.bind(("", 52365))
     # Short temp dirs: Ray's unix sockets must stay under ~107 characters.
     root = tempfile.mkdtemp(prefix="adbs-ray-", dir="/tmp")
     gcs, dash = free_port(), free_port()
-    common = ["--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats"]
-    env = cluster_env()
     try:
-        for argv in (["--head", f"--port={gcs}", f"--dashboard-port={dash}", "--dashboard-host=127.0.0.1",
-                      "--include-dashboard=true", f"--temp-dir={root}/head", f"--ray-client-server-port={free_port()}",
-                      f"--dashboard-agent-listen-port={free_port()}", '--resources={"node_head": 1}'],
-                     [f"--address=127.0.0.1:{gcs}", f"--temp-dir={root}/worker",
-                      f"--dashboard-agent-listen-port={free_port()}", '--resources={"node_worker": 1}']):
-            r = subprocess.run([str(BIN / "ray"), "start", *argv, *common], env=env, capture_output=True, text=True,
-                               timeout=180)
-            assert r.returncode == 0, f"ray start {argv[0]} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+        r = subprocess.run([sys.executable, "-m", "adbs_lab.local_cluster", "start", f"{root}/head", f"{root}/worker",
+                            "--port", str(gcs), "--dashboard-port", str(dash)],
+                           env=cluster_env(), capture_output=True, text=True, timeout=360, cwd=REPO)
+        assert r.returncode == 0, f"local_cluster start failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+        assert f"Jobs API http://127.0.0.1:{dash}" in r.stdout
         nodes = {}
         deadline = time.time() + 90
         while len(nodes) < 2 and time.time() < deadline:

@@ -182,6 +182,28 @@ def test_wait_streams_logs_and_exits_with_the_job_status(final, code, monkeypatc
     assert kw["entrypoint"].endswith("--address auto")
 
 
+class AgentlessClient(FakeClient):
+    """A dashboard that answers while no node's dashboard agent does: Ray's SDK raises this (seen with Ray 2.60 on a
+    machine where another Ray held every agent's port 52365)."""
+
+    def submit_job(self, **kw) -> str:
+        raise RuntimeError("Request failed with status code 500: No available agent to submit job, please try again "
+                           "later..")
+
+
+def test_no_agent_names_the_agent_port_not_the_dashboard(monkeypatch, capsys):
+    import ray.job_submission
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(ray.job_submission, "JobSubmissionClient", AgentlessClient)
+    monkeypatch.setattr(submit, "check_study_flags", lambda args: None)
+    assert submit.main(GOOD) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot submit to http://head:8265: ") and "No available agent" in err
+    assert "--dashboard-agent-listen-port" in err and "another Ray" in err and "local_cluster start" in err
+    assert "--dashboard-host" not in err  # the dashboard answered: its host is not the problem
+
+
 def test_the_jobs_exit_code_is_the_studys():
     """--wait exits with the study's own code (README, "Exit codes"), read from Ray's message for the job."""
     from adbs_lab.outcome import exit_code_of_job
