@@ -115,9 +115,10 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
         tables[part] = table
         folder = out / "figures" / part
         folder.mkdir(parents=True, exist_ok=True)
-        text = from_store.render(table, "text", trials=study.trials, order=study.order)
+        # the part's notes above its table (a smoke run, settings changed), as the part itself wrote it
+        text = from_store.render(table, "text", trials=study.trials, order=study.order, notes=study.notes)
         (folder / "table.txt").write_text(text + "\n")
-        md = from_store.render(table, "markdown", trials=study.trials, order=study.order)
+        md = from_store.render(table, "markdown", trials=study.trials, order=study.order, notes=study.notes)
         (folder / "table.md").write_text(md + "\n")
         figs = (run_files.study_figures(study.name, study.sessions, study.trials, folder, order=study.order)
                 if len(study.sessions) else [])

@@ -90,7 +90,8 @@ def test_experiment_lists_trials_and_compare_view_shows_session_chart(server, br
     browser.goto(f"{base}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}")
     assert browser.wait_text("Description", "objective val_avg_acc (max)"), browser.text()[:3000]
     browser.page.get_by_text("Show more").first.click()
-    first_row = (store.study_dir / "table.md").read_text().splitlines()[2].split("|")[1].strip()
+    rows = [line for line in (store.study_dir / "table.md").read_text().splitlines() if line.startswith("|")]
+    first_row = rows[2].split("|")[1].strip()  # under the header and its rule (the smoke banner stands above)
     shown = browser.wait("[...document.querySelectorAll('table td')].some(td => td.innerText.trim() == "
                          f"{json.dumps(first_row)})")  # the Markdown table, rendered as a table
     browser.js(CLOSE_ASSISTANT)

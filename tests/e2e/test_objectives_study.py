@@ -37,6 +37,7 @@ def test_two_objectives_end_to_end(study_cmd, storage, tracking_uri, tmp_path, c
     listed = listed.splitlines()[1:]
     assert [line.split()[0] for line in listed[:len(on)]] == on and "val_last_base_acc" in listed[0]
     lines = (folder / "table.txt").read_text().splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("config")):]  # below the notes
     head = lines[0].split()
     assert head[-1] == "front"
     marked = [line.split()[0] for line in lines[2:6] if line.split()[-1] == "*"]

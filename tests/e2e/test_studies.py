@@ -143,6 +143,7 @@ def test_kshot_sub_grid_from_the_command_line_with_a_config_file(study_cmd, stor
     trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
     assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (10, 1)] and (trials["finetune_epochs"] == 1).all()
     table = (storage / "kshot_grid" / "table.txt").read_text()
+    table = table[table.index("config"):]  # below the notes (the smoke banner, the settings changed)
     assert table.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"]
     rows = {line.split()[0] + " " + line.split()[1]: line.split()[3] for line in table.splitlines()[2:4]}
     assert rows == {"ways=5 shots=1": "8", "ways=10 shots=1": "4"}
