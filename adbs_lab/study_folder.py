@@ -312,8 +312,10 @@ class StudyLock:
             out.write(json.dumps(self.info).encode())
 
     def _link_message(self) -> str | None:
-        """The refusal when the folder's lock file or holder file is a symbolic link (a local folder)."""
-        return (link_problem(f"{self.where.path}.lock", "the study's lock file")
+        """The refusal when the study's folder, its lock file or its holder file is a symbolic link (a local
+        folder): every file of the study is written inside that folder, so a link there would take them all."""
+        return (link_problem(self.where.path, "the study's folder")
+                or link_problem(f"{self.where.path}.lock", "the study's lock file")
                 or link_problem(self._holder, "the study's lock-holder file"))
 
     def _take_filelock(self) -> None:
