@@ -130,6 +130,12 @@ class StudyFolder:
         """The base-session cache beside the study folders, shared by every study in `storage`."""
         return st.join(self.storage, "base_cache") if self.remote else str(self.local.parent / "base_cache")
 
+    def cache_problem(self) -> str | None:
+        """The refusal when the base-session cache of a local storage is a symbolic link: every study of the
+        storage writes its entries in it, so, like the study's folder (`StudyLock`), it is never written through a
+        link someone put there (adbs/writable.py: link_problem)."""
+        return None if self.remote else link_problem(self.cache_location, "the storage's base-session cache folder")
+
     def tune_location(self) -> tuple[str, object | None]:
         """(storage_path, storage_filesystem) for Tune's RunConfig: experiments go to `<folder>/tune`."""
         return (self.path, self.fs) if self.remote else (str(self.local), None)

@@ -212,7 +212,7 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
                  optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(logged_argv(opts.argv)),
                  owned=study_owned(plan, opts))
     try:
-        busy = where.running()
+        busy = where.running() or (where.cache_problem() if opts.cache else None)
         if busy:
             raise StudyInputError(busy)
         p.settings = check_resume(p) if opts.resume else _check_new(p)
