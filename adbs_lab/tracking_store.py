@@ -88,7 +88,7 @@ def _still_locked(state: RetryCallState):
     assert outcome is not None, "tenacity gives up only after an attempt, so there is an outcome"
     e = outcome.exception()
     raise TrackingError(f"the MLflow store stayed locked for {LOCKED_WAIT_S:.0f} s "
-                        f"({_first_line(e)[:200]})") from None
+                        f"({str(e).strip().splitlines()[0][:200]})") from None
 
 
 def tracking_uri(flag: str | None) -> SecretUrl:
