@@ -155,5 +155,6 @@ def test_a_cluster_started_through_a_link_is_found_by_either_path(tmp_path, monk
     daemon = ["raylet", f"--session_dir={link}/session_2026-01-01_00-00-00_000000_1"]
     table = {os.getpid(): (1, os.getuid(), ["pytest"]), 999001: (1, os.getuid(), daemon),
              999002: (999001, os.getuid(), ["ray::worker"]), 999003: (1, os.getuid(), ["sleep", str(tmp_path)])}
+    # the private process table stands in for /proc: the rule under test is which pids it yields, not Ray's start
     monkeypatch.setattr(local_cluster, "_table", lambda: table)
     assert local_cluster.processes(tmp_path / given) == [999001, 999002]
