@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import unquote_plus
 
 SECRET_QUERY = ("access_key", "secret", "session_token", "password", "passwd", "token", "credential", "signature",
                 "api_key", "apikey")
@@ -34,7 +35,7 @@ _QUERY = re.compile(r"([?&;])([^=&;#\s]*)=([^&;\s]*)")
 
 
 def _secret(key: str) -> bool:
-    k = key.lower()
+    k = unquote_plus(key).lower()  # as the store reads it: SQLAlchemy decodes ?pass%77ord= to password=
     return any(w in k for w in SECRET_QUERY) or k in SECRET_QUERY_EXACT
 
 

@@ -138,14 +138,26 @@ def _ancestors(table: dict[int, tuple[int, int, list[str]]]) -> set[int]:
     return chain
 
 
+def _spellings(folder: Path) -> set[str]:
+    """The paths a cluster's daemons may name `folder` by: Ray names its sessions under the --temp-dir as `ray start`
+    was given it, links unresolved (its `session_latest` link records that spelling), so a folder reached through a
+    link (/tmp on macOS, a scratch link) is matched as given, resolved and as Ray recorded it."""
+    found = {os.path.abspath(folder), str(folder.resolve())}
+    try:
+        found.add(os.path.dirname(os.readlink(folder / LATEST)))
+    except OSError:
+        pass
+    return found
+
+
 def processes(folder: str | Path) -> list[int]:
     """Ids of this user's processes of the cluster whose --temp-dir is `folder`: those naming one of its session
     folders (`<folder>/session_...`) and their descendants (the raylet's workers); never this process or an
     ancestor of it."""
-    prefix = str(Path(folder).resolve() / "session_")
+    prefixes = [f"{spelling}/session_" for spelling in _spellings(Path(folder))]
     table, uid = _table(), os.getuid()
     found = {pid for pid, (_, owner, args) in table.items()
-             if owner == uid and any(_names_session(a, prefix) for a in args)}
+             if owner == uid and any(_names_session(a, prefix) for a in args for prefix in prefixes)}
     children: dict[int, list[int]] = {}
     for pid, (ppid, owner, _) in table.items():
         if owner == uid:

@@ -260,7 +260,8 @@ def parser(doc: str | None, defaults: Defaults = Defaults()) -> argparse.Argumen
     A study adds its own flags to the returned parser before `parse`; one named as a config field replaces that
     field's flag (kshot_grid's --ways and --shots pick cells of its grid, which sets those fields itself)."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                usage=f"%(prog)s [study flags, below] {cli.USAGE}", conflict_handler="resolve")
+                                usage=f"%(prog)s [study flags, below] {cli.USAGE}", conflict_handler="resolve",
+                                allow_abbrev=False)  # whole names: studies/submit.py checks flags by their names
     p.set_defaults(_defaults=defaults)
     group = p.add_argument_group("configuration")
     cli.add_shared_flags(group)

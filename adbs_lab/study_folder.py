@@ -130,6 +130,12 @@ class StudyFolder:
         """The base-session cache beside the study folders, shared by every study in `storage`."""
         return st.join(self.storage, "base_cache") if self.remote else str(self.local.parent / "base_cache")
 
+    def cache_problem(self) -> str | None:
+        """The refusal when the base-session cache of a local storage is a symbolic link: every study of the
+        storage writes its entries in it, so, like the study's folder (`StudyLock`), it is never written through a
+        link someone put there (adbs/writable.py: link_problem)."""
+        return None if self.remote else link_problem(self.cache_location, "the storage's base-session cache folder")
+
     def tune_location(self) -> tuple[str, object | None]:
         """(storage_path, storage_filesystem) for Tune's RunConfig: experiments go to `<folder>/tune`."""
         return (self.path, self.fs) if self.remote else (str(self.local), None)
@@ -312,8 +318,10 @@ class StudyLock:
             out.write(json.dumps(self.info).encode())
 
     def _link_message(self) -> str | None:
-        """The refusal when the folder's lock file or holder file is a symbolic link (a local folder)."""
-        return (link_problem(f"{self.where.path}.lock", "the study's lock file")
+        """The refusal when the study's folder, its lock file or its holder file is a symbolic link (a local
+        folder): every file of the study is written inside that folder, so a link there would take them all."""
+        return (link_problem(self.where.path, "the study's folder")
+                or link_problem(f"{self.where.path}.lock", "the study's lock file")
                 or link_problem(self._holder, "the study's lock-holder file"))
 
     def _take_filelock(self) -> None:

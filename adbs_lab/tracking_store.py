@@ -26,7 +26,11 @@ LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
 
 
 class TrackingError(RuntimeError):
-    """The tracking store cannot be used; the message says how to fix it."""
+    """The tracking store cannot be used; the message says how to fix it. Its text is redacted (adbs/redaction.py):
+    a message quotes the errors of MLflow and database drivers, which quote the real URL, password and all."""
+
+    def __init__(self, message: str):
+        super().__init__(redact(message))
 
 
 # The experiment's kind, "model training" in MLflow's words, for the MLflow clients and UI versions that read it.
@@ -207,7 +211,8 @@ def _connect(uri: str, hint: str) -> None:
 
 
 def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)[:300]
+    text = redact(str(e)).strip()  # redacted before it is cut: a URL cut before its '@' would show its password
+    return (text.splitlines()[0] if text else type(e).__name__)[:300]
 
 
 def redact_uri(uri: str) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from adbs.config import Config, canonical, from_dict
+from adbs.redaction import carries_secret
 from adbs_lab import space as sp
 from adbs_lab import tracking
 from adbs_lab.driver.prepared import Prepared
@@ -55,6 +56,12 @@ def check_storage_writable(location: str) -> None:
     from adbs import objstore as st
 
     if st.is_url(location):
+        if carries_secret(location):  # Ray Tune pickles the trainable, and the cache URL in it, into the storage
+            raise StudyInputError(f"--storage {st.redact(location)}: the URL carries credentials, which the study "
+                                  "would write into its own files in the storage (Ray Tune's tuner.pkl and searcher "
+                                  "state) and Ray's logs; drop them from the URL and export them where the study "
+                                  "and `ray start` run, e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                                  "(docs/clusters.md)")
         try:
             st.check_writable(location)
         except st.ObjectStoreError as e:
@@ -213,7 +220,7 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
                  optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(logged_argv(opts.argv)),
                  owned=study_owned(plan, opts))
     try:
-        busy = where.running()
+        busy = where.running() or (where.cache_problem() if opts.cache else None)
         if busy:
             raise StudyInputError(busy)
         p.settings = check_resume(p) if opts.resume else _check_new(p)

@@ -170,3 +170,20 @@ def test_stopping_one_local_cluster_leaves_another_ray_running(ray_address):
     finally:
         local_cluster.stop([temp], grace_s=2)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("given", ["link", "real"])
+def test_a_cluster_started_through_a_link_is_found_by_either_path(tmp_path, monkeypatch, given):
+    """`ray start --temp-dir=LINK` names its sessions under LINK, unresolved, on its daemons' command lines (and in
+    session_latest); `stop` resolved the folder only, so it found none of them and said "stopped 0 processes"."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real, target_is_directory=True)
+    (real / "session_2026-01-01_00-00-00_000000_1").mkdir()
+    (real / "session_latest").symlink_to(link / "session_2026-01-01_00-00-00_000000_1")  # as Ray writes it
+    daemon = ["raylet", f"--session_dir={link}/session_2026-01-01_00-00-00_000000_1"]
+    table = {os.getpid(): (1, os.getuid(), ["pytest"]), 999001: (1, os.getuid(), daemon),
+             999002: (999001, os.getuid(), ["ray::worker"]), 999003: (1, os.getuid(), ["sleep", str(tmp_path)])}
+    # the private process table stands in for /proc: the rule under test is which pids it yields, not Ray's start
+    monkeypatch.setattr(local_cluster, "_table", lambda: table)
+    assert local_cluster.processes(tmp_path / given) == [999001, 999002]

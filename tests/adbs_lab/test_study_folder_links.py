@@ -64,3 +64,36 @@ def test_a_study_refuses_a_linked_lock_with_exit_2(tmp_path, target, capsys):
                             str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"])
     assert r.returncode == 2 and "error: the study's lock file" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert target.read_text() == "precious" and not (tmp_path / "runs" / "alpha_sweep").exists()
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_linked_study_folder_is_refused(tmp_path, dangling):
+    """The study folder itself a link (to an empty folder elsewhere, or to none): before, study.json, optuna.db and
+    Ray's files went into the link's target (or the run stopped on a raw FileExistsError)."""
+    elsewhere = tmp_path / "elsewhere"
+    if not dangling:
+        elsewhere.mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "s").symlink_to(elsewhere, target_is_directory=True)
+    where = StudyFolder(str(tmp_path / "runs"), "s")
+    msg = where.running()
+    assert msg is not None and "the study's folder" in msg and f"rm {tmp_path / 'runs' / 's'}" in msg, msg
+    with pytest.raises(StudyBusy, match="the study's folder .* is a symbolic link"):
+        StudyLock(where, "cmd")
+    assert dangling or list(elsewhere.iterdir()) == []
+
+
+def test_a_study_refuses_a_linked_base_cache_with_exit_2(tmp_path, capsys):
+    """<storage>/base_cache a link: before, every base session of the study was written into the link's target."""
+    from _scripts import in_process
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "base_cache").symlink_to(elsewhere, target_is_directory=True)
+    argv = [sys.executable, str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--storage",
+            str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--dry-run"]
+    r = in_process(capsys, argv)
+    assert r.returncode == 2 and "error: the storage's base-session cache folder" in r.stderr, r.stderr
+    assert f"rm {tmp_path / 'runs' / 'base_cache'}" in r.stderr and list(elsewhere.iterdir()) == []
+    assert in_process(capsys, [*argv, "--no-cache"]).returncode == 0  # a run that never writes the cache

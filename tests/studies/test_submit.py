@@ -253,3 +253,21 @@ def test_a_config_outside_the_project_is_refused_and_one_inside_travels_with_it(
     assert args.shipped == [f"--config {inside} travels with the project as deploy/ray-cluster-gpu.yaml"]
     with pytest.raises(submit.SubmitError, match="no such file"):
         checked(GOOD + ["--config", "nope.yaml"])
+
+
+@pytest.mark.parametrize("flag", ["--conf", "--stor", "--track"])
+def test_an_abbreviated_study_flag_is_not_sent(flag, tmp_path, monkeypatch, capsys):
+    """submit.py checks --config, --storage and --tracking-uri by their names; argparse would also take `--conf`
+    for --config, so `--conf /outside.yaml` (or a relative `--stor`) passed every check and reached the cluster.
+    The study's parser takes whole flag names only, so the study's flags do not parse and nothing is sent."""
+    import ray.job_submission
+
+    outside = tmp_path / "mine.yaml"
+    outside.write_text("base_epochs: 2\n")
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(ray.job_submission, "JobSubmissionClient", FakeClient)
+    FakeClient.submitted = {}
+    value = {"--conf": str(outside), "--stor": "runs", "--track": "sqlite:///m.db"}[flag]
+    assert submit.main([*GOOD, flag, value]) == 2
+    err = capsys.readouterr().err
+    assert "the study's flags do not parse" in err and flag in err and FakeClient.submitted == {}, err

@@ -304,3 +304,15 @@ def test_study_and_report_help_state_their_defaults_and_the_metrics(capsys):
                        text=True, timeout=120)
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and "(default: test_acc; one of " + ", ".join(K.SESSION_METRICS) + ")" in text
+
+
+@pytest.mark.parametrize("url", ["s3://AKID:hunter2@bucket/runs?endpoint_override=127.0.0.1:1",
+                                 "s3://bucket/runs?secret_key=hunter2&endpoint_override=127.0.0.1:1"])
+def test_a_storage_url_with_credentials_is_refused(url):
+    """Credentials in --storage ended up in the study's own files in the bucket (Ray Tune's tuner.pkl and searcher
+    state hold the trainable's base-cache URL): refused before anything is written, the URL shown redacted."""
+    from adbs_lab.driver.preflight import check_storage_writable
+
+    with pytest.raises(options.StudyInputError, match="the URL carries credentials") as e:
+        check_storage_writable(url)
+    assert "hunter2" not in str(e.value) and "AWS_SECRET_ACCESS_KEY" in str(e.value)
