@@ -145,7 +145,8 @@ def test_kshot_sub_grid_from_the_command_line_with_a_config_file(study_cmd, stor
     table = (storage / "kshot_grid" / "table.txt").read_text()
     table = table[table.index("config"):]  # below the notes (the smoke banner, the settings changed)
     assert table.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"]
-    rows = {line.split()[0] + " " + line.split()[1]: line.split()[3] for line in table.splitlines()[2:4]}
+    # config (two words), seeds ("1 of 1": three), then sessions
+    rows = {line.split()[0] + " " + line.split()[1]: line.split()[5] for line in table.splitlines()[2:4]}
     assert rows == {"ways=5 shots=1": "8", "ways=10 shots=1": "4"}
     assert "sessions: incremental sessions of each row" in r.stdout
 
