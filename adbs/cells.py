@@ -1,6 +1,6 @@
 """How a number reads in a table cell, for every table the platform prints or writes: the session table of
-`python -m adbs.run` (adbs/run.py: session_table), a study's table (adbs_lab/tables.py: format_table), its LaTeX and
-plain renderings (adbs_lab/renderings.py) and the paired differences (adbs_lab/compare.py: format_paired).
+`python -m adbs.run` (adbs/run.py: session_table), a study's table (adbs_lab/results/tables.py: format_table), its LaTeX and
+plain renderings (adbs_lab/results/renderings.py) and the paired differences (adbs_lab/results/compare.py: format_paired).
 
 A missing or non-finite value is "-"; a number has a fixed count of decimals (2 unless the column says otherwise);
 a mean with the half-width of its 95% interval reads "58.71 ± 1.20", the mean alone where there is no interval.

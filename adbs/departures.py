@@ -1,5 +1,5 @@
 """The line that says a result departs from the released code, above every table of results: the session table of
-`python -m adbs.run` (adbs/run.py: session_table) and a study's tables (adbs_lab/tables.py: departure_lines).
+`python -m adbs.run` (adbs/run.py: session_table) and a study's tables (adbs_lab/results/tables.py: departure_lines).
 
 A departure is a boundary remedy (adbs/config/schema.py: BOUNDARY_REMEDIES) set to other than the released code's value,
 which is the Config default; the CPU preset sets one (docs/findings.md, point 5).

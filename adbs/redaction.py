@@ -15,7 +15,7 @@ whitespace. When in doubt more is masked, never less: http://host:80/a@b shows a
 `SecretUrl` is a URL that redacts itself: its text (what str(), repr(), format(), json, pickle and MLflow tags see)
 is the redacted URL; the real one comes only from `reveal`, called where a store is opened.
 
-Standard library only: adbs_lab/serve.py loads this file by its path to stay light (importing adbs runs
+Standard library only: adbs_lab/stores/serve.py loads this file by its path to stay light (importing adbs runs
 adbs/__init__.py, which loads torch), so it imports nothing of adbs.
 """
 
@@ -102,7 +102,7 @@ class SecretUrl(str):
     """A URL whose every printed form is redacted: `str`, `repr`, `format`, json, pickling and copying give the URL
     with its password and secret query values as *** (`redact_url`); `reveal` gives the URL itself, for opening the
     store it names. A pickle (Ray Tune's searcher and callback state in a study's folder) keeps only the redacted
-    URL: a driver that unpickles it binds its own (adbs_lab/study_folder.py: rebind)."""
+    URL: a driver that unpickles it binds its own (adbs_lab/stores/study_folder.py: rebind)."""
 
     _real: str
 
@@ -117,8 +117,7 @@ class SecretUrl(str):
         return self._real
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # a plain str of the redacted URL: no secret in the pickle, and no class to find when it is loaded (this file
-        # is also loaded by path under another module name: adbs_lab/redaction.py)
+        # a plain str of the redacted URL: no secret in the pickle, and no class to find when it is loaded)
         return (str, (str.__str__(self),))
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
@@ -133,8 +132,6 @@ class SecretUrl(str):
 
 def reveal(url: Any) -> Any:
     """The real URL of a SecretUrl; any other value unchanged (a path, None, a URL without a secret)."""
-    # by its method, not its class: adbs_lab/redaction.py loads this file under another module name, whose
-    # SecretUrl is another class
     method = getattr(url, "reveal", None) if isinstance(url, str) else None
     return method() if callable(method) else url
 

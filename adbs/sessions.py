@@ -221,7 +221,7 @@ class _SessionsRun:
             hooks.log("WARNING: " + "; ".join(warnings))
         # val/test feature extraction (BaseCache.features): bench/bench.py
         extra: dict[str, Any] = {"features_s": self.features_s}
-        if cfg.keep_embeddings:  # the paper's t-SNE and prototype-similarity figures (adbs_lab/figures.py draws them)
+        if cfg.keep_embeddings:  # the paper's t-SNE and prototype-similarity figures (adbs_lab/results/figures.py draws them)
             extra["embeddings"] = embedding_sample(test_f[:, 0], test_y, rows0, n_base)
         return TrialResult(
             config=cfg.to_dict(), base_curve=list(base_session.curve), sessions=rows,

@@ -1,8 +1,8 @@
 """Whether a path can be written, checked before any work: the one check behind `python -m adbs.run --out`, a
-study's --storage and SQLite stores (adbs_lab/driver/preflight.py, adbs_lab/tracking_store.py: tracking_problem) and
+study's --storage and SQLite stores (adbs_lab/driver/preflight.py, adbs_lab/stores/tracking_store.py: tracking_problem) and
 the tools' --out folders (studies/report.py, bench/gpu.py), all through `folder_problem`; and how a file in a
 storage others write to is written without following a link (`link_problem`, `write_no_follow`: a study's lock
-files, adbs_lab/study_folder.py).
+files, adbs_lab/stores/study_folder.py).
 
 A path that does not exist yet is judged by the nearest folder that does, in which it would be created, and nothing
 is written (a dry run and a preflight write nothing): that folder is probed by making and removing an empty folder in

@@ -11,8 +11,8 @@ from adbs_lab.driver.preflight import held, preflight, size, validate
 from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.driver.run import main, run
 from adbs_lab.driver.summarise import Outcome, ended_count, summarise
-from adbs_lab.options import StudyInputError
-from adbs_lab.plan import Plan
+from adbs_lab.driver.options import StudyInputError
+from adbs_lab.driver.plan import Plan
 
 __all__ = ["Plan", "Prepared", "Outcome", "StudyInputError", "validate", "size", "held", "preflight", "claim",
            "cluster_slots", "launch", "resources", "summarise", "ended_count", "run", "main", "fail"]

@@ -11,7 +11,7 @@ Prints one line per figure (docs/gpu.md says what each means and what bounds it)
      median over epochs 2..E) through the real trial code (adbs.trial.run_trial in a fresh process, the
      cifar100 preset on the embedded benchmark written as CIFAR-100 pickles by bench/vs_official.py), and
      its ratio to (1); the first epoch's warm-up (epoch 1 minus the median); its peak GPU memory;
-  3. trials/hour: k trials at once on one GPU (k from adbs_lab/packing.py's decision on the measured peak)
+  3. trials/hour: k trials at once on one GPU (k from adbs_lab/cluster/packing.py's decision on the measured peak)
      vs one trial at a time, each trial a fresh process;
   4. with --official: the authors' base epoch on the same data, as published (2 x 224 px + 4 x 96 px
      multi-crops, computed and dropped) and without the dropped crops, through bench/vs_official.py's copy,
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a ConvNet, 12 images per class): the plumbing")
     ap.add_argument("--epochs", type=int, default=None, help="base epochs of each trial (default 4; quick 2)")
     ap.add_argument("--official", type=Path, default=None, help="a checkout of the authors' code (bench/vs_official.py)")
-    ap.add_argument("--max-per-gpu", type=int, default=None, help="cap of the packing decision (adbs_lab/packing.py)")
+    ap.add_argument("--max-per-gpu", type=int, default=None, help="cap of the packing decision (adbs_lab/cluster/packing.py)")
     ap.add_argument("--out", type=Path, default=None, help="folder for gpu.json")
     ap.add_argument("--_trial", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from adbs.config import preset
-    from adbs_lab import packing
+    from adbs_lab.cluster import packing
 
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--epochs must be >= 2 (the first epoch is warm-up)")
     if a.max_per_gpu is not None and a.max_per_gpu < 1:
         ap.error(f"--max-per-gpu must be >= 1 (trials one GPU may hold at once), got {a.max_per_gpu}")
-    from adbs_lab.paths import out_dir_problem
+    from adbs.writable import out_dir_problem
 
     if a.out is not None and out_dir_problem(a.out):  # now, not after the benchmark: its figures would be lost
         ap.error(out_dir_problem(a.out))

@@ -19,9 +19,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from adbs_lab import metrics_keys as K  # noqa: E402
-from adbs_lab.space import SEED_KEY  # noqa: E402
-from adbs_lab.tracking_store import LOCKED_WARNING  # noqa: E402
+from adbs_lab.records import metrics_keys as K  # noqa: E402
+from adbs_lab.records.tune_keys import SEED_KEY  # noqa: E402
+from adbs_lab.stores.tracking_store import LOCKED_WARNING  # noqa: E402
 
 
 def _free_port() -> int:
@@ -299,7 +299,7 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
             problems.append(f"{name}: Optuna study unreadable ({e})")
         c.optuna = len(trials)
         c.optuna_states = Counter(t.state.name for t in trials)
-        # one Optuna trial per configuration, which runs over every seed (adbs_lab/search.py: StudySearch)
+        # one Optuna trial per configuration, which runs over every seed (adbs_lab/search/searcher.py: StudySearch)
         configs = len({x.alpha for x in rep.values()})
         if c.optuna != configs or c.optuna_states.get("COMPLETE", 0) != c.optuna:
             problems.append(f"{name}: Optuna trials {dict(c.optuna_states)} for {configs} configurations "

@@ -4,7 +4,7 @@ replaced.
 
     python bench/load_study.py --smoke --seeds 0 1 2 3 4 --name load_0 [--tracking-only] [study flags]
 
---tracking-only: each trial is `tracking_trial` (the Plan's trial_fn hook, adbs_lab/plan.py), which trains nothing and
+--tracking-only: each trial is `tracking_trial` (the Plan's trial_fn hook, adbs_lab/driver/plan.py), which trains nothing and
 reports the volume a real trial of the CPU preset reports (about 350 metric points): BASE_EPOCHS base-epoch reports
 of 7 metrics and SESSIONS + 1 session reports of 14, and 6 summary metrics (349 metric points), in about a second.
 """
@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 
 from optuna.distributions import FloatDistribution  # noqa: E402
 
-from adbs_lab import options, study  # noqa: E402
+from adbs_lab import study  # noqa: E402
+from adbs_lab.driver import options
 
 ALPHAS = [0.01, 0.02, 0.05, 0.08, 0.1]
 BASE_EPOCHS, SESSIONS = 25, 11

@@ -2,7 +2,7 @@
 
     python mlflow/serve.py [--host H] [--port P] [--backend-store-uri URI] [--artifacts-destination DIR]
 
-Same as `python -m adbs_lab.serve`; see `--help`. (This folder must never hold an `__init__.py`
+Same as `python -m adbs_lab.stores.serve`; see `--help`. (This folder must never hold an `__init__.py`
 or a `mlflow.py`: either would shadow the mlflow package.)
 """
 
@@ -11,6 +11,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: adbs_lab without installing
 
-from adbs_lab.serve import main  # noqa: E402
+from adbs_lab.stores.serve import main  # noqa: E402
 
 raise SystemExit(main())

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import options  # noqa: E402
-from adbs_lab.plan import Plan  # noqa: E402
+from adbs_lab.driver import options  # noqa: E402
+from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import alpha_sweep as spaces  # noqa: E402
 

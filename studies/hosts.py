@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd
 
 from adbs.hosts import host_names  # noqa: E402
 from adbs.config import PRESETS  # noqa: E402
-from adbs_lab import options  # noqa: E402
-from adbs_lab.plan import Plan  # noqa: E402
+from adbs_lab.driver import options  # noqa: E402
+from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import hosts as spaces  # noqa: E402
 

@@ -32,8 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs_lab import options, outcome  # noqa: E402
-from adbs_lab.plan import Plan  # noqa: E402
+from adbs_lab.driver import options  # noqa: E402
+from adbs_lab.driver import outcome
+from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import knobs as spaces  # noqa: E402
 
@@ -56,7 +57,7 @@ def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
 
 
 def print_importance(folder: Path) -> None:
-    """The importance section the report leads with, on the terminal too (adbs_lab/importance.py)."""
+    """The importance section the report leads with, on the terminal too (adbs_lab/results/importance.py)."""
     path = Path(folder) / "importance.md"
     if path.is_file():
         print("\nwhich knobs matter (validation average accuracy; report.md has the figures):\n")

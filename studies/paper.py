@@ -55,11 +55,13 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from adbs import objstore  # noqa: E402
 from adbs.hosts import host_names  # noqa: E402
 from adbs.config import canonical  # noqa: E402
-from adbs_lab import options, outcome, tracking  # noqa: E402
-from adbs_lab import paper as paper_report  # noqa: E402
+from adbs_lab.driver import options  # noqa: E402
+from adbs_lab.driver import outcome
+from adbs_lab.stores import tracking_store
+from adbs_lab.results import paper as paper_report  # noqa: E402
 from adbs_lab.driver import compose  # noqa: E402
 from adbs_lab.driver.preflight import logged_argv  # noqa: E402
-from adbs_lab.redaction import reveal  # noqa: E402
+from adbs.redaction import reveal  # noqa: E402
 from studies import ablation, alpha_sweep, hosts, kshot_grid, times  # noqa: E402
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
@@ -90,7 +92,7 @@ def main() -> int:
     storage = objstore.join(opts.storage, folder) if remote else str(out)
     whole = compose.Composite("paper", label, _parts(p, opts, extra.hosts, dataset, storage),
                               shown=objstore.redact(storage),  # printed and logged: no credentials
-                              tracking_uri=tracking.tracking_uri(opts.tracking_uri), storage=storage)
+                              tracking_uri=tracking_store.tracking_uri(opts.tracking_uri), storage=storage)
     checked = whole.check()
     whole.print_cost(checked, _estimate(opts, dataset), opts.seeds)
     if dataset and not opts.smoke:

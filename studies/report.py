@@ -12,7 +12,7 @@
 
 Reads only the tracking store (nested trial runs: params, session/* metric histories, summary/*,
 tags), so a study run on a cluster can be reported on a laptop. The table is
-adbs_lab.tables.paper_table, the same function the study printed its table with.
+adbs_lab.results.tables.paper_table, the same function the study printed its table with.
 With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
 of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
 and one figure (compare_sessions.png: every row's accuracy per session).
@@ -35,8 +35,14 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # one embeddings.json download per ablation trial: MLflow would draw a progress bar for each of them
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-from adbs_lab import from_store, paper, paths, run_pick, tables, tracking
-from adbs_lab import metrics_keys as K  # noqa: E402
+from adbs_lab.results import from_store
+from adbs_lab.results import paper
+from adbs import writable
+from adbs_lab.stores import paths
+from adbs_lab.results import run_pick
+from adbs_lab.results import tables
+from adbs_lab.stores import tracking_store
+from adbs_lab.records import metrics_keys as K  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 p.add_argument("study", nargs="+",
@@ -69,8 +75,8 @@ if args.paper and len(args.study) > 1:
 if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
     p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
             + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
-if args.out is not None and paths.out_dir_problem(args.out):  # before reading the store, not at the write
-    print(f"error: {paths.out_dir_problem(args.out)}", file=sys.stderr)
+if args.out is not None and writable.out_dir_problem(args.out):  # before reading the store, not at the write
+    print(f"error: {writable.out_dir_problem(args.out)}", file=sys.stderr)
     raise SystemExit(2)
 
 import logging  # noqa: E402
@@ -80,13 +86,13 @@ logging.getLogger("alembic").setLevel(logging.WARNING)
 import pandas as pd  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-from adbs_lab.redaction import reveal  # noqa: E402
+from adbs.redaction import reveal  # noqa: E402
 
-uri = tracking.tracking_uri(args.tracking_uri)
+uri = tracking_store.tracking_uri(args.tracking_uri)
 try:
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
-    tracking.check_tracking_uri(uri)
+    tracking_store.check_tracking_uri(uri)
     client = MlflowClient(reveal(uri))  # the SecretUrl's real URL (adbs/redaction.py)
     found = [] if args.datasets else [paper.find(client, ref) for ref in args.study]
     papers = [run for run in found if run is not None]
@@ -98,7 +104,7 @@ try:
     paper_run = found[0] if len(found) == 1 else None
     studies = ([from_store.load_study(client, ref, args.name) for ref in args.study]
                if across is None and paper_run is None else [])
-except (from_store.ReportError, tracking.TrackingError) as e:
+except (from_store.ReportError, tracking_store.TrackingError) as e:
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2) from None
 
@@ -177,7 +183,7 @@ if args.paper:
 out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
 files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
 if study.multi:  # a search of several --objectives: its Pareto front, as the study listed it
-    from adbs_lab import objectives
+    from adbs_lab.results import pareto
 
-    print("\n" + "\n".join(objectives.front_lines(json.loads((out / objectives.PARETO_JSON).read_text()))))
+    print("\n" + "\n".join(pareto.front_lines(json.loads((out / pareto.PARETO_JSON).read_text()))))
 print(f"\nwrote {out}: {', '.join(f.name for f in files)}")

@@ -11,7 +11,7 @@ project's dependencies from pyproject.toml are the job's pip runtime environment
 them on each node once, on top of the cluster's packages; `--deps installed` skips that when the
 cluster image already holds them). The study runs on the head node with `--address auto` and
 spreads its trials over the cluster; it refuses node-local storage or a file tracking store on a
-multi-node cluster (adbs_lab/cluster.py).
+multi-node cluster (adbs_lab/cluster/checks.py).
 
 Secrets (MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_PASSWORD, AWS keys, ...) travel only as environment
 variables of the job: `--env NAME` copies NAME from this shell. They are never put in the command,
@@ -34,8 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from any cwd without installing
 
-from adbs_lab import outcome  # noqa: E402
-from adbs_lab.redaction import carries_secret  # noqa: E402
+from adbs_lab.driver import outcome  # noqa: E402
+from adbs.redaction import carries_secret  # noqa: E402
 
 # Never uploaded: environments, VCS, local results and stores (gitignore syntax, relative to REPO).
 EXCLUDES = ["/.venv/", ".git/", "/runs/", "/results/", "/test-artifacts/", "/mlflow/mlflow.db",
@@ -230,7 +230,7 @@ def project_config(args: argparse.Namespace, rest: list[str]) -> list[str]:
 
 
 def runtime_env(args: argparse.Namespace, env: dict[str, str]) -> dict:
-    from adbs_lab.paths import code_version
+    from adbs_lab.stores.paths import code_version
 
     # The job has no .git: the code version travels with it (MLflow tag adbs.code_version).
     version = code_version()
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     info = client.get_job_info(job_id)
     print(f"\njob {job_id}: {status}" + (f" ({info.message})" if status != "SUCCEEDED" and info.message else ""))
-    return outcome.exit_code_of_job(info.message, status)  # the study's own exit code (adbs_lab/outcome.py)
+    return outcome.exit_code_of_job(info.message, status)  # the study's own exit code (adbs_lab/driver/outcome.py)
 
 
 NO_AGENT = "No available agent to submit job"
@@ -344,7 +344,7 @@ def submit_failure(address: str, error: Exception) -> str:
                 "its port (--dashboard-agent-listen-port, default 52365) is taken, most often by another Ray on the "
                 "same machine (the node's session_latest/logs/dashboard_agent.log under its --temp-dir says \"address "
                 "already in use\"), or the agents are still starting (try again in a minute). Start every node with a "
-                "free --dashboard-agent-listen-port: `python -m adbs_lab.local_cluster start` does that for a "
+                "free --dashboard-agent-listen-port: `python -m adbs_lab.cluster.local_cluster start` does that for a "
                 "cluster on one machine (deploy/README.md, \"Trying it on one machine\").")
     return (f"cannot submit to {address}: {first}\n"
             "Is the dashboard up (`ray start --head --dashboard-host 0.0.0.0`, needs ray[default]) and reachable "
@@ -356,7 +356,7 @@ def check_study_flags(args: argparse.Namespace) -> None:
     is refused here rather than on the cluster."""
     import subprocess
 
-    from adbs_lab.options import FLAGS_ONLY_ENV
+    from adbs_lab.driver.options import FLAGS_ONLY_ENV
 
     r = subprocess.run([sys.executable, str(REPO / args.script), *args.study[1:]], cwd=REPO, capture_output=True,
                        text=True, timeout=300, env={**os.environ, FLAGS_ONLY_ENV: "1"})

@@ -1,4 +1,4 @@
-"""One command-line grammar for config values, shared by `python -m adbs.run` and every study (adbs_lab/options.py).
+"""One command-line grammar for config values, shared by `python -m adbs.run` and every study (adbs_lab/driver/options.py).
 
 Every Config field is a flag (`--base-epochs 3`), and every host option too (`--savc.queue-size 512`), generated
 here from the dataclasses and their docstrings (adbs/config/docs.py). `--set KEY=VALUE` says the same for any key

@@ -15,7 +15,7 @@ from adbs.fields import ConfigError
 from adbs.hosts import host_names
 
 STUDY_RESULT_KEYS = ("config_label", "objective", "config")
-"""Keys of a study's best_config.json (adbs_lab/tables.py: best_config); its `config` is one trial's full config."""
+"""Keys of a study's best_config.json (adbs_lab/results/tables.py: best_config); its `config` is one trial's full config."""
 
 
 def load_file(path: str) -> dict[str, Any]:

@@ -197,7 +197,7 @@ class Config:
         """Fields this config never reads, so their values change nothing: milestones and gamma under the cosine
         schedule (adbs/loops.py: _optimizer), alpha and ic_reduction without IC (effective_alpha), the incremental
         fine-tuning's fields with fixed boundaries (effective_finetune_epochs). A result's record of its
-        configuration leaves them out (adbs_lab/tables.py: best_config)."""
+        configuration leaves them out (adbs_lab/results/tables.py: best_config)."""
         inert: list[str] = []
         if self.schedule != "milestones":
             inert += ["milestones", "gamma"]

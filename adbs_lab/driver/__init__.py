@@ -11,7 +11,7 @@ package itself imports nothing, so `from adbs_lab.driver import launch` is the m
     session    the process's environment, the Ray session, SIGTERM as Ctrl-C, what a full disk looks like
     launch     Ray and resources per trial (cluster_slots, before the claim), Optuna's searcher and pruner, the
                MLflow tracker, Ray Tune's fit
-    summarise  tables, figures, report, upload, and the exit code (adbs_lab/outcome.py)
+    summarise  tables, figures, report, upload, and the exit code (adbs_lab/driver/outcome.py)
     run        preflight -> cluster_slots -> claim -> launch -> summarise (`run`, `main`, `dry_run`)
     compose    several studies, one plan, one cost line, one preflight, reuse of what finished (studies/paper.py)
 """

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from adbs_lab.driver.prepared import Prepared, fail
-from adbs_lab.study_folder import StudyBusy, StudyFolder
+from adbs_lab.stores.study_folder import StudyBusy, StudyFolder
 
 __all__ = ["study_lock", "claim", "held_study"]
 
@@ -32,7 +32,7 @@ def claim(p: Prepared) -> None:
     """Under `study_lock`, after every check has passed (preflight, and Ray's in adbs_lab/driver/run.py): a new
     study takes its name in the Optuna storage (`own_name`), gets its folder (earlier results moved aside) and
     study.json; --resume gets the interrupted run's files (an object store's snapshot) and loads its Optuna study."""
-    from adbs_lab.study_folder import rebind
+    from adbs_lab.stores.study_folder import rebind
 
     # Tuner.restore unpickles the searcher, stopper and tracker of the driver that started the study, with its
     # paths and stores; it takes no new ones (ray/tune/tuner.py: restore), so they look this driver's up here: the
@@ -62,12 +62,12 @@ def claim(p: Prepared) -> None:
 
 
 def own_name(p: Prepared) -> None:
-    """Create the study's Optuna study, once (adbs_lab/search.py: create_study, atomic in the database): of two runs
+    """Create the study's Optuna study, once (adbs_lab/search/searcher.py: create_study, atomic in the database): of two runs
     of one name started together on one Optuna storage exactly one gets it; the other is refused here, exit 2,
     before it writes anything (the preflight's check of the name, which both pass, only reads)."""
-    from adbs_lab import objectives
+    from adbs_lab.records import objectives
     from adbs_lab.driver.preflight import name_taken
-    from adbs_lab.search import StudyNameTaken, create_study
+    from adbs_lab.search.searcher import StudyNameTaken, create_study
 
     try:
         create_study(p.optuna_url, p.folder, objectives.effective(p.opts.objectives))
@@ -77,9 +77,9 @@ def own_name(p: Prepared) -> None:
 
 def held_study(where: StudyFolder) -> str:
     """What a study folder holds, for the line that moves it aside: "a finished study (12 trials, started
-    2026-11-28 10:02; `studies/alpha_sweep.py --shots 3`)", from its study.json and runs file (tracking.RUNS_FILE);
+    2026-11-28 10:02; `studies/alpha_sweep.py --shots 3`)", from its study.json and runs file (tracking_store.RUNS_FILE);
     "earlier results" when they do not say."""
-    from adbs_lab import tracking
+    from adbs_lab.stores import tracking_store
 
     def read(name: str) -> dict:
         try:
@@ -88,7 +88,7 @@ def held_study(where: StudyFolder) -> str:
             return {}
         return value if isinstance(value, dict) else {}
 
-    ident, runs = read("study.json"), read(tracking.RUNS_FILE)
+    ident, runs = read("study.json"), read(tracking_store.RUNS_FILE)
     if not ident:
         return "earlier results"
     planned, ended, started = ident.get("trials"), _count(runs.get("ended")), _count(runs.get("trials"))

@@ -1,7 +1,7 @@
 """Several studies run as one (studies/paper.py): one plan of parts, one preflight of them all before any trains
 (bad input in any part ends here, exit 2, nothing written), one cost line, reuse of the parts that finished,
 --resume of the one that was interrupted, the other parts run after one fails, and the worst exit code
-(adbs_lab/outcome.py: worst; an interruption stops at once). Each part is a study exactly as its own script runs
+(adbs_lab/driver/outcome.py: worst; an interruption stops at once). Each part is a study exactly as its own script runs
 it: a Plan and its options, run by adbs_lab/driver/run.py.
 
     parts = [compose.Part("ablation", *ablation.plan(opts), title="..."), ...]
@@ -19,15 +19,16 @@ from dataclasses import dataclass
 from typing import Callable, Collection
 
 from adbs.config import ConfigError
-from adbs_lab import outcome, tracking
+from adbs_lab.driver import outcome
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.preflight import check_name_free, held, size, study_fingerprint, validate
 from adbs_lab.driver.prepared import fail
 from adbs_lab.driver.run import run
 from adbs_lab.driver.session import env_defaults
-from adbs_lab.options import StudyInputError, StudyOptions
-from adbs_lab.plan import Plan
-from adbs_lab.study_folder import StudyFolder
+from adbs_lab.driver.options import StudyInputError, StudyOptions
+from adbs_lab.driver.plan import Plan
+from adbs_lab.stores.study_folder import StudyFolder
 
 __all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "reportable", "total", "to_run",
            "interruptible"]
@@ -91,11 +92,11 @@ class Composite:
         env_defaults()
         checked, where = [], "tracking store"
         try:
-            tracking.tracking_problem(self.tracking_uri)
+            tracking_store.tracking_problem(self.tracking_uri)
             for part in self.parts:
                 where = part.name  # named in the error
                 checked.append(self._check(part))
-        except (ConfigError, StudyInputError, tracking.TrackingError) as e:
+        except (ConfigError, StudyInputError, tracking_store.TrackingError) as e:
             fail(f"{self.name}, {where}: {e}")
         return checked
 
@@ -159,7 +160,7 @@ class Composite:
                 continue
             where = StudyFolder(self.storage, part.plan.name + part.opts.folder)
             try:
-                run_id = json.loads(where.read_text(tracking.RUNS_FILE) or "{}").get("parent")
+                run_id = json.loads(where.read_text(tracking_store.RUNS_FILE) or "{}").get("parent")
             finally:
                 where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
             if run_id:

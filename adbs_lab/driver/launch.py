@@ -16,18 +16,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adbs.config import Config, from_dict
-from adbs_lab import metrics_keys as K
-from adbs_lab import objectives, study_notes
-from adbs_lab import space as sp
-from adbs_lab import tracking
-from adbs_lab.outcome import error_line
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records import objectives
+from adbs_lab.results import notes as study_notes
+from adbs_lab.search import space as sp
+from adbs_lab.records import tune_keys
+from adbs_lab.driver.tracker import MlflowTracker
+from adbs_lab.stores import tracking_store
+from adbs_lab.driver.outcome import error_line
 from adbs_lab.driver.preflight import logged_argv
 from adbs_lab.driver.prepared import Prepared, bad_input, fail
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.interrupts import pause_point
 from adbs_lab.driver.session import disk_full, interrupted, ray_session
-from adbs_lab.paths import code_version
-from adbs_lab.study_folder import StudyFolder
+from adbs_lab.stores.paths import code_version
+from adbs_lab.stores.study_folder import StudyFolder
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
@@ -40,7 +43,7 @@ __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resou
 class Launched:
     results: Any
     """Ray Tune's ResultGrid (every trial that started)."""
-    tracker: tracking.MlflowTracker
+    tracker: MlflowTracker
     interrupted: str | None
     """The user stopped the study early (Ctrl-C, SIGTERM): which; None when nobody did."""
     failed: str | None = None
@@ -69,7 +72,7 @@ def launch(p: Prepared, slots: Slots) -> Launched:
     """With Ray up and `slots` checked (`cluster_slots`): the MLflow store, Optuna (sampler, pruner) and MLflow
     (tracker), then Tune runs the trials."""
     with bad_input():
-        tracking.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
+        tracking_store.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
     tracker = None
     try:  # Ray is up; to Tune's fit: an interruption here ends the study with its line (no trial ran yet)
         print_start(p, slots.max_concurrent)
@@ -86,7 +89,7 @@ def launch(p: Prepared, slots: Slots) -> Launched:
 
 def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots:
     """Resources per trial (flags or packing), checked against the cluster (multi-node: cluster.preflight)."""
-    from adbs_lab import cluster
+    from adbs_lab.cluster import checks as cluster
 
     try:
         gpus, cpus = resources(p, res, probe)
@@ -120,7 +123,7 @@ def _search(p: Prepared):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
     import optuna
 
-    from adbs_lab.search import (
+    from adbs_lab.search.searcher import (
         BaseEpochStopper,
         StudySearch,
         make_pruner,
@@ -131,7 +134,7 @@ def _search(p: Prepared):
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
     sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space), seed=opts.sampler_seed)
                if p.is_grid else optuna.samplers.TPESampler(seed=opts.sampler_seed))
-    snapshot = ({tracking.RUNS_FILE: str(p.dir / tracking.RUNS_FILE),
+    snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
@@ -146,7 +149,7 @@ def _search(p: Prepared):
 def _tracking(p: Prepared, searcher, slots: Slots):
     """The MLflow tracker (parent run; its settings on a new study) and the progress line; both read how a trial
     ended from the searcher (Tune pickles them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
-    from adbs_lab.progress import Progress
+    from adbs_lab.driver.progress import Progress
 
     opts, plan, where = p.opts, p.plan, p.where
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
@@ -162,7 +165,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base))}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     searched, objs = searched_axes(p), objectives.texts(objectives.effective(opts.objectives))
-    tracker = tracking.MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
+    tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
                                      ends=searcher, storage=opts.storage,
                                      description=study_description(p, searched, objs))
@@ -184,8 +187,8 @@ def searched_axes(p: Prepared) -> dict[str, str]:
     sampled range, {"row": "baseline, adb, adb+ic"} for named rows. Not the seed: it repeats a configuration."""
     out: dict[str, str] = {}
     for key in p.varying:
-        value: Any = p.plan.rows if key == sp.ROW_KEY else p.space.get(key)
-        if key == sp.SEED_KEY or value is None:
+        value: Any = p.plan.rows if key == tune_keys.ROW_KEY else p.space.get(key)
+        if key == tune_keys.SEED_KEY or value is None:
             continue
         choices = getattr(value, "choices", None) if sp.is_dist(value) else value
         out[key] = (", ".join(map(str, choices)) if choices is not None else
@@ -195,9 +198,9 @@ def searched_axes(p: Prepared) -> dict[str, str]:
 
 def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) -> str:
     """The parent run's description in the MLflow UI (Markdown): what the study searches, for what, over which seeds,
-    and which columns show it; the tracker adds the study's table when it ends (tracking.MlflowTracker.finish)."""
+    and which columns show it; the tracker adds the study's table when it ends (MlflowTracker.finish)."""
     axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
-    cols = ", ".join([f"`{k}`" for k in searched if k != sp.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
+    cols = ", ".join([f"`{k}`" for k in searched if k != tune_keys.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
     return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {p.total} trials over seeds "
             f"{', '.join(map(str, p.opts.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
@@ -210,7 +213,7 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
     callbacks: Tuner.restore takes none, so this run's are not used then; see study_folder.rebind)."""
     from ray import tune
 
-    from adbs_lab.trainable import make_trainable
+    from adbs_lab.search.trainable import make_trainable
 
     opts, where = p.opts, p.where
     trainable = tune.with_resources(
@@ -248,7 +251,7 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
     (a full disk, a failed MLflow store, or anything else Tune raised, whose traceback is printed once); both end
     with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
-    from adbs_lab import search
+    from adbs_lab.search import searcher as search
 
     _, tune_fs = p.where.tune_location()
     interrupted = failed = None
@@ -268,16 +271,16 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
         grid = _results_so_far(p.where, tune_fs)
     except Exception as e:  # noqa: BLE001 - a full disk or a dead store ends in a message, not a traceback
         # Tune wraps what its callbacks raise in a TuneError holding the formatted traceback
-        if isinstance(e, tracking.TrackingError) or "TrackingError" in str(e):
+        if isinstance(e, tracking_store.TrackingError) or "TrackingError" in str(e):
             why = str(e).strip().splitlines()[-1].split("TrackingError: ")[-1]
             failed = why if why.startswith("the MLflow store") else f"the MLflow store failed: {why}"
         elif disk_full(e):
             failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
-        elif search.STORE_DOWN or tracking.store_down(e):
+        elif search.STORE_DOWN or tracking_store.store_down(e):
             # the Optuna storage's database stopped answering (the searcher and stopper read it every result):
             # one line, not the chained tracebacks of every call that found it gone
             failed = search.STORE_DOWN[0] if search.STORE_DOWN else (
-                f"the Optuna storage {tracking.redact_uri(p.optuna_url)} stopped answering "
+                f"the Optuna storage {tracking_store.redact_uri(p.optuna_url)} stopped answering "
                 f"({error_line(str(e))[:200]}); start it again")
         else:  # e.g. Ray's memory monitor or a lost node: the results so far, the cause once, exit 1
             traceback.print_exc(file=sys.stderr)
@@ -291,7 +294,7 @@ class _NotStoreDown(logging.Filter):
     the study says so once, with the --resume command (adbs_lab/driver/summarise.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from adbs_lab.search import StoreDown
+        from adbs_lab.search.searcher import StoreDown
 
         exc = record.exc_info[1] if record.exc_info else None
         return not (isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
@@ -301,10 +304,10 @@ _NOT_STORE_DOWN = _NotStoreDown()  # one instance: adding it again (every part o
 
 
 def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
-    """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/packing.py: a probe
+    """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/cluster/packing.py: a probe
     of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster. `probe`
     False (a dry run): no probe trial; a trial that packing would place gets at most one GPU."""
-    from adbs_lab import packing
+    from adbs_lab.cluster import packing
 
     gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
     if cpus is None and p.base.get("threads"):  # --set threads=N: the trial's CPUs follow
@@ -333,9 +336,9 @@ def _results_so_far(where: StudyFolder, tune_fs) -> ResultGrid | list[Result]:
 
 
 def resumed(p: Prepared) -> str:
-    """What --resume continues, from the interrupted run's runs file (adbs_lab/tracking.py: trial -> MLflow run,
+    """What --resume continues, from the interrupted run's runs file (adbs_lab/driver/tracker.py: trial -> MLflow run,
     trial -> how it ended): "resuming: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)"."""
-    runs = tracking.load_runs(p.dir)
+    runs = tracking_store.load_runs(p.dir)
     ended = sum(1 for state in runs.get("ended", {}).values() if state in K.ENDED)
     begun = len(runs.get("trials", {})) - ended
     return (f"resuming: {ended} of {p.total} trials ended, {p.total - ended} to go"
@@ -370,7 +373,7 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     left = p.total
     if p.opts.resume:
         head = f"{p.plan.name}: {resumed(p)}; {max_concurrent} at a time"
-        left = max(0, p.total - sum(1 for s in tracking.load_runs(p.dir).get("ended", {}).values() if s in K.ENDED))
+        left = max(0, p.total - sum(1 for s in tracking_store.load_runs(p.dir).get("ended", {}).values() if s in K.ENDED))
     if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
         from adbs.config import resolve
 

@@ -24,21 +24,22 @@ from typing import Any
 
 from adbs.config import Config, canonical, from_dict
 from adbs.redaction import carries_secret
-from adbs_lab import space as sp
-from adbs_lab import tracking
+from adbs_lab.search import space as sp
+from adbs_lab.records import tune_keys
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
-from adbs_lab.options import StudyInputError, StudyOptions
-from adbs_lab.paths import folder_problem
-from adbs_lab.plan import Plan
-from adbs_lab.study_folder import StudyFolder
+from adbs_lab.driver.options import StudyInputError, StudyOptions
+from adbs.writable import folder_problem
+from adbs_lab.driver.plan import Plan
+from adbs_lab.stores.study_folder import StudyFolder
 
 __all__ = ["SEEDED", "validate", "size", "held", "preflight", "note_owned", "study_owned",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
            "study_fingerprint"]
 
 SEEDED = {"seed", "split_seed"}
-"""Config fields a study sets from --seeds (adbs_lab/space.py: resolve_trial): never typed, searched or fixed."""
+"""Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
 
 
 def check_config_and_data(cfg: Config, remember: bool = True) -> list[str]:
@@ -88,7 +89,7 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     _check_overrides(plan, opts, searched, set_keys)
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
-    # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/packing.py)
+    # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/cluster/packing.py)
     gpus = opts.gpus_per_trial if opts.gpus_per_trial is not None else 0.0
     if gpus > 0 and opts.address is None and not torch.cuda.is_available():
         raise StudyInputError(
@@ -207,12 +208,12 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     """Every check a run makes before its first trial (see the module's docstring); StudyInputError, ConfigError or
     TrackingError name what is wrong. Writes nothing: `claim` does, under `study_lock`."""
     base, configs, gpus = validate(plan, opts)
-    uri = tracking.tracking_uri(opts.tracking_uri)
-    tracking.tracking_problem(uri)
+    uri = tracking_store.tracking_uri(opts.tracking_uri)
+    tracking_store.tracking_problem(uri)
     seeds = list(opts.seeds)
     _, grid, dists = sp.split(plan.space)
     space, is_grid, n_configs, total = size(plan, opts)
-    varying = ([sp.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [sp.SEED_KEY]
+    varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]
     folder = plan.name + opts.folder
     where = StudyFolder(opts.storage, folder)
     optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
@@ -242,7 +243,7 @@ def note_owned(p: Prepared) -> None:
 def _check_optuna_storage(url: str) -> None:
     """--optuna-storage: a SQLite file that Optuna may use (absent, empty, or an Optuna database), or a database
     server that answers."""
-    from adbs_lab.stores import StoreError, optuna_studies, sqlite_path, sqlite_problem
+    from adbs_lab.stores.sqlite_kind import StoreError, optuna_studies, sqlite_path, sqlite_problem
 
     path = sqlite_path(url)
     if path is not None:
@@ -252,7 +253,7 @@ def _check_optuna_storage(url: str) -> None:
     try:
         optuna_studies(url)
     except StoreError as e:
-        raise StudyInputError(f"--optuna-storage {tracking.redact_uri(url)}: {e}") from None
+        raise StudyInputError(f"--optuna-storage {tracking_store.redact_uri(url)}: {e}") from None
 
 
 def _check_new(p: Prepared) -> dict[str, Any]:
@@ -268,8 +269,8 @@ def _check_new(p: Prepared) -> dict[str, Any]:
 def check_name_free(opts: StudyOptions, where: StudyFolder, fingerprint: str) -> None:
     """A new study's name must be free in a shared --optuna-storage (a study's own optuna.db is in its folder, which
     `claim` takes under the folder's lock); StudyInputError naming what to do otherwise. Reads only: the name is
-    taken for good when `claim` creates the study (adbs_lab/search.py: create_study, atomic)."""
-    from adbs_lab.stores import optuna_studies
+    taken for good when `claim` creates the study (adbs_lab/search/searcher.py: create_study, atomic)."""
+    from adbs_lab.stores.sqlite_kind import optuna_studies
 
     if opts.optuna_storage and where.folder in optuna_studies(opts.optuna_storage):
         raise StudyInputError(name_taken(opts.optuna_storage, where, fingerprint))
@@ -280,7 +281,7 @@ def name_taken(url: str, where: StudyFolder, fingerprint: str) -> str:
     --storage holds an interrupted run of this very study (what --resume continues: adbs_lab/driver/resume.py);
     else the study lives in the storage alone (another --storage's run, perhaps running now, or a run stopped before
     it wrote anything), and another --name, or deleting that study once no run uses it, is what works."""
-    shown = tracking.redact_uri(url)
+    shown = tracking_store.redact_uri(url)
     head = f"Optuna storage {shown} already holds a study named {where.folder!r}"
     if _resumable(where, fingerprint):
         return f"{head}: {where} holds its interrupted run; pass --resume to continue it, or --name NAME to start another"
@@ -315,7 +316,7 @@ def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int
     is_grid = bool(grid) or bool(plan.rows)
     space = dict(plan.space)
     if plan.rows:
-        space[sp.ROW_KEY] = list(plan.rows)
+        space[tune_keys.ROW_KEY] = list(plan.rows)
     if not is_grid and opts.num_samples is None:
         raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
     if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
@@ -336,7 +337,7 @@ def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
     another study). Reads study.json, the runs file and the parent run; writes nothing."""
     where = StudyFolder(opts.storage, plan.name + opts.folder)
     try:
-        ident, runs = where.read_text("study.json"), where.read_text(tracking.RUNS_FILE)
+        ident, runs = where.read_text("study.json"), where.read_text(tracking_store.RUNS_FILE)
     finally:
         where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
     try:
@@ -345,13 +346,13 @@ def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
         return None
     if known != study_fingerprint(plan, opts, base):
         return None
-    parent = json_object(runs, where.display(tracking.RUNS_FILE)).get("parent")
+    parent = json_object(runs, where.display(tracking_store.RUNS_FILE)).get("parent")
     if not parent:
         return "unfinished"
-    uri = tracking.tracking_uri(opts.tracking_uri)
+    uri = tracking_store.tracking_uri(opts.tracking_uri)
     if not mlflow_has_run(uri, parent):  # tracked in another store: not this study's record
         return None
-    status = tracking.client(uri).get_run(parent).info.status
+    status = tracking_store.client(uri).get_run(parent).info.status
     return "finished" if status == "FINISHED" else "unfinished"
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from adbs.config import Config, ConfigError
-from adbs_lab import tracking
-from adbs_lab.options import StudyInputError, StudyOptions
-from adbs_lab.plan import Plan
-from adbs_lab.study_folder import StudyFolder
+from adbs_lab.stores import tracking_store
+from adbs_lab.driver.options import StudyInputError, StudyOptions
+from adbs_lab.driver.plan import Plan
+from adbs_lab.stores.study_folder import StudyFolder
 
 __all__ = ["Prepared", "fail", "bad_input"]
 
@@ -66,6 +66,6 @@ def bad_input() -> Iterator[None]:
     """Bad input (flags, config, stores) ends the study with its message and exit code 2."""
     try:
         yield
-    except (ConfigError, StudyInputError, tracking.TrackingError) as e:
+    except (ConfigError, StudyInputError, tracking_store.TrackingError) as e:
         fail(str(e))
 

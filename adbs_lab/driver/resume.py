@@ -8,11 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adbs_lab import objectives, tracking
+from adbs_lab.records import objectives
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
-from adbs_lab.options import StudyInputError
-from adbs_lab.redaction import reveal
-from adbs_lab.study_folder import SNAPSHOT_DIR, StudyFolder
+from adbs_lab.driver.options import StudyInputError
+from adbs.redaction import reveal
+from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder
 
 __all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object"]
 
@@ -22,7 +23,7 @@ RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_see
 """Settings --resume cannot change: an Optuna study's directions (one per objective) are fixed when it is created,
 Tune restores the pruner (its stopper) and the sampler (its searcher) of the interrupted run, and a trial's CPUs are
 its torch threads, which change CPU numbers (adbs/runtime.py). Checked in this order: the objectives first, since
-the default pruner follows them (adbs_lab/options.py: parse), so other objectives are named as what changed."""
+the default pruner follows them (adbs_lab/driver/options.py: parse), so other objectives are named as what changed."""
 
 
 def _held(key: str, settings: dict[str, Any]) -> Any:
@@ -58,7 +59,7 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1]):
         raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
                               "to start one")
-    missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking.RUNS_FILE,)
+    missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking_store.RUNS_FILE,)
                if not _driver_file_exists(where, name)]
     if missing:
         raise StudyInputError(
@@ -81,17 +82,17 @@ def check_resume(p: Prepared) -> dict[str, Any]:
                 f"--resume: {flag} {show(_now(key, opts))} differs from the study's {flag} {held_value} "
                 f"({command}); a study cannot change it midway: rerun with {flag} {held_value} (or without the flag "
                 "when it was not given), or start a new study with --name NAME")
-    parent = json_object(_driver_file(where, tracking.RUNS_FILE), where.display(tracking.RUNS_FILE)).get("parent")
+    parent = json_object(_driver_file(where, tracking_store.RUNS_FILE), where.display(tracking_store.RUNS_FILE)).get("parent")
     if parent and not mlflow_has_run(p.tracking_uri, parent):
         raise StudyInputError(
-            f"--resume: the MLflow store {tracking.redact_uri(p.tracking_uri)} holds no run {parent}, the study's "
+            f"--resume: the MLflow store {tracking_store.redact_uri(p.tracking_uri)} holds no run {parent}, the study's "
             f"parent run: the study was tracked in another store; rerun with the --tracking-uri it started with "
             f"({command})")
     if not where.remote or opts.optuna_storage:  # else optuna.db comes from the store's snapshot (claim)
-        from adbs_lab.stores import optuna_studies
+        from adbs_lab.stores.sqlite_kind import optuna_studies
 
         if where.folder not in optuna_studies(p.optuna_url):
-            raise StudyInputError(f"--resume: the Optuna storage {tracking.redact_uri(p.optuna_url)} holds no study "
+            raise StudyInputError(f"--resume: the Optuna storage {tracking_store.redact_uri(p.optuna_url)} holds no study "
                                   f"{where.folder!r}; rerun with the --optuna-storage the study started with "
                                   f"({command})")
     return settings
@@ -123,7 +124,7 @@ def json_object(text: str | None, name: str) -> dict[str, Any]:
 
 def _driver_file(where: StudyFolder, name: str) -> str | None:
     """A file the driver keeps (optuna.db, the runs file) as --resume would find it: in the folder, or for an
-    object store in the snapshot uploaded with Tune's state (adbs_lab/study_folder.py: pull_for_resume)."""
+    object store in the snapshot uploaded with Tune's state (adbs_lab/stores/study_folder.py: pull_for_resume)."""
     return where.read_text(f"tune/{SNAPSHOT_DIR}/{name}" if where.remote else name)
 
 

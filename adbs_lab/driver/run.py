@@ -13,7 +13,7 @@ Python callers; several studies run as one through adbs_lab/driver/compose.py (s
 - `launch` (launch.py) lets Optuna choose trials through Tune while the tracker logs to MLflow from this process;
   Ctrl-C or SIGTERM stops it gracefully.
 - `summarise` (summarise.py) turns what ran into the tables, figures and report, whether the study finished or
-  not, and how it ended into the exit code (adbs_lab/outcome.py: 0 ok, 1 a trial raised or the study failed after
+  not, and how it ended into the exit code (adbs_lab/driver/outcome.py: 0 ok, 1 a trial raised or the study failed after
   it started, 2 refused, 130 interrupted).
 """
 
@@ -24,7 +24,7 @@ import time
 from typing import NoReturn
 
 from adbs.config import from_dict
-from adbs_lab import outcome
+from adbs_lab.driver import outcome
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs_lab.driver.interrupts import pause_point
@@ -34,8 +34,8 @@ from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
 from adbs_lab.driver.session import env_defaults, interrupted, ray_session
 from adbs_lab.driver.summarise import Outcome, summarise
-from adbs_lab.options import StudyOptions
-from adbs_lab.plan import Plan
+from adbs_lab.driver.options import StudyOptions
+from adbs_lab.driver.plan import Plan
 
 __all__ = ["run", "main", "dry_run"]
 
@@ -110,6 +110,6 @@ def _claimed(p: Prepared, t0: float) -> Outcome:
 
 
 def main(plan: Plan, opts: StudyOptions) -> NoReturn:
-    """A study script's last line: run the study and exit with how it ended (adbs_lab/outcome.py)."""
+    """A study script's last line: run the study and exit with how it ended (adbs_lab/driver/outcome.py)."""
     out = run(plan, opts)
     raise SystemExit(outcome.OK if out is None else out.code)

@@ -15,10 +15,10 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator, NoReturn
 
-from adbs_lab import outcome
+from adbs_lab.driver import outcome
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.prepared import Prepared, fail
-from adbs_lab.options import StudyInputError, resume_command
+from adbs_lab.driver.options import StudyInputError, resume_command
 
 __all__ = ["env_defaults", "ray_session", "disk_full", "interrupted"]
 
@@ -42,7 +42,7 @@ def env_defaults() -> None:
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per artifact a report downloads
     # A trial's traceback goes to its error.txt and to MLflow (tag adbs.error); the terminal gets one line per
-    # failed trial (adbs_lab/progress.py) instead of Tune's traceback for every attempt.
+    # failed trial (adbs_lab/driver/progress.py) instead of Tune's traceback for every attempt.
     os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     import logging
 
@@ -50,11 +50,11 @@ def env_defaults() -> None:
 
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # progress lines come from adbs_lab.progress
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # progress lines come from adbs_lab.driver.progress
     for name in ("mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # MLflow's SQL store logs every failed connection with its traceback before raising it; the study says once
-    # that the store stopped answering (adbs_lab/tracking_store.py: store_down), with the --resume command
+    # that the store stopped answering (adbs_lab/stores/tracking_store.py: store_down), with the --resume command
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
 
@@ -89,7 +89,7 @@ def _probe_ray(address: str) -> None:
 def _start_ray(p: Prepared) -> dict[str, float]:
     import ray
 
-    from adbs_lab.trainable import FAULT_ENV
+    from adbs_lab.search.trainable import FAULT_ENV
 
     if p.opts.address:
         _probe_ray(p.opts.address)

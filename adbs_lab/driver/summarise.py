@@ -1,5 +1,5 @@
 """Summarise: what ran turned into the tables, figures and report, whether the study finished or not, and how it
-ended into the exit code (adbs_lab/outcome.py: 0 ok, 1 a trial raised or the study failed after it started,
+ended into the exit code (adbs_lab/driver/outcome.py: 0 ok, 1 a trial raised or the study failed after it started,
 130 interrupted), with the --resume command where one helps. An object store's study is uploaded here."""
 
 from __future__ import annotations
@@ -13,14 +13,22 @@ from typing import NoReturn
 
 import pandas as pd
 
-from adbs_lab import metrics_keys as K
-from adbs_lab import objectives, outcome, run_files, seed_counts, study_notes, tables, tracking, trial_records
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records import objectives
+from adbs_lab.results import pareto
+from adbs_lab.driver import outcome
+from adbs_lab.results import run_files
+from adbs_lab.results import seed_counts
+from adbs_lab.results import notes as study_notes
+from adbs_lab.results import tables
+from adbs_lab.stores import tracking_store
+from adbs_lab.records import trial_records
 from adbs_lab.driver.launch import Launched
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.session import disk_full
-from adbs_lab.options import resume_command
-from adbs_lab.plan import Plan
-from adbs_lab.study_folder import StudyFolder
+from adbs_lab.driver.options import resume_command
+from adbs_lab.driver.plan import Plan
+from adbs_lab.stores.study_folder import StudyFolder
 
 __all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload"]
 
@@ -39,9 +47,9 @@ class Outcome:
     where: StudyFolder
     wall_s: float
     code: int = outcome.OK
-    """The exit code (adbs_lab/outcome.py): OK, or FAILED when a trial raised or none completed."""
+    """The exit code (adbs_lab/driver/outcome.py): OK, or FAILED when a trial raised or none completed."""
     pareto: dict | None = None
-    """pareto.json's content (adbs_lab/objectives.py: pareto_record) of a study of two or more --objectives."""
+    """pareto.json's content (adbs_lab/results/pareto.py: pareto_record) of a study of two or more --objectives."""
 
 
 def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
@@ -78,20 +86,20 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
           f"pruned, {f'{counts[K.DIVERGED]} diverged, ' if counts.get(K.DIVERGED) else ''}{counts.get(K.FAILED, 0)} failed) "
           f"in {out.wall_s:.0f} s")
     print(f"results: {where}  (sessions.parquet, trials.parquet, table.txt, best_config.json"
-          + (f", {objectives.PARETO_JSON}" if out.pareto else "")
+          + (f", {pareto.PARETO_JSON}" if out.pareto else "")
           + "".join(f", {Path(a).name}" for a in extra) + ")")
     if out.pareto:  # last, where a reader looks for what the study found
-        print("\n" + "\n".join(objectives.front_lines(out.pareto)))
+        print("\n" + "\n".join(pareto.front_lines(out.pareto)))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
-    print(f"open the MLflow UI: {tracking.ui_command(p.tracking_uri)}")
+    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
     if out.code != outcome.OK:
         _print_failed(p, recs, counts)
     return out
 
 
 def _print_best(out: Outcome) -> None:
-    """The best configuration, and the configurations not ranked because a seed is missing (adbs_lab/seed_counts.py),
-    with their counts; a study of several objectives lists those under its front instead (objectives.front_lines)."""
+    """The best configuration, and the configurations not ranked because a seed is missing (adbs_lab/results/seed_counts.py),
+    with their counts; a study of several objectives lists those under its front instead (pareto.front_lines)."""
     missing = seed_counts.not_ranked(out.trials) if len(out.trials) else []
     if out.best:
         print(f"best configuration by {out.best['objective']}"
@@ -129,26 +137,26 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     """The trials' records (each trial's state as the study recorded it when it ended: the runs file) and the
     tables written from them (sessions.parquet, trials.parquet, table.txt, table.md, best_config.json)."""
     plan = p.plan
-    runs = tracking.load_runs(p.dir)
+    runs = tracking_store.load_runs(p.dir)
     recs = trial_records.from_results(launched.results, varying=p.varying, runs=runs)
     sessions, trials = trial_records.frames(recs)
     objs = objectives.effective(p.opts.objectives)
     multi = len(objs) > 1  # a front: pareto.json and the table's front column
-    front = objectives.front_labels(trials, objs) if multi and len(trials) else None
+    front = pareto.front_labels(trials, objs) if multi and len(trials) else None
     table = (tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials, front=front)
              if len(sessions) else pd.DataFrame())
     notes = study_notes.lines(plan, p.opts, p.base)
     table_text = tables.annotate(tables.format_table(table), trials, order=plan.order, notes=notes)
     best = tables.best_config(trials, objs) if len(trials) else None
     files = tables.write(p.dir, sessions, trials, table_text, best)
-    pareto = objectives.pareto_record(trials, objs) if multi else None
-    if pareto is not None:
-        files.append(objectives.write_pareto(p.dir, pareto))
+    record = pareto.pareto_record(trials, objs) if multi else None
+    if record is not None:
+        files.append(pareto.write_pareto(p.dir, record))
     (p.dir / "table.md").write_text(tables.annotate(tables.format_table(table, markdown=True), trials,
                                                      markdown=True, order=plan.order, notes=notes) + "\n")
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
-                         pareto=pareto)
+                         pareto=record)
 
 
 def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
@@ -158,7 +166,7 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
     try:
         tracker.close_open_runs()
         tracker.finish(status, files, metrics)
-    except tracking.TrackingError as e:  # the store itself is what stopped the study
+    except tracking_store.TrackingError as e:  # the store itself is what stopped the study
         print(f"warning: the MLflow runs could not be marked {status} ({e}); --resume reopens them", flush=True)
     upload(p.where)
     head = "stopped" if code == outcome.INTERRUPTED else "error: failed after it started"
@@ -170,7 +178,7 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
 
 def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     """The study's figures and report.md (with where its runs are in MLflow). Each analysis is drawn guarded
-    (adbs_lab/run_files.py: guarded): one that fails is a line in report.md and the output, and the study still
+    (adbs_lab/results/run_files.py: guarded): one that fails is a line in report.md and the output, and the study still
     finishes, its exit code the trials' (the tables are written already)."""
     plan = p.plan
     not_drawn: list[str] = []

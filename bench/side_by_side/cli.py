@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from adbs.config import SYNTHETIC_VERSIONS  # no torch: importable before the checks
-from adbs_lab.paths import folder_problem
+from adbs.writable import folder_problem
 
 from . import ALL_SESSIONS, SHOTS, ToolError
 from .commands import config_differences, ours_command, ours_overrides, parse_ours_set, released_command

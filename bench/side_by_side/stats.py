@@ -1,4 +1,4 @@
-"""Statistics over seeds: means with 95% t intervals (adbs_lab.tables.ci95) and ours - released with its
+"""Statistics over seeds: means with 95% t intervals (adbs_lab.results.tables.ci95) and ours - released with its
 Welch 95% interval (scipy.stats.ttest_ind), per figure: the sessions' accuracies, average, PD, and the
 negative base boundaries.
 """
@@ -15,8 +15,8 @@ NEGATIVE_FIGURES = {"epoch1": "after base epoch 1", "base": "after the base sess
 
 
 def ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and 95% half-width (t-distribution; 0 for one value): adbs_lab.tables.ci95."""
-    from adbs_lab.tables import ci95 as _ci95
+    """Mean and 95% half-width (t-distribution; 0 for one value): adbs_lab.results.tables.ci95."""
+    from adbs_lab.results.tables import ci95 as _ci95
 
     return _ci95(list(values))
 

@@ -12,8 +12,10 @@ import pytest
 
 from adbs import cells, departures
 from adbs.run import session_table
-from adbs_lab import compare, renderings, tables
-from adbs_lab import metrics_keys as K
+from adbs_lab.results import compare
+from adbs_lab.results import renderings
+from adbs_lab.results import tables
+from adbs_lab.records import metrics_keys as K
 
 
 @pytest.mark.parametrize("v, digits, signed, shown", [

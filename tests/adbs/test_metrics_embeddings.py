@@ -1,5 +1,5 @@
 """The data of the paper's feature figures (adbs.metrics.embedding_sample), its compact form in the study's
-results (adbs_lab.run_files.encode_embeddings) and the two figures drawn from it (adbs_lab.figures)."""
+results (adbs_lab.results.run_files.encode_embeddings) and the two figures drawn from it (adbs_lab.results.figures)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from adbs.metrics import class_separation, embedding_sample
-from adbs_lab import figures, run_files
+from adbs_lab.results import figures
+from adbs_lab.results import run_files
 
 
 def _data(n_classes=20, per_class=8, d=12, seed=0):
@@ -71,7 +72,7 @@ def test_embedding_figures_one_panel_per_row_in_the_study_order(tmp_path):
     trials = pd.DataFrame({"state": ["COMPLETE", "COMPLETE", "COMPLETE", "PRUNED"],
                            "label": ["adb+ic", "baseline", "adb+ic", "adb"], "seed": [1, 0, 0, 0],
                            "embeddings": [enc[0], enc[1], enc[2], enc[0]]})
-    # private (adbs_lab/figures.py): which trial each panel draws, checked without drawing
+    # private (adbs_lab/results/figures.py): which trial each panel draws, checked without drawing
     rows = figures._embedding_rows(trials, order=["baseline", "adb", "adb+ic"])
     # a pruned trial draws nothing; each row shows its lowest seed, and its panel's title says which
     assert [lab for lab, _ in rows] == ["baseline (seed 0)", "adb+ic (seed 0)"]

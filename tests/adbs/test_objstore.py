@@ -113,7 +113,7 @@ def test_expired_lease_of_a_dead_trainer_is_taken_over(s3):
 def test_study_folder_push_pull_move_aside(s3, tmp_path):
     import sqlite3
 
-    from adbs_lab.study_folder import SNAPSHOT_DIR, StudyFolder, snapshot_into
+    from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder, snapshot_into
 
     bucket = s3.bucket("folder")
     where = StudyFolder(s3.url(bucket, "runs"), "alpha_sweep")
@@ -156,7 +156,7 @@ def test_study_folder_push_pull_move_aside(s3, tmp_path):
 
 def test_failed_upload_says_where_the_files_are(s3, capsys):
     from adbs_lab.driver import summarise
-    from adbs_lab.study_folder import StudyFolder
+    from adbs_lab.stores.study_folder import StudyFolder
 
     s3.bucket("upload-fail")
     where = StudyFolder(s3.url("upload-fail", "runs"), "ablation")
@@ -172,7 +172,7 @@ def test_failed_upload_says_where_the_files_are(s3, capsys):
 
 
 def test_rebound_paths_replace_the_pickled_ones_only_for_their_study():
-    from adbs_lab.study_folder import rebind, rebound
+    from adbs_lab.stores.study_folder import rebind, rebound
 
     rebind("alpha_sweep-x", optuna_url="sqlite:////new/optuna.db", study_dir="/new")
     assert rebound("alpha_sweep-x", "optuna_url", "sqlite:////old/optuna.db") == "sqlite:////new/optuna.db"
@@ -210,7 +210,7 @@ def test_study_lease_of_a_killed_driver_on_this_machine_is_taken_over_at_once(s3
     import subprocess
     import sys
 
-    from adbs_lab.study_folder import StudyBusy, StudyFolder, StudyLock
+    from adbs_lab.stores.study_folder import StudyBusy, StudyFolder, StudyLock
 
     bucket = s3.bucket("study-lease")
     where = StudyFolder(s3.url(bucket, "runs"), "alpha_sweep")

@@ -18,7 +18,7 @@ import pytest
 
 from adbs import objstore
 from adbs.redaction import SecretUrl, carries_secret, redact, redact_url, reveal
-from adbs_lab import tracking
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver.preflight import logged_argv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,9 +41,9 @@ URLS = {  # url -> what may be shown: the password and secret query values as **
 
 @pytest.mark.parametrize("url", list(URLS))
 def test_every_printer_shows_the_same(url):
-    from adbs_lab.redaction import redact as light_redact
+    from adbs.redaction import redact as light_redact
 
-    assert redact(url) == objstore.redact(url) == tracking.redact_uri(url) == light_redact(url) == URLS[url]
+    assert redact(url) == objstore.redact(url) == tracking_store.redact_uri(url) == light_redact(url) == URLS[url]
 
 
 def test_a_studys_logged_command_holds_no_database_or_server_password():
@@ -59,8 +59,8 @@ def test_a_studys_logged_command_holds_no_database_or_server_password():
                                  "http://bob:hunter2@127.0.0.1:1",  # MLflow's error quotes the URL it was given
                                  "nosuchstore://bob:hunter2@h/x"])
 def test_a_store_error_message_loses_its_password(url):
-    with pytest.raises(tracking.TrackingError) as e:
-        tracking.tracking_problem(SecretUrl(url))
+    with pytest.raises(tracking_store.TrackingError) as e:
+        tracking_store.tracking_problem(SecretUrl(url))
     assert "hunter2" not in str(e.value) and "***@" in str(e.value), str(e.value)
 
 
@@ -89,10 +89,11 @@ def test_submit_refuses_a_secret_query_value_in_the_study_arguments(monkeypatch)
 
 
 def test_the_light_commands_get_the_rule_without_torch():
-    """The MLflow launcher, the store checks and studies/submit.py stay free of torch (adbs/__init__.py loads it)."""
-    code = ("import sys; import adbs_lab.serve, adbs_lab.stores, adbs_lab.tracking_store; "
-            "from adbs_lab.redaction import redact; assert redact('s3://k:s@b') == 's3://***@b'; "
-            "print(sorted(m for m in ('torch', 'adbs') if m in sys.modules))")
+    """The MLflow launcher, the store checks and studies/submit.py stay free of torch: adbs/__init__.py loads its
+    names on first use, so adbs.redaction comes without the config or torch."""
+    code = ("import sys; import adbs_lab.stores.serve, adbs_lab.stores.sqlite_kind, adbs_lab.stores.tracking_store; "
+            "from adbs.redaction import redact; assert redact('s3://k:s@b') == 's3://***@b'; "
+            "print(sorted(m for m in ('torch', 'adbs.config') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
@@ -147,16 +148,16 @@ def test_a_secret_url_shows_only_its_redacted_form_wherever_it_goes():
 
 
 def test_a_studys_url_options_are_secret_urls():
-    from adbs_lab.options import StudyOptions
+    from adbs_lab.driver.options import StudyOptions
 
     opts = StudyOptions(optuna_storage="postgresql://u:s3cr/et@x@db/o", tracking_uri="https://b:s3cr/et@x@m/")
     assert "s3cr" not in repr(opts) and "s3cr" not in pickle.dumps(opts).decode("latin1")
     assert reveal(opts.replace(name="n").optuna_storage) == "postgresql://u:s3cr/et@x@db/o"
-    assert reveal(tracking.tracking_uri(opts.tracking_uri)) == "https://b:s3cr/et@x@m/"
+    assert reveal(tracking_store.tracking_uri(opts.tracking_uri)) == "https://b:s3cr/et@x@m/"
 
 
 def test_a_database_error_names_the_user_and_host_never_the_password():
-    from adbs_lab.stores import database_error
+    from adbs_lab.stores.sqlite_kind import database_error
 
     url = SecretUrl("postgresql://alice:s3cr/et@x@db.example:5433/optuna")
     said = database_error(url, RuntimeError("FATAL: password authentication failed for user"))

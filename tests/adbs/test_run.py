@@ -308,7 +308,7 @@ def test_ctrl_c_exits_130(tmp_path):
 
 def test_a_dry_run_on_files_leaves_the_digest_memo_and_the_checks_as_they_were(tmp_path, capsys, monkeypatch):
     """The dry run decodes and hashes a dataset read from files but records neither the file digests nor the
-    passed check (adbs/digests.py: read_only); a study's dry run the same (adbs_lab/preflight.py)."""
+    passed check (adbs/digests.py: read_only); a study's dry run the same (adbs_lab/driver/preflight.py)."""
     from _scripts import in_process
     from test_data import write_mini
 

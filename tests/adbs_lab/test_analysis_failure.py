@@ -1,5 +1,5 @@
 """An analysis drawn after the trials never sinks a study or a report: a figure or the importance ranking that raises
-is one line in report.md (and the output), the rest is drawn (adbs_lab/run_files.py: guarded). Also: a report
+is one line in report.md (and the output), the rest is drawn (adbs_lab/results/run_files.py: guarded). Also: a report
 across studies of different objectives names no best, and says why; figures whose artifacts are gone are named."""
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from adbs_lab import from_store, objectives, run_files
-from adbs_lab import metrics_keys as K
-from adbs_lab.trial_records import CONFIG_COLUMNS
+from adbs_lab.results import from_store
+from adbs_lab.records import objectives
+from adbs_lab.results import run_files
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_importance import _trials  # noqa: E402 - the importance tests' hand-made search
@@ -91,8 +93,8 @@ def _parent(name: str = "knobs") -> SimpleNamespace:
 def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypatch):
     """The study's own summary (adbs_lab/driver/summarise.py): the figures and report.md after the tables; the
     tracker is a stand-in (what is tested is our summary, not MLflow), and so are the lines above the tables
-    (adbs_lab/study_notes.py, tested in tests/adbs_lab/test_study_notes.py), which read the study's options."""
-    from adbs_lab import study_notes
+    (adbs_lab/results/notes.py, tested in tests/adbs_lab/test_study_notes.py), which read the study's options."""
+    from adbs_lab.results import notes as study_notes
     from adbs_lab.driver import summarise
 
     monkeypatch.setattr(study_notes, "lines", lambda plan, opts, base: [])
@@ -107,7 +109,7 @@ def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypa
 
 
 def test_a_report_from_the_store_whose_analysis_fails_is_written(tmp_path):
-    """studies/report.py's writer (adbs_lab/from_store.py: write) on the same trials."""
+    """studies/report.py's writer (adbs_lab/results/from_store.py: write) on the same trials."""
     sessions, trials = _constant_search()
     study = from_store.Study(_parent(), "knobs", sessions, trials, None, None)
     files = from_store.write(study, pd.DataFrame(), tmp_path, fmt="text", uri="sqlite:///m.db", paper=False)

@@ -1,4 +1,4 @@
-"""adbs_lab.cluster: the multi-node checks, with fake node lists (no cluster) and real probes on the
+"""adbs_lab.cluster.checks: the multi-node checks, with fake node lists (no cluster) and real probes on the
 test session's one-node Ray instance. The two-node run is tests/e2e/test_two_node_cluster.py."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from adbs.config import Config
-from adbs_lab import cluster
-from adbs_lab.cluster import ClusterCheckError, Node
+from adbs_lab.cluster import checks as cluster
+from adbs_lab.cluster.checks import ClusterCheckError, Node
 
 
 def node(i: int, cpu: float = 2, gpu: float = 0) -> Node:
@@ -130,7 +130,7 @@ def test_probes_run_on_the_real_node(ray_address, tmp_path):
     nodes = cluster.nodes()
     assert len(nodes) == 1 and nodes[0].is_head
     (tmp_path / "m").write_text("tok")
-    # private helpers of adbs_lab/cluster.py, run directly: the probes on a real node, which the public checks hide
+    # private helpers of adbs_lab/cluster/checks.py, run directly: the probes on a real node, which the public checks hide
     ok = cluster._on_every_node(cluster._probe_marker, nodes, str(tmp_path / "m"), "tok")[nodes[0].node_id]
     assert ok["ok"] and (tmp_path / f"m.{nodes[0].node_id}").read_text() == "tok"
     missing = cluster._on_every_node(cluster._probe_marker, nodes, str(tmp_path / "nope"), "tok")[nodes[0].node_id]

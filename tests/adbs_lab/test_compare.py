@@ -8,8 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from adbs_lab import metrics_keys as K
-from adbs_lab.tables import best_config, format_table, paper_table
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.results.tables import best_config, format_table, paper_table
 
 
 def _sessions(rows, **extra):

@@ -1,4 +1,4 @@
-"""The live view's command (`python -m adbs_lab.dashboard`): what it serves, that it cannot write, and its refusals.
+"""The live view's command (`python -m adbs_lab.stores.dashboard`): what it serves, that it cannot write, and its refusals.
 In the browser: tests/e2e/test_dashboard_browser.py."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import optuna
 import pytest
 from _procs import free_port
 
-from adbs_lab import dashboard
+from adbs_lab.stores import dashboard
 
 ALPHA = {"alpha": optuna.distributions.FloatDistribution(0.0, 1.0)}
 

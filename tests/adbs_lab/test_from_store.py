@@ -14,8 +14,10 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from adbs.config import Config
-from adbs_lab import from_store, run_files, tables
-from adbs_lab import metrics_keys as K
+from adbs_lab.results import from_store
+from adbs_lab.results import run_files
+from adbs_lab.results import tables
+from adbs_lab.records import metrics_keys as K
 
 MARGINS = [[1.0, 2.0], [1.0, 2.0, 1.5], [1.1, 2.0, 1.5, 1.6]]
 
@@ -245,7 +247,7 @@ def test_a_combined_table_lists_a_study_without_an_order_by_its_swept_values():
     not the order its trials ran in."""
     from types import SimpleNamespace
 
-    from adbs_lab.from_store import Study, combine
+    from adbs_lab.results.from_store import Study, combine
 
     alphas = [0.05, 0.1, 0.02, 0.01]  # the trials' order
     sessions = pd.DataFrame([{"label": f"alpha={a:g}", "alpha": a, "trial_id": f"t{i}", "session": 0,

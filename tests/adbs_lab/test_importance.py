@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adbs_lab import importance
-from adbs_lab import metrics_keys as K
+from adbs_lab.results import importance
+from adbs_lab.records import metrics_keys as K
 
 
 def _trials(n_a: int = 6, n_b: int = 2, seeds=(0, 1)):
@@ -77,7 +77,7 @@ def test_report_redraws_importance_from_the_store_alone(tmp_path):
     from mlflow.tracking import MlflowClient
 
     from adbs.config import Config
-    from adbs_lab import from_store
+    from adbs_lab.results import from_store
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     c = MlflowClient(uri)
@@ -114,7 +114,7 @@ def test_report_redraws_importance_from_the_store_alone(tmp_path):
 def test_each_objective_of_a_multi_objective_study_gets_its_own_ranking_in_its_direction(tmp_path):
     """Two --objectives: alpha decides the first, temperature the second (to minimise); importance.md has a section
     per objective, each ranking its own parameter, and an importance figure each."""
-    from adbs_lab.objectives import Objective
+    from adbs_lab.records.objectives import Objective
 
     t = _trials(n_a=6, n_b=3)
     rng = np.random.default_rng(1)

@@ -1,4 +1,4 @@
-"""Ending a Ray cluster started on this machine stops only that cluster (adbs_lab/local_cluster.py), not every Ray
+"""Ending a Ray cluster started on this machine stops only that cluster (adbs_lab/cluster/local_cluster.py), not every Ray
 instance of the user as `ray stop` does: another local Ray (this test session's own) is still alive afterwards; and
 only a folder that is one cluster's is taken, never a process that runs the command (a `timeout`/`srun` wrapper)."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from _procs import free_port
 
-from adbs_lab import local_cluster
+from adbs_lab.cluster import local_cluster
 
 BIN = Path(sys.executable).parent
 
@@ -115,7 +115,7 @@ def test_stop_takes_the_clusters_daemons_and_workers_never_its_own_wrapper_or_an
             assert time.time() < deadline, "the stand-in daemon did not start its worker"
             time.sleep(0.1)
         # the wrapper names the session folder too (a job script's argument): it must survive, and print
-        wrapper = ["bash", "-c", f'"$0" -m adbs_lab.local_cluster stop {tmp_path / "a"}; echo "wrapper $?"',
+        wrapper = ["bash", "-c", f'"$0" -m adbs_lab.cluster.local_cluster stop {tmp_path / "a"}; echo "wrapper $?"',
                    sys.executable, str(session / "logs")]
         r = subprocess.run(wrapper, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(
             Path(local_cluster.__file__).resolve().parents[1])})
@@ -156,7 +156,7 @@ def test_stopping_one_local_cluster_leaves_another_ray_running(ray_address):
         session_dir = _session_dir()
         ours_before = _daemons(_naming(session_dir))
 
-        r = subprocess.run([sys.executable, "-m", "adbs_lab.local_cluster", "stop", temp], capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "adbs_lab.cluster.local_cluster", "stop", temp], capture_output=True,
                            text=True, timeout=120)
         assert r.returncode == 0 and "stopped" in r.stdout, r.stderr
         assert local_cluster.processes(temp) == []

@@ -12,9 +12,12 @@ import pandas as pd
 import pytest
 from _scripts import in_process
 
-from adbs_lab import objectives, options, tables
-from adbs_lab import metrics_keys as K
-from adbs_lab.paths import REPO_ROOT
+from adbs_lab.records import objectives
+from adbs_lab.results import pareto
+from adbs_lab.driver import options
+from adbs_lab.results import tables
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.stores.paths import REPO_ROOT
 
 BASE_NOVEL = ["val_last_base_acc:max", "val_last_novel_acc:max"]
 
@@ -96,9 +99,9 @@ def test_help_names_the_flag_and_its_default(capsys):
 def test_the_front_by_hand_ties_do_not_dominate_and_directions_count():
     rows = [[60, 10], [50, 30], [40, 30], [50, 30], [70, 5], [float("nan"), 99]]
     # (40, 30) is beaten by (50, 30); the two (50, 30) tie and both stay; NaN is never on the front
-    assert objectives.front(rows, ["max", "max"]) == [0, 1, 3, 4]
+    assert pareto.front(rows, ["max", "max"]) == [0, 1, 3, 4]
     # maximise the first, minimise the second: (70, 5) beats (60, 10) and both (50, 30); (40, 30) is beaten too
-    assert objectives.front(rows, ["max", "min"]) == [4]
+    assert pareto.front(rows, ["max", "min"]) == [4]
 
 
 def _trials() -> pd.DataFrame:
@@ -118,7 +121,7 @@ def _trials() -> pd.DataFrame:
 
 def test_pareto_json_lists_the_front_best_on_the_first_objective_first():
     objs = objectives.parse(BASE_NOVEL)
-    rec = objectives.pareto_record(_trials(), objs)
+    rec = pareto.pareto_record(_trials(), objs)
     assert rec["objectives"] == BASE_NOVEL and rec["configurations"] == 5
     assert [p["config_label"] for p in rec["front"]] == ["a", "b", "e"]
     assert rec["front"][1] == {"config_label": "b", "params": {"alpha": 0.02},
@@ -150,7 +153,7 @@ def test_the_table_marks_the_front_in_a_column_of_its_own():
     sessions = pd.DataFrame([{"trial_id": t.trial_id, "state": t.state, "label": t.label, "seed": t.seed,
                               "session": s, "test_acc": 50.0 - s, "test_base_acc": 50.0, "test_novel_acc": 20.0,
                               "test_hmean": 28.0} for t in trials.itertuples() for s in (0, 1)])
-    front = objectives.front_labels(trials, objectives.parse(BASE_NOVEL))
+    front = pareto.front_labels(trials, objectives.parse(BASE_NOVEL))
     table = tables.paper_table(sessions, trials=trials, front=front)
     assert dict(zip(table["config"], table["front"])) == {"a": "*", "b": "*", "c": "", "d": "", "e": "*"}
     text = tables.format_table(table)
@@ -187,7 +190,7 @@ def test_resume_may_not_change_the_objectives(tmp_path):
         with mock.patch("ray.tune.Tuner.can_restore", return_value=True), \
                 mock.patch.object(resume, "_driver_file_exists", return_value=True), \
                 mock.patch.object(resume, "_damaged_tune_state", return_value=None), \
-                mock.patch("adbs_lab.stores.optuna_studies", return_value=[p.folder]):
+                mock.patch("adbs_lab.stores.sqlite_kind.optuna_studies", return_value=[p.folder]):
             if msg is None:
                 assert resume.check_resume(p) == settings
                 continue

@@ -1,4 +1,4 @@
-"""adbs_lab/packing.py: trials per GPU and CPUs per trial from a trial's measured GPU memory.
+"""adbs_lab/cluster/packing.py: trials per GPU and CPUs per trial from a trial's measured GPU memory.
 
 The decision is pure arithmetic and is checked with made-up machines; `plan` with a stand-in probe;
 the probe itself (one short base epoch on a GPU) in the `gpu`-marked test.
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from adbs.config import preset
-from adbs_lab import packing
-from adbs_lab.packing import GiB, decide
+from adbs_lab.cluster import packing
+from adbs_lab.cluster.packing import GiB, decide
 
 H200 = 139 * GiB
 
@@ -93,7 +93,7 @@ def test_plan_falls_back_when_the_probe_fails(monkeypatch):
 
 
 def test_study_options_default_to_packing():
-    from adbs_lab.options import StudyOptions, parser
+    from adbs_lab.driver.options import StudyOptions, parser
 
     opts = StudyOptions()
     assert opts.cpus_per_trial is None and opts.gpus_per_trial is None
@@ -105,7 +105,7 @@ def test_study_options_default_to_packing():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_probe_measures_a_real_trial():
-    # private (adbs_lab/packing.py): the probe itself on a real GPU
+    # private (adbs_lab/cluster/packing.py): the probe itself on a real GPU
     out = packing._probe(preset("cifar100", dataset="synthetic").to_dict())
     assert out["total"] > 0 and 0 < out["peak_allocated"] <= out["peak_reserved"] < out["total"]
     p = decide(gpu_total_bytes=out["total"], trial_bytes=out["peak_reserved"] + out["context"], cluster_cpus=16,
@@ -118,7 +118,7 @@ def _prepared(*args: str, configs=None, base=None):
     """A stand-in for study.Prepared with what study.resources reads."""
     from types import SimpleNamespace
 
-    from adbs_lab.options import StudyOptions
+    from adbs_lab.driver.options import StudyOptions
 
     opts = StudyOptions(**dict(args))
     return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10, base=base or {},

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from adbs_lab import metrics_keys as K
-from adbs_lab.progress import Progress
-from adbs_lab.trial_records import classify
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.driver.progress import Progress
+from adbs_lab.records.trial_records import classify
 
 
 class Clock:
@@ -75,7 +75,7 @@ def _done(val, **summary):
 
 
 def test_best_so_far_follows_the_objective_and_its_direction(capsys):
-    from adbs_lab.objectives import DEFAULT, Objective
+    from adbs_lab.records.objectives import DEFAULT, Objective
 
     a = SimpleNamespace(trial_id="a", config={"alpha": 0.05}, status="TERMINATED")
     b = SimpleNamespace(trial_id="b", config={"alpha": 0.1}, status="TERMINATED")
@@ -93,7 +93,7 @@ def test_best_so_far_follows_the_objective_and_its_direction(capsys):
 
 
 def test_several_objectives_show_the_pareto_front_so_far(capsys):
-    from adbs_lab.objectives import Objective
+    from adbs_lab.records.objectives import Objective
 
     objs = (Objective("val_last_base_acc", "max"), Objective("val_last_novel_acc", "max"))
     p = _progress(Clock(), objectives=objs)

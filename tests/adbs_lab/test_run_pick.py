@@ -4,7 +4,8 @@ says which run it read (a --smoke run is named one)."""
 import pytest
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import from_store, run_pick
+from adbs_lab.results import from_store
+from adbs_lab.results import run_pick
 
 
 @pytest.fixture()

@@ -1,5 +1,5 @@
 """--resume after the driver was killed between asking Optuna for a trial and Tune saving its state
-(adbs_lab/search.py: StudySearch._requeue_orphans): the Optuna trial the dead driver asked for is run by the resumed
+(adbs_lab/search/searcher.py: StudySearch._requeue_orphans): the Optuna trial the dead driver asked for is run by the resumed
 study, with its own number and values; no grid point is lost or run twice, and the sampler does not draw anew."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from adbs_lab import space as sp
-from adbs_lab.metrics_keys import OPTUNA_TRIAL_KEY
-from adbs_lab.search import StudySearch
-from adbs_lab.space import SEED_KEY
+from adbs_lab.search import space as sp
+from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
+from adbs_lab.search.searcher import StudySearch
+from adbs_lab.records.tune_keys import SEED_KEY
 
 GRID = {"alpha": [0.01, 0.02, 0.05, 0.08]}
 SAMPLED = {"alpha": optuna.distributions.FloatDistribution(0.01, 0.1, log=True)}

@@ -1,4 +1,4 @@
-"""What Optuna (and so optuna-dashboard) holds for a grid study over several seeds (adbs_lab/search.py: StudySearch):
+"""What Optuna (and so optuna-dashboard) holds for a grid study over several seeds (adbs_lab/search/searcher.py: StudySearch):
 one Optuna trial per configuration, whose only parameters are the searched settings, whose user attribute names the
 seeds it ran over and whose value is the mean over them; the study's values are named after its objectives. Tune
 still runs one trial per (configuration, seed), each with its own seed."""
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import optuna
 
-from adbs_lab import metrics_keys as K
-from adbs_lab import space as sp
-from adbs_lab.objectives import Objective
-from adbs_lab.search import StudySearch
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.search import space as sp
+from adbs_lab.records import tune_keys
+from adbs_lab.records.objectives import Objective
+from adbs_lab.search.searcher import StudySearch
 
 
 def _grid_searcher(url: str, space: dict, seeds: list[int], **kw) -> StudySearch:
@@ -29,15 +30,15 @@ def test_a_grid_over_seeds_is_one_optuna_trial_per_configuration(tmp_path):
     space = {"alpha": [0.01, 0.02]}
     s = _grid_searcher(url, space, [1, 2])
     configs = {f"t{i}": s.suggest(f"t{i}") for i in range(4)}
-    runs = sorted((c["alpha"], c[sp.SEED_KEY]) for c in configs.values())
+    runs = sorted((c["alpha"], c[tune_keys.SEED_KEY]) for c in configs.values())
     assert runs == [(0.01, 1), (0.01, 2), (0.02, 1), (0.02, 2)]  # Tune: every point over every seed
-    assert all(sp.trial_config(c).seed == c[sp.SEED_KEY] for c in configs.values())
+    assert all(tune_keys.trial_config(c).seed == c[tune_keys.SEED_KEY] for c in configs.values())
     for tid, c in configs.items():
-        s.on_trial_complete(tid, _summary(c["alpha"] * 1000 + c[sp.SEED_KEY]))
+        s.on_trial_complete(tid, _summary(c["alpha"] * 1000 + c[tune_keys.SEED_KEY]))
     study = optuna.load_study(study_name="s", storage=url)
     assert len(study.trials) == 2
     assert all(set(t.params) == {"alpha"} for t in study.trials)  # no trial_seed among the searched settings
-    assert all(t.user_attrs[sp.SEEDS_ATTR] == [1, 2] for t in study.trials)
+    assert all(t.user_attrs[tune_keys.SEEDS_ATTR] == [1, 2] for t in study.trials)
     assert sorted(t.value for t in study.trials) == [11.5, 21.5]  # the mean over the seeds
     assert study.metric_names == ["val_avg_acc"]
 

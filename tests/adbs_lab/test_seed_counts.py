@@ -1,7 +1,7 @@
 """What a study reports is what ran, on hand-made trial records: every table row, best configuration and Pareto
 point says how many of its seeds completed; a configuration missing a seed is listed, never ranked; a seed's NaN is
-never averaged away; best_config.json and pareto.json's front follow one group rule (adbs_lab/seed_counts.py,
-adbs_lab/compare.py: ranking_groups)."""
+never averaged away; best_config.json and pareto.json's front follow one group rule (adbs_lab/results/seed_counts.py,
+adbs_lab/results/compare.py: ranking_groups)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import math
 
 import pandas as pd
 
-from adbs_lab import metrics_keys as K
-from adbs_lab import objectives, tables
-from adbs_lab.trial_records import CONFIG_COLUMNS
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records import objectives
+from adbs_lab.results import pareto
+from adbs_lab.results import tables
+from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
 TWO = objectives.parse(["val_last_base_acc:max", "val_avg_acc:max"])
 
@@ -51,12 +53,12 @@ def test_a_configuration_missing_a_seed_is_never_the_best_and_says_why():
 
 def test_a_configuration_missing_a_seed_is_never_on_the_front():
     t = _diverged_study()
-    assert objectives.front_labels(t, TWO) == ["a"]
-    rec = objectives.pareto_record(t, TWO)
+    assert pareto.front_labels(t, TWO) == ["a"]
+    rec = pareto.pareto_record(t, TWO)
     assert [p["config_label"] for p in rec["front"]] == ["a"] and rec["front"][0]["seed_states"] == {"complete": 2}
     assert [(r["config_label"], r["seeds"]) for r in rec["not_ranked"]] == [("b", "1 of 2, 1 diverged"),
                                                                             ("c", "0 of 2, 2 diverged")]
-    lines = objectives.front_lines(rec)
+    lines = pareto.front_lines(rec)
     assert "  b: 1 of 2, 1 diverged" in lines and any(line.startswith("not ranked (missing seeds") for line in lines)
     assert tables.best_config(t, TWO)["config_label"] == "a"
 
@@ -66,18 +68,18 @@ def test_a_seeds_nan_is_never_averaged_away():
     of its other seeds, so it is on no front."""
     t = pd.DataFrame([_trial("a", 0, K.COMPLETE, 60, 50), _trial("a", 1, K.COMPLETE, 60, 50),
                       _trial("b", 0, K.COMPLETE, 90, 90), _trial("b", 1, K.COMPLETE, math.nan, 90)])
-    means = objectives.config_means(t, TWO).set_index("label")
+    means = pareto.config_means(t, TWO).set_index("label")
     assert math.isnan(means.loc["b", "val_last_base_acc"]) and means.loc["a", "val_last_base_acc"] == 60
-    assert objectives.front_labels(t, TWO) == ["a"]
+    assert pareto.front_labels(t, TWO) == ["a"]
     assert tables.best_config(t, TWO)["config_label"] == "a"
 
 
 def test_every_table_row_says_how_many_of_its_seeds_completed():
-    from adbs_lab import seed_counts  # here, not above: the other tests run (and fail) on code without it
+    from adbs_lab.results import seed_counts  # here, not above: the other tests run (and fail) on code without it
 
     t = _diverged_study()
     s = _sessions(t)
-    with_counts = tables.paper_table(s, trials=t, front=objectives.front_labels(t, TWO))
+    with_counts = tables.paper_table(s, trials=t, front=pareto.front_labels(t, TWO))
     text = tables.format_table(with_counts)
     rows = {line.split()[0]: line for line in text.splitlines()[2:5]}
     assert " 2 of 2 " in rows["a"] and " 1 of 2, 1 diverged " in rows["b"] and " 0 of 2, 2 diverged " in rows["c"]
@@ -105,7 +107,7 @@ def _grid() -> pd.DataFrame:
 def test_best_config_is_on_the_front_pareto_json_claims():
     t = _grid()
     best = tables.best_config(t, TWO)
-    rec = objectives.pareto_record(t, TWO)
+    rec = pareto.pareto_record(t, TWO)
     assert best["config_label"] == "ways=5 shots=1" and best["compared_within"]["ways"] == 5
     assert best["config_label"] == rec["front"][0]["config_label"]
     assert [p["config_label"] for p in rec["front"]] == ["ways=5 shots=1", "ways=5 shots=5"]
@@ -113,4 +115,4 @@ def test_best_config_is_on_the_front_pareto_json_claims():
     assert [[p["config_label"] for p in g["front"]] for g in rec["per_group"]] == [
         ["ways=5 shots=1", "ways=5 shots=5"], ["ways=10 shots=1"]]
     # the table's front column: every row on its own group's front
-    assert sorted(objectives.front_labels(t, TWO)) == sorted(t["label"])
+    assert sorted(pareto.front_labels(t, TWO)) == sorted(t["label"])

@@ -1,4 +1,4 @@
-"""The serve command (`python mlflow/serve.py` = `python -m adbs_lab.serve`)."""
+"""The serve command (`python mlflow/serve.py` = `python -m adbs_lab.stores.serve`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adbs_lab import paths, serve
+from adbs_lab.stores import paths
+from adbs_lab.stores import serve
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,8 @@ import pytest
 from optuna.distributions import FloatDistribution
 
 from adbs.config import FIELDS, ConfigError
-from adbs_lab import space as sp
+from adbs_lab.search import space as sp
+from adbs_lab.records import tune_keys
 from search_spaces import ablation, alpha_sweep, kshot_grid
 
 SPACES = {
@@ -64,10 +65,11 @@ def test_grid_distributions_and_configs_to_check():
 
 def test_resolve_and_describe():
     rows = {"adb": {"variant": "adb"}}
-    cfg = sp.resolve_trial({"alpha": 0.05, sp.ROW_KEY: "adb", sp.SEED_KEY: 3, "_optuna_trial": 7}, rows)
+    cfg = sp.resolve_trial({"alpha": 0.05, tune_keys.ROW_KEY: "adb", tune_keys.SEED_KEY: 3, "_optuna_trial": 7}, rows)
     assert (cfg.variant, cfg.alpha, cfg.seed, cfg.split_seed) == ("adb", 0.05, 3, 3)
-    assert sp.describe({"alpha": 0.05, sp.SEED_KEY: 2}, ["alpha", sp.SEED_KEY]) == "alpha=0.05 seed=2"
-    assert sp.describe({sp.ROW_KEY: "adb+ic", sp.SEED_KEY: 1}, [sp.ROW_KEY, sp.SEED_KEY]) == "adb+ic seed=1"
+    assert tune_keys.describe({"alpha": 0.05, tune_keys.SEED_KEY: 2}, ["alpha", tune_keys.SEED_KEY]) == "alpha=0.05 seed=2"
+    row, seed = tune_keys.ROW_KEY, tune_keys.SEED_KEY
+    assert tune_keys.describe({row: "adb+ic", seed: 1}, [row, seed]) == "adb+ic seed=1"
 
 
 @pytest.mark.parametrize("preset", ["cpu", "smoke", "cifar100", "mini_imagenet", "cub200"])

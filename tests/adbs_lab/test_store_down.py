@@ -1,6 +1,6 @@
 """A database that stops answering mid-study ends the study once, with one line: the MLflow store's calls raise
-TrackingError (adbs_lab/tracking_store.py: patient), the Optuna storage's calls ask Ray Tune to stop and raise
-StoreDown (adbs_lab/search.py), which adbs_lab/driver/launch.py reports as the study's failure with --resume. The
+TrackingError (adbs_lab/stores/tracking_store.py: patient), the Optuna storage's calls ask Ray Tune to stop and raise
+StoreDown (adbs_lab/search/searcher.py), which adbs_lab/driver/launch.py reports as the study's failure with --resume. The
 errors here are the ones MLflow's SQL store and Optuna's RDB storage raise for a refused connection (seen with a
 PostgreSQL server stopped mid-study); the calls that raise them are our own stand-ins."""
 
@@ -14,8 +14,9 @@ import sqlalchemy.exc
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import TEMPORARILY_UNAVAILABLE
 
-from adbs_lab import search, tracking
-from adbs_lab.tracking_store import patient
+from adbs_lab.search import searcher as search
+from adbs_lab.stores import tracking_store
+from adbs_lab.stores.tracking_store import patient
 
 REFUSED = 'connection failed: connection to server at "127.0.0.1", port 5432 failed: Connection refused'
 
@@ -32,7 +33,7 @@ def test_an_mlflow_store_that_stopped_answering_is_a_tracking_error_not_a_traceb
         def get_experiment(self, exp_id):
             raise MlflowException("RESOURCE_DOES_NOT_EXIST: no experiment 7")
 
-    with pytest.raises(tracking.TrackingError, match="the MLflow store stopped answering .*Connection refused"):
+    with pytest.raises(tracking_store.TrackingError, match="the MLflow store stopped answering .*Connection refused"):
         patient(Client()).get_run("x")
     with pytest.raises(MlflowException, match="RESOURCE_DOES_NOT_EXIST"):  # any other error is the caller's
         patient(Client()).get_experiment("7")

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from adbs import writable
-from adbs_lab.paths import REPO_ROOT
-from adbs_lab.study_folder import StudyBusy, StudyFolder, StudyLock
+from adbs_lab.stores.paths import REPO_ROOT
+from adbs_lab.stores.study_folder import StudyBusy, StudyFolder, StudyLock
 
 
 @pytest.fixture

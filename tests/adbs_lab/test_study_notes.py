@@ -1,11 +1,15 @@
-"""The lines above a study's tables (adbs_lab/study_notes.py): a smoke run says its numbers are not meaningful, and
+"""The lines above a study's tables (adbs_lab/results/notes.py): a smoke run says its numbers are not meaningful, and
 every setting the command changed from the study's defaults is named, in the table, table.md and report.md alike."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from adbs_lab import options, run_files, study, study_notes, tables
+from adbs_lab import study
+from adbs_lab.driver import options
+from adbs_lab.results import run_files
+from adbs_lab.results import notes as study_notes
+from adbs_lab.results import tables
 
 PLAN = study.Plan(name="t", space={"variant": "adb+ic", "alpha": [0.01, 0.1]}, space_source="tests")
 

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from adbs_lab import metrics_keys as K
-from adbs_lab.tables import best_config, ci95, format_table, paper_table
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.results.tables import best_config, ci95, format_table, paper_table
 
 
 def _sessions(rows):
@@ -137,7 +137,7 @@ def test_best_config_is_the_configuration_whichever_seed_ran_first():
 
 
 def test_departures_above_and_warnings_below_the_table():
-    from adbs_lab.tables import annotate, departure_lines, warning_lines
+    from adbs_lab.results.tables import annotate, departure_lines, warning_lines
 
     trials = pd.DataFrame([
         {"label": "adb+ic", "seed": 1, "state": K.COMPLETE, "boundary_lr_scale": 0.1, "abs_base_boundary": False,

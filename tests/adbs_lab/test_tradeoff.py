@@ -3,8 +3,9 @@ front worked out by hand, validation and test panels, drawn for every study."""
 
 import pandas as pd
 
-from adbs_lab import metrics_keys as K
-from adbs_lab import run_files, tradeoff
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.results import run_files
+from adbs_lab.results import tradeoff
 
 
 def _sessions():
@@ -33,7 +34,7 @@ def test_every_study_draws_it_with_the_baseline_marked(tmp_path):
     files = run_files.study_figures("ablation", s, trials, tmp_path)
     assert (tmp_path / "tradeoff.png") in files and (tmp_path / "tradeoff.png").stat().st_size > 5000
     assert tradeoff.baselines({"SAVC+ADBS": "SAVC", "SAVC": "SAVC"}) == {"SAVC"}
-    # _space_baseline: a private helper of adbs_lab/run_files.py, tested directly (which row a study's figure marks)
+    # _space_baseline: a private helper of adbs_lab/results/run_files.py, tested directly (which row a study's figure marks)
     assert run_files._space_baseline("ablation") == "baseline"
 
 
@@ -72,7 +73,7 @@ def test_a_row_has_one_colour_in_every_figure_and_the_sessions_plot_has_bands_an
 def test_alpha_sensitivity_keeps_every_bar_inside_the_axes_and_its_legend_off_them(tmp_path, monkeypatch):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from adbs_lab import figures
+    from adbs_lab.results import figures
 
     drawn = _drawn(monkeypatch)
     trials = pd.DataFrame([{"alpha": a, "seed": s, "state": K.COMPLETE, "test_avg_acc": 50 + 10 * s * (a == 0.01),

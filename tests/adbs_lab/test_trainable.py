@@ -7,9 +7,10 @@ import math
 import pytest
 import ray.tune
 
-from adbs_lab import metrics_keys as K
-from adbs_lab.space import CONFIG_KEY, resolve_trial
-from adbs_lab.trainable import make_trainable
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.search.space import resolve_trial
+from adbs_lab.records.tune_keys import CONFIG_KEY
+from adbs_lab.search.trainable import make_trainable
 
 
 class _Result:
@@ -47,8 +48,8 @@ def test_a_stopped_trials_systemexit_in_a_gc_callback_is_not_printed():
     import sys
     import weakref
 
-    # private (adbs_lab/trainable.py): the hook itself, tested directly
-    from adbs_lab.trainable import _quiet_stop
+    # private (adbs_lab/search/trainable.py): the hook itself, tested directly
+    from adbs_lab.search.trainable import _quiet_stop
 
     saved = sys.unraisablehook
     seen = []
@@ -80,7 +81,7 @@ def test_a_damaged_trial_checkpoint_is_named_and_never_resumed_from(tmp_path, ca
     is named in one line and the trial starts again from its beginning (to the same numbers)."""
     import torch
 
-    from adbs_lab.trainable import CHECKPOINT_DIGEST, CHECKPOINT_FILE, load_checkpoint, write_checkpoint
+    from adbs_lab.search.trainable import CHECKPOINT_DIGEST, CHECKPOINT_FILE, load_checkpoint, write_checkpoint
 
     from adbs.state import FORMAT
 
@@ -111,7 +112,7 @@ def test_a_trial_checkpoint_from_an_older_version_starts_the_trial_over(tmp_path
     import torch
 
     from adbs.state import FORMAT
-    from adbs_lab.trainable import CHECKPOINT_FILE, load_checkpoint, write_checkpoint
+    from adbs_lab.search.trainable import CHECKPOINT_FILE, load_checkpoint, write_checkpoint
 
     old = {"phase": "base", "epoch": 3, "model": {"w": torch.zeros(4)}}  # format 1: no "format" key
     write_checkpoint(old, str(tmp_path))

@@ -1,4 +1,4 @@
-"""One classification of trial state (adbs_lab.trial_records.classify), used by progress, tracker, Optuna and tables."""
+"""One classification of trial state (adbs_lab.records.trial_records.classify), used by progress, tracker, Optuna and tables."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from adbs_lab import metrics_keys as K
-from adbs_lab.trial_records import TrialRecord, classify, frames, objective
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.trial_records import TrialRecord, classify, frames, objective
 
 SUMMARY = {K.REPORT_KIND: K.KIND_SUMMARY, K.OBJECTIVE: 61.5}
 BASE = {K.REPORT_KIND: K.KIND_BASE, K.OBJECTIVE: math.nan, K.BASE_STEP: 2}
@@ -55,7 +55,7 @@ def test_frames_one_schema():
 def test_study_experiments_open_in_mlflows_model_training_view(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from adbs_lab.tracking import EXPERIMENT_KIND, MODEL_TRAINING, MlflowTracker
+    from adbs_lab.driver.tracker import EXPERIMENT_KIND, MODEL_TRAINING, MlflowTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
@@ -78,8 +78,8 @@ def test_a_restored_trial_logs_each_step_once_even_after_the_driver_lost_its_rec
     from mlflow.tracking import MlflowClient
 
     from adbs.config import Config
-    from adbs_lab.space import CONFIG_KEY
-    from adbs_lab.tracking import MlflowTracker
+    from adbs_lab.records.tune_keys import CONFIG_KEY
+    from adbs_lab.driver.tracker import MlflowTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     trial = SimpleNamespace(trial_id="t0", config={CONFIG_KEY: Config(), "seed": 0}, last_result=None)
@@ -115,14 +115,14 @@ def test_a_restored_trial_logs_each_step_once_even_after_the_driver_lost_its_rec
 def test_a_damaged_runs_file_is_named_not_read_as_whatever_it_holds(tmp_path, text):
     """The study's map of trials to MLflow runs (read on --resume and for the tables) once ended in a
     JSONDecodeError traceback, or a KeyError, when damaged; now a TrackingError names it and what to do."""
-    from adbs_lab import tracking
+    from adbs_lab.stores import tracking_store
 
-    (tmp_path / tracking.RUNS_FILE).write_text(text)
-    with pytest.raises(tracking.TrackingError) as e:
-        tracking.load_runs(tmp_path)
-    assert str(e.value).startswith(f"{tmp_path / tracking.RUNS_FILE} is damaged") and "without --resume" in str(e.value)
-    (tmp_path / tracking.RUNS_FILE).write_text('{"parent": "abc", "trials": {"t1": "r1"}}')
-    assert tracking.load_runs(tmp_path)["trials"] == {"t1": "r1"}
+    (tmp_path / tracking_store.RUNS_FILE).write_text(text)
+    with pytest.raises(tracking_store.TrackingError) as e:
+        tracking_store.load_runs(tmp_path)
+    assert str(e.value).startswith(f"{tmp_path / tracking_store.RUNS_FILE} is damaged") and "without --resume" in str(e.value)
+    (tmp_path / tracking_store.RUNS_FILE).write_text('{"parent": "abc", "trials": {"t1": "r1"}}')
+    assert tracking_store.load_runs(tmp_path)["trials"] == {"t1": "r1"}
 
 
 def test_a_run_of_a_trial_tune_lost_with_the_killed_driver_is_closed_on_resume(tmp_path):
@@ -133,8 +133,8 @@ def test_a_run_of_a_trial_tune_lost_with_the_killed_driver_is_closed_on_resume(t
     from mlflow.tracking import MlflowClient
 
     from adbs.config import Config
-    from adbs_lab.space import CONFIG_KEY
-    from adbs_lab.tracking import MlflowTracker, load_runs
+    from adbs_lab.records.tune_keys import CONFIG_KEY
+    from adbs_lab.driver.tracker import MlflowTracker, load_runs
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     ends = SimpleNamespace(reopen=lambda trial_id: None)
@@ -166,7 +166,7 @@ def test_two_studies_of_one_name_creating_its_experiment_at_once_share_it(tmp_pa
     fails with "already exists" after its look-up found none (bench/load.py found it); it takes the experiment."""
     from mlflow.tracking import MlflowClient
 
-    from adbs_lab.tracking import MlflowTracker
+    from adbs_lab.driver.tracker import MlflowTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     made = MlflowClient(uri).create_experiment("s")
@@ -188,7 +188,7 @@ def test_a_trial_stopped_before_it_reported_has_no_record():
     config (Tune reads it back from the trial's result.json); before, the tables raised KeyError: 'adbs_config'."""
     from types import SimpleNamespace
 
-    from adbs_lab.trial_records import from_results
+    from adbs_lab.records.trial_records import from_results
 
     never = SimpleNamespace(config={}, metrics={}, metrics_dataframe=None, error=None, path="/x/adbs_trial_0")
     assert from_results([never], varying=["seed"], runs={"trials": {}, "ended": {}}) == []
@@ -199,7 +199,7 @@ def test_the_study_run_describes_the_study_and_ends_with_its_table(tmp_path):
     from the start, and the study's table (table.md) after its first paragraph once the study ends."""
     from mlflow.tracking import MlflowClient
 
-    from adbs_lab.tracking import NOTE, NOTE_MAX, MlflowTracker, note_with_table
+    from adbs_lab.driver.tracker import NOTE, NOTE_MAX, MlflowTracker, note_with_table
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     head, guide = "**alpha_sweep**: `alpha` in 0.01, 0.1", "Columns to add: `alpha`"

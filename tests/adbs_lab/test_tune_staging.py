@@ -1,4 +1,4 @@
-"""Two studies on one Ray cluster must not start Tune in the same second (adbs_lab/tune_staging.py): Tune names its
+"""Two studies on one Ray cluster must not start Tune in the same second (adbs_lab/search/tune_staging.py): Tune names its
 local staging folder after that second, and two studies sharing it get each other's trials and experiment state."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import subprocess
 import sys
 import time
 
-from adbs_lab import tune_staging
+from adbs_lab.search import tune_staging
 
-HOLD = ("import sys, time; sys.path.insert(0, {repo!r}); from adbs_lab import tune_staging as t; t.hold(); "
+HOLD = ("import sys, time; sys.path.insert(0, {repo!r}); from adbs_lab.search import tune_staging as t; t.hold(); "
         "print(time.time(), flush=True); t.release(); print(time.time(), flush=True)")
 
 

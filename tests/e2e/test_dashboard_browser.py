@@ -1,4 +1,4 @@
-"""The live view (`python -m adbs_lab.dashboard STUDY_FOLDER`, optuna-dashboard, read-only) in headless Chromium
+"""The live view (`python -m adbs_lab.stores.dashboard STUDY_FOLDER`, optuna-dashboard, read-only) in headless Chromium
 (tests/_browser.py): it lists the study and its trials, follows the study while it runs on and finishes (trials
 told through Optuna into the same storage while the dashboard serves it), and writes nothing to the storage.
 
@@ -33,10 +33,10 @@ ALPHA = {"alpha": optuna.distributions.FloatDistribution(0.0, 1.0)}
 
 @contextlib.contextmanager
 def _served(folder: Path, log: Path):
-    """`python -m adbs_lab.dashboard FOLDER` on a free port: its base URL, until the block ends."""
+    """`python -m adbs_lab.stores.dashboard FOLDER` on a free port: its base URL, until the block ends."""
     port = free_port()
     with open(log, "w") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "adbs_lab.dashboard", str(folder), "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "adbs_lab.stores.dashboard", str(folder), "--port", str(port)],
                                 stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -106,12 +106,13 @@ def test_the_dashboard_lists_a_study_and_follows_it_until_it_finishes_read_only(
 
 
 def test_a_grid_over_seeds_shows_the_searched_setting_and_the_named_objective(tmp_path, browser):
-    """A grid study's Optuna storage as the lab's searcher writes it (adbs_lab/search.py: StudySearch, real Optuna, no
+    """A grid study's Optuna storage as the lab's searcher writes it (adbs_lab/search/searcher.py: StudySearch, real Optuna, no
     Ray): the dashboard shows one trial per configuration, `alpha` as the only parameter (no `trial_seed`: seeds are
     the user attribute `seeds`) and the objective by its name, not "Objective 0"."""
-    from adbs_lab import metrics_keys as K
-    from adbs_lab import space as sp
-    from adbs_lab.search import StudySearch
+    from adbs_lab.records import metrics_keys as K
+    from adbs_lab.search import space as sp
+    from adbs_lab.records import tune_keys
+    from adbs_lab.search.searcher import StudySearch
 
     folder = tmp_path / "runs" / "alpha_sweep"
     folder.mkdir(parents=True)
@@ -123,7 +124,7 @@ def test_a_grid_over_seeds_shows_the_searched_setting_and_the_named_objective(tm
     for i in range(4):  # 2 alphas x 2 seeds, each Tune trial told as it ends
         config = search.suggest(f"t{i}")
         search.on_trial_complete(f"t{i}", {K.REPORT_KIND: K.KIND_SUMMARY,
-                                           K.OBJECTIVE: 40.0 + 100 * config["alpha"] + config[sp.SEED_KEY]})
+                                           K.OBJECTIVE: 40.0 + 100 * config["alpha"] + config[tune_keys.SEED_KEY]})
     with _served(folder, tmp_path / "dashboard.log") as base:
         browser.goto(base)
         assert browser.wait_text("alpha_sweep"), browser.text()[:2000]

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import metrics_keys as K
-from adbs_lab.trainable import FAULT_ENV
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.search.trainable import FAULT_ENV
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import pytest
 from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import metrics_keys as K
+from adbs_lab.records import metrics_keys as K
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

@@ -12,7 +12,9 @@ import pytest
 from _smoke_store import REPO, printed_table, smoke_store
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import from_store, run_files, tables
+from adbs_lab.results import from_store
+from adbs_lab.results import run_files
+from adbs_lab.results import tables
 
 # one worker under pytest -n: the smoke store (tests/_smoke_store.py) is built once per process, shared by
 # tests/e2e/test_report_from_store.py and tests/e2e/test_mlflow_ui_browser.py
@@ -59,7 +61,7 @@ def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path)
     assert study_table in r.stdout  # printed as the study printed it
     assert "no paper table matches" in r.stdout  # smoke data is synthetic
     table = from_store.study_table(study)
-    # table.md: the smoke banner above the table (adbs_lab/study_notes.py), the study's warnings under it (smoke
+    # table.md: the smoke banner above the table (adbs_lab/results/notes.py), the study's warnings under it (smoke
     # trials are at chance level)
     assert study_md.startswith("smoke: numbers not meaningful") and study_md.endswith(tables.annotate(
         tables.format_table(table, markdown=True), study.trials, markdown=True, order=study.order))

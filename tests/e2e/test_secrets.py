@@ -77,7 +77,7 @@ def test_a_password_with_slash_and_at_shows_nowhere(postgres, ray_address, tmp_p
     shown = {x.data.tags.get("adbs.optuna_storage") for x in runs}
     assert f"postgresql://***@127.0.0.1:{postgres.port}/optuna_s" in shown, shown  # the rest of the URL is kept
 
-    dash = subprocess.run([PY, "-m", "adbs_lab.dashboard", optuna_db, "--dry-run", "--port", str(free_port())],
+    dash = subprocess.run([PY, "-m", "adbs_lab.stores.dashboard", optuna_db, "--dry-run", "--port", str(free_port())],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert dash.returncode == 0 and "alpha_sweep" in dash.stdout and MARK not in dash.stdout + dash.stderr, dash
 

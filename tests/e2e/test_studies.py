@@ -19,7 +19,7 @@ import pytest
 from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import metrics_keys as K
+from adbs_lab.records import metrics_keys as K
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -223,7 +223,8 @@ def test_ablation_accepts_host(study_cmd, storage, tracking_uri):
 PRUNE_SCRIPT = textwrap.dedent("""
     import sys
     from optuna.distributions import FloatDistribution
-    from adbs_lab import options, study
+    from adbs_lab import study
+    from adbs_lab.driver import options
     opts, _ = options.parse("prune test", options.Defaults(pruner="median", num_samples=3))
     plan = study.Plan(name="prune_test", space={"variant": "adb+ic", "base_lr": FloatDistribution(1e-6, 0.5, log=True)},
                       space_source="tests/e2e/test_studies.py",

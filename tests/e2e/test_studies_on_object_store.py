@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import metrics_keys as K
+from adbs_lab.records import metrics_keys as K
 from test_studies import first_finished
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,7 +139,7 @@ def test_bad_object_store_fails_before_any_trial(s3, tmp_path, ray_address, trac
 def test_killed_worker_resumes_from_its_checkpoint_in_the_bucket(s3, tmp_path, ray_address, tracking_uri):
     """A trial worker killed mid-base-session (a preempted node) restarts from its checkpoint in the
     bucket, with its base session referenced in the bucket's cache, to the numbers of a clean run."""
-    from adbs_lab.trainable import FAULT_ENV
+    from adbs_lab.search.trainable import FAULT_ENV
 
     bucket = s3.bucket("e2e-fault")
     marker = tmp_path / "markers"

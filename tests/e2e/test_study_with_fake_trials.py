@@ -19,7 +19,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.distributions import FloatDistribution
 
-from adbs_lab import metrics_keys as K, options, study
+from adbs_lab import study
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.driver import options
 from adbs_lab.driver import launch
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers cannot import test modules
@@ -151,13 +153,13 @@ def test_eight_trials_finishing_together_lose_nothing(ray_address, storage, trac
 def test_a_trials_optuna_state_is_read_once_when_it_ends(ray_address, storage, tracking_uri, monkeypatch):
     """A trial ends once: StudySearch reads its Optuna state when Tune tells it the trial ended (before Tune's
     callbacks), classifies it, and the MLflow tracker, the progress line and the tables receive that record
-    (adbs_lab/search.py). BaseEpochStopper's reads during base epochs are the pruner at work, not counted."""
+    (adbs_lab/search/searcher.py). BaseEpochStopper's reads during base epochs are the pruner at work, not counted."""
     from collections import Counter
 
-    from adbs_lab import search
+    from adbs_lab.search import searcher as search
 
     reads: Counter = Counter()
-    # private (adbs_lab/search.py): the one read of a trial's Optuna state, counted
+    # private (adbs_lab/search/searcher.py): the one read of a trial's Optuna state, counted
     real = search._LiveStudy._state
 
     def counted(self, number):

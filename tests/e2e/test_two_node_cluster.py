@@ -1,5 +1,5 @@
 """Acceptance: a real two-node Ray cluster on this machine, started beside another Ray by deploy/README.md's recipe
-(`python -m adbs_lab.local_cluster start`: `ray start --head` plus a second `ray start --address` node process
+(`python -m adbs_lab.cluster.local_cluster start`: `ray start --head` plus a second `ray start --address` node process
 with its own resources, temp dir and free ports), an MLflow server on
 127.0.0.1, and a `--smoke` study submitted with `studies/submit.py --wait` as a Ray Job.
 
@@ -30,8 +30,8 @@ import pytest
 
 from _procs import free_port, wait_http
 
-from adbs_lab import local_cluster
-from adbs_lab.trainable import NODE_ID_KEY
+from adbs_lab.cluster import local_cluster
+from adbs_lab.search.trainable import NODE_ID_KEY
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -88,7 +88,7 @@ def mlflow_server(request):
 @pytest.fixture(scope="module")
 def two_nodes(mlflow_server, ray_address):
     """(GCS address, dashboard URL, {"head": node_id, "worker": node_id}) of a fresh two-node cluster, started as
-    deploy/README.md's "Trying it on one machine" starts it (`python -m adbs_lab.local_cluster start`) while another
+    deploy/README.md's "Trying it on one machine" starts it (`python -m adbs_lab.cluster.local_cluster start`) while another
     Ray runs on the machine: this test session's (`ray_address`), whose dashboard agent holds Ray's default agent port
     52365 (or another Ray does), the port a node started without --dashboard-agent-listen-port would lose."""
     with socket.socket() as s:  # the conflict is real: 52365 is taken
@@ -98,7 +98,7 @@ def two_nodes(mlflow_server, ray_address):
     root = tempfile.mkdtemp(prefix="adbs-ray-", dir="/tmp")
     gcs, dash = free_port(), free_port()
     try:
-        r = subprocess.run([sys.executable, "-m", "adbs_lab.local_cluster", "start", f"{root}/head", f"{root}/worker",
+        r = subprocess.run([sys.executable, "-m", "adbs_lab.cluster.local_cluster", "start", f"{root}/head", f"{root}/worker",
                             "--port", str(gcs), "--dashboard-port", str(dash)],
                            env=cluster_env(), capture_output=True, text=True, timeout=360, cwd=REPO)
         assert r.returncode == 0, f"local_cluster start failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
@@ -173,7 +173,7 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
     assert str(storage) in parents[0].data.tags["adbs.storage"]
     everything = json.dumps([{**x.data.params, **x.data.tags} for x in runs])
     assert SECRET not in everything
-    from adbs_lab.paths import code_version
+    from adbs_lab.stores.paths import code_version
 
     if code_version() != "unknown":  # the job's copy has no .git: submit.py passes the version along
         assert parents[0].data.tags["adbs.code_version"] == code_version()

@@ -180,7 +180,7 @@ PATH_MENTION = re.compile(r"(?<![\w./-])(?:adbs|adbs_lab|studies|bench|search_sp
 
 
 def test_every_path_of_this_repository_exists():
-    """A bare mention (`adbs_lab/study_folder.py`, no name) names a file that exists; NAME-style placeholders and the
+    """A bare mention (`adbs_lab/stores/study_folder.py`, no name) names a file that exists; NAME-style placeholders and the
     made-up paths of tests' inputs aside."""
     bad = []
     for f in _files():

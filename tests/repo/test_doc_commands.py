@@ -13,7 +13,7 @@ that breaks fails CI.
   commands run, so `--config my.yaml` reads what the docs show.
 - Commands on a real dataset (`--dataset cifar100 --data-root ~/data`, index lists) run with `--dry-run` on a
   small stand-in in the same layout, so the flags, the preset and the data checks are exercised.
-- `mlflow/serve.py` runs with `--dry-run` (it prints the server command); `python -m adbs_lab.dashboard` too, on a
+- `mlflow/serve.py` runs with `--dry-run` (it prints the server command); `python -m adbs_lab.stores.dashboard` too, on a
   study folder that holds an Optuna study.
 - The toy dataset example runs as written (the writer, then a smoke run on what it wrote).
 - Benchmarks (`bench/...`) take minutes to hours or the authors' code: `--help` (the script imports and
@@ -118,7 +118,7 @@ def rule(cmd: str) -> str:
         return "study on real data" if REAL_DATA.search(cmd) else "study"
     if re.match(r"^\.venv/bin/python mlflow/serve\.py", cmd):
         return "serve"
-    if re.match(r"^\.venv/bin/python -m adbs_lab\.dashboard ", cmd):
+    if re.match(r"^\.venv/bin/python -m adbs_lab\.stores\.dashboard ", cmd):
         return "dashboard"
     if re.match(r"^\.venv/bin/python -c ", cmd) and "results/reports/compare-" in cmd:
         return "compare snippet"
@@ -286,7 +286,8 @@ def test_dashboard_commands_name_what_they_would_serve(cmd, home, tmp_path, monk
     project folder, where the docs run it), which here holds a study's optuna.db."""
     import optuna
 
-    from adbs_lab import dashboard, serve
+    from adbs_lab.stores import dashboard
+    from adbs_lab.stores import serve
 
     argv = _argv(cmd, home)[3:]
     folder = tmp_path / argv[0]
@@ -317,7 +318,7 @@ def report_store(tmp_path_factory) -> tuple[str, list[str]]:
     from mlflow.tracking import MlflowClient
 
     from adbs.config import Config
-    from adbs_lab import metrics_keys as K
+    from adbs_lab.records import metrics_keys as K
 
     uri = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
     c = MlflowClient(uri)
@@ -352,7 +353,7 @@ def report_store(tmp_path_factory) -> tuple[str, list[str]]:
         if name == "alpha_sweep":
             sweeps.append(parent.info.run_id)
     # a studies/paper.py run naming its parts, as paper.py logs it (for `report.py paper`)
-    from adbs_lab import paper
+    from adbs_lab.results import paper
 
     run = c.create_run(c.create_experiment(paper.EXPERIMENT), run_name="paper cifar100", tags={
         "adbs.role": paper.ROLE, "adbs.dataset": "cifar100", "adbs.command": "python studies/paper.py",

@@ -176,12 +176,12 @@ def test_studies_and_bench_use_only_public_names_of_adbs_and_adbs_lab():
 
 def test_private_uses_sees_each_kind_of_private_name():
     source = ("from adbs.data.loader import _normalise\nfrom adbs_lab.driver.launch import _fit\n"
-              "from adbs_lab import study\nfrom adbs_lab.driver import launch as la\nimport adbs_lab.outcome\n"
+              "from adbs_lab import study\nfrom adbs_lab.driver import launch as la\nimport adbs_lab.driver.outcome\n"
               "study._env_defaults()\nla._search(None)\nstudy.run(None, None)\nla.launch(None)\n"
-              "from adbs_lab.outcome import trial_error, not_declared\n")
+              "from adbs_lab.driver.outcome import trial_error, not_declared\n")
     assert private_uses(source) == [
         "line 1: from adbs.data.loader import _normalise", "line 2: from adbs_lab.driver.launch import _fit",
-        "line 10: from adbs_lab.outcome import not_declared",
+        "line 10: from adbs_lab.driver.outcome import not_declared",
         "line 6: study._env_defaults (adbs_lab.study)", "line 7: la._search (adbs_lab.driver.launch)"]
 
 

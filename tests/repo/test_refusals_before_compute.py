@@ -19,7 +19,10 @@ from _scripts import in_process
 
 from adbs.config import ConfigError, from_dict, resolve
 from adbs.data import DataError, check_data
-from adbs_lab import metrics_keys as K, options, study, tracking
+from adbs_lab import study
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.driver import options
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver import preflight
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,19 +206,19 @@ def _tables(path: Path) -> set[str]:
 
 
 def test_an_optuna_database_is_not_used_as_the_mlflow_store(tmp_path, capsys):
-    from adbs_lab import serve
+    from adbs_lab.stores import serve
 
     db = tmp_path / "optuna.db"
     _optuna_db(db)
     before = _tables(db)
-    with pytest.raises(tracking.TrackingError, match="is an Optuna database, not an MLflow tracking store"):
-        tracking.check_tracking_uri(f"sqlite:///{db}")
+    with pytest.raises(tracking_store.TrackingError, match="is an Optuna database, not an MLflow tracking store"):
+        tracking_store.check_tracking_uri(f"sqlite:///{db}")
     r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri",
                             f"sqlite:///{db}", "--artifacts-destination", str(tmp_path / "a"), "--port", "1"])
     assert r.returncode == 2 and "is an Optuna database" in r.stderr and "MLflow UI:" not in r.stdout
     assert _tables(db) == before  # no MLflow tables added
     mlflow_db = tmp_path / "mlflow.db"
-    tracking.check_tracking_uri(f"sqlite:///{mlflow_db}")
+    tracking_store.check_tracking_uri(f"sqlite:///{mlflow_db}")
     with pytest.raises(study.StudyInputError, match="is an MLflow tracking store, not an Optuna storage"):
         study.preflight(PLAN, _opts("--optuna-storage", f"sqlite:///{mlflow_db}", "--gpus-per-trial", "0",
                                     "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{mlflow_db}"))
@@ -237,7 +240,7 @@ def test_serve_refuses_a_bogus_store_or_a_path_under_a_file_before_printing_its_
 
 
 def test_the_ui_command_names_a_storage_path_with_spaces_as_a_path():
-    cmd = tracking.ui_command("sqlite:////tmp/my runs/mlflow.db")
+    cmd = tracking_store.ui_command("sqlite:////tmp/my runs/mlflow.db")
     assert "'/tmp/my runs/artifacts'" in cmd and "%20" not in cmd
 
 

@@ -17,7 +17,8 @@ import pytest
 from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import from_store, paper
+from adbs_lab.results import from_store
+from adbs_lab.results import paper
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = [sys.executable, str(REPO / "studies" / "paper.py")]
@@ -91,7 +92,7 @@ def _paper_store(uri: str, studies: dict[str, dict[str, dict[str, float]]]) -> d
     from mlflow.entities import Metric, Param
 
     from adbs.config import Config
-    from adbs_lab import metrics_keys as K
+    from adbs_lab.records import metrics_keys as K
 
     c = MlflowClient(uri)
     ids = {}
@@ -223,7 +224,7 @@ def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3,
     dcs = pd.read_csv(io.BytesIO(read("dcs.csv")))
     assert list(dcs["row"]) == ["baseline", "baseline vs adb+ic"]
     assert dcs[["ours without", "ours with ADBS"]].notna().all().all()
-    # no staging folder left behind (the machine's Tune start lock, adbs_lab/tune_staging.py, stays by design)
+    # no staging folder left behind (the machine's Tune start lock, adbs_lab/search/tune_staging.py, stays by design)
     assert not [f for f in staging.glob("adbs-*") if not f.name.startswith("adbs-tune-start-")]
 
     # the same command again: every part reused from the bucket, nothing trains, a second paper run in MLflow

@@ -11,7 +11,8 @@ import optuna
 from _scripts import in_process
 from mlflow.tracking import MlflowClient
 
-from adbs_lab import options, outcome
+from adbs_lab.driver import options
+from adbs_lab.driver import outcome
 from adbs_lab.driver import compose
 
 REPO = Path(__file__).resolve().parents[2]

@@ -206,7 +206,7 @@ def test_no_agent_names_the_agent_port_not_the_dashboard(monkeypatch, capsys):
 
 def test_the_jobs_exit_code_is_the_studys():
     """--wait exits with the study's own code (README, "Exit codes"), read from Ray's message for the job."""
-    from adbs_lab.outcome import exit_code_of_job
+    from adbs_lab.driver.outcome import exit_code_of_job
 
     assert exit_code_of_job("Job entrypoint command failed with exit code 2, last available logs ...", "FAILED") == 2
     assert exit_code_of_job("Job entrypoint command failed with exit code 1", "FAILED") == 1

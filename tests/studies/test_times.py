@@ -44,7 +44,7 @@ def test_no_study_keeps_a_figure_of_its_own(study):
 
 
 def test_a_plan_and_the_paper_estimate_read_the_file():
-    from adbs_lab import options
+    from adbs_lab.driver import options
     from studies import ablation, paper
 
     plan, _ = ablation.plan(options.parse("ablation", options.Defaults(seeds=(0,)), argv=[])[0])

@@ -10,8 +10,10 @@ import sys
 import pytest
 
 from adbs.config import Config, ConfigError, from_dict, load_file, resolve
-from adbs_lab import options, preflight, study
-from adbs_lab.paths import REPO_ROOT
+from adbs_lab import study
+from adbs_lab.driver import options
+from adbs_lab.driver import preflight
+from adbs_lab.stores.paths import REPO_ROOT
 
 
 def _write(tmp_path, name, text):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from adbs_lab import tracking
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver.claim import held_study
-from adbs_lab.study_folder import StudyFolder
+from adbs_lab.stores.study_folder import StudyFolder
 
 
 def _folder(tmp_path, ident: dict | None, runs: dict | None) -> StudyFolder:
@@ -16,13 +16,13 @@ def _folder(tmp_path, ident: dict | None, runs: dict | None) -> StudyFolder:
     if ident is not None:
         (d / "study.json").write_text(json.dumps(ident))
     if runs is not None:
-        (d / tracking.RUNS_FILE).write_text(json.dumps(runs))
+        (d / tracking_store.RUNS_FILE).write_text(json.dumps(runs))
     (d / "table.txt").write_text("TABLE")
     return StudyFolder(str(tmp_path), "alpha_sweep")
 
 
 def _runs(started: int, ended: int) -> dict:
-    """The runs file as the tracker writes it (adbs_lab/tracking.py): trial id -> run id, trial id -> state."""
+    """The runs file as the tracker writes it (adbs_lab/driver/tracker.py): trial id -> run id, trial id -> state."""
     return {"parent": "p", "trials": {f"t{i}": f"r{i}" for i in range(started)},
             "ended": {f"t{i}": "COMPLETE" for i in range(ended)}}
 

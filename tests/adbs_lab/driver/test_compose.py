@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from adbs_lab import outcome
+from adbs_lab.driver import outcome
 from adbs_lab.driver import compose
-from adbs_lab.plan import Plan
+from adbs_lab.driver.plan import Plan
 
 
 @dataclass(frozen=True)

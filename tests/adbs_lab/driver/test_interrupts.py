@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from adbs_lab.driver import interrupts
-from adbs_lab.paths import REPO_ROOT
-from adbs_lab.trainable import FAULT_ENV
+from adbs_lab.stores.paths import REPO_ROOT
+from adbs_lab.search.trainable import FAULT_ENV
 
 
 def _signal_self(sig: int) -> None:

@@ -19,9 +19,13 @@ import pytest
 from _procs import free_port
 from _scripts import in_process
 
-from adbs_lab import options, search, study, tracking
+from adbs_lab import study
+from adbs_lab.driver import options
+from adbs_lab.search import searcher as search
+from adbs_lab.driver import tracker
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver import claim
-from adbs_lab.paths import REPO_ROOT
+from adbs_lab.stores.paths import REPO_ROOT
 
 PY = sys.executable
 SWEEP = str(REPO_ROOT / "studies" / "alpha_sweep.py")
@@ -70,7 +74,7 @@ def test_the_optuna_study_is_created_once_whoever_asks_at_the_same_time(tmp_path
     go = time.time() + 6  # every process has imported Optuna by then
     code = textwrap.dedent(f"""
         import time
-        from adbs_lab import search
+        from adbs_lab.search import searcher as search
         search.optuna_storage({url!r})
         time.sleep(max(0.0, {go} - time.time()))
         try:
@@ -123,9 +127,9 @@ def test_a_resumed_tracker_logs_to_the_store_this_command_names(tmp_path):
     opts = options.parse("t", argv=["--storage", str(tmp_path / "runs"), "--gpus-per-trial", "0",
                                     "--tracking-uri", f"sqlite:///{tmp_path / 'old.db'}"])[0]
     p = study.preflight(PLAN, opts)
-    tracker = tracking.MlflowTracker.__new__(tracking.MlflowTracker)  # as Tune's pickle holds it (no store opened)
-    tracker.__dict__.update(uri=p.tracking_uri, folder=p.folder, study_dir=p.dir, _client=None)
-    saved = pickle.dumps(tracker)
+    saved_tracker = tracker.MlflowTracker.__new__(tracker.MlflowTracker)  # as Tune's pickle holds it (no store opened)
+    saved_tracker.__dict__.update(uri=p.tracking_uri, folder=p.folder, study_dir=p.dir, _client=None)
+    saved = pickle.dumps(saved_tracker)
     copied = f"sqlite:///{tmp_path / 'copy.db'}"
     resumed = dataclasses.replace(p, opts=opts.replace(resume=True), tracking_uri=copied)
     claim.claim(resumed)  # --resume: binds this command's stores, then Tuner.restore unpickles the tracker
@@ -133,8 +137,8 @@ def test_a_resumed_tracker_logs_to_the_store_this_command_names(tmp_path):
 
 
 def test_a_database_stores_artifacts_under_the_storage_never_the_working_folder(tmp_path):
-    root = tracking.artifact_root("postgresql://u:p@db.example/mlflow", str(tmp_path / "runs"))
+    root = tracking_store.artifact_root("postgresql://u:p@db.example/mlflow", str(tmp_path / "runs"))
     assert root == (tmp_path / "runs" / "mlflow_artifacts").as_uri()
-    assert tracking.artifact_root("mysql://u:p@db/m", "s3://bucket/runs").startswith("file:///")
-    assert tracking.artifact_root("postgresql+psycopg://u@db/m") is not None  # never MLflow's ./mlruns
-    assert tracking.artifact_root("http://mlflow.example:5000") is None  # the server decides
+    assert tracking_store.artifact_root("mysql://u:p@db/m", "s3://bucket/runs").startswith("file:///")
+    assert tracking_store.artifact_root("postgresql+psycopg://u@db/m") is not None  # never MLflow's ./mlruns
+    assert tracking_store.artifact_root("http://mlflow.example:5000") is None  # the server decides

@@ -1,5 +1,5 @@
-"""How a study run ends, told by its exit code (adbs_lab/outcome.py), and the one preflight that --dry-run and the
-run share (adbs_lab/preflight.py): what one refuses the other refuses, with the same message and code, and a
+"""How a study run ends, told by its exit code (adbs_lab/driver/outcome.py), and the one preflight that --dry-run and the
+run share (adbs_lab/driver/preflight.py): what one refuses the other refuses, with the same message and code, and a
 refused run leaves every store as it found it."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from adbs_lab import metrics_keys as K
-from adbs_lab import outcome
-from adbs_lab.paths import REPO_ROOT
-from adbs_lab.trial_records import classify
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.driver import outcome
+from adbs_lab.stores.paths import REPO_ROOT
+from adbs_lab.records.trial_records import classify
 from tests._scripts import in_process
 
 PY = sys.executable
@@ -120,7 +120,7 @@ def test_the_dry_run_refuses_what_the_run_refuses(name, tmp_path, capsys):
 
 
 def test_a_running_copy_is_refused_by_the_dry_run_and_the_run(tmp_path, capsys):
-    from adbs_lab.study_folder import StudyFolder
+    from adbs_lab.stores.study_folder import StudyFolder
 
     argv, _ = _case("--resume with nothing to resume", tmp_path)
     argv = [a for a in argv if a != "--resume"]

@@ -7,9 +7,12 @@ import dataclasses
 import pytest
 
 from adbs.config import ConfigError
-from adbs_lab import metrics_keys as K, options, study, tracking
+from adbs_lab import study
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.driver import options
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver import resume
-from adbs_lab.paths import DEFAULT_TRACKING_URI, REPO_ROOT
+from adbs_lab.stores.paths import DEFAULT_TRACKING_URI, REPO_ROOT
 from search_spaces import kshot_grid
 
 PLAN = study.Plan(name="t", space={"variant": "adb+ic", "shots": [1, 5]}, space_source="tests")
@@ -81,19 +84,19 @@ def test_gpu_request_without_gpu(monkeypatch):
 
 
 def test_unreachable_tracking_uri():
-    with pytest.raises(tracking.TrackingError, match="unreachable"):
-        tracking.check_tracking_uri("http://127.0.0.1:9")
-    with pytest.raises(tracking.TrackingError, match="relative"):
-        tracking.check_tracking_uri("sqlite:///relative/mlflow.db")
+    with pytest.raises(tracking_store.TrackingError, match="unreachable"):
+        tracking_store.check_tracking_uri("http://127.0.0.1:9")
+    with pytest.raises(tracking_store.TrackingError, match="relative"):
+        tracking_store.check_tracking_uri("sqlite:///relative/mlflow.db")
 
 
 def test_default_store_is_absolute_under_the_repo(monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert tracking.tracking_uri(None) == DEFAULT_TRACKING_URI == f"sqlite:///{REPO_ROOT / 'mlflow' / 'mlflow.db'}"
-    assert tracking.artifact_root(DEFAULT_TRACKING_URI) == (REPO_ROOT / "mlflow" / "artifacts").as_uri()
+    assert tracking_store.tracking_uri(None) == DEFAULT_TRACKING_URI == f"sqlite:///{REPO_ROOT / 'mlflow' / 'mlflow.db'}"
+    assert tracking_store.artifact_root(DEFAULT_TRACKING_URI) == (REPO_ROOT / "mlflow" / "artifacts").as_uri()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////x/y.db")
-    assert tracking.tracking_uri(None) == "sqlite:////x/y.db"
-    assert tracking.tracking_uri("http://h:5000") == "http://h:5000"
+    assert tracking_store.tracking_uri(None) == "sqlite:////x/y.db"
+    assert tracking_store.tracking_uri("http://h:5000") == "http://h:5000"
 
 
 def test_objective_is_one_shared_constant():
@@ -235,7 +238,7 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
 # _damaged_tune_state, _unloadable_state: private helpers of adbs_lab/driver/resume.py, tested directly (the
 # state files a full disk or an older version leaves; the run-level refusal is in tests/adbs_lab/driver/test_outcome.py)
 def test_damaged_tune_state_is_named(tmp_path):
-    from adbs_lab.study_folder import StudyFolder
+    from adbs_lab.stores.study_folder import StudyFolder
 
     where = StudyFolder(str(tmp_path), "s")
     exp = tmp_path / "s" / "tune"
@@ -253,7 +256,7 @@ def test_a_tune_state_saved_by_code_that_moved_is_named_as_such(tmp_path, monkey
     import pickle
     import sys
 
-    from adbs_lab.study_folder import StudyFolder
+    from adbs_lab.stores.study_folder import StudyFolder
 
     (tmp_path / "gone_module.py").write_text("class Callback:\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))

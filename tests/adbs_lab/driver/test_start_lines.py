@@ -7,7 +7,7 @@ import json
 import logging
 from types import SimpleNamespace
 
-from adbs_lab import tracking
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver.launch import resumed
 from adbs_lab.driver.session import env_defaults
 
@@ -15,7 +15,7 @@ from adbs_lab.driver.session import env_defaults
 def test_a_resumed_run_says_how_many_trials_ended_and_how_many_are_to_go(tmp_path):
     runs = {"parent": "p", "trials": {f"t{i}": f"r{i}" for i in range(7)},
             "ended": {"t0": "COMPLETE", "t1": "PRUNED", "t2": "FAILED", "t3": "COMPLETE", "t4": "COMPLETE"}}
-    (tmp_path / tracking.RUNS_FILE).write_text(json.dumps(runs))
+    (tmp_path / tracking_store.RUNS_FILE).write_text(json.dumps(runs))
     line = resumed(SimpleNamespace(dir=tmp_path, total=12))
     assert line == "resuming: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)"
 

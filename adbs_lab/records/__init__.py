@@ -1,0 +1,9 @@
+"""What a trial, the tracker and the tables agree on: the contract at the bottom of adbs_lab/. The package imports
+nothing, so `from adbs_lab.records import metrics_keys` is the module.
+
+    metrics_keys   metric names (base/..., session/..., summary/...), trial states, Tune's config keys
+    trial_records  a trial's rows (sessions, summary, config columns) as the tables and the store read them
+    objectives     what --objectives names, parsed once (Objective, parse, the pruner's premise, the run tag)
+"""
+
+__all__ = ["metrics_keys", "trial_records", "objectives"]

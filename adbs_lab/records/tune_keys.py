@@ -1,0 +1,49 @@
+"""The keys of a Ray Tune trial's config that the searcher writes and the trainable, the tracker and the tables read:
+the contract between them. Two lab-level axes are not Config fields: `ROW_KEY` picks a named row of overrides
+(ablation rows that are not a Cartesian product) and `SEED_KEY` is the repetition seed (sets Config.seed and
+Config.split_seed together: training seed and few-shot draw)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from adbs.config import Config
+
+__all__ = ["ROW_KEY", "SEED_KEY", "LAB_KEYS", "SEEDS_ATTR", "CONFIG_KEY", "trial_config", "describe"]
+
+ROW_KEY = "row"
+SEED_KEY = "trial_seed"
+LAB_KEYS = (ROW_KEY, SEED_KEY)
+SEEDS_ATTR = "seeds"
+"""Optuna user attribute of a trial: the seeds its configuration runs over (its value is the mean over them)."""
+CONFIG_KEY = "adbs_config"
+"""Tune trial-config key holding the trial's resolved Config (adbs_lab/search/searcher.py: StudySearch.suggest puts it
+there, once per trial); the trainable, the tracker and the tables read it (`trial_config`)."""
+
+
+def trial_config(config: dict[str, Any]) -> Config:
+    """The Config of one Tune trial, as the driver resolved it (CONFIG_KEY)."""
+    return config[CONFIG_KEY]
+
+
+def describe(config: dict[str, Any], varying: list[str]) -> str:
+    """Run name that says what differs between trials, e.g. `alpha=0.05 seed=2`."""
+    parts = []
+    for k in varying:
+        if k not in config:
+            continue
+        v = config[k]
+        if k == ROW_KEY:
+            parts.append(str(v))
+        elif k == SEED_KEY:
+            parts.append(f"seed={v}")
+        else:
+            parts.append(f"{k}={_fmt(v)}")
+    return " ".join(parts) or "trial"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)

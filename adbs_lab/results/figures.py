@@ -1,0 +1,272 @@
+"""Study figures (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from adbs_lab.records import metrics_keys as K
+
+__all__ = ["alpha_sensitivity", "kshot_curves", "boundary_histograms", "host_curves", "embedding_figures",
+           "row_order", "row_colors", "legend_names"]
+
+
+def row_order(*frames: pd.DataFrame, order: list[str] | None = None, label: str = "label") -> list[str]:
+    """The rows of a study in the order its table lists them (adbs_lab/results/tables.py: paper_table): the study's own
+    `order`, else by the values they swept; every label of `frames` (sessions, trials) once."""
+    from adbs_lab.results import compare
+
+    frames = tuple(f for f in frames if len(f) and label in f)
+    labels = list(dict.fromkeys(x for f in frames for x in f[label]))
+    if order:
+        return [x for x in order if x in labels] + [x for x in labels if x not in order]
+    return compare.sort_by_swept(pd.concat(frames, ignore_index=True), labels, label) if labels else []
+
+
+def row_colors(labels: list[str]) -> dict[str, str]:
+    """One colour per row label, the same in every figure of a study: the n-th row of `row_order` gets
+    matplotlib's n-th cycle colour (C0, C1, ...; the ten repeat after the tenth row)."""
+    return {lab: f"C{i % 10}" for i, lab in enumerate(dict.fromkeys(labels))}
+
+
+def legend_names(labels: list[str]) -> dict[str, str]:
+    """The name of each row in a legend: its label, or `#n` where the table numbers its rows (labels longer than
+    tables.LABEL_WIDTH: the table's legend names them), so a figure and its table read the same."""
+    from adbs_lab.results.tables import LABEL_WIDTH
+
+    if max((len(str(x)) for x in labels), default=0) <= LABEL_WIDTH:
+        return {lab: str(lab) for lab in labels}
+    return {lab: f"#{i}" for i, lab in enumerate(labels, 1)}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
+    """Average accuracy vs alpha (the paper supplement's figure): val and test, mean over seeds with the 95%
+    confidence interval as error bars (t-distribution, as in the tables; none where an alpha has one seed)."""
+    from adbs_lab.results.tables import ci95
+
+    plt = _plt()
+    t = trials[trials["state"] == K.COMPLETE]
+    fig, ax = plt.subplots(figsize=(5, 4.3))
+    if len(t):
+        seeds = t.groupby("alpha").size()
+        n = f"n = {seeds.min()}" if seeds.min() == seeds.max() else f"n = {seeds.min()}-{seeds.max()}"
+        for col, style, name in (("test_avg_acc", "o-", "test avg acc"), ("val_avg_acc", "s--", "val avg acc (objective)")):
+            if col not in t:  # a store from before the metric existed
+                continue
+            g = t.groupby("alpha")[col].apply(lambda v: ci95(list(v))).sort_index()
+            mean, half = [m for m, _ in g], [h for _, h in g]
+            label = f"{name}, mean ± 95% CI ({n} seeds)" if seeds.max() > 1 else name
+            ax.errorbar(g.index, mean, yerr=half if seeds.max() > 1 else None, fmt=style, capsize=3, label=label)
+        ax.set_xscale("log")
+        if seeds.max() > 1:  # a grid: label its points (a TPE search's many sampled alphas keep the log ticks)
+            ax.set_xticks(sorted(t["alpha"].unique()))
+            ax.set_xticklabels([f"{a:g}" for a in sorted(t["alpha"].unique())], fontsize=7)
+            ax.minorticks_off()
+    ax.margins(y=0.08)  # the top and bottom bars' caps inside the axes, not on their edge
+    ax.set_xlabel("alpha (IC loss weight)")
+    ax.set_ylabel("average accuracy (%)")
+    ax.set_title("ADBS: sensitivity to alpha")
+    if ax.get_legend_handles_labels()[0]:  # below the axes: it covers no bar
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def kshot_curves(sessions: pd.DataFrame, folder: Path) -> list[Path]:
+    """One figure per ways value: test accuracy per session, one curve per shot count."""
+    plt = _plt()
+    s = sessions[sessions["state"] == K.COMPLETE]
+    out = []
+    for ways, sw in s.groupby("ways"):
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for shots, ss in sw.groupby("shots"):
+            curve = ss.groupby("session")["test_acc"].mean()
+            ax.plot(curve.index, curve.values, "o-", label=f"{shots}-shot")
+        ax.set_xlabel("session")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"ADBS, {ways}-way")
+        ax.legend()
+        fig.tight_layout()
+        path = Path(folder) / f"kshot_{int(ways)}way.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        out.append(path)
+    return out
+
+
+def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | None = None,
+                        column: str = "base_boundaries", colors: dict[str, str] | None = None) -> Path:
+    """One panel per row: histogram of the base boundaries m as they enter the sessions, pooled over seeds.
+
+    `column` holds each trial's m as a JSON list (trials.parquet; MLflow tag adbs.base_boundaries).
+    The dashed line is m = 0: boundaries left of it are the ones that crossed zero.
+    """
+    import json
+    import math
+
+    plt = _plt()
+    t = trials[(trials["state"] == K.COMPLETE) & trials[column].notna()] if column in trials else trials.iloc[0:0]
+    labels = list(dict.fromkeys(t["label"])) if len(t) else []
+    if order:
+        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    values = {lab: [m for raw in t[t["label"] == lab][column] for m in json.loads(raw)] for lab in labels}
+    flat = [m for v in values.values() for m in v]
+    lo, hi = (min(flat + [0.0]), max(flat + [1.0])) if flat else (-1.0, 2.0)
+    bins = [lo + (hi - lo) * i / 40 for i in range(41)]
+    cols = 2
+    rows = max(1, math.ceil(len(labels) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(8, 1.9 * rows + 0.6), squeeze=False, sharex=True)
+    for ax, lab in zip(axes.flat, labels):
+        m = values[lab]
+        ax.hist(m, bins=bins, color=(colors or {}).get(lab, "C0"))
+        ax.axvline(0.0, color="k", ls="--", lw=0.8)
+        neg = sum(v < 0 for v in m)
+        ax.set_title(f"{lab}: {neg} of {len(m)} m < 0", fontsize=9)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(labels):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("m after the base session", fontsize=8)
+    fig.suptitle("base boundaries per row (pooled over seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def host_curves(sessions: pd.DataFrame, path: Path, *, order: list[str] | None = None,
+                metric: str = "test_acc") -> Path:
+    """The hosts study's figure: one curve per row (mean over seeds), a colour per host, dashed without
+    ADBS and solid with it (rows `<host>` and `<host>+ADBS`)."""
+    plt = _plt()
+    s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
+    labels = list(dict.fromkeys(s["label"])) if len(s) else []
+    if order:
+        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    hosts = list(dict.fromkeys(lab.removesuffix("+ADBS") for lab in labels))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for lab in labels:
+        host = lab.removesuffix("+ADBS")
+        curve = s[s["label"] == lab].groupby("session")[metric].mean()
+        ax.plot(curve.index, curve.values, "o-" if lab.endswith("+ADBS") else "s--", color=f"C{hosts.index(host)}",
+                label=lab)
+    if len(s):
+        ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
+        ax.legend(fontsize=8)
+    ax.set_xlabel("session (0 = base)")
+    ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
+    ax.set_title("hosts: each method without (dashed) and with ADBS (solid)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def _embedding_rows(trials: pd.DataFrame, order: list[str] | None) -> list[tuple[str, dict]]:
+    """(row label with the seed shown, decoded embedding sample) for each row: its complete trial with the lowest
+    seed, so every panel shows one trial's embedding (t-SNE does not average over seeds), and its title says which
+    (its D_cs is that trial's, not the table's mean over seeds)."""
+    from adbs_lab.records.metrics_keys import EMBEDDINGS, decode_embeddings
+
+    t = trials[(trials["state"] == K.COMPLETE) & trials[EMBEDDINGS].notna()] if EMBEDDINGS in trials else trials.iloc[0:0]
+    if "seed" in t:
+        t = t.sort_values("seed", kind="stable")
+    labels = list(dict.fromkeys(t["label"])) if len(t) else []
+    if order:
+        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    def shown(lab: str) -> str:
+        seed = t[t["label"] == lab]["seed"].iloc[0] if "seed" in t else None
+        return f"{lab} (seed {int(seed)})" if seed is not None and K.finite(seed) else str(lab)
+
+    return [(shown(lab), decode_embeddings(t[t["label"] == lab][EMBEDDINGS].iloc[0])) for lab in labels]
+
+
+def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | None = None) -> list[Path]:
+    """The paper's two feature figures, one panel per row (e.g. the fixed boundary beside ADBS), from the
+    trials' embedding samples (adbs.metrics.embedding_sample, kept with keep_embeddings=true):
+
+    - `tsne.png`: t-SNE of the last session's test features of 6 base (circles) and 4 novel (triangles)
+      classes, the same classes and colours in every panel;
+    - `prototype_similarity.png`: cosine similarity of every pair of class prototypes, base and novel
+      classes split by lines, with the D_cs (paper Table 4) these similarities give.
+    """
+    rows = _embedding_rows(trials, order)
+    if not rows:
+        return []
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return [_tsne_figure(rows, folder), _similarity_figure(rows, folder)]
+
+
+def _tsne_figure(rows: list, folder: Path) -> Path:
+    import numpy as np
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
+    plt = _plt()
+    n = len(rows)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
+    classes = list(dict.fromkeys(c for _, e in rows for c in e["classes"]))
+    colors = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(classes)}
+    for ax, (lab, e) in zip(axes.flat, rows):
+        f, y = e["features"], np.asarray(e["labels"])
+        if len(f) > 3:
+            # perplexity below the sample size (sklearn requires it); PCA start and a fixed seed: reproducible.
+            # One OpenMP thread: ~2.5 CPU s a panel, where two threads beside busy trials spin for ~20 s.
+            with threadpool_limits(1):
+                xy = TSNE(n_components=2, perplexity=min(30.0, (len(f) - 1) / 3), init="pca",
+                          random_state=0).fit_transform(f.astype(np.float64))
+        else:
+            xy = np.zeros((len(f), 2))
+        for c in e["classes"]:
+            k = y == c
+            novel = c >= e["n_base"]
+            ax.scatter(xy[k, 0], xy[k, 1], s=9, marker="^" if novel else "o", color=colors[c],
+                       label=f"{'novel' if novel else 'base'} {c}", alpha=0.8, linewidths=0)
+        ax.set_title(lab, fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes.flat[0].legend(fontsize=6, ncol=2, loc="best", markerscale=1.5)
+    fig.suptitle("t-SNE of last-session test features (circles: base classes, triangles: novel); one trial per "
+                 "row, its seed in the panel's title", fontsize=10)
+    fig.tight_layout()
+    tsne = folder / "tsne.png"
+    fig.savefig(tsne, dpi=110)
+    plt.close(fig)
+    return tsne
+
+
+def _similarity_figure(rows: list, folder: Path) -> Path:
+    plt = _plt()
+    n = len(rows)
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 1.0, 4.0), squeeze=False, layout="constrained")
+    for ax, (lab, e) in zip(axes.flat, rows):
+        sim, nb = e["similarity"], e["n_base"]
+        im = ax.imshow(sim, vmin=-1.0, vmax=1.0, cmap="coolwarm", interpolation="nearest")
+        for pos in (nb - 0.5,):  # base classes above/left of the lines, novel classes below/right
+            ax.axhline(pos, color="k", lw=0.8)
+            ax.axvline(pos, color="k", lw=0.8)
+        d_cs = float((1.0 - sim).mean())
+        ax.set_title(f"{lab}: D_cs {d_cs:.3f}", fontsize=10)
+        ax.set_xlabel(f"class (0-{nb - 1} base, {nb}-{e['n_seen'] - 1} novel)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.colorbar(im, ax=list(axes.flat), shrink=0.8, label="cosine similarity")
+    fig.suptitle("class-prototype cosine similarity after the last session; one trial per row, its seed in the "
+                 "panel's title (the table's D_cs is the mean over seeds)", fontsize=10)
+    heat = folder / "prototype_similarity.png"
+    fig.savefig(heat, dpi=110)
+    plt.close(fig)
+    return heat

@@ -1,0 +1,368 @@
+"""Rebuild a study's tables and figures from the MLflow tracking store alone.
+
+A study run on a cluster can be reported on a laptop: the nested trial runs hold everything
+(params = the resolved Config, `session/*` metric histories stepped by session, `summary/*`,
+tags adbs.state / adbs.trial_id / adbs.optuna_trial). They become the same TrialRecords a study builds
+from its Tune results (adbs_lab.records.trial_records), so `tables.paper_table` gives the table the study printed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from adbs.config import ConfigError, canonical, coerce
+from adbs_lab.results import compare
+from adbs_lab.records import objectives
+from adbs_lab.results import pareto
+from adbs_lab.results import run_files
+from adbs_lab.records import trial_records
+from adbs_lab.results import tables
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.results.renderings import (  # noqa: F401 - moved there; from_store.X still works
+    PAPER,
+    PAPER_SOURCE,
+    paper_beside,
+    render,
+    render_plain,
+    to_csv,
+    to_latex,
+)
+from adbs_lab.records.trial_records import CONFIG_COLUMNS
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+class ReportError(LookupError):
+    """The study or run cannot be found in the store; the message lists what exists."""
+
+
+@dataclass
+class Study:
+    parent: Any  # mlflow.entities.Run (role=study)
+    name: str
+    sessions: pd.DataFrame
+    trials: pd.DataFrame
+    baseline: str | dict[str, str] | None
+    order: list[str] | None
+    objectives: tuple = objectives.DEFAULT
+    """What the study's search optimised (its parent run's tag adbs.objectives; adbs_lab/records/objectives.py)."""
+    notes: tuple[str, ...] = ()
+    """The lines the study wrote above its tables (a smoke run, settings changed from its defaults; its parent
+    run's tag adbs.notes; adbs_lab/results/notes.py)."""
+
+    @property
+    def multi(self) -> bool:
+        """A study of two or more objectives: its table marks the Pareto front, and pareto.json is redrawn."""
+        return len(self.objectives) > 1
+
+    @property
+    def dataset(self) -> str | None:
+        if self.trials.empty or "dataset" not in self.trials:
+            return None
+        ds = self.trials["dataset"].dropna().unique()
+        return str(ds[0]) if len(ds) == 1 else None
+
+
+# -- finding runs ----------------------------------------------------------------------------
+def all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
+    """Every run of the experiments that matches `filter_string`, oldest first (all pages)."""
+    out, token = [], None
+    while True:
+        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000,
+                                  order_by=["attributes.start_time ASC"], page_token=token)
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def find_parent(client, ref: str, name: str | None = None):
+    """The parent (study) run: a run id (a trial's id gives its parent), or a study name = experiment: its latest
+    run of the default folder, or of `--name` `name` (adbs_lab/results/run_pick.py)."""
+    if RUN_ID.match(ref):
+        try:
+            run = client.get_run(ref)
+        except Exception:  # noqa: BLE001 - not a run id after all: try it as a study name
+            run = None
+        if run is not None:
+            parent_id = run.data.tags.get("mlflow.parentRunId")
+            if run.data.tags.get("adbs.role") == "trial" and parent_id:
+                return client.get_run(parent_id)
+            return run
+    exp = client.get_experiment_by_name(ref)
+    if exp is None:
+        names = sorted(e.name for e in client.search_experiments() if e.name != "Default")
+        raise ReportError(f"no study or run {ref!r} in this store; studies here: {', '.join(names) or '(none)'}")
+    parents = all_runs(client, [exp.experiment_id], "tags.`adbs.role` = 'study'")
+    if not parents:
+        raise ReportError(f"experiment {ref!r} has no study run (tag adbs.role=study)")
+    from adbs_lab.results import run_pick
+
+    picked, _ = run_pick.of_name(parents, name)
+    if not picked:
+        raise ReportError(f"study {ref!r} has no run of --name {name}; its runs' names: "
+                          f"{', '.join(run_pick.names(parents))}")
+    parents = picked
+    finished = [p for p in parents if p.info.status == "FINISHED"]
+    return (finished or parents)[-1]  # the latest finished invocation, else the latest one
+
+
+# -- trial records from the store ------------------------------------------------------------
+def _config_value(key: str, raw: str) -> Any:
+    if raw.startswith("["):
+        return raw  # lists are logged (and tabled) as JSON
+    try:
+        return coerce(key, raw)
+    except (ConfigError, ValueError, TypeError):
+        return raw
+
+
+def _label(run) -> str:
+    tag = run.data.tags.get("adbs.label")
+    if tag is not None:
+        return tag
+    # The run name is describe(config, varying) with the seed last: the label is the rest.
+    words = [w for w in (run.info.run_name or "").split(" ") if not w.startswith("seed=")]
+    return " ".join(words) or "all"
+
+
+def _history(client, run_id: str, key: str) -> dict[int, float]:
+    return {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
+
+
+def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
+    """The study's nested runs as TrialRecords, from params, tags and metric histories."""
+    runs = all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    runs = [r for r in runs if r.data.tags.get("adbs.role", "trial") == "trial"]
+
+    def order(r):  # the study's order: Optuna trial number (Tune's creation order), then start time
+        n = r.data.tags.get("adbs.optuna_trial", "")
+        return (int(n) if n.isdigit() else math.inf, r.info.start_time)
+
+    live = parent.info.status == "RUNNING"  # the study is still running (or its driver died without a word)
+    out = []
+    for r in sorted(runs, key=order):
+        tags = r.data.tags
+        state = tags.get("adbs.state", K.INTERRUPTED)
+        if state == "RUNNING":  # the tracker has not seen it end: still running, or stopped with its study
+            state = K.RUNNING if live and r.info.status == "RUNNING" else K.INTERRUPTED
+        n = tags.get("adbs.optuna_trial", "")
+        per_session: dict[int, dict[str, float]] = {}
+        for key in (k for k in r.data.metrics if k.startswith(K.SESSION)):
+            name = key[len(K.SESSION):]
+            for step, v in _history(client, r.info.run_id, key).items():
+                per_session.setdefault(step, {})[K.LEGACY_NAMES.get(name, name)] = v
+        base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
+        out.append(trial_records.TrialRecord(
+            trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
+            config={canonical(k): _config_value(canonical(k), v) for k, v in r.data.params.items()
+                    if canonical(k) in CONFIG_COLUMNS},  # runs logged before a field was renamed
+            optuna_trial=int(n) if n.isdigit() else None, mlflow_run_id=r.info.run_id,
+            base_epochs_run=max(base) if base else 0,
+            started_at=r.info.start_time / 1000 if r.info.start_time else math.nan,
+            finished_at=r.info.end_time / 1000 if r.info.end_time else math.nan,
+            summary=K.strip(K.SUMMARY, r.data.metrics),
+            sessions=[{"session": step, **per_session[step]} for step in sorted(per_session)],
+            error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
+            base_boundaries=tags.get("adbs.base_boundaries"),
+            embeddings=_embeddings(client, r) if state == K.COMPLETE else None))
+    return out
+
+
+def _embeddings(client, run) -> str | None:
+    """The trial's embedding sample (artifacts.EMBEDDINGS_JSON), when its config kept one (keep_embeddings)."""
+    if str(run.data.params.get("keep_embeddings", "")).lower() != "true":
+        return None  # one artifact listing saved per trial of every study that keeps none
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(run.info.run_id, run_files.EMBEDDINGS_JSON, tmp)
+            return Path(path).read_text()
+    except Exception as e:  # noqa: BLE001 - a missing figure must not stop the tables
+        print(f"warning: run {run.info.run_id} kept no {run_files.EMBEDDINGS_JSON} ({str(e).splitlines()[0][:200]}); "
+              "its t-SNE and similarity panels are left out", flush=True)
+        return None
+
+
+def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(sessions, trials) of a study's nested runs: the schema of the study's own parquet files."""
+    return trial_records.frames(records_from_runs(client, parent))
+
+
+def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
+    """Baseline row and row order: the parent run's tags, else the study's search space module."""
+    tags = parent.data.tags
+    if "adbs.order" in tags or "adbs.baseline" in tags:
+        order = json.loads(tags["adbs.order"]) if tags.get("adbs.order") else None
+        baseline = tags.get("adbs.baseline") or None
+        if baseline and baseline.startswith("{"):  # {row: reference row} (the hosts study)
+            baseline = json.loads(baseline)
+        return baseline, order
+    try:
+        import importlib
+
+        mod = importlib.import_module(f"search_spaces.{study}")
+    except ImportError:
+        return None, None
+    rows = getattr(mod, "ROWS", None)
+    return getattr(mod, "BASELINE", None), (list(rows) if isinstance(rows, dict) else None)
+
+
+def load_study(client, ref: str, name: str | None = None) -> Study:
+    parent = find_parent(client, ref, name)
+    name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
+    sessions, trials = trial_frames(client, parent)
+    baseline, order = _table_layout(parent, name)
+    from adbs_lab.results import notes as study_notes
+
+    return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
+                 tuple(study_notes.from_tag(parent.data.tags)))
+
+
+def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
+    """Exactly `results.paper_table` as the study calls it."""
+    if study.sessions.empty:
+        return pd.DataFrame()
+    front = pareto.front_labels(study.trials, study.objectives) if study.multi and len(study.trials) else None
+    return tables.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order,
+                               trials=study.trials, front=front)
+
+
+# -- several studies as one table ------------------------------------------------------------
+def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict[str, str]]:
+    """(sessions, trials, row order, {row: reference row}) of several studies as one: each row becomes
+    '<study>: <row>' ('<study> (<run id>): <row>' when a study appears twice, e.g. two runs of `ablation` on
+    two presets), and each row keeps the Delta_last reference it has in its own study."""
+    sessions: list[pd.DataFrame] = []
+    trials: list[pd.DataFrame] = []
+    order: list[str] = []
+    reference: dict[str, str] = {}
+    for st, prefix in zip(studies, _prefixes(studies)):
+        rename = lambda lab, prefix=prefix: f"{prefix}: {lab}"  # noqa: E731
+        for frame, out in ((st.sessions, sessions), (st.trials, trials)):
+            if len(frame):
+                out.append(frame.assign(**{trial_records.LABEL: frame[trial_records.LABEL].map(rename)}))
+        labels = list(dict.fromkeys(st.sessions[trial_records.LABEL])) if len(st.sessions) else []
+        if not st.order:  # no order of the study's own: by its swept values, as its own table (paper_table)
+            labels = compare.sort_by_swept(st.sessions, labels, trial_records.LABEL) if labels else labels
+        order += [rename(lab) for lab in dict.fromkeys((st.order or []) + labels)]
+        base = st.baseline if isinstance(st.baseline, dict) else {lab: st.baseline for lab in labels} if st.baseline else {}
+        reference.update({rename(lab): rename(ref) for lab, ref in base.items()})
+    cat = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()  # noqa: E731
+    return cat(sessions), cat(trials), order, reference
+
+
+def _prefixes(studies: list[Study]) -> list[str]:
+    """Each study's prefix of its rows in a combined table: its name, with its parent run when a name repeats."""
+    names = [s.name for s in studies]
+    return [s.name if names.count(s.name) == 1 else f"{s.name} ({s.parent.info.run_id[:8]})" for s in studies]
+
+
+def combined_front(studies: list[Study]) -> list[str] | None:
+    """The rows of a combined table (`combine`) on the Pareto front of their own study's --objectives; None when
+    no study searched several objectives (the table then has no front column)."""
+    if not any(s.multi for s in studies):
+        return None
+    return [f"{prefix}: {lab}" for s, prefix in zip(studies, _prefixes(studies)) if s.multi and len(s.trials)
+            for lab in pareto.front_labels(s.trials, s.objectives)]
+
+
+def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame,
+                     out: Path, *, fmt: str, uri: str, metric: str = "test_acc") -> list[Path]:
+    """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
+    title = " + ".join(dict.fromkeys(s.name for s in studies))
+    notes = combined_notes(studies)
+    files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session",
+                          notes=notes)
+    not_drawn: list[str] = []
+    curves = run_files.guarded("compare_sessions.png", lambda: run_files.session_curves(
+        sessions, out / "compare_sessions.png", f"{title}: {metric} per session", metric=metric,
+        order=combine(studies)[2]), not_drawn) if len(sessions) else None
+    figs = [curves] if curves else []
+    meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
+                                    f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
+                                    for s in studies}}
+    objs, no_best = shared_objectives(studies)
+    files.append(run_files.write_study_report(out, study=title, table=table, trials=trials,
+                                              best=tables.best_config(trials, objs) if objs and len(trials) else None,
+                                              figures=figs, meta=meta, no_best=no_best, not_drawn=not_drawn,
+                                              notes=notes))
+    return files + figs
+
+
+def shared_objectives(studies: list[Study]) -> tuple[tuple | None, str | None]:
+    """(the objectives every study searched, None) — the one thing a best across them may be chosen by — or (None,
+    why there is no best across them): a best by one study's objective would rank the others' rows by a metric
+    they never optimised."""
+    said = {s.name if [t.name for t in studies].count(s.name) == 1 else f"{s.name} ({s.parent.info.run_id[:8]})":
+            objectives.texts(s.objectives) for s in studies}
+    if len({tuple(v) for v in said.values()}) == 1:
+        return studies[0].objectives, None
+    return None, ("(no best configuration across these studies: they optimised different objectives ("
+                  + "; ".join(f"{k}: {', '.join(v)}" for k, v in said.items())
+                  + "), so no one metric ranks all their rows; each study's own report names its best)")
+
+
+def combined_notes(studies: list[Study]) -> list[str]:
+    """Each study's notes (Study.notes) prefixed with its name in a combined table (`combine`)."""
+    return [f"{prefix}: {line}" for s, prefix in zip(studies, _prefixes(studies)) for line in s.notes]
+
+
+# -- everything at once ----------------------------------------------------------------------
+EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
+
+
+def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table: pd.DataFrame, fmt: str, *,
+                  caption: str, order: list[str] | None = None, notes: list[str] | tuple[str, ...] = ()
+                  ) -> list[Path]:
+    """sessions.parquet, trials.parquet, table.txt and table.<fmt> in `out` (made if missing)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [out / "sessions.parquet", out / "trials.parquet"]
+    sessions.to_parquet(files[0], index=False)
+    trials.to_parquet(files[1], index=False)
+    for f in {"text", fmt}:
+        p = out / f"table.{EXT[f]}"
+        p.write_text(render(table, f, caption=caption, trials=trials, order=order, notes=notes) + "\n")
+        files.append(p)
+    return files
+
+
+def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool) -> list[Path]:
+    """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
+    files = _write_tables(out, study.sessions, study.trials, table, fmt,
+                          caption=f"{study.name}: test accuracy (%) per session", order=study.order,
+                          notes=study.notes)
+    not_drawn: list[str] = []
+    figs = (run_files.study_figures(study.name, study.sessions, study.trials, out, order=study.order,
+                                    baseline=study.baseline, objectives=study.objectives, not_drawn=not_drawn)
+            if len(study.sessions) else [])
+    beside = paper_beside(table, study.dataset) if paper else None
+    best = tables.best_config(study.trials, study.objectives) if len(study.trials) else None
+    record = pareto_of(study)
+    if record is not None:
+        files.append(pareto.write_pareto(out, record))
+    from adbs_lab.results import run_pick
+
+    meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id}; "
+                                                           f"{run_pick.describe(study.parent)})",
+            "tracking URI": uri, "code version": study.parent.data.tags.get("adbs.code_version", "unknown"),
+            "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
+    report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
+        out, study=study.name, table=table, trials=study.trials, best=best, figures=figs, meta=meta,
+        paper_md=render_plain(beside, "markdown") if beside is not None else None, order=study.order, pareto=record,
+        not_drawn=not_drawn, notes=study.notes), [])
+    return files + ([report] if report else []) + figs
+
+
+def pareto_of(study: Study) -> dict[str, Any] | None:
+    """pareto.json of a study of two or more objectives, from its trials in the store; None for one objective."""
+    return pareto.pareto_record(study.trials, study.objectives) if study.multi else None

@@ -1,0 +1,313 @@
+"""Which searched parameters decide the validation objective, and how sure one can be (the report of every study
+that searched two or more parameters other than the seed and a study's row).
+
+From the trials table alone (a study's own, or one rebuilt from the MLflow store by studies/report.py):
+
+- the searched parameters are the `key=value` parts of the row labels (adbs_lab/records/tune_keys.py: describe), so a
+  study's named rows (the ablation's) and the seed never count as parameters;
+- each configuration's objective is its mean over seeds (the study's objective: summary/val_avg_acc, or each
+  of its --objectives, adbs_lab/records/objectives.py; validation only: test metrics never feed a search or its
+  analysis); trials that collapsed (novel accuracy 0 in every session) or diverged
+  are left out and counted, and so are pruned ones (they have no objective);
+- the configurations become an in-memory Optuna study (distributions spanning the values seen), and Optuna's
+  PED-ANOVA and fANOVA evaluators (`optuna.importance`; fANOVA needs scikit-learn, a dependency of this
+  project) rank the parameters; an interval comes from resampling the configurations with replacement;
+- a parameter is ranked only while its interval's lower end lies above the upper end of every parameter below
+  it (fANOVA); the others are "not resolved at this budget".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.objectives import DEFAULT, Objective, OptunaDirection
+
+MIN_CONFIGS = 8
+"""Fewer complete configurations than this: no ranking (PED-ANOVA compares the best few with the rest, fANOVA
+fits a forest; with a handful of points either ranks noise)."""
+RESAMPLES = 20
+"""Bootstrap resamples of the configurations for the intervals (fANOVA's forest is refitted each time)."""
+FANOVA_TREES = 16
+"""Trees of fANOVA's forest (Optuna's default is 64): Optuna's fANOVA walks every tree in Python, 64 trees take
+about 1.2 s per fit on 18 configurations on a busy 2-core CPU and 16 about 0.3 s, so the point estimate and 20
+resamples stay within the ~30 s a report may spend on importance; the resampling interval shows what fewer trees
+add to the spread."""
+IMPORTANCE_MD, IMPORTANCE_PNG = "importance.md", "importance.png"
+COLLAPSED = "novel accuracy 0.00 in every incremental session"
+"""The collapse warning (adbs/metrics.py: collapse_warnings) that leaves a trial out of the importance analysis."""
+PLOTS = {"parallel": "parallel_coordinate.png", "contour": "contour.png", "slice": "slice.png"}
+_TOKEN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def searched_params(trials: pd.DataFrame) -> list[str]:
+    """The config keys named in the row labels (`alpha=0.05 temperature=16`) whose values differ between trials."""
+    if trials.empty or "label" not in trials:
+        return []
+    keys: dict[str, None] = {}
+    for lab in trials["label"].dropna().unique():
+        for word in str(lab).split(" "):
+            m = _TOKEN.match(word)
+            if m and m.group(1) in trials and m.group(1) != "seed":
+                keys[m.group(1)] = None
+    return [k for k in keys if trials[k].astype(str).nunique() > 1]
+
+
+def configurations(trials: pd.DataFrame, params: list[str], objective: Objective = DEFAULT[0]
+                   ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(one row per configuration: its params, `objective` = the mean over its seeds of `objective`, `seeds`; and
+    what was left out: counts of collapsed, diverged, pruned, failed trials)."""
+    obj = objective.name
+    states = trials["state"] if "state" in trials else pd.Series([K.COMPLETE] * len(trials))
+    # collapsed: novel classes never right in any session (adbs.metrics.collapse_warnings' first warning). A trial
+    # whose only warning is a class or two never predicted stays in: on the CPU default that happens to healthy
+    # trials too (docs/boundary-dynamics.md: one or two of 85-95 classes in a late session)
+    collapsed = (trials[K.WARNING].fillna("").astype(str).str.contains(COLLAPSED, regex=False) if K.WARNING in trials
+                 else states != states)
+    left = {"collapsed": int(((states == K.COMPLETE) & collapsed).sum()),
+            "diverged": int((states == K.DIVERGED).sum()), "pruned": int((states == K.PRUNED).sum()),
+            "failed": int((states == K.FAILED).sum())}
+    keep = trials[(states == K.COMPLETE) & ~collapsed]
+    if obj in keep:
+        keep = keep[pd.to_numeric(keep[obj], errors="coerce").notna()]
+    if keep.empty or obj not in keep or not params:
+        return pd.DataFrame(columns=[*params, "objective", "seeds"]), left
+    g = keep.groupby([keep[p].astype(str) for p in params], sort=False)
+    rows = []
+    for _, t in g:
+        rows.append({**{p: _plain(t[p].iloc[0]) for p in params}, "objective": float(t[obj].astype(float).mean()),
+                     "seeds": len(t)})
+    return pd.DataFrame(rows), left
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def distributions(configs: pd.DataFrame, params: list[str]) -> dict[str, Any]:
+    """An Optuna distribution per parameter spanning the values seen: numbers as ranges (log when they span a
+    factor of 10 or more above 0), anything else as a choice."""
+    from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+
+    out: dict[str, BaseDistribution] = {}
+    for p in params:
+        vals = list(configs[p])
+        if all(isinstance(v, (bool, np.bool_)) or isinstance(v, str) or v is None for v in vals):
+            out[p] = CategoricalDistribution(sorted({v for v in vals}, key=str))
+        elif all(isinstance(v, (int, np.integer)) for v in vals):
+            out[p] = IntDistribution(int(min(vals)), int(max(vals)))
+        else:
+            lo, hi = float(min(vals)), float(max(vals))
+            out[p] = FloatDistribution(lo, hi, log=lo > 0 and hi / lo >= 10)
+    return out
+
+
+def _study(configs: pd.DataFrame, params: list[str], dists: dict[str, Any], direction: OptunaDirection = "maximize"):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # the direction matters to PED-ANOVA, which compares the best configurations with all
+    study = optuna.create_study(direction=direction)
+    study.add_trials([optuna.trial.create_trial(params={p: _param(r[p], dists[p]) for p in params},
+                                                distributions=dists, value=float(r["objective"]))
+                      for _, r in configs.iterrows()])
+    return study
+
+
+def _param(v: Any, dist) -> Any:
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    return float(v) if isinstance(dist, FloatDistribution) else int(v) if isinstance(dist, IntDistribution) else v
+
+
+def _evaluators(n: int) -> dict[str, Any]:
+    from optuna.importance import FanovaImportanceEvaluator, PedAnovaImportanceEvaluator
+
+    # PED-ANOVA compares the top quantile with all: Optuna advises at least 5 configurations above it
+    quantile = min(0.5, max(0.1, 5 / n))
+    return {"fANOVA": FanovaImportanceEvaluator(seed=0, n_trees=FANOVA_TREES),
+            "PED-ANOVA": PedAnovaImportanceEvaluator(target_quantile=quantile)}
+
+
+def _importances(study, evaluator, params: list[str]) -> dict[str, float]:
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "importances will be equal" on a resample of identical points: kept as 0
+        got = optuna.importance.get_param_importances(study, evaluator=evaluator, params=params, normalize=True)
+    return {p: float(got.get(p, 0.0)) for p in params}
+
+
+def analyse(trials: pd.DataFrame, *, objective: Objective = DEFAULT[0], resamples: int = RESAMPLES,
+            seed: int = 0) -> dict[str, Any] | None:
+    """The importance analysis of a study for one of its objectives (None when it searched fewer than two
+    parameters): params, the configurations, what was left out, and per evaluator {param: (importance, low, high)};
+    `too_few` set instead when there are fewer than MIN_CONFIGS complete configurations."""
+    params = searched_params(trials)
+    if len(params) < 2:
+        return None
+    configs, left = configurations(trials, params, objective)
+    out: dict[str, Any] = {"params": params, "configs": configs, "left_out": left, "n": len(configs),
+                           "objective": objective}
+    # a parameter that took one value among the complete configurations cannot be ranked
+    varying = [p for p in params if len(configs) and configs[p].astype(str).nunique() > 1]
+    if len(configs) < MIN_CONFIGS or len(varying) < 2:
+        out["too_few"] = True
+        return out
+    dists = distributions(configs, varying)
+    direction = objective.optuna_direction
+    study = _study(configs, varying, dists, direction)
+    evaluators = _evaluators(len(configs))
+    point = {name: _importances(study, ev, varying) for name, ev in evaluators.items()}
+    rng = np.random.default_rng(seed)
+    boot: dict[str, list[dict[str, float]]] = {name: [] for name in evaluators}
+    for _ in range(resamples):
+        sample = configs.iloc[rng.integers(0, len(configs), len(configs))].reset_index(drop=True)
+        if sample["objective"].nunique() < 2:
+            continue
+        s = _study(sample, varying, dists, direction)
+        for name, ev in evaluators.items():
+            boot[name].append(_importances(s, ev, varying))
+    out["importance"] = {name: {p: (point[name][p], *_interval([b[p] for b in boot[name]])) for p in varying}
+                         for name in evaluators}
+    out["resamples"] = len(boot["fANOVA"])
+    out["study"] = study
+    out["varying"] = varying
+    return out
+
+
+def _interval(vals: list[float]) -> tuple[float, float]:
+    if len(vals) < 2:
+        return math.nan, math.nan
+    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+
+
+def resolved(imp: dict[str, tuple[float, float, float]]) -> tuple[list[str], list[str]]:
+    """(ranked, not resolved): walking down the ranking, a parameter is ranked while its interval's lower end is
+    above the upper end of every parameter below it."""
+    order = sorted(imp, key=lambda p: -imp[p][0])
+    ranked = []
+    for i, p in enumerate(order):
+        below = [imp[q][2] for q in order[i + 1:]]
+        if not K.finite(imp[p][1]) or (below and not imp[p][1] > max(below)):
+            break
+        ranked.append(p)
+    return ranked, [p for p in order if p not in ranked]
+
+
+def markdown(a: dict[str, Any] | None) -> str | None:
+    """The importance section's text (None for a study that searched fewer than two parameters)."""
+    if a is None:
+        return None
+    left = ", ".join(f"{v} {k}" for k, v in a["left_out"].items() if v) or "none"
+    o = a.get("objective", DEFAULT[0])
+    what = "validation average accuracy" if o == DEFAULT[0] else f"{o.name}, to {o.direction}imise"
+    head = (f"{a['n']} complete configurations (each the mean of its seeds' {what}, {o.key}); trials left out: "
+            f"{left}.")
+    if a.get("too_few"):
+        return (f"{head}\n\nToo few complete configurations to rank the parameters ({', '.join(a['params'])}): "
+                f"importance needs at least {MIN_CONFIGS} configurations in which two or more parameters vary.")
+    imp = a["importance"]
+    ranked, unresolved = resolved(imp["fANOVA"])
+    from adbs_lab.results.tables import render_cells
+
+    order = ranked + unresolved
+    body = [[p, *(f"{imp[e][p][0]:.3f} [{imp[e][p][1]:.3f}, {imp[e][p][2]:.3f}]" for e in ("fANOVA", "PED-ANOVA")),
+             str(ranked.index(p) + 1) if p in ranked else "not resolved"] for p in order]
+    table = render_cells(["parameter", "fANOVA [95%]", "PED-ANOVA [95%]", "rank"], body, "markdown")
+    lines = [head, "", table, "",
+             f"Importance: share of the objective's variation a parameter explains (fANOVA) and how much the best "
+             f"configurations' values of it differ from all (PED-ANOVA), normalised to sum to 1; the interval is "
+             f"the 2.5-97.5 percentile over {a['resamples']} resamples of the configurations. A parameter is ranked "
+             f"only while its fANOVA interval lies above every parameter's below it."]
+    if unresolved:
+        lines += ["", f"Not resolved at this budget: {', '.join(unresolved)} (their intervals overlap; more "
+                      "configurations or seeds would separate them)."]
+    return "\n".join(lines)
+
+
+# -- figures ---------------------------------------------------------------------------------------------------
+def figures(a: dict[str, Any] | None, folder: Path, png: str = IMPORTANCE_PNG, plots: bool = True) -> list[Path]:
+    """`png` (importance.png: both evaluators with their intervals) and, with `plots`, Optuna's
+    parallel-coordinate, contour (the two most important parameters) and slice plots of the seed-averaged
+    configurations."""
+    if a is None or a.get("too_few"):
+        return []
+    from adbs_lab.results.figures import _plt
+
+    plt = _plt()
+    folder = Path(folder)
+    imp = a["importance"]
+    order = sorted(imp["fANOVA"], key=lambda p: imp["fANOVA"][p][0])
+    fig, ax = plt.subplots(figsize=(6, 1.6 + 0.5 * len(order)))
+    y = np.arange(len(order))
+    for k, (name, color) in enumerate((("fANOVA", "C0"), ("PED-ANOVA", "C1"))):
+        vals = np.array([imp[name][p] for p in order])
+        err = np.array([np.nan_to_num(vals[:, 0] - vals[:, 1]), np.nan_to_num(vals[:, 2] - vals[:, 0])]).clip(0)
+        ax.barh(y + (k - 0.5) * 0.38, vals[:, 0], height=0.38, xerr=err, color=color, capsize=2, label=name)
+    ax.set_yticks(y)
+    ax.set_yticklabels(order, fontsize=8)
+    o = a.get("objective", DEFAULT[0])
+    target = "validation avg acc" if o == DEFAULT[0] else o.text
+    ax.set_xlabel(f"importance for {target} (95% interval, {a['resamples']} resamples)")
+    ax.set_title(f"parameter importance ({a['n']} configurations, mean over seeds)", fontsize=9)
+    ax.set_xlim(0, 1.05)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    out = [folder / png]
+    fig.savefig(out[0], dpi=110)
+    plt.close(fig)
+    if not plots:
+        return out
+    top = sorted(imp["fANOVA"], key=lambda p: -imp["fANOVA"][p][0])[:2]
+    return out + _optuna_plots(a["study"], top, folder, plt)
+
+
+def _optuna_plots(study, top: list[str], folder: Path, plt) -> list[Path]:
+    from matplotlib.figure import Figure
+    from optuna.visualization import matplotlib as ovm
+
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
+        for key, draw in (("parallel", lambda: ovm.plot_parallel_coordinate(study)),
+                          ("contour", lambda: ovm.plot_contour(study, params=top)),
+                          ("slice", lambda: ovm.plot_slice(study))):
+            ax = draw()
+            fig = (ax.flat[0] if isinstance(ax, np.ndarray) else ax).get_figure()
+            if not isinstance(fig, Figure):  # Optuna draws each plot on a top-level figure of its own
+                raise TypeError(f"Optuna's {key} plot is not on a top-level matplotlib figure: {fig!r}")
+            fig.set_size_inches(max(fig.get_size_inches()[0], 6), max(fig.get_size_inches()[1], 4))
+            fig.tight_layout()
+            path = folder / PLOTS[key]
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            out.append(path)
+    return out
+
+
+def write(trials: pd.DataFrame, folder: Path, objectives: tuple[Objective, ...] | None = None) -> list[Path]:
+    """importance.md and the figures in `folder` (nothing for a study that searched fewer than two parameters);
+    run_files.write_study_report puts importance.md into report.md. A study of several --objectives gets a section
+    and an importance figure per objective (importance.png for the first, importance-<name>.png for the others);
+    the parallel-coordinate, contour and slice plots show the first objective, the one best_config.json is best on."""
+    objectives = tuple(objectives or DEFAULT)
+    for old in Path(folder).glob("importance-*.png"):  # never a stale one from an earlier draw with other objectives
+        old.unlink()
+    sections, files = [], []
+    for i, o in enumerate(objectives):
+        a = analyse(trials, objective=o)
+        text = markdown(a)
+        if text is None:
+            return []
+        sections.append(text if len(objectives) == 1 else f"### {o.text}\n\n{text}")
+        files += figures(a, folder, png=IMPORTANCE_PNG if i == 0 else f"importance-{o.name}.png", plots=i == 0)
+    (Path(folder) / IMPORTANCE_MD).write_text("\n\n".join(sections) + "\n")
+    return files

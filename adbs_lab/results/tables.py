@@ -1,0 +1,382 @@
+"""Result tables: the paper-style table, its text/Markdown rendering with departures and warnings, the best
+configuration, and the study's result files.
+
+`paper_table` is a pure function of the sessions DataFrame (adbs_lab.records.trial_records.frames), so the same table is
+rebuilt from any source of TrialRecords: a study's Tune results or the MLflow store (studies/report.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from adbs.cells import mean_ci, number
+from adbs_lab.results import compare
+from adbs_lab.results import seed_counts
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.trial_records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
+
+
+def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Mean and half-width of the t-distribution confidence interval (n - 1 degrees of freedom; 0 for one value)."""
+    vals = [float(v) for v in values if K.finite(v)]
+    if not vals:
+        return math.nan, math.nan
+    # summed in order, as the tables always printed it: numpy's pairwise sum can round a mean ending in ...5
+    # the other way in the last printed digit
+    mean = sum(vals) / len(vals)
+    if len(vals) == 1:
+        return mean, 0.0
+    # imported here, where an interval is computed: scipy.stats takes ~1 s to import, and a one-seed study's
+    # driver (most smoke and test studies) never needs it
+    from scipy import stats
+
+    return mean, float(stats.t.ppf(0.5 + confidence / 2, len(vals) - 1) * stats.sem(vals))
+
+
+def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
+                order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None,
+                front: list[str] | None = None) -> pd.DataFrame:
+    """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
+
+    When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
+    the embedded benchmark), a `sessions` column after `seeds` says how many each row's average covers.
+
+    Cells are mean over seeds (trials) of `metric` in percent, with the 95% CI half-width
+    (t-distribution) when a row has several seeds. Only COMPLETE trials count. `baseline` is one
+    row every row is compared with, or {row: its reference row} (the hosts study: each host with
+    ADBS against the same host without); rows without a reference get no Delta_last. With `trials`
+    (trials.parquet), a `d_cs` column holds each row's class separation after the last session, so the
+    geometry the accuracies come from is visible beside them (paper Table 4; docs/metrics.md). `front`: the rows
+    on the Pareto front of a multi-objective search (adbs_lab/results/pareto.py: front_labels), marked '*' in a last
+    `front` column; None (a single-objective study): no such column.
+    """
+    s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
+    if s.empty:
+        return pd.DataFrame()
+    labels = list(dict.fromkeys(s[label]))
+    if order:
+        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    else:  # no order of the study's own: by the swept values (alpha_sweep in alpha order), not trial order
+        labels = compare.sort_by_swept(s, labels, label)
+    hmean = compare.hmean_metric(metric)
+    per_trial_h = (s.pivot_table(index=[label, "trial_id"], columns="session", values=hmean, aggfunc="first")
+                   if hmean in s else None)
+    n_sessions = int(s["session"].max()) + 1
+    per_trial = s.pivot_table(index=[label, "trial_id"], columns="session", values=metric, aggfunc="first")
+    last_of = {}
+    out = []
+    for lab in labels:
+        t = per_trial.loc[lab]
+        row: dict[str, Any] = {"config": lab, "seeds": len(t), "sessions": 0}  # (placed after seeds)
+        for sess in range(n_sessions):
+            row[str(sess)] = ci95(list(t[sess])) if sess in t else (math.nan, math.nan)
+        # each trial's average over its own sessions (10-way rows have fewer sessions than 5-way ones)
+        row["avg"] = ci95(list(t.mean(axis=1, skipna=True)))
+        last_col = max(c for c in t.columns if t[c].notna().any())
+        # the two other numbers FSCIL papers quote beside the average: the last session's accuracy and the
+        # performance drop PD = session 0 - last session (per trial, then mean ± CI over trials)
+        row["last"] = ci95(list(t[last_col]))
+        row["pd"] = ci95(list(t[0] - t[last_col])) if 0 in t else (math.nan, math.nan)
+        if per_trial_h is not None:  # the trade-off ADBS is about, in one number per trial
+            h = per_trial_h.loc[lab] if lab in per_trial_h.index.get_level_values(0) else None
+            row["hmean"] = ci95(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
+        last_of[lab] = row["last"][0]
+        row["sessions"] = int(last_col)  # incremental sessions the row ran (its avg covers 0..this)
+        out.append(row)
+    if len({row["sessions"] for row in out}) < 2:  # one number for every row: nothing to mark
+        for row in out:
+            del row["sessions"]
+    reference = baseline if isinstance(baseline, dict) else {lab: baseline for lab in labels} if baseline else {}
+    if any(ref in last_of for ref in reference.values()):
+        for row in out:
+            ref = reference.get(row["config"])
+            row["delta_last"] = last_of[row["config"]] - last_of[ref] if ref in last_of else math.nan
+        # the same difference seed by seed, where the rows share seeds (the same data draw and training seed)
+        paired = compare.paired_deltas(compare.last_by_seed(s, metric, label), reference)
+        if paired:
+            for row in out:
+                row["delta_paired"] = paired.get(row["config"], (math.nan, math.nan, 0))
+    if trials is not None and len(trials) and "d_cs" in trials:
+        done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
+        for row in out:
+            row["d_cs"] = ci95(list(done.loc[done[label] == row["config"], "d_cs"]))
+    if trials is not None and len(trials) and "state" in trials:
+        _seed_states(out, trials, label)
+    if front is not None:
+        for row in out:
+            row[FRONT] = "*" if row["config"] in front else ""
+    return pd.DataFrame(out)
+
+
+SEED_STATES = "seed_states"
+"""paper_table's column (with `trials`): how many of the row's seeds completed, "2 of 2" / "1 of 2, 1 diverged"
+(adbs_lab/results/seed_counts.py); format_table shows it as the seeds cell."""
+
+
+def _seed_states(out: list[dict[str, Any]], trials: pd.DataFrame, label: str) -> None:
+    """Each row's seed counts, and a row (no numbers) for every configuration none of whose seeds completed, so a
+    configuration that diverged or failed is never missing from its table (one the pruner stopped before any seed
+    completed is counted under the report's pruning instead: seed_counts.pruned_out)."""
+    counts = seed_counts.counts(trials, label)
+    template = out[0]
+    shown = {row["config"] for row in out}
+    for lab in [lab for lab, c in counts.items() if lab not in shown and not seed_counts.pruned_out(c)]:
+        out.append({k: (math.nan, math.nan) if isinstance(v, tuple) and len(v) == 2 else
+                    (math.nan, math.nan, 0) if isinstance(v, tuple) else math.nan for k, v in template.items()}
+                   | {"config": lab, "seeds": 0} | ({"sessions": 0} if "sessions" in template else {}))
+    for row in out:
+        row[SEED_STATES] = seed_counts.text(counts.get(str(row["config"]), {K.COMPLETE: int(row["seeds"])}))
+
+
+FRONT = "front"
+"""paper_table's column marking the Pareto front of a multi-objective search (adbs_lab/records/objectives.py)."""
+FRONT_NOTE = ("front: * = on the Pareto front of its study's --objectives (validation, mean over seeds; no other row "
+              "of that study is at least as good on every objective and better on one; pareto.json)")
+
+
+def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
+    """Fixed-width text (or Markdown) rendering of `paper_table`: `58.71 ± 1.20` cells."""
+    if table.empty:
+        return "(no completed trials)"
+
+    def cell(v: Any, seeds: int, digits: int = 2, column: str = "") -> str:
+        if column == "delta_paired":
+            return compare.format_paired(v)
+        if isinstance(v, tuple):
+            m, h = v
+            return mean_ci(m, h if seeds >= 2 else None, digits)
+        if isinstance(v, float):
+            return number(v, signed=True)
+        return str(v)
+
+    table, legend = _numbered(table)
+    headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds", SEED_STATES)]
+    names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs", "hmean": "H last",
+             "delta_paired": "Δlast paired"}
+    digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
+    head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
+    body = [[seeds_cell(r) if h == "seeds" else cell(r[h], int(r["seeds"]), digits.get(h, 2), h) for h in headers]
+            for _, r in table.iterrows()]
+    note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
+    note += [seed_counts.NOTE] if not whole_rows(table) else []
+    note += ([compare.HMEAN_NOTE] if "hmean" in table else []) + ([compare.PAIRED_NOTE] if "delta_paired" in table else [])
+    note += [FRONT_NOTE] if FRONT in table else []
+    note += legend
+    table_text = render_cells(head, body, "markdown" if markdown else "text")
+    if markdown:
+        return "\n".join([table_text] + [line for n in note for line in ("", n)])
+    return "\n".join([table_text] + note)
+
+
+def seeds_cell(row: Any) -> str:
+    """A row's seeds cell: "2 of 2" / "1 of 2, 1 diverged" (SEED_STATES), or the count of its completed seeds in a
+    table built without the trials."""
+    states = row.get(SEED_STATES) if hasattr(row, "get") else None
+    return str(states) if isinstance(states, str) else str(int(row["seeds"]))
+
+
+def whole_rows(table: pd.DataFrame) -> bool:
+    """Whether every row of `table` completed every seed it ran (a table built without the trials: as far as known)."""
+    if SEED_STATES not in table:
+        return True
+    return all(str(t) == f"{n} of {n}" for t, n in zip(table[SEED_STATES], table["seeds"]))
+
+
+LABEL_WIDTH = 60
+"""Longest row label the config column shows as it is; a search of several knobs (studies/knobs.py) labels its rows
+with every searched value (~150 characters), and its table numbers the rows instead (`_numbered`)."""
+
+
+def _numbered(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """`table` with its rows numbered #1, #2, ... in the config column and the legend lines naming each, when a
+    label is longer than LABEL_WIDTH; else `table` as it is and no legend."""
+    labels = [str(x) for x in table["config"]]
+    if max(map(len, labels), default=0) <= LABEL_WIDTH:
+        return table, []
+    numbers = [f"#{i}" for i in range(1, len(labels) + 1)]
+    return table.assign(config=numbers), [f"{n}: {lab}" for n, lab in zip(numbers, labels)]
+
+
+def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int = 1) -> str:
+    """The one renderer of every table (the study's, report.py's, paper.py's): formatted cells as fixed-width
+    "text" (the first `left` columns left-aligned, the others right-aligned), "markdown" or "latex" (a booktabs
+    tabular; the cells already in LaTeX). Ours rather than tabulate's: tabulate widens each column to its header
+    + 2, pads Markdown cells and escapes the cells' LaTeX ($\\pm$), so every table would change."""
+    if fmt == "markdown":
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                         + ["| " + " | ".join(b) + " |" for b in body])
+    if fmt == "latex":
+        return "\n".join([f"\\begin{{tabular}}{{{'l' * left}{'r' * (len(head) - left)}}}", "\\toprule",
+                          " & ".join(head) + " \\\\", "\\midrule"] + [" & ".join(b) + " \\\\" for b in body]
+                         + ["\\bottomrule", "\\end{tabular}"])
+    if fmt != "text":
+        raise ValueError(f"unknown table format {fmt!r}; choose text, markdown or latex")
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
+
+
+CI_NOTE = ("a ± b: mean over the row's n = seeds trials ± the half-width of its 95% confidence interval "
+           "(t-distribution, n - 1 degrees of freedom); PD = s0 - last session, per trial")
+SESSIONS_NOTE = ("sessions: incremental sessions of each row; its avg is over sessions 0..sessions, so avg compares "
+                 "rows with the same sessions only")
+
+
+def departure_lines(trials: pd.DataFrame) -> list[str]:
+    """A header line when every trial departs from the released code's boundary handling in the same way (the line
+    itself: adbs/departures.py: lines)."""
+    from adbs import departures
+    from adbs.config import BOUNDARY_REMEDIES
+
+    if trials.empty:
+        return []
+    one_value = {name: values[0] for name in BOUNDARY_REMEDIES
+                 if name in trials and len(values := trials[name].dropna().unique()) == 1}
+    return departures.lines(departures.changed(one_value), " in every trial")
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False, order: list[str] | None = None,
+             notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The table with the study's `notes` (adbs_lab/results/notes.py: a smoke run, the settings changed from the
+    study's defaults) and its departures from the released code above it, and the collapse warnings below it."""
+    head, foot = [*notes, *departure_lines(trials)], warning_lines(trials, order)
+    if not markdown:
+        return "\n".join([*head, text, *foot])
+    return "\n\n".join([*head, text] + (["\n".join(f"- {w}" for w in foot)] if foot else []))
+
+
+def warning_lines(trials: pd.DataFrame, order: list[str] | None = None) -> list[str]:
+    """One line per completed trial with a collapse warning (printed under the study's table, in its row order)."""
+    if trials.empty or K.WARNING not in trials:
+        return []
+    flagged = trials[(trials["state"] == K.COMPLETE) & trials[K.WARNING].fillna("").astype(bool)]
+    rank = {lab: i for i, lab in enumerate(order or [])}
+    rows = sorted(flagged.to_dict("records"), key=lambda r: (rank.get(r[LABEL], len(rank)), str(r[LABEL]),
+                                                             r.get("seed") if K.finite(r.get("seed")) else 0))
+    return [f"WARNING {_trial_name(r)}: {r[K.WARNING]}" for r in rows]
+
+
+def _trial_name(r: dict) -> str:
+    seed = r.get("seed")
+    return f"{r[LABEL]} seed={int(seed)}" if seed is not None and K.finite(seed) else str(r[LABEL])
+
+
+def best_config(trials: pd.DataFrame, objectives: tuple | None = None) -> dict[str, Any] | None:
+    """The configuration with the best mean objective over its seeds (validation, never test).
+
+    `objectives` (adbs_lab/records/objectives.py; default: maximise summary/val_avg_acc): the best on the first one; with
+    several, among the configurations on their Pareto front (so a point another beats on every objective is never
+    chosen, even when it ties on the first).
+
+    Only configurations every seed of which completed are ranked (adbs_lab/results/seed_counts.py); the others are listed
+    in `not_ranked` with their counts, and None comes back when none is whole. Rows that ran different ways or
+    sessions (the k-shot grid) average over different sessions, so the best is chosen within each group of the
+    same ways, sessions and dataset (adbs_lab/results/compare.py: ranking_groups, the rule pareto.json's front follows
+    too): the result is the group of the dataset's standard ways, and `per_group` names the best of every group."""
+    from adbs_lab.records.objectives import DEFAULT
+
+    objs = tuple(objectives or DEFAULT)
+    t = seed_counts.ranked(trials) if len(trials) else trials
+    if t.empty or any(o.name not in t for o in objs) or not t[objs[0].name].notna().any():
+        return None
+    groups, default = compare.ranking_groups(t)
+    out = _best_of(groups[default][1], objs, trials)
+    if out is None:
+        return None
+    if len(groups) > 1:
+        out["compared_within"] = _plain_dict(groups[default][0])
+        out["per_group"] = []
+        for key, g in groups:
+            b = _best_of(g, objs, trials)
+            if b is not None:
+                out["per_group"].append({**_plain_dict(key), "config_label": b["config_label"],
+                                         "mean_over_seeds": b["mean_over_seeds"], "seeds": b["seeds"]})
+    out["not_ranked"] = seed_counts.not_ranked(trials)
+    return out
+
+
+def _plain_dict(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(v) for k, v in d.items()}
+
+
+def _best_of(t: pd.DataFrame, objs: tuple, trials: pd.DataFrame) -> dict[str, Any] | None:
+    """The best of the complete trials `t` of whole configurations (None when no configuration's mean of the first
+    objective is a number: a seed's NaN is never averaged away); `trials`: every trial, for the seed counts."""
+    from adbs_lab.results.pareto import front_labels
+
+    if len(objs) > 1:
+        on = front_labels(t, objs)
+        if on:  # else no configuration measured every objective: the best on the first alone
+            t = t[t[LABEL].isin(on)]
+    first = objs[0]
+    means = t.groupby(LABEL)[first.name].mean(skipna=False).dropna()
+    if means.empty:
+        return None
+    lab = means.idxmax() if first.direction == "max" else means.idxmin()
+    rows = t[t[LABEL] == lab]
+    out = {"config_label": lab, "objective": first.key, "mean_over_seeds": float(means[lab]),
+           "seeds": int(len(rows)), "seed_states": seed_counts.states(seed_counts.counts(trials).get(str(lab), {})),
+           "config": configuration(rows.iloc[0]),
+           "trial_seeds": sorted(int(s) for s in rows["seed"] if K.finite(s)) if "seed" in rows else []}
+    if len(objs) > 1:  # the chosen point's value of every objective, and how it was chosen
+        out["direction"] = first.direction
+        out["objectives"] = {o.name: float(t.loc[t[LABEL] == lab, o.name].mean()) for o in objs}
+        out["chosen"] = f"on the Pareto front of {', '.join(o.text for o in objs)}, the best on {first.text}"
+    elif first.direction != "max":
+        out["direction"] = first.direction
+    return out
+
+
+SEED_FIELDS = ("seed", "split_seed")
+"""What a study sets per trial from --seeds (adbs_lab/driver/preflight.py: SEEDED): a repetition, not the
+configuration."""
+
+
+def configuration(trial: pd.Series) -> dict[str, Any]:
+    """The configuration a trial ran, as a config file: its fields without the seed (the seeds are repetitions of
+    it) and without the fields it never reads (adbs/config/schema.py: Config.inert_fields), so the file is the same
+    whichever seed ran first and names only what applies."""
+    from adbs.config import Config
+
+    cfg = {k: (json.loads(trial[k]) if isinstance(trial[k], str) and trial[k].startswith("[") else trial[k])
+           for k in CONFIG_COLUMNS if k in trial}
+    cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
+    cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
+    what = {k: cfg[k] for k in ("schedule", "variant") if cfg.get(k) is not None}  # what inert_fields reads
+    drop = set(SEED_FIELDS) | set(Config(**what).inert_fields())
+    return {k: v for k, v in cfg.items() if k not in drop}
+
+
+def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_text: str,
+          best: dict | None) -> list[Path]:
+    """Write the study's result files; returns their paths (attached to the parent MLflow run)."""
+    files = [study_dir / "sessions.parquet", study_dir / "trials.parquet", study_dir / "table.txt",
+             study_dir / "best_config.json"]
+    sessions.to_parquet(files[0], index=False)
+    trials.to_parquet(files[1], index=False)
+    files[2].write_text(table_text + "\n")
+    files[3].write_text(json.dumps(best if best is not None else no_best(trials), indent=1, default=str) + "\n")
+    return files
+
+
+def no_best(trials: pd.DataFrame) -> dict[str, Any] | None:
+    """best_config.json when no configuration is ranked: why, with the configurations missing a seed and their
+    counts (adbs_lab/results/seed_counts.py); None (JSON null) when no trial completed at all."""
+    missing = seed_counts.not_ranked(trials) if len(trials) else []
+    if not missing:
+        return None
+    return {"config_label": None, "why": "no configuration completed every seed, and one missing a seed is never "
+                                         "ranked (its mean would cover other seeds than the others')",
+            "not_ranked": missing}

@@ -1,0 +1,451 @@
+"""The search: Optuna samples configurations and prunes base sessions, inside Ray Tune.
+
+Ray's OptunaSearch hard-codes a no-op pruner, reports Tune's `training_iteration` as the
+step, and tells a trial stopped by Tune as COMPLETE with its cut-short value. Two pieces
+replace that:
+
+- `StudySearch`, an OptunaSearch subclass: asks Optuna for one configuration per Optuna
+  trial, repeats it over seeds (one Tune trial per seed; Optuna is told the mean over
+  seeds, like ray.tune.search.Repeater), never tells a placeholder as a final value, and
+  tells FAIL for failed trials.
+- `BaseEpochStopper`, a Tune Stopper: on every *base-epoch* report it calls Optuna's
+  trial.report(base val acc, step=epoch) and should_prune(); on a prune it tells Optuna
+  PRUNED and stops the Tune trial. Session and summary reports are never pruned on.
+
+Both talk to Optuna through the persisted storage only (looked up by URL in this process),
+so they stay consistent after Tuner.restore, which unpickles them as separate objects.
+
+A trial ends once: Tune tells the searcher before its callbacks (ray/tune/execution/tune_controller.py:
+stop_trial, _process_trial_failure), so `StudySearch.on_trial_complete` reads the trial's Optuna state (the
+only read of it), classifies the trial (trial_records.classify) and keeps that record; the MLflow tracker and the
+progress line ask `StudySearch.ended` for it, and the tracker writes it to the study's runs file, where the
+tables read it (adbs_lab/driver/summarise.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import pickle
+import signal
+import warnings
+from typing import Any, Callable, Sequence
+
+import optuna
+from optuna.trial import TrialState
+from ray.tune.search.optuna import OptunaSearch
+from ray.tune.stopper import Stopper
+from ray.tune.utils.util import unflatten_dict
+
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY  # also importable from here
+from adbs_lab.records.objectives import DEFAULT, Objective
+from adbs_lab.records.objectives import PRUNERS
+from adbs.redaction import redact, reveal
+from adbs_lab.search.space import resolve_trial
+from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR
+from adbs_lab.stores.tracking_store import store_down
+from adbs_lab.records.trial_records import classify, objective
+
+__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "stops_when_down",
+           "make_pruner", "StudySearch", "name_metrics", "tell", "BaseEpochStopper"]
+
+_STORAGES: dict[str, optuna.storages.BaseStorage] = {}
+
+
+def optuna_storage(url: str) -> optuna.storages.BaseStorage:
+    """One Optuna storage object per URL in this process (the Tune driver is the only writer); a SecretUrl opens the
+    URL it hides (adbs/redaction.py)."""
+    real = reveal(url)
+    if real not in _STORAGES:
+        _STORAGES[real] = _first_open(real)
+    return _STORAGES[real]
+
+
+# What the loser of a race to create Optuna's tables in a new database sees: PostgreSQL's duplicate type or key,
+# SQLite's "table studies already exists" or alembic_version's UNIQUE constraint.
+_LOST_CREATE_RACE = ("already exists", "duplicate key", "unique constraint failed")
+
+
+def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
+    """A storage opened while other studies may be creating Optuna's tables in the same new database (a lab's shared
+    --optuna-storage; bench/load.py, studies started together): SQLAlchemy looks for the tables and then creates
+    them, so two processes can both find none, and the second one's CREATE fails. Opened again after the winner's
+    schema is in, it just loads. SQLite waits up to 60 s for a lock instead of failing at once."""
+    import time
+
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+    for attempt in range(tries):
+        try:
+            if url.startswith("sqlite:"):
+                rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+                return optuna.storages.get_storage(rdb)
+            return optuna.storages.get_storage(url)
+        except (IntegrityError, OperationalError, ProgrammingError) as e:
+            text = str(e).lower()
+            if attempt == tries - 1 or not any(m in text for m in _LOST_CREATE_RACE):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+class StoreDown(RuntimeError):
+    """The Optuna storage stopped answering: the study stops at once (adbs_lab/driver/launch.py: _fit), as one
+    error line with the --resume command, instead of each trial failing and being retried against it."""
+
+
+STORE_DOWN: list[str] = []
+"""Why the Optuna storage failed in this process (the first time), for the driver; empty while it answers."""
+
+
+def stops_when_down(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A searcher or stopper call that reads or writes the Optuna storage: when the storage stops answering, the
+    first failure asks Ray Tune to stop the study gracefully (SIGUSR1: Tune saves its state, so --resume runs the
+    trial whose end was not told again) and every failure raises StoreDown, which the driver reports once."""
+    @functools.wraps(method)
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            if isinstance(e, StoreDown) or not store_down(e):
+                raise
+            if not STORE_DOWN:
+                STORE_DOWN.append(f"the Optuna storage {redact(self._storage_url)} stopped answering "
+                                  f"({str(e.__cause__ or e).strip().splitlines()[0][:200]}); start it again")
+                if hasattr(signal, "SIGUSR1"):
+                    os.kill(os.getpid(), signal.SIGUSR1)
+            raise StoreDown(STORE_DOWN[0]) from None
+    return call
+
+
+class StudyNameTaken(RuntimeError):
+    """The Optuna storage holds a study of this name already: another run owns it."""
+
+
+def create_study(url: str, name: str, objectives: Sequence[Objective] = DEFAULT) -> None:
+    """Create Optuna study `name` in the storage at `url`, one direction per objective, once: the database's unique
+    study name makes the create atomic (optuna/storages/_rdb/storage.py: create_new_study raises
+    DuplicatedStudyError), so of two runs that create the same name at the same time exactly one succeeds, and the
+    other gets StudyNameTaken. A check ("does the storage hold it?") followed by create_study(load_if_exists=True)
+    would let both pass the check and then share one study, each running part of the other's grid."""
+    try:
+        optuna.create_study(storage=optuna_storage(url), study_name=name,
+                            directions=[o.optuna_direction for o in objectives])
+    except optuna.exceptions.DuplicatedStudyError:
+        raise StudyNameTaken(name) from None
+
+
+def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:
+    """median (default; warm-up a quarter of the base epochs), halving, hyperband, none."""
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=base_epochs // 4)
+    if name == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=base_epochs, reduction_factor=3)
+    if name == "none":
+        return None
+    raise ValueError(f"unknown pruner {name!r}; valid choices: {', '.join(PRUNERS)}")
+
+
+class _LiveStudy:
+    """Mixin: a lazily loaded optuna Study that is never pickled."""
+
+    _storage_url: str
+    _study_name: str
+    _live: optuna.Study | None = None
+
+    def _study(self, **kwargs: Any) -> optuna.Study:
+        if self._live is None:
+            self._live = optuna.load_study(study_name=self._study_name, storage=optuna_storage(self._storage_url),
+                                           **kwargs)
+        return self._live
+
+    def _storage_trial_id(self, number: int) -> int:
+        """The storage's id of Optuna trial `number`, through the storage object this process holds
+        (optuna_storage; BaseStorage's methods are Optuna's public storage API)."""
+        storage = optuna_storage(self._storage_url)
+        return storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name(self._study_name),
+                                                               number)
+
+    def _state(self, number: int) -> TrialState:
+        return optuna_storage(self._storage_url).get_trial(self._storage_trial_id(number)).state
+
+
+class StudySearch(_LiveStudy, OptunaSearch):
+    _base: dict[str, Any] | None = None  # the param space: set_search_properties, before the first suggest
+
+    def __init__(
+        self,
+        space: dict[str, optuna.distributions.BaseDistribution],
+        *,
+        storage_url: str,
+        study_name: str,
+        sampler: optuna.samplers.BaseSampler,
+        seeds: list[int] | None = None,
+        rows: dict[str, dict] | None = None,
+        points_to_evaluate: list[dict] | None = None,
+        snapshot: dict[str, str] | None = None,
+        objectives: tuple[Objective, ...] = DEFAULT,
+    ) -> None:
+        """`rows`: the study's named rows (space.resolve_trial). `snapshot`: {name: local file} copied beside the
+        searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
+        uploads its optuna.db with the trial list it belongs to. `objectives`: what Optuna is told (--objectives;
+        adbs_lab/records/objectives.py), each a mean over the configuration's seeds."""
+        self._objectives = tuple(objectives)
+        if self._objectives != DEFAULT:
+            # OptunaSearch creates the study with one direction from its metric and mode, which stay K.OBJECTIVE/max:
+            # Tune checks that every report carries the searcher's metric (strict metric checking), and only
+            # K.OBJECTIVE rides on every report (trainable.PLACEHOLDER). Created here first with a direction per
+            # objective, the study is loaded by OptunaSearch as it is (create_study(load_if_exists=True)). A study's
+            # driver has created it already (`create_study`, before its folder is claimed); this is for other callers.
+            optuna.create_study(storage=optuna_storage(storage_url), study_name=study_name, sampler=sampler,
+                                directions=[o.optuna_direction for o in self._objectives], load_if_exists=True)
+        self._storage_url = storage_url
+        self._snapshot = dict(snapshot or {})
+        self._seeds = list(seeds or [])
+        self._rows = rows
+        self._groups: dict[int, dict[str, Any]] = {}
+        self._open: int | None = None
+        self._number: dict[str, int] = {}
+        self._ended: dict[str, str] = {}  # Tune trial id -> its state when it ended (trial_records.classify)
+        super().__init__(
+            space, metric=K.OBJECTIVE, mode=K.MODE, sampler=sampler, study_name=study_name,
+            storage=optuna_storage(storage_url), points_to_evaluate=points_to_evaluate,
+        )
+        self._live = None
+        name_metrics(optuna_storage(storage_url), study_name, self._objectives)
+
+    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles, and not the param space
+    # (set_search_properties hands over the current one on every run).
+    def __getstate__(self) -> dict[str, Any]:
+        # _ot_study/_ot_trials/_storage are OptunaSearch's own attributes (no public accessor): a live Study
+        # bound to the storage of the driver that pickled it. _storage (Optuna's RDBStorage) is rebuilt from
+        # _storage_url, which names this driver's database on --resume (study_folder.rebound).
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_live", "_ot_study", "_ot_trials", "_storage", "_base")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from adbs_lab.stores.study_folder import rebound
+
+        self.__dict__.update(state)
+        self._live, self._ot_study, self._ot_trials = None, None, {}
+        self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
+        self._storage = optuna_storage(self._storage_url)
+        if self._snapshot:  # the files live in the study's (rebound) staging folder
+            self._snapshot = {k: os.path.join(rebound(self._study_name, "study_dir", os.path.dirname(v)), k)
+                              for k, v in self._snapshot.items()}
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.__getstate__(), f)
+        if self._snapshot:
+            from adbs_lab.stores.study_folder import snapshot_into
+
+            snapshot_into(os.path.dirname(checkpoint_path), self._snapshot)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            self.__setstate__(pickle.load(f))
+        self._requeue_orphans()
+
+    def _requeue_orphans(self) -> None:
+        """Optuna trials left RUNNING by a driver that died between asking Optuna for them and Tune saving its state
+        (the state this searcher was restored from): no Tune trial will ever end them. Left RUNNING, a grid point
+        stays taken for good, and the grid sampler fills the budget by running another point twice (bench/load.py
+        --kill found both); a sampled trial's slot is lost. Put back to WAITING, the next `ask` takes each of them
+        first, with its own number, grid point and sampled values (Optuna keeps them with the trial)."""
+        storage = optuna_storage(self._storage_url)
+        try:
+            study_id = storage.get_study_id_from_name(self._study_name)
+        except KeyError:
+            return
+        orphans = [t.number for t in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,))
+                   if t.number not in self._groups]
+        for number in orphans:
+            storage.set_trial_state_values(storage.get_trial_id_from_study_id_trial_number(study_id, number),
+                                           TrialState.WAITING)
+        if orphans:
+            # The sampler was pickled with the random state of the snapshot: it would draw again exactly what it drew
+            # for the orphans (a TPE start-up value twice). A fresh random state draws new values.
+            sampler = self._sampler
+            assert sampler is not None, "StudySearch is always built with a sampler"
+            sampler.reseed_rng()
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
+        """Tune hands over the param space (the base of every trial's Config) on every run, --resume included."""
+        self._base = dict(config or {})
+        return super().set_search_properties(metric, mode, config, **spec)
+
+    def _study(self, **kwargs: Any) -> optuna.Study:
+        return super()._study(sampler=self._sampler)
+
+    @stops_when_down
+    def suggest(self, trial_id: str) -> dict | None:
+        # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
+        # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
+        # (configurations x seeds) and the Optuna trial's bookkeeping stay exact.
+        g = self._groups.get(self._open) if self._open is not None else None
+        if g is None or not g["seeds_left"]:
+            space = self._space
+            # OptunaSearch also takes a list or a define-by-run function; StudySearch passes it a dict of Optuna
+            # distributions, which OptunaSearch keeps as a (flattened) dict
+            assert isinstance(space, dict), "StudySearch's space is a dict of Optuna distributions"
+            ot_trial = self._study().ask(fixed_distributions=space)
+            self._open = ot_trial.number
+            # A configuration runs over every seed, one Optuna trial for all of them: a seed is no parameter (it
+            # would show as one in Optuna's importance and plots), so the trial keeps its seeds as a user attribute.
+            # A study begun when grids had the seed as an axis (its pickled space holds it) goes on that way.
+            repeat = self._seeds if SEED_KEY not in space else []
+            if repeat:
+                ot_trial.set_user_attr(SEEDS_ATTR, list(repeat))
+            g = self._groups[ot_trial.number] = {"params": dict(ot_trial.params), "seeds_left": list(repeat), "members": {}}
+        params = dict(g["params"])
+        if g["seeds_left"]:
+            params[SEED_KEY] = g["seeds_left"].pop(0)
+        g["members"][trial_id] = None
+        assert self._open is not None, "a configuration is open: just asked for, or one with seeds left"
+        self._number[trial_id] = self._open
+        params[OPTUNA_TRIAL_KEY] = self._open
+        config = unflatten_dict(params)
+        # The trial's Config, resolved once, here, from what Tune runs (the param space with this suggestion merged
+        # over it); the trainable, the tracker and the tables read it (tune_keys.trial_config).
+        config[CONFIG_KEY] = resolve_trial({**(self._base or {}), **config}, self._rows)
+        return config
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        """No-op: BaseEpochStopper reports base epochs; Tune's iteration is not a step Optuna should see."""
+
+    @stops_when_down
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        number = self._number.get(trial_id)
+        if number is None:
+            return
+        g = self._groups[number]
+        # The one read of this trial's Optuna state: the stopper tells Optuna PRUNED before Tune ends the trial.
+        held = self._state(number)
+        self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED)
+        g["members"][trial_id] = (self._ended[trial_id], self._values(result))
+        if any(v is None for v in g["members"].values()) or (g["seeds_left"] and self._open == number):
+            return  # other seeds of this configuration still to come
+        if held != TrialState.RUNNING:
+            return  # told already (the stopper told PRUNED)
+        states = [state for state, _ in g["members"].values()]
+        values = [value for _, value in g["members"].values() if value is not None]
+        study = self._study()
+        if K.PRUNED in states:
+            tell(study, number, state=TrialState.PRUNED)
+        elif K.FAILED in states or K.DIVERGED in states or not values:
+            # a configuration with a failed or diverged seed has no honest mean: Optuna holds it FAIL, as every
+            # table does
+            tell(study, number, state=TrialState.FAIL)
+        else:
+            # one mean over the seeds per objective; an objective the trial could not measure (NaN: e.g. novel
+            # accuracy without an incremental session) leaves the configuration without a value: FAIL
+            means = [sum(v[i] for v in values) / len(values) for i in range(len(values[0]))]
+            if not all(math.isfinite(m) for m in means):
+                tell(study, number, state=TrialState.FAIL)
+            else:
+                tell(study, number, means[0] if len(means) == 1 else means)
+
+    def _values(self, result: dict | None) -> list[float] | None:
+        """The trial's value of each objective when it completed, else None. A StudySearch pickled before
+        --objectives existed has no _objectives: it searched the default objective."""
+        obj = objective(result)
+        if obj is None:
+            return None
+        assert result is not None, "objective() has a value only from a report"
+        keys = [o.key for o in getattr(self, "_objectives", DEFAULT)]
+        return [obj if k == K.OBJECTIVE else float(result.get(k, math.nan)) for k in keys]
+
+    @stops_when_down
+    def ended(self, trial) -> str:
+        """How Tune trial `trial` ended, as on_trial_complete classified it. Tune tells this searcher first;
+        only a trial it did not tell (one continued by --resume after an error: Tune's ConcurrencyLimiter
+        forgot it) is classified here, with the same single read of its Optuna state."""
+        if trial.trial_id not in self._ended:
+            number = (trial.config or {}).get(OPTUNA_TRIAL_KEY)
+            pruned = number is not None and self._state(int(number)) == TrialState.PRUNED
+            self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned)
+        return self._ended[trial.trial_id]
+
+    def reopen(self, trial_id: str) -> None:
+        """Trial `trial_id` runs again (restored by Tune): how it ended before is no longer how it ends."""
+        self._ended.pop(trial_id, None)
+
+
+def name_metrics(storage: optuna.storages.BaseStorage, study_name: str, objectives: Sequence[Objective]) -> None:
+    """Name the study's values after its objectives (optuna-dashboard and Optuna's plots then say `val_avg_acc`, not
+    `Objective 0`; the directions were set when the study was created)."""
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    with warnings.catch_warnings():  # set_metric_names is marked experimental since Optuna 3.2
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.name for o in objectives])
+
+
+def tell(study: optuna.Study, number: int, value: float | Sequence[float] | None = None,
+         state: TrialState | None = None) -> None:
+    """study.tell outside study.optimize: GridSampler.after_trial calls study.stop() when the grid is
+    used up, which raises there; the trial's state is stored before that (optuna/study/_tell.py)."""
+    try:
+        study.tell(number, value, state=state)
+    except RuntimeError as e:
+        if "Study.stop" not in str(e):
+            raise
+
+
+class BaseEpochStopper(_LiveStudy, Stopper):
+    """Tune Stopper that runs an Optuna pruner on base-session validation accuracy (never on sessions).
+
+    On every base-epoch report it reads the Optuna trial's state: another seed of the same configuration may
+    have been pruned meanwhile (stop this one too), or the configuration was told already (nothing to report).
+    """
+
+    def __init__(self, *, storage_url: str, study_name: str, pruner: optuna.pruners.BasePruner) -> None:
+        self._storage_url = storage_url
+        self._study_name = study_name
+        self._pruner = pruner
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_live"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from adbs_lab.stores.study_folder import rebound
+
+        self.__dict__.update(state)
+        self._live = None
+        self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
+
+    def _study(self, **kwargs: Any) -> optuna.Study:
+        return super()._study(pruner=self._pruner)
+
+    @stops_when_down
+    def __call__(self, trial_id: str, result: dict) -> bool:
+        number = (result.get("config") or {}).get(OPTUNA_TRIAL_KEY)
+        if number is None:
+            return False
+        state = self._state(number)
+        if state == TrialState.PRUNED:
+            return True  # another seed of the same configuration was pruned
+        # Only base-epoch reports are pruned on, never incremental sessions: pruning must not peek at them.
+        if state != TrialState.RUNNING or result.get(K.REPORT_KIND) != K.KIND_BASE:
+            return False
+        value = result.get(K.BASE_PRUNE_VALUE)
+        if not K.finite(value):
+            return False
+        study = self._study()
+        # Optuna has no public way to reopen a trial by number outside study.ask(); Trial(study, id) is what
+        # ask() itself builds (optuna/study/study.py), so the pruner sees the trial as it would in optimize().
+        trial = optuna.trial.Trial(study, self._storage_trial_id(number))
+        with warnings.catch_warnings():  # other seeds of this configuration reported this step already
+            warnings.simplefilter("ignore", UserWarning)
+            trial.report(float(value), step=int(result[K.BASE_STEP]))
+        if trial.should_prune():
+            tell(study, number, state=TrialState.PRUNED)
+            return True
+        return False
+
+    def stop_all(self) -> bool:
+        return False

@@ -1,0 +1,128 @@
+"""Search spaces as plain Python dicts keyed by Config field names.
+
+A value in a space dict is one of
+- a fixed value (int, float, str, bool, None, tuple): the same for every trial;
+- a list: a grid axis (every value is run; grid studies use optuna's GridSampler);
+- an `optuna.distributions` object (FloatDistribution, IntDistribution,
+  CategoricalDistribution): sampled by Optuna (TPE by default).
+
+Two lab-level axes are not Config fields: `ROW_KEY` picks a named row of overrides
+(ablation rows that are not a Cartesian product) and `SEED_KEY` is the repetition seed
+(sets Config.seed and Config.split_seed together: training seed and few-shot draw).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import optuna.distributions as od
+
+from adbs.config import FIELDS, Config, ConfigError, coerce, from_dict
+from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY
+
+__all__ = ["is_grid", "is_dist", "split", "check", "optuna_distributions", "grid_points", "grid_size", "resolve_trial",
+           "configs_to_check"]
+
+def is_grid(v: Any) -> bool:
+    return isinstance(v, list)
+
+
+def is_dist(v: Any) -> bool:
+    return isinstance(v, od.BaseDistribution)
+
+
+def split(space: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """(fixed, grid axes, sampled distributions)."""
+    fixed = {k: v for k, v in space.items() if not is_grid(v) and not is_dist(v)}
+    grid = {k: v for k, v in space.items() if is_grid(v)}
+    dists = {k: v for k, v in space.items() if is_dist(v)}
+    return fixed, grid, dists
+
+
+def check(space: dict[str, Any], *, source: str, rows: dict[str, dict] | None = None) -> None:
+    """Every key must be a Config field and every value of the field's type (ConfigError otherwise)."""
+    for key, value in space.items():
+        if key == ROW_KEY:
+            continue
+        try:
+            if key not in FIELDS:
+                coerce(key, None)  # raises with the close matches and the valid keys
+            if is_grid(value):
+                if not value:
+                    raise ConfigError(f"grid axis {key!r} is an empty list")
+                for v in value:
+                    coerce(key, v)
+            elif is_dist(value):
+                if isinstance(value, od.CategoricalDistribution):
+                    for v in value.choices:
+                        coerce(key, v)
+                else:
+                    coerce(key, value.low)
+                    coerce(key, value.high)
+            else:
+                coerce(key, value)
+        except ConfigError as e:
+            raise ConfigError(f"search space {source}: {e}") from None
+    for name, overrides in (rows or {}).items():
+        for key, value in overrides.items():
+            try:
+                coerce(key, value)
+            except ConfigError as e:
+                raise ConfigError(f"search space {source}, row {name!r}: {e}") from None
+
+
+def optuna_distributions(space: dict[str, Any]) -> dict[str, od.BaseDistribution]:
+    """What Optuna samples: distributions as given, grid axes as categoricals. Never the seed: a seed repeats a
+    configuration, it is not a setting to search (adbs_lab/search/searcher.py: StudySearch runs one Optuna trial per
+    configuration over every seed and records the seeds as the trial's user attribute SEEDS_ATTR)."""
+    _, grid, dists = split(space)
+    out: dict[str, od.BaseDistribution] = dict(dists)
+    for k, values in grid.items():
+        out[k] = od.CategoricalDistribution(tuple(values))
+    return out
+
+
+def grid_points(space: dict[str, Any]) -> dict[str, list]:
+    """The GridSampler search space: the grid axes (each point is a configuration, run over every seed)."""
+    _, grid, _ = split(space)
+    return {k: list(v) for k, v in grid.items()}
+
+
+def grid_size(space: dict[str, Any], seeds: list[int] | None) -> int:
+    """Trials of a grid: its configurations times the seeds (one, without seeds)."""
+    n = 1
+    for values in grid_points(space).values():
+        n *= len(values)
+    return n * max(1, len(seeds or []))
+
+
+def resolve_trial(config: dict[str, Any], rows: dict[str, dict] | None = None) -> Config:
+    """The full Config of one trial from Tune's trial config (Config fields + lab keys)."""
+    d = {k: v for k, v in config.items() if k in FIELDS}
+    if ROW_KEY in config and rows:
+        d.update(rows[config[ROW_KEY]])
+    if config.get(SEED_KEY) is not None:
+        d["seed"] = d["split_seed"] = int(config[SEED_KEY])
+    return from_dict(d)
+
+
+def configs_to_check(base: dict[str, Any], space: dict[str, Any], seeds: list[int] | None,
+                     rows: dict[str, dict] | None = None) -> list[Config]:
+    """Every distinct config of a grid, or the extremes of a sampled space (validated before trials)."""
+    _, grid, dists = split(space)
+    axes: dict[str, list] = {k: list(v) for k, v in grid.items()}
+    for k, d in dists.items():
+        axes[k] = list(d.choices) if isinstance(d, od.CategoricalDistribution) else [d.low, d.high]
+    if rows:
+        axes[ROW_KEY] = list(rows)
+    # split_seed changes the few-shot draw, so every seed is a distinct data config.
+    axes[SEED_KEY] = list(seeds) if seeds else [None]
+    out, seen = [], set()
+    for combo in itertools.product(*axes.values()):
+        cfg = resolve_trial({**base, **dict(zip(axes, combo))}, rows)
+        key = repr(sorted(cfg.to_dict().items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(cfg)
+    return out

@@ -1,0 +1,309 @@
+"""The MLflow tracking store: which one (`tracking_uri`), whether it can be used (`tracking_problem` reads only, for the
+preflight; `check_tracking_uri` also creates a new SQLite store's schema, in one process), a client that waits out a
+locked SQLite store (`_Patient`), and the command that opens the UI on it. adbs_lab/driver/tracker.py logs the study's
+runs through it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from adbs_lab.stores import paths
+from adbs.redaction import SecretUrl, carries_secret, redact, reveal
+
+LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
+"""How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
+
+
+class TrackingError(RuntimeError):
+    """The tracking store cannot be used; the message says how to fix it. Its text is redacted (adbs/redaction.py):
+    a message quotes the errors of MLflow and database drivers, which quote the real URL, password and all."""
+
+    def __init__(self, message: str):
+        super().__init__(redact(message))
+
+
+# The experiment's kind, "model training" in MLflow's words, for the MLflow clients and UI versions that read it.
+# MLflow 3.17's UI does not: it opens every experiment in the view of its per-browser GenAI / Model training switch
+# (adbs_lab/stores/serve.py prints runs-page links that set it; README: Compare trials).
+EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
+
+
+def _locked(e: BaseException) -> bool:
+    text = str(e).lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+class _Patient:
+    """An MlflowClient whose calls wait out a locked SQLite store (retry with backoff) instead of failing.
+
+    Another process writing the same store (a second study, the UI, a backup) locks a SQLite file for a
+    while; a study must not die of that. A locked call is retried after 0.5 s, 1 s, 2 s, ... (at most 10 s
+    apart); after LOCKED_WAIT_S it raises TrackingError, and the study stops as interrupted with the
+    --resume command. Any other error is raised at once.
+    """
+
+    def __init__(self, client) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
+                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked,
+                                 before_sleep=_waiting)
+            try:
+                return patiently(attr, *args, **kwargs)
+            except Exception as e:
+                if isinstance(e, TrackingError) or not store_down(e):
+                    raise
+                raise TrackingError(f"the MLflow store stopped answering ({_first_line(e)}); start it "
+                                    "again") from None
+
+        return call
+
+
+def patient(client):
+    """`client` (an MlflowClient) as the study uses it: a locked SQLite store waited out, a store that stopped
+    answering a TrackingError (`_Patient`)."""
+    return _Patient(client)
+
+
+def store_down(e: BaseException) -> bool:
+    """Whether `e` (or its causes) says a database or tracking server stopped answering: MLflow's SQL store turns
+    the driver's connection errors into TEMPORARILY_UNAVAILABLE (module mlflow.store.db.utils: make_managed_session),
+    Optuna's RDB storage into StorageInternalError, SQLAlchemy raises OperationalError, a tracking server's client a
+    refused connection. A locked SQLite file is not one (`_Patient` waits it out), nor a full disk (its own message:
+    adbs_lab/driver/session.py: disk_full)."""
+    cur: BaseException | None = e
+    while cur is not None:
+        text = str(cur).lower()
+        if _locked(cur) or "disk is full" in text or "no space left" in text:
+            return False
+        if getattr(cur, "error_code", None) == "TEMPORARILY_UNAVAILABLE" or type(cur).__name__ in (
+                "OperationalError", "InterfaceError", "StorageInternalError") or any(
+                m in text for m in ("connection refused", "connection failed", "server closed the connection",
+                                    "could not connect", "terminating connection", "max retries exceeded")):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _waiting(state: RetryCallState) -> None:
+    """One line per wait, so a study that stalls on a locked store says why (bench/load.py counts these lines)."""
+    import sys
+
+    action = state.next_action
+    assert action is not None, "tenacity decides the next action before it calls before_sleep"
+    print(f"warning: {LOCKED_WARNING} (try {state.attempt_number}; waiting {action.sleep:.1f} s)",
+          file=sys.stderr, flush=True)
+
+
+LOCKED_WARNING = "the MLflow store is locked by another process"
+
+
+def _still_locked(state: RetryCallState):
+    outcome = state.outcome
+    assert outcome is not None, "tenacity gives up only after an attempt, so there is an outcome"
+    e = outcome.exception()
+    raise TrackingError(f"the MLflow store stayed locked for {LOCKED_WAIT_S:.0f} s "
+                        f"({str(e).strip().splitlines()[0][:200]})") from None
+
+
+def tracking_uri(flag: str | None) -> SecretUrl:
+    """--tracking-uri, else MLFLOW_TRACKING_URI, else the project's SQLite store (absolute path); a URL that prints
+    redacted (adbs/redaction.py: SecretUrl)."""
+    return SecretUrl(flag or os.environ.get("MLFLOW_TRACKING_URI") or paths.DEFAULT_TRACKING_URI)
+
+
+def client(uri: str):
+    """An MlflowClient of `uri`, given the real URL of a SecretUrl."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(reveal(uri))
+
+
+DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")
+"""URI schemes of a database server MLflow keeps its runs in (a driver after '+': postgresql+psycopg://)."""
+
+
+def artifact_root(uri: str, storage: str | None = None) -> str | None:
+    """Where an experiment made in tracking store `uri` keeps its artifacts: beside a SQLite store
+    (`<db dir>/artifacts`); for a database server, under the study's --storage (`<storage>/mlflow_artifacts`; the
+    project's mlflow/artifacts when --storage is an object store or not given); None for a tracking server, which
+    decides its own (its --artifacts-destination). Never None for a database: MLflow would put them in ./mlruns of
+    whatever folder the command runs in."""
+    if uri == paths.DEFAULT_TRACKING_URI:
+        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
+    if uri.startswith("sqlite:///"):
+        return (Path(uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
+    if uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
+        if storage and "://" not in storage:  # a folder (an object-store URL is not one MLflow's file store writes)
+            return (Path(storage).expanduser().resolve() / "mlflow_artifacts").as_uri()
+        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
+    return None
+
+
+@contextmanager
+def _fail_fast_http():
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "10"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def tracking_problem(uri: str) -> None:
+    """The checks of `check_tracking_uri` that write nothing (the preflight and --dry-run, adbs_lab/driver/preflight.py):
+    a SQLite store that does not exist yet is judged by the folder it would be created in, and an existing one by
+    its tables; a database server is connected to, never given tables; a tracking server answers a search."""
+    from adbs.writable import folder_problem
+    from adbs_lab.stores.sqlite_kind import sqlite_problem
+
+    hint = _hint(uri)
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        if not db.is_absolute():
+            raise TrackingError(f"tracking URI {uri!r} is relative: use an absolute path (trials run in their own folders)")
+        problem = folder_problem(db.parent, f"the folder of tracking store {uri!r}", create=False)
+        if problem:
+            raise TrackingError(f"{problem}; {hint}")
+        problem = sqlite_problem(db, "mlflow")  # MLflow would add its tables to e.g. an Optuna database
+        if problem:
+            raise TrackingError(f"tracking URI {uri!r}: {problem}")
+        if not db.is_file() or db.stat().st_size == 0:
+            return  # created by check_tracking_uri when the study starts
+    elif uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
+        _connect(uri, hint)  # MLflow's client would create its tables in an empty database
+        return
+    try:
+        with _fail_fast_http():
+            client(uri).search_experiments(max_results=1)
+    except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {hint}") from None
+
+
+def _connect(uri: str, hint: str) -> None:
+    from adbs_lab.stores.sqlite_kind import database_problem
+
+    problem = database_problem(uri)  # the missing driver, a refused connection, bad credentials: named
+    if problem:
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r}: {problem}; {hint}")
+
+
+def _first_line(e: BaseException) -> str:
+    text = redact(str(e)).strip()  # redacted before it is cut: a URL cut before its '@' would show its password
+    return (text.splitlines()[0] if text else type(e).__name__)[:300]
+
+
+def redact_uri(uri: str) -> str:
+    """`uri` without its credentials (printed and logged): adbs/redaction.py: redact."""
+    return redact(uri)
+
+
+def _hint(uri: str) -> str:
+    return (f"pass --tracking-uri sqlite:///ABS/PATH/mlflow.db, start the server behind {redact_uri(uri)}, "
+            "or unset MLFLOW_TRACKING_URI to use the project's store")
+
+
+def check_tracking_uri(uri: str) -> None:
+    """`tracking_problem`, then open the store once before any trial starts: a new SQLite store gets its folder and
+    schema here, in one process (trials never open it: SQLite takes one writer, mlflow#6490)."""
+    tracking_problem(uri)
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        if db.is_file() and db.stat().st_size > 0:
+            return  # an MLflow store already, searched by tracking_problem
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TrackingError(f"cannot create the folder of tracking store {uri!r}: {e}; {_hint(uri)}") from None
+    elif "://" in uri and uri.split("://", 1)[0] in ("http", "https", "databricks"):
+        return  # a tracking server: tracking_problem's search reached it
+    try:
+        with _fail_fast_http():
+            client(uri).search_experiments(max_results=1)
+    except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {_hint(uri)}") from None
+
+
+def ui_command(uri: str) -> str:
+    """The one command that opens the MLflow UI on this store (the project's serve script), as printed: a password
+    in the URL shows as *** (adbs/redaction.py), and a note says where to give it."""
+    import shlex
+    import sys
+
+    if uri.startswith("sqlite:") or uri.startswith("postgresql") or uri.startswith("mysql"):
+        from urllib.parse import urlsplit
+        from urllib.request import url2pathname
+
+        cmd = [sys.executable, str(paths.REPO_ROOT / "mlflow" / "serve.py")]
+        if uri != paths.DEFAULT_TRACKING_URI:
+            cmd += ["--backend-store-uri", redact_uri(uri)]
+            root = artifact_root(uri)
+            if root and root.startswith("file://"):  # a path, not the URI's %-escapes ('my%20runs')
+                cmd += ["--artifacts-destination", url2pathname(urlsplit(root).path)]
+        note = ("  (*** stands for the password, left out here: type it in, or set $MLFLOW_BACKEND_STORE_URI to the URL "
+                "instead of passing --backend-store-uri, or keep it in ~/.pgpass)") if carries_secret(reveal(uri)) else ""
+        return shlex.join(cmd) + note
+    return f"open {redact_uri(uri)} in a browser"
+
+
+RUNS_FILE = "mlflow_runs.json"
+NOTE = "mlflow.note.content"
+"""The run tag the MLflow UI shows as the run's description (Markdown), and as the runs table's Description column."""
+NOTE_MAX = 8000
+"""A note is a tag value: at most 8000 characters (MLflow's MAX_TAG_VAL_LENGTH, in its utils/validation.py)."""
+TABLE_MD = "table.md"
+TABLE_CAPTION = "Test accuracy (%) per session, mean ± 95% CI over seeds (configurations chosen on validation data):"
+
+
+def load_runs(study_dir: Path) -> dict[str, Any]:
+    """The study's map of its parent and trial MLflow runs; a damaged file is named (TrackingError), never guessed
+    at: without it a resumed study would log every trial again as a new run."""
+    f = study_dir / RUNS_FILE
+    if not f.exists():
+        return {"parent": None, "trials": {}, "ended": {}}
+    try:
+        runs = json.loads(f.read_text())
+        if not isinstance(runs, dict) or not isinstance(runs.get("trials", {}), dict):
+            raise ValueError(f"a {type(runs).__name__} without the trials' mapping")
+    except (OSError, ValueError) as e:
+        raise TrackingError(f"{f} is damaged ({type(e).__name__}: {str(e)[:120]}); it maps the study's trials to "
+                            "their MLflow runs: restore it from a copy, or start the study again without --resume "
+                            "(earlier results are moved aside)") from None
+    runs.setdefault("trials", {})
+    return runs
+
+
+def note_with_table(description: str, table_md: str) -> str:
+    """The parent run's description with the study's table after its first paragraph (the part the MLflow UI shows
+    before "Show more"), within the length of a tag value: a longer table is cut after its last whole line, saying
+    where the whole one is."""
+    head, _, rest = description.partition("\n\n")
+    note = "\n\n".join(x for x in (head, TABLE_CAPTION, table_md.strip(), rest) if x)
+    if len(note) <= NOTE_MAX:
+        return note
+    cut = "\n\n(the table goes on in table.md, under this run's Artifacts)"
+    return note[:note.rfind("\n", 0, NOTE_MAX - len(cut))] + cut
