@@ -10,7 +10,7 @@ UI reading them meanwhile; then counts what survived. Exit 1 if anything was los
 Backends: (a) sqlite: the studies write one MLflow SQLite file and one Optuna SQLite file themselves (the project's
 default, one writer process per study); the UI is `mlflow/serve.py` on the same file. (b) postgres: an `mlflow server`
 on a PostgreSQL database (mlflow/serve.py) that the studies log to over HTTP, and a second database as the Optuna
-storage (docs/clusters.md's setup). Without --postgres, a temporary PostgreSQL server is started (tests/_postgres.py;
+storage (docs/clusters.md's setup). Without --postgres, a temporary PostgreSQL server is started (testing/postgres.py;
 needs Debian's postgresql package and psycopg, the [postgres] extra).
 
 Studies alternate between a grid (5 alphas x seeds, bench/load_study.py) and a TPE search (--num-samples, one seed).

@@ -87,13 +87,12 @@ class Backend:
             store = db
         else:
             if pg_url is None:
-                sys.path.insert(0, str(REPO / "tests"))
-                import _postgres
+                from testing.postgres import PgServer, missing
 
-                why = _postgres.missing()
+                why = missing()
                 if why:
                     raise SystemExit(f"error: no PostgreSQL: {why}; or pass --postgres URL")
-                pg = _postgres.PgServer().start()
+                pg = PgServer().start()
                 pg_url = pg.url()
             mlflow_db, optuna_db = _create_databases(pg_url, ("mlflow_load", "optuna_load"))
             b = cls(name, root, f"http://127.0.0.1:{port}", optuna_db, mlflow_db, f"http://127.0.0.1:{port}")

@@ -42,54 +42,55 @@ from adbs_lab.stores import paths
 from adbs_lab.results import run_pick
 from adbs_lab.results import tables
 from adbs_lab.stores import tracking_store
-from adbs_lab.records import metrics_keys as K  # noqa: E402
+from adbs_lab.records import metrics_keys as K
 
-p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-p.add_argument("study", nargs="+",
-               help="study name (= MLflow experiment; its latest study run) or a parent/trial run id; several "
-                    "for one table across studies; 'paper' (or a paper run's id) redraws a studies/paper.py report")
-p.add_argument("--tracking-uri", default=None,
-               help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
-p.add_argument("--format", default="text", choices=list(from_store.EXT),
-               help="table format printed and written (text = exactly what the study printed)")
-p.add_argument("--metric", default="test_acc",
-               help="session metric of the table (default: %(default)s; one of "
-                    f"{', '.join(K.SESSION_METRICS)})")
-p.add_argument("--name", default=None,
-               help="the runs of `--name NAME` (a study run beside the default one; default: the default folder's "
-                    "runs, so a `--smoke --name try` run is never read by mistake)")
-p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
-p.add_argument("--paper", action="store_true",
-               help="print the paper's numbers beside ours when the study matches a paper table "
-                    "(ablation rows on cifar100, mini_imagenet, cub200; hosts rows on cifar100)")
-p.add_argument("--datasets", nargs="+", default=None, metavar="DATASET",
-               help="with 'paper': the latest paper report of each dataset (cifar100, mini_imagenet, cub200, "
-                    f"{paper.EMBEDDED}; 'all': every one the store holds), and one D_cs table across them")
-args = p.parse_args()
-if args.datasets and args.study != ["paper"]:
-    p.error("--datasets picks the datasets of `report.py paper`; several paper run ids need no --datasets")
-if args.datasets and "all" in args.datasets and len(args.datasets) > 1:
-    p.error("--datasets all already takes every dataset; name datasets or 'all', not both")
-if args.paper and len(args.study) > 1:
-    p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
-if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
-    p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
-            + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
-if args.out is not None and writable.out_dir_problem(args.out):  # before reading the store, not at the write
-    print(f"error: {writable.out_dir_problem(args.out)}", file=sys.stderr)
-    raise SystemExit(2)
 
-import logging  # noqa: E402
 
-logging.getLogger("mlflow").setLevel(logging.WARNING)
-logging.getLogger("alembic").setLevel(logging.WARNING)
-import pandas as pd  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("study", nargs="+",
+                   help="study name (= MLflow experiment; its latest study run) or a parent/trial run id; several "
+                        "for one table across studies; 'paper' (or a paper run's id) redraws a studies/paper.py report")
+    p.add_argument("--tracking-uri", default=None,
+                   help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
+    p.add_argument("--format", default="text", choices=list(from_store.EXT),
+                   help="table format printed and written (text = exactly what the study printed)")
+    p.add_argument("--metric", default="test_acc",
+                   help="session metric of the table (default: %(default)s; one of "
+                        f"{', '.join(K.SESSION_METRICS)})")
+    p.add_argument("--name", default=None,
+                   help="the runs of `--name NAME` (a study run beside the default one; default: the default folder's "
+                        "runs, so a `--smoke --name try` run is never read by mistake)")
+    p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
+    p.add_argument("--paper", action="store_true",
+                   help="print the paper's numbers beside ours when the study matches a paper table "
+                        "(ablation rows on cifar100, mini_imagenet, cub200; hosts rows on cifar100)")
+    p.add_argument("--datasets", nargs="+", default=None, metavar="DATASET",
+                   help="with 'paper': the latest paper report of each dataset (cifar100, mini_imagenet, cub200, "
+                        f"{paper.EMBEDDED}; 'all': every one the store holds), and one D_cs table across them")
+    return p
 
-from adbs.redaction import reveal  # noqa: E402
 
-uri = tracking_store.tracking_uri(args.tracking_uri)
-try:
+def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The refusals that need no store (p.error: usage and exit code 2), before the heavy imports."""
+    if args.datasets and args.study != ["paper"]:
+        p.error("--datasets picks the datasets of `report.py paper`; several paper run ids need no --datasets")
+    if args.datasets and "all" in args.datasets and len(args.datasets) > 1:
+        p.error("--datasets all already takes every dataset; name datasets or 'all', not both")
+    if args.paper and len(args.study) > 1:
+        p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
+    if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
+        p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
+                + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
+
+
+def _read_store(args: argparse.Namespace, uri: str):
+    """What the command names, read from the store: (client, the paper reports across datasets or None, one paper
+    run or None, the studies)."""
+    from mlflow.tracking import MlflowClient
+
+    from adbs.redaction import reveal
+
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking_store.check_tracking_uri(uri)
@@ -98,24 +99,26 @@ try:
     papers = [run for run in found if run is not None]
     if papers and len(papers) < len(found):
         raise from_store.ReportError("paper runs and studies cannot share a report: name paper runs only (one per "
-                                 "dataset, for the D_cs table across them) or studies only")
+                                     "dataset, for the D_cs table across them) or studies only")
     across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
     studies = ([from_store.load_study(client, ref, args.name) for ref in args.study]
                if across is None and paper_run is None else [])
-except (from_store.ReportError, tracking_store.TrackingError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    raise SystemExit(2) from None
+    return client, across, paper_run, studies
 
-if across is not None:  # each dataset's paper report, and one D_cs table across them beside the paper's Table 4
+
+def _report_across(client, across, args: argparse.Namespace, uri: str) -> int:
+    """Each dataset's paper report, and one D_cs table across them beside the paper's Table 4."""
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{'-'.join(across)}"
     files = paper.write_across(client, across, out, uri=uri)
     print(files[0].read_text())
     print(f"wrote {out}: report.md, dcs.md, dcs.csv; each dataset's report in {', '.join(f'{d}/' for d in across)}")
-    raise SystemExit(0)
+    return 0
 
-if paper_run is not None:  # studies/paper.py's report: every part's tables beside the paper's, figures, D_cs
+
+def _report_paper(client, paper_run, args: argparse.Namespace, uri: str) -> int:
+    """studies/paper.py's report: every part's tables beside the paper's, figures, D_cs."""
     tags = paper_run.data.tags
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"paper-{paper_run.info.run_id[:8]}"
     files = paper.write_report(client, json.loads(tags["adbs.parts"]), out,
@@ -127,63 +130,106 @@ if paper_run is not None:  # studies/paper.py's report: every part's tables besi
     if others:
         print(f"note: this store also holds paper studies of {', '.join(others)}; `python studies/report.py paper "
               "--datasets all` writes every dataset's report and one D_cs table across them")
-    raise SystemExit(0)
+    return 0
 
-ids = [s.parent.info.run_id for s in studies]
-if len(set(ids)) < len(ids):
-    print(f"error: {' '.join(args.study)} name the same study run twice; to compare two runs of one study, "
-          "pass their parent run ids (MLflow's run page, or report.py NAME prints the latest one's id)", file=sys.stderr)
-    raise SystemExit(2)
 
-for study in studies:
-    run = study.parent.info
-    n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
-    counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.DIVERGED, K.FAILED, K.INTERRUPTED, K.RUNNING)
-              if n.get(k)]
-    print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}; {run_pick.describe(study.parent)}), "
-          f"{len(study.trials)} trials ({', '.join(counts) or 'none'})")
-    if run.status == "RUNNING":
-        print(f"note: this study is still running (parent run RUNNING): the table holds the trials that ended so "
-              f"far; report again when it finishes (if its process died instead, rerun its command with --resume: "
-              f"{study.parent.data.tags.get('adbs.command', '?')})")
-    elif run.status != "FINISHED":
-        print(f"note: this study did not finish (parent run {run.status}): the table holds the trials that ended; "
-              f"rerun its command with --resume to complete it: {study.parent.data.tags.get('adbs.command', '?')}")
-print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
+def _print_runs(studies) -> None:
+    """Each study's parent run, its trials by state, and a note where it is still running or did not finish."""
+    for study in studies:
+        run = study.parent.info
+        n = study.trials["state"].value_counts().to_dict() if len(study.trials) else {}
+        counts = [f"{n[k]} {k.lower()}" for k in (K.COMPLETE, K.PRUNED, K.DIVERGED, K.FAILED, K.INTERRUPTED, K.RUNNING)
+                  if n.get(k)]
+        print(f"{study.name}: parent run '{run.run_name}' ({run.run_id}; {run_pick.describe(study.parent)}), "
+              f"{len(study.trials)} trials ({', '.join(counts) or 'none'})")
+        if run.status == "RUNNING":
+            print(f"note: this study is still running (parent run RUNNING): the table holds the trials that ended so "
+                  f"far; report again when it finishes (if its process died instead, rerun its command with --resume: "
+                  f"{study.parent.data.tags.get('adbs.command', '?')})")
+        elif run.status != "FINISHED":
+            print(f"note: this study did not finish (parent run {run.status}): the table holds the trials that ended; "
+                  f"rerun its command with --resume to complete it: {study.parent.data.tags.get('adbs.command', '?')}")
 
-if len(studies) > 1:
+
+def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: str) -> int:
+    """Several studies: one table of all their rows and one figure."""
+    import pandas as pd
+
     sessions, trials, order, reference = from_store.combine(studies)
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
-                                trials=trials, front=from_store.combined_front(studies)) if len(sessions) else pd.DataFrame()
+                               trials=trials, front=from_store.combined_front(studies)) if len(sessions) else pd.DataFrame()
     print(from_store.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
     names = "-".join(dict.fromkeys(s.name for s in studies))
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"compare-{names}-{'-'.join(i[:8] for i in ids)}"
     files = from_store.write_comparison(studies, table, sessions, trials, out, fmt=args.format, uri=uri,
-                                    metric=args.metric)
+                                        metric=args.metric)
     print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
-    raise SystemExit(0)
+    return 0
 
-study = studies[0]
-run = study.parent.info
-table = from_store.study_table(study, metric=args.metric)
-print(from_store.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session", trials=study.trials,
-                    order=study.order, notes=study.notes))
-if args.paper:
-    beside = from_store.paper_beside(table, study.dataset)
-    if beside is None:
-        print(f"\n--paper: no paper table matches this study (dataset {study.dataset!r}, rows "
-              f"{', '.join(table['config']) if len(table) else '-'}); the paper reports ablation rows "
-              f"baseline / adb / adb+ic on {', '.join(from_store.PAPER)}, and the hosts study's rows "
-              f"(SAVC, SAVC+ADBS, ALICE, ALICE+ADBS, ...) on cifar100")
-    else:
-        print(f"\nours (mean over seeds) beside the paper ({from_store.PAPER_SOURCE}; '-' = not quoted):\n")
-        print(from_store.render_plain(beside, args.format))
 
-out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
-files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
-if study.multi:  # a search of several --objectives: its Pareto front, as the study listed it
-    from adbs_lab.results import pareto
+def _report_study(study, args: argparse.Namespace, uri: str) -> int:
+    """One study: its table (beside the paper's with --paper), its files, and its Pareto front where it has one."""
+    run = study.parent.info
+    table = from_store.study_table(study, metric=args.metric)
+    print(from_store.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session",
+                            trials=study.trials, order=study.order, notes=study.notes))
+    if args.paper:
+        beside = from_store.paper_beside(table, study.dataset)
+        if beside is None:
+            print(f"\n--paper: no paper table matches this study (dataset {study.dataset!r}, rows "
+                  f"{', '.join(table['config']) if len(table) else '-'}); the paper reports ablation rows "
+                  f"baseline / adb / adb+ic on {', '.join(from_store.PAPER)}, and the hosts study's rows "
+                  f"(SAVC, SAVC+ADBS, ALICE, ALICE+ADBS, ...) on cifar100")
+        else:
+            print(f"\nours (mean over seeds) beside the paper ({from_store.PAPER_SOURCE}; '-' = not quoted):\n")
+            print(from_store.render_plain(beside, args.format))
 
-    print("\n" + "\n".join(pareto.front_lines(json.loads((out / pareto.PARETO_JSON).read_text()))))
-print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
+    files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
+    if study.multi:  # a search of several --objectives: its Pareto front, as the study listed it
+        from adbs_lab.results import pareto
+
+        print("\n" + "\n".join(pareto.front_lines(json.loads((out / pareto.PARETO_JSON).read_text()))))
+    print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _parser()
+    args = p.parse_args(argv)
+    _check_flags(p, args)
+    if args.out is not None and writable.out_dir_problem(args.out):  # before reading the store, not at the write
+        print(f"error: {writable.out_dir_problem(args.out)}", file=sys.stderr)
+        return 2
+
+    import logging
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    uri = tracking_store.tracking_uri(args.tracking_uri)
+    try:
+        client, across, paper_run, studies = _read_store(args, uri)
+    except (from_store.ReportError, tracking_store.TrackingError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if across is not None:
+        return _report_across(client, across, args, uri)
+    if paper_run is not None:
+        return _report_paper(client, paper_run, args, uri)
+
+    ids = [s.parent.info.run_id for s in studies]
+    if len(set(ids)) < len(ids):
+        print(f"error: {' '.join(args.study)} name the same study run twice; to compare two runs of one study, "
+              "pass their parent run ids (MLflow's run page, or report.py NAME prints the latest one's id)",
+              file=sys.stderr)
+        return 2
+    _print_runs(studies)
+    print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
+    if len(studies) > 1:
+        return _report_comparison(studies, ids, args, uri)
+    return _report_study(studies[0], args, uri)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

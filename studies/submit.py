@@ -140,24 +140,7 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
         raise SubmitError(f"--help: run `python {args.script} --help` locally to see the study's options")
     env = env_vars(args.env, environ)
 
-    storage = _flag(rest, "--storage")
-    if storage is None:
-        raise SubmitError("the study needs --storage on shared storage (a path every node mounts, e.g. "
-                          "/shared/adbs-runs): its default, <project>/runs, would be inside the job's temporary "
-                          "copy of the project on the head node and lost")
-    from adbs import objstore as st
-
-    if st.is_url(storage):
-        if st.redact(storage) != storage:
-            raise SubmitError(f"--storage {st.redact(storage)}: the URL carries credentials, which would be visible in "
-                              "the job's entrypoint (dashboard, `ray job list`); drop them from the URL and pass "
-                              "them as variables: --env AWS_ACCESS_KEY_ID --env AWS_SECRET_ACCESS_KEY")
-    elif "://" in storage:
-        raise SubmitError(f"--storage {storage!r}: unsupported URL scheme; use a path every node mounts or an "
-                          f"object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
-    elif not storage.startswith("/"):
-        raise SubmitError(f"--storage {storage!r} must be absolute: relative paths and ~ resolve inside the job's "
-                          "temporary working directory on the head node")
+    _check_storage(_flag(rest, "--storage"))
     uri = _flag(rest, "--tracking-uri") or env.get("MLFLOW_TRACKING_URI")
     if uri is None:
         raise SubmitError("the study needs --tracking-uri (an MLflow server, e.g. http://MLFLOW_HOST:5000) or "
@@ -182,6 +165,28 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
                 raise SubmitError(f"the value of {name} appears in the study arguments; secrets travel only as "
                                   f"--env {name}, never in the command")
     return env
+
+
+def _check_storage(storage: str | None) -> None:
+    """The study's --storage: given, and shared by every node (an absolute path or an object-store URL without
+    credentials)."""
+    if storage is None:
+        raise SubmitError("the study needs --storage on shared storage (a path every node mounts, e.g. "
+                          "/shared/adbs-runs): its default, <project>/runs, would be inside the job's temporary "
+                          "copy of the project on the head node and lost")
+    from adbs import objstore as st
+
+    if st.is_url(storage):
+        if st.redact(storage) != storage:
+            raise SubmitError(f"--storage {st.redact(storage)}: the URL carries credentials, which would be visible in "
+                              "the job's entrypoint (dashboard, `ray job list`); drop them from the URL and pass "
+                              "them as variables: --env AWS_ACCESS_KEY_ID --env AWS_SECRET_ACCESS_KEY")
+    elif "://" in storage:
+        raise SubmitError(f"--storage {storage!r}: unsupported URL scheme; use a path every node mounts or an "
+                          f"object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
+    elif not storage.startswith("/"):
+        raise SubmitError(f"--storage {storage!r} must be absolute: relative paths and ~ resolve inside the job's "
+                          "temporary working directory on the head node")
 
 
 def study_scripts() -> list[str]:

@@ -12,13 +12,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# tests/ mirrors the packages (tests/adbs, tests/adbs_lab, tests/e2e, ...), and a few test modules reuse another
-# one's data writers (e.g. tests/adbs/data/test_data.py: write_mini). pytest puts a test module's own folder on
-# sys.path only when it collects it, so with -k or one file those imports would depend on what else was collected;
-# every folder of tests/ on the path makes them work alike. Test file names are unique across folders.
-sys.path[:0] = [str(d) for d in sorted(Path(__file__).parent.rglob("*"))
-                if d.is_dir() and d.name != "__pycache__" and str(d) not in sys.path]
-
 # Explicit, so test order and ~/.ray state cannot matter (Ray >= 2.59 turns token auth on for local clusters).
 os.environ["RAY_AUTH_MODE"] = "disabled"
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -147,7 +140,7 @@ def s3():
     """A moto S3 server on a free local port for this test session (stopped at the end)."""
     import subprocess
 
-    from _procs import free_port, stop, wait_listening
+    from testing.procs import free_port, stop, wait_listening
 
     pytest.importorskip("moto.server", reason="moto[server] is a test dependency (pip install -e '.[test]')")
     port = free_port()
@@ -162,15 +155,15 @@ def s3():
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server of this test session (tests/_postgres.py): its own data folder, port and socket
+    """A real PostgreSQL server of this test session (testing/postgres.py): its own data folder, port and socket
     folder (each xdist worker starts its own), run as an unprivileged user; stopped at the end. Skips with the
     reason where PostgreSQL or its Python driver is missing."""
-    from tests import _postgres
+    from testing.postgres import PgServer, missing
 
-    why = _postgres.missing()
+    why = missing()
     if why:
         pytest.skip(why)
-    server = _postgres.PgServer()
+    server = PgServer()
     try:
         yield server.start()
     finally:

@@ -294,8 +294,6 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
     missing a seed (adbs_lab/results/seed_counts.py); `no_best`: why there is no best configuration, when it is not that
     nothing completed; `not_drawn`: one line per analysis that failed or could not be drawn (`guarded`); `notes`
     (adbs_lab/results/notes.py: a smoke run, the settings changed from the study's defaults) first, under the title."""
-    from adbs_lab.results import seed_counts
-
     lines = [f"# {study}", ""] + [line for n in notes for line in (f"**{n}**", "")]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")
@@ -314,7 +312,25 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
               table_md, ""]
     if paper_md:
         lines += ["## Paper's numbers beside ours", "", paper_md, ""]
-    lines += ["## Best configuration", ""]
+    lines += _best_lines(best, not_ranked, no_best) + _pareto_lines(pareto) + _pruning_lines(savings)
+    if not lead:
+        lines += beyond + trade
+    figs = [f for f in names if not (trade and f == "tradeoff.png")]  # each figure once: the trade-off has its section
+    if figs:
+        lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
+    missing = list(not_drawn)
+    if missing:
+        lines += ["## Not drawn", "", "The tables above are complete; these analyses were not drawn:", ""]
+        lines += [f"- {m}" for m in missing] + [""]
+    return "\n".join(lines)
+
+
+def _best_lines(best: dict | None, not_ranked: list[dict[str, Any]] | None, no_best: str | None) -> list[str]:
+    """report.md's best configuration (per group of comparable rows, where there are several), or why there is none,
+    and the configurations not ranked."""
+    from adbs_lab.results import seed_counts
+
+    lines = ["## Best configuration", ""]
     if best:
         lines += [f"`{best['config_label']}`: {best['objective']} = {best['mean_over_seeds']:.2f} "
                   f"(mean over {best['seeds']} seed(s); {_seeds_said(best)})", "", "```json",
@@ -332,30 +348,29 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
         head = seed_counts.not_ranked_lines(not_ranked)[0]
         lines += [head[0].upper() + head[1:] + ":", ""] + [f"- `{r['config_label']}`: {r['seeds']}"
                                                            for r in not_ranked] + [""]
-    if pareto is not None:
-        from adbs_lab.results.pareto import front_lines
+    return lines
 
-        head, *points = front_lines({**pareto, "not_ranked": []})  # listed under the best configuration
-        lines += ["## Pareto front", "", head + ("; best_config.json is its first point." if points else "."), ""]
-        lines += ["```", *points, "```", ""] if points else []
-    s = savings
+
+def _pareto_lines(pareto: dict[str, Any] | None) -> list[str]:
+    """report.md's Pareto front of a study of several --objectives (none for one objective)."""
+    if pareto is None:
+        return []
+    from adbs_lab.results.pareto import front_lines
+
+    head, *points = front_lines({**pareto, "not_ranked": []})  # listed under the best configuration
+    lines = ["## Pareto front", "", head + ("; best_config.json is its first point." if points else "."), ""]
+    return lines + (["```", *points, "```", ""] if points else [])
+
+
+def _pruning_lines(s: dict[str, Any]) -> list[str]:
+    """report.md's pruning section: what the trials ended as, and the base epochs pruning saved."""
     saved = (f"pruning saved {s['base_epochs_saved']} base epochs"
              + (f" (≈ {s['seconds_saved_est']:.0f} s of trial time at the complete trials' pace)"
                 if s.get("seconds_saved_est") else "") + " and every incremental session of the pruned trials."
              if s["pruned"] else "no trial was pruned.")
-    lines += ["## Pruning", "",
-              f"{s['trials']} trials: {s['pruned']} pruned, {s.get('diverged', 0)} diverged, {s.get('failed', 0)} failed. "
-              f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
-    if not lead:
-        lines += beyond + trade
-    figs = [f for f in names if not (trade and f == "tradeoff.png")]  # each figure once: the trade-off has its section
-    if figs:
-        lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
-    missing = list(not_drawn)
-    if missing:
-        lines += ["## Not drawn", "", "The tables above are complete; these analyses were not drawn:", ""]
-        lines += [f"- {m}" for m in missing] + [""]
-    return "\n".join(lines)
+    return ["## Pruning", "",
+            f"{s['trials']} trials: {s['pruned']} pruned, {s.get('diverged', 0)} diverged, {s.get('failed', 0)} failed. "
+            f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
 
 
 def _seeds_said(best: dict[str, Any]) -> str:

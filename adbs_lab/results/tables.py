@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,60 +59,162 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
     if s.empty:
         return pd.DataFrame()
-    labels = list(dict.fromkeys(s[label]))
-    if order:
-        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
-    else:  # no order of the study's own: by the swept values (alpha_sweep in alpha order), not trial order
-        labels = compare.sort_by_swept(s, labels, label)
-    hmean = compare.hmean_metric(metric)
-    per_trial_h = (s.pivot_table(index=[label, "trial_id"], columns="session", values=hmean, aggfunc="first")
-                   if hmean in s else None)
-    n_sessions = int(s["session"].max()) + 1
-    per_trial = s.pivot_table(index=[label, "trial_id"], columns="session", values=metric, aggfunc="first")
-    last_of = {}
-    out = []
-    for lab in labels:
-        t = per_trial.loc[lab]
-        row: dict[str, Any] = {"config": lab, "seeds": len(t), "sessions": 0}  # (placed after seeds)
-        for sess in range(n_sessions):
-            row[str(sess)] = ci95(list(t[sess])) if sess in t else (math.nan, math.nan)
-        # each trial's average over its own sessions (10-way rows have fewer sessions than 5-way ones)
-        row["avg"] = ci95(list(t.mean(axis=1, skipna=True)))
-        last_col = max(c for c in t.columns if t[c].notna().any())
-        # the two other numbers FSCIL papers quote beside the average: the last session's accuracy and the
-        # performance drop PD = session 0 - last session (per trial, then mean ± CI over trials)
-        row["last"] = ci95(list(t[last_col]))
-        row["pd"] = ci95(list(t[0] - t[last_col])) if 0 in t else (math.nan, math.nan)
-        if per_trial_h is not None:  # the trade-off ADBS is about, in one number per trial
-            h = per_trial_h.loc[lab] if lab in per_trial_h.index.get_level_values(0) else None
-            row["hmean"] = ci95(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
-        last_of[lab] = row["last"][0]
-        row["sessions"] = int(last_col)  # incremental sessions the row ran (its avg covers 0..this)
-        out.append(row)
-    if len({row["sessions"] for row in out}) < 2:  # one number for every row: nothing to mark
-        for row in out:
+    table = _Table.of(s, metric=metric, baseline=baseline, order=order, label=label, trials=trials, front=front)
+    rows: list[dict[str, Any]] = [{"config": lab} for lab in table.labels]
+    for column in COLUMNS:
+        column(table, rows)
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class _Table:
+    """What the columns of one paper_table read: the COMPLETE rows of `sessions`, each row's trials x sessions of
+    the metric, and the call's options."""
+
+    sessions: pd.DataFrame
+    metric: str
+    label: str
+    labels: list[str]  # the rows, in the table's order
+    per_trial: pd.DataFrame  # (row, trial_id) x session: the metric
+    per_trial_h: pd.DataFrame | None  # the same for the metric's harmonic mean, where the sessions hold it
+    n_sessions: int
+    baseline: str | dict[str, str] | None
+    trials: pd.DataFrame | None
+    front: list[str] | None
+
+    @classmethod
+    def of(cls, s: pd.DataFrame, *, metric: str, baseline: str | dict[str, str] | None, order: list[str] | None,
+           label: str, trials: pd.DataFrame | None, front: list[str] | None) -> _Table:
+        labels = list(dict.fromkeys(s[label]))
+        if order:
+            labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+        else:  # no order of the study's own: by the swept values (alpha_sweep in alpha order), not trial order
+            labels = compare.sort_by_swept(s, labels, label)
+        hmean = compare.hmean_metric(metric)
+        per_trial_h = (s.pivot_table(index=[label, "trial_id"], columns="session", values=hmean, aggfunc="first")
+                       if hmean in s else None)
+        per_trial = s.pivot_table(index=[label, "trial_id"], columns="session", values=metric, aggfunc="first")
+        return cls(s, metric, label, labels, per_trial, per_trial_h, int(s["session"].max()) + 1, baseline, trials,
+                   front)
+
+    def trials_of(self, lab: str) -> pd.DataFrame:
+        """Row `lab`'s trials x sessions."""
+        return self.per_trial.loc[lab]
+
+    def last_session(self, lab: str):
+        """The last session where row `lab` has a number (10-way rows have fewer sessions than 5-way ones)."""
+        t = self.trials_of(lab)
+        return max(c for c in t.columns if t[c].notna().any())
+
+    def reference(self) -> dict[str, str]:
+        """{row: the row its Delta_last is against}."""
+        b = self.baseline
+        return b if isinstance(b, dict) else {lab: b for lab in self.labels} if b else {}
+
+    def done_trials(self) -> pd.DataFrame | None:
+        """The trials table's COMPLETE trials, or None without one."""
+        if self.trials is None or not len(self.trials):
+            return None
+        return self.trials[self.trials["state"] == K.COMPLETE] if "state" in self.trials else self.trials
+
+
+# paper_table's columns, in the table's order: each adds its column to every row (or, where it does not apply to
+# this table, none). A new column is one function and one entry of COLUMNS.
+
+def _seeds(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """How many trials (seeds) a row's cells average; then, where rows ran different numbers of incremental
+    sessions (a k-shot grid), `sessions`: how many each row's average covers."""
+    for row in rows:
+        row["seeds"] = len(t.trials_of(row["config"]))
+        row["sessions"] = int(t.last_session(row["config"]))  # incremental sessions the row ran (avg covers 0..this)
+    if len({row["sessions"] for row in rows}) < 2:  # one number for every row: nothing to mark
+        for row in rows:
             del row["sessions"]
-    reference = baseline if isinstance(baseline, dict) else {lab: baseline for lab in labels} if baseline else {}
+
+
+def _per_session(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """One column per session, "0".."N": mean ± CI over the row's seeds."""
+    for row in rows:
+        trials = t.trials_of(row["config"])
+        for sess in range(t.n_sessions):
+            row[str(sess)] = ci95(list(trials[sess])) if sess in trials else (math.nan, math.nan)
+
+
+def _avg(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """Each trial's average over its own sessions (10-way rows have fewer sessions than 5-way ones)."""
+    for row in rows:
+        row["avg"] = ci95(list(t.trials_of(row["config"]).mean(axis=1, skipna=True)))
+
+
+# the two other numbers FSCIL papers quote beside the average: the last session's accuracy and the performance drop
+# PD = session 0 - last session (per trial, then mean ± CI over trials)
+
+def _last(t: _Table, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        row["last"] = ci95(list(t.trials_of(row["config"])[t.last_session(row["config"])]))
+
+
+def _pd(t: _Table, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        trials = t.trials_of(row["config"])
+        row["pd"] = ci95(list(trials[0] - trials[t.last_session(row["config"])])) if 0 in trials else (math.nan, math.nan)
+
+
+def _hmean(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """The harmonic mean of base and novel accuracy in the last session: the trade-off ADBS is about, in one number
+    per trial (where the sessions hold it)."""
+    if t.per_trial_h is None:
+        return
+    for row in rows:
+        lab, last_col = row["config"], t.last_session(row["config"])
+        h = t.per_trial_h.loc[lab] if lab in t.per_trial_h.index.get_level_values(0) else None
+        row["hmean"] = ci95(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
+
+
+def _delta_last(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """Each row's last-session mean minus its reference row's, where any row has a reference in the table."""
+    last_of = {row["config"]: row["last"][0] for row in rows}
+    reference = t.reference()
     if any(ref in last_of for ref in reference.values()):
-        for row in out:
+        for row in rows:
             ref = reference.get(row["config"])
             row["delta_last"] = last_of[row["config"]] - last_of[ref] if ref in last_of else math.nan
-        # the same difference seed by seed, where the rows share seeds (the same data draw and training seed)
-        paired = compare.paired_deltas(compare.last_by_seed(s, metric, label), reference)
-        if paired:
-            for row in out:
-                row["delta_paired"] = paired.get(row["config"], (math.nan, math.nan, 0))
-    if trials is not None and len(trials) and "d_cs" in trials:
-        done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
-        for row in out:
-            row["d_cs"] = ci95(list(done.loc[done[label] == row["config"], "d_cs"]))
-    if trials is not None and len(trials) and "state" in trials:
-        _seed_states(out, trials, label)
-    if front is not None:
-        for row in out:
-            row[FRONT] = "*" if row["config"] in front else ""
-    return pd.DataFrame(out)
 
+
+def _delta_paired(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """Delta_last seed by seed, where the rows share seeds (the same data draw and training seed)."""
+    if "delta_last" not in rows[0]:
+        return
+    paired = compare.paired_deltas(compare.last_by_seed(t.sessions, t.metric, t.label), t.reference())
+    if paired:
+        for row in rows:
+            row["delta_paired"] = paired.get(row["config"], (math.nan, math.nan, 0))
+
+
+def _d_cs(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """Class separation after the last session (trials.parquet's d_cs), beside the accuracies it explains."""
+    done = t.done_trials()
+    if done is None or "d_cs" not in done:
+        return
+    for row in rows:
+        row["d_cs"] = ci95(list(done.loc[done[t.label] == row["config"], "d_cs"]))
+
+
+def _seed_states_column(t: _Table, rows: list[dict[str, Any]]) -> None:
+    if t.trials is not None and len(t.trials) and "state" in t.trials:
+        _seed_states(rows, t.trials, t.label)
+
+
+def _front(t: _Table, rows: list[dict[str, Any]]) -> None:
+    """'*' on the rows of a multi-objective search's Pareto front (no column for a single-objective study)."""
+    if t.front is not None:
+        for row in rows:
+            row[FRONT] = "*" if row["config"] in t.front else ""
+
+
+COLUMNS = (_seeds, _per_session, _avg, _last, _pd, _hmean, _delta_last, _delta_paired, _d_cs, _seed_states_column,
+           _front)
+"""paper_table's columns after `config`, in order (see the functions above)."""
 
 SEED_STATES = "seed_states"
 """paper_table's column (with `trials`): how many of the row's seeds completed, "2 of 2" / "1 of 2, 1 diverged"

@@ -9,17 +9,7 @@ import torch
 
 from adbs.cache import BASE_FIELDS, BaseCache, base_key
 from adbs.config import FIELDS, Config
-from adbs.state import BaseSession
-
-
-def _base(v: float = 1.0) -> BaseSession:
-    return BaseSession(
-        backbone_state={"w": torch.full((3,), v)},
-        prototypes=torch.randn(4, 2),
-        boundaries=torch.ones(4) * v,
-        curve=[{"epoch": 1, "val_acc": 50.0}],
-        best_epoch=1,
-    )
+from tests.helpers.fakes import base_session
 
 
 def test_base_fields_are_config_fields():
@@ -51,7 +41,7 @@ def test_key_alpha_irrelevant_without_ic_and_device_matters():
 
 def test_store_load_round_trip(tmp_path):
     cache = BaseCache(tmp_path)
-    cache.store("k", _base(2.0))
+    cache.store("k", base_session(2.0))
     got = cache.load("k")
     assert torch.equal(got.backbone_state["w"], torch.full((3,), 2.0)) and got.best_epoch == 1
 
@@ -60,7 +50,7 @@ def test_store_load_round_trip(tmp_path):
 def test_corrupt_or_half_written_entry_is_discarded(tmp_path, damage):
     said: list[str] = []
     cache = BaseCache(tmp_path, log=said.append)
-    cache.store("k", _base())
+    cache.store("k", base_session())
     payload, manifest = tmp_path / "k.pt", tmp_path / "k.json"
     if damage == "flip_byte":
         b = bytearray(payload.read_bytes())
@@ -76,7 +66,7 @@ def test_corrupt_or_half_written_entry_is_discarded(tmp_path, damage):
     # a damaged entry is said in one line (an entry without its manifest is only incomplete: nothing to say)
     assert len(said) == (0 if damage == "no_manifest" else 1) and all("discarded" in line for line in said)
     calls = []
-    base, reused = cache.get_or_train("k", lambda: calls.append(1) or _base(3.0))
+    base, reused = cache.get_or_train("k", lambda: calls.append(1) or base_session(3.0))
     assert not reused and calls == [1]
     assert cache.load("k").boundaries[0].item() == 3.0
 
@@ -86,7 +76,7 @@ def _worker(root, counter, delay, out):
         with open(counter, "a") as fh:
             fh.write("trained\n")
         time.sleep(delay)
-        return _base(5.0)
+        return base_session(5.0)
 
     _, reused = BaseCache(root).get_or_train("shared", train)
     with open(out, "a") as fh:

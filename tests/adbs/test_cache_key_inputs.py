@@ -5,37 +5,20 @@ numbers of an uncached run. Tiny CIFAR-100 copies are written to tmp_path."""
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
 from adbs import digests, runtime
 from adbs.cache import BaseCache, base_key
 from adbs.config import from_dict, resolve
-
-
-def write_cifar(root: Path, seed: int = 0, train_per_class: int = 12, test_per_class: int = 3) -> Path:
-    """root/cifar-100-python/{train,test} in torchvision's pickle format, class-major: the first images of each
-    class of the embedded benchmark generated with synthetic_seed `seed` (learnable, so numbers differ by data)."""
-    from adbs.data.synthetic import synthetic_pools
-
-    d = root / "cifar-100-python"
-    d.mkdir(parents=True, exist_ok=True)
-    for split, pool, n in zip(("train", "test"), synthetic_pools(seed, 2), (train_per_class, test_per_class)):
-        labels = np.asarray(pool.labels)
-        keep = np.concatenate([np.flatnonzero(labels == c)[:n] for c in range(100)])
-        data = pool.images.numpy()[keep].reshape(len(keep), -1)
-        with open(d / split, "wb") as fh:
-            pickle.dump({"data": data, "fine_labels": labels[keep].tolist()}, fh)
-    return root
+from tests.helpers.datasets import write_synthetic_cifar
 
 
 def write_lists(folder: Path, train_per_class: int = 12, shots: int = 5) -> Path:
-    """session_1.txt (every base-class image) and session_2.txt (5-way 5-shot) for write_cifar's copy."""
+    """session_1.txt (every base-class image) and session_2.txt (5-way 5-shot) for write_synthetic_cifar's copy."""
     folder.mkdir(parents=True, exist_ok=True)
     idx = lambda c, k: c * train_per_class + k  # noqa: E731 - class-major pickles
     (folder / "session_1.txt").write_text("\n".join(str(idx(c, k)) for c in range(60) for k in range(train_per_class)))
@@ -60,17 +43,17 @@ def memo(tmp_path, monkeypatch) -> Path:
 
 @pytest.mark.slow
 def test_replaced_dataset_at_the_same_path_changes_the_key(tmp_path, memo):
-    root = write_cifar(tmp_path / "data", seed=0)
+    root = write_synthetic_cifar(tmp_path / "data", seed=0)
     before = base_key(cfg(root), "cpu")
     assert base_key(cfg(root), "cpu") == before
-    write_cifar(tmp_path / "data", seed=1)  # another copy written over it: same names, same sizes
+    write_synthetic_cifar(tmp_path / "data", seed=1)  # another copy written over it: same names, same sizes
     assert base_key(cfg(root), "cpu") != before
 
 
 def test_a_copy_keeping_the_mtime_still_changes_the_key(tmp_path, memo):
     """`cp -p` / `rsync -a` keep size and mtime: the memo must not hand back the old digest."""
-    root = write_cifar(tmp_path / "data", seed=0)
-    other = write_cifar(tmp_path / "other", seed=1)
+    root = write_synthetic_cifar(tmp_path / "data", seed=0)
+    other = write_synthetic_cifar(tmp_path / "other", seed=1)
     before = base_key(cfg(root), "cpu")
     for split in ("train", "test"):
         src, dst = other / "cifar-100-python" / split, root / "cifar-100-python" / split
@@ -82,7 +65,7 @@ def test_a_copy_keeping_the_mtime_still_changes_the_key(tmp_path, memo):
 
 
 def test_same_files_elsewhere_or_with_a_trailing_slash_give_the_same_key(tmp_path, memo, monkeypatch):
-    root = write_cifar(tmp_path / "data", seed=0)
+    root = write_synthetic_cifar(tmp_path / "data", seed=0)
     key = base_key(cfg(root), "cpu")
     assert base_key(cfg(f"{root}/"), "cpu") == key
     assert base_key(cfg(root / "cifar-100-python"), "cpu") == key  # data_root may be the dataset folder itself
@@ -95,7 +78,7 @@ def test_same_files_elsewhere_or_with_a_trailing_slash_give_the_same_key(tmp_pat
 
 
 def test_index_list_edited_in_place_changes_the_key(tmp_path, memo):
-    root = write_cifar(tmp_path / "data")
+    root = write_synthetic_cifar(tmp_path / "data")
     lists = write_lists(tmp_path / "lists")
     c = cfg(root, index_list=str(lists))
     key = base_key(c, "cpu")
@@ -221,11 +204,11 @@ def _numbers(result) -> list[float]:
 def test_cached_trials_miss_on_new_data_or_threads_and_equal_uncached_runs(tmp_path, memo):
     from adbs.trial import run_trial
 
-    root = write_cifar(tmp_path / "data", seed=0)
+    root = write_synthetic_cifar(tmp_path / "data", seed=0)
     store = BaseCache(tmp_path / "cache")
     a = run_trial(cfg(root), cache=store)
     assert a.summary["base_reused"] == 0.0
-    write_cifar(tmp_path / "data", seed=1)  # the same path, other images
+    write_synthetic_cifar(tmp_path / "data", seed=1)  # the same path, other images
     b = run_trial(cfg(root), cache=store)
     assert b.summary["base_reused"] == 0.0, "the base session of the old data was reused"
     truth = run_trial(cfg(root))  # no cache
@@ -241,7 +224,7 @@ def test_hashing_is_skipped_without_the_cache(tmp_path, memo, monkeypatch):
     """--no-cache and `python -m adbs.run` never read the files for a key they do not use."""
     from adbs.trial import run_trial
 
-    root = write_cifar(tmp_path / "data")
+    root = write_synthetic_cifar(tmp_path / "data")
     monkeypatch.setattr(digests, "sha256_file", lambda p: pytest.fail(f"hashed {p} without a cache"))
     result = run_trial(cfg(root, sessions=0, base_images_per_class=2, eval_batch_size=256))
     assert len(result.sessions) == 1

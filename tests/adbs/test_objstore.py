@@ -13,7 +13,7 @@ import torch
 
 from adbs import objstore as st
 from adbs.cache import BaseCache
-from test_cache import _base
+from tests.helpers.fakes import base_session
 
 
 @pytest.mark.parametrize("url, parts, expected", [
@@ -49,7 +49,7 @@ def test_unreachable_or_missing_bucket_is_a_clear_error(s3):
 def test_cache_round_trip_and_corruption_over_s3(s3):
     s3.bucket("cache-rt")
     cache = BaseCache(s3.url("cache-rt", "base_cache"))
-    cache.store("k", _base(2.0))
+    cache.store("k", base_session(2.0))
     assert s3.keys("cache-rt") == ["base_cache/k.json", "base_cache/k.pt"]
     assert torch.equal(cache.load("k").backbone_state["w"], torch.full((3,), 2.0))
     fs = s3.fs()
@@ -60,7 +60,7 @@ def test_cache_round_trip_and_corruption_over_s3(s3):
     assert cache.load("k") is None  # the manifest's SHA-256 caught it; the entry is deleted
     assert s3.keys("cache-rt") == []
     calls = []
-    _, reused = cache.get_or_train("k", lambda: calls.append(1) or _base(3.0))
+    _, reused = cache.get_or_train("k", lambda: calls.append(1) or base_session(3.0))
     assert not reused and calls == [1] and cache.load("k").boundaries[0].item() == 3.0
     assert "base_cache/k.lease" not in s3.keys("cache-rt")  # released
 
@@ -70,7 +70,7 @@ def _worker(url, counter, out):
         with open(counter, "a") as fh:
             fh.write("trained\n")
         time.sleep(4.0)  # longer than a waiter's poll, so the others see the lease
-        return _base(5.0)
+        return base_session(5.0)
 
     _, reused = BaseCache(url).get_or_train("shared", train)
     with open(out, "a") as fh:
@@ -105,7 +105,7 @@ def test_expired_lease_of_a_dead_trainer_is_taken_over(s3):
     with s3.fs().open_output_stream("cache-lease/base_cache/k.lease") as f:  # a trainer that died long ago
         f.write(json.dumps({"owner": "gone:1:x", "expires": time.time() - 5}).encode())
     t0 = time.time()
-    base, reused = cache.get_or_train("k", lambda: _base(7.0))
+    base, reused = cache.get_or_train("k", lambda: base_session(7.0))
     assert not reused and base.boundaries[0].item() == 7.0 and time.time() - t0 < 20
     assert s3.keys("cache-lease") == ["base_cache/k.json", "base_cache/k.pt"]
 
@@ -198,7 +198,7 @@ def test_a_restarted_trial_takes_over_its_own_live_lease(s3):
     with s3.fs().open_output_stream("cache-holder/base_cache/k.lease") as f:  # its worker died a moment ago
         f.write(json.dumps({"owner": "node:123:ab", "holder": "trial_1", "expires": time.time() + 600}).encode())
     t0 = time.time()
-    base, reused = BaseCache(url, holder="trial_1").get_or_train("k", lambda: _base(4.0))
+    base, reused = BaseCache(url, holder="trial_1").get_or_train("k", lambda: base_session(4.0))
     assert not reused and base.boundaries[0].item() == 4.0 and time.time() - t0 < 15  # not the 600 s
     assert "base_cache/k.lease" not in s3.keys("cache-holder")
 

@@ -75,8 +75,8 @@ def test_cli_help_documents_every_field():
     ],
 )
 def test_cli_bad_input_fails_before_compute(tmp_path, capsys, args, fragment):
-    # In this process (tests/_scripts.py): test_cli_exit_code_2_from_the_shell runs two of these as a process.
-    from _scripts import in_process
+    # In this process (tests/helpers/scripts.py): test_cli_exit_code_2_from_the_shell runs two of these as a process.
+    from tests.helpers.scripts import in_process
 
     out = tmp_path / "never.json"
     proc = in_process(capsys, [sys.executable, "-m", "adbs.run", "--out", str(out), *args], cwd=tmp_path)
@@ -204,7 +204,7 @@ def test_session_checkpoints_refer_to_the_cached_base_session(data, tmp_path):
 
 
 def test_dry_run_writes_nothing_and_checks_the_nearest_existing_folder(tmp_path, capsys):
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     out = tmp_path / "new" / "sub" / "o.json"
     r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--dry-run", "--out", str(out)],
@@ -219,7 +219,7 @@ def test_dry_run_writes_nothing_and_checks_the_nearest_existing_folder(tmp_path,
 
 def test_a_run_that_raises_after_it_started_exits_1_with_its_traceback_and_first_line(tmp_path, capsys, monkeypatch):
     import adbs.trial
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     def broken(cfg, **kw):
         raise RuntimeError("CUDA error: an illegal memory access\nsecond line of the message")
@@ -243,7 +243,7 @@ def test_sigterm_exits_130_with_one_line(tmp_path, capsys, monkeypatch):
     import time
 
     import adbs.trial
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     class Escaped(Exception):
         pass
@@ -272,8 +272,8 @@ def test_sigterm_exits_130_with_one_line(tmp_path, capsys, monkeypatch):
 
 def test_the_run_decodes_every_image_before_training(tmp_path, capsys):
     """A corrupt test image: the run itself (not only its dry run) refuses before the base session trains."""
-    from _scripts import in_process
-    from test_data import MINI_WNIDS, write_mini
+    from tests.helpers.scripts import in_process
+    from tests.helpers.datasets import MINI_WNIDS, write_mini
 
     root = write_mini(tmp_path / "m", train_per_class=3, test_per_class=1)
     (root / "miniimagenet/images" / f"{MINI_WNIDS[99]}00000500.jpg").write_bytes(b"not a jpeg")
@@ -309,8 +309,8 @@ def test_ctrl_c_exits_130(tmp_path):
 def test_a_dry_run_on_files_leaves_the_digest_memo_and_the_checks_as_they_were(tmp_path, capsys, monkeypatch):
     """The dry run decodes and hashes a dataset read from files but records neither the file digests nor the
     passed check (adbs/digests.py: read_only); a study's dry run the same (adbs_lab/driver/preflight.py)."""
-    from _scripts import in_process
-    from test_data import write_mini
+    from tests.helpers.scripts import in_process
+    from tests.helpers.datasets import write_mini
 
     from adbs.data import preflight as data_preflight
 

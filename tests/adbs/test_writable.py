@@ -15,7 +15,7 @@ NOWHERE = Path("/proc/adbs-no-such-folder/sub")  # exists as far as /proc, where
 
 
 def test_a_run_refuses_an_out_nothing_can_be_made_in(tmp_path, capsys):
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     out = NOWHERE / "o.json"
     r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--dry-run", "--out", str(out)],

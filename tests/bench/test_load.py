@@ -18,9 +18,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_two_studies_at_once_lose_nothing_and_a_killed_driver_resumes(backend, tmp_path):
     if backend == "postgres":
-        from tests import _postgres
+        from testing.postgres import missing
 
-        why = _postgres.missing()
+        why = missing()
         if why:
             pytest.skip(why)
     # The kill-and-resume path is the same code on either backend; CI time is tight, so it runs on SQLite only

@@ -1,5 +1,5 @@
 """The live view (`python -m adbs_lab.stores.dashboard STUDY_FOLDER`, optuna-dashboard, read-only) in headless Chromium
-(tests/_browser.py): it lists the study and its trials, follows the study while it runs on and finishes (trials
+(tests/helpers/browser.py): it lists the study and its trials, follows the study while it runs on and finishes (trials
 told through Optuna into the same storage while the dashboard serves it), and writes nothing to the storage.
 
 Screenshots (kept as test artifacts): <repo>/test-artifacts/optuna_dashboard.png, optuna_dashboard_grid_study.png,
@@ -22,8 +22,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from _browser import open_browser
-from _procs import free_port, wait_http
+from tests.helpers.browser import open_browser
+from testing.procs import free_port, wait_http
 
 pytestmark = pytest.mark.slow  # it starts a server and a browser
 REPO = Path(__file__).resolve().parents[2]

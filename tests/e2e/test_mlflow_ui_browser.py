@@ -1,5 +1,5 @@
 """The MLflow UI, served by `python mlflow/serve.py` on a smoke study's store, in headless Chromium driven by
-Playwright (Debian's chromium, launched by path: nothing is downloaded; tests/_browser.py): the experiment lists its
+Playwright (Debian's chromium, launched by path: nothing is downloaded; tests/helpers/browser.py): the experiment lists its
 trial runs by names that say what differs, the study's run describes the study and shows its table, the compare
 view of two trials leads to the session accuracy chart (session/test_acc by session), and a fresh browser reaches
 a study's runs by the clicks the README gives (and by the link serve.py prints).
@@ -22,11 +22,11 @@ import urllib.request
 import pytest
 from mlflow.tracking import MlflowClient
 
-from _browser import open_browser
-from _procs import free_port, wait_http
-from _smoke_store import REPO, smoke_store
+from tests.helpers.browser import open_browser
+from testing.procs import free_port, wait_http
+from tests.helpers.smoke_store import REPO, smoke_store
 
-# one worker under pytest -n: the smoke store (tests/_smoke_store.py) is built once per process, shared by
+# one worker under pytest -n: the smoke store (tests/helpers/smoke_store.py) is built once per process, shared by
 # tests/e2e/test_report_from_store.py and tests/e2e/test_mlflow_ui_browser.py
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_store")]
 ARTIFACTS = REPO / "test-artifacts"

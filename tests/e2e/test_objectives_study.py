@@ -12,7 +12,7 @@ from pathlib import Path
 import optuna
 import pandas as pd
 import pytest
-from _scripts import in_process
+from tests.helpers.scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.records import metrics_keys as K

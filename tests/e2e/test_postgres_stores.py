@@ -1,4 +1,4 @@
-"""A real PostgreSQL server (conftest.postgres, tests/_postgres.py) as a lab shares it: the backend of an `mlflow server`
+"""A real PostgreSQL server (conftest.postgres, testing/postgres.py) as a lab shares it: the backend of an `mlflow server`
 a study logs to, and the study's --optuna-storage; and the checks before a run, which name what is wrong with a
 database URL (a missing driver, no server, refused credentials, a missing database) and create nothing.
 
@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from _procs import free_port, stop, wait_listening
-from tests._scripts import in_process
+from testing.procs import free_port, stop, wait_listening
+from tests.helpers.scripts import in_process
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 PY = sys.executable

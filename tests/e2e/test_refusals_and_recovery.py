@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _procs import free_port
-from _scripts import in_process
+from testing.procs import free_port
+from tests.helpers.scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.records import metrics_keys as K
@@ -209,16 +209,16 @@ def test_replaced_data_or_more_cpus_miss_the_cache_and_a_trial_is_what_adbs_run_
     """The same study on the same storage after the CIFAR-100 pickles were replaced in place, then with
     --cpus-per-trial 2: no trial reuses a base session trained on other data or with other threads, and each
     trial's numbers are exactly those of `python -m adbs.run` with the trial's config (its threads included)."""
-    from test_cache_key_inputs import write_cifar
+    from tests.helpers.datasets import write_synthetic_cifar
 
-    data = write_cifar(tmp_path / "data", seed=0)
+    data = write_synthetic_cifar(tmp_path / "data", seed=0)
     flags = ["--smoke", "--grid", "--max-concurrent", "1", "--set", "sessions=1", "--dataset", "cifar100",
              "--data-root", str(data)]
     cmd = study_cmd("alpha_sweep", *flags)
     first = _run(cmd)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     old = _sessions(storage / "alpha_sweep" / "sessions.parquet", 0.01)
-    write_cifar(data, seed=1)  # other images under the same names and sizes
+    write_synthetic_cifar(data, seed=1)  # other images under the same names and sizes
 
     def single(*extra: str) -> list[float]:
         out = tmp_path / f"run{len(extra)}.json"
@@ -243,9 +243,9 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
     """--resume with another --tracking-uri, --pruner or --sampler-seed: one line before Ray, and nothing written
     into the other store; with the data root typed with a trailing '/' it is the same study and continues, saying
     which of its settings (--max-concurrent, --max-failures) it keeps from the first run."""
-    from test_cache_key_inputs import write_cifar
+    from tests.helpers.datasets import write_synthetic_cifar
 
-    data = write_cifar(tmp_path / "data")
+    data = write_synthetic_cifar(tmp_path / "data")
     cmd = study_cmd("alpha_sweep", *GRID, "--dataset", "cifar100", "--data-root", str(data))
     _kill_after_first_trial(cmd)
     resume = [*cmd[:cmd.index(str(data))], f"{data}/", *cmd[cmd.index(str(data)) + 1:], "--resume"]

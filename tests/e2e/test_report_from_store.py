@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _smoke_store import REPO, printed_table, smoke_store
+from tests.helpers.smoke_store import REPO, printed_table, smoke_store
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.results import from_store
 from adbs_lab.results import run_files
 from adbs_lab.results import tables
 
-# one worker under pytest -n: the smoke store (tests/_smoke_store.py) is built once per process, shared by
+# one worker under pytest -n: the smoke store (tests/helpers/smoke_store.py) is built once per process, shared by
 # tests/e2e/test_report_from_store.py and tests/e2e/test_mlflow_ui_browser.py
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_store")]
 
@@ -28,10 +28,10 @@ def store(ray_address, tmp_path_factory):
 
 def test_ablation_smoke_from_another_cwd(store):
     """The smoke study of the store, run from a folder of its own: nested runs with curves, tables, Δlast."""
-    from test_studies import _check_nested_with_curves
+    from tests.helpers.studies import check_nested_with_curves
 
     assert "Δlast" in store.stdout
-    _, _, trials = _check_nested_with_curves(store.uri, "ablation", 3, 3)
+    _, _, trials = check_nested_with_curves(store.uri, "ablation", 3, 3)
     assert sorted(t.info.run_name for t in trials) == ["adb seed=0", "adb+ic seed=0", "baseline seed=0"]
     sessions = pd.read_parquet(store.study_dir / "sessions.parquet")
     assert set(sessions["label"]) == {"baseline", "adb", "adb+ic"} and len(sessions) == 3 * 3

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from _procs import free_port, stop, wait_listening
+from testing.procs import free_port, stop, wait_listening
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable

@@ -16,10 +16,10 @@ from pathlib import Path
 import optuna
 import pandas as pd
 import pytest
-from _scripts import in_process
-from mlflow.tracking import MlflowClient
+from tests.helpers.scripts import in_process
 
 from adbs_lab.records import metrics_keys as K
+from tests.helpers.studies import check_nested_with_curves, first_finished, trial_runs
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -31,45 +31,13 @@ def _run(cmd: list[str], timeout: int = 600, cwd: Path | None = None) -> subproc
     return r
 
 
-def first_finished(proc: subprocess.Popen, timeout: float) -> str:
-    """Read a running study's progress lines until a trial finishes; its label ('alpha=0.1 seed=0')."""
-    deadline = time.time() + timeout
-    for line in proc.stdout:
-        if ": finished:" in line:
-            return line.split("]", 1)[1].split(":", 1)[0].strip()
-        assert time.time() < deadline, "no trial finished before the deadline"
-    raise AssertionError("the study ended before a trial finished")
-
-
-def _trial_runs(uri: str, experiment: str):
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name(experiment)
-    runs = client.search_runs([exp.experiment_id])
-    parents = [r for r in runs if r.data.tags.get("adbs.role") == "study"]
-    trials = [r for r in runs if r.data.tags.get("adbs.role") == "trial"]
-    return client, parents, trials
-
-
-def _check_nested_with_curves(uri: str, experiment: str, n_trials: int, n_sessions: int):
-    client, parents, trials = _trial_runs(uri, experiment)
-    assert len(parents) == 1, [p.info.run_name for p in parents]
-    assert len(trials) == n_trials
-    for r in trials:
-        assert r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
-        if r.data.tags["adbs.state"] == K.COMPLETE:
-            hist = client.get_metric_history(r.info.run_id, "session/test_acc")
-            assert sorted(m.step for m in hist) == list(range(n_sessions))
-            assert "summary/test_avg_acc" in r.data.metrics and "summary/val_avg_acc" in r.data.metrics
-    return client, parents[0], trials
-
-
 def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     r = _run(study_cmd("alpha_sweep", "--smoke", "--num-samples", "2"))  # the TPE search (the grid: below)
     assert "mlflow/serve.py --backend-store-uri" in r.stdout and "alpha=" in r.stdout
     # each running trial reports its base epochs (first and last always), and one estimate follows the first
     assert r.stdout.count(": base epoch 1/2, val acc ") == 2 and r.stdout.count(": base epoch 2/2, val acc ") >= 1
     assert r.stdout.count("estimate from this epoch: base session ~") == 1
-    _, parent, trials = _check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 3)
+    _, parent, trials = check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 3)
     assert parent.data.tags["adbs.search_space"].startswith("search_spaces/alpha_sweep.py:SPACE")
     assert {"adbs.code_version", "adbs.command"} <= set(parent.data.tags)
     folder = storage / "alpha_sweep"
@@ -104,7 +72,7 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
 
 def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
     _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1", "--max-concurrent", "2"))
-    client, _, runs = _check_nested_with_curves(tracking_uri, "kshot_grid", 4, 2)
+    client, _, runs = check_nested_with_curves(tracking_uri, "kshot_grid", 4, 2)
     trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
     assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (5, 5), (10, 1), (10, 5)]
     # the 4 cells share one base session, trained once while another trial ran beside it
@@ -129,7 +97,7 @@ def test_alpha_sweep_grid_runs_every_point_over_every_seed(study_cmd, storage, t
     trials = pd.read_parquet(folder / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).all()
     assert sorted(zip(trials["alpha"], trials["seed"])) == [(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)]
-    _, parent, _ = _check_nested_with_curves(tracking_uri, "alpha_sweep", 4, 2)
+    _, parent, _ = check_nested_with_curves(tracking_uri, "alpha_sweep", 4, 2)
     assert parent.data.params["study.pruner"] == "none"
 
 
@@ -166,7 +134,7 @@ def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_ur
     table = (folder / "table.txt").read_text()
     assert "WARNING released seed=0: novel accuracy 0.00 in every incremental session" in table
     assert "WARNING baseline seed=0: novel accuracy" not in table
-    client, _, runs = _check_nested_with_curves(tracking_uri, "boundary", 8, 2)
+    client, _, runs = check_nested_with_curves(tracking_uri, "boundary", 8, 2)
     by_name = {t.info.run_name: t for t in runs}
     assert by_name["released seed=0"].data.tags["adbs.warning"] == trials.loc["released", K.WARNING]
     # boundary diagnostics: per base epoch and per session, in MLflow and in sessions.parquet
@@ -205,7 +173,7 @@ def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, trackin
     for row in rows:
         assert f"\n{row} " in table, row
     assert "Δlast" in r.stdout and (folder / "hosts_sessions.png").stat().st_size > 0
-    client, parent, runs = _check_nested_with_curves(tracking_uri, "hosts", 8, 2)
+    client, parent, runs = check_nested_with_curves(tracking_uri, "hosts", 8, 2)
     assert json.loads(parent.data.tags["adbs.baseline"])["SAVC+ADBS"] == "SAVC"
     out = tmp_path / "report"
     rep = _run([sys.executable, str(REPO / "studies" / "report.py"), "hosts", "--tracking-uri", tracking_uri,
@@ -248,7 +216,7 @@ def test_pruning_marks_a_tiny_lr_trial_pruned(study_cmd, storage, tracking_uri, 
     assert sum(s == optuna.trial.TrialState.COMPLETE for _, s in states.values()) == 2
     pruned = [t for t in st.trials if t.state == optuna.trial.TrialState.PRUNED][0]
     assert max(pruned.intermediate_values) < 3  # stopped during the base session
-    _, _, trials = _trial_runs(tracking_uri, "prune_test")
+    _, _, trials = trial_runs(tracking_uri, "prune_test")
     assert sorted(t.data.tags["adbs.state"] for t in trials) == [K.COMPLETE, K.COMPLETE, K.PRUNED]
     assert "pruned at base epoch" in r.stdout
 
@@ -263,7 +231,7 @@ def test_resume_after_sigkill_does_not_rerun_finished_trials(study_cmd, storage,
 
     r = _run(cmd + ["--resume"])
     assert f"{finished}: started" not in r.stdout, r.stdout
-    client, parent, trials = _check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 2)
+    client, parent, trials = check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 2)
     assert sorted(t.info.run_name for t in trials) == ["alpha=0.01 seed=0", "alpha=0.1 seed=0"]
     assert all(t.info.status == "FINISHED" for t in trials)
     first = [t for t in trials if t.info.run_name == finished][0]

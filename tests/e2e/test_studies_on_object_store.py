@@ -23,7 +23,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.records import metrics_keys as K
-from test_studies import first_finished
+from tests.helpers.studies import first_finished
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

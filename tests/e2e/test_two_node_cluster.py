@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from _procs import free_port, wait_http
+from testing.procs import free_port, wait_http
 
 from adbs_lab.cluster import local_cluster
 from adbs_lab.search.trainable import NODE_ID_KEY

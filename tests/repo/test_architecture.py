@@ -28,20 +28,34 @@ def test_ci_runs_the_readmes_set_up_and_test_commands():
 
 
 def test_test_files_have_unique_names_across_folders():
-    """tests/ mirrors the packages, and tests/conftest.py puts every folder of it on sys.path (a few test modules
-    import another's data writers), so two test files of one name would shadow each other."""
+    """tests/ mirrors the packages (tests/adbs_lab/results/test_tables.py tests adbs_lab/results/tables.py), and one
+    name names one test module: `pytest -k test_tables`, a failure's file name and a doc's citation of a test leave no
+    doubt which file is meant."""
     from collections import Counter
 
-    names = Counter(p.name for p in (REPO / "tests").rglob("*.py") if p.name != "__init__.py")
+    names = Counter(p.name for p in (REPO / "tests").rglob("*.py") if p.name not in ("__init__.py", "conftest.py"))
     assert not [n for n, k in names.items() if k > 1]
 
 
-def test_every_test_module_a_test_imports_exists():
-    """A test that reuses another test module's helpers (`from test_data import write_mini`) names a file that
-    exists somewhere under tests/: a renamed test module breaks no import that only a slow test makes."""
+def test_the_adbs_lab_tests_mirror_its_packages():
+    """A test module of adbs_lab/ lives in the folder of the package it tests (tests/adbs_lab/<package>/), and
+    every folder there is a package of adbs_lab/."""
+    tests = REPO / "tests" / "adbs_lab"
+    assert not list(tests.glob("test_*.py")), "move them into tests/adbs_lab/<package>/"
+    folders = {d.name for d in tests.iterdir() if d.is_dir() and d.name != "__pycache__"}
+    packages = {d.name for d in (REPO / "adbs_lab").iterdir() if (d / "__init__.py").is_file()}
+    assert folders and folders <= packages, sorted(folders - packages)
+
+
+def test_no_test_module_imports_another_or_edits_sys_path():
+    """What several test modules share lives in tests/helpers/ (or, shared with bench/, in testing/) and is imported
+    by its package name (`from tests.helpers.scripts import in_process`): a test module imports no other test module,
+    and tests/conftest.py adds nothing to sys.path, so one file or `-k` imports the same code as the whole suite."""
     import re
 
-    names = {p.stem for p in (REPO / "tests").rglob("test_*.py")}
-    imported = {m for p in (REPO / "tests").rglob("*.py")
-                for m in re.findall(r"^\s*from (test_\w+) import", p.read_text(), flags=re.M)}
-    assert imported and not imported - names, sorted(imported - names)
+    other_test = re.compile(r"^\s*(?:from|import) ((?:tests\.\S*\.)?test_\w+|_[a-z]\w*)(?: import\b|$)", flags=re.M)
+    bad = {p.relative_to(REPO).as_posix(): m for p in (REPO / "tests").rglob("*.py") for m in other_test.findall(p.read_text())}
+    assert not bad, bad
+    assert "sys.path" not in (REPO / "tests" / "conftest.py").read_text()
+    assert all((d / "__init__.py").is_file() for d in (REPO / "tests").rglob("*")
+               if d.is_dir() and d.name != "__pycache__"), "each folder of tests/ is a package (tests/__init__.py)"

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _scripts import in_process
+from tests.helpers.scripts import in_process
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", "docs/recipes.md"]
@@ -203,7 +203,7 @@ def _run(argv: list[str], home: Path, cwd: Path = REPO, timeout: int = 300) -> s
 
 
 def _run_in_process(argv: list[str], cmd: str, capsys) -> str:
-    """Run the script argv[1] in this process as `python <argv[1:]>` would (tests/_scripts.py); its stdout. A
+    """Run the script argv[1] in this process as `python <argv[1:]>` would (tests/helpers/scripts.py); its stdout. A
     non-zero exit fails the test."""
     r = in_process(capsys, argv)
     if r.returncode != 0:

@@ -19,7 +19,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("adbs", "adbs_lab", "studies", "bench", "search_spaces")
+PACKAGES = ("adbs", "adbs_lab", "studies", "bench", "search_spaces", "testing")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from _scripts import in_process
+from tests.helpers.scripts import in_process
 
 from adbs.config import ConfigError, from_dict, resolve
 from adbs.data import DataError, check_data
@@ -52,7 +52,7 @@ def _cifar_cfg(root: Path, **kw):
 
 
 def _adbs_run(capsys, *argv: str):
-    """`python -m adbs.run <argv>` in this process (tests/_scripts.py): each of these is refused before training."""
+    """`python -m adbs.run <argv>` in this process (tests/helpers/scripts.py): each of these is refused before training."""
     return in_process(capsys, [sys.executable, "-m", "adbs.run", *argv], cwd=REPO)
 
 
@@ -325,7 +325,7 @@ def test_report_calls_running_trials_of_a_running_study_running(tmp_path, capsys
 def test_a_mini_imagenet_test_split_without_novel_classes_is_refused(tmp_path):
     import csv
 
-    from test_data import write_mini
+    from tests.helpers.datasets import write_mini
 
     root = write_mini(tmp_path)
     test_csv = root / "miniimagenet" / "split" / "test.csv"

@@ -1,7 +1,7 @@
 """The test command's own machinery: `pytest -n 2` keeps the tests marked xdist_group on one worker.
 
-Modules that share a costly fixture (tests/_smoke_store.py's study store, tests/e2e/test_two_node_cluster.py's two Ray clusters)
-are marked `xdist_group`, and pyproject.toml runs pytest with `--dist loadgroup`. If the grouping silently stops
+Modules that share a costly fixture (tests/helpers/smoke_store.py's study store, tests/e2e/test_two_node_cluster.py's two
+Ray clusters) are marked `xdist_group`, and pyproject.toml runs pytest with `--dist loadgroup`. If the grouping silently stops
 working (pytest 9.2 with pytest-xdist 3.8 does: pytest-dev/pytest-xdist#1386), each worker builds those fixtures
 itself and the whole run takes minutes longer, with every test still passing. This test is what fails then.
 """

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _scripts import in_process
+from tests.helpers.scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.results import from_store

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import optuna
-from _scripts import in_process
+from tests.helpers.scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.driver import options

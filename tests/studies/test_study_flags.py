@@ -13,7 +13,7 @@ from unittest import mock
 
 import pandas as pd
 import pytest
-from _scripts import in_process
+from tests.helpers.scripts import in_process
 
 from adbs.config import from_dict
 from adbs_lab import study

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _procs import free_port
+from testing.procs import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("adbs_submit", REPO / "studies" / "submit.py")

@@ -155,7 +155,7 @@ def test_values_torch_or_numpy_refuse_are_refused_by_the_dry_run(tmp_path, capsy
     numpy's SeedSequence inside the run."""
     import sys
 
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     out = tmp_path / "never.json"
     r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--preset", "smoke", "--out", str(out), *args,

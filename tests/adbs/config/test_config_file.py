@@ -127,7 +127,7 @@ def test_paper_presets_hold_the_papers_two_settings_only():
 def test_a_dry_run_names_the_file_keys_the_study_sets_itself_as_the_run_does(tmp_path, capsys):
     """kshot_grid searches shots and takes seed from --seeds: a --config file setting them gets the same note in
     the dry run as in the run (adbs_lab/driver/preflight.py: note_owned, printed by both)."""
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     f = tmp_path / "best.yaml"
     f.write_text("shots: 5\nseed: 3\nalpha: 0.02\n")
@@ -187,7 +187,7 @@ def test_a_bool_in_a_file_reads_as_the_same_text_after_set(tmp_path, value, expe
 ])
 def test_config_twice_and_an_empty_host_are_refused(tmp_path, capsys, script, flags, fragment):
     """--config a.yaml --config b.yaml once dropped a.yaml in silence; --host "" once meant the baseline."""
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     a, b = _write(tmp_path, "a.yaml", "alpha: 0.05\n"), _write(tmp_path, "b.yaml", "seed: 3\n")
     flags = [{"A": a, "B": b}.get(f, f) for f in flags]

@@ -139,7 +139,7 @@ def own_dataset(tmp_path, monkeypatch):
 
 def _refused(capsys, flags, fragment):
     """--dry-run and the run both refuse with exit 2 and one line holding `fragment`, before any training."""
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     for extra in (["--dry-run"], []):
         r = in_process(capsys, [sys.executable, "-m", "adbs.run", *flags, *extra])
@@ -149,7 +149,7 @@ def _refused(capsys, flags, fragment):
 
 
 def test_the_own_dataset_passes_the_preflight(own_dataset, capsys):
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     r = in_process(capsys, [sys.executable, "-m", "adbs.run", *own_dataset(), "--dry-run"])
     assert r.returncode == 0 and "dry run:" in r.stdout, r.stderr

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 import csv
-import pickle
 import re
 import time
 from pathlib import Path
@@ -17,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from adbs.config import Config
 from adbs.data import (
@@ -36,78 +34,13 @@ from adbs.data import protocol, registry, synthetic
 # classes a seed draws)
 from adbs.data.loader import _batch_random_crop, parse_transform
 from adbs.data.protocol import match_index_lines, read_index_list, sessions_from_index_lists
+from tests.helpers.datasets import MINI_WNIDS, write_cifar, write_cub, write_jpg, write_mini
 
 INDEX_LISTS = Path(__file__).resolve().parents[3].parent / "shared/reference/fscil_index_lists"
 needs_lists = pytest.mark.skipif(
     not INDEX_LISTS.is_dir(),
     reason=f"real FSCIL index lists not found at {INDEX_LISTS} (they live in the project's shared/ folder)",
 )
-
-# --- fake datasets in the community layouts ----------------------------------------------------
-
-
-def _jpg(path: Path, rng: np.random.Generator, size=(16, 20)) -> None:
-    Image.fromarray(rng.integers(0, 256, (*size, 3), dtype=np.uint8)).save(path, quality=80)
-
-
-def write_cifar(root: Path, train_per_class: int = 30, test_per_class: int = 4) -> Path:
-    d = root / "cifar-100-python"
-    d.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    for split, n in (("train", train_per_class), ("test", test_per_class)):
-        labels = rng.permutation(np.repeat(np.arange(100), n))  # interleaved, like the real files
-        data = rng.integers(0, 256, (len(labels), 3072), dtype=np.uint8)
-        with open(d / split, "wb") as fh:
-            pickle.dump({"batch_label": split, "fine_labels": labels.tolist(),
-                         "coarse_labels": (labels // 5).tolist(), "data": data,
-                         "filenames": [f"img_{i}.png" for i in range(len(labels))]}, fh)
-    return root
-
-
-MINI_WNIDS = [f"n{1000000 + 7919 * c:08d}" for c in range(100)]
-
-
-def write_mini(root: Path, train_per_class: int = 12, test_per_class: int = 2) -> Path:
-    d = root / "miniimagenet"
-    (d / "images").mkdir(parents=True)
-    (d / "split").mkdir()
-    rng = np.random.default_rng(1)
-    for split, n, off in (("train", train_per_class, 0), ("test", test_per_class, 500)):
-        with open(d / "split" / f"{split}.csv", "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["filename", "label"])
-            for wnid in MINI_WNIDS:
-                for k in range(n):
-                    name = f"{wnid}{off + k:08d}.jpg"
-                    w.writerow([name, wnid])
-                    _jpg(d / "images" / name, rng)
-    return root
-
-
-def cub_folder(c: int) -> str:
-    return f"{c + 1:03d}.Bird_{c + 1}"
-
-
-def write_cub(root: Path, train_per_class: int = 8, test_per_class: int = 2) -> Path:
-    d = root / "CUB_200_2011"
-    (d / "images").mkdir(parents=True)
-    rng = np.random.default_rng(2)
-    images, labels, split = [], [], []
-    iid = 0
-    for c in range(200):
-        (d / "images" / cub_folder(c)).mkdir()
-        for k in range(train_per_class + test_per_class):
-            iid += 1
-            rel = f"{cub_folder(c)}/Bird_{c + 1}_{k:04d}_{iid}.jpg"
-            _jpg(d / "images" / rel, rng)
-            images.append(f"{iid} {rel}")
-            labels.append(f"{iid} {c + 1}")
-            split.append(f"{iid} {1 if k < train_per_class else 0}")
-    (d / "images.txt").write_text("\n".join(images) + "\n")
-    (d / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
-    (d / "train_test_split.txt").write_text("\n".join(split) + "\n")
-    return root
-
 
 @pytest.fixture(scope="session")
 def fake_roots(tmp_path_factory) -> dict[str, Path]:
@@ -750,7 +683,7 @@ def test_preflight_is_remembered_by_content_and_a_changed_image_is_checked_again
     assert preflight_data(cfg) == [] and decoded == []
     assert preflight_data(cfg.replace(seed=3, shots=2)) == [] and decoded == []  # same data, another config
     # one image rewritten with other content: the content key changes, every image is decoded again
-    _jpg(root / "miniimagenet/images" / _mini_name(5, 1), np.random.default_rng(9))
+    write_jpg(root / "miniimagenet/images" / _mini_name(5, 1), np.random.default_rng(9))
     preflight.forget()
     preflight_data(cfg)
     assert len(decoded) == 400

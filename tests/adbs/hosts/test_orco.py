@@ -194,7 +194,7 @@ def test_too_few_targets_for_the_classes_is_refused_before_any_trial(tmp_path, c
     run and of its dry run (Config.validate: Host.check_dataset) refuse it; before, every trial failed."""
     import sys
 
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     flags = ["--preset", "smoke", "--host", "orco", "--orco.reserve", "full", "--orco.proj-dim", "8",
              "--out", str(tmp_path / "o.json")]

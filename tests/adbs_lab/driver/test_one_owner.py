@@ -16,8 +16,8 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _procs import free_port
-from _scripts import in_process
+from testing.procs import free_port
+from tests.helpers.scripts import in_process
 
 from adbs_lab import study
 from adbs_lab.driver import options

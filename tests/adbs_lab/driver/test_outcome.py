@@ -15,7 +15,7 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.driver import outcome
 from adbs_lab.stores.paths import REPO_ROOT
 from adbs_lab.records.trial_records import classify
-from tests._scripts import in_process
+from tests.helpers.scripts import in_process
 
 PY = sys.executable
 

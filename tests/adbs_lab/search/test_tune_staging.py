@@ -17,7 +17,7 @@ def test_a_second_driver_starts_only_after_the_first_ones_second_has_passed():
     """The first holds the lock until after its release; the second's hold returns only then, in a later second."""
     from pathlib import Path
 
-    repo = str(Path(__file__).resolve().parents[2])
+    repo = str(Path(__file__).resolve().parents[3])
     tune_staging.hold()
     try:
         other = subprocess.Popen([sys.executable, "-c", HOLD.format(repo=repo)], stdout=subprocess.PIPE, text=True)

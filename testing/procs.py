@@ -1,5 +1,5 @@
-"""Servers the tests start as processes (MLflow, optuna-dashboard, PostgreSQL, the S3 stand-in): a free port to give
-them, waiting until they answer, and stopping them."""
+"""Servers the tests and bench/ start as processes (MLflow, optuna-dashboard, PostgreSQL, the S3 stand-in): a free
+port to give them, waiting until they answer, and stopping them."""
 
 from __future__ import annotations
 

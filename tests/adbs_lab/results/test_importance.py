@@ -9,23 +9,11 @@ import pytest
 
 from adbs_lab.results import importance
 from adbs_lab.records import metrics_keys as K
-
-
-def _trials(n_a: int = 6, n_b: int = 2, seeds=(0, 1)):
-    rows = []
-    rng = np.random.default_rng(0)
-    for a in np.linspace(0.01, 0.1, n_a):
-        for b in (8.0, 16.0, 32.0)[:n_b]:
-            for seed in seeds:
-                # a decides; b and the seed add noise
-                rows.append({"label": f"alpha={a:.4g} temperature={b:g}", "alpha": float(a), "temperature": b,
-                             "seed": seed, "state": K.COMPLETE, "val_avg_acc": 50 + 300 * a + rng.normal(0, 0.3),
-                             K.WARNING: ""})
-    return pd.DataFrame(rows)
+from tests.helpers.fakes import importance_trials
 
 
 def test_seeds_are_averaged_and_collapsed_or_diverged_trials_counted_out():
-    t = _trials()
+    t = importance_trials()
     t.loc[0, K.WARNING] = "novel accuracy 0.00 in every incremental session (2)"
     t.loc[2, K.WARNING] = "1 of 90 seen classes never predicted (session 8)"  # not a collapse: stays in
     t = pd.concat([t, pd.DataFrame([{**t.iloc[1].to_dict(), "state": K.DIVERGED, "val_avg_acc": np.nan}])])
@@ -40,7 +28,7 @@ def test_seeds_are_averaged_and_collapsed_or_diverged_trials_counted_out():
 
 
 def test_the_parameter_that_decides_is_ranked_first_with_an_interval(tmp_path):
-    a = importance.analyse(_trials(n_a=6, n_b=3), resamples=10)
+    a = importance.analyse(importance_trials(n_a=6, n_b=3), resamples=10)
     imp = a["importance"]["fANOVA"]
     assert imp["alpha"][0] > 0.8 and 0.5 < imp["alpha"][1] <= imp["alpha"][2]
     ranked, unresolved = importance.resolved(imp)
@@ -53,7 +41,7 @@ def test_the_parameter_that_decides_is_ranked_first_with_an_interval(tmp_path):
 
 
 def test_too_few_configurations_say_so_instead_of_ranking(tmp_path):
-    t = _trials(n_a=3, n_b=2, seeds=(0, 1, 2))  # 6 configurations, 18 trials
+    t = importance_trials(n_a=3, n_b=2, seeds=(0, 1, 2))  # 6 configurations, 18 trials
     a = importance.analyse(t)
     assert a["too_few"] and "importance" not in a
     assert "Too few complete configurations" in importance.markdown(a) and "6 complete configurations" in importance.markdown(a)
@@ -64,7 +52,7 @@ def test_a_study_of_named_rows_or_one_parameter_has_no_importance():
     rows = pd.DataFrame([{"label": lab, "variant": lab, "seed": 0, "state": K.COMPLETE, "val_avg_acc": 1.0}
                          for lab in ("baseline", "adb", "adb+ic")])
     assert importance.analyse(rows) is None
-    assert importance.analyse(_trials(n_b=1)) is None  # alpha only
+    assert importance.analyse(importance_trials(n_b=1)) is None  # alpha only
 
 
 def test_report_redraws_importance_from_the_store_alone(tmp_path):
@@ -85,7 +73,7 @@ def test_report_redraws_importance_from_the_store_alone(tmp_path):
     parent = c.create_run(exp, run_name="alpha_sweep 2026-01-01 00:00",
                           tags={"adbs.role": "study", "adbs.study": "alpha_sweep",
                                 "adbs.command": "python studies/alpha_sweep.py --num-samples 12"})
-    t = _trials(n_a=6, n_b=2, seeds=(0,))
+    t = importance_trials(n_a=6, n_b=2, seeds=(0,))
     for i, r in t.iterrows():
         cfg = Config(alpha=r["alpha"], temperature=r["temperature"], seed=0).to_dict()
         run = c.create_run(exp, run_name=r["label"], tags={"mlflow.parentRunId": parent.info.run_id,
@@ -116,7 +104,7 @@ def test_each_objective_of_a_multi_objective_study_gets_its_own_ranking_in_its_d
     per objective, each ranking its own parameter, and an importance figure each."""
     from adbs_lab.records.objectives import Objective
 
-    t = _trials(n_a=6, n_b=3)
+    t = importance_trials(n_a=6, n_b=3)
     rng = np.random.default_rng(1)
     t["val_last_novel_acc"] = t["temperature"] + rng.normal(0, 0.05, len(t))
     objs = (Objective("val_avg_acc", "max"), Objective("val_last_novel_acc", "min"))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _procs import free_port
+from testing.procs import free_port
 
 from adbs_lab.cluster import local_cluster
 

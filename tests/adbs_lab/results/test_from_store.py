@@ -187,11 +187,11 @@ def test_report_across_two_studies_one_table_one_figure(store, tmp_path, capsys)
     import sys
     from pathlib import Path
 
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     uri, ablation_id, _, _ = store
     _second_study(uri, "boundary", {"released": [70.0, 40.0, 20.0], "clamp": [70.0, 58.0, 50.0]}, "released")
-    script = Path(__file__).resolve().parents[2] / "studies" / "report.py"
+    script = Path(__file__).resolve().parents[3] / "studies" / "report.py"
 
     def run(*a: str):
         return in_process(capsys, [sys.executable, str(script), *a, "--tracking-uri", uri])
@@ -222,7 +222,7 @@ def test_report_across_studies_marks_each_multi_objective_studys_own_front(store
     import sys
     from pathlib import Path
 
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     uri, _, _, _ = store
     # a and b trade base for novel accuracy; c is beaten by b on both
@@ -230,7 +230,7 @@ def test_report_across_studies_marks_each_multi_objective_studys_own_front(store
     _second_study(uri, "alpha_sweep", {lab: [70.0, 50.0, 40.0] for lab in values}, "",
                   summary={lab: {"val_last_base_acc": b, "val_last_novel_acc": n} for lab, (b, n) in values.items()},
                   tags={"adbs.objectives": json.dumps(["val_last_base_acc:max", "val_last_novel_acc:max"])})
-    script = Path(__file__).resolve().parents[2] / "studies" / "report.py"
+    script = Path(__file__).resolve().parents[3] / "studies" / "report.py"
     r = in_process(capsys, [sys.executable, str(script), "ablation", "alpha_sweep", "--tracking-uri", uri,
                             "--out", str(tmp_path / "cmp")])
     assert r.returncode == 0, r.stderr

@@ -16,7 +16,7 @@ import pytest
 from adbs_lab.stores import paths
 from adbs_lab.stores import serve
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _cmd(*argv: str) -> list[str]:
@@ -61,7 +61,7 @@ def test_bad_store_and_busy_port_fail_before_starting(tmp_path, capsys):
     (["--workers", "0"], "--workers 0 is out of range; allowed: >= 1"),
 ])
 def test_port_and_workers_out_of_range_are_refused_dry_run_too(tmp_path, capsys, flags, fragment, dry):
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     r = in_process(capsys, [sys.executable, str(REPO / "mlflow" / "serve.py"), *flags, "--backend-store-uri",
                             f"sqlite:///{tmp_path / 'store' / 'm.db'}", *dry])
@@ -72,7 +72,7 @@ def test_port_and_workers_out_of_range_are_refused_dry_run_too(tmp_path, capsys,
 def test_dry_run_quotes_a_spaced_path_and_writes_nothing(tmp_path, capsys):
     import shlex
 
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     store, art = tmp_path / "my store" / "m.db", tmp_path / "my artifacts"
     with socket.socket() as s:  # a port free now

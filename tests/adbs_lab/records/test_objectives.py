@@ -10,7 +10,7 @@ from unittest import mock
 
 import pandas as pd
 import pytest
-from _scripts import in_process
+from tests.helpers.scripts import in_process
 
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto

@@ -4,8 +4,6 @@ across studies of different objectives names no best, and says why; figures whos
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -15,9 +13,8 @@ from adbs_lab.records import objectives
 from adbs_lab.results import run_files
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import CONFIG_COLUMNS
+from tests.helpers.fakes import importance_trials
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_importance import _trials  # noqa: E402 - the importance tests' hand-made search
 
 
 IMPORTANCE_NOT_DRAWN = "importance analysis (importance.md and its figures): not drawn"
@@ -26,7 +23,7 @@ IMPORTANCE_NOT_DRAWN = "importance analysis (importance.md and its figures): not
 def _constant_search() -> tuple[pd.DataFrame, pd.DataFrame]:
     """18 configurations of two searched parameters whose objective is the same number in every trial: fANOVA
     raises (zero total variance in its forest)."""
-    trials = _trials(n_a=6, n_b=3).assign(val_avg_acc=50.0, trial_id=lambda t: [f"t{i}" for i in range(len(t))],
+    trials = importance_trials(n_a=6, n_b=3).assign(val_avg_acc=50.0, trial_id=lambda t: [f"t{i}" for i in range(len(t))],
                                           base_epochs=2, base_epochs_run=2)
     trials = trials.assign(**{c: None for c in CONFIG_COLUMNS if c not in trials})  # trials.parquet's columns
     sessions = pd.DataFrame([{"trial_id": t.trial_id, "state": K.COMPLETE, "label": t.label, "seed": t.seed,
@@ -93,7 +90,7 @@ def _parent(name: str = "knobs") -> SimpleNamespace:
 def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypatch):
     """The study's own summary (adbs_lab/driver/summarise.py): the figures and report.md after the tables; the
     tracker is a stand-in (what is tested is our summary, not MLflow), and so are the lines above the tables
-    (adbs_lab/results/notes.py, tested in tests/adbs_lab/test_study_notes.py), which read the study's options."""
+    (adbs_lab/results/notes.py, tested in tests/adbs_lab/results/test_study_notes.py), which read the study's options."""
     from adbs_lab.results import notes as study_notes
     from adbs_lab.driver import summarise
 

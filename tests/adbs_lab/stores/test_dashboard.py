@@ -12,7 +12,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _procs import free_port
+from testing.procs import free_port
 
 from adbs_lab.stores import dashboard
 

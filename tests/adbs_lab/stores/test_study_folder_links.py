@@ -56,7 +56,7 @@ def test_a_holder_link_made_after_the_check_is_not_written_through(tmp_path, tar
 
 
 def test_a_study_refuses_a_linked_lock_with_exit_2(tmp_path, target, capsys):
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "alpha_sweep.lock").symlink_to(target)
@@ -85,7 +85,7 @@ def test_a_linked_study_folder_is_refused(tmp_path, dangling):
 
 def test_a_study_refuses_a_linked_base_cache_with_exit_2(tmp_path, capsys):
     """<storage>/base_cache a link: before, every base session of the study was written into the link's target."""
-    from _scripts import in_process
+    from tests.helpers.scripts import in_process
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -1,10 +1,10 @@
-"""A real PostgreSQL server for the tests (Debian's `postgresql` package: initdb, pg_ctl), started in a temporary
-data folder as an unprivileged user (PostgreSQL refuses to run as root, and CI runs as root), on a free TCP port and
-a socket folder of its own, so parallel xdist workers each get their own server. Password authentication over TCP
-(scram-sha-256), as a lab's server has, so bad credentials are really refused.
+"""A real PostgreSQL server for the tests and bench/load.py (Debian's `postgresql` package: initdb, pg_ctl), started
+in a temporary data folder as an unprivileged user (PostgreSQL refuses to run as root, and CI runs as root), on a
+free TCP port and a socket folder of its own, so parallel xdist workers each get their own server. Password
+authentication over TCP (scram-sha-256), as a lab's server has, so bad credentials are really refused.
 
-`conftest.postgres` starts one per test session; tests that need it skip with a message where PostgreSQL or its
-Python driver (psycopg, the `[postgres]` extra) is missing."""
+tests/conftest.py's `postgres` fixture starts one per test session, bench/load_check.py one per load run; tests that
+need it skip with a message where PostgreSQL or its Python driver (psycopg, the `[postgres]` extra) is missing."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from _procs import free_port  # tests/ is on the path: tests/conftest.py, bench/load_check.py
+from testing.procs import free_port
 
 USER, PASSWORD = "adbs", "adbs-test-pw"
 
