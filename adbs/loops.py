@@ -34,13 +34,10 @@ from adbs.data import FSCILData, make_loader
 from adbs.data.augment import batch_generator
 from adbs.hosts import Head, Host, Phase, create_host
 from adbs.metrics import boundary_stats
-from adbs.runtime import MAX_DEFAULT_WORKERS, Runtime, default_workers, resolve_device  # noqa: F401 - also from here
-from adbs.sessions import FeatureSource, new_boundaries, run_sessions, session_model  # noqa: F401 - also from here
+from adbs.runtime import Runtime
 from adbs.state import BaseCheckpoint, BaseSession, Checkpoint, read_checkpoint
-from adbs.trainer import (  # noqa: F401
+from adbs.trainer import (
     Hooks,
-    MetricsHook,
-    NumericalError,
     check_finite,
     class_scores,
     cpu_state,

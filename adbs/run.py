@@ -141,7 +141,7 @@ def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
 
 def execute(cfg: Config, args: argparse.Namespace, out: Path) -> None:
     """Train and score the run, print its table, write its result (the output folder is made only now)."""
-    from adbs.loops import Hooks
+    from adbs.trainer import Hooks
     from adbs.trial import run_trial
 
     log = None if args.quiet else (lambda s: print(s, flush=True))

@@ -27,7 +27,10 @@ from typing import Any, Callable, Protocol
 from adbs.cache import BaseCache, base_key
 from adbs.config import Config
 from adbs.data import FSCILData, build_data
-from adbs.loops import Hooks, resolve_device, run_sessions, train_base
+from adbs.loops import train_base
+from adbs.trainer import Hooks
+from adbs.runtime import resolve_device
+from adbs.sessions import run_sessions
 from adbs.metrics import base_novel_summary
 from adbs.state import (
     BaseCheckpoint,

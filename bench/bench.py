@@ -80,7 +80,9 @@ def main() -> None:
 
     from adbs.config import preset
     from adbs.data import build_data
-    from adbs.loops import Hooks, run_sessions, train_base
+    from adbs.loops import train_base
+    from adbs.trainer import Hooks
+    from adbs.sessions import run_sessions
 
     t_import = time.perf_counter() - t0
     torch.set_num_threads(1)

@@ -166,7 +166,7 @@ def run_ours(cfg, data, batches, released_init: dict[str, torch.Tensor], channel
     """
     import adbs.loops as loops
     from adbs.backbones import create_backbone
-    from adbs.loops import Hooks
+    from adbs.trainer import Hooks
     from adbs.state import read_checkpoint
 
     encoder = released_encoder_to_ours(released_init)

@@ -4,16 +4,18 @@ Rows are named sets of Config overrides, not a Cartesian product: IC without ADB
 (with m = 1 every IC term is 0), so it is not a row.
 """
 
-SPACE = {}  # fixed values shared by every row (none: the preset decides)
+from typing import Any
 
-ROWS = {
+SPACE: dict[str, Any] = {}  # fixed values shared by every row (none: the preset decides)
+
+ROWS: dict[str, dict[str, Any]] = {
     "baseline": {"variant": "baseline"},  # fixed boundary m = 1, no boundary fine-tuning
     "adb": {"variant": "adb"},  # learnable boundaries, alpha = 0
     "adb+ic": {"variant": "adb+ic"},  # full ADBS
 }
 
 # Finer toggles (`--toggles NAME ...`): each adds a row = full ADBS with one change.
-TOGGLES = {
+TOGGLES: dict[str, dict[str, Any]] = {
     "abs_boundary": {"variant": "adb+ic", "abs_boundary": False},  # signed m in logits
     "new_boundary_init": {"variant": "adb+ic", "new_boundary_init": "one"},  # new boundaries start at 1.0
     "boundary_weight_decay": {"variant": "adb+ic", "boundary_weight_decay": False},  # no weight decay on m

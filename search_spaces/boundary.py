@@ -7,7 +7,9 @@ not tuned: an lr an order of magnitude below the backbone's, and m frozen for th
 epochs (the released recipe's boundaries cross zero in the first epoch).
 """
 
-RELEASED = {
+from typing import Any
+
+RELEASED: dict[str, Any] = {
     "variant": "adb+ic",
     "new_boundary_init": "mean",  # signed mean of the old boundaries
     "finetune_abs_boundary": False,  # signed m in the fine-tuning loop
@@ -16,7 +18,7 @@ RELEASED = {
     "boundary_warmup_epochs": 0,  # m trains from the first step
 }
 
-REMEDIES = {
+REMEDIES: dict[str, dict[str, Any]] = {
     "abs_mean_init": {"new_boundary_init": "abs_mean"},  # new m = mean |m| (the paper's "mean boundary")
     "finetune_abs": {"finetune_abs_boundary": True},  # |m| in the fine-tuning loop, as at evaluation
     "abs_base": {"abs_base_boundary": True},  # |m| of the base boundaries before the sessions
@@ -33,4 +35,4 @@ ROWS = {
 
 BASELINE = "baseline"
 
-SPACE = {}  # nothing sampled: every row over every seed
+SPACE: dict[str, Any] = {}  # nothing sampled: every row over every seed

@@ -6,9 +6,11 @@ with variant=baseline (m = 1 fixed, no IC, no boundary fine-tuning: the host as 
 variant=adb+ic (ADBS on the host's head). Each row is compared with its host without ADBS (Delta_last).
 """
 
+from typing import Any
+
 from adbs.config import PRESETS, Config, host_preset
 
-SPACE = {}  # nothing sampled: every row over every seed
+SPACE: dict[str, Any] = {}  # nothing sampled: every row over every seed
 
 LABELS = {"baseline": "baseline", "savc": "SAVC", "alice": "ALICE", "orco": "OrCo"}
 """Row label of each host (the paper's names; a host not listed here is labelled by its registry name)."""

@@ -17,6 +17,7 @@ class prototypes, base/novel split); MLflow experiment 'ablation'.
 """
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
@@ -27,7 +28,7 @@ from studies import times  # noqa: E402
 from search_spaces import ablation as spaces  # noqa: E402
 
 
-def plan(opts: options.StudyOptions, toggles: list[str] = ()) -> tuple[Plan, options.StudyOptions]:
+def plan(opts: options.StudyOptions, toggles: Sequence[str] = ()) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan and the options it runs with (studies/paper.py composes it too)."""
     rows = {**spaces.ROWS, **{f"adb+ic -{t}": spaces.TOGGLES[t] for t in toggles}}
     return Plan(

@@ -22,6 +22,7 @@ alpha_sensitivity.png, optuna.db; MLflow experiment 'alpha_sweep' (parent run + 
 """
 
 import sys
+from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
@@ -34,6 +35,7 @@ from search_spaces import alpha_sweep as spaces  # noqa: E402
 def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan and the options it runs with (studies/paper.py composes it too, with grid=True):
     --num-samples: TPE's SPACE; --smoke: SMOKE_GRID; --grid: the paper's GRID; else DEFAULT_GRID."""
+    space: dict[str, Any]
     if opts.num_samples is not None:
         space, name = spaces.SPACE, "SPACE"
     elif opts.smoke:

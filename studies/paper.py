@@ -61,7 +61,8 @@ from adbs_lab.stores import tracking_store
 from adbs_lab.results import paper as paper_report  # noqa: E402
 from adbs_lab.driver import compose  # noqa: E402
 from adbs_lab.driver.preflight import logged_argv  # noqa: E402
-from adbs.redaction import reveal  # noqa: E402
+from adbs.redaction import redact, reveal  # noqa: E402
+from search_spaces import hosts as host_spaces  # noqa: E402
 from studies import ablation, alpha_sweep, hosts, kshot_grid, times  # noqa: E402
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
@@ -74,9 +75,9 @@ def main() -> int:
     """Every part checked and its cost printed before any trains (nothing written), then the parts one after
     another (adbs_lab/driver/compose.py), then one report from the MLflow store; the worst part's exit code."""
     p = options.parser(__doc__, options.Defaults(pruning=False, seeds=(0,)))
-    p.add_argument("--hosts", nargs="+", default=hosts.spaces.HOSTS, choices=list(host_names()),
+    p.add_argument("--hosts", nargs="+", default=host_spaces.HOSTS, choices=list(host_names()),
                    help=f"host methods of the main table, each without and with ADBS (default: "
-                        f"{' '.join(hosts.spaces.HOSTS)}, the paper's four)")
+                        f"{' '.join(host_spaces.HOSTS)}, the paper's four)")
     opts, extra = options.parse(p)
     try:  # the paper's folder and its parts' are named by --name: one folder name, confined to --storage
         options.check_name(opts.name)
@@ -91,7 +92,7 @@ def main() -> int:
     out = None if remote else Path(opts.storage).expanduser().resolve() / folder  # else made for the report
     storage = objstore.join(opts.storage, folder) if remote else str(out)
     whole = compose.Composite("paper", label, _parts(p, opts, extra.hosts, dataset, storage),
-                              shown=objstore.redact(storage),  # printed and logged: no credentials
+                              shown=redact(storage),  # printed and logged: no credentials
                               tracking_uri=tracking_store.tracking_uri(opts.tracking_uri), storage=storage)
     checked = whole.check()
     whole.print_cost(checked, _estimate(opts, dataset), opts.seeds)
@@ -220,12 +221,12 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], shown: lis
     files = paper_report.write_report(client, runs, out, dataset=dataset, meta=meta)
     run_id = paper_report.log_run(client, whole.tracking_uri, dataset=dataset, parts=runs, files=files, root=out,
                                   storage=whole.storage, tags={"adbs.command": command[:7500], "adbs.storage": whole.shown})
-    report_at = out / "report.md"
+    report_at: Path | str = out / "report.md"
     if objstore.is_url(whole.storage):  # beside the parts, as each study uploads its own report; the staging goes
         fs, path = objstore.open_fs(whole.storage)
         pafs.copy_files(str(out), path.rstrip("/"), destination_filesystem=fs)
         shutil.rmtree(out, ignore_errors=True)
-        report_at = objstore.redact(objstore.join(whole.storage, "report.md"))
+        report_at = redact(objstore.join(whole.storage, "report.md"))
     print(f"\n{whole.title}: done in {(time.time() - t0) / 60:.1f} min; report: {report_at}")
     print(f"tables beside the paper: {', '.join(str(f.relative_to(out)) for f in files if f.suffix in ('.md',))}")
     print(f"figures: {', '.join(str(f.relative_to(out)) for f in files if f.suffix == '.png')}")

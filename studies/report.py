@@ -37,6 +37,7 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 from adbs_lab.results import from_store
 from adbs_lab.results import paper
+from adbs_lab.results import renderings
 from adbs import writable
 from adbs_lab.stores import paths
 from adbs_lab.results import run_pick
@@ -158,7 +159,7 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     sessions, trials, order, reference = from_store.combine(studies)
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
                                trials=trials, front=from_store.combined_front(studies)) if len(sessions) else pd.DataFrame()
-    print(from_store.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
+    print(renderings.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
     names = "-".join(dict.fromkeys(s.name for s in studies))
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"compare-{names}-{'-'.join(i[:8] for i in ids)}"
@@ -172,18 +173,18 @@ def _report_study(study, args: argparse.Namespace, uri: str) -> int:
     """One study: its table (beside the paper's with --paper), its files, and its Pareto front where it has one."""
     run = study.parent.info
     table = from_store.study_table(study, metric=args.metric)
-    print(from_store.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session",
+    print(renderings.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session",
                             trials=study.trials, order=study.order, notes=study.notes))
     if args.paper:
-        beside = from_store.paper_beside(table, study.dataset)
+        beside = renderings.paper_beside(table, study.dataset)
         if beside is None:
             print(f"\n--paper: no paper table matches this study (dataset {study.dataset!r}, rows "
                   f"{', '.join(table['config']) if len(table) else '-'}); the paper reports ablation rows "
-                  f"baseline / adb / adb+ic on {', '.join(from_store.PAPER)}, and the hosts study's rows "
+                  f"baseline / adb / adb+ic on {', '.join(renderings.PAPER)}, and the hosts study's rows "
                   f"(SAVC, SAVC+ADBS, ALICE, ALICE+ADBS, ...) on cifar100")
         else:
-            print(f"\nours (mean over seeds) beside the paper ({from_store.PAPER_SOURCE}; '-' = not quoted):\n")
-            print(from_store.render_plain(beside, args.format))
+            print(f"\nours (mean over seeds) beside the paper ({renderings.PAPER_SOURCE}; '-' = not quoted):\n")
+            print(renderings.render_plain(beside, args.format))
 
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
     files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from any cwd without installing
 
 from adbs_lab.driver import outcome  # noqa: E402
-from adbs.redaction import carries_secret  # noqa: E402
+from adbs.redaction import carries_secret, redact  # noqa: E402
 
 # Never uploaded: environments, VCS, local results and stores (gitignore syntax, relative to REPO).
 EXCLUDES = ["/.venv/", ".git/", "/runs/", "/results/", "/test-artifacts/", "/mlflow/mlflow.db",
@@ -177,8 +177,8 @@ def _check_storage(storage: str | None) -> None:
     from adbs import objstore as st
 
     if st.is_url(storage):
-        if st.redact(storage) != storage:
-            raise SubmitError(f"--storage {st.redact(storage)}: the URL carries credentials, which would be visible in "
+        if redact(storage) != storage:
+            raise SubmitError(f"--storage {redact(storage)}: the URL carries credentials, which would be visible in "
                               "the job's entrypoint (dashboard, `ray job list`); drop them from the URL and pass "
                               "them as variables: --env AWS_ACCESS_KEY_ID --env AWS_SECRET_ACCESS_KEY")
     elif "://" in storage:

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adbs.objstore import OBJECT_STORE_SCHEMES, redact
+from adbs.objstore import OBJECT_STORE_SCHEMES
+from adbs.redaction import redact
 from adbs.objstore import is_url as is_object_store
 
 __all__ = ["SERVER_SCHEMES", "LOCAL_TRACKING_SCHEMES", "MARKER_DIR", "PROBE_TIMEOUT_S", "ClusterCheckError", "Node",

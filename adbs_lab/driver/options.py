@@ -404,4 +404,4 @@ def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.e
 
 
 __all__ = ["Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command", "check_name",
-           "ConfigError", "FLAGS_ONLY_ENV"]
+           "FLAGS_ONLY_ENV"]

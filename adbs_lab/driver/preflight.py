@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from adbs.config import Config, canonical, from_dict
-from adbs.redaction import carries_secret
+from adbs.redaction import carries_secret, redact
 from adbs_lab.search import space as sp
 from adbs_lab.records import tune_keys
 from adbs_lab.stores import tracking_store
@@ -58,7 +58,7 @@ def check_storage_writable(location: str) -> None:
 
     if st.is_url(location):
         if carries_secret(location):  # Ray Tune pickles the trainable, and the cache URL in it, into the storage
-            raise StudyInputError(f"--storage {st.redact(location)}: the URL carries credentials, which the study "
+            raise StudyInputError(f"--storage {redact(location)}: the URL carries credentials, which the study "
                                   "would write into its own files in the storage (Ray Tune's tuner.pkl and searcher "
                                   "state) and Ray's logs; drop them from the URL and export them where the study "
                                   "and `ray start` run, e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
@@ -194,7 +194,6 @@ def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int) -> str:
 
 def logged_argv(argv: tuple[str, ...]) -> list[str]:
     """The command for study.json and MLflow, with credentials cut out of object-store URLs."""
-    from adbs.objstore import redact
 
     def one(a: str) -> str:
         opt, eq, value = a.partition("=")

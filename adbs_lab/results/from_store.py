@@ -25,14 +25,10 @@ from adbs_lab.results import run_files
 from adbs_lab.records import trial_records
 from adbs_lab.results import tables
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.results.renderings import (  # noqa: F401 - moved there; from_store.X still works
-    PAPER,
-    PAPER_SOURCE,
+from adbs_lab.results.renderings import (
     paper_beside,
     render,
     render_plain,
-    to_csv,
-    to_latex,
 )
 from adbs_lab.records.trial_records import CONFIG_COLUMNS
 

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from adbs_lab.results import from_store
+from adbs_lab.results import renderings
 from adbs_lab.results import run_files
 
 __all__ = ["EXPERIMENT", "ROLE", "EMBEDDED", "PARTS", "NOT_QUOTED", "dcs_table", "render_dcs", "dcs_across",
@@ -45,7 +46,7 @@ NOT_QUOTED = {
 def dcs_table(tables: dict[str, pd.DataFrame], dataset: str | None) -> pd.DataFrame:
     """Class separation D_cs after the last session, without vs with ADBS, ours (mean over seeds) beside the paper's
     Table 4: one row per host of the hosts study, and the ablation's baseline vs adb+ic. '-' where not quoted."""
-    paper = from_store.PAPER.get(dataset or "", {})
+    paper = renderings.PAPER.get(dataset or "", {})
     rows = []
 
     def ours(table: pd.DataFrame, label: str) -> float:
@@ -68,7 +69,7 @@ def dcs_table(tables: dict[str, pd.DataFrame], dataset: str | None) -> pd.DataFr
 
 def render_dcs(df: pd.DataFrame) -> str:
     """Markdown, 4 decimals as the paper quotes D_cs."""
-    return from_store.render_plain(df, "markdown", digits=4) if len(df) else "(no completed trials with D_cs)"
+    return renderings.render_plain(df, "markdown", digits=4) if len(df) else "(no completed trials with D_cs)"
 
 
 def dcs_across(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -78,7 +79,7 @@ def dcs_across(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
     columns = ["study", "row"]
     rows: dict[tuple[Any, Any], dict[str, Any]] = {}  # (study, row) -> the row across datasets
     for name, dcs in per_dataset.items():
-        cols = ["ours without", "ours with ADBS"] + (["paper without", "paper with ADBS"] if name in from_store.PAPER
+        cols = ["ours without", "ours with ADBS"] + (["paper without", "paper with ADBS"] if name in renderings.PAPER
                                                      else [])
         columns += [f"{name}: {c}" for c in cols]
         for r in dcs.to_dict("records"):
@@ -103,10 +104,10 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
     lines = [f"# ADBS paper reproduction: {dataset or 'embedded benchmark'}", ""]
     lines += [f"- {k}: {v}" for k, v in meta.items()] + [""]
     lines += [("Every table: test accuracy (%) per session, mean ± 95% CI over seeds (selection and pruning used "
-               f"validation accuracy only). Paper numbers: {from_store.PAPER_SOURCE}."), ""]
-    if dataset not in from_store.PAPER:
+               f"validation accuracy only). Paper numbers: {renderings.PAPER_SOURCE}."), ""]
+    if dataset not in renderings.PAPER:
         lines += [(f"The paper reports no numbers for {repr(dataset) if dataset else 'the embedded benchmark'}; the "
-                   f"tables beside the paper's need {', '.join(from_store.PAPER)}."), ""]
+                   f"tables beside the paper's need {', '.join(renderings.PAPER)}."), ""]
     files, tables = [], {}
     for part, title in PARTS.items():
         if part not in parts:
@@ -117,9 +118,9 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
         folder = out / "figures" / part
         folder.mkdir(parents=True, exist_ok=True)
         # the part's notes above its table (a smoke run, settings changed), as the part itself wrote it
-        text = from_store.render(table, "text", trials=study.trials, order=study.order, notes=study.notes)
+        text = renderings.render(table, "text", trials=study.trials, order=study.order, notes=study.notes)
         (folder / "table.txt").write_text(text + "\n")
-        md = from_store.render(table, "markdown", trials=study.trials, order=study.order, notes=study.notes)
+        md = renderings.render(table, "markdown", trials=study.trials, order=study.order, notes=study.notes)
         (folder / "table.md").write_text(md + "\n")
         figs = (run_files.study_figures(study.name, study.sessions, study.trials, folder, order=study.order)
                 if len(study.sessions) else [])
@@ -127,13 +128,13 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
         run = study.parent.info
         lines += [f"## {title}", "", (f"Study `{part}`, parent run {run.run_id} ({run.status.lower()}), "
                                       f"{len(study.trials)} trials."), "", md, ""]
-        beside = from_store.paper_beside(table, dataset)
+        beside = renderings.paper_beside(table, dataset)
         if beside is not None:
             lines += ["Ours (mean over seeds) beside the paper ('-' = not quoted):", "",
-                      from_store.render_plain(beside, "markdown"), ""]
+                      renderings.render_plain(beside, "markdown"), ""]
         elif part in NOT_QUOTED:
             lines += [f"Paper: {NOT_QUOTED[part]}.", ""]
-        elif dataset in from_store.PAPER:
+        elif dataset in renderings.PAPER:
             lines += [f"Paper: no rows of this table are quoted for {dataset}.", ""]
         lines += [f"![{f.name}](figures/{part}/{f.name})" for f in figs] + [""]
     dcs = dcs_table(tables, dataset)
@@ -167,7 +168,7 @@ def write_across(client, runs: dict, out: Path, *, uri: str) -> list[Path]:
     lines += [f"- tracking URI: {uri}", "",
               ("D_cs after the last session (docs/metrics.md), mean over seeds, without and with ADBS, one column pair "
                "per dataset; the paper's Table 4 value beside ours where the paper reports the dataset ('-' where it "
-               f"quotes none). Paper numbers: {from_store.PAPER_SOURCE}."), "", render_dcs(table), ""]
+               f"quotes none). Paper numbers: {renderings.PAPER_SOURCE}."), "", render_dcs(table), ""]
     path = out / run_files.REPORT_MD
     path.write_text("\n".join(lines))
     return [path, out / "dcs.md", out / "dcs.csv", *files]
@@ -228,7 +229,7 @@ def latest_by_dataset(client, wanted: list[str]) -> dict:
     latest = {run.data.tags.get("adbs.dataset") or EMBEDDED: run for run in runs}  # oldest first: the latest wins
     if not latest:
         raise from_store.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
-    order = [*from_store.PAPER, EMBEDDED]
+    order = [*renderings.PAPER, EMBEDDED]
     have = sorted(latest, key=lambda d: (order.index(d) if d in order else len(order), d))
     names = have if wanted == ["all"] else list(dict.fromkeys(wanted))
     missing = [d for d in names if d not in latest]

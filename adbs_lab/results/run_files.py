@@ -20,11 +20,11 @@ from typing import Any, Callable, Iterable, TypeVar
 import pandas as pd
 
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.records.metrics_keys import EMBEDDINGS, decode_embeddings, encode_embeddings  # noqa: F401 - the codec, also here
+from adbs_lab.records.metrics_keys import EMBEDDINGS
 
 __all__ = ["CURVE_PNG", "BOUNDARIES_CSV", "CONFIG_JSON", "REPORT_MD", "EMBEDDINGS_JSON", "session_curve",
            "boundaries_table", "write_trial_artifacts", "session_curves", "guarded", "study_figures", "pruning_savings",
-           "report_markdown", "write_study_report", "EMBEDDINGS", "encode_embeddings", "decode_embeddings"]
+           "report_markdown", "write_study_report"]
 
 CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
 EMBEDDINGS_JSON = "embeddings.json"

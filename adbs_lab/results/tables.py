@@ -19,7 +19,7 @@ from adbs.cells import mean_ci, number
 from adbs_lab.results import compare
 from adbs_lab.results import seed_counts
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.records.trial_records import BASE_BOUNDARIES, CONFIG_COLUMNS, LABEL  # noqa: F401 - the tables' schema, re-exported
+from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
 
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:

@@ -44,7 +44,7 @@ def make_trainable(*, trial_fn: Callable | None = None, cache_dir: str | None = 
     def adbs_trial(config: dict[str, Any]) -> None:
         from ray import tune
 
-        from adbs.loops import Hooks, NumericalError
+        from adbs.trainer import Hooks, NumericalError
 
         _quiet_stop()
         # Ray Train logs every checkpoint at INFO ("Checkpoint successfully created at: ..."), one
@@ -232,7 +232,7 @@ def _inject_fault(cfg, epoch: int) -> None:
         return
     import json
 
-    from adbs.loops import NumericalError
+    from adbs.trainer import NumericalError
 
     f = json.loads(spec)
     if f.get("raise_if") and all(getattr(cfg, k) == v for k, v in f["raise_if"].items()):

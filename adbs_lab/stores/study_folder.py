@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adbs import objstore as st
+from adbs.redaction import redact
 from adbs.writable import link_problem, write_no_follow
 
 if TYPE_CHECKING:
@@ -115,15 +116,15 @@ class StudyFolder:
         return self.url
 
     def __str__(self) -> str:
-        return st.redact(self._remote_url()) if self.remote else str(self.local)
+        return redact(self._remote_url()) if self.remote else str(self.local)
 
     def display(self, name: str) -> str:
         """Where file `name` of the study ends up (printable: no credentials)."""
-        return st.redact(st.join(self._remote_url(), name)) if self.remote else str(self.local / name)
+        return redact(st.join(self._remote_url(), name)) if self.remote else str(self.local / name)
 
     def _beside(self, name: str) -> str:
         """Where `<storage>/<name>` is (printable), e.g. the folder an earlier study was moved aside to."""
-        return st.redact(st.join(self.storage, name)) if self.remote else str(self.local.parent / name)
+        return redact(st.join(self.storage, name)) if self.remote else str(self.local.parent / name)
 
     @property
     def cache_location(self) -> str:

@@ -13,7 +13,8 @@ import adbs
 from adbs.config import Config, ConfigError, preset
 from adbs.data import build_data
 from adbs.metrics import boundary_stats, collapse_warnings, prediction_stats
-from adbs.loops import new_boundaries as _new_boundaries, run_sessions, train_base
+from adbs.loops import train_base
+from adbs.sessions import new_boundaries as _new_boundaries, run_sessions
 from adbs.state import BaseSession
 
 TINY = dict(base_epochs=2, base_images_per_class=8, val_fraction=0.02, novel_val_per_class=4, sessions=2,

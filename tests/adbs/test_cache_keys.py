@@ -97,7 +97,7 @@ def keyed_states():
     import copy
 
     from adbs.config import preset
-    from adbs.loops import Hooks
+    from adbs.trainer import Hooks
     from adbs.trial import run_trial
 
     cfg = preset("smoke", base_epochs=1, base_images_per_class=8, val_fraction=0.02, novel_val_per_class=4,
@@ -108,7 +108,7 @@ def keyed_states():
 
 
 def test_a_checkpoint_resumed_by_another_configuration_is_refused_before_anything_runs(keyed_states):
-    from adbs.loops import Hooks
+    from adbs.trainer import Hooks
     from adbs.state import CheckpointKeyError
     from adbs.trial import checkpoint_key, run_trial
 
@@ -123,7 +123,7 @@ def test_a_checkpoint_resumed_by_another_configuration_is_refused_before_anythin
 
 
 def test_a_checkpoint_without_a_key_starts_the_trial_again(keyed_states):
-    from adbs.loops import Hooks
+    from adbs.trainer import Hooks
     from adbs.trial import run_trial
 
     cfg, states = keyed_states

@@ -14,7 +14,7 @@ import torch
 
 from adbs.cache import BaseCache
 from adbs.data import build_data
-from adbs.loops import Hooks
+from adbs.trainer import Hooks
 from adbs.config import preset
 from adbs.state import (FORMAT, BaseCheckpoint, BaseSession, SessionCheckpoint, StateFormatError, base_state,
                         read_checkpoint)

@@ -1,5 +1,5 @@
 """The data of the paper's feature figures (adbs.metrics.embedding_sample), its compact form in the study's
-results (adbs_lab.results.run_files.encode_embeddings) and the two figures drawn from it (adbs_lab.results.figures)."""
+results (adbs_lab.records.metrics_keys.encode_embeddings) and the two figures drawn from it (adbs_lab.results.figures)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from adbs.metrics import class_separation, embedding_sample
 from adbs_lab.results import figures
+from adbs_lab.records import metrics_keys
 from adbs_lab.results import run_files
 
 
@@ -58,8 +59,8 @@ def test_fewer_classes_than_asked_and_no_novel_classes():
 def test_encode_decode_keeps_the_sample_to_float16_precision():
     f, y, p = _data()
     e = embedding_sample(f, y, p, n_base=12, per_class=5)
-    text = run_files.encode_embeddings(e)
-    back = run_files.decode_embeddings(text)
+    text = metrics_keys.encode_embeddings(e)
+    back = metrics_keys.decode_embeddings(text)
     assert back["classes"] == e["classes"] and back["labels"] == e["labels"]
     assert np.allclose(back["features"], np.asarray(e["features"]), atol=2e-3)
     assert np.allclose(back["similarity"], np.asarray(e["similarity"]), atol=1e-3)
@@ -68,7 +69,7 @@ def test_encode_decode_keeps_the_sample_to_float16_precision():
 
 def test_embedding_figures_one_panel_per_row_in_the_study_order(tmp_path):
     f, y, p = _data()
-    enc = [run_files.encode_embeddings(embedding_sample(f + 0.1 * k, y, p, n_base=12, per_class=8)) for k in range(3)]
+    enc = [metrics_keys.encode_embeddings(embedding_sample(f + 0.1 * k, y, p, n_base=12, per_class=8)) for k in range(3)]
     trials = pd.DataFrame({"state": ["COMPLETE", "COMPLETE", "COMPLETE", "PRUNED"],
                            "label": ["adb+ic", "baseline", "adb+ic", "adb"], "seed": [1, 0, 0, 0],
                            "embeddings": [enc[0], enc[1], enc[2], enc[0]]})
@@ -76,7 +77,7 @@ def test_embedding_figures_one_panel_per_row_in_the_study_order(tmp_path):
     rows = figures._embedding_rows(trials, order=["baseline", "adb", "adb+ic"])
     # a pruned trial draws nothing; each row shows its lowest seed, and its panel's title says which
     assert [lab for lab, _ in rows] == ["baseline (seed 0)", "adb+ic (seed 0)"]
-    assert np.allclose(rows[1][1]["features"], run_files.decode_embeddings(enc[2])["features"])
+    assert np.allclose(rows[1][1]["features"], metrics_keys.decode_embeddings(enc[2])["features"])
     paths = figures.embedding_figures(trials, tmp_path / "figs", order=["baseline", "adb", "adb+ic"])
     assert [x.name for x in paths] == ["tsne.png", "prototype_similarity.png"]
     assert all(x.stat().st_size > 10_000 for x in paths)
@@ -86,7 +87,7 @@ def test_embedding_figures_one_panel_per_row_in_the_study_order(tmp_path):
 @pytest.mark.parametrize("study,drawn", [("ablation", True), ("my_study", False)])
 def test_only_the_ablation_draws_them(study, drawn, tmp_path):
     f, y, p = _data()
-    enc = run_files.encode_embeddings(embedding_sample(f, y, p, n_base=12, per_class=4))
+    enc = metrics_keys.encode_embeddings(embedding_sample(f, y, p, n_base=12, per_class=4))
     trials = pd.DataFrame({"state": ["COMPLETE"], "label": ["baseline"], "seed": [0], "embeddings": [enc]})
     sessions = pd.DataFrame({"state": ["COMPLETE"], "label": ["baseline"], "session": [0], "test_acc": [1.0]})
     out = run_files.study_figures(study, sessions, trials, tmp_path)

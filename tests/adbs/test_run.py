@@ -10,7 +10,7 @@ import pytest
 
 from adbs.config import preset
 from adbs.data import build_data
-from adbs.loops import Hooks, NumericalError
+from adbs.trainer import Hooks, NumericalError
 from adbs.trial import run_trial
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from tests.helpers.smoke_store import REPO, printed_table, smoke_store
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.results import from_store
-from adbs_lab.results import run_files
+from adbs_lab.records import metrics_keys
 from adbs_lab.results import tables
 
 # one worker under pytest -n: the smoke store (tests/helpers/smoke_store.py) is built once per process, shared by
@@ -100,7 +100,7 @@ def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
         files = {a.path for a in client.list_artifacts(r.info.run_id)}
         assert {"config.json", "session_curve.png", "boundaries.csv", "embeddings.json"} <= files, (r.info.run_name,
                                                                                                      files)
-        emb = run_files.decode_embeddings(Path(client.download_artifacts(
+        emb = metrics_keys.decode_embeddings(Path(client.download_artifacts(
             r.info.run_id, "embeddings.json", str(tmp_path / f"emb-{r.info.run_id}"))).read_text())
         assert len(emb["classes"]) == 10 and emb["features"].shape[0] == len(emb["labels"]) > 0
         assert emb["similarity"].shape == (emb["n_seen"], emb["n_seen"])

@@ -133,7 +133,7 @@ def test_table_marks_rows_averaging_different_numbers_of_sessions():
     text = tables.format_table(table)
     assert text.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"] and tables.SESSIONS_NOTE in text
     assert tables.SESSIONS_NOTE in tables.format_table(table, markdown=True)
-    from adbs_lab.results.from_store import to_csv, to_latex
+    from adbs_lab.results.renderings import to_csv, to_latex
 
     assert "sessions" in to_csv(table).splitlines()[0] and "Sessions" in to_latex(table)
     same = tables.paper_table(_sessions([("a", 2, 80.0), ("b", 2, 70.0)]))  # one number: no column, no note

@@ -16,7 +16,7 @@ from adbs.config import Config
 from adbs.data import build_data, make_loader
 # _mix, _resident: private helpers of adbs/data/loader.py, tested directly (the device path, bit for bit)
 from adbs.data.loader import _mix, _resident
-from adbs.loops import MAX_DEFAULT_WORKERS, Runtime, default_workers
+from adbs.runtime import MAX_DEFAULT_WORKERS, Runtime, default_workers
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -71,7 +71,7 @@ def test_head_rows_and_base_step_average_over_views():
     cfg = from_dict({"host": "alice", "base_images_per_class": 4, "threads": 1})
     data = build_data(cfg)
     from adbs.backbones import create_backbone
-    from adbs.loops import Runtime
+    from adbs.runtime import Runtime
 
     rt = Runtime(cfg)
     host = get_host("alice")(cfg, data, rt)
@@ -91,7 +91,7 @@ def test_boundaries_of_pair_rows_enter_only_when_asked(pair_boundaries):
                      "alice.pair_boundaries": pair_boundaries})
     data = build_data(cfg)
     from adbs.backbones import create_backbone
-    from adbs.loops import Runtime
+    from adbs.runtime import Runtime
 
     rt = Runtime(cfg)
     host = get_host("alice")(cfg, data, rt)

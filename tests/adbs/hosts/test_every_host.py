@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from adbs.config import ConfigError, from_dict, preset
 from adbs.data import build_data
 from adbs.hosts import HOSTS, Host, Phase, Step, get_host, host_names, register_host
-from adbs.loops import Hooks
+from adbs.trainer import Hooks
 from adbs.trial import run_trial
 
 TINY = dict(base_epochs=2, base_images_per_class=8, val_fraction=0.02, novel_val_per_class=4, sessions=2,

@@ -10,7 +10,7 @@ from adbs.config import from_dict, preset
 from adbs.data import build_data
 from adbs.hosts import Head, copy_average, copy_means, get_host, joint_labels
 from adbs.hosts.savc import fantasy, small_crop_keys, supcon_queue_loss
-from adbs.loops import Runtime
+from adbs.runtime import Runtime
 
 
 def test_supcon_with_queue_by_hand():

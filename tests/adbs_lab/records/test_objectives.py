@@ -15,6 +15,7 @@ from tests.helpers.scripts import in_process
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.driver import options
+from adbs_lab.records import trial_records
 from adbs_lab.results import tables
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.stores.paths import REPO_ROOT
@@ -114,7 +115,7 @@ def _trials() -> pd.DataFrame:
         for seed, (b, n) in enumerate(zip(base, novel)):
             rows.append({"trial_id": f"{lab}{seed}", "state": K.COMPLETE, "label": lab, "alpha": alpha,
                          "seed": seed, "val_avg_acc": 90 - b, "val_last_base_acc": b, "val_last_novel_acc": n,
-                         **{c: None for c in tables.CONFIG_COLUMNS if c not in ("alpha", "seed")}})
+                         **{c: None for c in trial_records.CONFIG_COLUMNS if c not in ("alpha", "seed")}})
     rows.append({"trial_id": "p0", "state": K.PRUNED, "label": "p", "alpha": 0.09, "seed": 0})
     return pd.DataFrame(rows)
 

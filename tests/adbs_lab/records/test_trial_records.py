@@ -55,7 +55,8 @@ def test_frames_one_schema():
 def test_study_experiments_open_in_mlflows_model_training_view(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from adbs_lab.driver.tracker import EXPERIMENT_KIND, MODEL_TRAINING, MlflowTracker
+    from adbs_lab.driver.tracker import MlflowTracker
+    from adbs_lab.stores.tracking_store import EXPERIMENT_KIND, MODEL_TRAINING
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
@@ -134,7 +135,8 @@ def test_a_run_of_a_trial_tune_lost_with_the_killed_driver_is_closed_on_resume(t
 
     from adbs.config import Config
     from adbs_lab.records.tune_keys import CONFIG_KEY
-    from adbs_lab.driver.tracker import MlflowTracker, load_runs
+    from adbs_lab.driver.tracker import MlflowTracker
+    from adbs_lab.stores.tracking_store import load_runs
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     ends = SimpleNamespace(reopen=lambda trial_id: None)
@@ -199,7 +201,8 @@ def test_the_study_run_describes_the_study_and_ends_with_its_table(tmp_path):
     from the start, and the study's table (table.md) after its first paragraph once the study ends."""
     from mlflow.tracking import MlflowClient
 
-    from adbs_lab.driver.tracker import NOTE, NOTE_MAX, MlflowTracker, note_with_table
+    from adbs_lab.driver.tracker import MlflowTracker
+    from adbs_lab.stores.tracking_store import NOTE, NOTE_MAX, note_with_table
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     head, guide = "**alpha_sweep**: `alpha` in 0.01, 0.1", "Columns to add: `alpha`"

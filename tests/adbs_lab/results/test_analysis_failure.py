@@ -73,7 +73,7 @@ def test_figures_whose_artifacts_are_gone_are_named(tmp_path):
     """The ablation's t-SNE and similarity figures need each trial's embeddings.json; a report from a store whose
     artifacts were deleted says which figures were not drawn and why."""
     trials = pd.DataFrame([{"trial_id": f"t{i}", "label": "baseline", "state": K.COMPLETE, "seed": i,
-                            "keep_embeddings": True, run_files.EMBEDDINGS: None} for i in range(2)])
+                            "keep_embeddings": True, K.EMBEDDINGS: None} for i in range(2)])
     sessions = pd.DataFrame([{"trial_id": "t0", "state": K.COMPLETE, "label": "baseline", "seed": 0, "session": 0,
                               "test_acc": 50.0}])
     not_drawn: list[str] = []

@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from adbs.config import Config
 from adbs_lab.results import from_store
+from adbs_lab.results import renderings
 from adbs_lab.results import run_files
 from adbs_lab.results import tables
 from adbs_lab.records import metrics_keys as K
@@ -127,20 +128,20 @@ def test_find_parent_by_name_parent_id_or_trial_id(store):
 def test_formats_and_the_papers_numbers(store):
     uri, _, _, _ = store
     table = from_store.study_table(from_store.load_study(MlflowClient(uri), "ablation"))
-    tex = from_store.to_latex(table, caption="ablation")
+    tex = renderings.to_latex(table, caption="ablation")
     assert "\\toprule" in tex and "adb+ic & 2 of 3, 1 pruned &" in tex and "$\\pm$" in tex
-    csv = pd.read_csv(io.StringIO(from_store.to_csv(table)))
+    csv = pd.read_csv(io.StringIO(renderings.to_csv(table)))
     assert list(csv.columns[:4]) == ["config", "seeds", "s0", "s0_ci95"] and csv.loc[0, "s0"] == pytest.approx(71.0)
-    assert from_store.render(table, "text") == tables.format_table(table)
-    beside = from_store.paper_beside(table, "cifar100")
+    assert renderings.render(table, "text") == tables.format_table(table)
+    beside = renderings.paper_beside(table, "cifar100")
     assert list(beside["source"]) == ["ours", "paper", "ours", "paper"]
     assert beside.iloc[1]["s0"] == 73.92 and beside.iloc[3]["avg"] == 63.77
-    assert from_store.paper_beside(table, "synthetic") is None
-    assert "| baseline | paper | 73.92" in from_store.render_plain(beside, "markdown")
+    assert renderings.paper_beside(table, "synthetic") is None
+    assert "| baseline | paper | 73.92" in renderings.render_plain(beside, "markdown")
     # the class separation beside the accuracies: ours per row and the paper's Table 4 (baseline, ADBS)
     assert "$D_{cs}$" in tex and "0.860 $\\pm$" in tex and csv.loc[0, "d_cs"] == pytest.approx(0.86)
     assert list(beside["D_cs"]) == [pytest.approx(0.86), 0.8846, pytest.approx(0.92), 0.9497]
-    assert "| 0.8846 |" in from_store.render_plain(beside, "markdown")
+    assert "| 0.8846 |" in renderings.render_plain(beside, "markdown")
 
 
 def test_the_papers_host_rows_beside_the_hosts_study():
@@ -150,7 +151,7 @@ def test_the_papers_host_rows_beside_the_hosts_study():
                                          "baseline+ADBS")
                              for s in range(9)])
     table = tables.paper_table(sessions, baseline={"SAVC+ADBS": "SAVC", "SAVC": "SAVC"})
-    beside = from_store.paper_beside(table, "cifar100").set_index(["config", "source"])
+    beside = renderings.paper_beside(table, "cifar100").set_index(["config", "source"])
     assert beside.loc[("SAVC", "paper"), "s8"] == 52.19 and beside.loc[("SAVC+ADBS", "paper"), "s8"] == 60.60
     assert beside.loc[("ALICE+ADBS", "paper"), "avg"] == 65.63 and beside.loc[("ALICE", "paper"), "s0"] == 80.37
     assert beside.loc[("OrCo", "paper"), "s8"] == 51.12 and beside.loc[("OrCo+ADBS", "paper"), "avg"] == 60.32
