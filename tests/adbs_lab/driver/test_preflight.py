@@ -275,6 +275,23 @@ def test_a_tune_state_saved_by_code_that_moved_is_named_as_such(tmp_path, monkey
     assert "it is damaged (EOFError" in resume._unloadable_state(file, EOFError(), cache="/c")
 
 
+@pytest.mark.parametrize("saved, error", [(b"cadbs_lab.tracking\nMlflowTracker\n.", ModuleNotFoundError),
+                                           (b"cadbs_lab.search\nStudySearch\n.", AttributeError)])
+def test_a_study_saved_before_adbs_lab_became_packages_is_refused_by_name(tmp_path, saved, error):
+    """The addresses Ray Tune pickled before adbs_lab/ was split into packages (the tracker was
+    adbs_lab.tracking.MlflowTracker, the searcher adbs_lab.search.StudySearch; a pickle names a class by module and
+    name, as these protocol-0 GLOBAL opcodes do): --resume names the code as gone, never as damaged."""
+    from adbs_lab.stores.study_folder import StudyFolder
+
+    exp = tmp_path / "runs" / "s" / "tune"
+    exp.mkdir(parents=True)
+    (exp / ("tuner.pkl" if b"tracking" in saved else "searcher-state-2026.pkl")).write_bytes(saved)
+    file, e = resume._damaged_tune_state(StudyFolder(str(tmp_path / "runs"), "s"))
+    assert isinstance(e, error), e
+    text = resume._unloadable_state(file, e, cache="/c")
+    assert "names code this version of adbs_lab does not have" in text and "damaged" not in text
+
+
 @pytest.mark.slow
 def test_host_flag_picks_the_hosts_preset_and_options_fold_into_host_options():
     base = _args("--host", "savc", "--set", "savc.queue_size=256").base_config()
