@@ -61,7 +61,7 @@ def fold_options(host: str, host_options: Any, dotted: dict[str, Any], dotted_ty
 
 
 def options_of(cfg: Any) -> Any:
-    """The host's options (adbs/hosts/<host>_options.py: Options) of a Config, its defaults updated by cfg.host_options."""
+    """The host's options (the Options of adbs/hosts/<host>_options.py) of a Config, its defaults updated by cfg.host_options."""
     return options_class(cfg.host)(**parse_options(cfg.host_options))
 
 

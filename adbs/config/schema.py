@@ -7,7 +7,7 @@ new field cannot silently stay out of the key. Derived values (effective alpha, 
 nowhere else. Unknown keys and wrong types raise `ConfigError` naming the valid choices, before any compute starts.
 
 Host methods (adbs/hosts/) are chosen by `host`; a host's own options live beside it as a small dataclass
-(adbs/hosts/<host>_options.py: `Options`, a docstring per field, the same Base/NotBase declarations) and reach the
+(`Options` in adbs/hosts/<host>_options.py, a docstring per field, the same Base/NotBase declarations) and reach the
 config as `host_options`, set key by key as `<host>.<option>` (`--set savc.queue_size=512`). Why one field rather
 than one Config field per option: adding a host touches adbs/hosts/ alone, and the config keeps one flat schema for
 every table, MLflow run and search space.

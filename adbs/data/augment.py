@@ -73,7 +73,7 @@ def crop_boxes(n: int, height: int, width: int, scale: tuple[float, ...], g: tor
     augmentations/constrained_cropping.py: get_params_conditioned).
     """
     area = height * width
-    target = _uniform(n * attempts, *scale, g).view(n, attempts) * area
+    target = _uniform(n * attempts, scale[0], scale[1], g).view(n, attempts) * area
     log_r = _uniform(n * attempts, math.log(ratio[0]), math.log(ratio[1]), g).view(n, attempts)
     r = torch.exp(log_r)
     w = torch.round(torch.sqrt(target * r)).long()

@@ -100,13 +100,13 @@ def _options_module(name: str) -> Any:
 
 
 def options_class(name: str) -> type:
-    """The dataclass of host `name`'s options (adbs/hosts/<name>_options.py: Options), or NoOptions."""
+    """The dataclass of host `name`'s options (the Options of adbs/hosts/<name>_options.py), or NoOptions."""
     module = _options_module(name)
     return NoOptions if module is None else module.Options
 
 
 def host_presets(name: str) -> dict[str, dict[str, Any]]:
-    """The presets of host `name` (adbs/hosts/<name>_options.py: PRESETS): {plain preset: values} makes preset
+    """The presets of host `name` (the PRESETS of adbs/hosts/<name>_options.py): {plain preset: values} makes preset
     `<name>_<plain>` (adbs/config/presets.py), the plain preset with this host and these values (Config fields and
     `<name>.<option>` keys); none without that module."""
     module = _options_module(name)
