@@ -10,8 +10,9 @@ import torch.nn.functional as F
 
 from adbs.config import ConfigError, from_dict, preset
 from adbs.data import build_data
-from adbs.hosts import HOSTS, get_host, host_names, register_host
+from adbs.hosts import HOSTS, NoOptions, get_host, host_names, options_class, register_host
 from adbs.hosts.interface import Host, Phase, Step
+from adbs.hosts.savc_options import Options as SavcOptions
 from adbs.trainer import Hooks
 from adbs.trial import run_trial
 
@@ -35,6 +36,9 @@ def _untimed(curve):
 
 def test_registry():
     assert HOST_NAMES[0] == "baseline" and {"savc", "alice", "orco"} <= set(HOST_NAMES)
+    # the registry names a host by its module (adbs/hosts/__init__.py), the class by its `name`: the two agree
+    assert all(get_host(h).name == h for h in HOST_NAMES)
+    assert options_class("baseline") is NoOptions and options_class("savc") is SavcOptions
     with pytest.raises(ValueError, match="already registered"):
         register_host(type("Other", (Host,), {"name": "savc"}))
     with pytest.raises(ConfigError, match="unknown host 'icarl'; valid choices: baseline"):
