@@ -1,10 +1,11 @@
 """What the config shares with the hosts, so it sits below both: `ConfigError` and the checks that raise it, the
 `Base`/`NotBase` markers every Config field and host option declares, and a host's options as JSON text.
 
-Why a module of its own, outside the package adbs/config/: that package reaches the hosts (their options, their
-presets, the registry checks of Config.validate), and each host declares its Options with these markers and raises
-ConfigError; if the hosts imported them from the package, the two would import each other (tests/repo/test_imports.py
-refuses any import circle, one closed inside a function too). Users may import every name here from adbs.config.
+Why a module of its own, outside the package adbs/config/: that package reaches the hosts (their options and
+presets, adbs/hosts/<host>_options.py; the registry checks of Config.validate), and each host declares its Options
+with these markers and raises ConfigError; if the hosts imported them from the package, the two would import each
+other (tests/repo/test_imports.py refuses any import circle, one closed inside a function too). Users may import
+every name here from adbs.config.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ from adbs.boundary import inter_class_constraint
 from adbs.config import Config
 from adbs.data import FSCILData, make_loader
 from adbs.data.augment import batch_generator
-from adbs.hosts import Head, Host, Phase, create_host
+from adbs.hosts import create_host
+from adbs.hosts.interface import Head, Host, Phase
 from adbs.metrics import boundary_stats
 from adbs.runtime import Runtime
 from adbs.state import BaseCheckpoint, BaseSession, Checkpoint, read_checkpoint

@@ -23,7 +23,8 @@ from adbs.backbones import create_backbone
 from adbs.boundary import finetune_boundaries, init_new_boundaries
 from adbs.config import Config
 from adbs.data import FSCILData, make_loader
-from adbs.hosts import Host, create_host, joint_labels
+from adbs.hosts import create_host
+from adbs.hosts.interface import Host, joint_labels
 from adbs.metrics import (
     boundary_stats,
     class_separation,

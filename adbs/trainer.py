@@ -17,7 +17,7 @@ import torch
 from adbs.boundary import boundary_logits
 from adbs.config import Config
 from adbs.data import FSCILData, make_loader
-from adbs.hosts import Host
+from adbs.hosts.interface import Host
 from adbs.runtime import Runtime
 
 MetricsHook = Callable[[dict[str, float]], None]

@@ -12,8 +12,9 @@
     cli.py          the command-line grammar shared by `python -m adbs.run` and the studies
 
 What the hosts need too (ConfigError, the Base/NotBase markers, host options as JSON text) is adbs/fields.py, below
-both, so the package may import the hosts. Every public name is importable from here: `from adbs.config import
-Config, ConfigError, from_dict, preset, resolve, load_file, ...`.
+both, so the package may import the hosts' registry and options (adbs/hosts/__init__.py, adbs/hosts/<host>_options.py),
+which load no torch: a flag is checked, or refused, before torch loads. Every public name is importable from here:
+`from adbs.config import Config, ConfigError, from_dict, preset, resolve, load_file, ...`.
 """
 
 from adbs.config.schema import (

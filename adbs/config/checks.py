@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from adbs.config.host_options import typed_options
 from adbs.fields import ConfigError, check_choice, parse_options
-from adbs.hosts import get_host, host_names
+from adbs.hosts import get_host, host_names, options_class
 
 if TYPE_CHECKING:
     from adbs.config.schema import Config
@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 def check_registries(cfg: Config) -> None:
     """An unknown dataset, host, host option or backbone raises ConfigError listing the valid ones."""
-    # Imported here, where the check runs: the backbones and the datasets import torch and their sources, which a
-    # config read for --help or a dry run's first checks does not need.
+    # Imported here, where the check runs: the backbones and the datasets import torch and their sources (and
+    # get_host below the host's torch module), which a config read for --help, a flag or a dry run's first checks
+    # does not need.
     from adbs.backbones import BACKBONES
     from adbs.data import DATASETS, DataError, import_dataset
 
@@ -31,7 +32,7 @@ def check_registries(cfg: Config) -> None:
         raise ConfigError(f"unknown dataset {dataset!r}; valid choices: {', '.join(DATASETS)}, or MODULE:NAME for "
                           "a dataset that MODULE registers (docs/datasets.md)")
     check_choice("host", cfg.host, host_names())
-    options = get_host(cfg.host).Options(**typed_options(cfg.host, parse_options(cfg.host_options)))
+    options = options_class(cfg.host)(**typed_options(cfg.host, parse_options(cfg.host_options)))
     options.check(cfg)
     get_host(cfg.host).check_dataset(options, DATASETS[dataset])  # e.g. OrCo's targets against the classes
     check_choice("backbone", cfg.backbone, tuple(BACKBONES))

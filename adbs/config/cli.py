@@ -30,7 +30,7 @@ from adbs.config.presets import PRESETS
 from adbs.config.schema import FIELDS, Config
 from adbs.config.values import RENAMED
 from adbs.fields import ConfigError
-from adbs.hosts import get_host, host_names
+from adbs.hosts import host_names, options_class
 
 _HINTS = field_types(Config)
 
@@ -84,12 +84,12 @@ def add_field_flags(p: argparse.ArgumentParser, title: str) -> None:
     for old in RENAMED:  # the old names of renamed fields keep working, unlisted
         g.add_argument("--" + old.replace("_", "-"), dest="overrides", action=_Pair, key=old, default=[],
                        help=argparse.SUPPRESS)
-    hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(get_host(h).Options).items()}
+    hints = {f"{h}.{k}": tp for h in host_names() for k, tp in typing.get_type_hints(options_class(h)).items()}
     groups: dict[str, argparse._ArgumentGroup] = {}
     for key, f in option_keys().items():
         host, option = key.split(".", 1)
         if host not in groups:
-            groups[host] = p.add_argument_group(f"options of host {host} (with --host {host}; adbs/hosts/{host}.py)")
+            groups[host] = p.add_argument_group(f"options of host {host} (with --host {host}; adbs/hosts/{host}_options.py)")
         groups[host].add_argument(f"--{host}.{option.replace('_', '-')}", **_pair_kwargs(key, hints[key], f.default))
 
 

@@ -7,7 +7,7 @@ import functools
 import inspect
 
 from adbs.config.schema import Config
-from adbs.hosts import get_host
+from adbs.hosts import options_class
 
 
 @functools.cache  # parsing a class's source takes tens of milliseconds, and --help asks for each field
@@ -36,5 +36,5 @@ def field_doc(name: str) -> str:
     """The docstring of a Config field, or of a host option `<host>.<option>`."""
     if "." in name:
         host, option = name.split(".", 1)
-        return read_field_docs(get_host(host).Options).get(option, "")
+        return read_field_docs(options_class(host)).get(option, "")
     return _FIELD_DOCS.get(name, "")

@@ -1,5 +1,5 @@
 """A host's options given key by key as `<host>.<option>` or as host_options text: checked against the host's
-Options (adbs/hosts/<host>.py), typed once, folded into Config.host_options (canonical JSON text, defaults dropped).
+Options (adbs/hosts/<host>_options.py), typed once, folded into Config.host_options (canonical JSON text, defaults dropped).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Any
 
 from adbs.config.coercion import coerce_value
 from adbs.fields import ConfigError, check_choice, parse_options
-from adbs.hosts import get_host, host_names
+from adbs.hosts import host_names, options_class
 
 
 def coerce_option(name: str, value: Any) -> Any:
     """`value` of option `<host>.<option>` checked against the host's Options and converted to its type."""
     host, option = name.split(".", 1)
-    opts = get_host(host).Options
+    opts = options_class(host)
     fields = {f.name for f in dataclasses.fields(opts)}
     if option not in fields:
         close = difflib.get_close_matches(option, fields, n=3)
@@ -30,7 +30,7 @@ def coerce_option(name: str, value: Any) -> Any:
 def typed_options(host: str, options: dict[str, Any], typed: frozenset[str] = frozenset()) -> dict[str, Any]:
     """`options` checked and typed against host's Options (but the keys in `typed`, whose values are typed already);
     values equal to the default are dropped."""
-    defaults = get_host(host).Options()
+    defaults = options_class(host)()
     out = {}
     for key, value in options.items():
         v = value if key in typed else coerce_option(f"{host}.{key}", value)
@@ -61,10 +61,10 @@ def fold_options(host: str, host_options: Any, dotted: dict[str, Any], dotted_ty
 
 
 def options_of(cfg: Any) -> Any:
-    """The host's options (adbs/hosts/<host>.py: Options) of a Config, its defaults updated by cfg.host_options."""
-    return get_host(cfg.host).Options(**parse_options(cfg.host_options))
+    """The host's options (the Options of adbs/hosts/<host>_options.py) of a Config, its defaults updated by cfg.host_options."""
+    return options_class(cfg.host)(**parse_options(cfg.host_options))
 
 
 def option_keys() -> dict[str, Any]:
     """Every host option as `<host>.<option>`: its dataclasses.Field (for --help and the CLIs)."""
-    return {f"{h}.{f.name}": f for h in host_names() for f in dataclasses.fields(get_host(h).Options)}
+    return {f"{h}.{f.name}": f for h in host_names() for f in dataclasses.fields(options_class(h))}

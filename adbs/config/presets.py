@@ -1,8 +1,8 @@
 """Presets: named sets of config values, each holding only what differs from Config's defaults (the precedence that
 puts them under a config file and the flags is adbs/config/precedence.py).
 
-Plain presets are here; a host's own (`<host>_<preset>`) live in its file (adbs/hosts/<host>.py: the `presets`
-of its Host class) and join PRESETS below, so adding a host stays one file.
+Plain presets are here; a host's own (`<host>_<preset>`) live beside its options (adbs/hosts/<host>_options.py:
+PRESETS) and join PRESETS below, so adding a host touches adbs/hosts/ alone.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from adbs.config.schema import Config, from_dict
 from adbs.fields import ConfigError
-from adbs.hosts import CONFIG_DEFAULT, get_host, host_names
+from adbs.hosts import CONFIG_DEFAULT, host_names, host_presets
 
 # Presets hold only what differs from the defaults (the defaults are the CPU
 # setting on the embedded benchmark). Paper presets follow the official code's
@@ -65,10 +65,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def _host_presets(host: str) -> dict[str, dict[str, Any]]:
-    """`<host>_<preset>` for each preset the host's class adapts: the plain preset, the host, the host's values
+    """`<host>_<preset>` for each preset the host adapts: the plain preset, the host, the host's values
     (a value CONFIG_DEFAULT drops the plain preset's key, so Config's default applies)."""
     out = {}
-    for name, values in get_host(host).presets.items():
+    for name, values in host_presets(host).items():
         dropped = {k for k, v in values.items() if v is CONFIG_DEFAULT}
         out[f"{host}_{name}"] = {**{k: v for k, v in PRESETS[name].items() if k not in dropped}, "host": host,
                                  **{k: v for k, v in values.items() if k not in dropped}}

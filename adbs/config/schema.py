@@ -6,11 +6,11 @@ sessions, on speed or on what is reported). tests/adbs/config/test_config.py fai
 new field cannot silently stay out of the key. Derived values (effective alpha, ...) are computed here and
 nowhere else. Unknown keys and wrong types raise `ConfigError` naming the valid choices, before any compute starts.
 
-Host methods (adbs/hosts/) are chosen by `host`; a host's own options live in its file as a small dataclass
-(`Options`, a docstring per field, the same Base/NotBase declarations) and reach the config as `host_options`,
-set key by key as `<host>.<option>` (`--set savc.queue_size=512`). Why one field rather than one Config field
-per option: adding a host stays one file, and the config keeps one flat schema for every table, MLflow run and
-search space.
+Host methods (adbs/hosts/) are chosen by `host`; a host's own options live beside it as a small dataclass
+(`Options` in adbs/hosts/<host>_options.py, a docstring per field, the same Base/NotBase declarations) and reach the
+config as `host_options`, set key by key as `<host>.<option>` (`--set savc.queue_size=512`). Why one field rather
+than one Config field per option: adding a host touches adbs/hosts/ alone, and the config keeps one flat schema for
+every table, MLflow run and search space.
 
 Config's methods need the values (replace) and the registry checks (validate, the dataset, host and backbone ones
 first): they import adbs/config/values.py and adbs/config/checks.py, which take the config or its class as an
@@ -89,7 +89,7 @@ class Config:
     """Host method (adbs/hosts/ registry): baseline (cosine prototypes, the released ADBS code), savc, alice, orco."""
     host_options: Base[str] = "{}"
     """The host's own options that differ from its defaults, as JSON (set them one by one as
-    <host>.<option>=VALUE, e.g. savc.queue_size=512; adbs/hosts/<host>.py: Options lists them). The cache key
+    <host>.<option>=VALUE, e.g. savc.queue_size=512; adbs/hosts/<host>_options.py: Options lists them). The cache key
     takes those options the host declares as shaping the base session."""
 
     # --- method -----------------------------------------------------------------

@@ -62,7 +62,7 @@ def random_crop(x: torch.Tensor, size: int, pad: int, g: torch.Generator, mean, 
     return torch.stack([x[i, :, oy[i]:oy[i] + size, ox[i]:ox[i] + size] for i in range(b)])
 
 
-def crop_boxes(n: int, height: int, width: int, scale: tuple[float, float], g: torch.Generator, *,
+def crop_boxes(n: int, height: int, width: int, scale: tuple[float, ...], g: torch.Generator, *,
                ratio: tuple[float, float] = (3 / 4, 4 / 3), inside: torch.Tensor | None = None,
                attempts: int = 10) -> torch.Tensor:
     """RandomResizedCrop boxes (i, j, h, w) per image, as torchvision's get_params draws them.
@@ -73,7 +73,7 @@ def crop_boxes(n: int, height: int, width: int, scale: tuple[float, float], g: t
     augmentations/constrained_cropping.py: get_params_conditioned).
     """
     area = height * width
-    target = _uniform(n * attempts, *scale, g).view(n, attempts) * area
+    target = _uniform(n * attempts, scale[0], scale[1], g).view(n, attempts) * area
     log_r = _uniform(n * attempts, math.log(ratio[0]), math.log(ratio[1]), g).view(n, attempts)
     r = torch.exp(log_r)
     w = torch.round(torch.sqrt(target * r)).long()
@@ -118,7 +118,7 @@ def resized_crop(x: torch.Tensor, boxes: torch.Tensor, size: int) -> torch.Tenso
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def random_resized_crop(x: torch.Tensor, size: int, scale: tuple[float, float], g: torch.Generator) -> torch.Tensor:
+def random_resized_crop(x: torch.Tensor, size: int, scale: tuple[float, ...], g: torch.Generator) -> torch.Tensor:
     """RandomResizedCrop(size, scale) per image."""
     return resized_crop(x, crop_boxes(len(x), x.shape[2], x.shape[3], scale, g), size)
 

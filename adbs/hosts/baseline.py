@@ -12,7 +12,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from adbs.hosts import Head, Host, Step, register_host
+from adbs.hosts import register_host
+from adbs.hosts.interface import Head, Host, Step
 
 
 class CosineModel(torch.nn.Module):

@@ -76,10 +76,16 @@ def check_storage_writable(location: str) -> None:
         raise StudyInputError(problem)
 
 
-def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
-    """(base config, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side effects."""
+def _cuda() -> bool:
+    """Whether this machine has a CUDA GPU. torch is imported here, not above: the flags refused before this check
+    (a searched key set, a bad --set key) answer without the seconds torch takes to load."""
     import torch
 
+    return torch.cuda.is_available()
+
+
+def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
+    """(base config, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side effects."""
     opts.check()
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
     _, grid, dists = sp.split(plan.space)
@@ -91,7 +97,7 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
     # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/cluster/packing.py)
     gpus = opts.gpus_per_trial if opts.gpus_per_trial is not None else 0.0
-    if gpus > 0 and opts.address is None and not torch.cuda.is_available():
+    if gpus > 0 and opts.address is None and not _cuda():
         raise StudyInputError(
             f"--gpus-per-trial {gpus:g} asks for GPUs but this machine has none "
             "(torch.cuda.is_available() is False); use --gpus-per-trial 0 for CPU trials, or run on a GPU "

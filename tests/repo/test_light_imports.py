@@ -1,6 +1,8 @@
 """What a light command loads (docs/architecture.md, "Layers"): the preflight never Ray Tune, the MLflow launcher's
---help neither Ray Tune nor torch, and adbs's light modules (adbs/__init__.py loads its names on first use) no torch.
-Each case runs in a fresh interpreter; the time it took is printed (`-s`), never asserted."""
+--help neither Ray Tune nor torch, adbs's light modules (adbs/__init__.py loads its names on first use) no torch, and a
+study's flag refused at parse exits 2 before torch loads (the config package reads the hosts' options from
+adbs/hosts/<host>_options.py, never from the hosts' torch modules). Each case runs in a fresh interpreter; the time
+it took is printed (`-s`), never asserted."""
 
 from __future__ import annotations
 
@@ -21,6 +23,16 @@ CASES = {
     "mlflow/serve.py --help": ("script", "mlflow/serve.py", ("ray.tune", "torch")),
     "stores": ("code", "import adbs_lab.stores.serve, adbs_lab.stores.tracking_store, adbs_lab.stores.sqlite_kind",
                ("ray.tune", "torch")),
+    "the config package": ("code", "import adbs.config, adbs.config.cli; adbs.config.option_keys()", ("torch",)),
+}
+
+# A study's flags refused by adbs_lab/driver/options.py: parse (argparse, the study's own rules, --set's syntax),
+# checked against every host's options and presets: the refusal (exit 2) must come before torch, Ray Tune, MLflow or
+# pandas load (Optuna may: the study's search space is made of its distributions, search_spaces/).
+REFUSED = {
+    "--pruner nope": ["--pruner", "nope"],
+    "--set without =": ["--set", "savc.queue_size"],
+    "--preset nope": ["--preset", "nope"],
 }
 
 PROBE = """
@@ -31,15 +43,32 @@ atexit.register(lambda: sys.__stderr__.write("LOADED " + json.dumps({"modules": 
 """
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_a_light_command_loads_no_heavy_framework(case):
-    kind, what, forbidden = CASES[case]
-    body = (f"{what}" if kind == "code"
-            else f"import runpy; sys.argv = [{what!r}, '--help']; runpy.run_path({what!r}, run_name='__main__')")
+def _run(body: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """`body` run after PROBE in a fresh interpreter: the process, and what it had loaded at exit (and how fast)."""
     r = subprocess.run([sys.executable, "-c", PROBE % (WATCHED,) + body], cwd=REPO, capture_output=True, text=True,
                        timeout=300, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(REPO)})
     line = next((ln for ln in r.stderr.splitlines() if ln.startswith("LOADED ")), None)
     assert line is not None, r.stdout[-2000:] + r.stderr[-2000:]
-    loaded = json.loads(line[len("LOADED "):])
+    return r, json.loads(line[len("LOADED "):])
+
+
+def _script(path: str, *argv: str) -> str:
+    return f"import runpy; sys.argv = {[path, *argv]!r}; runpy.run_path({path!r}, run_name='__main__')"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_light_command_loads_no_heavy_framework(case):
+    kind, what, forbidden = CASES[case]
+    _, loaded = _run(what if kind == "code" else _script(what, "--help"))
     print(f"{case}: {loaded['s']} s, loaded {loaded['modules'] or 'none'} of {', '.join(WATCHED)}")
     assert not set(forbidden) & set(loaded["modules"]), (case, loaded)
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_refused_study_flag_exits_2_before_torch(case):
+    r, loaded = _run(_script("studies/alpha_sweep.py", *REFUSED[case]))
+    print(f"studies/alpha_sweep.py {case}: refused in {loaded['s']} s, loaded {loaded['modules'] or 'none'} of "
+          f"{', '.join(WATCHED)}")
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "error:" in r.stderr
+    assert not {"torch", "ray.tune", "mlflow", "pandas"} & set(loaded["modules"]), (case, loaded)

@@ -6,7 +6,7 @@ from adbs.config import (
     FIELDS, PRESETS, Config, ConfigError, coerce, from_dict, option_keys, options_of, preset, shapes_base
 )
 from adbs.config.docs import field_doc
-from adbs.hosts import get_host, host_names
+from adbs.hosts import host_names, options_class
 
 
 def test_every_field_has_a_docstring():
@@ -14,7 +14,7 @@ def test_every_field_has_a_docstring():
     assert not missing, f"fields without a docstring: {missing}"
 
 
-@pytest.mark.parametrize("cls", [Config] + [get_host(h).Options for h in host_names()],
+@pytest.mark.parametrize("cls", [Config] + [options_class(h) for h in host_names()],
                          ids=["Config"] + [f"{h}.Options" for h in host_names()])
 def test_every_field_declares_whether_it_shapes_the_base_session(cls):
     """Base[...] (in the cache key) or NotBase[...]: a new field cannot silently stay out of the key."""
@@ -100,7 +100,7 @@ def test_presets_hold_only_differences_and_resolve():
     for name, diff in PRESETS.items():
         for k, v in diff.items():
             if "." in k:  # a host option: known to its host, and not its default
-                assert coerce(k, v) != getattr(get_host(k.split(".")[0]).Options(), k.split(".", 1)[1]), (name, k)
+                assert coerce(k, v) != getattr(options_class(k.split(".")[0])(), k.split(".", 1)[1]), (name, k)
                 continue
             assert k in FIELDS, f"preset {name} has unknown key {k}"
             v = list(v) if isinstance(v, tuple) else v

@@ -8,7 +8,8 @@ import torch.nn.functional as F
 
 from adbs.config import from_dict
 from adbs.data import build_data
-from adbs.hosts import Head, get_host
+from adbs.hosts import get_host
+from adbs.hosts.interface import Head
 from adbs.hosts.alice import cosface_loss, mix_classes, pair_label
 
 

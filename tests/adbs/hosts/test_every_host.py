@@ -3,7 +3,6 @@ resume from checkpoints, a stopping hook (how pruning stops a trial); and the se
 several base phases, training in a session) on a toy host."""
 
 import copy
-import dataclasses
 
 import pytest
 import torch
@@ -11,7 +10,9 @@ import torch.nn.functional as F
 
 from adbs.config import ConfigError, from_dict, preset
 from adbs.data import build_data
-from adbs.hosts import HOSTS, Host, Phase, Step, get_host, host_names, register_host
+from adbs.hosts import HOSTS, NoOptions, get_host, host_names, options_class, register_host
+from adbs.hosts.interface import Host, Phase, Step
+from adbs.hosts.savc_options import Options as SavcOptions
 from adbs.trainer import Hooks
 from adbs.trial import run_trial
 
@@ -35,6 +36,9 @@ def _untimed(curve):
 
 def test_registry():
     assert HOST_NAMES[0] == "baseline" and {"savc", "alice", "orco"} <= set(HOST_NAMES)
+    # the registry names a host by its module (adbs/hosts/__init__.py), the class by its `name`: the two agree
+    assert all(get_host(h).name == h for h in HOST_NAMES)
+    assert options_class("baseline") is NoOptions and options_class("savc") is SavcOptions
     with pytest.raises(ValueError, match="already registered"):
         register_host(type("Other", (Host,), {"name": "savc"}))
     with pytest.raises(ConfigError, match="unknown host 'icarl'; valid choices: baseline"):
@@ -103,18 +107,11 @@ def test_a_stopping_hook_stops_the_trial_in_the_base_session(host, data):
 
 
 # --- the seam: a toy host with two base phases and training in the sessions ------------------------------
-@dataclasses.dataclass
-class _ToyOptions:
-    def check(self, cfg):
-        pass
-
-
 class _Toy(Host):
     """Phase 1 trains the backbone alone with its own optimiser; phase 2 the head; each session rescales the
     features (a stand-in for a host that retrains a projector every session, as OrCo's third phase)."""
 
     name = "_toy"
-    Options = _ToyOptions
 
     def build(self, backbone):
         model = torch.nn.Module()

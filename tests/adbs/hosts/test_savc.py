@@ -8,7 +8,8 @@ import torch.nn.functional as F
 
 from adbs.config import from_dict, preset
 from adbs.data import build_data
-from adbs.hosts import Head, copy_average, copy_means, get_host, joint_labels
+from adbs.hosts import get_host
+from adbs.hosts.interface import Head, copy_average, copy_means, joint_labels
 from adbs.hosts.savc import fantasy, small_crop_keys, supcon_queue_loss
 from adbs.runtime import Runtime
 
