@@ -16,6 +16,7 @@ them once every check has passed. The one write is an object store's write check
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 import sys
@@ -25,7 +26,7 @@ from typing import Any
 from adbs.config import Config, canonical, from_dict
 from adbs.redaction import carries_secret, redact
 from adbs_lab.search import space as sp
-from adbs_lab.records import tune_keys
+from adbs_lab.records import objectives, tune_keys
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
@@ -77,7 +78,8 @@ def check_storage_writable(location: str) -> None:
 
 
 def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
-    """(base config, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side effects."""
+    """(base config's values, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side
+    effects."""
     import torch
 
     opts.check()
@@ -103,7 +105,7 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     check_storage_writable(opts.storage)
     if opts.optuna_storage:
         _check_optuna_storage(opts.optuna_storage)
-    configs = sp.configs_to_check(base, plan.space, list(opts.seeds), plan.rows)
+    configs = sp.configs_to_check(sp.TrialMaker(from_dict(base), plan.rows), plan.space, list(opts.seeds))
     _check_configs(opts, configs, searched)
     return base, configs, gpus
 
@@ -216,14 +218,22 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     folder = plan.name + opts.folder
     where = StudyFolder(opts.storage, folder)
     optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
-    p = Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
-                 optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(logged_argv(opts.argv)),
-                 owned=study_owned(plan, opts))
+    fixed, _, _ = sp.split(plan.space)
+    base_config = from_dict(base)
+    p = Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
+                 trial=sp.TrialMaker(base_config, plan.rows),
+                 objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
+                 sampler="GridSampler" if is_grid else "TPESampler", sampler_seed=opts.sampler_seed,
+                 pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows, fixed=fixed,
+                 grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid, n_configs=n_configs,
+                 total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri, where=where,
+                 optuna_url=optuna_url, fingerprint=_fingerprint(plan, base, seeds, total),
+                 command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts))
     try:
         busy = where.running() or (where.cache_problem() if opts.cache else None)
         if busy:
             raise StudyInputError(busy)
-        p.settings = check_resume(p) if opts.resume else _check_new(p)
+        p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p))
     except BaseException:
         where.cleanup()  # an object store's staging folder, made to read
         raise
