@@ -5,7 +5,7 @@ which parses them into the study object every later step reads (adbs_lab/driver/
 By AST over adbs_lab/ and studies/: no `<options>.objectives` (nor `getattr(<options>, "objectives")`) where
 <options> is the options object: a name `opts`, `options` or ending in `_opts`, or an attribute `.opts` (as in
 `p.opts.objectives`). The typed field, `p.objectives`, and a report's objectives read from its MLflow tag
-(adbs_lab/results/from_store.py: `study.objectives`) are not the options object and pass.
+(`study.objectives` in adbs_lab/results/from_store.py) are not the options object and pass.
 """
 
 from __future__ import annotations
