@@ -212,7 +212,7 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
     cols = ", ".join([f"`{k}`" for k in searched if k != tune_keys.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
     return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {p.total} trials over seeds "
-            f"{', '.join(map(str, p.opts.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
+            f"{', '.join(map(str, p.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
             "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
             f"in the runs table (**Columns**): {cols}.")
 
@@ -374,7 +374,7 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     the machine's load (`load`: its load average, read here when None), then the study's notes."""
     import os
 
-    head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
+    head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.seeds)} seeds), "
             f"{max_concurrent} at a time")
     left = p.total
     if p.opts.resume:

@@ -218,8 +218,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._live = None
         name_metrics(optuna_storage(storage_url), study_name, self._objectives)
 
-    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles, and not the param space
-    # (set_search_properties hands over the current one on every run).
+    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles; the trial maker travels with it
+    # (a Config and the study's rows), so a resumed study makes its trials' Configs from the base it started with.
     def __getstate__(self) -> dict[str, Any]:
         # _ot_study/_ot_trials/_storage are OptunaSearch's own attributes (no public accessor): a live Study
         # bound to the storage of the driver that pickled it. _storage (Optuna's RDBStorage) is rebuilt from
