@@ -65,12 +65,11 @@ def own_name(p: Prepared) -> None:
     """Create the study's Optuna study, once (adbs_lab/search/searcher.py: create_study, atomic in the database): of two runs
     of one name started together on one Optuna storage exactly one gets it; the other is refused here, exit 2,
     before it writes anything (the preflight's check of the name, which both pass, only reads)."""
-    from adbs_lab.records import objectives
     from adbs_lab.driver.preflight import name_taken
     from adbs_lab.search.searcher import StudyNameTaken, create_study
 
     try:
-        create_study(p.optuna_url, p.folder, objectives.effective(p.opts.objectives))
+        create_study(p.optuna_url, p.folder, p.objectives)
     except StudyNameTaken:
         fail(name_taken(p.optuna_url, p.where, p.fingerprint))
 

@@ -22,7 +22,7 @@ from adbs.config import ConfigError
 from adbs_lab.driver import outcome
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver import interrupts
-from adbs_lab.driver.preflight import check_name_free, held, size, study_fingerprint, validate
+from adbs_lab.driver.preflight import check_name_free, held, study
 from adbs_lab.driver.prepared import fail
 from adbs_lab.driver.run import run
 from adbs_lab.driver.session import env_defaults
@@ -101,22 +101,20 @@ class Composite:
         return checked
 
     def _check(self, part: Part) -> Checked:
-        plan, opts = part.plan, part.opts
-        base_cfg, configs, _ = validate(plan, opts)
-        n = size(plan, opts)[3]
-        state = held(plan, opts, base_cfg)
+        p = study(part.plan, part.opts)  # the part typed once, as its own run's preflight types it
         bases = {repr(sorted((k, v) for k, v in c.to_dict().items() if k not in part.base_free)): c
-                 for c in configs}.values() if part.base_free else configs
-        where = StudyFolder(self.storage, plan.name + opts.folder)
+                 for c in p.configs}.values() if part.base_free else p.configs
+        where = p.where  # the part's folder: its --storage is this composite's storage (studies/paper.py)
         try:
+            state = held(p)
             busy = where.running()
             if busy and state != FINISHED:
                 raise StudyInputError(busy)
             if state is None:  # a new study, as the part's own run will find it: its name free in the Optuna storage
-                check_name_free(opts, where, study_fingerprint(plan, opts, base_cfg))
+                check_name_free(part.opts, where, p.fingerprint)
         finally:
             where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
-        return Checked(part, n, sum(c.base_epochs for c in bases), state)
+        return Checked(part, p.total, sum(c.base_epochs for c in bases), state)
 
     def print_cost(self, checked: list[Checked], estimate: Callable[[Checked], str], seeds) -> None:
         """One line for the whole (trials in all, to run, seeds, where), then one a part: its trials, `estimate`'s

@@ -5,6 +5,7 @@ full disk or a failed MLflow store ends in a message: either way `Launched` hold
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -15,7 +16,7 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from adbs.config import Config, from_dict
+from adbs.config import from_dict
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records import objectives
 from adbs_lab.results import notes as study_notes
@@ -77,7 +78,7 @@ def launch(p: Prepared, slots: Slots) -> Launched:
     try:  # Ray is up; to Tune's fit: an interruption here ends the study with its line (no trial ran yet)
         print_start(p, slots.max_concurrent)
         pause_point("ray_started")
-        searcher, stopper = _search(p)
+        searcher, stopper = _search(p, slots)
         tracker, progress = _tracking(p, searcher, slots)
         tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
     except KeyboardInterrupt:
@@ -119,7 +120,14 @@ def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots
     return Slots(gpus, cpus, max_concurrent)
 
 
-def _search(p: Prepared):
+def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
+    """The study's trial maker (Prepared.trial) with the trials' torch threads set: a trial's threads are its CPUs,
+    written into its config: logged with it, part of the base-session key, and what `python -m adbs.run --threads N`
+    needs to give the same numbers (adbs/runtime.py). Tune's param_space and the searcher both take this one."""
+    return dataclasses.replace(p.trial, base=dataclasses.replace(p.base, threads=p.threads or max(1, int(slots.cpus))))
+
+
+def _search(p: Prepared, slots: Slots):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
     import optuna
 
@@ -131,17 +139,18 @@ def _search(p: Prepared):
     )
 
     opts, where = p.opts, p.where
+    trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space), seed=opts.sampler_seed)
-               if p.is_grid else optuna.samplers.TPESampler(seed=opts.sampler_seed))
+    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
+               if p.is_grid else optuna.samplers.TPESampler(seed=p.sampler_seed))
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
-                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(opts.seeds),
-                           rows=p.plan.rows, points_to_evaluate=p.plan.points_to_evaluate,
+                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(p.seeds),
+                           trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
-                           objectives=objectives.effective(opts.objectives))
-    pruner = make_pruner(opts.pruner, int(p.base.get("base_epochs", Config().base_epochs)))
+                           objectives=p.objectives)
+    pruner = make_pruner(p.pruner, p.base.base_epochs)
     stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
     return searcher, stopper
 
@@ -161,24 +170,24 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                                     else p.optuna_url),
             "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
-            objectives.TAG: json.dumps(objectives.texts(objectives.effective(opts.objectives))),
-            study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base))}  # studies/report.py
+            objectives.TAG: json.dumps(objectives.texts(p.objectives)),
+            study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
-    searched, objs = searched_axes(p), objectives.texts(objectives.effective(opts.objectives))
+    searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
                                      ends=searcher, storage=opts.storage,
                                      description=study_description(p, searched, objs))
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
-                        max_concurrent=slots.max_concurrent, objectives=objectives.effective(opts.objectives))
+                        max_concurrent=slots.max_concurrent, objectives=p.objectives)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
-                            "study.seeds": json.dumps(list(opts.seeds)), "study.trials": p.total,
+                            "study.seeds": json.dumps(list(p.seeds)), "study.trials": p.total,
                             "study.configurations": p.n_configs,
-                            "study.sampler": "GridSampler" if p.is_grid else "TPESampler",  # as _search builds it
-                            "study.pruner": opts.pruner, "study.cpus_per_trial": slots.cpus,
+                            "study.sampler": p.sampler,  # as _search builds it
+                            "study.pruner": p.pruner, "study.cpus_per_trial": slots.cpus,
                             "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
-                            **{f"base.{k}": v for k, v in p.base.items()}})
+                            **{f"base.{k}": v for k, v in p.base_values.items()}})
     return tracker, progress
 
 
@@ -203,7 +212,7 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
     cols = ", ".join([f"`{k}`" for k in searched if k != tune_keys.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
     return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {p.total} trials over seeds "
-            f"{', '.join(map(str, p.opts.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
+            f"{', '.join(map(str, p.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
             "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
             f"in the runs table (**Columns**): {cols}.")
 
@@ -221,10 +230,7 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
                        checkpoint_every=opts.checkpoint_every),
         {"cpu": slots.cpus, "gpu": slots.gpus},
     )
-    param_space = {k: (list(v) if isinstance(v, tuple) else v) for k, v in Config(**p.base).to_dict().items()}
-    # A trial's torch threads are its CPUs, written into its config: logged with it, part of the base-session
-    # key, and what `python -m adbs.run --threads N` needs to give the same numbers (adbs/runtime.py).
-    param_space["threads"] = param_space["threads"] or max(1, int(slots.cpus))
+    param_space = trial_maker(p, slots).param_space()
     storage_path, tune_fs = where.tune_location()
     if opts.resume:
         # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
@@ -310,8 +316,8 @@ def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[f
     from adbs_lab.cluster import packing
 
     gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
-    if cpus is None and p.base.get("threads"):  # --set threads=N: the trial's CPUs follow
-        cpus = float(p.base["threads"])
+    if cpus is None and p.threads:  # --set threads=N: the trial's CPUs follow
+        cpus = float(p.threads)
     packs = p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs)
     if packs and not probe:
         return min(1.0, res["GPU"]), 1.0 if cpus is None else cpus
@@ -368,7 +374,7 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     the machine's load (`load`: its load average, read here when None), then the study's notes."""
     import os
 
-    head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.opts.seeds)} seeds), "
+    head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.seeds)} seeds), "
             f"{max_concurrent} at a time")
     left = p.total
     if p.opts.resume:
@@ -383,7 +389,7 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
         cpus = os.cpu_count() or 1
         factor = load_factor(load, cpus, max_concurrent, p.plan.est_load)
         est = ((p.plan.est_smoke_trial_s if p.opts.smoke else p.plan.est_trial_s)
-               * from_dict(p.base).base_epochs / max(1, preset_epochs)) * factor
+               * p.base.base_epochs / max(1, preset_epochs)) * factor
         head += (f"; on this CPU roughly {math.ceil(left / max_concurrent) * est / 60:.1f} min of training at its "
                  f"load now (load average {load:.1f} on {cpus} CPUs: x{factor:.1f} the time measured at "
                  f"{p.plan.est_load:g}, studies/times.json) (+~30 s to start Ray and the MLflow store and write the "
@@ -391,6 +397,6 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
         head += "; a time estimate follows the first measured base epoch"
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
-    for line in study_notes.lines(p.plan, p.opts, p.base):  # also above the study's tables
+    for line in study_notes.lines(p.plan, p.opts, p.base_values):  # also above the study's tables
         print(f"note: {line}", flush=True)
 

@@ -16,6 +16,7 @@ them once every check has passed. The one write is an object store's write check
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 import sys
@@ -25,7 +26,7 @@ from typing import Any
 from adbs.config import Config, canonical, from_dict
 from adbs.redaction import carries_secret, redact
 from adbs_lab.search import space as sp
-from adbs_lab.records import tune_keys
+from adbs_lab.records import objectives, tune_keys
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
@@ -34,9 +35,8 @@ from adbs.writable import folder_problem
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["SEEDED", "validate", "size", "held", "preflight", "note_owned", "study_owned",
-           "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
-           "study_fingerprint"]
+__all__ = ["SEEDED", "validate", "size", "held", "study", "preflight", "note_owned", "study_owned",
+           "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
@@ -85,7 +85,8 @@ def _cuda() -> bool:
 
 
 def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
-    """(base config, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side effects."""
+    """(base config's values, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side
+    effects."""
     opts.check()
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
     _, grid, dists = sp.split(plan.space)
@@ -109,7 +110,7 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     check_storage_writable(opts.storage)
     if opts.optuna_storage:
         _check_optuna_storage(opts.optuna_storage)
-    configs = sp.configs_to_check(base, plan.space, list(opts.seeds), plan.rows)
+    configs = sp.configs_to_check(sp.TrialMaker(from_dict(base), plan.rows), plan.space, list(opts.seeds))
     _check_configs(opts, configs, searched)
     return base, configs, gpus
 
@@ -209,27 +210,50 @@ def logged_argv(argv: tuple[str, ...]) -> list[str]:
 
 
 
+def study(plan: Plan, opts: StudyOptions) -> Prepared:
+    """The study typed once, from `validate`'s checks alone (a part of studies/paper.py before any part runs:
+    adbs_lab/driver/compose.py); `preflight` adds the checks of the stores, the folder and --resume. Writes nothing;
+    for an object store, the caller cleans `where` up."""
+    base, configs, gpus = validate(plan, opts)
+    return _typed(plan, opts, base, configs, gpus, tracking_store.tracking_uri(opts.tracking_uri))
+
+
+def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[Config], gpus: float,
+           uri: str) -> Prepared:
+    """The one place the options become the study's facts (Prepared): --objectives parsed, the base made a Config,
+    the space split and sized, the trial maker; a new study flag is read here and nowhere after."""
+    seeds = list(opts.seeds)
+    fixed, grid, dists = sp.split(plan.space)
+    space, is_grid, n_configs, total = size(plan, opts)
+    varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]
+    folder = plan.name + opts.folder
+    where = StudyFolder(opts.storage, folder)
+    optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
+    base_config = from_dict(base)
+    return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
+                    trial=sp.TrialMaker(base_config, plan.rows),
+                    objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
+                    sampler="GridSampler" if is_grid else "TPESampler", sampler_seed=opts.sampler_seed,
+                    pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows,
+                    fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
+                    n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,
+                    where=where, optuna_url=optuna_url, fingerprint=_fingerprint(plan, base, seeds, total),
+                    command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts))
+
+
 def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     """Every check a run makes before its first trial (see the module's docstring); StudyInputError, ConfigError or
     TrackingError name what is wrong. Writes nothing: `claim` does, under `study_lock`."""
     base, configs, gpus = validate(plan, opts)
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     tracking_store.tracking_problem(uri)
-    seeds = list(opts.seeds)
-    _, grid, dists = sp.split(plan.space)
-    space, is_grid, n_configs, total = size(plan, opts)
-    varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]
-    folder = plan.name + opts.folder
-    where = StudyFolder(opts.storage, folder)
-    optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
-    p = Prepared(plan, opts, base, configs, space, is_grid, n_configs, total, varying, gpus, uri, where,
-                 optuna_url, _fingerprint(plan, base, seeds, total), shlex.join(logged_argv(opts.argv)),
-                 owned=study_owned(plan, opts))
+    p = _typed(plan, opts, base, configs, gpus, uri)
+    where = p.where
     try:
         busy = where.running() or (where.cache_problem() if opts.cache else None)
         if busy:
             raise StudyInputError(busy)
-        p.settings = check_resume(p) if opts.resume else _check_new(p)
+        p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p))
     except BaseException:
         where.cleanup()  # an object store's staging folder, made to read
         raise
@@ -309,11 +333,6 @@ def _resumable(where: StudyFolder, fingerprint: str) -> bool:
         where.tune_experiment(), storage_filesystem=where.tune_location()[1])
 
 
-def study_fingerprint(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str:
-    """What makes two runs the same study (study.json), from the base config `validate` gave."""
-    return _fingerprint(plan, base, list(opts.seeds), size(plan, opts)[3])
-
-
 def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
     """(search space with the row axis, is it a grid, configurations, trials) or StudyInputError; no side effects."""
     seeds = list(opts.seeds)
@@ -336,25 +355,22 @@ def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int
     return space, is_grid, n_configs, n_configs * len(seeds)
 
 
-def held(plan: Plan, opts: StudyOptions, base: dict[str, Any]) -> str | None:
-    """What the study's folder holds of this very study (same plan, base config `validate` gave, seeds):
+def held(p: Prepared) -> str | None:
+    """What the study's folder holds of this very study (same fingerprint: plan, base config, seeds, size):
     "finished" (its MLflow parent run FINISHED), "unfinished" (--resume continues it), or None (nothing, or
     another study). Reads study.json, the runs file and the parent run; writes nothing."""
-    where = StudyFolder(opts.storage, plan.name + opts.folder)
-    try:
-        ident, runs = where.read_text("study.json"), where.read_text(tracking_store.RUNS_FILE)
-    finally:
-        where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
+    where = p.where
+    ident, runs = where.read_text("study.json"), where.read_text(tracking_store.RUNS_FILE)
     try:
         known = json_object(ident, "study.json").get("fingerprint")
     except StudyInputError:  # a damaged study.json is not this study's record: the run says so (check_resume)
         return None
-    if known != study_fingerprint(plan, opts, base):
+    if known != p.fingerprint:
         return None
     parent = json_object(runs, where.display(tracking_store.RUNS_FILE)).get("parent")
     if not parent:
         return "unfinished"
-    uri = tracking_store.tracking_uri(opts.tracking_uri)
+    uri = p.tracking_uri
     if not mlflow_has_run(uri, parent):  # tracked in another store: not this study's record
         return None
     status = tracking_store.client(uri).get_run(parent).info.status

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from adbs.config import Config, ConfigError
+from adbs_lab.records.objectives import Objective
+from adbs_lab.search.space import TrialMaker
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
@@ -18,26 +20,63 @@ from adbs_lab.stores.study_folder import StudyFolder
 __all__ = ["Prepared", "fail", "bad_input"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
-    """Everything decided before Ray starts."""
+    """The study, typed once: everything the preflight (adbs_lab/driver/preflight.py) decided before Ray starts. Every
+    later step (claim, launch, the tracker, the progress line, summarise, --resume's checks) reads the study's facts
+    here, never again from the raw options."""
 
     plan: Plan
+    """The study's plan (adbs_lab/driver/plan.py): its name, space, rows, trial function."""
     opts: StudyOptions
-    base: dict[str, Any]
-    """The config every trial starts from (preset < study defaults < --set), before the searched fields."""
+    """The options as parsed, for what this object does not hold (stores, resources, flags of the run itself)."""
+    base: Config
+    """The config every trial starts from (preset < study defaults < --set, the space's fixed values)."""
+    base_values: dict[str, Any]
+    """The keys of `base` the study, its preset or the user set (study.json's fingerprint, the parent run's base.*
+    params, the study's notes)."""
+    trial: TrialMaker
+    """The one maker of a trial's Config from its point (adbs_lab/search/space.py: TrialMaker)."""
+    objectives: tuple[Objective, ...]
+    """What the search optimises, parsed from --objectives (the default objective when none is given)."""
+    sampler: str
+    """Optuna's sampler: GridSampler for a grid (rows included), else TPESampler."""
+    sampler_seed: int
+    """The seed of the sampler (--sampler-seed)."""
+    pruner: str
+    """The pruner (--pruner, or the study's default for these objectives)."""
+    threads: int | None
+    """The trials' torch threads as the base sets them (None: from the trial's CPUs, decided in launch)."""
+    seeds: tuple[int, ...]
+    """The repetition seeds (--seeds): each configuration runs once per seed."""
+    rows: dict[str, dict] | None
+    """The study's named rows of overrides, or None."""
+    fixed: dict[str, Any]
+    """What the search space fixes."""
+    grid: dict[str, list]
+    """The grid axes of the search space."""
+    dists: dict[str, Any]
+    """The sampled distributions of the search space."""
     configs: list[Config]
     """Every distinct configuration of a grid, or the extremes of a sampled space (already checked)."""
     space: dict[str, Any]
     """The search space with the row axis added."""
     is_grid: bool
+    """Whether the study runs a grid (grid axes or rows) rather than sampling."""
     n_configs: int
+    """Configurations the study runs."""
     total: int
+    """Trials the study runs: configurations x seeds."""
     varying: list[str]
+    """What differs between trials: the row axis, the grid axes, the distributions, the seed."""
     gpus_per_trial: float
+    """--gpus-per-trial as checked (0 when not given: launch decides from the cluster)."""
     tracking_uri: str
+    """The MLflow store."""
     where: StudyFolder
+    """The study's folder in --storage."""
     optuna_url: str
+    """The Optuna storage (the study's own optuna.db unless --optuna-storage)."""
     fingerprint: str
     """What makes two runs the same study (study.json; --resume checks it)."""
     command: str

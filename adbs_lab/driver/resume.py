@@ -39,10 +39,11 @@ def _held(key: str, settings: dict[str, Any]) -> Any:
     return settings[key]
 
 
-def _now(key: str, opts) -> Any:
+def _now(key: str, p: Prepared) -> Any:
+    """A RESUME_FIXED setting of this run: the study's (Prepared) where it holds it, else the option."""
     if key == "objectives":
-        return objectives.texts(objectives.effective(opts.objectives))
-    return getattr(opts, key)
+        return objectives.texts(p.objectives)
+    return getattr(p, key) if key in ("pruner", "sampler_seed") else getattr(p.opts, key)
 
 
 def check_resume(p: Prepared) -> dict[str, Any]:
@@ -72,14 +73,14 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     settings = held.get("settings", {})
     command = held.get("command", "?")
     for key, flag in RESUME_FIXED.items():
-        if (key in settings or key == "objectives") and _held(key, settings) != _now(key, opts):
+        if (key in settings or key == "objectives") and _held(key, settings) != _now(key, p):
             def show(v):
                 return ("(not given)" if v is None else f"{v:g}" if isinstance(v, float) else
                         " ".join(v) if isinstance(v, list) else str(v))
 
             held_value = show(_held(key, settings))
             raise StudyInputError(
-                f"--resume: {flag} {show(_now(key, opts))} differs from the study's {flag} {held_value} "
+                f"--resume: {flag} {show(_now(key, p))} differs from the study's {flag} {held_value} "
                 f"({command}); a study cannot change it midway: rerun with {flag} {held_value} (or without the flag "
                 "when it was not given), or start a new study with --name NAME")
     parent = json_object(_driver_file(where, tracking_store.RUNS_FILE), where.display(tracking_store.RUNS_FILE)).get("parent")

@@ -23,7 +23,6 @@ import sys
 import time
 from typing import NoReturn
 
-from adbs.config import from_dict
 from adbs_lab.driver import outcome
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
@@ -43,7 +42,7 @@ __all__ = ["run", "main", "dry_run"]
 def dry_run(p: Prepared) -> None:
     """--dry-run: the preflight passed (every check a run makes before its first trial); with --address, the
     cluster's checks too (connected to, not started; no probe trial); then what would run."""
-    cfg = from_dict(p.base)
+    cfg = p.base
     opts = p.opts
     if opts.address:
         import ray
@@ -52,7 +51,7 @@ def dry_run(p: Prepared) -> None:
             trial_slots(p, res, probe=False)
         ray.shutdown()  # disconnects this driver; the cluster runs on
     print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {p.n_configs} configuration(s) x "
-          f"{len(opts.seeds)} seed(s) = {p.total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; "
+          f"{len(p.seeds)} seed(s) = {p.total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; "
           f"search space {p.plan.space_source}); flags, config, data, storage {p.where}, the MLflow store, the "
           f"Optuna storage{', the Ray cluster' if opts.address else ''}"
           f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "

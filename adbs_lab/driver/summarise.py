@@ -14,7 +14,6 @@ from typing import NoReturn
 import pandas as pd
 
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.driver import outcome
 from adbs_lab.results import run_files
@@ -140,12 +139,12 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     runs = tracking_store.load_runs(p.dir)
     recs = trial_records.from_results(launched.results, varying=p.varying, runs=runs)
     sessions, trials = trial_records.frames(recs)
-    objs = objectives.effective(p.opts.objectives)
+    objs = p.objectives
     multi = len(objs) > 1  # a front: pareto.json and the table's front column
     front = pareto.front_labels(trials, objs) if multi and len(trials) else None
     table = (tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials, front=front)
              if len(sessions) else pd.DataFrame())
-    notes = study_notes.lines(plan, p.opts, p.base)
+    notes = study_notes.lines(plan, p.opts, p.base_values)
     table_text = tables.annotate(tables.format_table(table), trials, order=plan.order, notes=notes)
     best = tables.best_config(trials, objs) if len(trials) else None
     files = tables.write(p.dir, sessions, trials, table_text, best)
@@ -183,13 +182,13 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     plan = p.plan
     not_drawn: list[str] = []
     figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order,
-                                    objectives=objectives.effective(p.opts.objectives), not_drawn=not_drawn)
+                                    objectives=p.objectives, not_drawn=not_drawn)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-    notes = study_notes.lines(plan, p.opts, p.base)
+    notes = study_notes.lines(plan, p.opts, p.base_values)
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
         p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best, figures=figs, meta=meta,
         order=plan.order, pareto=out.pareto, not_drawn=not_drawn, notes=notes), [])

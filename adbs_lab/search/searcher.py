@@ -43,7 +43,8 @@ from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY  # also importable fr
 from adbs_lab.records.objectives import DEFAULT, Objective
 from adbs_lab.records.objectives import PRUNERS
 from adbs.redaction import redact, reveal
-from adbs_lab.search.space import resolve_trial
+from adbs.config import Config
+from adbs_lab.search.space import TrialMaker
 from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR
 from adbs_lab.stores.tracking_store import store_down
 from adbs_lab.records.trial_records import classify, objective
@@ -175,8 +176,6 @@ class _LiveStudy:
 
 
 class StudySearch(_LiveStudy, OptunaSearch):
-    _base: dict[str, Any] | None = None  # the param space: set_search_properties, before the first suggest
-
     def __init__(
         self,
         space: dict[str, optuna.distributions.BaseDistribution],
@@ -185,13 +184,14 @@ class StudySearch(_LiveStudy, OptunaSearch):
         study_name: str,
         sampler: optuna.samplers.BaseSampler,
         seeds: list[int] | None = None,
-        rows: dict[str, dict] | None = None,
+        trial: TrialMaker | None = None,
         points_to_evaluate: list[dict] | None = None,
         snapshot: dict[str, str] | None = None,
         objectives: tuple[Objective, ...] = DEFAULT,
     ) -> None:
-        """`rows`: the study's named rows (space.resolve_trial). `snapshot`: {name: local file} copied beside the
-        searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
+        """`trial`: makes each trial's Config from its point (adbs_lab/search/space.py: TrialMaker; the study's
+        Prepared.trial, its threads set by launch; None: the defaults of Config). `snapshot`: {name: local file}
+        copied beside the searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
         uploads its optuna.db with the trial list it belongs to. `objectives`: what Optuna is told (--objectives;
         adbs_lab/records/objectives.py), each a mean over the configuration's seeds."""
         self._objectives = tuple(objectives)
@@ -206,7 +206,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._storage_url = storage_url
         self._snapshot = dict(snapshot or {})
         self._seeds = list(seeds or [])
-        self._rows = rows
+        self._trial = trial or TrialMaker(Config())
         self._groups: dict[int, dict[str, Any]] = {}
         self._open: int | None = None
         self._number: dict[str, int] = {}
@@ -218,14 +218,14 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._live = None
         name_metrics(optuna_storage(storage_url), study_name, self._objectives)
 
-    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles, and not the param space
-    # (set_search_properties hands over the current one on every run).
+    # Pickled by Tune with the tuner and in searcher checkpoints: no live DB handles; the trial maker travels with it
+    # (a Config and the study's rows), so a resumed study makes its trials' Configs from the base it started with.
     def __getstate__(self) -> dict[str, Any]:
         # _ot_study/_ot_trials/_storage are OptunaSearch's own attributes (no public accessor): a live Study
         # bound to the storage of the driver that pickled it. _storage (Optuna's RDBStorage) is rebuilt from
         # _storage_url, which names this driver's database on --resume (study_folder.rebound).
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_live", "_ot_study", "_ot_trials", "_storage", "_base")}
+                if k not in ("_live", "_ot_study", "_ot_trials", "_storage")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         from adbs_lab.stores.study_folder import rebound
@@ -275,8 +275,13 @@ class StudySearch(_LiveStudy, OptunaSearch):
             sampler.reseed_rng()
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
-        """Tune hands over the param space (the base of every trial's Config) on every run, --resume included."""
-        self._base = dict(config or {})
+        """Tune hands over the param space on every run, --resume included. A searcher pickled before it held its
+        trial maker (it kept only the rows) takes that param space as the maker's base, as it did then."""
+        if "_trial" not in self.__dict__:
+            from adbs.config import FIELDS, from_dict
+
+            self._trial = TrialMaker(from_dict({k: v for k, v in (config or {}).items() if k in FIELDS}),
+                                     self.__dict__.get("_rows"))
         return super().set_search_properties(metric, mode, config, **spec)
 
     def _study(self, **kwargs: Any) -> optuna.Study:
@@ -310,9 +315,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._number[trial_id] = self._open
         params[OPTUNA_TRIAL_KEY] = self._open
         config = unflatten_dict(params)
-        # The trial's Config, resolved once, here, from what Tune runs (the param space with this suggestion merged
-        # over it); the trainable, the tracker and the tables read it (tune_keys.trial_config).
-        config[CONFIG_KEY] = resolve_trial({**(self._base or {}), **config}, self._rows)
+        # The trial's Config, made once, here, by the study's one trial maker (its base is Tune's param space); the
+        # trainable, the tracker and the tables read it (tune_keys.trial_config).
+        config[CONFIG_KEY] = self._trial.config(config)
         return config
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:

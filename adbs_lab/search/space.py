@@ -14,6 +14,7 @@ Two lab-level axes are not Config fields: `ROW_KEY` picks a named row of overrid
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import optuna.distributions as od
@@ -22,7 +23,7 @@ from adbs.config import FIELDS, Config, ConfigError, coerce, from_dict
 from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY
 
 __all__ = ["is_grid", "is_dist", "split", "check", "optuna_distributions", "grid_points", "grid_size", "resolve_trial",
-           "configs_to_check"]
+           "TrialMaker", "configs_to_check"]
 
 def is_grid(v: Any) -> bool:
     return isinstance(v, list)
@@ -107,9 +108,31 @@ def resolve_trial(config: dict[str, Any], rows: dict[str, dict] | None = None) -
     return from_dict(d)
 
 
-def configs_to_check(base: dict[str, Any], space: dict[str, Any], seeds: list[int] | None,
-                     rows: dict[str, dict] | None = None) -> list[Config]:
-    """Every distinct config of a grid, or the extremes of a sampled space (validated before trials)."""
+@dataclass(frozen=True)
+class TrialMaker:
+    """The one maker of a trial's Config from its point: the preflight's checks (`configs_to_check`) and the searcher
+    (adbs_lab/search/searcher.py: StudySearch.suggest) both call `config`. Small and picklable: Ray Tune pickles the
+    searcher that holds it (tuner.pkl, searcher checkpoints)."""
+
+    base: Config
+    """The config every trial starts from (preset < study defaults < --config < --set, the space's fixed values)."""
+    rows: dict[str, dict] | None = None
+    """The study's named rows of overrides (ROW_KEY picks one), or None."""
+
+    def config(self, point: dict[str, Any]) -> Config:
+        """The full Config of the trial at `point` (Tune's trial config: Config fields + the lab keys of
+        adbs_lab/records/tune_keys.py) over the base."""
+        return resolve_trial({**self.base.to_dict(), **point}, self.rows)
+
+    def param_space(self) -> dict[str, Any]:
+        """The base as Ray Tune's param_space (plain values: lists, not tuples)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.base.to_dict().items()}
+
+
+def configs_to_check(trial: TrialMaker, space: dict[str, Any], seeds: list[int] | None) -> list[Config]:
+    """Every distinct config of a grid, or the extremes of a sampled space (validated before trials), each made by
+    `trial.config`, as the searcher makes it."""
+    rows = trial.rows
     _, grid, dists = split(space)
     axes: dict[str, list] = {k: list(v) for k, v in grid.items()}
     for k, d in dists.items():
@@ -120,7 +143,7 @@ def configs_to_check(base: dict[str, Any], space: dict[str, Any], seeds: list[in
     axes[SEED_KEY] = list(seeds) if seeds else [None]
     out, seen = [], set()
     for combo in itertools.product(*axes.values()):
-        cfg = resolve_trial({**base, **dict(zip(axes, combo))}, rows)
+        cfg = trial.config(dict(zip(axes, combo)))
         key = repr(sorted(cfg.to_dict().items()))
         if key not in seen:
             seen.add(key)

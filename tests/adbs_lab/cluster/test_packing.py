@@ -121,7 +121,8 @@ def _prepared(*args: str, configs=None, base=None):
     from adbs_lab.driver.options import StudyOptions
 
     opts = StudyOptions(**dict(args))
-    return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10, base=base or {},
+    return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10,
+                           threads=(base or {}).get("threads"),
                            configs=configs if configs is not None else [preset("cifar100")])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from optuna.distributions import FloatDistribution
 
-from adbs.config import FIELDS, ConfigError
+from adbs.config import FIELDS, Config, ConfigError
 from adbs_lab.search import space as sp
 from adbs_lab.records import tune_keys
 from search_spaces import ablation, alpha_sweep, kshot_grid
@@ -56,11 +56,11 @@ def test_grid_distributions_and_configs_to_check():
     assert sp.grid_size(space, [1, 2]) == 8
     assert set(sp.optuna_distributions(space)) == {"ways", "shots"}  # a seed is no searched parameter
     assert sp.grid_points(space) == {"ways": [5, 10], "shots": [1, 5]}
-    cfgs = sp.configs_to_check({}, space, [1, 2])
+    cfgs = sp.configs_to_check(sp.TrialMaker(Config()), space, [1, 2])
     assert len(cfgs) == 8 and {c.seed for c in cfgs} == {1, 2}
     assert all(c.seed == c.split_seed for c in cfgs)
     sampled = {"alpha": FloatDistribution(0.01, 0.1, log=True)}
-    assert sorted(c.alpha for c in sp.configs_to_check({}, sampled, [0])) == [0.01, 0.1]
+    assert sorted(c.alpha for c in sp.configs_to_check(sp.TrialMaker(Config()), sampled, [0])) == [0.01, 0.1]
 
 
 def test_resolve_and_describe():
