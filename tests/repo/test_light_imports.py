@@ -1,6 +1,6 @@
 """What a light command loads (docs/architecture.md, "Layers"): the preflight never Ray Tune, the MLflow launcher's
-and the report's --help neither Ray Tune nor torch, and adbs's light modules (adbs/__init__.py loads its names on first use) no torch.
-Each case runs in a fresh interpreter; the time it took is printed (`-s`), never asserted."""
+and the report's --help neither Ray Tune nor torch, and adbs's light modules (adbs/__init__.py loads its names on
+first use) no torch. Each case runs in a fresh interpreter; the time it took is printed (`-s`), never asserted."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ CASES = {
     "preflight": ("code", "import adbs_lab.driver.preflight", ("ray.tune",)),
     "adbs light modules": ("code", "import adbs.redaction, adbs.writable, adbs.cells", ("torch",)),
     "mlflow/serve.py --help": ("script", "mlflow/serve.py", ("ray.tune", "torch")),
-    "studies/report.py --help": ("script", "studies/report.py", ("ray.tune", "torch")),
     # adbs_lab/records/trial_records.py: config_columns() imports adbs/config/ (torch) when first called, not here
     "studies/report.py --help": ("script", "studies/report.py", ("ray.tune", "torch")),
     "stores": ("code", "import adbs_lab.stores.serve, adbs_lab.stores.tracking_store, adbs_lab.stores.sqlite_kind",
