@@ -60,6 +60,8 @@ def epoch_split(device: str, epochs: int, quick: bool) -> dict:
     from adbs import loops
     from adbs.data import build_data, make_loader
     from adbs.config import preset
+    from adbs.runtime import Runtime
+    from adbs.trainer import Hooks, extract_features
 
     cfg = dataclasses.replace(preset("cifar100", dataset="synthetic", synthetic_version=1), device=device,
                               base_epochs=epochs)
@@ -67,10 +69,10 @@ def epoch_split(device: str, epochs: int, quick: bool) -> dict:
         cfg = dataclasses.replace(cfg, backbone="convnet", base_images_per_class=20)
     cfg = cfg.validate()
     data = build_data(cfg)
-    rt = loops.Runtime(cfg)
+    rt = Runtime(cfg)
     sync = torch.cuda.synchronize if rt.device.type == "cuda" else (lambda: None)
     val_s: list[float] = []
-    extract = loops.extract_features
+    extract = extract_features
 
     def timed(*args, **kw):  # the validation and prototype passes, synchronised on both sides
         sync()
@@ -83,7 +85,7 @@ def epoch_split(device: str, epochs: int, quick: bool) -> dict:
     rows: list[dict] = []
     loops.extract_features = timed
     try:
-        loops.train_base(cfg, data, hooks=loops.Hooks(on_base_epoch=lambda r: rows.append(dict(r))))
+        loops.train_base(cfg, data, hooks=Hooks(on_base_epoch=lambda r: rows.append(dict(r))))
     finally:
         loops.extract_features = extract
     train_idx = data.sessions[0].train

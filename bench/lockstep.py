@@ -166,12 +166,15 @@ def run_ours(cfg, data, batches, released_init: dict[str, torch.Tensor], channel
     """
     import adbs.loops as loops
     from adbs.backbones import create_backbone
+    from adbs.data import make_loader
+    from adbs.hosts import create_host
+    from adbs.runtime import Runtime
     from adbs.trainer import Hooks
     from adbs.state import read_checkpoint
 
     encoder = released_encoder_to_ours(released_init)
     rows = released_init["fc.weight"][:BASE].clone()
-    originals = (loops.create_backbone, loops.create_host, loops.make_loader)
+    originals = (create_backbone, create_host, make_loader)  # patched below where adbs/loops.py looks them up
 
     def backbone(name, **kw):
         b = create_backbone(name, **kw)
@@ -207,16 +210,16 @@ def run_ours(cfg, data, batches, released_init: dict[str, torch.Tensor], channel
         last["model"] = state.model  # the model after this step (BaseSession keeps the best epoch's)
 
     hooks = Hooks(on_checkpoint=checkpoint, on_base_epoch=lambda r: lrs.append(r["lr"]), checkpoint_every=1)
-    layout = (loops.Runtime.images, loops.Runtime.module)
+    layout = (Runtime.images, Runtime.module)
     loops.create_backbone, loops.create_host, loops.make_loader = backbone, host, loader
     if not channels_last:
-        loops.Runtime.images = lambda self, x: x.to(self.device)
-        loops.Runtime.module = lambda self, m: m.to(self.device)
+        Runtime.images = lambda self, x: x.to(self.device)
+        Runtime.module = lambda self, m: m.to(self.device)
     try:
         loops.train_base(cfg, data, hooks)
     finally:
         loops.create_backbone, loops.create_host, loops.make_loader = originals
-        loops.Runtime.images, loops.Runtime.module = layout
+        Runtime.images, Runtime.module = layout
     model = last["model"]
     return {"margins": torch.stack(margins), "lrs": lrs, "head": model["head"],
             "backbone": {k[len("backbone."):]: v for k, v in model.items() if k.startswith("backbone.")}}

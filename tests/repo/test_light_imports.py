@@ -1,8 +1,8 @@
 """What a light command loads (docs/architecture.md, "Layers"): the preflight never Ray Tune, the MLflow launcher's
---help neither Ray Tune nor torch, adbs's light modules (adbs/__init__.py loads its names on first use) no torch, and a
-study's flag refused at parse exits 2 before torch loads (the config package reads the hosts' options from
-adbs/hosts/<host>_options.py, never from the hosts' torch modules). Each case runs in a fresh interpreter; the time
-it took is printed (`-s`), never asserted."""
+--help and the report's --help neither Ray Tune nor torch, adbs's light modules (adbs/__init__.py loads its names on
+first use) no torch, and a study's flag refused at parse exits 2 before torch loads (the config package reads the
+hosts' options from adbs/hosts/<host>_options.py, never from the hosts' torch modules). Each case runs in a fresh
+interpreter; the time it took is printed (`-s`), never asserted."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ CASES = {
     "preflight": ("code", "import adbs_lab.driver.preflight", ("ray.tune",)),
     "adbs light modules": ("code", "import adbs.redaction, adbs.writable, adbs.cells", ("torch",)),
     "mlflow/serve.py --help": ("script", "mlflow/serve.py", ("ray.tune", "torch")),
+    # adbs_lab/records/trial_records.py: config_columns() imports adbs/config/ (torch) when first called, not here
+    "studies/report.py --help": ("script", "studies/report.py", ("ray.tune", "torch")),
     "stores": ("code", "import adbs_lab.stores.serve, adbs_lab.stores.tracking_store, adbs_lab.stores.sqlite_kind",
                ("ray.tune", "torch")),
     "the config package": ("code", "import adbs.config, adbs.config.cli; adbs.config.option_keys()", ("torch",)),

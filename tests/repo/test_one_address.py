@@ -2,9 +2,12 @@
 
 By AST, over all the repository's Python (adbs, adbs_lab, studies, bench, search_spaces, mlflow, testing, tests):
 - `from M import n` takes n from the module that binds it by a definition or an assignment, never from a module
-  that only imported it (a re-export kept for an old address). A package's face (`__init__.py`) may gather names
-  (adbs/__init__.py lazily, adbs/config/__init__.py, adbs/hosts/__init__.py), and so may adbs_lab/study.py, the one
-  face study scripts import;
+  that only imported it (a re-export kept for an old address); and `m.n`, where m is a module of the repository,
+  reads n only from its owner too (mypy's no_implicit_reexport sees this where it checks; bench/ it does not check,
+  its scripts' types being loose). Assigning `m.n = ...` is allowed: it patches the name where m looks it up, which
+  is how bench/lockstep.py and bench/epoch_breakdown.py swap a step of adbs/loops.py. A package's face
+  (`__init__.py`) may gather names (adbs/__init__.py lazily, adbs/config/__init__.py, adbs/hosts/__init__.py), and so
+  may adbs_lab/study.py, the one face study scripts import;
 - a module's `__all__` lists only names it defines (faces excepted); no `from x import *`; no module-level import
   marked `noqa: F401` (an import kept only to be re-exported) outside the faces;
 - the faces of adbs_lab's packages import nothing and list only their modules in `__all__`, so importing one costs
@@ -70,6 +73,46 @@ def _bindings(path: Path) -> tuple[set[str], dict[str, tuple[str, str | None]], 
     return defined, imported, all_names
 
 
+def _module_names(tree: ast.Module, mods: dict[str, Path]) -> dict[str, str]:
+    """Local name -> repository module it is bound to, by any import in the file (functions' included)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname and a.name in mods:
+                    bound[a.asname] = a.name
+                elif not a.asname and a.name.split(".")[0] in mods:
+                    bound[a.name.split(".")[0]] = a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in mods:
+                    bound[a.asname or a.name] = f"{node.module}.{a.name}"
+    return bound
+
+
+def _attribute_reads(rel: str, tree: ast.Module, mods: dict[str, Path], info: dict, faces: set[str]) -> list[str]:
+    """`m.n` read (not assigned) where module m only imports n: the name's address is its owner's."""
+    bound = _module_names(tree, mods)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or isinstance(node.ctx, ast.Store):
+            continue
+        parts, base = [node.attr], node.value
+        while isinstance(base, ast.Attribute):
+            parts.insert(0, base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name) or base.id not in bound:
+            continue
+        module = ".".join([bound[base.id], *parts[:-1]])
+        if module not in mods or module in faces or f"{module}.{node.attr}" in mods:
+            continue
+        defined, imported, _ = info[module]
+        if node.attr not in defined and node.attr in imported:
+            out.append(f"{rel}:{node.lineno}: {ast.unparse(node)} reads {node.attr} from {module}, which only "
+                       f"imports it (its owner: {imported[node.attr][0]})")
+    return out
+
+
 def problems(root: Path) -> list[str]:
     mods = _modules(root)
     info = {m: _bindings(p) for m, p in mods.items()}
@@ -94,6 +137,7 @@ def problems(root: Path) -> list[str]:
                     owner = src_imported[a.name][0]
                     out.append(f"{rel}:{node.lineno}: {a.name} from {node.module}, which only imports it "
                                f"(its owner: {owner})")
+        out += _attribute_reads(rel, tree, mods, info, faces)
         if m in faces:
             continue
         for n in _top_statements(tree):
@@ -126,7 +170,9 @@ def test_a_planted_reexport_is_found(tmp_path):
     (tmp_path / "adbs" / "__init__.py").write_text("")
     (tmp_path / "adbs" / "owner.py").write_text("def f():\n    return 1\n")
     (tmp_path / "adbs" / "middle.py").write_text("from adbs.owner import f  # noqa: F401\n__all__ = ['f']\n")
-    (tmp_path / "adbs" / "user.py").write_text("from adbs.middle import f\nfrom adbs.owner import f as g\n")
+    (tmp_path / "adbs" / "user.py").write_text("from adbs.middle import f\nfrom adbs.owner import f as g\n"
+                                               "import adbs.middle as mid\nfrom adbs import middle\n"
+                                               "mid.f()\nmiddle.f = g\nadbs.middle.f()\nimport adbs.middle\n")
     (tmp_path / "adbs_lab" / "pkg").mkdir(parents=True)
     (tmp_path / "adbs_lab" / "__init__.py").write_text("")
     (tmp_path / "adbs_lab" / "pkg" / "__init__.py").write_text("from adbs.owner import f\n__all__ = ['f']\n")
@@ -135,4 +181,6 @@ def test_a_planted_reexport_is_found(tmp_path):
     assert "adbs/middle.py:1: an import kept with noqa: F401" in found
     assert "__all__ lists f, which it does not define" in found
     assert "adbs_lab/pkg/__init__.py: a face of adbs_lab imports something" in found
-    assert "adbs/user.py:2" not in found
+    assert "adbs/user.py:5: mid.f reads f from adbs.middle, which only imports it (its owner: adbs.owner)" in found
+    assert "adbs/user.py:7: adbs.middle.f reads f from adbs.middle" in found
+    assert "adbs/user.py:2" not in found and "adbs/user.py:6" not in found  # patching where middle looks f up
