@@ -12,40 +12,27 @@ from __future__ import annotations
 
 import json
 import math
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from adbs.config import FIELDS
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS, EMBEDDINGS_KEY, OPTUNA_TRIAL_KEY
 
-__all__ = ["LABEL", "BASE_BOUNDARIES", "config_columns", "IDENT_COLUMNS", "trial_columns", "classify", "objective",
+__all__ = ["LABEL", "BASE_BOUNDARIES", "CONFIG_COLUMNS", "IDENT_COLUMNS", "TRIAL_COLUMNS", "classify", "objective",
            "TrialRecord", "frames", "base_boundaries", "from_tune", "from_results"]
 
 LABEL = "label"
 """Column naming the configuration without the seed (rows of the paper table)."""
 BASE_BOUNDARIES = "base_boundaries"
 """trials.parquet column (and MLflow tag adbs.base_boundaries): the base m after the base session, as JSON."""
+CONFIG_COLUMNS = list(FIELDS)
 IDENT_COLUMNS = ["trial_id", "state", LABEL, "optuna_trial", "mlflow_run_id"]
-
-
-@functools.cache
-def config_columns() -> tuple[str, ...]:
-    """Config's fields (adbs/config/schema.py: FIELDS), the configuration columns of trials.parquet. A function, not
-    a constant: adbs/config/ loads torch (its checks import the hosts, adbs/hosts/__init__.py), so it is imported
-    when the columns are first needed, and `studies/report.py --help` starts without torch
-    (tests/repo/test_light_imports.py)."""
-    from adbs.config import FIELDS
-
-    return tuple(FIELDS)
-
-
-def trial_columns() -> list[str]:
-    """trials.parquet: these columns, then the trial's summary/* metrics (without prefix) of complete trials."""
-    return [*IDENT_COLUMNS, *config_columns(), "base_epochs_run", "started_at", "finished_at", "error", K.WARNING,
-            BASE_BOUNDARIES]
+TRIAL_COLUMNS = [*IDENT_COLUMNS, *CONFIG_COLUMNS, "base_epochs_run", "started_at", "finished_at", "error",
+                 K.WARNING, BASE_BOUNDARIES]
+"""trials.parquet: these columns, then the trial's summary/* metrics (without prefix) of complete trials."""
 
 
 def classify(result: dict | None, *, error: bool = False, pruned: bool = False, ended: bool = True) -> str:
@@ -117,7 +104,7 @@ def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
     session_rows, trial_rows = [], []
     for r in records:
         ident = r.ident()
-        cfg = {k: _flat(r.config.get(k)) for k in config_columns() if k in r.config}
+        cfg = {k: _flat(r.config.get(k)) for k in CONFIG_COLUMNS if k in r.config}
         for s in r.sessions:
             m = {k: s[k] for k in K.SESSION_METRICS if k in s}
             session_rows.append({**ident, **cfg, "session": int(s["session"]), **m})

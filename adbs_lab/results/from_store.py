@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from adbs.config import ConfigError, canonical, coerce
 from adbs_lab.results import compare
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
@@ -29,7 +30,7 @@ from adbs_lab.results.renderings import (
     render,
     render_plain,
 )
-from adbs_lab.records.trial_records import config_columns
+from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -111,11 +112,6 @@ def find_parent(client, ref: str, name: str | None = None):
 
 # -- trial records from the store ------------------------------------------------------------
 def _config_value(key: str, raw: str) -> Any:
-    # adbs/config/ is imported here, where a record is read, not at the top: the package loads torch (its checks
-    # import the hosts, adbs/hosts/__init__.py), and `studies/report.py --help` starts without it
-    # (tests/repo/test_light_imports.py).
-    from adbs.config import ConfigError, coerce
-
     if raw.startswith("["):
         return raw  # lists are logged (and tabled) as JSON
     try:
@@ -139,8 +135,6 @@ def _history(client, run_id: str, key: str) -> dict[int, float]:
 
 def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
     """The study's nested runs as TrialRecords, from params, tags and metric histories."""
-    from adbs.config import canonical  # here, not at the top: adbs/config/ loads torch (see _config_value)
-
     runs = all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
     runs = [r for r in runs if r.data.tags.get("adbs.role", "trial") == "trial"]
 
@@ -165,7 +159,7 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
         out.append(trial_records.TrialRecord(
             trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
             config={canonical(k): _config_value(canonical(k), v) for k, v in r.data.params.items()
-                    if canonical(k) in config_columns()},  # runs logged before a field was renamed
+                    if canonical(k) in CONFIG_COLUMNS},  # runs logged before a field was renamed
             optuna_trial=int(n) if n.isdigit() else None, mlflow_run_id=r.info.run_id,
             base_epochs_run=max(base) if base else 0,
             started_at=r.info.start_time / 1000 if r.info.start_time else math.nan,
@@ -319,6 +313,7 @@ def combined_notes(studies: list[Study]) -> list[str]:
 
 
 # -- everything at once ----------------------------------------------------------------------
+EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
 
 
 def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table: pd.DataFrame, fmt: str, *,
@@ -331,7 +326,7 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
     sessions.to_parquet(files[0], index=False)
     trials.to_parquet(files[1], index=False)
     for f in {"text", fmt}:
-        p = out / f"table.{run_files.TABLE_EXT[f]}"
+        p = out / f"table.{EXT[f]}"
         p.write_text(render(table, f, caption=caption, trials=trials, order=order, notes=notes) + "\n")
         files.append(p)
     return files

@@ -74,13 +74,13 @@ def _points(trials, objectives: Sequence[Objective], label: str) -> tuple[list[d
     were compared."""
     from adbs_lab.results import compare
     from adbs_lab.results import seed_counts
-    from adbs_lab.records.trial_records import config_columns
+    from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
     means = config_means(trials, objectives, label)
     by_label = seed_counts.counts(trials, label)
     t = trials[trials["state"] == K.COMPLETE] if len(trials) else trials
     # the config fields the configurations differ in (the summary metrics differ too, but are not parameters)
-    swept = [c for c in compare.swept_columns(t, label) if c in config_columns()] if len(t) else []
+    swept = [c for c in compare.swept_columns(t, label) if c in CONFIG_COLUMNS] if len(t) else []
     first = t.drop_duplicates(label).set_index(label) if len(t) else None
     points: list[dict[str, Any]] = []
     for lab in _front_of(trials, objectives, label):

@@ -19,7 +19,7 @@ from adbs.cells import mean_ci, number
 from adbs_lab.results import compare
 from adbs_lab.results import seed_counts
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.records.trial_records import LABEL, config_columns
+from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
 
 
 def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -454,7 +454,7 @@ def configuration(trial: pd.Series) -> dict[str, Any]:
     from adbs.config import Config
 
     cfg = {k: (json.loads(trial[k]) if isinstance(trial[k], str) and trial[k].startswith("[") else trial[k])
-           for k in config_columns() if k in trial}
+           for k in CONFIG_COLUMNS if k in trial}
     cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
     cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
     what = {k: cfg[k] for k in ("schedule", "variant") if cfg.get(k) is not None}  # what inert_fields reads

@@ -21,7 +21,6 @@ CASES = {
     "preflight": ("code", "import adbs_lab.driver.preflight", ("ray.tune",)),
     "adbs light modules": ("code", "import adbs.redaction, adbs.writable, adbs.cells", ("torch",)),
     "mlflow/serve.py --help": ("script", "mlflow/serve.py", ("ray.tune", "torch")),
-    # adbs_lab/records/trial_records.py: config_columns() imports adbs/config/ (torch) when first called, not here
     "studies/report.py --help": ("script", "studies/report.py", ("ray.tune", "torch")),
     "stores": ("code", "import adbs_lab.stores.serve, adbs_lab.stores.tracking_store, adbs_lab.stores.sqlite_kind",
                ("ray.tune", "torch")),

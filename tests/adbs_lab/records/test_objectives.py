@@ -116,7 +116,7 @@ def _trials() -> pd.DataFrame:
         for seed, (b, n) in enumerate(zip(base, novel)):
             rows.append({"trial_id": f"{lab}{seed}", "state": K.COMPLETE, "label": lab, "alpha": alpha,
                          "seed": seed, "val_avg_acc": 90 - b, "val_last_base_acc": b, "val_last_novel_acc": n,
-                         **{c: None for c in trial_records.config_columns() if c not in ("alpha", "seed")}})
+                         **{c: None for c in trial_records.CONFIG_COLUMNS if c not in ("alpha", "seed")}})
     rows.append({"trial_id": "p0", "state": K.PRUNED, "label": "p", "alpha": 0.09, "seed": 0})
     return pd.DataFrame(rows)
 

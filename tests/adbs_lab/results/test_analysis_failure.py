@@ -12,7 +12,7 @@ from adbs_lab.results import from_store
 from adbs_lab.records import objectives
 from adbs_lab.results import run_files
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.records.trial_records import config_columns
+from adbs_lab.records.trial_records import CONFIG_COLUMNS
 from tests.helpers.fakes import importance_trials
 
 
@@ -25,7 +25,7 @@ def _constant_search() -> tuple[pd.DataFrame, pd.DataFrame]:
     raises (zero total variance in its forest)."""
     trials = importance_trials(n_a=6, n_b=3).assign(val_avg_acc=50.0, trial_id=lambda t: [f"t{i}" for i in range(len(t))],
                                           base_epochs=2, base_epochs_run=2)
-    trials = trials.assign(**{c: None for c in config_columns() if c not in trials})  # trials.parquet's columns
+    trials = trials.assign(**{c: None for c in CONFIG_COLUMNS if c not in trials})  # trials.parquet's columns
     sessions = pd.DataFrame([{"trial_id": t.trial_id, "state": K.COMPLETE, "label": t.label, "seed": t.seed,
                               "session": s, "test_acc": 50.0, "val_acc": 50.0} for t in trials.itertuples()
                              for s in (0, 1)])

@@ -13,7 +13,7 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.results import tables
-from adbs_lab.records.trial_records import config_columns
+from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
 TWO = objectives.parse(["val_last_base_acc:max", "val_avg_acc:max"])
 
@@ -21,7 +21,7 @@ TWO = objectives.parse(["val_last_base_acc:max", "val_avg_acc:max"])
 def _trial(lab: str, seed: int, state: str, base: float = math.nan, avg: float = math.nan, **cfg) -> dict:
     return {"trial_id": f"{lab}-{seed}", "state": state, "label": lab, "seed": seed,
             "val_last_base_acc": base, "val_avg_acc": avg,
-            **{c: None for c in config_columns() if c not in ("seed", *cfg)}, **cfg}
+            **{c: None for c in CONFIG_COLUMNS if c not in ("seed", *cfg)}, **cfg}
 
 
 def _diverged_study() -> pd.DataFrame:
