@@ -33,6 +33,7 @@ from pathlib import Path
 from adbs import departures, digests
 from adbs.cells import number
 from adbs.config import Config, ConfigError, cli, from_typed, load_file, resolve
+from adbs.exits import FAILED, INTERRUPTED, OK, REFUSED, Exit, entry
 from adbs.writable import out_file_problem
 
 
@@ -78,9 +79,10 @@ def session_table(result) -> str:
     return "\n".join(lines)
 
 
+@entry
 def main(argv: list[str] | None = None) -> int:
-    """Exit status: 0 done, 1 an error after the run started (traceback and its first line), 2 refused before
-    anything started (one line), 130 interrupted by SIGINT or SIGTERM (one line)."""
+    """Exit status (adbs/exits.py): OK done, FAILED an error after the run started (traceback and its first line),
+    REFUSED refused before anything started (one line), INTERRUPTED by SIGINT or SIGTERM (one line)."""
     args = build_parser().parse_args(argv)
     with _interrupts() as stopped:
         try:
@@ -90,17 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001 - after an interrupt, whatever it broke is the interrupt's doing
             if not stopped:
                 raise
-    print(f"interrupted by {stopped[0] if stopped else 'SIGINT'}: the run stopped before writing its result; run "
-          "the same command again to start it over", file=sys.stderr, flush=True)
-    return 130
+    raise Exit(INTERRUPTED, f"interrupted by {stopped[0] if stopped else 'SIGINT'}: the run stopped before writing "
+                            "its result; run the same command again to start it over")
 
 
 def _main(args: argparse.Namespace) -> int:
     try:
         cfg, out, warnings = preflight(args)
     except (ConfigError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise Exit(REFUSED, f"error: {e}") from None
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.dry_run:
@@ -108,16 +108,15 @@ def _main(args: argparse.Namespace) -> int:
               f"{', config ' + args.config if args.config else ''}), seed {cfg.seed}, {cfg.base_epochs} base epochs, "
               f"{cfg.shots}-shot sessions; config, device and data checked (every image decoded, each transform "
               f"tried); would write {out}; nothing was trained or written")
-        return 0
+        return OK
     try:
         execute(cfg, args, out)
     except Exception as e:  # noqa: BLE001 - the run started: the traceback, then its first line last, exit 1
         traceback.print_exc()
         first = (str(e).splitlines() or [""])[0]
-        print(f"error: the run failed after it started: {type(e).__name__}: {first} (traceback above)",
-              file=sys.stderr, flush=True)
-        return 1
-    return 0
+        raise Exit(FAILED, f"error: the run failed after it started: {type(e).__name__}: {first} (traceback "
+                           "above)") from None
+    return OK
 
 
 def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:

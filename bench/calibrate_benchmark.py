@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from adbs import exits  # noqa: E402
 from adbs.config import PRESETS, ConfigError, coerce, from_dict  # noqa: E402
 
 # (low, high) of each figure for the baseline under the CPU preset.
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         cfgs = [from_dict({**PRESETS["cpu"], **over, "seed": s, "split_seed": s}).validate() for s in a.seeds]
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exits.REFUSED
 
     from adbs.trial import run_trial
 
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{NAMES[k]:<30}{mean:>8.{d}f}{min(vals):>8.{d}f}{max(vals):>8.{d}f}   {lo:g}-{hi:g}".ljust(68)
               + ("yes" if ok else "NO"))
     print("all targets met (means)" if ok_all else "some targets missed (means)")
-    return 0
+    return exits.OK
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from adbs import exits  # noqa: E402
+
 
 def batches_against_cpu(device: str) -> dict:
     """The device path's first training batches against the CPU path's, value by value."""
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "breakdown.json").write_text(json.dumps(res, indent=1))
-    return 0
+    return exits.OK
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from adbs import exits  # noqa: E402
 from adbs.backbones import BACKBONES, convnet, register_backbone  # noqa: E402
 from adbs.config import PRESETS, from_dict  # noqa: E402
 from adbs.data import build_data, synthetic  # noqa: E402
@@ -160,18 +161,18 @@ def main(argv: list[str] | None = None) -> int:
     if a.list:
         for name, (what, recipe, over) in FACTORS.items():
             print(f"{name:<8} {what}  (recipe {recipe or '-'}, config {over or '-'})")
-        return 0
+        return exits.OK
     unknown = [f for f in a.factors if f not in FACTORS]
     if unknown:
         print(f"error: unknown factor(s) {', '.join(unknown)}; valid: {', '.join(FACTORS)}", file=sys.stderr)
-        return 2
+        return exits.REFUSED
     if len(set(a.seeds)) != len(a.seeds) or min(a.seeds) < 0:
         print("error: --seeds must be distinct integers >= 0", file=sys.stderr)
-        return 2
+        return exits.REFUSED
     out = Path(a.out or f"results/geometry/{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.iterdir()):
         print(f"error: --out {out} exists and is not empty; pick a new folder", file=sys.stderr)
-        return 2
+        return exits.REFUSED
     for f in a.factors:  # every config is checked before anything trains
         for v in (BASELINE, RELEASED):
             config(f, v, a.seeds[0], a.threads).validate()
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "table.md").write_text(f"`{cmd.strip()}` (seeds {' '.join(map(str, a.seeds))}; mean ± 95% CI)\n\n{md}\n")
     print("\n" + md)
     print(f"\nwrote {out}/table.md and runs.csv ({(time.perf_counter() - t_all) / 60:.1f} min)")
-    return 0
+    return exits.OK
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from adbs import exits  # noqa: E402
+
 GiB = 1024**3
 # (one trial >= this x the step alone, packed >= this x one trial per GPU, ours >= this x the authors' published epoch)
 TARGETS = {"trial_vs_step": 0.8, "packed_vs_single": 3.0, "vs_authors_published": 8.0}
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a._trial:
         trial_main(*a._trial)
-        return 0
+        return exits.OK
 
     import torch
 
@@ -293,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "gpu.json").write_text(json.dumps(res, indent=1, default=str))
-    return 0
+    return exits.OK
 
 
 if __name__ == "__main__":

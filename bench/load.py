@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from adbs import exits  # noqa: E402
 from load_check import Backend, StudyRun, check, print_summary  # noqa: E402
 
 
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
     if lost:
         print(f"LOST OR WRONG: see above; logs in {root}", file=sys.stderr)
-    return 1 if lost else 0
+    return exits.FAILED if lost else exits.OK
 
 
 if __name__ == "__main__":

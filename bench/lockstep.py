@@ -66,6 +66,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from adbs import exits  # noqa: E402
 from side_by_side import ALL_SESSIONS, BASE_CLASSES, ToolError  # noqa: E402  (bench/vs_official.py's package)
 from side_by_side.data import write_benchmark  # noqa: E402
 from side_by_side.patches import apply_patches, check_released_checkout, copy_released, released_patches  # noqa: E402
@@ -279,12 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.steps < 1 or a.batch_size < 2 or a.seed < 1 or not 6 <= a.train_per_class <= 500:
         print("error: --steps >= 1, --batch-size >= 2, --seed >= 1 (the released code treats seed 0 as unseeded) and "
               "--train-per-class in 6..500 (the benchmark writer draws 5 shots per novel class)", file=sys.stderr)
-        return 2
+        return exits.REFUSED
     try:
         check_released_checkout(Path(a.official).expanduser())
     except ToolError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exits.REFUSED
     from adbs.config import PRESETS, from_dict
     from adbs.data import build_data
 
@@ -315,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                            env={**os.environ, "OMP_NUM_THREADS": str(threads)})
         if r.returncode != 0 or "RELEASED_DONE" not in r.stdout:
             print(f"error: the released code failed (exit status {r.returncode}):\n{r.stderr[-3000:]}", file=sys.stderr)
-            return 2
+            return exits.REFUSED
         rel = torch.load(tmp / "released.pt")
         ours = run_ours(cfg, data, batches, rel["init"], channels_last=a.channels_last)
 
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(a.out)
             out.mkdir(parents=True, exist_ok=True)
             (out / "lockstep.json").write_text(json.dumps(res, indent=1))
-        return 0 if same else 1
+        return exits.OK if same else exits.FAILED
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -148,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
             new = run_study(trees["new"], study, scratch / "new", args.full)
             ok = compare(study, old, new) and ok
         print("same numbers at both revisions" if ok else "numbers differ (or a study failed): see above")
-        return 0 if ok else 1
+        sys.path.insert(0, str(ROOT))  # for adbs/exits.py (standard library only), as `differences` does
+        from adbs import exits
+
+        return exits.OK if ok else exits.FAILED
     finally:
         for tree in trees.values():
             if tree != ROOT and not args.keep:

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs_lab.driver import options  # noqa: E402
-from adbs_lab.driver import outcome
+from adbs import exits  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
 from search_spaces import knobs as spaces  # noqa: E402
@@ -56,6 +56,15 @@ def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
     ), opts
 
 
+def main(opts: options.StudyOptions) -> int:
+    """The study, then its importance section; the exit code (adbs/exits.py)."""
+    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
+    out = study.run(*plan(opts))
+    if out is not None:
+        print_importance(out.dir)
+    return exits.OK if out is None else out.code
+
+
 def print_importance(folder: Path) -> None:
     """The importance section the report leads with, on the terminal too (adbs_lab/results/importance.py)."""
     path = Path(folder) / "importance.md"
@@ -69,8 +78,4 @@ if __name__ == "__main__":
                                                  smoke_num_samples=4,
                                                  seeds=(0,), smoke_seeds=(0,)))
     opts, _ = options.parse(p)
-    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
-    out = study.run(*plan(opts))
-    if out is not None:
-        print_importance(out.dir)
-    raise SystemExit(outcome.OK if out is None else out.code)
+    raise SystemExit(exits.status(main, opts))

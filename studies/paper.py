@@ -56,7 +56,8 @@ from adbs import objstore  # noqa: E402
 from adbs.hosts import host_names  # noqa: E402
 from adbs.config import canonical  # noqa: E402
 from adbs_lab.driver import options  # noqa: E402
-from adbs_lab.driver import outcome
+from adbs import exits  # noqa: E402
+from adbs_lab.driver import outcome  # noqa: E402
 from adbs_lab.stores import tracking_store
 from adbs_lab.results import paper as paper_report  # noqa: E402
 from adbs_lab.driver import compose  # noqa: E402
@@ -100,7 +101,7 @@ def main() -> int:
         _print_gpu_hours(checked, dataset)
     if opts.dry_run:
         whole.print_dry_run(checked)
-        return outcome.OK
+        return exits.OK
     codes = whole.run(checked)
     code = outcome.worst(codes.values())
     shown = compose.reportable(checked, codes)
@@ -109,8 +110,8 @@ def main() -> int:
               file=sys.stderr, flush=True)
         return code
     _report(whole, checked, shown, opts, dataset, out or Path(tempfile.mkdtemp(prefix=f"adbs-{folder}-report-")), t0)
-    if code != outcome.OK:
-        bad = ", ".join(f"{name} (exit {c})" for name, c in codes.items() if c != outcome.OK)
+    if code != exits.OK:
+        bad = ", ".join(f"{name} (exit {c})" for name, c in codes.items() if c != exits.OK)
         print(f"\nerror: {whole.title}: {bad} did not end well (see each part's lines above); the report holds what "
               "ended; rerun the same command to run again what did not finish", file=sys.stderr, flush=True)
     return code
@@ -235,4 +236,4 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], shown: lis
 
 
 if __name__ == "__main__":
-    raise SystemExit(compose.interruptible("paper", main))
+    raise SystemExit(exits.status(compose.interruptible, "paper", main))  # an Exit of any step: its line, its code

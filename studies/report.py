@@ -38,7 +38,7 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 from adbs_lab.results import from_store
 from adbs_lab.results import paper
 from adbs_lab.results import renderings
-from adbs import writable
+from adbs import exits, writable
 from adbs_lab.stores import paths
 from adbs_lab.results import run_pick
 from adbs_lab.results import tables
@@ -115,7 +115,7 @@ def _report_across(client, across, args: argparse.Namespace, uri: str) -> int:
     files = paper.write_across(client, across, out, uri=uri)
     print(files[0].read_text())
     print(f"wrote {out}: report.md, dcs.md, dcs.csv; each dataset's report in {', '.join(f'{d}/' for d in across)}")
-    return 0
+    return exits.OK
 
 
 def _report_paper(client, paper_run, args: argparse.Namespace, uri: str) -> int:
@@ -131,7 +131,7 @@ def _report_paper(client, paper_run, args: argparse.Namespace, uri: str) -> int:
     if others:
         print(f"note: this store also holds paper studies of {', '.join(others)}; `python studies/report.py paper "
               "--datasets all` writes every dataset's report and one D_cs table across them")
-    return 0
+    return exits.OK
 
 
 def _print_runs(studies) -> None:
@@ -166,7 +166,7 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     files = from_store.write_comparison(studies, table, sessions, trials, out, fmt=args.format, uri=uri,
                                         metric=args.metric)
     print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
-    return 0
+    return exits.OK
 
 
 def _report_study(study, args: argparse.Namespace, uri: str) -> int:
@@ -193,16 +193,16 @@ def _report_study(study, args: argparse.Namespace, uri: str) -> int:
 
         print("\n" + "\n".join(pareto.front_lines(json.loads((out / pareto.PARETO_JSON).read_text()))))
     print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
-    return 0
+    return exits.OK
 
 
+@exits.entry
 def main(argv: list[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
     _check_flags(p, args)
     if args.out is not None and writable.out_dir_problem(args.out):  # before reading the store, not at the write
-        print(f"error: {writable.out_dir_problem(args.out)}", file=sys.stderr)
-        return 2
+        raise exits.Exit(exits.REFUSED, f"error: {writable.out_dir_problem(args.out)}")
 
     import logging
 
@@ -212,8 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         client, across, paper_run, studies = _read_store(args, uri)
     except (from_store.ReportError, tracking_store.TrackingError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise exits.Exit(exits.REFUSED, f"error: {e}") from None
     if across is not None:
         return _report_across(client, across, args, uri)
     if paper_run is not None:
@@ -221,10 +220,9 @@ def main(argv: list[str] | None = None) -> int:
 
     ids = [s.parent.info.run_id for s in studies]
     if len(set(ids)) < len(ids):
-        print(f"error: {' '.join(args.study)} name the same study run twice; to compare two runs of one study, "
-              "pass their parent run ids (MLflow's run page, or report.py NAME prints the latest one's id)",
-              file=sys.stderr)
-        return 2
+        raise exits.Exit(exits.REFUSED, f"error: {' '.join(args.study)} name the same study run twice; to compare "
+                         "two runs of one study, pass their parent run ids (MLflow's run page, or report.py NAME "
+                         "prints the latest one's id)")
     _print_runs(studies)
     print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
     if len(studies) > 1:

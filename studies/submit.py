@@ -34,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from any cwd without installing
 
+from adbs import exits  # noqa: E402
 from adbs_lab.driver import outcome  # noqa: E402
 from adbs.redaction import carries_secret, redact  # noqa: E402
 
@@ -288,6 +289,7 @@ def follow(client, job_id: str) -> str:
         time.sleep(2)
 
 
+@exits.entry
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -295,8 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         env = validate(args)
         check_study_flags(args)
     except SubmitError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise exits.Exit(exits.REFUSED, f"error: {e}") from None
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import logging
 
@@ -311,8 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                                    submission_id=args.job_id,
                                    metadata={"adbs.study": Path(args.script).stem, "adbs.env": ",".join(sorted(env))})
     except (ConnectionError, RuntimeError, ValueError) as e:
-        print(f"error: {submit_failure(args.address, e)}", file=sys.stderr)
-        return 2
+        raise exits.Exit(exits.REFUSED, f"error: {submit_failure(args.address, e)}") from None
     addr = shlex.quote(args.address)
     print(f"submitted job {job_id}: {shlex.join(cmd)}")
     for line in getattr(args, "shipped", []):
@@ -324,15 +324,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"stop it:     ray job stop --address {addr} {job_id}")
     print(f"dashboard:   {args.address.rstrip('/')}/#/jobs/{job_id}", flush=True)
     if not args.wait:
-        return 0
+        return exits.OK
     try:
         status = follow(client, job_id)
     except KeyboardInterrupt:
         print(f"\nstopped following; the job goes on. Stop it with: ray job stop --address {addr} {job_id}")
-        return 130
+        return exits.INTERRUPTED
     info = client.get_job_info(job_id)
     print(f"\njob {job_id}: {status}" + (f" ({info.message})" if status != "SUCCEEDED" and info.message else ""))
-    return outcome.exit_code_of_job(info.message, status)  # the study's own exit code (adbs_lab/driver/outcome.py)
+    return outcome.exit_code_of_job(info.message, status)  # the study's own exit code (adbs/exits.py)
 
 
 NO_AGENT = "No available agent to submit job"

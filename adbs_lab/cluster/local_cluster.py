@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from adbs.exits import FAILED, OK, REFUSED, Exit, entry
+
 GRACE_S = 10.0
 SHARED = Path("/tmp/ray")
 LATEST = "session_latest"
@@ -214,31 +216,29 @@ def _start(args: argparse.Namespace) -> int:
     if len(args.temp_dir) != 2:
         problem = "start takes two folders: the head node's --temp-dir and the worker node's"
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+        raise Exit(REFUSED, f"error: {problem}")
     head, worker = args.temp_dir
     try:
         url = start(head, worker, port=args.port, dashboard_port=args.dashboard_port, num_cpus=args.num_cpus)
     except StartError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        raise Exit(FAILED, f"error: {e}") from None
     print(f"Ray cluster of 2 nodes on this machine: GCS 127.0.0.1:{args.port} (a study's --address), dashboard and "
           f"Jobs API {url} (studies/submit.py --address)\n"
           f"stop it: python -m adbs_lab.cluster.local_cluster stop {shlex.quote(head)} {shlex.quote(worker)}")
-    return 0
+    return OK
 
 
 def _stop(args: argparse.Namespace) -> int:
     for f in args.temp_dir:
         problem = cluster_problem(f)
         if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
+            raise Exit(REFUSED, f"error: {problem}")
     n = stop(args.temp_dir)
     print(f"stopped {n} processes of the Ray cluster in {', '.join(args.temp_dir)}")
-    return 0
+    return OK
 
 
+@entry
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m adbs_lab.cluster.local_cluster", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

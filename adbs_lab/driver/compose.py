@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Collection
 
 from adbs.config import ConfigError
-from adbs_lab.driver import outcome
+from adbs.exits import FAILED, INTERRUPTED, REFUSED, Exit
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.preflight import check_name_free, held, study
@@ -142,11 +142,12 @@ class Composite:
                 assert ran is not None, "run returns None only for --dry-run, which never runs the parts"
                 codes[c.name] = ran.code
             except SystemExit as e:  # refused (2), failed after it started (1), or interrupted (130)
-                codes[c.name] = e.code if isinstance(e.code, int) else outcome.FAILED
-                if codes[c.name] == outcome.INTERRUPTED:
+                code = e.announce() if isinstance(e, Exit) else e.code  # the part's message, as its script shows it
+                codes[c.name] = code if isinstance(code, int) else FAILED
+                if codes[c.name] == INTERRUPTED:
                     print(f"\n{self.name}: interrupted in {c.name}; rerun the same command to continue (finished "
                           "parts are reused)", file=sys.stderr, flush=True)
-                    raise SystemExit(outcome.INTERRUPTED) from None
+                    raise Exit(INTERRUPTED) from None
         return codes
 
     def parent_runs(self, names: Collection[str] | None = None) -> dict[str, str]:
@@ -176,13 +177,13 @@ def interruptible(name: str, main: Callable[[], int]) -> int:
         except KeyboardInterrupt:
             print(f"\n{name}: interrupted ({ints.name}); rerun the same command to continue (finished parts are "
                   "reused)", file=sys.stderr, flush=True)
-            return outcome.INTERRUPTED
+            return INTERRUPTED
 
 
 def reportable(checked: list[Checked], codes: dict[str, int]) -> list[str]:
     """The parts a report may show: reused (finished earlier) or run by this command, not refused (exit 2: it ran
     nothing, and its folder holds at most an earlier study)."""
-    return [c.name for c in checked if c.state == FINISHED or codes.get(c.name, outcome.REFUSED) != outcome.REFUSED]
+    return [c.name for c in checked if c.state == FINISHED or codes.get(c.name, REFUSED) != REFUSED]
 
 
 def total(checked: list[Checked]) -> int:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from adbs.config import PRESETS, ConfigError, cli, load_file, preset_for, resolve
+from adbs.exits import OK, Exit
 from adbs.config.docs import read_field_docs
 from adbs.redaction import redact, secret_url
 from adbs_lab.records import objectives
@@ -336,7 +337,7 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
         config_values = tuple((k, tuple(v) if isinstance(v, list) else v)
                               for k, v in (load_file(ns.config).items() if ns.config else ()))
     except ConfigError as e:
-        raise SystemExit(_usage_error(p, str(e))) from None
+        p.error(str(e))  # argparse's usage line and exit 2, as for its own usage errors
     pruner = ns.pruner
     given_objectives = tuple(ns.objectives or ())
     if pruner is None:  # not typed: the study's default, which may follow one of its own flags (--grid)
@@ -344,8 +345,8 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
         if objectives.no_pruning(given_objectives):  # Optuna prunes single-objective studies only
             pruner = "none"
     if not d.pruning and pruner != "none":
-        raise SystemExit(_usage_error(p, f"--pruner {pruner}: this study runs every trial to the end (each one is a "
-                                         "result), so it takes no pruner; drop --pruner"))
+        p.error(f"--pruner {pruner}: this study runs every trial to the end (each one is a result), so it takes no "
+                "pruner; drop --pruner")
     seeds = ns.seeds
     if seeds is None:  # not typed: the study's default, which may follow one of its own flags (--num-samples)
         seeds = (d.smoke_seeds if ns.smoke and d.smoke_seeds else
@@ -360,7 +361,7 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
                            "argv": tuple(sys.argv if argv is None else [sys.argv[0], *argv])})
     extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in dests and k != "_defaults"})
     if os.environ.get(FLAGS_ONLY_ENV):  # studies/submit.py: do the flags parse here, before the job is sent?
-        raise SystemExit(0)
+        raise Exit(OK)
     return opts, extra
 
 
@@ -372,12 +373,6 @@ studies/submit.py checks a study's flags this way before it sends the job."""
 def _given(ns: argparse.Namespace, flag: str) -> bool:
     """Whether a study flag of Defaults.pruner_when / seeds_when was given: a switch on, or a value typed."""
     return getattr(ns, flag, None) not in (None, False)
-
-
-def _usage_error(p: argparse.ArgumentParser, msg: str) -> int:
-    p.print_usage(sys.stderr)
-    print(f"{p.prog}: error: {msg}", file=sys.stderr)
-    return 2
 
 
 def check_name(name: str | None) -> None:

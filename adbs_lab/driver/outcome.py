@@ -1,26 +1,16 @@
-"""How a run ended, told by its exit code: the same codes for every study, studies/paper.py, studies/submit.py --wait
-and `python -m adbs.run` (README, "Exit codes").
-
-- 0 (OK): every planned trial ended complete, pruned or diverged, and at least one completed. A diverged trial
-  (a NaN/inf loss) is an outcome of the search, recorded as DIVERGED in the tables, not an error.
-- 1 (FAILED): a trial raised an error, no trial completed, or the study failed after it started (the MLflow store
-  failed, the disk filled, the upload failed). The tables, figures and report are written from what ended.
-- 2 (REFUSED): refused before anything started (bad input; nothing was written).
-- 130 (INTERRUPTED): stopped by the user (Ctrl-C, SIGTERM); --resume continues.
-
-A shell, a Slurm job or a Ray job can tell these apart; `worst` combines several (studies/paper.py's parts).
+"""A study's exit code from how its trials ended (`study_code`, `why_failed`), several combined (`worst`:
+studies/paper.py's parts), a finished Ray job's (`exit_code_of_job`: studies/submit.py --wait), and the lines that
+name a trial's error. The codes and what each means: adbs/exits.py (README, "Exit codes").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from adbs.exits import FAILED, INTERRUPTED, OK, REFUSED
 from adbs_lab.records import metrics_keys as K
 
-__all__ = ["OK", "FAILED", "REFUSED", "INTERRUPTED", "study_code", "why_failed", "worst", "error_line",
-           "trial_error", "exit_code_of_job"]
-
-OK, FAILED, REFUSED, INTERRUPTED = 0, 1, 2, 130
+__all__ = ["study_code", "why_failed", "worst", "error_line", "trial_error", "exit_code_of_job"]
 
 _SEVERITY = {OK: 0, FAILED: 2, REFUSED: 1, INTERRUPTED: 3}
 """Which code wins when several parts end differently: an interruption stops everything, an error after a start

@@ -3,15 +3,15 @@ launch, summarise), and `fail`: the one way a step refuses (a message and an exi
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 from adbs.config import Config, ConfigError
 from adbs_lab.records.objectives import Objective
 from adbs_lab.search.space import TrialMaker
+from adbs.exits import REFUSED, Exit
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
@@ -95,9 +95,8 @@ class Prepared:
         return self.where.local
 
 
-def fail(msg: str, code: int = 2) -> None:
-    print(f"error: {msg}", file=sys.stderr, flush=True)
-    raise SystemExit(code)
+def fail(msg: str, code: int = REFUSED) -> NoReturn:
+    raise Exit(code, f"error: {msg}")
 
 
 @contextmanager

@@ -13,7 +13,7 @@ Python callers; several studies run as one through adbs_lab/driver/compose.py (s
 - `launch` (launch.py) lets Optuna choose trials through Tune while the tracker logs to MLflow from this process;
   Ctrl-C or SIGTERM stops it gracefully.
 - `summarise` (summarise.py) turns what ran into the tables, figures and report, whether the study finished or
-  not, and how it ended into the exit code (adbs_lab/driver/outcome.py: 0 ok, 1 a trial raised or the study failed after
+  not, and how it ended into the exit code (adbs/exits.py: 0 ok, 1 a trial raised or the study failed after
   it started, 2 refused, 130 interrupted).
 """
 
@@ -23,7 +23,7 @@ import sys
 import time
 from typing import NoReturn
 
-from adbs_lab.driver import outcome
+from adbs.exits import INTERRUPTED, OK, Exit, status
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs_lab.driver.interrupts import pause_point
@@ -36,7 +36,7 @@ from adbs_lab.driver.summarise import Outcome, summarise
 from adbs_lab.driver.options import StudyOptions
 from adbs_lab.driver.plan import Plan
 
-__all__ = ["run", "main", "dry_run"]
+__all__ = ["run", "code", "main", "dry_run"]
 
 
 def dry_run(p: Prepared) -> None:
@@ -105,10 +105,17 @@ def _claimed(p: Prepared, t0: float) -> Outcome:
                 interrupted("writing its results", p, ran=True)
             print(f"\n{p.plan.name}: interrupted ({ints.name}) as its results were written; they were written "
                   f"whole, in {p.where}", file=sys.stderr, flush=True)
-            raise SystemExit(outcome.INTERRUPTED) from None
+            raise Exit(INTERRUPTED) from None
 
 
 def main(plan: Plan, opts: StudyOptions) -> NoReturn:
-    """A study script's last line: run the study and exit with how it ended (adbs_lab/driver/outcome.py)."""
+    """A study script's last line: run the study and exit with how it ended (adbs/exits.py), the one place a
+    study turns the Exit any step raises into its exit status."""
+    raise SystemExit(status(code, plan, opts))
+
+
+def code(plan: Plan, opts: StudyOptions) -> int:
+    """`run`'s exit code (adbs/exits.py): how the study ended, OK for --dry-run; an Exit raised at any step
+    propagates (the caller's `main` turns it into the exit status: studies/knobs.py)."""
     out = run(plan, opts)
-    raise SystemExit(outcome.OK if out is None else out.code)
+    return OK if out is None else out.code

@@ -15,7 +15,7 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator, NoReturn
 
-from adbs_lab.driver import outcome
+from adbs.exits import INTERRUPTED, Exit
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.driver.options import StudyInputError, resume_command
@@ -151,5 +151,5 @@ def interrupted(doing: str, p: Prepared | None = None, ran: bool = False) -> NoR
         again = f"; {'continue' if go_on else 'start it again'} with: {shlex.join(cmd)}"
     print(f"\n{p.plan.name + ' ' if p is not None else ''}interrupted ({interrupts.current().name}) while {doing}"
           f"{'' if ran else '; no trial ran'}{again}", file=sys.stderr, flush=True)
-    raise SystemExit(outcome.INTERRUPTED) from None
+    raise Exit(INTERRUPTED) from None
 

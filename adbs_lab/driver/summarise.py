@@ -1,5 +1,5 @@
 """Summarise: what ran turned into the tables, figures and report, whether the study finished or not, and how it
-ended into the exit code (adbs_lab/driver/outcome.py: 0 ok, 1 a trial raised or the study failed after it started,
+ended into the exit code (adbs/exits.py: 0 ok, 1 a trial raised or the study failed after it started,
 130 interrupted), with the --resume command where one helps. An object store's study is uploaded here."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import NoReturn
 
 import pandas as pd
 
+from adbs.exits import FAILED, INTERRUPTED, OK, Exit
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.results import pareto
 from adbs_lab.driver import outcome
@@ -45,8 +46,8 @@ class Outcome:
     files: list[Path]
     where: StudyFolder
     wall_s: float
-    code: int = outcome.OK
-    """The exit code (adbs_lab/driver/outcome.py): OK, or FAILED when a trial raised or none completed."""
+    code: int = OK
+    """The exit code (adbs/exits.py): OK, or FAILED when a trial raised or none completed."""
     pareto: dict | None = None
     """pareto.json's content (adbs_lab/results/pareto.py: pareto_record) of a study of two or more --objectives."""
 
@@ -68,17 +69,17 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     # did not end while nothing failed mean the user stopped it.
     if launched.interrupted or (unfinished and not launched.failed):
         _stop(p, tracker, out.files, metrics, launched.interrupted or "Ctrl-C", ended_count(recs),
-              outcome.INTERRUPTED)
+              INTERRUPTED)
     if launched.failed:
         _stop(p, tracker, out.files, metrics, launched.failed,
-              ended_count(recs), outcome.FAILED)
+              ended_count(recs), FAILED)
     out.code = outcome.study_code(counts)
     upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
     _print_best(out)
     extra = figures_and_report(p, tracker, out)
-    tracker.finish("FINISHED" if out.code == outcome.OK else "FAILED", [*out.files, *extra], metrics)
+    tracker.finish("FINISHED" if out.code == OK else "FAILED", [*out.files, *extra], metrics)
     upload(where)
     where.cleanup()
     print(f"\n{plan.name}: {len(trials)} trials ({counts.get(K.COMPLETE, 0)} complete, {counts.get(K.PRUNED, 0)} "
@@ -91,7 +92,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
         print("\n" + "\n".join(pareto.front_lines(out.pareto)))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
-    if out.code != outcome.OK:
+    if out.code != OK:
         _print_failed(p, recs, counts)
     return out
 
@@ -161,18 +162,18 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
 def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
     """A study that stopped early: runs KILLED (the user stopped it) or FAILED, files uploaded, the --resume
     command printed; exit `code` (INTERRUPTED or FAILED)."""
-    status = "KILLED" if code == outcome.INTERRUPTED else "FAILED"
+    status = "KILLED" if code == INTERRUPTED else "FAILED"
     try:
         tracker.close_open_runs()
         tracker.finish(status, files, metrics)
     except tracking_store.TrackingError as e:  # the store itself is what stopped the study
         print(f"warning: the MLflow runs could not be marked {status} ({e}); --resume reopens them", flush=True)
     upload(p.where)
-    head = "stopped" if code == outcome.INTERRUPTED else "error: failed after it started"
+    head = "stopped" if code == INTERRUPTED else "error: failed after it started"
     print(f"\n{p.plan.name} {head} ({why}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
           f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True,
-          file=sys.stdout if code == outcome.INTERRUPTED else sys.stderr)
-    raise SystemExit(code)
+          file=sys.stdout if code == INTERRUPTED else sys.stderr)
+    raise Exit(code)
 
 
 def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
@@ -205,10 +206,10 @@ def upload(where: StudyFolder) -> None:
     try:
         where.push()
     except Exception as e:  # noqa: BLE001 - the files are still here: say where, lose nothing
-        print(f"error: uploading the study's files to {where} failed ({str(e).strip().splitlines()[0][:300]}); "
-              f"they are all in {where.local}: copy them there once the store is reachable "
-              f"(Tune's results and checkpoints are written by the trials directly)", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        raise Exit(FAILED, f"error: uploading the study's files to {where} failed "
+                           f"({str(e).strip().splitlines()[0][:300]}); they are all in {where.local}: copy them there "
+                           "once the store is reachable (Tune's results and checkpoints are written by the trials "
+                           "directly)") from None
 
 
 
@@ -222,6 +223,5 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
             raise
         launched.tracker.close_open_runs()
         launched.tracker.finish("FAILED")
-        print(f"\nerror: no space left in {p.where} while writing the study's tables ({e}); free space, then "
-              f"continue with: {shlex.join(resume_command(p.opts))}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        raise Exit(FAILED, f"\nerror: no space left in {p.where} while writing the study's tables ({e}); free "
+                           f"space, then continue with: {shlex.join(resume_command(p.opts))}") from None

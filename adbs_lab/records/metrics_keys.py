@@ -67,7 +67,7 @@ LEGACY_NAMES = {"margin_mean": "boundary_mean", "margin_min": "boundary_min", "m
 # Trial states recorded in MLflow (tag adbs.state), in the tables and (as Optuna states) in the study.
 COMPLETE, PRUNED, FAILED = "COMPLETE", "PRUNED", "FAILED"
 """FAILED: the trial raised an error (or ended without a result for no reason the platform gave): a study with one
-exits 1 (adbs_lab/driver/outcome.py)."""
+exits 1 (adbs_lab/driver/outcome.py: study_code)."""
 DIVERGED = "DIVERGED"
 """The trial stopped on a NaN/inf loss or boundary (adbs.loops.NumericalError): an outcome of the search, recorded
 as such, not an error; Optuna holds it FAIL (a configuration that diverges has no mean), MLflow status FAILED."""

@@ -18,6 +18,7 @@ import sys
 import tempfile
 from typing import Any, Callable
 
+from adbs.exits import FAILED
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS_KEY, encode_embeddings
 from adbs_lab.records.tune_keys import trial_config
@@ -243,5 +244,5 @@ def _inject_fault(cfg, epoch: int) -> None:
         marker = os.path.join(f["marker_dir"], f"killed-seed{cfg.seed}")
         if not os.path.exists(marker):
             open(marker, "w").close()
-            os._exit(1)
+            os._exit(FAILED)  # a worker that dies as a crash does, not by an exception
 

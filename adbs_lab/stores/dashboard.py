@@ -23,6 +23,7 @@ from pathlib import Path
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from adbs import exits
 from adbs_lab.stores import paths
 from adbs.redaction import SecretUrl, reveal
 from adbs_lab.stores.sqlite_kind import OPTUNA_TABLES, StoreError, optuna_studies, sqlite_path, sqlite_problem
@@ -165,14 +166,14 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+@exits.entry
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         url = _check(args)
         studies = sorted(optuna_studies(url))
     except (DashboardError, StoreError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise exits.Exit(exits.REFUSED, f"error: {e}") from None
     from adbs_lab.stores.serve import LOOPBACK
     from adbs_lab.stores.serve import url as link_of
     from adbs.redaction import redact
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr, flush=True)
     if args.dry_run:
         print(f"would serve {shown} read-only at {link} (studies: {', '.join(studies) or 'none yet'})")
-        return 0
+        return exits.OK
     import optuna_dashboard
 
     app = readonly_app(optuna_dashboard.wsgi(readonly_storage(url)))
@@ -192,9 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         httpd = make_server(args.host, args.port, app, server_class=server, handler_class=_Quiet)
     except OSError as e:  # taken between the check and now
-        print(f"error: cannot listen on {args.host}:{args.port} ({e.strerror or e}); pick another --port",
-              file=sys.stderr)
-        return 2
+        raise exits.Exit(exits.REFUSED, f"error: cannot listen on {args.host}:{args.port} ({e.strerror or e}); pick another "
+                            "--port") from None
     print(f"Optuna dashboard (read-only): {link}  (storage {shown}; studies: {', '.join(studies) or 'none yet'})",
           flush=True)
     print("it follows the storage while studies write to it (reload the page for new studies); stop: Ctrl-C",
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         httpd.server_close()
-    return 0
+    return exits.OK
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from adbs.exits import OK, REFUSED, Exit, entry
 from adbs_lab.stores import paths
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
 
@@ -249,6 +250,7 @@ def print_studies(uri: str, link: str) -> None:
         print(f"  ... and {len(found) - LISTED} older: {link}/#/experiments", flush=True)
 
 
+@entry
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     cmd = command(args)
@@ -257,10 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem is None and args.dry_run:
         shown = [f"{k}={redact(v)}" for k, v in server_env(args).items()]  # the password as ***
         print(shlex.join([*shown, *cmd]))  # quoted: a path with spaces pastes back as one argument
-        return 0
+        return OK
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+        raise Exit(REFUSED, f"error: {problem}")
     env = {**os.environ, **server_env(args)}
     env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no usage telemetry unless the user turns it on
     # MLflow 3 also starts job consumers (GenAI judges/scorers; 7 processes) that this project never
@@ -291,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             if stopping and time.monotonic() - stopping[0] > GRACE_S:
                 _signal_group(proc.pid, signal.SIGKILL)
             time.sleep(0.2)
-        return 0 if stopping else proc.returncode
+        return OK if stopping else proc.returncode  # stopped by us: done; else the server's own code
     finally:
         if proc.poll() is None:
             _signal_group(proc.pid, signal.SIGTERM)

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from adbs import exits
 from adbs.config import SYNTHETIC_VERSIONS  # no torch: importable before the checks
 from adbs.writable import folder_problem
 
@@ -239,10 +240,10 @@ def main(argv: list[str] | None = None) -> int:
             "temp": str(tmp) if a.keep_temp else None,
         }
         _finish(out, res, a.keep_temp, tmp, t_start)
-        return 0
+        return exits.OK
     except ToolError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exits.REFUSED
     finally:
         if tmp is not None and not a.keep_temp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from adbs import objstore as st
+from adbs.exits import Exit
 from adbs.cache import BaseCache
 from adbs.redaction import redact
 from tests.helpers.fakes import base_session
@@ -164,9 +165,9 @@ def test_failed_upload_says_where_the_files_are(s3, capsys):
     where.prepare()
     (where.local / "trials.parquet").write_bytes(b"x")
     s3.fs().delete_dir("upload-fail")  # the bucket is gone by the time the study ends
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(Exit) as e:
         summarise.upload(where)
-    err = capsys.readouterr().err
+    err = e.value.message or ""  # printed by the command's main (adbs/exits.py: status)
     assert e.value.code == 1 and "uploading the study's files to s3://upload-fail/runs/ablation" in err
     assert str(where.local) in err and (where.local / "trials.parquet").exists()
     where.cleanup()

@@ -12,7 +12,7 @@ from tests.helpers.scripts import in_process
 from mlflow.tracking import MlflowClient
 
 from adbs_lab.driver import options
-from adbs_lab.driver import outcome
+from adbs import exits
 from adbs_lab.driver import compose
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def test_every_part_refused_writes_no_report_and_no_paper_run(tmp_path, capsys, 
     exits 2, as its parts did, with no report.md and no paper run in MLflow."""
     def refused(plan, opts):
         print(f"error: {plan.name}: refused", file=sys.stderr)
-        raise SystemExit(outcome.REFUSED)
+        raise SystemExit(exits.REFUSED)
 
     monkeypatch.setattr(compose, "run", refused)
     r = in_process(capsys, [*PAPER, *_stores(tmp_path)])

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from adbs import exits
 from adbs_lab.driver import outcome
 from adbs_lab.driver import compose
 from adbs_lab.driver.plan import Plan
@@ -35,8 +36,8 @@ def _stand_in(monkeypatch, ends: dict[str, int]) -> list[tuple[str, bool]]:
 
     def run(plan, opts):
         ran.append((plan.name, opts.resume))
-        code = ends.get(plan.name, outcome.OK)
-        if code != outcome.OK and plan.name.startswith("exit"):
+        code = ends.get(plan.name, exits.OK)
+        if code != exits.OK and plan.name.startswith("exit"):
             raise SystemExit(code)
         return type("Out", (), {"code": code})()
 
@@ -47,21 +48,21 @@ def _stand_in(monkeypatch, ends: dict[str, int]) -> list[tuple[str, bool]]:
 def test_finished_parts_are_reused_interrupted_ones_continued_and_a_failed_one_does_not_stop_the_others(
         monkeypatch, capsys):
     whole, checked = _whole({"a": compose.FINISHED, "exit_b": None, "c": compose.UNFINISHED, "d": None})
-    ran = _stand_in(monkeypatch, {"exit_b": outcome.REFUSED, "d": outcome.FAILED})
+    ran = _stand_in(monkeypatch, {"exit_b": exits.REFUSED, "d": exits.FAILED})
     codes = whole.run(checked)
     assert ran == [("exit_b", False), ("c", True), ("d", False)]
-    assert codes == {"exit_b": outcome.REFUSED, "c": outcome.OK, "d": outcome.FAILED}
-    assert outcome.worst(codes.values()) == outcome.FAILED
+    assert codes == {"exit_b": exits.REFUSED, "c": exits.OK, "d": exits.FAILED}
+    assert outcome.worst(codes.values()) == exits.FAILED
     out = capsys.readouterr().out
     assert "paper: a finished earlier in /runs; reused" in out and "paper: c (the c part)" in out
 
 
 def test_an_interrupted_part_stops_the_whole_at_once(monkeypatch, capsys):
     whole, checked = _whole({"a": None, "exit_b": None, "c": None})
-    ran = _stand_in(monkeypatch, {"exit_b": outcome.INTERRUPTED})
+    ran = _stand_in(monkeypatch, {"exit_b": exits.INTERRUPTED})
     with pytest.raises(SystemExit) as e:
         whole.run(checked)
-    assert e.value.code == outcome.INTERRUPTED and [name for name, _ in ran] == ["a", "exit_b"]
+    assert e.value.code == exits.INTERRUPTED and [name for name, _ in ran] == ["a", "exit_b"]
     assert "paper: interrupted in exit_b; rerun the same command to continue" in capsys.readouterr().err
 
 

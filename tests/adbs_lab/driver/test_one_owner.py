@@ -16,6 +16,8 @@ from pathlib import Path
 
 import optuna
 import pytest
+
+from adbs.exits import Exit
 from testing.procs import free_port
 from tests.helpers.scripts import in_process
 
@@ -58,10 +60,10 @@ def test_two_runs_of_one_name_on_one_optuna_storage_one_owns_it_the_other_moves_
     before = _earlier(tmp_path / "b", "t")
     claim.claim(first)
     assert json.loads((tmp_path / "a" / "t" / "study.json").read_text())["study"] == "t"
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(Exit) as e:
         claim.claim(second)
-    err = capsys.readouterr()
-    assert e.value.code == 2 and "already holds a study named 't'" in err.err and "--name NAME" in err.err
+    err, message = capsys.readouterr(), e.value.message or ""  # the message: printed by the command's main
+    assert e.value.code == 2 and "already holds a study named 't'" in message and "--name NAME" in message
     assert "moved to" not in err.out and _files(tmp_path / "b") == before
     assert [s.study_name for s in optuna.get_all_study_summaries(url)] == ["t"]
 

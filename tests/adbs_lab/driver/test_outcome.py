@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from adbs_lab.records import metrics_keys as K
+from adbs import exits
 from adbs_lab.driver import outcome
 from adbs_lab.stores.paths import REPO_ROOT
 from adbs_lab.records.trial_records import classify
@@ -24,13 +25,13 @@ PY = sys.executable
 
 
 @pytest.mark.parametrize("counts,unfinished,code", [
-    ({K.COMPLETE: 3}, 0, outcome.OK),
-    ({K.COMPLETE: 1, K.PRUNED: 2}, 0, outcome.OK),
-    ({K.COMPLETE: 2, K.DIVERGED: 1}, 0, outcome.OK),  # a NaN loss is an outcome of the search, not an error
-    ({K.COMPLETE: 2, K.FAILED: 1}, 0, outcome.FAILED),  # a trial raised
-    ({K.PRUNED: 2, K.DIVERGED: 1}, 0, outcome.FAILED),  # no trial completed
-    ({}, 0, outcome.FAILED),
-    ({K.COMPLETE: 2}, 1, outcome.FAILED),  # a trial never ended, and nobody stopped the study
+    ({K.COMPLETE: 3}, 0, exits.OK),
+    ({K.COMPLETE: 1, K.PRUNED: 2}, 0, exits.OK),
+    ({K.COMPLETE: 2, K.DIVERGED: 1}, 0, exits.OK),  # a NaN loss is an outcome of the search, not an error
+    ({K.COMPLETE: 2, K.FAILED: 1}, 0, exits.FAILED),  # a trial raised
+    ({K.PRUNED: 2, K.DIVERGED: 1}, 0, exits.FAILED),  # no trial completed
+    ({}, 0, exits.FAILED),
+    ({K.COMPLETE: 2}, 1, exits.FAILED),  # a trial never ended, and nobody stopped the study
 ])
 def test_study_code(counts, unfinished, code):
     assert outcome.study_code(counts, unfinished=unfinished) == code
@@ -42,7 +43,7 @@ def test_why_failed_names_the_cause():
 
 
 def test_worst_code_of_several_parts():
-    assert outcome.worst([]) == outcome.OK
+    assert outcome.worst([]) == exits.OK
     assert outcome.worst([0, 2, 0]) == 2
     assert outcome.worst([2, 1]) == 1  # a part that failed after it started outweighs one refused at its checks
     assert outcome.worst([1, 130, 2]) == 130

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from adbs.config import ConfigError
+from adbs.exits import Exit
 from adbs_lab import study
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.driver import options
@@ -219,9 +220,9 @@ def test_no_cluster_at_auto_and_ctrl_c_during_ray_start(monkeypatch, tmp_path, c
         raise ConnectionError("Could not find any running Ray instance. Please specify the one to connect to.")
 
     monkeypatch.setattr(ray, "init", no_cluster)
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(Exit) as e:
         study.cluster_slots(p)
-    assert e.value.code == 2 and "--address auto: no Ray cluster there" in capsys.readouterr().err
+    assert e.value.code == 2 and "--address auto: no Ray cluster there" in (e.value.message or "")
 
     p = study.preflight(PLAN, opts)  # the lock was released: the same study can start again
 
