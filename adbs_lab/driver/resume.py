@@ -208,7 +208,7 @@ def pickled_globals(data: bytes) -> list[tuple[str, str]]:
     subimport = False
     for op, arg, _pos in pickletools.genops(data):
         if op.name in _STRINGS:
-            value = arg.decode("latin-1") if isinstance(arg, bytes) else arg
+            value = arg.decode("latin-1") if isinstance(arg, bytes) else str(arg)
             if subimport:  # cloudpickle.cloudpickle.subimport("adbs_lab.x"): a module by name
                 found.append((value, ""))
                 subimport = False
@@ -216,13 +216,13 @@ def pickled_globals(data: bytes) -> list[tuple[str, str]]:
         elif op.name == "MEMOIZE":
             memo[len(memo)] = pushed[-1] if pushed else None
         elif op.name in ("PUT", "BINPUT", "LONG_BINPUT"):
-            memo[int(arg)] = pushed[-1] if pushed else None
+            memo[int(str(arg))] = pushed[-1] if pushed else None
         elif op.name in ("GET", "BINGET", "LONG_BINGET"):
-            pushed.append(memo.get(int(arg)))
+            pushed.append(memo.get(int(str(arg))))
         elif op.name in ("GLOBAL", "STACK_GLOBAL"):
-            module, name = (arg.split(" ", 1) if op.name == "GLOBAL" else
+            module, name = (str(arg).split(" ", 1) if op.name == "GLOBAL" else
                             (pushed[-2] if len(pushed) > 1 else None, pushed[-1] if pushed else None))
-            if isinstance(module, str) and isinstance(name, str):
+            if module is not None and name is not None:
                 found.append((module, name))
                 subimport = name == "subimport" and module.startswith("cloudpickle")
             pushed.append(None)
