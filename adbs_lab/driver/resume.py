@@ -16,7 +16,7 @@ from adbs.redaction import reveal
 from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder
 
 __all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object", "pickled_globals",
-           "missing_code", "moved_code"]
+           "missing_code", "moved_code", "moved_message"]
 
 
 RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_seed": "--sampler-seed",
@@ -69,7 +69,7 @@ def check_resume(p: Prepared) -> dict[str, Any]:
             "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
     moved = moved_code(where)
     if moved:
-        raise StudyInputError(_moved_message(*moved, held=held))
+        raise StudyInputError(moved_message(*moved, held=held))
     damaged = _damaged_tune_state(where)
     if damaged:
         raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))
@@ -312,7 +312,7 @@ def moved_code(where: StudyFolder) -> tuple[Path, str] | None:
     return None
 
 
-def _moved_message(file: Path, code: str, held: dict[str, Any]) -> str:
+def moved_message(file: Path, code: str, held: dict[str, Any]) -> str:
     """Why --resume refuses a study saved by another version of the code, and what to do: resume it with that
     version (study.json records it: adbs_lab/driver/claim.py), or start it again."""
     version = held.get("code_version")

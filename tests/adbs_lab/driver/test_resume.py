@@ -52,7 +52,7 @@ def test_a_state_saved_before_a_move_is_refused_with_the_version_to_resume_it_wi
     where = _saved_study(tmp_path / "then", {"searcher-state-1.pkl": renamed(now, flattened)})
     file, code = resume.moved_code(where)
     assert file.name == "searcher-state-1.pkl" and code == "adbs_lab.search.StudySearch"
-    line = resume._moved_message(file, code, {"code_version": "0cad34c-dirty"})
+    line = resume.moved_message(file, code, {"code_version": "0cad34c-dirty"})
     assert "names adbs_lab.search.StudySearch, which this version of the code does not have" in line
     assert "git checkout 0cad34c (its changes were not committed)" in line and "\n" not in line
 
