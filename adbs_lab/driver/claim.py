@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from adbs_lab.driver.prepared import Prepared, fail
+from adbs_lab.stores.paths import code_version
 from adbs_lab.stores.study_folder import StudyBusy, StudyFolder
 
 __all__ = ["study_lock", "claim", "held_study"]
@@ -57,7 +58,8 @@ def claim(p: Prepared) -> None:
     ident_file = where.local / "study.json"
     ident_file.write_text(json.dumps({"study": p.plan.name, "folder": where.folder, "fingerprint": p.fingerprint,
                                       "command": p.command, "settings": p.settings, "trials": p.total,
-                                      "started": time.strftime("%Y-%m-%d %H:%M")}, indent=1))
+                                      "started": time.strftime("%Y-%m-%d %H:%M"),
+                                      "code_version": code_version()}, indent=1))
     where.push([ident_file])
 
 

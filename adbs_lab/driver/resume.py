@@ -15,7 +15,8 @@ from adbs_lab.driver.options import StudyInputError
 from adbs.redaction import reveal
 from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder
 
-__all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object"]
+__all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object", "pickled_globals",
+           "missing_code", "moved_code", "moved_message"]
 
 
 RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_seed": "--sampler-seed",
@@ -67,6 +68,9 @@ def check_resume(p: Prepared) -> dict[str, Any]:
             f"--resume: {', '.join(where.display(m) for m in missing)} is missing: the study cannot continue "
             f"without its record of the trials ({'Optuna' if 'optuna.db' in missing else 'MLflow runs'}); "
             "restore the file, or run without --resume to start the study again (earlier results are moved aside)")
+    moved = moved_code(where)
+    if moved:
+        raise StudyInputError(moved_message(*moved, held=held))
     damaged = _damaged_tune_state(where)
     if damaged:
         raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))
@@ -183,3 +187,141 @@ def _damaged_tune_state(where: StudyFolder) -> tuple[Path, Exception] | None:
         except Exception as e:  # noqa: BLE001 - any failure to load ends the resume
             return files[-1], e
     return None
+
+
+OWN_PACKAGES = ("adbs", "adbs_lab")
+"""The packages whose classes and functions Ray Tune pickles by module path in a study's state (the searcher, the
+stopper, the callbacks, the trainable): the code a later version may move."""
+
+_STRINGS = {"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8"}
+_QUIET = {"MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "FRAME", "PROTO", "MARK"}  # push nothing STACK_GLOBAL reads
+
+
+def pickled_globals(data: bytes) -> list[tuple[str, str]]:
+    """The (module, name) of every global a pickle names (GLOBAL, STACK_GLOBAL, and cloudpickle's subimport of a
+    module), read with pickletools.genops: nothing is unpickled, so nothing is imported or run. STACK_GLOBAL takes
+    its two names from the stack: the strings pushed before it, directly or from the memo."""
+    import pickletools
+
+    found: list[tuple[str, str]] = []
+    pushed: list[str | None] = []
+    memo: dict[int, str | None] = {}
+    subimport = False
+    for op, arg, _pos in pickletools.genops(data):
+        if op.name in _STRINGS:
+            value = arg.decode("latin-1") if isinstance(arg, bytes) else str(arg)
+            if subimport:  # cloudpickle.cloudpickle.subimport("adbs_lab.x"): a module by name
+                found.append((value, ""))
+                subimport = False
+            pushed.append(value)
+        elif op.name == "MEMOIZE":
+            memo[len(memo)] = pushed[-1] if pushed else None
+        elif op.name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[int(str(arg))] = pushed[-1] if pushed else None
+        elif op.name in ("GET", "BINGET", "LONG_BINGET"):
+            pushed.append(memo.get(int(str(arg))))
+        elif op.name in ("GLOBAL", "STACK_GLOBAL"):
+            module, name = (str(arg).split(" ", 1) if op.name == "GLOBAL" else
+                            (pushed[-2] if len(pushed) > 1 else None, pushed[-1] if pushed else None))
+            if module is not None and name is not None:
+                found.append((module, name))
+                subimport = name == "subimport" and module.startswith("cloudpickle")
+            pushed.append(None)
+        elif op.name not in _QUIET:
+            pushed.append(None)
+    return found
+
+
+def missing_code(module: str, name: str) -> bool:
+    """Whether `module`:`name` (a global a pickle names; name "" for a module alone) is code of adbs/adbs_lab this
+    version lacks: the module is not found (importlib.util.find_spec, which runs only the packages' __init__ faces,
+    adbs_lab/__init__.py) or does not define the name's first part at its top level (read from its source with
+    ast, without importing it; a module without source is imported)."""
+    import ast
+    import importlib
+    import importlib.util
+
+    if module.split(".")[0] not in OWN_PACKAGES:
+        return False
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # a parent that is not a package, or is gone
+        return True
+    if spec is None:
+        return True
+    first = name.split(".")[0]
+    if not first:
+        return False
+    origin = spec.origin or ""
+    if not origin.endswith(".py"):
+        return not hasattr(importlib.import_module(module), first)
+    tree = ast.parse(Path(origin).read_text())
+    defined: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                defined |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return first not in defined and "__getattr__" not in defined
+
+
+def _json_pickles(value: Any) -> list[bytes]:
+    """The pickles inside Tune's JSON state (experiment_state-*.json): objects JSON cannot hold are kept as
+    hex-encoded cloudpickles ({"_type": "CLOUDPICKLE_FALLBACK", "value": ...}), some inside JSON strings nested
+    in the JSON (a trial's state)."""
+    if isinstance(value, dict):
+        if value.get("_type") == "CLOUDPICKLE_FALLBACK" and isinstance(value.get("value"), str):
+            try:
+                return [bytes.fromhex(value["value"])]
+            except ValueError:
+                return []
+        return [b for v in value.values() for b in _json_pickles(v)]
+    if isinstance(value, list):
+        return [b for v in value for b in _json_pickles(v)]
+    if isinstance(value, str) and value[:1] in "{[" and len(value) > 1:
+        try:
+            return _json_pickles(json.loads(value))
+        except ValueError:
+            return []
+    return []
+
+
+def moved_code(where: StudyFolder) -> tuple[Path, str] | None:
+    """The first of Tune's state files of the study (tuner.pkl, experiment_state-*.json, searcher-state-*.pkl,
+    search_gen_state-*.json) naming code of adbs/adbs_lab this version lacks, and that code as module.name: a
+    study saved by a version before a move (the searcher was adbs_lab.search.StudySearch before
+    adbs_lab/search/searcher.py, the tracker adbs_lab.tracking.MlflowTracker before adbs_lab/driver/tracker.py).
+    Read with pickletools, never unpickled: Tune would fail on it later, with a traceback, once Ray has started.
+    A damaged file is left to _damaged_tune_state."""
+    if where.remote:
+        return None
+    exp = Path(where.tune_experiment())
+    for pattern in ("tuner.pkl", "searcher-state-*.pkl", "search_gen_state-*.json", "experiment_state-*.json"):
+        for file in sorted(exp.glob(pattern), key=lambda f: f.stat().st_mtime)[-1:]:
+            data = file.read_bytes()
+            try:
+                pickles = _json_pickles(json.loads(data)) if pattern.startswith("experiment_") else [data]
+                names = [g for blob in pickles for g in pickled_globals(blob)]
+            except Exception:  # noqa: BLE001 - damaged: _damaged_tune_state names it
+                continue
+            for module, name in names:
+                if missing_code(module, name):
+                    return file, f"{module}.{name}" if name else module
+    return None
+
+
+def moved_message(file: Path, code: str, held: dict[str, Any]) -> str:
+    """Why --resume refuses a study saved by another version of the code, and what to do: resume it with that
+    version (study.json records it: adbs_lab/driver/claim.py), or start it again."""
+    version = held.get("code_version")
+    with_it = (f"resume it with the version that started it: git checkout {version.removesuffix('-dirty')}"
+               f"{' (its changes were not committed)' if version.endswith('-dirty') else ''}, then the same command "
+               "with --resume" if isinstance(version, str) and version != "unknown" else
+               "resume it with the version that started it (its MLflow tag adbs.code_version), then the same command "
+               "with --resume")
+    return (f"--resume: Ray Tune's saved state of this study ({file}) names {code}, which this version of the code "
+            f"does not have (it moved or was removed since the study started); {with_it}; or run the study again "
+            "without --resume (earlier results are moved aside)")

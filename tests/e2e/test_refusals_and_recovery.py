@@ -200,6 +200,28 @@ def test_a_full_disk_ends_in_a_message_and_resumes(study_cmd, tmp_path, tracking
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+def test_a_study_saved_by_code_that_since_moved_is_refused_before_ray(study_cmd, storage, capsys):
+    """A study interrupted, then its Tune state rewritten as the version before adbs_lab/ became packages saved it
+    (adbs_lab.records.objectives -> adbs_lab.objectives, adbs_lab.search.searcher -> adbs_lab.search, pickle-aware:
+    tests/helpers/pickles.py): --resume exits 2 in one line before Ray starts, naming the version that started it."""
+    from tests.helpers.pickles import flattened, renamed
+
+    cmd = study_cmd("alpha_sweep", *GRID)
+    _kill_after_first_trial(cmd)
+    tune_dir = storage / "alpha_sweep" / "tune"
+    pickles = [*tune_dir.glob("*.pkl")]
+    assert pickles, sorted(p.name for p in tune_dir.iterdir())
+    for file in pickles:
+        file.write_bytes(renamed(file.read_bytes(), flattened))
+    version = json.loads((storage / "alpha_sweep" / "study.json").read_text())["code_version"]
+    r = in_process(capsys, cmd + ["--resume"], cwd="/")
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "which this version of the code does not have" in lines[0], r.stderr
+    assert f"git checkout {version.removesuffix('-dirty')}" in lines[0] or version == "unknown", lines[0]
+    assert "Traceback" not in r.stderr and ": started" not in r.stdout and "Ray" not in r.stdout
+
+
 def _sessions(path: Path, alpha: float) -> list[float]:
     s = pd.read_parquet(path)
     return s[s["alpha"] == alpha].sort_values("session")["test_acc"].tolist()

@@ -1,0 +1,70 @@
+"""--resume across a move of the code (adbs_lab/driver/resume.py: moved_code): the globals Ray Tune's state pickles
+name, read without unpickling, and those of adbs/adbs_lab this version lacks."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+from tests.helpers.pickles import flattened, renamed
+
+from adbs_lab.driver import resume
+from adbs_lab.driver.tracker import MlflowTracker
+from adbs_lab.records.objectives import Objective, ObjectiveError
+from adbs_lab.search.searcher import StudySearch
+from adbs_lab.stores.study_folder import StudyFolder
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_the_globals_a_pickle_names_are_read_without_unpickling(protocol):
+    # two names of one module: from protocol 4 the second STACK_GLOBAL takes the module's name from the memo
+    data = pickle.dumps([StudySearch, {"k": Objective}, StudySearch, MlflowTracker, ObjectiveError],
+                        protocol=protocol)
+    assert resume.pickled_globals(data) == [("adbs_lab.search.searcher", "StudySearch"),
+                                            ("adbs_lab.records.objectives", "Objective"),
+                                            ("adbs_lab.driver.tracker", "MlflowTracker"),
+                                            ("adbs_lab.records.objectives", "ObjectiveError")]
+
+
+@pytest.mark.parametrize("module, name, missing", [
+    ("adbs_lab.search.searcher", "StudySearch", False), ("adbs_lab.driver.tracker", "MlflowTracker", False),
+    ("adbs_lab.driver.progress", "Progress", False), ("adbs.config.schema", "Config", False),
+    ("adbs_lab.search", "StudySearch", True),  # the package is there, the class is not (its face imports nothing)
+    ("adbs_lab.tracking", "MlflowTracker", True), ("adbs_lab.progress", "Progress", True),
+    ("adbs_lab.search.searcher", "Gone", True), ("adbs_lab.study.x", "Y", True), ("adbs_lab.tracking", "", True),
+    ("collections", "Gone", False)])  # not ours: Tune's own problem, not a move of this code
+def test_code_this_version_lacks_is_found_without_importing_it(module, name, missing):
+    assert resume.missing_code(module, name) is missing
+
+
+def _saved_study(tmp_path, files: dict[str, bytes]) -> StudyFolder:
+    exp = tmp_path / "runs" / "s" / "tune"
+    exp.mkdir(parents=True)
+    for name, data in files.items():
+        (exp / name).write_bytes(data)
+    return StudyFolder(str(tmp_path / "runs"), "s")
+
+
+def test_a_state_saved_before_a_move_is_refused_with_the_version_to_resume_it_with(tmp_path):
+    now = pickle.dumps({"searcher": StudySearch, "objective": Objective}, protocol=5)
+    assert resume.moved_code(_saved_study(tmp_path / "now", {"searcher-state-1.pkl": now})) is None
+    where = _saved_study(tmp_path / "then", {"searcher-state-1.pkl": renamed(now, flattened)})
+    file, code = resume.moved_code(where)
+    assert file.name == "searcher-state-1.pkl" and code == "adbs_lab.search.StudySearch"
+    line = resume.moved_message(file, code, {"code_version": "0cad34c-dirty"})
+    assert "names adbs_lab.search.StudySearch, which this version of the code does not have" in line
+    assert "git checkout 0cad34c (its changes were not committed)" in line and "\n" not in line
+
+
+def test_pickles_inside_tunes_json_state_are_read_too(tmp_path):
+    # experiment_state-*.json keeps a trial's config as a hex cloudpickle, inside a JSON string (the trial's state)
+    blob = renamed(pickle.dumps(Objective, protocol=5), flattened).hex()
+    state = {"trial_data": [[json.dumps({"config": {"_type": "CLOUDPICKLE_FALLBACK", "value": blob}}), "{}"]]}
+    where = _saved_study(tmp_path, {"experiment_state-1.json": json.dumps(state).encode()})
+    assert resume.moved_code(where)[1] == "adbs_lab.objectives.Objective"
+
+
+def test_a_damaged_state_is_left_to_the_damage_check(tmp_path):
+    where = _saved_study(tmp_path, {"tuner.pkl": b"\x80\x05\x95", "searcher-state-1.pkl": b""})
+    assert resume.moved_code(where) is None
