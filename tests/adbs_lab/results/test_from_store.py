@@ -85,10 +85,10 @@ def store(tmp_path_factory):
         if accs:
             metrics += [Metric("summary/val_avg_acc", sum(accs) / 3 + 1, 0, 0), Metric("summary/wall_time_s", 8.0, 0, 0),
                         Metric("summary/d_cs", D_CS[variant, seed], 0, 0)]
-            trials.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant,
+            trials.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "seed": seed,
                            "d_cs": D_CS[variant, seed]})
         else:  # the table counts it among the row's seeds: "2 of 3, 1 pruned"
-            trials.append({"trial_id": f"t{number}", "state": K.PRUNED, "label": variant})
+            trials.append({"trial_id": f"t{number}", "state": K.PRUNED, "label": variant, "seed": seed})
         c.log_batch(run.info.run_id, metrics=metrics,
                     params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
         c.set_terminated(run.info.run_id, "FINISHED" if accs else "KILLED")
