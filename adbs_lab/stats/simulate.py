@@ -17,6 +17,8 @@ import numpy as np
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import CODE, Label, replay
 
+__all__ = ["Noise", "OUTLIER_SHARE", "OUTLIER_SCALE", "noise", "differences", "false_verdicts", "run", "coverage"]
+
 Noise = Literal["normal", "t3_outliers"]
 OUTLIER_SHARE = 0.10
 """The share of draws scaled up in the "t3_outliers" noise."""

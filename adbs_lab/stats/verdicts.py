@@ -31,6 +31,9 @@ from scipy import stats
 
 from adbs_lab.stats.looks import Looks
 
+__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "bonferroni", "intervals", "replay", "family_verdicts",
+           "half_width"]
+
 
 class Label(str, enum.Enum):
     """What a comparison's interval says, as a table displays it; exactly one holds for any interval."""
