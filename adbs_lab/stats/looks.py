@@ -27,6 +27,8 @@ from typing import Literal
 
 from scipy import stats
 
+__all__ = ["Spending", "SPENDINGS", "DEFAULT_SPENDING", "DEFAULT_N0", "DEFAULT_BATCH", "DEFAULT_MAX_SEEDS", "spent", "Looks"]
+
 Spending = Literal["obrien_fleming", "pocock", "equal"]
 SPENDINGS: tuple[Spending, ...] = ("obrien_fleming", "pocock", "equal")
 """The spending functions `Looks.spending` may name."""

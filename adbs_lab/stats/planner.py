@@ -29,6 +29,9 @@ from scipy import special, stats
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import bonferroni
 
+__all__ = ["UPPER", "N_MAX", "TWO_SEEDS", "FEWER", "c4", "sigma_upper", "expected_half_width", "levels", "smallest_n",
+           "SeedPlan", "plan", "plan_family", "Cost", "extra_cost"]
+
 UPPER = 0.80
 """The confidence of the upper bound on σ the plan uses (Browne 1995)."""
 N_MAX = 100

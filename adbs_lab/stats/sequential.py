@@ -25,6 +25,8 @@ from typing import Mapping, Sequence
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts
 
+__all__ = ["ALL_RESOLVED", "CAP", "MORE", "DEFAULT_LOOKS", "NextBatch", "next_look", "next_batch"]
+
 ALL_RESOLVED = "all resolved"
 CAP = "cap reached"
 MORE = "more seeds"

@@ -15,7 +15,9 @@ from typing import Literal, Sequence
 import numpy as np
 
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import CODE, Label, replay
+from adbs_lab.stats.verdicts import CODE, Label, bonferroni, intervals, replay
+
+__all__ = ["Noise", "OUTLIER_SHARE", "OUTLIER_SCALE", "noise", "differences", "false_verdicts", "run", "coverage"]
 
 Noise = Literal["normal", "t3_outliers"]
 OUTLIER_SHARE = 0.10
@@ -66,8 +68,6 @@ def run(rng: np.random.Generator, n_studies: int, effects: Sequence[float], sigm
 def coverage(d: np.ndarray, looks: Looks, effects: Sequence[float]) -> np.ndarray:
     """Whether every interval of a comparison at every look covers its true effect, shape (n_studies, m): the
     union-bound event the guarantee rests on (checked over all looks, stopped or not)."""
-    from adbs_lab.stats.verdicts import bonferroni, intervals  # the same arithmetic as a table's
-
     e = np.asarray(effects, dtype=float)[None, :]
     ok = np.ones(d.shape[:-1], dtype=bool)
     for size, alpha_k in zip(looks.sizes, looks.alphas):

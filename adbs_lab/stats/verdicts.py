@@ -31,6 +31,9 @@ from scipy import stats
 
 from adbs_lab.stats.looks import Looks
 
+__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "wording", "bonferroni", "intervals", "replay",
+           "family_verdicts", "half_width"]
+
 
 class Label(str, enum.Enum):
     """What a comparison's interval says, as a table displays it; exactly one holds for any interval."""
@@ -90,6 +93,12 @@ def classify(lo: np.ndarray | float, hi: np.ndarray | float, delta: float) -> np
 def label(lo: float, hi: float, delta: float) -> Label:
     """The verdict of one interval [lo, hi] (`classify` for one)."""
     return LABELS[int(classify(lo, hi, delta))]
+
+
+def wording(verdict: Label, delta: float) -> str:
+    """The label with δ written as the study's number of points: "equivalent within ±1 point"."""
+    unit = "point" if delta == 1 else "points"
+    return verdict.value.replace("δ", f"{delta:g} {unit}")
 
 
 def bonferroni(alpha: float, m: int) -> float:
