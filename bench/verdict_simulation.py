@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from adbs import exits  # noqa: E402
 from adbs_lab.stats.looks import Looks  # noqa: E402
 from adbs_lab.stats.planner import levels, smallest_n  # noqa: E402
 from adbs_lab.stats.simulate import run  # noqa: E402
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     errors(args.studies, args.seed)
     power(args.studies, args.seed)
     planned(args.studies, args.seed)
-    return 0
+    return exits.OK
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.results import compare
 from adbs_lab.stats import planner
-from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width
+from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, wording
 
 __all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
            "sentence", "sentences", "plan_lines", "row_seconds", "cell", "note"]
@@ -102,7 +102,8 @@ def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], d
     missing."""
     row, ref = pair
     seeds = sorted(set(states.get(row, {})) | set(states.get(ref, {})))
-    diffs, left_out = [], {}
+    diffs: list[float] = []
+    left_out: dict[str, int] = {}
     for s in seeds:
         a, b = values.get(row, {}).get(s), values.get(ref, {}).get(s)
         if a is not None and b is not None and math.isfinite(a) and math.isfinite(b):
@@ -120,7 +121,7 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
                  label: str = LABEL) -> list[Compared]:
     """Every comparison of `pairs` on the last session's `metric`, adjusted over all of them, with a seed plan for
     each unresolved one."""
-    if not pairs or sessions.empty:
+    if not pairs or sessions.empty or "seed" not in sessions:  # no seeds, no pairs
         return []
     values, states = _seed_values(sessions, trials, metric, label)
     diffs, missing = {}, {}
@@ -139,7 +140,7 @@ def _points(x: float) -> str:
 
 def verdict_text(c: Compared) -> str:
     """The verdict with δ written out: "equivalent within ±1 point", "better, by less than 1 point"."""
-    return c.verdict.verdict.value.replace("±δ", f"±{_points(c.delta)}").replace("δ", _points(c.delta))
+    return wording(c.verdict.verdict, c.delta)
 
 
 def _n_text(c: Compared) -> str:

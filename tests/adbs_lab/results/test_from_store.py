@@ -235,7 +235,8 @@ def test_report_across_studies_marks_each_multi_objective_studys_own_front(store
     r = in_process(capsys, [sys.executable, str(script), "ablation", "alpha_sweep", "--tracking-uri", uri,
                             "--out", str(tmp_path / "cmp")])
     assert r.returncode == 0, r.stderr
-    lines = (tmp_path / "cmp" / "table.txt").read_text().splitlines()
+    text = (tmp_path / "cmp" / "table.txt").read_text().splitlines()
+    lines = text[next(i for i, line in enumerate(text) if line.startswith("config")):]  # after the verdicts' lines
     assert lines[0].split()[-1] == "front"
     marked = {re.split(r"\s{2,}", line.strip())[0]: line.rstrip().endswith("*") for line in lines[2:7]}
     assert marked == {"ablation: baseline": False, "ablation: adb+ic": False, "alpha_sweep: alpha=0.01": True,
