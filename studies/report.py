@@ -157,8 +157,10 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     import pandas as pd
 
     sessions, trials, order, reference = from_store.combine(studies)
+    deltas = {st.delta for st in studies}
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
-                               trials=trials, front=from_store.combined_front(studies)) if len(sessions) else pd.DataFrame()
+                               trials=trials, front=from_store.combined_front(studies),
+                               pairs=from_store.combined_pairs(studies), delta=min(deltas)) if len(sessions) else pd.DataFrame()
     print(renderings.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
     names = "-".join(dict.fromkeys(s.name for s in studies))

@@ -168,7 +168,9 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             # object store: the staging SQLite file is temporary; name the uploaded copy
             "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
                                     else p.optuna_url),
-            "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
+            "adbs.baseline": (json.dumps(p.reference) if isinstance(p.reference, dict) else p.reference or ""),
+            "adbs.comparisons": json.dumps([list(pair) for pair in p.comparisons])[:7500],  # studies/report.py
+            "adbs.resolve": f"{p.delta:g}",
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
             study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 import sys
@@ -123,6 +124,16 @@ class StudyOptions:
     pareto.json and the table's front column, best_config.json the front's point best on the first objective"""
     sampler_seed: int = 0
     """seed of the Optuna sampler"""
+    reference: str | None = None
+    """the row every row is compared with, by its label in the table (e.g. 'alpha=0.05'; default: the study's own
+    reference: the baseline row, each host without ADBS, the preset's alpha)"""
+    resolve: float = 1.0
+    """δ in accuracy points, the smallest difference that matters: each comparison's verdict reads its interval
+    against 0 and ±δ (better, worse, equivalent within ±δ, better or worse by less than δ, not resolved), and the
+    seed planner plans for an interval narrower than δ (docs/statistics.md)"""
+    plan_only: bool = _flag(flag="--plan", default=False)
+    """print the verdicts of this study's finished run (the same flags and --name) and the seeds that would settle
+    the unresolved ones, with their cost; run nothing"""
     resume: bool = False
     """continue the interrupted study in the same storage folder"""
     cache: bool = _flag(flag="--no-cache", default=True)
@@ -220,6 +231,14 @@ class StudyOptions:
             raise StudyInputError(f"--seeds repeats {' '.join(map(str, dup))}: each seed is one repetition, and a "
                                   f"repeated seed reruns the same trial; pass distinct seeds, e.g. --seeds "
                                   f"{' '.join(map(str, sorted(set(self.seeds))))}")
+        if not (math.isfinite(self.resolve) and self.resolve > 0):
+            raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
+                                  "points, and must be > 0 (e.g. --resolve 1.0)")
+        if self.reference is not None and not self.reference.strip():
+            raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference "
+                                  "'alpha=0.05'")
+        if self.plan_only and (self.resume or self.dry_run):
+            raise StudyInputError("--plan reads a finished study and runs nothing: drop --resume/--dry-run")
         if self.num_samples is not None and self.num_samples < 1:
             raise StudyInputError(f"--num-samples must be >= 1 (configurations to sample), got {self.num_samples}")
         if self.max_concurrent is not None and self.max_concurrent < 1:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import shlex
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from adbs.config import Config, canonical, from_dict
 from adbs.redaction import carries_secret, redact
 from adbs_lab.search import space as sp
 from adbs_lab.records import objectives, tune_keys
+from adbs_lab.results import comparisons
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
@@ -230,6 +232,7 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
     where = StudyFolder(opts.storage, folder)
     optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
     base_config = from_dict(base)
+    reference, pairs = _comparisons(plan, opts, base_config, space, varying)
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
@@ -238,7 +241,39 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
                     fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
                     n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,
                     where=where, optuna_url=optuna_url, fingerprint=_fingerprint(plan, base, seeds, total),
-                    command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts))
+                    command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts),
+                    reference=reference, comparisons=tuple(pairs), delta=opts.resolve)
+
+
+def row_labels(space: dict[str, Any], varying: list[str]) -> list[str]:
+    """The labels of a grid's rows, as the table will name them (tune_keys.describe without the seed); none for a
+    sampled space, whose configurations are not known before it runs."""
+    _, grid, dists = sp.split(space)
+    if dists:
+        return []
+    keys = [k for k in varying if k != tune_keys.SEED_KEY]
+    return [tune_keys.describe(dict(zip(keys, values)), keys) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, Any],
+                 varying: list[str]) -> tuple[str | dict[str, str] | None, list[tuple[str, str]]]:
+    """The study's reference (--reference, its baseline, or the preset's value of its reference axis) and the
+    comparisons its table makes (adbs_lab/results/comparisons.py: family)."""
+    labels = row_labels(space, varying)
+    reference: str | dict[str, str] | None = plan.baseline
+    if opts.reference is not None:
+        if not labels:
+            raise StudyInputError(f"--reference {opts.reference}: study {plan.name} samples its configurations, so "
+                                  "it has no rows to compare before it runs; drop --reference")
+        if opts.reference not in labels:
+            raise StudyInputError(f"--reference {opts.reference!r} is not a row of this study; its rows: "
+                                  f"{', '.join(repr(lab) for lab in labels)}")
+        reference = opts.reference
+    elif plan.reference_axis and labels:
+        axis = plan.reference_axis
+        own = tune_keys.describe({axis: getattr(base, axis)}, [axis])
+        reference = own if own in labels else None  # the preset's value is not a row: nothing to compare with
+    return reference, comparisons.family(labels, reference, plan.parents)
 
 
 def preflight(plan: Plan, opts: StudyOptions) -> Prepared:

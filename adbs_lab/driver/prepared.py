@@ -81,6 +81,14 @@ class Prepared:
     """What makes two runs the same study (study.json; --resume checks it)."""
     command: str
     """The command line, credentials cut out (study.json, the lock, MLflow)."""
+    reference: str | dict[str, str] | None = None
+    """The row every row is compared with, or {row: its reference} (--reference, else the study's own: the plan's
+    baseline, or the preset's value of its reference axis)."""
+    comparisons: tuple[tuple[str, str], ...] = ()
+    """The table's comparisons, (row, the row it is compared with), each given a verdict
+    (adbs_lab/results/comparisons.py: family)."""
+    delta: float = 1.0
+    """δ in accuracy points (--resolve): the verdicts read their intervals against 0 and ±δ."""
     settings: dict[str, Any] = field(default_factory=dict)
     """What the study is launched with (study.json; `claim` writes it for a new study, --resume reads it back)."""
     owned: tuple[str, ...] = ()

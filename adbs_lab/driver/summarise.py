@@ -15,6 +15,7 @@ import pandas as pd
 
 from adbs.exits import FAILED, INTERRUPTED, OK, Exit
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.results import comparisons
 from adbs_lab.results import pareto
 from adbs_lab.driver import outcome
 from adbs_lab.results import run_files
@@ -90,6 +91,9 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
           + "".join(f", {Path(a).name}" for a in extra) + ")")
     if out.pareto:  # last, where a reader looks for what the study found
         print("\n" + "\n".join(pareto.front_lines(out.pareto)))
+    said = comparisons.sentences(out.table.attrs.get("comparisons") or [])
+    if said:  # and what it concludes, each comparison's verdict (docs/statistics.md)
+        print("\nverdicts (all true together with probability at least 95%; docs/statistics.md):\n" + "\n".join(said))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
     if out.code != OK:
@@ -143,17 +147,19 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     objs = p.objectives
     multi = len(objs) > 1  # a front: pareto.json and the table's front column
     front = pareto.front_labels(trials, objs) if multi and len(trials) else None
-    table = (tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials, front=front)
-             if len(sessions) else pd.DataFrame())
+    table = (tables.paper_table(sessions, baseline=p.reference, order=plan.order, trials=trials, front=front,
+                                pairs=list(p.comparisons), delta=p.delta) if len(sessions) else pd.DataFrame())
     notes = study_notes.lines(plan, p.opts, p.base_values)
-    table_text = tables.annotate(tables.format_table(table), trials, order=plan.order, notes=notes)
+    seconds = comparisons.row_seconds(trials)
+    table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
     best = tables.best_config(trials, objs) if len(trials) else None
     files = tables.write(p.dir, sessions, trials, table_text, best)
     record = pareto.pareto_record(trials, objs) if multi else None
     if record is not None:
         files.append(pareto.write_pareto(p.dir, record))
-    (p.dir / "table.md").write_text(tables.annotate(tables.format_table(table, markdown=True), trials,
-                                                     markdown=True, order=plan.order, notes=notes) + "\n")
+    table_md = tables.format_table(table, markdown=True, seconds=seconds)
+    (p.dir / "table.md").write_text(tables.annotate(table_md, trials, markdown=True, order=plan.order, notes=notes)
+                                    + "\n")
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
                          pareto=record)
