@@ -28,6 +28,7 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.results import compare
 from adbs_lab.stats import planner
+from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, wording
 
 __all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
@@ -79,6 +80,8 @@ class Compared:
     """δ (points) the verdict reads the interval against."""
     plan: planner.SeedPlan | None
     """For an unresolved comparison, the seeds it would need (adbs_lab/stats/planner.py); None when resolved."""
+    looks: Looks | None = None
+    """The planned looks of a study that added seeds in batches (--seeds auto); None: one look at the seeds run."""
 
     @property
     def resolved(self) -> bool:
@@ -97,41 +100,49 @@ def _seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: st
     return values, states
 
 
-def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], dict[str, int]]:
-    """The per-seed differences row - reference in seed order (NaN where a pair is incomplete) and why pairs are
-    missing."""
+def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], list[str]]:
+    """The per-seed differences row - reference in seed order (NaN where a pair is incomplete) and, per seed, why
+    its pair is missing ('' where it is not)."""
     row, ref = pair
     seeds = sorted(set(states.get(row, {})) | set(states.get(ref, {})))
     diffs: list[float] = []
-    left_out: dict[str, int] = {}
+    why: list[str] = []
     for s in seeds:
         a, b = values.get(row, {}).get(s), values.get(ref, {}).get(s)
         if a is not None and b is not None and math.isfinite(a) and math.isfinite(b):
             diffs.append(a - b)
+            why.append("")
             continue
         diffs.append(math.nan)
-        why = next((st for st in (states.get(row, {}).get(s), states.get(ref, {}).get(s))
-                    if st is not None and st != K.COMPLETE), "not run")
-        left_out[why] = left_out.get(why, 0) + 1
-    return diffs, left_out
+        why.append(next((st for st in (states.get(row, {}).get(s), states.get(ref, {}).get(s))
+                         if st is not None and st != K.COMPLETE), "not run"))
+    return diffs, why
+
+
+def _counted(why: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for w in (w for w in why if w):
+        out[w] = out.get(w, 0) + 1
+    return out
 
 
 def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.DataFrame | None = None,
                  metric: str = "test_acc", delta: float = DEFAULT_DELTA, alpha: float = ALPHA,
-                 label: str = LABEL) -> list[Compared]:
+                 label: str = LABEL, looks: Looks | None = None) -> list[Compared]:
     """Every comparison of `pairs` on the last session's `metric`, adjusted over all of them, with a seed plan for
-    each unresolved one."""
+    each unresolved one. `looks`: a study that added seeds in batches (--seeds auto) reads each comparison at its
+    planned looks, α spent across them (adbs_lab/stats/looks.py), and a verdict keeps the look that reached it."""
     if not pairs or sessions.empty or "seed" not in sessions:  # no seeds, no pairs
         return []
     values, states = _seed_values(sessions, trials, metric, label)
-    diffs, missing = {}, {}
+    diffs, why = {}, {}
     for pair in pairs:
-        diffs[name(pair)], missing[name(pair)] = _differences(pair, values, states)
-    verdicts = family_verdicts(diffs, alpha, delta)
+        diffs[name(pair)], why[name(pair)] = _differences(pair, values, states)
+    verdicts = family_verdicts(diffs, looks.alpha if looks else alpha, delta, looks)
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
-    plans = planner.plan_family(open_, delta, alpha, m=len(pairs))
-    return [Compared(pair, verdicts[name(pair)], missing[name(pair)], len(pairs), delta, plans.get(name(pair)))
-            for pair in pairs]
+    plans = planner.plan_family(open_, delta, alpha, m=len(pairs), looks=looks)
+    return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]), len(pairs),
+                     delta, plans.get(name(pair)), looks) for pair in pairs]
 
 
 def _points(x: float) -> str:
@@ -144,8 +155,11 @@ def verdict_text(c: Compared) -> str:
 
 
 def _n_text(c: Compared) -> str:
-    """`n=3` or `n=5, 1 diverged`."""
-    return ", ".join([f"n={c.verdict.n}"] + [f"{k} {why}" for why, k in sorted(c.left_out.items())])
+    """`n=3`, `n=5, 1 diverged`, and for a study that added seeds in batches the look that reached the verdict."""
+    v = c.verdict
+    reached = ([f"reached at look {v.look} of {len(c.looks.sizes)}, {v.n_seeds} seeds" if c.resolved else
+                f"look {v.look} of {len(c.looks.sizes)}, {v.n_seeds} seeds"] if c.looks is not None and v.look else [])
+    return ", ".join([f"n={v.n}"] + [f"{k} {why}" for why, k in sorted(c.left_out.items())] + reached)
 
 
 def sentence(c: Compared, metric: str = "test_acc") -> str:
@@ -156,9 +170,16 @@ def sentence(c: Compared, metric: str = "test_acc") -> str:
     where = "in the last session" + ("" if metric == "test_acc" else f" ({metric})")
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
         return f"{name(c.pair)}: {what} {where} ({_n_text(c)}: fewer than 2 pairs, no interval): {verdict_text(c)}"
-    family_ = f", Bonferroni over {c.m} comparisons" if c.m > 1 else ""
-    return (f"{name(c.pair)}: {what} {where} ({1 - ALPHA:.0%} CI {number(v.lo, signed=True)} to "
-            f"{number(v.hi, signed=True)}{family_}; paired, {_n_text(c)}): {verdict_text(c)}")
+    adjusted = [f"Bonferroni over {c.m} comparisons"] if c.m > 1 else []
+    adjusted += [f"α spent over {len(c.looks.sizes)} looks"] if c.looks is not None else []
+    return (f"{name(c.pair)}: {what} {where} ({_confidence(c)} CI {number(v.lo, signed=True)} to "
+            f"{number(v.hi, signed=True)}{''.join(', ' + a for a in adjusted)}; paired, {_n_text(c)}): "
+            f"{verdict_text(c)}")
+
+
+def _confidence(c: Compared) -> str:
+    """The family's confidence: every interval of the table (and of every look) covers together."""
+    return f"{1 - (c.looks.alpha if c.looks is not None else ALPHA):.0%}"
 
 
 def sentences(compared: Sequence[Compared], metric: str = "test_acc") -> list[str]:

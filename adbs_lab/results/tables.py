@@ -21,6 +21,7 @@ from adbs_lab.results import compare
 from adbs_lab.results import comparisons as cmp
 from adbs_lab.results import seed_counts
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.stats.looks import Looks
 from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
 
 
@@ -44,7 +45,7 @@ def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
                 order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None,
                 front: list[str] | None = None, pairs: list[cmp.Pair] | None = None,
-                delta: float = cmp.DEFAULT_DELTA) -> pd.DataFrame:
+                delta: float = cmp.DEFAULT_DELTA, looks: Looks | None = None) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
     When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
@@ -60,7 +61,8 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     `front` column; None (a single-objective study): no such column.
 
     `pairs`: the table's comparisons (adbs_lab/results/comparisons.py: family; default: each row against its
-    reference), each given a verdict at δ = `delta` points; the row-against-reference ones fill the Δlast paired
+    reference), each given a verdict at δ = `delta` points (`looks`: read at the planned looks of a study that added
+    seeds in batches, --seeds auto); the row-against-reference ones fill the Δlast paired
     and verdict columns, and all of them are in `table.attrs["comparisons"]` (format_table's opening lines).
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
@@ -71,7 +73,7 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
                                                   trials else [])]))
     table = dataclasses.replace(table, compared=cmp.compare_rows(
         s, pairs if pairs is not None else cmp.family(known, table.reference()), trials=trials, metric=metric,
-        delta=delta, label=label))
+        delta=delta, label=label, looks=looks))
     rows: list[dict[str, Any]] = [{"config": lab} for lab in table.labels]
     for column in COLUMNS:
         column(table, rows)

@@ -118,3 +118,22 @@ def test_a_two_seed_plan_says_so():
     s, t = _frames({"baseline": [50, 54], "adb": [51, 52]})
     (c,) = cmp.compare_rows(s, [("adb", "baseline")], trials=t)
     assert c.plan is not None and "2 seeds" in "\n".join(cmp.plan_lines([c]))
+
+
+def test_with_looks_a_verdict_keeps_the_look_that_reached_it():
+    """--seeds auto: a row resolved at the first look (3 seeds) runs no more seeds while its reference runs on for
+    another comparison; its verdict, interval and n stay those of look 1, and the seeds it never ran are not
+    counted as left out."""
+    from adbs_lab.stats.looks import Looks
+
+    looks = Looks(n0=3, batch=2, max_seeds=5)
+    s, t = _frames({"baseline": [50, 54, 47, 52, 49], "big": [80, 85, 76], "small": [50.5, 53, 48.2, 52.4, 49.1]})
+    got = {c.pair[0]: c for c in cmp.compare_rows(s, [("big", "baseline"), ("small", "baseline")], trials=t,
+                                                    looks=looks)}
+    big, small = got["big"], got["small"]
+    assert big.resolved and big.verdict.look == 1 and big.verdict.n == 3 and big.left_out == {}
+    assert "reached at look 1 of 2, 3 seeds" in cmp.sentence(big) and "α spent over 2 looks" in cmp.sentence(big)
+    a1 = looks.alphas[0] / 2  # look 1's share of α, over the 2 comparisons
+    half = stats.t.ppf(1 - a1 / 2, 2) * np.std([30, 31, 29], ddof=1) / math.sqrt(3)
+    assert big.verdict.hi - big.verdict.lo == pytest.approx(2 * half)
+    assert small.verdict.n_seeds == 5 and small.verdict.look == 2
