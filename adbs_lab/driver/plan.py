@@ -30,6 +30,12 @@ class Plan:
     reference_axis: str | None = None
     """A grid axis whose value in the base config names the reference row (alpha_sweep: each alpha against the
     preset's alpha); `--reference LABEL` names another row."""
+    conditions: tuple[str, ...] = ()
+    """Grid axes that are data conditions, not knobs (kshot_grid: ways, shots): no configuration is named best
+    across them, and the importance analysis ranks none of them."""
+    reference_value: Any = None
+    """With `reference_axis`: the axis value of every row's reference (kshot_grid: variant baseline, in the same
+    cell); None: the base config's value (alpha_sweep: the preset's alpha)."""
     order: list[str] | None = None
     """Row order of the paper table."""
     axis_flags: dict[str, str] = field(default_factory=dict)

@@ -245,21 +245,23 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
                     reference=reference, comparisons=tuple(pairs), delta=opts.resolve)
 
 
-def row_labels(space: dict[str, Any], varying: list[str]) -> list[str]:
-    """The labels of a grid's rows, as the table will name them (tune_keys.describe without the seed); none for a
-    sampled space, whose configurations are not known before it runs."""
+def row_points(space: dict[str, Any], varying: list[str]) -> list[dict[str, Any]]:
+    """The points of a grid's rows (the row axis and the grid axes, without the seed), in the order the table
+    names them; none for a sampled space, whose configurations are not known before it runs."""
     _, grid, dists = sp.split(space)
     if dists:
         return []
     keys = [k for k in varying if k != tune_keys.SEED_KEY]
-    return [tune_keys.describe(dict(zip(keys, values)), keys) for values in itertools.product(*(grid[k] for k in keys))]
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
 def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, Any],
                  varying: list[str]) -> tuple[str | dict[str, str] | None, list[tuple[str, str]]]:
-    """The study's reference (--reference, its baseline, or the preset's value of its reference axis) and the
-    comparisons its table makes (adbs_lab/results/comparisons.py: family)."""
-    labels = row_labels(space, varying)
+    """The study's reference (--reference, its baseline, or each row's point with its reference axis at the
+    reference value) and the comparisons its table makes (adbs_lab/results/comparisons.py: family)."""
+    keys = [k for k in varying if k != tune_keys.SEED_KEY]
+    points = row_points(space, varying)
+    labels = [tune_keys.describe(pt, keys) for pt in points]
     reference: str | dict[str, str] | None = plan.baseline
     if opts.reference is not None:
         if not labels:
@@ -271,8 +273,11 @@ def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, 
         reference = opts.reference
     elif plan.reference_axis and labels:
         axis = plan.reference_axis
-        own = tune_keys.describe({axis: getattr(base, axis)}, [axis])
-        reference = own if own in labels else None  # the preset's value is not a row: nothing to compare with
+        value = plan.reference_value if plan.reference_value is not None else getattr(base, axis)
+        own = {lab: tune_keys.describe({**pt, axis: value}, keys) for lab, pt in zip(labels, points)}
+        refs = {lab: ref for lab, ref in own.items() if ref in own}  # a value no row has: nothing to compare
+        one = set(refs.values())
+        reference = one.pop() if len(one) == 1 else refs or None  # one reference row: its label, as a baseline
     return reference, comparisons.family(labels, reference, plan.parents)
 
 

@@ -64,7 +64,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
                "study/trials_diverged": counts.get(K.DIVERGED, 0), "study/trials_failed": counts.get(K.FAILED, 0),
                "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
-    if out.best:
+    if out.best and "mean_over_seeds" in out.best:
         metrics["study/best_objective"] = out.best["mean_over_seeds"]
     # Tune handles Ctrl-C inside fit() itself (its own SIGINT handler) and returns the trials so far: trials that
     # did not end while nothing failed mean the user stopped it.
@@ -101,11 +101,36 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     return out
 
 
+def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame) -> dict | None:
+    """best_config.json: the best configuration on the validation objective, said to be resolved or not by the
+    table's verdicts (`resolved_by_verdicts`, and the rows it cannot be told from); for a study whose grid is data
+    conditions (kshot_grid), no best across them, and why."""
+    if p.plan.conditions:
+        return {"config_label": None, "why": f"{p.plan.name} varies data conditions ({', '.join(p.plan.conditions)}), "
+                "not knobs: no configuration is best across them; its verdicts compare the variants within each "
+                "cell (table.txt)"}
+    best = tables.best_config(trials, p.objectives) if len(trials) else None
+    compared = table.attrs.get("comparisons") or []
+    if best is None or not compared:
+        return best
+    ok, tied = comparisons.best_standing(str(best["config_label"]), compared)
+    return {**best, "resolved_by_verdicts": ok, **({} if ok else {"indistinguishable_from": tied})}
+
+
 def _print_best(out: Outcome) -> None:
     """The best configuration, and the configurations not ranked because a seed is missing (adbs_lab/results/seed_counts.py),
     with their counts; a study of several objectives lists those under its front instead (pareto.front_lines)."""
     missing = seed_counts.not_ranked(out.trials) if len(out.trials) else []
-    if out.best:
+    if out.best and out.best.get("config_label") is None and out.best.get("why"):
+        print(f"best configuration: none ({out.best['why']})")
+        return
+    if out.best and out.best.get("resolved_by_verdicts") is False:
+        tied = out.best.get("indistinguishable_from") or []
+        print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
+              f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "
+              f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; --plan says how many "
+              "seeds would settle it)")
+    elif out.best:
         print(f"best configuration by {out.best['objective']}"
               f"{' (' + out.best['chosen'] + ')' if out.best.get('chosen') else ''}: {out.best['config_label']} "
               f"({out.best['mean_over_seeds']:.2f}; seeds {seed_counts.text(_upper(out.best.get('seed_states') or {}))})")
@@ -152,7 +177,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     notes = study_notes.lines(plan, p.opts, p.base_values)
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
-    best = tables.best_config(trials, objs) if len(trials) else None
+    best = _best(p, trials, table)
     files = tables.write(p.dir, sessions, trials, table_text, best)
     record = pareto.pareto_record(trials, objs) if multi else None
     if record is not None:

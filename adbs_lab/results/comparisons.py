@@ -32,7 +32,7 @@ from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, wording
 
 __all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
-           "sentence", "sentences", "plan_lines", "row_seconds", "cell", "note"]
+           "sentence", "sentences", "plan_lines", "row_seconds", "cell", "note", "best_standing"]
 
 ALPHA = 0.05
 """The family's error rate: every verdict of a table is true together with probability at least 1 - ALPHA."""
@@ -58,7 +58,12 @@ def family(labels: Sequence[str], reference: str | Mapping[str, str] | None,
 
 
 def name(pair: Pair) -> str:
-    """`adb+ic vs adb`: how a comparison is named in the table's lines and the MLflow run."""
+    """`adb+ic vs adb`: how a comparison is named in the table's lines and the MLflow run; rows of a grid that
+    differ in one setting say the rest once (`ways=5 shots=1: variant=adb+ic vs variant=baseline`)."""
+    a, b = pair[0].split(" "), pair[1].split(" ")
+    if len(a) == len(b) > 1 and sum(x != y for x, y in zip(a, b)) == 1:
+        shared = " ".join(x for x, y in zip(a, b) if x == y)
+        return f"{shared}: {next(x for x, y in zip(a, b) if x != y)} vs {next(y for x, y in zip(a, b) if x != y)}"
     return f"{pair[0]} vs {pair[1]}"
 
 
@@ -248,3 +253,28 @@ def note(compared: Sequence[Compared]) -> str:
             f"last-session accuracy ± the half-width of its {1 - ALPHA:.0%} confidence interval, adjusted over the "
             f"table's {m} comparison{'s' * (m != 1)} (Bonferroni; t over the per-seed differences); verdict: read "
             f"from that interval against 0 and ±δ = {_points(delta)} (--resolve; docs/statistics.md)")
+
+
+_ABOVE = (Label.BETTER, Label.BETTER_SMALL)
+_BELOW = (Label.WORSE, Label.WORSE_SMALL)
+
+
+def best_standing(best: str, compared: Sequence[Compared]) -> tuple[bool, list[str]]:
+    """Whether the verdicts resolve `best` (the row with the best mean objective) as best, and otherwise the rows it
+    cannot be told from: those compared with it (or with its reference, when it is not compared with them) whose
+    verdict is not a resolved difference. Resolved: `best` is better than every row it is compared with, or worse
+    than none of them and every other row is worse than it. No comparisons: (True, [])."""
+    if not compared:
+        return True, []
+    against = {c.pair[1]: c.verdict.verdict for c in compared if c.pair[0] == best}
+    beaten = {c.pair[0]: c.verdict.verdict for c in compared if c.pair[1] == best}
+    rows = {r for c in compared for r in c.pair} - {best}
+    ok = all(v in _ABOVE for v in against.values()) and all(v in _BELOW for v in beaten.values()) \
+        and rows <= set(against) | set(beaten)
+    if ok:
+        return True, []
+    tied = [r for r, v in {**against, **beaten}.items() if v not in _ABOVE + _BELOW]
+    for ref in against:  # rows compared only with best's reference, and not resolved there either
+        tied += [c.pair[0] for c in compared if c.pair[1] == ref and c.pair[0] not in tied and c.pair[0] != best
+                 and c.verdict.verdict not in _ABOVE + _BELOW]
+    return False, sorted(set(tied))
