@@ -37,7 +37,7 @@ from adbs.writable import folder_problem
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["SEEDED", "validate", "size", "held", "study", "preflight", "note_owned", "study_owned",
+__all__ = ["SEEDED", "validate", "size", "held", "study", "preflight", "note_owned", "study_owned", "row_points",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken"]
 
 SEEDED = {"seed", "split_seed"}

@@ -36,7 +36,7 @@ from adbs_lab.driver.summarise import Outcome, summarise
 from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
 
-__all__ = ["run", "code", "main", "dry_run"]
+__all__ = ["seed_plan", "run", "code", "main", "dry_run"]
 
 
 def dry_run(p: Prepared) -> None:
