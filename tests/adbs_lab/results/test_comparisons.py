@@ -137,3 +137,19 @@ def test_with_looks_a_verdict_keeps_the_look_that_reached_it():
     half = stats.t.ppf(1 - a1 / 2, 2) * np.std([30, 31, 29], ddof=1) / math.sqrt(3)
     assert big.verdict.hi - big.verdict.lo == pytest.approx(2 * half)
     assert small.verdict.n_seeds == 5 and small.verdict.look == 2
+
+
+def test_a_best_row_is_named_only_where_the_verdicts_resolve_it():
+    # alpha_sweep-like: every alpha against alpha=0.01; 0.05 clearly better, 0.02 and 0.1 not resolved
+    s, t = _frames({"alpha=0.01": [50, 54, 47, 52, 49], "alpha=0.02": [52, 53, 49.5, 51, 50],
+                    "alpha=0.05": [60, 64.5, 56.5, 62, 59.5], "alpha=0.1": [52, 51, 50, 53, 48]})
+    pairs = cmp.family(["alpha=0.01", "alpha=0.02", "alpha=0.05", "alpha=0.1"], "alpha=0.01")
+    compared = cmp.compare_rows(s, pairs, trials=t)
+    assert [c.verdict.verdict.value for c in compared] == ["not resolved", "better", "not resolved"]
+    # the best mean beats its reference, but is not compared with 0.02 and 0.1, which are not resolved against it
+    assert cmp.best_standing("alpha=0.05", compared) == (False, ["alpha=0.02", "alpha=0.1"])
+    assert cmp.best_standing("alpha=0.02", compared) == (False, ["alpha=0.01", "alpha=0.1"])
+    # with every row compared against the best and worse than it: resolved
+    direct = cmp.compare_rows(s, [(r, "alpha=0.05") for r in ("alpha=0.01", "alpha=0.02", "alpha=0.1")], trials=t)
+    assert all(c.verdict.verdict.value == "worse" for c in direct) and cmp.best_standing("alpha=0.05", direct) == (True, [])
+    assert cmp.best_standing("anything", []) == (True, [])
