@@ -29,7 +29,7 @@ from adbs_lab.records.trial_records import LABEL
 from adbs_lab.results import compare
 from adbs_lab.stats import planner
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, wording
+from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, welch, wording
 
 __all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
            "sentence", "sentences", "plan_lines", "row_seconds", "cell", "note", "best_standing"]
@@ -87,6 +87,8 @@ class Compared:
     """For an unresolved comparison, the seeds it would need (adbs_lab/stats/planner.py); None when resolved."""
     looks: Looks | None = None
     """The planned looks of a study that added seeds in batches (--seeds auto); None: one look at the seeds run."""
+    paired: bool = True
+    """False: the rows ran different seeds or different data, and the interval is Welch's over each row's values."""
 
     @property
     def resolved(self) -> bool:
@@ -140,14 +142,37 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
     if not pairs or sessions.empty or "seed" not in sessions:  # no seeds, no pairs
         return []
     values, states = _seed_values(sessions, trials, metric, label)
+    unpaired = [p for p in pairs if not _pairable(p, values, trials, label)]
     diffs, why = {}, {}
-    for pair in pairs:
+    for pair in (p for p in pairs if p not in unpaired):
         diffs[name(pair)], why[name(pair)] = _differences(pair, values, states)
-    verdicts = family_verdicts(diffs, looks.alpha if looks else alpha, delta, looks)
+    verdicts = family_verdicts(diffs, looks.alpha if looks else alpha, delta, looks, m=len(pairs))
+    for pair in unpaired:  # different seeds or data: Welch over each row's own values
+        a, b = ([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
+        verdicts[name(pair)] = welch(a, b, alpha, len(pairs), delta)
+        why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
     plans = planner.plan_family(open_, delta, alpha, m=len(pairs), looks=looks)
-    return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]), len(pairs),
-                     delta, plans.get(name(pair)), looks) for pair in pairs]
+    return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]
+                                                          if pair not in unpaired else why[name(pair)]),
+                     len(pairs), delta, plans.get(name(pair)), looks, paired=pair not in unpaired) for pair in pairs]
+
+
+DATA_KEYS = ("dataset", "ways", "shots", "sessions", "index_list")
+"""Config fields that, with the seed, fix a trial's data draw: two rows pair seed by seed only where they agree."""
+
+
+def _pairable(pair: Pair, values: dict, trials: pd.DataFrame | None, label: str) -> bool:
+    """Whether two rows ran the same seeds on the same data (rows of one study always do; rows of two studies in
+    `studies/report.py A B` may not), so their difference can be taken seed by seed."""
+    seeds = [set(values.get(r, {})) for r in pair]
+    if not (seeds[0] & seeds[1]):
+        return not (seeds[0] or seeds[1])  # neither ran a seed: nothing to pair or not pair (not resolved)
+    if trials is None or label not in trials:
+        return True
+    keys = [k for k in DATA_KEYS if k in trials]
+    of = [trials.loc[trials[label] == r, keys].astype(str).drop_duplicates() for r in pair]
+    return len(of[0]) == len(of[1]) == 1 and of[0].iloc[0].tolist() == of[1].iloc[0].tolist()
 
 
 def _points(x: float) -> str:
@@ -177,8 +202,9 @@ def sentence(c: Compared, metric: str = "test_acc") -> str:
         return f"{name(c.pair)}: {what} {where} ({_n_text(c)}: fewer than 2 pairs, no interval): {verdict_text(c)}"
     adjusted = [f"Bonferroni over {c.m} comparisons"] if c.m > 1 else []
     adjusted += [f"α spent over {len(c.looks.sizes)} looks"] if c.looks is not None else []
+    how = "paired" if c.paired else "unpaired (Welch: the rows ran different seeds or data)"
     return (f"{name(c.pair)}: {what} {where} ({_confidence(c)} CI {number(v.lo, signed=True)} to "
-            f"{number(v.hi, signed=True)}{''.join(', ' + a for a in adjusted)}; paired, {_n_text(c)}): "
+            f"{number(v.hi, signed=True)}{''.join(', ' + a for a in adjusted)}; {how}, {_n_text(c)}): "
             f"{verdict_text(c)}")
 
 

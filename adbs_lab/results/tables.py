@@ -208,8 +208,8 @@ def _delta_paired(t: _Table, rows: list[dict[str, Any]]) -> None:
     if against:
         for row in rows:
             c = against.get(row["config"])
-            row["delta_paired"] = cmp.cell(c) if c else (math.nan, math.nan, 0)
-            row[VERDICT] = cmp.verdict_text(c) if c else ""
+            row["delta_paired"] = cmp.cell(c) if c and c.paired else (math.nan, math.nan, 0)
+            row[VERDICT] = (cmp.verdict_text(c) + ("" if c.paired else " (unpaired)")) if c else ""
 
 
 def _d_cs(t: _Table, rows: list[dict[str, Any]]) -> None:

@@ -148,11 +148,12 @@ def replay(values: np.ndarray, looks: Looks, m: int, delta: float) -> dict[str, 
 
 
 def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: float = 0.05, delta: float = 1.0,
-                    looks: Looks | None = None) -> dict[str, Verdict]:
+                    looks: Looks | None = None, m: int | None = None) -> dict[str, Verdict]:
     """{comparison: its Verdict} for a table's comparisons, each given its per-seed differences row - reference in
     seed order. Without `looks`, one look at the seeds each comparison has, at alpha / m (a study of fixed size);
-    with them, the planned looks (their own alpha is the family's), each at α_k / m."""
-    m = len(diffs_by_comparison)
+    with them, the planned looks (their own alpha is the family's), each at α_k / m. `m`: the family's size when
+    it holds comparisons not given here (unpaired ones: `welch`); default, those given."""
+    m = len(diffs_by_comparison) if m is None else m
     out = {}
     for name, diffs in diffs_by_comparison.items():
         x = np.asarray(list(diffs), dtype=float)
@@ -167,3 +168,26 @@ def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: f
 def half_width(v: Verdict) -> float:
     """The displayed interval's half-width (NaN with none), for a table cell `estimate ± half-width`."""
     return (v.hi - v.lo) / 2.0 if math.isfinite(v.lo) and math.isfinite(v.hi) else math.nan
+
+
+def welch(a: Sequence[float], b: Sequence[float], alpha: float, m: int, delta: float) -> Verdict:
+    """An unpaired comparison (two rows that ran different seeds or different data, so no seed pairs them): Welch's
+    t-interval for mean(a) - mean(b) (Welch 1947, "The generalization of 'Student's' problem when several different
+    population variances are involved", Biometrika 34:28; Welch-Satterthwaite degrees of freedom) at alpha / m, the
+    verdict read from it by `classify` as for a paired one. `n` is the smaller of the two samples' finite counts;
+    non-finite values are left out and counted."""
+    x, y = (np.asarray(list(v), dtype=float) for v in (a, b))
+    fx, fy = x[np.isfinite(x)], y[np.isfinite(y)]
+    left = int(len(x) - len(fx) + len(y) - len(fy))
+    est = float(fx.mean() - fy.mean()) if len(fx) and len(fy) else math.nan
+    a_ = bonferroni(alpha, m)
+    lo = hi = math.nan
+    if len(fx) >= 2 and len(fy) >= 2:
+        vx, vy = fx.var(ddof=1) / len(fx), fy.var(ddof=1) / len(fy)
+        se = math.sqrt(vx + vy)
+        df = (vx + vy) ** 2 / (vx ** 2 / (len(fx) - 1) + vy ** 2 / (len(fy) - 1)) if se > 0 else len(fx) + len(fy) - 2
+        half = float(stats.t.ppf(1.0 - a_ / 2.0, df)) * se
+        lo, hi = est - half, est + half
+    code = int(classify(lo, hi, delta))  # NaN ends: not resolved
+    return Verdict(estimate=est, lo=lo, hi=hi, n=int(min(len(fx), len(fy))), n_left_out=left, level=1.0 - a_,
+                   verdict=LABELS[code], look=1, n_seeds=int(max(len(x), len(y))))
