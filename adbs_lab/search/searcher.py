@@ -437,8 +437,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
                 more = list(range(len(g["seeds"]), target))
                 g["seeds"] += more
                 g["seeds_left"] += more
-                optuna_storage(self._storage_url).set_trial_user_attr(self._storage_trial_id(number), SEEDS_ATTR,
-                                                                      list(g["seeds"]))
+                if self._state(number) == TrialState.RUNNING:  # told before a --resume replays this look: kept
+                    optuna_storage(self._storage_url).set_trial_user_attr(self._storage_trial_id(number), SEEDS_ATTR,
+                                                                          list(g["seeds"]))
         for look in state.looks[self._looks_said:]:
             print(f"[{self._study_name}] {look_line(look, auto.looks)}", flush=True)
         self._looks_said = len(state.looks)
