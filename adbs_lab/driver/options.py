@@ -227,23 +227,7 @@ class StudyOptions:
         clash = objectives.pruner_problem(self.objectives, self.pruner)
         if clash:
             raise StudyInputError(clash)
-        if self.max_seeds is not None and not self.seeds_auto:
-            raise StudyInputError(f"--max-seeds {self.max_seeds}: it caps --seeds auto; pass --seeds auto too, or drop "
-                                  "--max-seeds (a seed list runs exactly its seeds)")
-        if self.seeds_auto and self.max_seeds is not None and self.max_seeds < 3:
-            raise StudyInputError(f"--max-seeds {self.max_seeds}: --seeds auto runs a first batch of 3 seeds, so the "
-                                  "cap is at least 3 (default 8)")
-        if not self.seeds:
-            raise StudyInputError("--seeds needs at least one seed, e.g. --seeds 0 1 2")
-        bad = [s for s in self.seeds if s < 0]
-        if bad:
-            raise StudyInputError(f"--seeds {' '.join(map(str, bad))}: seeds must be >= 0 (they seed the "
-                                  "training and the few-shot draw)")
-        dup = sorted({s for s in self.seeds if self.seeds.count(s) > 1})
-        if dup:
-            raise StudyInputError(f"--seeds repeats {' '.join(map(str, dup))}: each seed is one repetition, and a "
-                                  f"repeated seed reruns the same trial; pass distinct seeds, e.g. --seeds "
-                                  f"{' '.join(map(str, sorted(set(self.seeds))))}")
+        self._check_seeds()
         if not (math.isfinite(self.resolve) and self.resolve > 0):
             raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
                                   "points, and must be > 0 (e.g. --resolve 1.0)")
@@ -278,6 +262,26 @@ class StudyOptions:
         if self.smoke and self.host and owner and self.host != owner:
             raise StudyInputError(f"--preset {self.preset} is host {owner}'s, but --host is {self.host}: pass one "
                                   "of them")
+
+    def _check_seeds(self) -> None:
+        """--seeds and --max-seeds."""
+        if self.max_seeds is not None and not self.seeds_auto:
+            raise StudyInputError(f"--max-seeds {self.max_seeds}: it caps --seeds auto; pass --seeds auto too, or drop "
+                                  "--max-seeds (a seed list runs exactly its seeds)")
+        if self.seeds_auto and self.max_seeds is not None and self.max_seeds < 3:
+            raise StudyInputError(f"--max-seeds {self.max_seeds}: --seeds auto runs a first batch of 3 seeds, so the "
+                                  "cap is at least 3 (default 8)")
+        if not self.seeds:
+            raise StudyInputError("--seeds needs at least one seed, e.g. --seeds 0 1 2")
+        bad = [s for s in self.seeds if s < 0]
+        if bad:
+            raise StudyInputError(f"--seeds {' '.join(map(str, bad))}: seeds must be >= 0 (they seed the "
+                                  "training and the few-shot draw)")
+        dup = sorted({s for s in self.seeds if self.seeds.count(s) > 1})
+        if dup:
+            raise StudyInputError(f"--seeds repeats {' '.join(map(str, dup))}: each seed is one repetition, and a "
+                                  f"repeated seed reruns the same trial; pass distinct seeds, e.g. --seeds "
+                                  f"{' '.join(map(str, sorted(set(self.seeds))))}")
 
     def replace(self, **changes: Any) -> "StudyOptions":
         return dataclasses.replace(self, **changes)

@@ -35,6 +35,7 @@ def _ended(runs: dict[str, int], last=LAST, state=lambda row, s: K.COMPLETE):
 
 def test_the_pairing_is_the_tables():
     """auto_seeds.differences is comparisons._differences (the search may not import the results)."""
+    # private: comparisons._differences is the table's pairing, which auto_seeds.differences must equal
     rng = random.Random(0)
     for _ in range(200):
         values: dict = {}
