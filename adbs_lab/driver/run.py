@@ -27,7 +27,7 @@ from adbs.exits import INTERRUPTED, OK, Exit, status
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs_lab.driver.interrupts import pause_point
-from adbs_lab.driver.launch import cluster_slots, launch, trial_slots
+from adbs_lab.driver.launch import cluster_slots, launch, trial_slots, trials_text
 from adbs_lab.driver.preflight import note_owned, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
@@ -50,9 +50,11 @@ def dry_run(p: Prepared) -> None:
         with ray_session(p) as res:
             trial_slots(p, res, probe=False)
         ray.shutdown()  # disconnects this driver; the cluster runs on
-    print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {p.n_configs} configuration(s) x "
-          f"{len(p.seeds)} seed(s) = {p.total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; "
-          f"search space {p.plan.space_source}); flags, config, data, storage {p.where}, the MLflow store, the "
+    size = (f"{p.n_configs} configuration(s) x {len(p.seeds)} seed(s) = {p.total} trials" if p.looks is None else
+            trials_text(p))
+    print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {size} on {cfg.dataset} "
+          f"({cfg.base_epochs} base epochs each; search space {p.plan.space_source}); flags, config, data, "
+          f"storage {p.where}, the MLflow store, the "
           f"Optuna storage{', the Ray cluster' if opts.address else ''}"
           f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
           "written", flush=True)

@@ -60,7 +60,10 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     plan, where, tracker = p.plan, p.where, launched.tracker
     recs, out = _tables(p, launched, t0)
     trials, counts = out.trials, _counts(out.trials)
-    unfinished = sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs))
+    auto = auto_state(p, out)
+    # a --seeds auto study runs the trials its looks ask for, not its cap: what is left is the batch under way
+    unfinished = (sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs)) if auto is None else
+                  sum(len(s) for s in auto.missing.values()))
     metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
                "study/trials_diverged": counts.get(K.DIVERGED, 0), "study/trials_failed": counts.get(K.FAILED, 0),
                "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
@@ -94,6 +97,10 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     said = comparisons.sentences(out.table.attrs.get("comparisons") or [])
     if said:  # and what it concludes, each comparison's verdict (docs/statistics.md)
         print("\nverdicts (all true together with probability at least 95%; docs/statistics.md):\n" + "\n".join(said))
+    if auto is not None and p.looks is not None:  # why a --seeds auto study stopped where it did
+        from adbs_lab.search.auto_seeds import end_line
+
+        print(end_line(auto, p.looks))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
     if out.code != OK:
@@ -173,7 +180,8 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     multi = len(objs) > 1  # a front: pareto.json and the table's front column
     front = pareto.front_labels(trials, objs) if multi and len(trials) else None
     table = (tables.paper_table(sessions, baseline=p.reference, order=plan.order, trials=trials, front=front,
-                                pairs=list(p.comparisons), delta=p.delta) if len(sessions) else pd.DataFrame())
+                                pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
+             if len(sessions) else pd.DataFrame())
     notes = study_notes.lines(plan, p.opts, p.base_values)
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
@@ -188,6 +196,20 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
                          pareto=record)
+
+
+def auto_state(p: Prepared, out: Outcome):
+    """A --seeds auto study's looks, replayed from the trials that ended as the table reads them (the searcher took
+    the same ones: adbs_lab/search/auto_seeds.py); None for a seed list."""
+    if p.looks is None:
+        return None
+    from adbs_lab.search.auto_seeds import replay
+
+    # the table's own reading of the seeds (private to comparisons.py, which this layer may read)
+    values, states = (comparisons._seed_values(out.sessions, out.trials, "test_acc", trial_records.LABEL)
+                      if len(out.sessions) else ({}, {}))
+    ended = {row: {s: st for s, st in seeds.items() if st.upper() in K.ENDED} for row, seeds in states.items()}
+    return replay(p.row_labels, values, ended, p.comparisons, p.looks, p.delta)
 
 
 def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
