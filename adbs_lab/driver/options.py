@@ -111,9 +111,8 @@ class StudyOptions:
     """preset smoke and a tiny study (fewer seeds or samples): seconds, end to end"""
     # --- study ----------------------------------------------------------------------------------
     seeds: tuple[int, ...] = _flag(group="study", default=(0,))
-    """repeat every configuration over these seeds, each the Config's seed and split_seed; or `auto` (a grid's rows
-    only): seeds 0, 1, 2 first, then 2 more at a time for the rows of the comparisons not yet resolved, until all
-    are or --max-seeds is reached; every verdict keeps its error guarantee across the looks (docs/statistics.md)"""
+    """repeat every configuration over these seeds, each the Config's seed and split_seed; `auto` (a grid's rows):
+    seeds 0 1 2, then 2 more at a time for the rows of unresolved comparisons, up to --max-seeds"""
     seeds_auto: bool = _flag(flag=None, default=False)
     """--seeds auto: the seeds follow the looks (adbs_lab/search/auto_seeds.py); `seeds` is then 0 .. max_seeds-1,
     the most a row may run."""
@@ -234,8 +233,8 @@ class StudyOptions:
         if self.reference is not None and not self.reference.strip():
             raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference "
                                   "'alpha=0.05'")
-        if self.plan_only and (self.resume or self.dry_run):
-            raise StudyInputError("--plan reads a finished study and runs nothing: drop --resume/--dry-run")
+        if self.plan_only and self.resume:
+            raise StudyInputError("--plan reads a finished study and runs nothing: drop --resume")
         if self.num_samples is not None and self.num_samples < 1:
             raise StudyInputError(f"--num-samples must be >= 1 (configurations to sample), got {self.num_samples}")
         if self.max_concurrent is not None and self.max_concurrent < 1:

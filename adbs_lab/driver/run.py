@@ -95,7 +95,12 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
     that failed after it started 1 (SystemExit, with the --resume command)."""
     if opts.plan_only:
         with bad_input():
-            seed_plan(study(plan, opts))
+            p = study(plan, opts)
+            if opts.dry_run:
+                print(f"dry run: study {plan.name} --plan would read the finished run in {p.where} and print its "
+                      "verdicts and seed plan; flags checked, nothing read or written", flush=True)
+            else:
+                seed_plan(p)
         return None
     with interrupts.handling():
         env_defaults()

@@ -27,6 +27,7 @@ from adbs.cells import number
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.results import compare
+from adbs_lab.search.auto_seeds import differences
 from adbs_lab.stats import planner
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, welch, wording
@@ -108,22 +109,17 @@ def _seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: st
 
 
 def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], list[str]]:
-    """The per-seed differences row - reference in seed order (NaN where a pair is incomplete) and, per seed, why
-    its pair is missing ('' where it is not)."""
+    """The per-seed differences row - reference in seed order (NaN where a pair is incomplete: the one pairing rule,
+    adbs_lab/search/auto_seeds.py: differences, which --seeds auto looks with too) and, per seed, why its pair is
+    missing ('' where it is not)."""
     row, ref = pair
-    seeds = sorted(set(states.get(row, {})) | set(states.get(ref, {})))
-    diffs: list[float] = []
-    why: list[str] = []
-    for s in seeds:
+    why = []
+    for s in sorted(set(states.get(row, {})) | set(states.get(ref, {}))):
         a, b = values.get(row, {}).get(s), values.get(ref, {}).get(s)
-        if a is not None and b is not None and math.isfinite(a) and math.isfinite(b):
-            diffs.append(a - b)
-            why.append("")
-            continue
-        diffs.append(math.nan)
-        why.append(next((st for st in (states.get(row, {}).get(s), states.get(ref, {}).get(s))
-                         if st is not None and st != K.COMPLETE), "not run"))
-    return diffs, why
+        complete = a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
+        why.append("" if complete else next((st for st in (states.get(row, {}).get(s), states.get(ref, {}).get(s))
+                                             if st is not None and st != K.COMPLETE), "not run"))
+    return differences(pair, values, states), why
 
 
 def _counted(why: Sequence[str]) -> dict[str, int]:
@@ -168,9 +164,9 @@ def _pairable(pair: Pair, values: dict, trials: pd.DataFrame | None, label: str)
     seeds = [set(values.get(r, {})) for r in pair]
     if not (seeds[0] & seeds[1]):
         return not (seeds[0] or seeds[1])  # neither ran a seed: nothing to pair or not pair (not resolved)
-    if trials is None or label not in trials:
+    keys = [k for k in DATA_KEYS if trials is not None and k in trials]
+    if trials is None or label not in trials or not keys:
         return True
-    keys = [k for k in DATA_KEYS if k in trials]
     of = [trials.loc[trials[label] == r, keys].astype(str).drop_duplicates() for r in pair]
     return len(of[0]) == len(of[1]) == 1 and of[0].iloc[0].tolist() == of[1].iloc[0].tolist()
 

@@ -38,7 +38,7 @@ def test_alpha_sweep_compares_each_alpha_with_the_presets_unless_told_otherwise(
     (("--resolve", "0"), "--resolve 0: δ is the smallest difference that matters"),
     (("--resolve", "nan"), "must be > 0"),
     (("--reference", "alpha=0.5"), "--reference 'alpha=0.5' is not a row of this study; its rows: 'alpha=0.01'"),
-    (("--plan", "--resume"), "--plan reads a finished study and runs nothing"),
+    (("--plan", "--resume"), "--plan reads a finished study and runs nothing: drop --resume"),
 ])
 def test_bad_verdict_flags_are_refused_before_anything_starts(flags, says):
     with pytest.raises(StudyInputError, match=None) as e:

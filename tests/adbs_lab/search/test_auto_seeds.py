@@ -4,8 +4,6 @@ and taking the same looks after a restore from its saved state."""
 
 from __future__ import annotations
 
-import math
-import random
 
 import optuna
 import pytest
@@ -14,7 +12,7 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY, SEEDS_ATTR
 from adbs_lab.results import comparisons
 from adbs_lab.search import space as sp
-from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, differences, replay
+from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, replay
 from adbs_lab.search.searcher import StudySearch
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP
@@ -31,25 +29,6 @@ def _ended(runs: dict[str, int], last=LAST, state=lambda row, s: K.COMPLETE):
     values = {row: {s: last[row][s] for s in range(n) if state(row, s) == K.COMPLETE} for row, n in runs.items()}
     states = {row: {s: state(row, s) for s in range(n)} for row, n in runs.items()}
     return values, states
-
-
-def test_the_pairing_is_the_tables():
-    """auto_seeds.differences is comparisons._differences (the search may not import the results)."""
-    # private: comparisons._differences is the table's pairing, which auto_seeds.differences must equal
-    rng = random.Random(0)
-    for _ in range(200):
-        values: dict = {}
-        states: dict = {}
-        for row in ("x", "y"):
-            for s in rng.sample(range(8), rng.randint(0, 8)):
-                st = rng.choice([K.COMPLETE, K.COMPLETE, K.COMPLETE, "diverged", "failed"])
-                states.setdefault(row, {})[s] = st
-                if st == K.COMPLETE:
-                    values.setdefault(row, {})[s] = rng.choice([rng.gauss(50, 3), math.nan])
-        ours = differences(("x", "y"), values, states)
-        theirs = comparisons._differences(("x", "y"), values, states)[0]
-        assert len(ours) == len(theirs) and all(a == b or (math.isnan(a) and math.isnan(b))
-                                                for a, b in zip(ours, theirs))
 
 
 def test_the_looks_resolve_one_comparison_first_and_the_other_with_more_seeds():
