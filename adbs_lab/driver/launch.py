@@ -233,8 +233,11 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
     axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
     cols = ", ".join([f"`{k}`" for k in searched if k != tune_keys.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
-    return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {p.total} trials over seeds "
-            f"{', '.join(map(str, p.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
+    seeds = (f"seeds 0, 1, 2, then 2 more at a time for the rows of unresolved comparisons, up to {p.looks.max_seeds} "
+             f"(--seeds auto: {p.n_configs * p.looks.n0} to {p.total} trials)" if p.looks is not None
+             else f"{p.total} trials over seeds {', '.join(map(str, p.seeds))}")
+    return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {seeds}; objective {named}, the "
+            "mean over seeds on validation data.\n\n"
             "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
             f"in the runs table (**Columns**): {cols}.")
 
