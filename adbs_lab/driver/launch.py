@@ -190,6 +190,8 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             "adbs.baseline": (json.dumps(p.reference) if isinstance(p.reference, dict) else p.reference or ""),
             "adbs.comparisons": json.dumps([list(pair) for pair in p.comparisons])[:7500],  # studies/report.py
             "adbs.resolve": f"{p.delta:g}",
+            # --seeds auto: the planned looks, which the report reads its verdicts at (studies/report.py)
+            **({"adbs.looks": json.dumps(dataclasses.asdict(p.looks))} if p.looks is not None else {}),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
             study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py

@@ -76,7 +76,7 @@ def seed_plan(p: Prepared) -> None:
                               f"run it first, with the same flags (and --name) as this command")
     sessions, trials = (pd.read_parquet(f) for f in files)
     table = tables.paper_table(sessions, baseline=p.reference, order=p.plan.order, trials=trials,
-                               pairs=list(p.comparisons), delta=p.delta)
+                               pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
     compared = table.attrs.get("comparisons") or []
     if not compared:
         print(f"{p.plan.name}: no comparisons to plan (its table compares no rows: no reference row ran, or it "

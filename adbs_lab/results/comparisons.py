@@ -148,7 +148,9 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
         verdicts[name(pair)] = welch(a, b, alpha, len(pairs), delta)
         why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
-    plans = planner.plan_family(open_, delta, alpha, m=len(pairs), looks=looks)
+    # planned as a study of fixed size (all of α at one look): what a new run with that many seeds would need; a
+    # --seeds auto study that stopped at its cap has no later look to plan for
+    plans = planner.plan_family(open_, delta, alpha, m=len(pairs))
     return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]
                                                           if pair not in unpaired else why[name(pair)]),
                      len(pairs), delta, plans.get(name(pair)), looks, paired=pair not in unpaired) for pair in pairs]

@@ -20,6 +20,7 @@ import pandas as pd
 from adbs.config import ConfigError, canonical, coerce
 from adbs_lab.results import compare
 from adbs_lab.results import comparisons
+from adbs_lab.stats.looks import Looks
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.results import run_files
@@ -58,6 +59,8 @@ class Study:
     against its reference, as its table did then)."""
     delta: float = comparisons.DEFAULT_DELTA
     """δ of its verdicts (--resolve; tag adbs.resolve)."""
+    looks: Looks | None = None
+    """The planned looks of a --seeds auto study (tag adbs.looks), its verdicts read at them; None: a seed list."""
 
     @property
     def multi(self) -> bool:
@@ -227,7 +230,15 @@ def load_study(client, ref: str, name: str | None = None) -> Study:
 
     pairs, delta = _comparisons(parent.data.tags)
     return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
-                 tuple(study_notes.from_tag(parent.data.tags)), pairs, delta)
+                 tuple(study_notes.from_tag(parent.data.tags)), pairs, delta, _looks(parent.data.tags))
+
+
+def _looks(tags: dict[str, str]) -> Looks | None:
+    """A --seeds auto study's planned looks, as its tag recorded them (None: none, or unreadable)."""
+    try:
+        return Looks(**json.loads(tags["adbs.looks"]))
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 def _comparisons(tags: dict[str, str]) -> tuple[tuple[tuple[str, str], ...] | None, float]:
@@ -250,7 +261,8 @@ def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
     front = pareto.front_labels(study.trials, study.objectives) if study.multi and len(study.trials) else None
     return tables.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order,
                                trials=study.trials, front=front,
-                               pairs=list(study.pairs) if study.pairs is not None else None, delta=study.delta)
+                               pairs=list(study.pairs) if study.pairs is not None else None, delta=study.delta,
+                               looks=study.looks)
 
 
 # -- several studies as one table ------------------------------------------------------------

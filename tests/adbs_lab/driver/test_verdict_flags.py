@@ -75,3 +75,22 @@ def test_plan_without_a_finished_run_says_so(tmp_path):
     p = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan", "--name", "x")))
     with pytest.raises(StudyInputError, match="holds no finished run of study ablation"):
         seed_plan(p)
+
+
+def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, capsys):
+    """--plan of a --seeds auto study gives the verdicts its own table gave (at its planned looks), never a
+    fixed-size reading of the same trials, and plans the unresolved ones as a study of fixed size."""
+    _write_study(tmp_path / "ablation", {"baseline": [50, 54, 47, 52, 49], "adb": [46.9, 51.1, 43.8, 49.2, 45.9],
+                                         "adb+ic": [47, 51, 44, 49, 46]})
+    p = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan", "--seeds", "auto",
+                                             "--max-seeds", "5")))
+    seed_plan(p)
+    out = capsys.readouterr().out
+    assert out.count("α spent over 2 looks") == 3 and "reached at look" in out
+    from adbs_lab.results import tables
+
+    sessions, trials = (pd.read_parquet(tmp_path / "ablation" / f) for f in ("sessions.parquet", "trials.parquet"))
+    table = tables.paper_table(sessions, baseline="baseline", trials=trials, pairs=list(p.comparisons), looks=p.looks)
+    from adbs_lab.results import comparisons
+
+    assert all(line in out for line in comparisons.sentences(table.attrs["comparisons"]))
