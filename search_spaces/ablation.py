@@ -24,3 +24,8 @@ TOGGLES: dict[str, dict[str, Any]] = {
 }
 
 BASELINE = "baseline"
+
+# The row each row adds one change to: besides the baseline, each row is compared with it (the paper's ablation credits
+# IC with adb -> adb+ic; docs/method.md, "Ablations the paper reports"). A toggle row "adb+ic -NAME" adds one to adb+ic.
+PARENTS: dict[str, str] = {"adb": "baseline", "adb+ic": "adb"}
+TOGGLE_PARENT = "adb+ic"

@@ -35,4 +35,8 @@ ROWS = {
 
 BASELINE = "baseline"
 
+# Each remedy row (and all of them together) changes the released recipe: besides the baseline, it is compared with
+# the released row, the one comparison that says what the remedy does.
+PARENTS: dict[str, str] = {name: "released" for name in [*REMEDIES, "all_remedies"]}
+
 SPACE: dict[str, Any] = {}  # nothing sampled: every row over every seed

@@ -37,6 +37,7 @@ def plan(opts: options.StudyOptions, toggles: Sequence[str] = ()) -> tuple[Plan,
         space_source="search_spaces/ablation.py:ROWS" + (f"+TOGGLES{list(toggles)}" if toggles else ""),
         rows=rows,
         baseline=spaces.BASELINE,
+        parents={**spaces.PARENTS, **{f"adb+ic -{t}": spaces.TOGGLE_PARENT for t in toggles}},
         order=list(rows),
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("ablation"),

@@ -46,6 +46,7 @@ def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[Plan, options.
         name="alpha_sweep",
         space=space,
         space_source=f"search_spaces/alpha_sweep.py:{name}",
+        reference_axis="alpha",  # each alpha against the preset's (--reference LABEL: another row)
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
         est_trial_s=times.trial_s("alpha_sweep"),
         est_load=times.load("alpha_sweep"),

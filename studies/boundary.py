@@ -37,6 +37,7 @@ def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
         space_source="search_spaces/boundary.py:ROWS",
         rows=spaces.ROWS,
         baseline=spaces.BASELINE,
+        parents=spaces.PARENTS,
         order=list(spaces.ROWS),
         cpu_defaults={},  # the calibrated CPU preset as it is
         est_trial_s=times.trial_s("boundary"),

@@ -64,6 +64,7 @@ from adbs_lab.driver import compose  # noqa: E402
 from adbs_lab.driver.preflight import logged_argv  # noqa: E402
 from adbs.redaction import redact, reveal  # noqa: E402
 from search_spaces import hosts as host_spaces  # noqa: E402
+from search_spaces import kshot_grid as kshot_spaces  # noqa: E402
 from studies import ablation, alpha_sweep, hosts, kshot_grid, times  # noqa: E402
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
@@ -163,7 +164,8 @@ def _parts(p, opts: options.StudyOptions, host_list: list[str], dataset: str | N
     try:
         plans = {"hosts": hosts.plan(part_opts, list(dict.fromkeys(host_list))),
                  "ablation": ablation.plan(baseline_opts), "alpha_sweep": alpha_sweep.plan(baseline_opts, grid=True),
-                 "kshot_grid": kshot_grid.plan(kshot_opts)}
+                 # --seeds auto needs a comparison in every part: the k-shot cells then run the baseline beside ADBS
+                 "kshot_grid": kshot_grid.plan(kshot_opts, variants=kshot_spaces.VARIANTS if opts.seeds_auto else None)}
     except options.StudyInputError as e:
         p.error(str(e))
     if dataset == "cub200":  # ~30 training images a class: the grid's 10-50 shots do not exist (the paper's k-shot
@@ -183,15 +185,17 @@ def _estimate(opts: options.StudyOptions, dataset: str | None):
     at_once = opts.max_concurrent or max(1, int((os.cpu_count() or 1) // (opts.cpus_per_trial or 1)))
 
     def when(c: compose.Checked) -> str:
+        counts = [c.trials] if c.fewest is None else [c.fewest, c.trials]  # --seeds auto: first batch .. the cap
         if opts.smoke:
             seconds, trials = times.smoke(c.name)  # scaled to the trials asked for (fewer --hosts, more --seeds)
-            return f"~{seconds * c.trials / trials / 60:.1f} min (measured on a busy 2-core CPU)"
+            return f"~{'-'.join(f'{seconds * n / trials / 60:.1f}' for n in counts)} min (measured on a busy 2-core CPU)"
         if not dataset:
             est = c.part.plan.est_trial_s
-            return (f"~{math.ceil(c.trials / at_once) * est / 60:.0f} min ({est:.0f} s a trial as the study measured "
-                    f"it, {at_once} at a time)")
+            return (f"~{'-'.join(f'{math.ceil(n / at_once) * est / 60:.0f}' for n in counts)} min ({est:.0f} s a trial "
+                    f"as the study measured it, {at_once} at a time)")
+        scale = c.trials / (c.fewest or c.trials)  # base epochs are counted at the cap
         lo, hi = (h * c.base_epochs / 100 for h in GPU_H_PER_100_EPOCHS)
-        return f"~{lo:.0f}-{hi:.0f} GPU h (estimate, {c.base_epochs} base epochs)"
+        return f"~{lo / scale:.0f}-{hi:.0f} GPU h (estimate, up to {c.base_epochs} base epochs)"
 
     return when
 

@@ -24,7 +24,9 @@ table.txt and table.<format>, sessions.parquet, trials.parquet, the study's figu
 """
 
 import argparse
+import dataclasses
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -63,6 +65,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="the runs of `--name NAME` (a study run beside the default one; default: the default folder's "
                         "runs, so a `--smoke --name try` run is never read by mistake)")
     p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
+    p.add_argument("--reference", default=None, metavar="ROW",
+                   help="compare every row of the table with this one (its label as the table shows it; across "
+                        "studies '<study>: <row>'); default: each row against its own study's reference, as the "
+                        "study compared them. Rows of different studies pair seed by seed only where they ran the "
+                        "same seeds on the same data; otherwise the comparison is unpaired (Welch) and says so")
+    p.add_argument("--resolve", type=float, default=None, metavar="DELTA",
+                   help="δ in accuracy points for the verdicts (default: the δ each study ran with, the smallest "
+                        "where they differ; docs/statistics.md)")
     p.add_argument("--paper", action="store_true",
                    help="print the paper's numbers beside ours when the study matches a paper table "
                         "(ablation rows on cifar100, mini_imagenet, cub200; hosts rows on cifar100)")
@@ -80,6 +90,9 @@ def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--datasets all already takes every dataset; name datasets or 'all', not both")
     if args.paper and len(args.study) > 1:
         p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
+    if args.resolve is not None and not (math.isfinite(args.resolve) and args.resolve > 0):
+        p.error(f"--resolve {args.resolve:g}: δ is the smallest difference that matters, in accuracy points, and "
+                "must be > 0 (e.g. --resolve 1.0)")
     if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
         p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
                 + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
@@ -157,8 +170,13 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     import pandas as pd
 
     sessions, trials, order, reference = from_store.combine(studies)
+    pairs = from_store.combined_pairs(studies)
+    if args.reference is not None:  # a row of the table (main checked it)
+        reference, pairs = args.reference, [(r, args.reference) for r in _rows(studies) if r != args.reference]
+    delta = args.resolve if args.resolve is not None else min(st.delta for st in studies)
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
-                               trials=trials, front=from_store.combined_front(studies)) if len(sessions) else pd.DataFrame()
+                               trials=trials, front=from_store.combined_front(studies), pairs=pairs,
+                               delta=delta) if len(sessions) else pd.DataFrame()
     print(renderings.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
     names = "-".join(dict.fromkeys(s.name for s in studies))
@@ -169,9 +187,29 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     return exits.OK
 
 
+def _rows(studies) -> list[str]:
+    """The rows of the table the studies make (across studies, '<study>: <row>')."""
+    if len(studies) == 1:
+        s = studies[0].sessions
+        return list(dict.fromkeys(s["label"])) if len(s) else []
+    sessions, _, order, _ = from_store.combine(studies)
+    return list(dict.fromkeys([*order, *(sessions["label"] if len(sessions) else [])]))
+
+
+def _verdict_flags(study, args: argparse.Namespace) -> dict:
+    """The study's comparisons and δ as --reference and --resolve change them."""
+    out: dict = {} if args.resolve is None else {"delta": args.resolve}
+    if args.reference is not None:  # a row of the table (main checked it)
+        out |= {"baseline": args.reference,
+                "pairs": tuple((r, args.reference) for r in _rows([study]) if r != args.reference)}
+    return out
+
+
 def _report_study(study, args: argparse.Namespace, uri: str) -> int:
     """One study: its table (beside the paper's with --paper), its files, and its Pareto front where it has one."""
     run = study.parent.info
+    if args.reference is not None or args.resolve is not None:
+        study = dataclasses.replace(study, **_verdict_flags(study, args))
     table = from_store.study_table(study, metric=args.metric)
     print(renderings.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session",
                             trials=study.trials, order=study.order, notes=study.notes))
@@ -223,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         raise exits.Exit(exits.REFUSED, f"error: {' '.join(args.study)} name the same study run twice; to compare "
                          "two runs of one study, pass their parent run ids (MLflow's run page, or report.py NAME "
                          "prints the latest one's id)")
+    rows = _rows(studies)
+    if args.reference is not None and args.reference not in rows:
+        raise exits.Exit(exits.REFUSED, f"error: --reference {args.reference!r} is not a row of this table; its rows: "
+                         f"{', '.join(repr(r) for r in rows)}")
     _print_runs(studies)
     print(f"{args.metric.replace('_', ' ')} (%) per session, mean ± 95% CI over seeds\n")
     if len(studies) > 1:

@@ -57,6 +57,13 @@ class Checked:
     trials: int
     base_epochs: int
     state: str | None
+    fewest: int | None = None
+    """With --seeds auto, the trials of the first batch alone (the study may stop there); None: `trials` exactly."""
+
+    @property
+    def count(self) -> str:
+        """`24 trials`, or with --seeds auto the range `9-24 trials` (first batch to the cap)."""
+        return f"{self.fewest}-{self.trials} trials" if self.fewest is not None else f"{self.trials} trials"
 
     @property
     def name(self) -> str:
@@ -114,19 +121,27 @@ class Composite:
                 check_name_free(part.opts, where, p.fingerprint)
         finally:
             where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
-        return Checked(part, p.total, sum(c.base_epochs for c in bases), state)
+        fewest = p.n_configs * p.looks.n0 if p.looks is not None else None
+        return Checked(part, p.total, sum(c.base_epochs for c in bases), state, fewest)
 
     def print_cost(self, checked: list[Checked], estimate: Callable[[Checked], str], seeds) -> None:
         """One line for the whole (trials in all, to run, seeds, where), then one a part: its trials, `estimate`'s
         time and whether it runs, is reused or continued."""
-        print(f"{self.title}: {len(checked)} studies, {total(checked)} trials, {to_run(checked)} to run "
-              f"(seeds {' '.join(map(str, seeds))}), into {self.shown}")
+        auto = any(c.fewest is not None for c in checked)
+        fewest = sum(c.fewest if c.fewest is not None else c.trials for c in checked)
+        size = f"{fewest}-{total(checked)} trials" if auto else f"{total(checked)} trials"
+        said = "auto: 0 1 2, then more where a comparison is unresolved" if auto else " ".join(map(str, seeds))
+        print(f"{self.title}: {len(checked)} studies, {size}, {to_run(checked)} to run at most (seeds {said}), "
+              f"into {self.shown}" if auto else f"{self.title}: {len(checked)} studies, {size}, {to_run(checked)} "
+              f"to run (seeds {said}), into {self.shown}")
         for c in checked:
-            print(f"  {c.name:<12} {c.trials:>3} trials  {estimate(c)}  [{c.doing}]", flush=True)
+            print(f"  {c.name:<12} {c.count:>9}  {estimate(c)}  [{c.doing}]", flush=True)
 
     def print_dry_run(self, checked: list[Checked]) -> None:
-        print(f"dry run: study {self.title}, {total(checked)} trials in {len(checked)} studies checked; nothing "
-              "was started and no result written", flush=True)
+        auto = any(c.fewest is not None for c in checked)
+        fewest = sum(c.fewest if c.fewest is not None else c.trials for c in checked)
+        print(f"dry run: study {self.title}, {f'{fewest}-' if auto else ''}{total(checked)} trials in "
+              f"{len(checked)} studies checked; nothing was started and no result written", flush=True)
 
     def run(self, checked: list[Checked]) -> dict[str, int]:
         """The parts one after another, each its own study: a finished one reused, an interrupted one continued

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT"]
+           "load_factor", "MEASURED_AT", "auto_plan", "trials_text"]
 
 
 @dataclass
@@ -149,10 +149,29 @@ def _search(p: Prepared, slots: Slots):
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(p.seeds),
                            trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
-                           objectives=p.objectives)
+                           objectives=p.objectives, auto=auto_plan(p))
     pruner = make_pruner(p.pruner, p.base.base_epochs)
     stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
     return searcher, stopper
+
+
+def auto_plan(p: Prepared):
+    """What the searcher of a --seeds auto study takes its looks on (adbs_lab/search/auto_seeds.py); None for a
+    seed list."""
+    from adbs_lab.search.auto_seeds import AutoPlan
+
+    if p.looks is None:
+        return None
+    return AutoPlan(looks=p.looks, rows=p.row_labels, pairs=tuple(p.comparisons), delta=p.delta,
+                    label_keys=tuple(k for k in p.varying if k != tune_keys.SEED_KEY))
+
+
+def trials_text(p: Prepared) -> str:
+    """`12 trials (4 configurations x 3 seeds)`, or for --seeds auto the range, first batch to cap."""
+    if p.looks is None:
+        return f"{p.total} trials ({p.n_configs} configurations x {len(p.seeds)} seeds)"
+    return (f"{p.n_configs * p.looks.n0} to {p.total} trials ({p.n_configs} configurations x {p.looks.n0} to "
+            f"{p.looks.max_seeds} seeds, --seeds auto)")
 
 
 def _tracking(p: Prepared, searcher, slots: Slots):
@@ -168,7 +187,11 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             # object store: the staging SQLite file is temporary; name the uploaded copy
             "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
                                     else p.optuna_url),
-            "adbs.baseline": (json.dumps(plan.baseline) if isinstance(plan.baseline, dict) else plan.baseline or ""),
+            "adbs.baseline": (json.dumps(p.reference) if isinstance(p.reference, dict) else p.reference or ""),
+            "adbs.comparisons": json.dumps([list(pair) for pair in p.comparisons])[:7500],  # studies/report.py
+            "adbs.resolve": f"{p.delta:g}",
+            # --seeds auto: the planned looks, which the report reads its verdicts at (studies/report.py)
+            **({"adbs.looks": json.dumps(dataclasses.asdict(p.looks))} if p.looks is not None else {}),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
             study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py
@@ -183,6 +206,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
                             "study.seeds": json.dumps(list(p.seeds)), "study.trials": p.total,
+                            **({"study.seeds_auto": f"looks at {list(p.looks.sizes)}"} if p.looks else {}),
                             "study.configurations": p.n_configs,
                             "study.sampler": p.sampler,  # as _search builds it
                             "study.pruner": p.pruner, "study.cpus_per_trial": slots.cpus,
@@ -211,8 +235,11 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
     axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
     cols = ", ".join([f"`{k}`" for k in searched if k != tune_keys.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
-    return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {p.total} trials over seeds "
-            f"{', '.join(map(str, p.seeds))}; objective {named}, the mean over seeds on validation data.\n\n"
+    seeds = (f"seeds 0, 1, 2, then 2 more at a time for the rows of unresolved comparisons, up to {p.looks.max_seeds} "
+             f"(--seeds auto: {p.n_configs * p.looks.n0} to {p.total} trials)" if p.looks is not None
+             else f"{p.total} trials over seeds {', '.join(map(str, p.seeds))}")
+    return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {seeds}; objective {named}, the "
+            "mean over seeds on validation data.\n\n"
             "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
             f"in the runs table (**Columns**): {cols}.")
 
@@ -374,8 +401,7 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     the machine's load (`load`: its load average, read here when None), then the study's notes."""
     import os
 
-    head = (f"{p.plan.name}: {p.total} trials ({p.n_configs} configurations x {len(p.seeds)} seeds), "
-            f"{max_concurrent} at a time")
+    head = f"{p.plan.name}: {trials_text(p)}, {max_concurrent} at a time"
     left = p.total
     if p.opts.resume:
         head = f"{p.plan.name}: {resumed(p)}; {max_concurrent} at a time"
@@ -397,6 +423,10 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
         head += "; a time estimate follows the first measured base epoch"
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
+    if p.looks is not None:
+        from adbs_lab.search.auto_seeds import start_text
+
+        print(f"{start_text(p.looks)}; a line per look as it happens", flush=True)
     for line in study_notes.lines(p.plan, p.opts, p.base_values):  # also above the study's tables
         print(f"note: {line}", flush=True)
 

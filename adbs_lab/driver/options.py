@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 import sys
@@ -110,7 +111,13 @@ class StudyOptions:
     """preset smoke and a tiny study (fewer seeds or samples): seconds, end to end"""
     # --- study ----------------------------------------------------------------------------------
     seeds: tuple[int, ...] = _flag(group="study", default=(0,))
-    """repeat every configuration over these seeds, each the Config's seed and split_seed"""
+    """repeat every configuration over these seeds, each the Config's seed and split_seed; `auto` (a grid's rows):
+    seeds 0 1 2, then 2 more at a time for the rows of unresolved comparisons, up to --max-seeds"""
+    seeds_auto: bool = _flag(flag=None, default=False)
+    """--seeds auto: the seeds follow the looks (adbs_lab/search/auto_seeds.py); `seeds` is then 0 .. max_seeds-1,
+    the most a row may run."""
+    max_seeds: int | None = None
+    """with --seeds auto: the most seeds a row runs, at least 3 (default 8)"""
     num_samples: int | None = None
     """configurations Optuna samples; TPE draws its first 10 configurations at random (Optuna's n_startup_trials)
     and models the results only after them, so up to 10 samples are a random search"""
@@ -123,6 +130,16 @@ class StudyOptions:
     pareto.json and the table's front column, best_config.json the front's point best on the first objective"""
     sampler_seed: int = 0
     """seed of the Optuna sampler"""
+    reference: str | None = None
+    """the row every row is compared with, by its label in the table (e.g. 'alpha=0.05'; default: the study's own
+    reference: the baseline row, each host without ADBS, the preset's alpha)"""
+    resolve: float = 1.0
+    """δ in accuracy points, the smallest difference that matters: each comparison's verdict reads its interval
+    against 0 and ±δ (better, worse, equivalent within ±δ, better or worse by less than δ, not resolved), and the
+    seed planner plans for an interval narrower than δ (docs/statistics.md)"""
+    plan_only: bool = _flag(flag="--plan", default=False)
+    """print the verdicts of this study's finished run (the same flags and --name) and the seeds that would settle
+    the unresolved ones, with their cost; run nothing"""
     resume: bool = False
     """continue the interrupted study in the same storage folder"""
     cache: bool = _flag(flag="--no-cache", default=True)
@@ -209,17 +226,15 @@ class StudyOptions:
         clash = objectives.pruner_problem(self.objectives, self.pruner)
         if clash:
             raise StudyInputError(clash)
-        if not self.seeds:
-            raise StudyInputError("--seeds needs at least one seed, e.g. --seeds 0 1 2")
-        bad = [s for s in self.seeds if s < 0]
-        if bad:
-            raise StudyInputError(f"--seeds {' '.join(map(str, bad))}: seeds must be >= 0 (they seed the "
-                                  "training and the few-shot draw)")
-        dup = sorted({s for s in self.seeds if self.seeds.count(s) > 1})
-        if dup:
-            raise StudyInputError(f"--seeds repeats {' '.join(map(str, dup))}: each seed is one repetition, and a "
-                                  f"repeated seed reruns the same trial; pass distinct seeds, e.g. --seeds "
-                                  f"{' '.join(map(str, sorted(set(self.seeds))))}")
+        self._check_seeds()
+        if not (math.isfinite(self.resolve) and self.resolve > 0):
+            raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
+                                  "points, and must be > 0 (e.g. --resolve 1.0)")
+        if self.reference is not None and not self.reference.strip():
+            raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference "
+                                  "'alpha=0.05'")
+        if self.plan_only and self.resume:
+            raise StudyInputError("--plan reads a finished study and runs nothing: drop --resume")
         if self.num_samples is not None and self.num_samples < 1:
             raise StudyInputError(f"--num-samples must be >= 1 (configurations to sample), got {self.num_samples}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
@@ -246,6 +261,26 @@ class StudyOptions:
         if self.smoke and self.host and owner and self.host != owner:
             raise StudyInputError(f"--preset {self.preset} is host {owner}'s, but --host is {self.host}: pass one "
                                   "of them")
+
+    def _check_seeds(self) -> None:
+        """--seeds and --max-seeds."""
+        if self.max_seeds is not None and not self.seeds_auto:
+            raise StudyInputError(f"--max-seeds {self.max_seeds}: it caps --seeds auto; pass --seeds auto too, or drop "
+                                  "--max-seeds (a seed list runs exactly its seeds)")
+        if self.seeds_auto and self.max_seeds is not None and self.max_seeds < 3:
+            raise StudyInputError(f"--max-seeds {self.max_seeds}: --seeds auto runs a first batch of 3 seeds, so the "
+                                  "cap is at least 3 (default 8)")
+        if not self.seeds:
+            raise StudyInputError("--seeds needs at least one seed, e.g. --seeds 0 1 2")
+        bad = [s for s in self.seeds if s < 0]
+        if bad:
+            raise StudyInputError(f"--seeds {' '.join(map(str, bad))}: seeds must be >= 0 (they seed the "
+                                  "training and the few-shot draw)")
+        dup = sorted({s for s in self.seeds if self.seeds.count(s) > 1})
+        if dup:
+            raise StudyInputError(f"--seeds repeats {' '.join(map(str, dup))}: each seed is one repetition, and a "
+                                  f"repeated seed reruns the same trial; pass distinct seeds, e.g. --seeds "
+                                  f"{' '.join(map(str, sorted(set(self.seeds))))}")
 
     def replace(self, **changes: Any) -> "StudyOptions":
         return dataclasses.replace(self, **changes)
@@ -295,10 +330,27 @@ def _flag_kwargs(f: dataclasses.Field, d: Defaults) -> dict[str, Any] | None:
         kwargs["nargs"] = "+"
     if f.name == "objectives":
         kwargs["metavar"] = "NAME:max|min"
+    if f.name == "seeds":
+        kwargs.update(type=_seed, metavar="SEED|auto")
     if f.name == "pruner":
         kwargs.update(choices=objectives.PRUNERS, help=text if d.pruning else argparse.SUPPRESS)
     return kwargs
 
+
+def _seed(text: str) -> int | str:
+    """One value of --seeds: a seed number, or `auto`."""
+    if text == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: a seed is a number >= 0, or --seeds auto") from None
+
+
+AUTO = "auto"
+"""--seeds auto (StudyOptions.seeds_auto)."""
+DEFAULT_MAX_SEEDS = 8
+"""--max-seeds when not given (adbs_lab/stats/looks.py: DEFAULT_MAX_SEEDS)."""
 
 _STUDY_DEFAULTS = ("seeds", "num_samples", "pruner")
 """Fields whose default a study sets (Defaults), and which may follow its own flags: `parse` resolves them."""
@@ -348,6 +400,11 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
         p.error(f"--pruner {pruner}: this study runs every trial to the end (each one is a result), so it takes no "
                 "pruner; drop --pruner")
     seeds = ns.seeds
+    auto = seeds is not None and AUTO in seeds
+    if auto and list(seeds) != [AUTO]:
+        p.error("--seeds auto chooses the seeds itself: pass --seeds auto alone, or a list of seed numbers")
+    if auto:  # every seed a row may run; the looks decide how many it does (adbs_lab/search/auto_seeds.py)
+        seeds = tuple(range(ns.max_seeds if ns.max_seeds is not None and ns.max_seeds >= 3 else DEFAULT_MAX_SEEDS))
     if seeds is None:  # not typed: the study's default, which may follow one of its own flags (--num-samples)
         seeds = (d.smoke_seeds if ns.smoke and d.smoke_seeds else
                  next((s_ for flag, s_ in d.seeds_when if _given(ns, flag)), d.seeds))
@@ -357,7 +414,7 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     dests = {f.metadata.get("dest", f.name): f.name for f in dataclasses.fields(StudyOptions)}
     opts = StudyOptions(**{**{name: getattr(ns, dest) for dest, name in dests.items() if hasattr(ns, dest)},
                            "overrides": tuple(ns.overrides), "config_values": config_values, "seeds": tuple(seeds),
-                           "num_samples": num_samples, "pruner": pruner, "objectives": given_objectives,
+                           "seeds_auto": auto, "num_samples": num_samples, "pruner": pruner, "objectives": given_objectives,
                            "argv": tuple(sys.argv if argv is None else [sys.argv[0], *argv])})
     extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in dests and k != "_defaults"})
     if os.environ.get(FLAGS_ONLY_ENV):  # studies/submit.py: do the flags parse here, before the job is sent?

@@ -22,7 +22,20 @@ class Plan:
     cpu_defaults: dict[str, Any] = field(default_factory=dict)
     """Config overrides applied on the default CPU preset only, to fit the CPU budget."""
     baseline: str | dict[str, str] | None = None
-    """Label of the baseline row (Delta_last column), or {row: its reference row}."""
+    """Label of the baseline row (Delta_last column), or {row: its reference row}; every row is compared with its
+    reference (a verdict each: adbs_lab/results/comparisons.py)."""
+    parents: dict[str, str] | None = None
+    """{row: the row it adds one change to}, compared too where that is not its reference (the ablation's adb+ic
+    against adb, each toggle row against adb+ic)."""
+    reference_axis: str | None = None
+    """A grid axis whose value in the base config names the reference row (alpha_sweep: each alpha against the
+    preset's alpha); `--reference LABEL` names another row."""
+    conditions: tuple[str, ...] = ()
+    """Grid axes that are data conditions, not knobs (kshot_grid: ways, shots): no configuration is named best
+    across them, and the importance analysis ranks none of them."""
+    reference_value: Any = None
+    """With `reference_axis`: the axis value of every row's reference (kshot_grid: variant baseline, in the same
+    cell); None: the base config's value (alpha_sweep: the preset's alpha)."""
     order: list[str] | None = None
     """Row order of the paper table."""
     axis_flags: dict[str, str] = field(default_factory=dict)

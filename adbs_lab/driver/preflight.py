@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import shlex
 import sys
 from pathlib import Path
@@ -27,16 +28,19 @@ from adbs.config import Config, canonical, from_dict
 from adbs.redaction import carries_secret, redact
 from adbs_lab.search import space as sp
 from adbs_lab.records import objectives, tune_keys
+from adbs_lab.results import comparisons
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
-from adbs_lab.driver.options import StudyInputError, StudyOptions
+from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
+from adbs_lab.stats.looks import Looks
 from adbs.writable import folder_problem
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["SEEDED", "validate", "size", "held", "study", "preflight", "note_owned", "study_owned",
-           "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken"]
+__all__ = ["SEEDED", "validate", "size", "held", "study", "preflight", "note_owned", "study_owned", "row_points",
+           "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
+           "auto_looks"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
@@ -193,9 +197,10 @@ def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
     return tuple(k for k, _ in opts.config_values if k in own)
 
 
-def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int) -> str:
-    ident = repr((plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
-                  sorted((k, repr(v)) for k, v in base.items()), seeds, total))
+def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int, looks: Looks | None = None) -> str:
+    parts: tuple = (plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
+                    sorted((k, repr(v)) for k, v in base.items()), seeds, total)
+    ident = repr(parts + ((repr(looks),) if looks else ()))  # a study of a seed list keeps its fingerprint
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
@@ -222,7 +227,8 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
            uri: str) -> Prepared:
     """The one place the options become the study's facts (Prepared): --objectives parsed, the base made a Config,
     the space split and sized, the trial maker; a new study flag is read here and nowhere after."""
-    seeds = list(opts.seeds)
+    looks = auto_looks(opts)
+    seeds = list(range(looks.max_seeds)) if looks else list(opts.seeds)
     fixed, grid, dists = sp.split(plan.space)
     space, is_grid, n_configs, total = size(plan, opts)
     varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]
@@ -230,6 +236,12 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
     where = StudyFolder(opts.storage, folder)
     optuna_url = opts.optuna_storage or f"sqlite:///{where.local / 'optuna.db'}"
     base_config = from_dict(base)
+    reference, pairs = _comparisons(plan, opts, base_config, space, varying)
+    labels = [tune_keys.describe(pt, [k for k in varying if k != tune_keys.SEED_KEY]) for pt in row_points(space, varying)]
+    if looks and not pairs:
+        raise StudyInputError(f"--seeds auto adds seeds until the table's comparisons are resolved, and this run of "
+                              f"{plan.name} compares no rows (no reference row among them); pass --seeds with a list "
+                              "of seeds, or --reference ROW")
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
@@ -237,8 +249,54 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
                     pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows,
                     fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
                     n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,
-                    where=where, optuna_url=optuna_url, fingerprint=_fingerprint(plan, base, seeds, total),
-                    command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts))
+                    where=where, optuna_url=optuna_url, fingerprint=_fingerprint(plan, base, seeds, total, looks),
+                    command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts),
+                    reference=reference, comparisons=tuple(pairs), delta=opts.resolve, looks=looks,
+                    row_labels=tuple(labels))
+
+
+def auto_looks(opts: StudyOptions) -> Looks | None:
+    """--seeds auto: the planned looks (a first batch of 3 seeds, 2 more at a time, up to --max-seeds), with the
+    family's α of the verdicts; None for a list of seeds."""
+    if not opts.seeds_auto:
+        return None
+    return Looks(max_seeds=opts.max_seeds or DEFAULT_MAX_SEEDS, alpha=comparisons.ALPHA)
+
+
+def row_points(space: dict[str, Any], varying: list[str]) -> list[dict[str, Any]]:
+    """The points of a grid's rows (the row axis and the grid axes, without the seed), in the order the table
+    names them; none for a sampled space, whose configurations are not known before it runs."""
+    _, grid, dists = sp.split(space)
+    if dists:
+        return []
+    keys = [k for k in varying if k != tune_keys.SEED_KEY]
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, Any],
+                 varying: list[str]) -> tuple[str | dict[str, str] | None, list[tuple[str, str]]]:
+    """The study's reference (--reference, its baseline, or each row's point with its reference axis at the
+    reference value) and the comparisons its table makes (adbs_lab/results/comparisons.py: family)."""
+    keys = [k for k in varying if k != tune_keys.SEED_KEY]
+    points = row_points(space, varying)
+    labels = [tune_keys.describe(pt, keys) for pt in points]
+    reference: str | dict[str, str] | None = plan.baseline
+    if opts.reference is not None:
+        if not labels:
+            raise StudyInputError(f"--reference {opts.reference}: study {plan.name} samples its configurations, so "
+                                  "it has no rows to compare before it runs; drop --reference")
+        if opts.reference not in labels:
+            raise StudyInputError(f"--reference {opts.reference!r} is not a row of this study; its rows: "
+                                  f"{', '.join(repr(lab) for lab in labels)}")
+        reference = opts.reference
+    elif plan.reference_axis and labels:
+        axis = plan.reference_axis
+        value = plan.reference_value if plan.reference_value is not None else getattr(base, axis)
+        own = {lab: tune_keys.describe({**pt, axis: value}, keys) for lab, pt in zip(labels, points)}
+        refs = {lab: ref for lab, ref in own.items() if ref in own}  # a value no row has: nothing to compare
+        one = set(refs.values())
+        reference = one.pop() if len(one) == 1 else refs or None  # one reference row: its label, as a baseline
+    return reference, comparisons.family(labels, reference, plan.parents)
 
 
 def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
@@ -335,7 +393,8 @@ def _resumable(where: StudyFolder, fingerprint: str) -> bool:
 
 def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
     """(search space with the row axis, is it a grid, configurations, trials) or StudyInputError; no side effects."""
-    seeds = list(opts.seeds)
+    looks = auto_looks(opts)
+    seeds = list(range(looks.max_seeds)) if looks else list(opts.seeds)
     _, grid, _ = sp.split(plan.space)
     is_grid = bool(grid) or bool(plan.rows)
     space = dict(plan.space)
@@ -343,6 +402,10 @@ def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int
         space[tune_keys.ROW_KEY] = list(plan.rows)
     if not is_grid and opts.num_samples is None:
         raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
+    if not is_grid and opts.seeds_auto:
+        raise StudyInputError(f"--seeds auto: this run of {plan.name} samples its configurations (--num-samples), and "
+                              "--seeds auto adds seeds to the fixed rows of a grid only (racing sampled "
+                              "configurations is not supported); pass --seeds with a list of seeds")
     if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
         raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
                               f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "

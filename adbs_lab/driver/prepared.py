@@ -11,6 +11,7 @@ from typing import Any, Iterator, NoReturn
 from adbs.config import Config, ConfigError
 from adbs_lab.records.objectives import Objective
 from adbs_lab.search.space import TrialMaker
+from adbs_lab.stats.looks import Looks
 from adbs.exits import REFUSED, Exit
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.options import StudyInputError, StudyOptions
@@ -48,7 +49,7 @@ class Prepared:
     threads: int | None
     """The trials' torch threads as the base sets them (None: from the trial's CPUs, decided in launch)."""
     seeds: tuple[int, ...]
-    """The repetition seeds (--seeds): each configuration runs once per seed."""
+    """The repetition seeds (--seeds): each configuration runs once per seed (--seeds auto: at most these)."""
     rows: dict[str, dict] | None
     """The study's named rows of overrides, or None."""
     fixed: dict[str, Any]
@@ -81,6 +82,19 @@ class Prepared:
     """What makes two runs the same study (study.json; --resume checks it)."""
     command: str
     """The command line, credentials cut out (study.json, the lock, MLflow)."""
+    reference: str | dict[str, str] | None = None
+    """The row every row is compared with, or {row: its reference} (--reference, else the study's own: the plan's
+    baseline, or the preset's value of its reference axis)."""
+    comparisons: tuple[tuple[str, str], ...] = ()
+    """The table's comparisons, (row, the row it is compared with), each given a verdict
+    (adbs_lab/results/comparisons.py: family)."""
+    delta: float = 1.0
+    """δ in accuracy points (--resolve): the verdicts read their intervals against 0 and ±δ."""
+    looks: Looks | None = None
+    """--seeds auto: the planned looks (first batch 3 seeds, 2 more at a time, up to --max-seeds; `seeds` is then
+    0 .. max_seeds-1 and `total` the cap); None: every configuration runs every seed of `seeds`."""
+    row_labels: tuple[str, ...] = ()
+    """The labels of a grid's rows as the table names them (none for a sampled space)."""
     settings: dict[str, Any] = field(default_factory=dict)
     """What the study is launched with (study.json; `claim` writes it for a new study, --resume reads it back)."""
     owned: tuple[str, ...] = ()

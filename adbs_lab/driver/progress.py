@@ -39,6 +39,7 @@ class Progress(Callback):
         self.epochs: dict[str, dict] = {}  # trial id -> {"printed": time of its last epoch line, "times": [s]}
         self.estimated = False  # the study's time estimate from a measured epoch, printed once
         self.cached: set[str] = set()  # trials whose base session came from the cache (adbs/cache.py)
+        self.started: set[str] = set()  # trials this process saw start: a second start is a restart, said so
 
     def setup(self, stop: Stopper | None = None, num_samples: int | None = None,
               total_num_samples: int | None = None, **info: Any) -> None:
@@ -85,7 +86,9 @@ class Progress(Callback):
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self.states.pop(trial.trial_id, None)  # a restored trial runs again
-        self._line(trials, trial, "started")
+        again = trial.trial_id in self.started  # Tune starts a trial again after a failure (--max-failures)
+        self.started.add(trial.trial_id)
+        self._line(trials, trial, "started again, from its last checkpoint" if again else "started")
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         """A line per base epoch of a running trial (throttled): epoch i/N, validation accuracy, s/epoch, ETA."""

@@ -27,16 +27,16 @@ from adbs.exits import INTERRUPTED, OK, Exit, status
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs_lab.driver.interrupts import pause_point
-from adbs_lab.driver.launch import cluster_slots, launch, trial_slots
-from adbs_lab.driver.preflight import note_owned, preflight
+from adbs_lab.driver.launch import cluster_slots, launch, trial_slots, trials_text
+from adbs_lab.driver.preflight import note_owned, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
 from adbs_lab.driver.session import env_defaults, interrupted, ray_session
 from adbs_lab.driver.summarise import Outcome, summarise
-from adbs_lab.driver.options import StudyOptions
+from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
 
-__all__ = ["run", "code", "main", "dry_run"]
+__all__ = ["seed_plan", "run", "code", "main", "dry_run"]
 
 
 def dry_run(p: Prepared) -> None:
@@ -50,12 +50,42 @@ def dry_run(p: Prepared) -> None:
         with ray_session(p) as res:
             trial_slots(p, res, probe=False)
         ray.shutdown()  # disconnects this driver; the cluster runs on
-    print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {p.n_configs} configuration(s) x "
-          f"{len(p.seeds)} seed(s) = {p.total} trials on {cfg.dataset} ({cfg.base_epochs} base epochs each; "
-          f"search space {p.plan.space_source}); flags, config, data, storage {p.where}, the MLflow store, the "
+    size = (f"{p.n_configs} configuration(s) x {len(p.seeds)} seed(s) = {p.total} trials" if p.looks is None else
+            trials_text(p))
+    print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {size} on {cfg.dataset} "
+          f"({cfg.base_epochs} base epochs each; search space {p.plan.space_source}); flags, config, data, "
+          f"storage {p.where}, the MLflow store, the "
           f"Optuna storage{', the Ray cluster' if opts.address else ''}"
           f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
           "written", flush=True)
+
+
+def seed_plan(p: Prepared) -> None:
+    """--plan: the verdicts of the study's finished run in its folder and the seeds that would settle the unresolved
+    comparisons, with their cost at the trials' measured times; runs and writes nothing."""
+    import pandas as pd
+
+    from adbs_lab.results import comparisons, tables
+
+    if p.where.remote:
+        raise StudyInputError(f"--plan reads the study's folder on this machine, and {p.where} is an object store; "
+                              f"`python studies/report.py {p.plan.name}` gives its verdicts from the MLflow store")
+    files = [p.dir / "sessions.parquet", p.dir / "trials.parquet"]
+    if not all(f.is_file() for f in files):
+        raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
+                              f"run it first, with the same flags (and --name) as this command")
+    sessions, trials = (pd.read_parquet(f) for f in files)
+    table = tables.paper_table(sessions, baseline=p.reference, order=p.plan.order, trials=trials,
+                               pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
+    compared = table.attrs.get("comparisons") or []
+    if not compared:
+        print(f"{p.plan.name}: no comparisons to plan (its table compares no rows: no reference row ran, or it "
+              "samples its configurations)")
+        return
+    print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run, all true together with probability "
+                     "at least 95% (docs/statistics.md)", *comparisons.sentences(compared), ""]
+                    + (comparisons.plan_lines(compared, comparisons.row_seconds(trials))
+                       or ["every comparison is resolved: no more seeds needed"])))
 
 
 def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
@@ -63,6 +93,15 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
     none completed), None for --dry-run. Refused input exits 2 before anything starts; a study stopped by the user
     (Ctrl-C or SIGTERM, at any step: one handler for the whole run, adbs_lab/driver/interrupts.py) exits 130, one
     that failed after it started 1 (SystemExit, with the --resume command)."""
+    if opts.plan_only:
+        with bad_input():
+            p = study(plan, opts)
+            if opts.dry_run:
+                print(f"dry run: study {plan.name} --plan would read the finished run in {p.where} and print its "
+                      "verdicts and seed plan; flags checked, nothing read or written", flush=True)
+            else:
+                seed_plan(p)
+        return None
     with interrupts.handling():
         env_defaults()
         t0 = time.time()

@@ -15,6 +15,7 @@ import pandas as pd
 
 from adbs.exits import FAILED, INTERRUPTED, OK, Exit
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.results import comparisons
 from adbs_lab.results import pareto
 from adbs_lab.driver import outcome
 from adbs_lab.results import run_files
@@ -59,11 +60,14 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     plan, where, tracker = p.plan, p.where, launched.tracker
     recs, out = _tables(p, launched, t0)
     trials, counts = out.trials, _counts(out.trials)
-    unfinished = sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs))
+    auto = auto_state(p, out)
+    # a --seeds auto study runs the trials its looks ask for, not its cap: what is left is the batch under way
+    unfinished = (sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs)) if auto is None else
+                  sum(len(s) for s in auto.missing.values()))
     metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
                "study/trials_diverged": counts.get(K.DIVERGED, 0), "study/trials_failed": counts.get(K.FAILED, 0),
                "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
-    if out.best:
+    if out.best and "mean_over_seeds" in out.best:
         metrics["study/best_objective"] = out.best["mean_over_seeds"]
     # Tune handles Ctrl-C inside fit() itself (its own SIGINT handler) and returns the trials so far: trials that
     # did not end while nothing failed mean the user stopped it.
@@ -90,6 +94,13 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
           + "".join(f", {Path(a).name}" for a in extra) + ")")
     if out.pareto:  # last, where a reader looks for what the study found
         print("\n" + "\n".join(pareto.front_lines(out.pareto)))
+    said = comparisons.sentences(out.table.attrs.get("comparisons") or [])
+    if said:  # and what it concludes, each comparison's verdict (docs/statistics.md)
+        print("\nverdicts (all true together with probability at least 95%; docs/statistics.md):\n" + "\n".join(said))
+    if auto is not None and p.looks is not None:  # why a --seeds auto study stopped where it did
+        from adbs_lab.search.auto_seeds import end_line
+
+        print(end_line(auto, p.looks))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
     if out.code != OK:
@@ -97,11 +108,36 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     return out
 
 
+def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame) -> dict | None:
+    """best_config.json: the best configuration on the validation objective, said to be resolved or not by the
+    table's verdicts (`resolved_by_verdicts`, and the rows it cannot be told from); for a study whose grid is data
+    conditions (kshot_grid), no best across them, and why."""
+    if p.plan.conditions:
+        return {"config_label": None, "why": f"{p.plan.name} varies data conditions ({', '.join(p.plan.conditions)}), "
+                "not knobs: no configuration is best across them; its verdicts compare the variants within each "
+                "cell (table.txt)"}
+    best = tables.best_config(trials, p.objectives) if len(trials) else None
+    compared = table.attrs.get("comparisons") or []
+    if best is None or not compared:
+        return best
+    ok, tied = comparisons.best_standing(str(best["config_label"]), compared)
+    return {**best, "resolved_by_verdicts": ok, **({} if ok else {"indistinguishable_from": tied})}
+
+
 def _print_best(out: Outcome) -> None:
     """The best configuration, and the configurations not ranked because a seed is missing (adbs_lab/results/seed_counts.py),
     with their counts; a study of several objectives lists those under its front instead (pareto.front_lines)."""
     missing = seed_counts.not_ranked(out.trials) if len(out.trials) else []
-    if out.best:
+    if out.best and out.best.get("config_label") is None and out.best.get("why"):
+        print(f"best configuration: none ({out.best['why']})")
+        return
+    if out.best and out.best.get("resolved_by_verdicts") is False:
+        tied = out.best.get("indistinguishable_from") or []
+        print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
+              f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "
+              f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; --plan says how many "
+              "seeds would settle it)")
+    elif out.best:
         print(f"best configuration by {out.best['objective']}"
               f"{' (' + out.best['chosen'] + ')' if out.best.get('chosen') else ''}: {out.best['config_label']} "
               f"({out.best['mean_over_seeds']:.2f}; seeds {seed_counts.text(_upper(out.best.get('seed_states') or {}))})")
@@ -143,20 +179,37 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     objs = p.objectives
     multi = len(objs) > 1  # a front: pareto.json and the table's front column
     front = pareto.front_labels(trials, objs) if multi and len(trials) else None
-    table = (tables.paper_table(sessions, baseline=plan.baseline, order=plan.order, trials=trials, front=front)
+    table = (tables.paper_table(sessions, baseline=p.reference, order=plan.order, trials=trials, front=front,
+                                pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
              if len(sessions) else pd.DataFrame())
     notes = study_notes.lines(plan, p.opts, p.base_values)
-    table_text = tables.annotate(tables.format_table(table), trials, order=plan.order, notes=notes)
-    best = tables.best_config(trials, objs) if len(trials) else None
+    seconds = comparisons.row_seconds(trials)
+    table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
+    best = _best(p, trials, table)
     files = tables.write(p.dir, sessions, trials, table_text, best)
     record = pareto.pareto_record(trials, objs) if multi else None
     if record is not None:
         files.append(pareto.write_pareto(p.dir, record))
-    (p.dir / "table.md").write_text(tables.annotate(tables.format_table(table, markdown=True), trials,
-                                                     markdown=True, order=plan.order, notes=notes) + "\n")
+    table_md = tables.format_table(table, markdown=True, seconds=seconds)
+    (p.dir / "table.md").write_text(tables.annotate(table_md, trials, markdown=True, order=plan.order, notes=notes)
+                                    + "\n")
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
                          pareto=record)
+
+
+def auto_state(p: Prepared, out: Outcome):
+    """A --seeds auto study's looks, replayed from the trials that ended as the table reads them (the searcher took
+    the same ones: adbs_lab/search/auto_seeds.py); None for a seed list."""
+    if p.looks is None:
+        return None
+    from adbs_lab.search.auto_seeds import replay
+
+    # the table's own reading of the seeds (private to comparisons.py, which this layer may read)
+    values, states = (comparisons._seed_values(out.sessions, out.trials, "test_acc", trial_records.LABEL)
+                      if len(out.sessions) else ({}, {}))
+    ended = {row: {s: st for s, st in seeds.items() if st.upper() in K.ENDED} for row, seeds in states.items()}
+    return replay(p.row_labels, values, ended, p.comparisons, p.looks, p.delta)
 
 
 def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:

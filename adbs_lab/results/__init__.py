@@ -4,6 +4,7 @@ nothing; pandas and matplotlib load with the modules that draw.
 
     seed_counts  how many seeds of a row completed, and what became of the others
     compare      paired differences and intervals, which rows may be ranked together
+    comparisons  the table's comparisons: a verdict each (adbs_lab/stats/), the seeds that would settle the rest
     tables       the study's table (mean ± 95% CI per session), best_config.json
     renderings   a table in text, Markdown, LaTeX and CSV, and beside the paper's numbers
     notes        the notes above a study's tables (smoke banner, changed settings)
@@ -17,5 +18,5 @@ nothing; pandas and matplotlib load with the modules that draw.
     paper        the paper's tables from the studies of studies/paper.py
 """
 
-__all__ = ["seed_counts", "compare", "tables", "renderings", "notes", "figures", "tradeoff", "pareto", "importance",
-           "run_files", "run_pick", "from_store", "paper"]
+__all__ = ["seed_counts", "compare", "comparisons", "tables", "renderings", "notes", "figures", "tradeoff", "pareto",
+           "importance", "run_files", "run_pick", "from_store", "paper"]

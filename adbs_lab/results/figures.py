@@ -85,18 +85,24 @@ def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
 
 
 def kshot_curves(sessions: pd.DataFrame, folder: Path) -> list[Path]:
-    """One figure per ways value: test accuracy per session, one curve per shot count."""
+    """One figure per ways value: test accuracy per session, one curve per shot count (and variant)."""
     plt = _plt()
     s = sessions[sessions["state"] == K.COMPLETE]
     out = []
+    variants = list(dict.fromkeys(s["variant"])) if "variant" in s else []
     for ways, sw in s.groupby("ways"):
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        for shots, ss in sw.groupby("shots"):
-            curve = ss.groupby("session")["test_acc"].mean()
-            ax.plot(curve.index, curve.values, "o-", label=f"{shots}-shot")
+        for i, (shots, ss) in enumerate(sw.groupby("shots")):
+            # each shot count one colour; with several variants (kshot_grid's baseline beside ADBS) one line style each
+            for variant, sv in (ss.groupby("variant", sort=False) if len(variants) > 1 else [(None, ss)]):
+                curve = sv.groupby("session")["test_acc"].mean()
+                style = "o-" if variant in (None, "adb+ic") else "s--"
+                ax.plot(curve.index, curve.values, style, color=f"C{i % 10}",
+                        label=f"{shots}-shot" + (f" {variant}" if variant else ""))
         ax.set_xlabel("session")
         ax.set_ylabel("test accuracy (%)")
-        ax.set_title(f"ADBS, {ways}-way")
+        what = ", ".join(variants) if len(variants) > 1 else (variants[0] if variants else "ADBS")
+        ax.set_title(f"{ways}-way ({what})")
         ax.legend()
         fig.tight_layout()
         path = Path(folder) / f"kshot_{int(ways)}way.png"

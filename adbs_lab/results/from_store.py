@@ -19,6 +19,8 @@ import pandas as pd
 
 from adbs.config import ConfigError, canonical, coerce
 from adbs_lab.results import compare
+from adbs_lab.results import comparisons
+from adbs_lab.stats.looks import Looks
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.results import run_files
@@ -52,6 +54,13 @@ class Study:
     notes: tuple[str, ...] = ()
     """The lines the study wrote above its tables (a smoke run, settings changed from its defaults; its parent
     run's tag adbs.notes; adbs_lab/results/notes.py)."""
+    pairs: tuple[tuple[str, str], ...] | None = None
+    """The comparisons its table made (tag adbs.comparisons); None for a study that recorded none (each row
+    against its reference, as its table did then)."""
+    delta: float = comparisons.DEFAULT_DELTA
+    """δ of its verdicts (--resolve; tag adbs.resolve)."""
+    looks: Looks | None = None
+    """The planned looks of a --seeds auto study (tag adbs.looks), its verdicts read at them; None: a seed list."""
 
     @property
     def multi(self) -> bool:
@@ -219,8 +228,30 @@ def load_study(client, ref: str, name: str | None = None) -> Study:
     baseline, order = _table_layout(parent, name)
     from adbs_lab.results import notes as study_notes
 
+    pairs, delta = _comparisons(parent.data.tags)
     return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
-                 tuple(study_notes.from_tag(parent.data.tags)))
+                 tuple(study_notes.from_tag(parent.data.tags)), pairs, delta, _looks(parent.data.tags))
+
+
+def _looks(tags: dict[str, str]) -> Looks | None:
+    """A --seeds auto study's planned looks, as its tag recorded them (None: none, or unreadable)."""
+    try:
+        return Looks(**json.loads(tags["adbs.looks"]))
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _comparisons(tags: dict[str, str]) -> tuple[tuple[tuple[str, str], ...] | None, float]:
+    """The comparisons and δ a study's table used (its tags), as the study wrote them."""
+    try:
+        pairs = tuple((str(a), str(b)) for a, b in json.loads(tags["adbs.comparisons"]))
+    except (KeyError, ValueError, TypeError):
+        pairs = None
+    try:
+        delta = float(tags.get("adbs.resolve", comparisons.DEFAULT_DELTA))
+    except ValueError:
+        delta = comparisons.DEFAULT_DELTA
+    return pairs, delta
 
 
 def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
@@ -229,7 +260,9 @@ def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
         return pd.DataFrame()
     front = pareto.front_labels(study.trials, study.objectives) if study.multi and len(study.trials) else None
     return tables.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order,
-                               trials=study.trials, front=front)
+                               trials=study.trials, front=front,
+                               pairs=list(study.pairs) if study.pairs is not None else None, delta=study.delta,
+                               looks=study.looks)
 
 
 # -- several studies as one table ------------------------------------------------------------
@@ -254,6 +287,19 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
         reference.update({rename(lab): rename(ref) for lab, ref in base.items()})
     cat = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()  # noqa: E731
     return cat(sessions), cat(trials), order, reference
+
+
+def combined_pairs(studies: list[Study]) -> list[comparisons.Pair] | None:
+    """The comparisons each study's own table made, its rows named as in `combine`; None when no study recorded
+    its comparisons (each row against its reference, as `combine` gives them)."""
+    if all(st.pairs is None for st in studies):
+        return None
+    out: list[comparisons.Pair] = []
+    for st, prefix in zip(studies, _prefixes(studies)):
+        labels = list(dict.fromkeys(st.sessions[trial_records.LABEL])) if len(st.sessions) else []
+        pairs = st.pairs if st.pairs is not None else comparisons.family(labels, st.baseline)
+        out += [(f"{prefix}: {a}", f"{prefix}: {b}") for a, b in pairs]
+    return out
 
 
 def _prefixes(studies: list[Study]) -> list[str]:

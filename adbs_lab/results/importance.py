@@ -47,15 +47,21 @@ PLOTS = {"parallel": "parallel_coordinate.png", "contour": "contour.png", "slice
 _TOKEN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
 
 
+CONDITIONS = ("ways", "shots", "sessions", "dataset")
+"""Config keys that set the few-shot problem, not the method: a study may grid over them (kshot_grid), but they are
+conditions, not knobs, and no importance ranks them (a 10-way row averages 4 sessions, a 5-way row 8)."""
+
+
 def searched_params(trials: pd.DataFrame) -> list[str]:
-    """The config keys named in the row labels (`alpha=0.05 temperature=16`) whose values differ between trials."""
+    """The config keys named in the row labels (`alpha=0.05 temperature=16`) whose values differ between trials,
+    data conditions (CONDITIONS) left out."""
     if trials.empty or "label" not in trials:
         return []
     keys: dict[str, None] = {}
     for lab in trials["label"].dropna().unique():
         for word in str(lab).split(" "):
             m = _TOKEN.match(word)
-            if m and m.group(1) in trials and m.group(1) != "seed":
+            if m and m.group(1) in trials and m.group(1) != "seed" and m.group(1) not in CONDITIONS:
                 keys[m.group(1)] = None
     return [k for k in keys if trials[k].astype(str).nunique() > 1]
 

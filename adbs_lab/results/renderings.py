@@ -10,6 +10,7 @@ import pandas as pd
 
 from adbs.cells import mean_ci, number
 from adbs_lab.results import compare
+from adbs_lab.results import comparisons
 from adbs_lab.results import tables
 
 __all__ = ["PAPER", "PAPER_SOURCE", "to_csv", "to_latex", "render", "paper_beside", "render_plain"]
@@ -66,8 +67,10 @@ def to_csv(table: pd.DataFrame) -> str:
             row[name], row[f"{name}_ci95"] = r[c]
         if "delta_last" in table:
             row["delta_last"] = r["delta_last"]
-        if "delta_paired" in table:  # seed by seed: mean, 95% half-width (NaN for n < 2), n
+        if "delta_paired" in table:  # seed by seed: mean, the adjusted 95% half-width (NaN for n < 2), n, verdict
             row["delta_last_paired"], row["delta_last_paired_ci95"], row["delta_last_paired_n"] = r["delta_paired"]
+            if tables.VERDICT in table:
+                row["verdict"] = r[tables.VERDICT] if isinstance(r[tables.VERDICT], str) else ""
         if "d_cs" in table:
             row["d_cs"], row["d_cs_ci95"] = r["d_cs"]
         if tables.FRONT in table:  # 1 on the Pareto front of the study's objectives
@@ -94,6 +97,7 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
             + [{"last": "Last", "pd": "PD", "hmean": "H$_{last}$"}[c] for c in extra]
             + (["$\\Delta_{last}$"] if has_delta else [])
             + (["paired $\\Delta_{last}$"] if "delta_paired" in table else [])
+            + (["Verdict"] if tables.VERDICT in table else [])
             + (["$D_{cs}$"] if has_dcs else []) + (["Front"] if tables.FRONT in table else []))
 
     def cell(v, digits: int = 2) -> str:
@@ -108,12 +112,16 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
             cells.append(number(r["delta_last"], signed=True))
         if "delta_paired" in table:
             cells.append(_tex(compare.format_paired(r["delta_paired"])).replace("±", "$\\pm$"))
+        if tables.VERDICT in table:
+            v = r[tables.VERDICT] if isinstance(r[tables.VERDICT], str) else ""
+            cells.append(_tex(v).replace("±", "$\\pm$"))
         if has_dcs:
             cells.append(cell(r["d_cs"], 3))
         if tables.FRONT in table:
             cells.append("$\\ast$" if r[tables.FRONT] == "*" else "")
         body.append(cells)
-    lines = ["\\begin{table}[t]", "\\centering", tables.render_cells(head, body, "latex")]
+    said = [f"% {line}" for line in comparisons.sentences(table.attrs.get("comparisons") or [])]  # quotable
+    lines = [*said, "\\begin{table}[t]", "\\centering", tables.render_cells(head, body, "latex")]
     if caption:
         lines.append(f"\\caption{{{_tex(caption)}}}")
     lines.append("\\end{table}")

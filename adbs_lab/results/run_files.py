@@ -331,6 +331,12 @@ def _best_lines(best: dict | None, not_ranked: list[dict[str, Any]] | None, no_b
     from adbs_lab.results import seed_counts
 
     lines = ["## Best configuration", ""]
+    if best and best.get("config_label") is None and best.get("why"):  # a grid of data conditions (kshot_grid)
+        return lines + [f"None: {best['why']}.", ""]
+    if best and best.get("resolved_by_verdicts") is False:
+        tied = ", ".join(f"`{r}`" for r in best.get("indistinguishable_from") or []) or "the rows it is compared with"
+        lines += [f"None resolved at this budget: the verdicts cannot tell `{best['config_label']}` (the best mean) "
+                  f"from {tied}. Its configuration, for reference:", ""]
     if best:
         lines += [f"`{best['config_label']}`: {best['objective']} = {best['mean_over_seeds']:.2f} "
                   f"(mean over {best['seeds']} seed(s); {_seeds_said(best)})", "", "```json",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ import pandas as pd
 
 from adbs.cells import mean_ci, number
 from adbs_lab.results import compare
+from adbs_lab.results import comparisons as cmp
 from adbs_lab.results import seed_counts
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.stats.looks import Looks
 from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
 
 
@@ -41,7 +44,8 @@ def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
                 order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None,
-                front: list[str] | None = None) -> pd.DataFrame:
+                front: list[str] | None = None, pairs: list[cmp.Pair] | None = None,
+                delta: float = cmp.DEFAULT_DELTA, looks: Looks | None = None) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
     When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
@@ -55,15 +59,27 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     geometry the accuracies come from is visible beside them (paper Table 4; docs/metrics.md). `front`: the rows
     on the Pareto front of a multi-objective search (adbs_lab/results/pareto.py: front_labels), marked '*' in a last
     `front` column; None (a single-objective study): no such column.
+
+    `pairs`: the table's comparisons (adbs_lab/results/comparisons.py: family; default: each row against its
+    reference), each given a verdict at δ = `delta` points (`looks`: read at the planned looks of a study that added
+    seeds in batches, --seeds auto); the row-against-reference ones fill the Δlast paired
+    and verdict columns, and all of them are in `table.attrs["comparisons"]` (format_table's opening lines).
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
     if s.empty:
         return pd.DataFrame()
     table = _Table.of(s, metric=metric, baseline=baseline, order=order, label=label, trials=trials, front=front)
+    known = list(dict.fromkeys([*table.labels, *([str(x) for x in trials[label]] if trials is not None and label in
+                                                  trials else [])]))
+    table = dataclasses.replace(table, compared=cmp.compare_rows(
+        s, pairs if pairs is not None else cmp.family(known, table.reference()), trials=trials, metric=metric,
+        delta=delta, label=label, looks=looks))
     rows: list[dict[str, Any]] = [{"config": lab} for lab in table.labels]
     for column in COLUMNS:
         column(table, rows)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["comparisons"] = table.compared
+    return out
 
 
 @dataclass(frozen=True)
@@ -81,6 +97,7 @@ class _Table:
     baseline: str | dict[str, str] | None
     trials: pd.DataFrame | None
     front: list[str] | None
+    compared: list[cmp.Compared] = dataclasses.field(default_factory=list)  # the table's comparisons and verdicts
 
     @classmethod
     def of(cls, s: pd.DataFrame, *, metric: str, baseline: str | dict[str, str] | None, order: list[str] | None,
@@ -182,13 +199,17 @@ def _delta_last(t: _Table, rows: list[dict[str, Any]]) -> None:
 
 
 def _delta_paired(t: _Table, rows: list[dict[str, Any]]) -> None:
-    """Delta_last seed by seed, where the rows share seeds (the same data draw and training seed)."""
+    """Delta_last seed by seed against the row's reference (the same data draw and training seed), its interval the
+    one adjusted over the table's comparisons, and the verdict read from it (adbs_lab/results/comparisons.py)."""
     if "delta_last" not in rows[0]:
         return
-    paired = compare.paired_deltas(compare.last_by_seed(t.sessions, t.metric, t.label), t.reference())
-    if paired:
+    reference = t.reference()
+    against = {c.pair[0]: c for c in t.compared if c.pair[1] == reference.get(c.pair[0])}
+    if against:
         for row in rows:
-            row["delta_paired"] = paired.get(row["config"], (math.nan, math.nan, 0))
+            c = against.get(row["config"])
+            row["delta_paired"] = cmp.cell(c) if c and c.paired else (math.nan, math.nan, 0)
+            row[VERDICT] = (cmp.verdict_text(c) + ("" if c.paired else " (unpaired)")) if c else ""
 
 
 def _d_cs(t: _Table, rows: list[dict[str, Any]]) -> None:
@@ -236,14 +257,19 @@ def _seed_states(out: list[dict[str, Any]], trials: pd.DataFrame, label: str) ->
         row[SEED_STATES] = seed_counts.text(counts.get(str(row["config"]), {K.COMPLETE: int(row["seeds"])}))
 
 
+VERDICT = "verdict"
+"""paper_table's column: the verdict of the row against its reference (adbs_lab/results/comparisons.py)."""
+
 FRONT = "front"
 """paper_table's column marking the Pareto front of a multi-objective search (adbs_lab/records/objectives.py)."""
 FRONT_NOTE = ("front: * = on the Pareto front of its study's --objectives (validation, mean over seeds; no other row "
               "of that study is at least as good on every objective and better on one; pareto.json)")
 
 
-def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
-    """Fixed-width text (or Markdown) rendering of `paper_table`: `58.71 ± 1.20` cells."""
+def format_table(table: pd.DataFrame, *, markdown: bool = False, seconds: dict[str, float] | None = None) -> str:
+    """Fixed-width text (or Markdown) rendering of `paper_table`: `58.71 ± 1.20` cells, opened by one sentence per
+    comparison and closed by the seed planner's advice for the unresolved ones (`seconds`: each row's measured
+    seconds per trial, for their cost: adbs_lab/results/comparisons.py: row_seconds)."""
     if table.empty:
         return "(no completed trials)"
 
@@ -257,23 +283,28 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False) -> str:
             return number(v, signed=True)
         return str(v)
 
+    compared = table.attrs.get("comparisons") or []
     table, legend = _numbered(table)
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds", SEED_STATES)]
     names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs", "hmean": "H last",
-             "delta_paired": "Δlast paired"}
+             "delta_paired": "Δlast paired", VERDICT: "verdict"}
     digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
     body = [[seeds_cell(r) if h == "seeds" else cell(r[h], int(r["seeds"]), digits.get(h, 2), h) for h in headers]
             for _, r in table.iterrows()]
     note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
     note += [seed_counts.NOTE] if not whole_rows(table) else []
-    note += ([compare.HMEAN_NOTE] if "hmean" in table else []) + ([compare.PAIRED_NOTE] if "delta_paired" in table else [])
+    note += [compare.HMEAN_NOTE] if "hmean" in table else []
+    note += [cmp.note(compared) if compared else compare.PAIRED_NOTE] if "delta_paired" in table else []
     note += [FRONT_NOTE] if FRONT in table else []
     note += legend
     table_text = render_cells(head, body, "markdown" if markdown else "text")
+    said, advice = cmp.sentences(compared), cmp.plan_lines(compared, seconds)
     if markdown:
-        return "\n".join([table_text] + [line for n in note for line in ("", n)])
-    return "\n".join([table_text] + note)
+        opening = ["\n".join(f"- {x}" for x in said), ""] if said else []
+        return "\n".join(opening + [table_text] + [line for n in note for line in ("", n)]
+                         + (["", "\n".join(advice)] if advice else []))
+    return "\n".join(said + ([""] if said else []) + [table_text] + note + advice)
 
 
 def seeds_cell(row: Any) -> str:

@@ -44,8 +44,9 @@ from adbs_lab.records.objectives import DEFAULT, Objective
 from adbs_lab.records.objectives import PRUNERS
 from adbs.redaction import redact, reveal
 from adbs.config import Config
+from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, AutoSeeds, look_line, replay
 from adbs_lab.search.space import TrialMaker
-from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR
+from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR, describe
 from adbs_lab.stores.tracking_store import store_down
 from adbs_lab.records.trial_records import classify, objective
 
@@ -188,12 +189,14 @@ class StudySearch(_LiveStudy, OptunaSearch):
         points_to_evaluate: list[dict] | None = None,
         snapshot: dict[str, str] | None = None,
         objectives: tuple[Objective, ...] = DEFAULT,
+        auto: AutoPlan | None = None,
     ) -> None:
         """`trial`: makes each trial's Config from its point (adbs_lab/search/space.py: TrialMaker; the study's
         Prepared.trial, its threads set by launch; None: the defaults of Config). `snapshot`: {name: local file}
         copied beside the searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
         uploads its optuna.db with the trial list it belongs to. `objectives`: what Optuna is told (--objectives;
-        adbs_lab/records/objectives.py), each a mean over the configuration's seeds."""
+        adbs_lab/records/objectives.py), each a mean over the configuration's seeds. `auto` (--seeds auto): the rows
+        run seeds in batches, the next batch chosen by the looks (`_suggest_auto`); `seeds` is then unused."""
         self._objectives = tuple(objectives)
         if self._objectives != DEFAULT:
             # OptunaSearch creates the study with one direction from its metric and mode, which stay K.OBJECTIVE/max:
@@ -211,6 +214,10 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._open: int | None = None
         self._number: dict[str, int] = {}
         self._ended: dict[str, str] = {}  # Tune trial id -> its state when it ended (trial_records.classify)
+        self._auto = auto
+        self._seed_of: dict[str, int] = {}  # --seeds auto: Tune trial id -> its seed
+        self._auto_ended: dict[str, dict[int, tuple[str, float]]] = {}  # row -> seed -> (state, last test acc)
+        self._looks_said = 0  # looks printed
         super().__init__(
             space, metric=K.OBJECTIVE, mode=K.MODE, sampler=sampler, study_name=study_name,
             storage=optuna_storage(storage_url), points_to_evaluate=points_to_evaluate,
@@ -288,7 +295,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         return super()._study(sampler=self._sampler)
 
     @stops_when_down
-    def suggest(self, trial_id: str) -> dict | None:
+    def suggest(self, trial_id: str) -> dict | str | None:
+        if getattr(self, "_auto", None) is not None:
+            return self._suggest_auto(trial_id)
         # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
         # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
         # (configurations x seeds) and the Optuna trial's bookkeeping stay exact.
@@ -307,13 +316,18 @@ class StudySearch(_LiveStudy, OptunaSearch):
             if repeat:
                 ot_trial.set_user_attr(SEEDS_ATTR, list(repeat))
             g = self._groups[ot_trial.number] = {"params": dict(ot_trial.params), "seeds_left": list(repeat), "members": {}}
+        assert self._open is not None, "a configuration is open: just asked for, or one with seeds left"
+        return self._hand_out(trial_id, self._open, g)
+
+    def _hand_out(self, trial_id: str, number: int, g: dict[str, Any]) -> dict:
+        """Tune trial `trial_id` runs configuration `number`'s next seed (or the configuration, seed in its point)."""
         params = dict(g["params"])
         if g["seeds_left"]:
             params[SEED_KEY] = g["seeds_left"].pop(0)
+            self._seed_of[trial_id] = params[SEED_KEY]
         g["members"][trial_id] = None
-        assert self._open is not None, "a configuration is open: just asked for, or one with seeds left"
-        self._number[trial_id] = self._open
-        params[OPTUNA_TRIAL_KEY] = self._open
+        self._number[trial_id] = number
+        params[OPTUNA_TRIAL_KEY] = number
         config = unflatten_dict(params)
         # The trial's Config, made once, here, by the study's one trial maker (its base is Tune's param space); the
         # trainable, the tracker and the tables read it (tune_keys.trial_config).
@@ -333,10 +347,19 @@ class StudySearch(_LiveStudy, OptunaSearch):
         held = self._state(number)
         self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED)
         g["members"][trial_id] = (self._ended[trial_id], self._values(result))
+        if getattr(self, "_auto", None) is not None:
+            self._auto_record(trial_id, result)
+            return
         if any(v is None for v in g["members"].values()) or (g["seeds_left"] and self._open == number):
             return  # other seeds of this configuration still to come
         if held != TrialState.RUNNING:
             return  # told already (the stopper told PRUNED)
+        self._tell_group(number)
+
+    def _tell_group(self, number: int) -> None:
+        """Tell Optuna configuration `number`'s value over every seed it ran: the mean per objective, or PRUNED /
+        FAIL."""
+        g = self._groups[number]
         states = [state for state, _ in g["members"].values()]
         values = [value for _, value in g["members"].values() if value is not None]
         study = self._study()
@@ -354,6 +377,79 @@ class StudySearch(_LiveStudy, OptunaSearch):
                 tell(study, number, state=TrialState.FAIL)
             else:
                 tell(study, number, means[0] if len(means) == 1 else means)
+
+    # --- --seeds auto (adbs_lab/search/auto_seeds.py) ------------------------------------------------------------
+    # Every row runs seeds 0 .. n0-1 first (one Optuna trial per row, asked once); when every trial handed out has
+    # ended, `auto_seeds.replay` takes the look on the finished trials alone and either stops the study (suggest
+    # returns FINISHED) or queues the next seed numbers of the rows it names. A row the looks leave out runs no more
+    # seeds: Optuna is told its value then, the mean over all the seeds it ran (its user attribute `seeds`, which
+    # grows with each batch it runs); a row still running batches stays RUNNING in Optuna until its last one.
+
+    def _suggest_auto(self, trial_id: str) -> dict | str | None:
+        from ray.tune.search import Searcher
+
+        auto = self._auto
+        assert auto is not None
+        state = self.auto_state()
+        open_ = [n for n in sorted(self._groups) if self._groups[n]["seeds_left"]]
+        if open_:
+            return self._hand_out(trial_id, open_[0], self._groups[open_[0]])
+        if state.done:
+            return Searcher.FINISHED
+        if len(self._groups) < len(auto.rows):
+            ot_trial = self._study().ask(fixed_distributions=self._space)  # type: ignore[arg-type]
+            first = list(range(auto.looks.n0))
+            ot_trial.set_user_attr(SEEDS_ATTR, first)
+            self._groups[ot_trial.number] = {"params": dict(ot_trial.params), "seeds_left": list(first),
+                                             "members": {}, "seeds": list(first), "told": False,
+                                             "row": describe(dict(ot_trial.params), list(auto.label_keys))}
+            return self._hand_out(trial_id, ot_trial.number, self._groups[ot_trial.number])
+        return None  # the batch under way must end before the next look
+
+    def auto_state(self) -> AutoSeeds:
+        """Where the --seeds auto study stands: the looks replayed from the trials that ended."""
+        auto = self._auto
+        assert auto is not None
+        values = {row: {s: v for s, (st, v) in seeds.items() if st == K.COMPLETE}
+                  for row, seeds in self._auto_ended.items()}
+        states = {row: {s: st for s, (st, _) in seeds.items()} for row, seeds in self._auto_ended.items()}
+        return replay(auto.rows, values, states, auto.pairs, auto.looks, auto.delta)
+
+    def _auto_record(self, trial_id: str, result: dict | None) -> None:
+        """A trial of a --seeds auto study ended: keep its row's seed, then take the look its batch completes."""
+        number, seed = self._number.get(trial_id), self._seed_of.get(trial_id)
+        state = self._ended.get(trial_id)
+        if number is None or seed is None or state not in K.ENDED:
+            return
+        value = float((result or {}).get(LAST_KEY, math.nan)) if state == K.COMPLETE else math.nan
+        self._auto_ended.setdefault(self._groups[number]["row"], {})[seed] = (state, value)
+        self._auto_look()
+
+    def _auto_look(self) -> None:
+        """Queue the seeds the looks ask for, print each new look, and tell Optuna the rows that run no more."""
+        auto = self._auto
+        assert auto is not None
+        state = self.auto_state()
+        for number in sorted(self._groups):
+            g = self._groups[number]
+            target = state.targets.get(g["row"], 0)
+            if target > len(g["seeds"]):
+                more = list(range(len(g["seeds"]), target))
+                g["seeds"] += more
+                g["seeds_left"] += more
+                if self._state(number) == TrialState.RUNNING:  # told before a --resume replays this look: kept
+                    optuna_storage(self._storage_url).set_trial_user_attr(self._storage_trial_id(number), SEEDS_ATTR,
+                                                                          list(g["seeds"]))
+        for look in state.looks[self._looks_said:]:
+            print(f"[{self._study_name}] {look_line(look, auto.looks)}", flush=True)
+        self._looks_said = len(state.looks)
+        for number in sorted(self._groups):
+            g = self._groups[number]
+            if g["told"] or not state.final(g["row"]) or any(v is None for v in g["members"].values()):
+                continue
+            g["told"] = True
+            if self._state(number) == TrialState.RUNNING:  # not told PRUNED by the stopper
+                self._tell_group(number)
 
     def _values(self, result: dict | None) -> list[float] | None:
         """The trial's value of each objective when it completed, else None. A StudySearch pickled before
@@ -374,6 +470,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
             number = (trial.config or {}).get(OPTUNA_TRIAL_KEY)
             pruned = number is not None and self._state(int(number)) == TrialState.PRUNED
             self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned)
+            if getattr(self, "_auto", None) is not None and trial.trial_id in self._number:
+                self._auto_record(trial.trial_id, trial.last_result)
         return self._ended[trial.trial_id]
 
     def reopen(self, trial_id: str) -> None:

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import subprocess
+import re
 import sys
 from pathlib import Path
 
@@ -57,6 +58,18 @@ def test_a_config_file_of_the_embedded_benchmark_is_the_embedded_run_and_its_dry
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best.yaml", "other.yaml"]  # no storage, no MLflow store
     r = in_process(capsys, [*PAPER, "--config", str(bad), *flags, "--dry-run"])
     assert r.returncode == 2 and f"--config {bad}: its dataset: 'cifar10'" in r.stderr and "--dataset" not in r.stderr
+
+
+def test_seeds_auto_prints_a_range_of_trials_and_time(tmp_path, capsys):
+    """paper.py --seeds auto: each part from its first batch (3 seeds) to the cap (--max-seeds), and the k-shot grid
+    runs the baseline beside ADBS so that it has comparisons to resolve."""
+    flags = ["--smoke", "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm' / 'm.db'}"]
+    r = in_process(capsys, [*PAPER, *flags, "--seeds", "auto", "--max-seeds", "5", "--dry-run"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.startswith("  ")}
+    assert "9-15 trials" in lines["ablation"]
+    assert "24-40 trials" in lines["kshot_grid"]  # 2 ways x 2 shots x 2 variants, 3 to 5 seeds
+    assert re.search(r"~[\d.]+-[\d.]+ min", lines["ablation"]) and "dry run: study paper (embedded), " in r.stdout
 
 
 @pytest.mark.slow

@@ -95,7 +95,8 @@ def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner(capsys):
     (["--ways", "7"], "argument --ways: invalid choice: 7 (choose from 5, 10)"),
     (["--shots", "2"], "argument --shots: invalid choice: 2 (choose from 1, 5, 10, 15, 20, 50)"),
     (["--pruner", "median"], "--pruner median: this study runs every trial to the end"),
-    (["--set", "ways=5"], ("this study searches ways (search_spaces/kshot_grid.py:GRID); remove the flag or edit "
+    (["--set", "ways=5"], ("this study searches ways (search_spaces/kshot_grid.py:GRID variant=baseline adb+ic); "
+                           "remove the flag or edit "
                            "the search space (to run part of the grid, use --ways 5)")),
 ])
 def test_kshot_grid_refuses_bad_sub_grids_in_one_line(flags, fragment, tmp_path, capsys):
@@ -112,10 +113,12 @@ def test_kshot_sub_grid_plan(tmp_path):
             plan=plan, opts=opts)):
         runpy.run_path(str(REPO_ROOT / "studies" / "kshot_grid.py"), run_name="__main__")
     plan = seen["plan"]
-    assert plan.space == {"variant": "adb+ic", "ways": [5], "shots": [5, 1]}
-    assert plan.space_source == "search_spaces/kshot_grid.py:GRID ways=5 shots=5 1"
+    # every cell runs the baseline beside ADBS (--variants), the variant last in the row's label
+    assert plan.space == {"ways": [5], "shots": [5, 1], "variant": ["baseline", "adb+ic"]}
+    assert plan.space_source == "search_spaces/kshot_grid.py:GRID ways=5 shots=5 1 variant=baseline adb+ic"
     _, configs, _ = study.validate(plan, seen["opts"].replace(gpus_per_trial=0.0, storage=str(tmp_path)))
-    assert sorted((c.ways, c.shots) for c in configs) == [(5, 1), (5, 5)]
+    assert sorted((c.ways, c.shots, c.variant) for c in configs) == [
+        (5, 1, "adb+ic"), (5, 1, "baseline"), (5, 5, "adb+ic"), (5, 5, "baseline")]
 
 
 def _sessions(rows):
@@ -147,7 +150,7 @@ def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_es
     opts, _ = options.parse(options.parser("t"), argv=argv)
     plan = study.Plan(name="t", space={}, space_source="tests", est_trial_s=40, est_smoke_trial_s=35)
     prepared = SimpleNamespace(plan=plan, opts=opts, total=4, n_configs=4, base=from_dict({}), base_values={},
-                               seeds=opts.seeds)
+                               seeds=opts.seeds, looks=None)
     launch.print_start(prepared, 2)
     out = capsys.readouterr().out
     assert ("on this CPU roughly" in out) == cpu_estimate
@@ -202,7 +205,7 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
     def minutes(base):
         p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60,
                                             est_smoke_trial_s=35), opts=opts, total=4, n_configs=4, base=from_dict(base),
-                            seeds=opts.seeds,
+                            seeds=opts.seeds, looks=None,
                             base_values=base)
         launch.print_start(p, 2, load=load)
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])

@@ -105,3 +105,15 @@ def test_several_objectives_show_the_pareto_front_so_far(capsys):
     assert lines[-1].endswith("| Pareto front so far: 2 of 3 complete trials (val_last_base_acc:max, "
                               "val_last_novel_acc:max)")
     assert "val_last_base_acc 55.00, val_last_novel_acc 35.00" in lines[-1]
+
+
+def test_a_trial_tune_starts_again_says_so(capsys):
+    """After a failure (--max-failures) Tune starts a trial a second time: its second start line says it is a
+    restart from the last checkpoint, so two start lines of one trial are never a mystery."""
+    p = _progress(Clock())
+    a, b = (SimpleNamespace(trial_id=i, config={"alpha": x}, status="RUNNING", last_result={}) for i, x in
+            (("a", 0.05), ("b", 0.1)))
+    for trial in (a, b, a):
+        p.on_trial_start(0, [a, b], trial)
+    events = [line.split(": ", 1)[1].split(" | ")[0] for line in capsys.readouterr().out.splitlines()]
+    assert events == ["started", "started", "started again, from its last checkpoint"]

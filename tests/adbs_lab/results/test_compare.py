@@ -26,13 +26,19 @@ def test_paired_delta_last_and_its_interval_by_hand():
                    ("adb+ic", 0, [80, 56]), ("adb+ic", 1, [80, 61]), ("adb+ic", 2, [80, 52]),
                    ("adb", 0, [80, 55])])
     t = paper_table(s, baseline="baseline", order=["baseline", "adb", "adb+ic"]).set_index("config")
-    # per-seed differences 6, 7, 5: mean 6, sd 1, t_{0.975,2} = 4.302653 -> half-width 4.302653 / sqrt(3)
+    # per-seed differences 6, 7, 5: mean 6, sd 1; two comparisons (adb and adb+ic against the baseline), so
+    # Bonferroni's 0.05 / 2: t_{1 - 0.0125, 2} = 6.205347 (scipy.stats.t.ppf(0.9875, 2)) -> half-width 6.205347 / sqrt(3)
     mean, half, n = t.loc["adb+ic", "delta_paired"]
-    assert (mean, n) == (6.0, 3) and half == pytest.approx(4.302653 / math.sqrt(3), abs=1e-5)
-    # one shared seed (0): 55 - 50, no interval
+    assert (mean, n) == (6.0, 3) and half == pytest.approx(6.205347 / math.sqrt(3), abs=1e-5)
+    assert t.loc["adb+ic", "verdict"] == "better"  # 6 ± 3.58 lies above 0 and is not inside ±1
+    # one shared seed (0): 55 - 50, no interval, so no verdict
     assert t.loc["adb", "delta_paired"][:1] == (5.0,) and t.loc["adb", "delta_paired"][2] == 1
+    assert t.loc["adb", "verdict"] == "not resolved"
     text = format_table(paper_table(s, baseline="baseline", order=["baseline", "adb", "adb+ic"]))
-    assert "+6.00 ± 2.48 (n=3)" in text and "+5.00 (n < 2: no interval)" in text and "Δlast paired" in text
+    assert "+6.00 ± 3.58 (n=3)" in text and "+5.00 (n < 2: no interval)" in text and "Δlast paired" in text
+    # the table opens with one sentence per comparison, its interval the one in the table
+    assert text.splitlines()[1] == ("adb+ic vs baseline: +6.00 points in the last session (95% CI +2.42 to +9.58, "
+                                    "Bonferroni over 2 comparisons; paired, n=3): better")
 
 
 def test_unpaired_rows_get_no_paired_column():
@@ -79,9 +85,9 @@ def test_paired_per_host_against_its_own_reference():
                    ("ALICE+ADBS", 1, [70, 43])])
     ref = {"SAVC": "SAVC", "SAVC+ADBS": "SAVC", "ALICE": "ALICE", "ALICE+ADBS": "ALICE"}
     t = paper_table(s, baseline=ref).set_index("config")
-    # SAVC: differences 6, 8 -> mean 7, sd sqrt(2), t_{0.975,1} = 12.7062 -> half-width 12.7062
+    # SAVC: differences 6, 8 -> mean 7, sd sqrt(2); two comparisons: t_{1 - 0.0125, 1} = 25.4517 -> half-width 25.4517
     mean, half, n = t.loc["SAVC+ADBS", "delta_paired"]
-    assert (mean, n) == (7.0, 2) and half == pytest.approx(12.7062, abs=1e-3)
+    assert (mean, n) == (7.0, 2) and half == pytest.approx(25.4517, abs=1e-3)
     mean, half, n = t.loc["ALICE+ADBS", "delta_paired"]  # differences 3, 2
-    assert (mean, n) == (2.5, 2) and half == pytest.approx(12.7062 * 0.5, abs=1e-3)
+    assert (mean, n) == (2.5, 2) and half == pytest.approx(25.4517 * 0.5, abs=1e-3)
     assert math.isnan(t.loc["SAVC", "delta_paired"][0])  # a reference row is not compared with itself

@@ -85,10 +85,10 @@ def store(tmp_path_factory):
         if accs:
             metrics += [Metric("summary/val_avg_acc", sum(accs) / 3 + 1, 0, 0), Metric("summary/wall_time_s", 8.0, 0, 0),
                         Metric("summary/d_cs", D_CS[variant, seed], 0, 0)]
-            trials.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant,
+            trials.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "seed": seed,
                            "d_cs": D_CS[variant, seed]})
         else:  # the table counts it among the row's seeds: "2 of 3, 1 pruned"
-            trials.append({"trial_id": f"t{number}", "state": K.PRUNED, "label": variant})
+            trials.append({"trial_id": f"t{number}", "state": K.PRUNED, "label": variant, "seed": seed})
         c.log_batch(run.info.run_id, metrics=metrics,
                     params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
         c.set_terminated(run.info.run_id, "FINISHED" if accs else "KILLED")
@@ -235,7 +235,8 @@ def test_report_across_studies_marks_each_multi_objective_studys_own_front(store
     r = in_process(capsys, [sys.executable, str(script), "ablation", "alpha_sweep", "--tracking-uri", uri,
                             "--out", str(tmp_path / "cmp")])
     assert r.returncode == 0, r.stderr
-    lines = (tmp_path / "cmp" / "table.txt").read_text().splitlines()
+    text = (tmp_path / "cmp" / "table.txt").read_text().splitlines()
+    lines = text[next(i for i, line in enumerate(text) if line.startswith("config")):]  # after the verdicts' lines
     assert lines[0].split()[-1] == "front"
     marked = {re.split(r"\s{2,}", line.strip())[0]: line.rstrip().endswith("*") for line in lines[2:7]}
     assert marked == {"ablation: baseline": False, "ablation: adb+ic": False, "alpha_sweep: alpha=0.01": True,

@@ -1,0 +1,304 @@
+"""A verdict for every comparison a study's table makes, and the seeds that would settle the unresolved ones.
+
+The statistics are adbs_lab/stats/ (docs/statistics.md names the methods and their references); this module reads a
+table's trials into them and says the results in words.
+
+- **The family**: each row against its reference (the study's baseline row, each host without ADBS, the preset's
+  alpha, or --reference) and against the row it adds one change to (adbs_lab/driver/plan.py: Plan.parents), each
+  pair once. The intervals are adjusted for the whole family (Bonferroni), so a verdict holds with the table's
+  other verdicts: all of them are true together with probability at least 95%.
+- **The pairs**: a comparison pairs its two rows seed by seed (the same seed is the same data draw and training
+  seed), on the last session's value of the table's metric. A seed where either row's trial diverged, failed or
+  was pruned leaves its pair out and is counted beside the verdict ("n=5, 1 diverged"); a collapsed seed (a
+  warning, not a failure) keeps its value.
+- **The verdict** is read from the interval shown beside it (adbs_lab/stats/verdicts.py: classify), so the two
+  never disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from adbs.cells import number
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.trial_records import LABEL
+from adbs_lab.results import compare
+from adbs_lab.search.auto_seeds import differences
+from adbs_lab.stats import planner
+from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, welch, wording
+
+__all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
+           "sentence", "sentences", "plan_lines", "row_seconds", "cell", "note", "best_standing"]
+
+ALPHA = 0.05
+"""The family's error rate: every verdict of a table is true together with probability at least 1 - ALPHA."""
+DEFAULT_DELTA = 1.0
+"""δ in accuracy points (--resolve): a difference inside ±δ is too small to matter."""
+
+Pair = tuple[str, str]
+"""(row, the row it is compared with): the difference is row - that row."""
+
+
+def family(labels: Sequence[str], reference: str | Mapping[str, str] | None,
+           parents: Mapping[str, str] | None = None) -> list[Pair]:
+    """The table's comparisons in row order: each row against its reference, then against its parent where that is
+    another row; a row is never compared with itself, nor with a row the table does not hold."""
+    ref = dict(reference) if isinstance(reference, Mapping) else {lab: reference for lab in labels} if reference else {}
+    present = set(labels)
+    out: list[Pair] = []
+    for lab in labels:
+        for other in (ref.get(lab), (parents or {}).get(lab)):
+            if other and other != lab and other in present and (lab, other) not in out:
+                out.append((lab, other))
+    return out
+
+
+def name(pair: Pair) -> str:
+    """`adb+ic vs adb`: how a comparison is named in the table's lines and the MLflow run; rows of a grid that
+    differ in one setting say the rest once (`ways=5 shots=1: variant=adb+ic vs variant=baseline`)."""
+    a, b = pair[0].split(" "), pair[1].split(" ")
+    if len(a) == len(b) > 1 and sum(x != y for x, y in zip(a, b)) == 1:
+        shared = " ".join(x for x, y in zip(a, b) if x == y)
+        return f"{shared}: {next(x for x, y in zip(a, b) if x != y)} vs {next(y for x, y in zip(a, b) if x != y)}"
+    return f"{pair[0]} vs {pair[1]}"
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One comparison of a table: its verdict, the seeds it left out, and (unresolved) the seeds that would settle
+    it."""
+
+    pair: Pair
+    """(row, reference): the difference is row - reference."""
+    verdict: Verdict
+    """The displayed interval and the verdict read from it (adbs_lab/stats/verdicts.py)."""
+    left_out: dict[str, int]
+    """Seeds left out of the pairs, by why ("diverged", "failed", "pruned", ...; "not run" where only one row has
+    the seed)."""
+    m: int
+    """How many comparisons the table's adjustment is over."""
+    delta: float
+    """δ (points) the verdict reads the interval against."""
+    plan: planner.SeedPlan | None
+    """For an unresolved comparison, the seeds it would need (adbs_lab/stats/planner.py); None when resolved."""
+    looks: Looks | None = None
+    """The planned looks of a study that added seeds in batches (--seeds auto); None: one look at the seeds run."""
+    paired: bool = True
+    """False: the rows ran different seeds or different data, and the interval is Welch's over each row's values."""
+
+    @property
+    def resolved(self) -> bool:
+        return self.verdict.verdict is not Label.NOT_RESOLVED
+
+
+def _seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: str, label: str) -> tuple[dict, dict]:
+    """({row: {seed: last-session value}} of the complete trials, {row: {seed: state}} of every trial run)."""
+    done = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
+    values = compare.last_by_seed(done, metric, label)
+    states: dict[str, dict[int, str]] = {lab: {s: K.COMPLETE for s in v} for lab, v in values.items()}
+    if trials is not None and len(trials) and {"seed", "state", label} <= set(trials.columns):
+        for lab, seed, state in zip(trials[label], trials["seed"], trials["state"]):
+            if K.finite(seed) and state != K.COMPLETE:
+                states.setdefault(str(lab), {}).setdefault(int(seed), str(state).lower())
+    return values, states
+
+
+def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], list[str]]:
+    """The per-seed differences row - reference in seed order (NaN where a pair is incomplete: the one pairing rule,
+    adbs_lab/search/auto_seeds.py: differences, which --seeds auto looks with too) and, per seed, why its pair is
+    missing ('' where it is not)."""
+    row, ref = pair
+    why = []
+    for s in sorted(set(states.get(row, {})) | set(states.get(ref, {}))):
+        a, b = values.get(row, {}).get(s), values.get(ref, {}).get(s)
+        complete = a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
+        why.append("" if complete else next((st for st in (states.get(row, {}).get(s), states.get(ref, {}).get(s))
+                                             if st is not None and st != K.COMPLETE), "not run"))
+    return differences(pair, values, states), why
+
+
+def _counted(why: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for w in (w for w in why if w):
+        out[w] = out.get(w, 0) + 1
+    return out
+
+
+def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.DataFrame | None = None,
+                 metric: str = "test_acc", delta: float = DEFAULT_DELTA, alpha: float = ALPHA,
+                 label: str = LABEL, looks: Looks | None = None) -> list[Compared]:
+    """Every comparison of `pairs` on the last session's `metric`, adjusted over all of them, with a seed plan for
+    each unresolved one. `looks`: a study that added seeds in batches (--seeds auto) reads each comparison at its
+    planned looks, α spent across them (adbs_lab/stats/looks.py), and a verdict keeps the look that reached it."""
+    if not pairs or sessions.empty or "seed" not in sessions:  # no seeds, no pairs
+        return []
+    values, states = _seed_values(sessions, trials, metric, label)
+    unpaired = [p for p in pairs if not _pairable(p, values, trials, label)]
+    diffs, why = {}, {}
+    for pair in (p for p in pairs if p not in unpaired):
+        diffs[name(pair)], why[name(pair)] = _differences(pair, values, states)
+    verdicts = family_verdicts(diffs, looks.alpha if looks else alpha, delta, looks, m=len(pairs))
+    for pair in unpaired:  # different seeds or data: Welch over each row's own values
+        a, b = ([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
+        verdicts[name(pair)] = welch(a, b, alpha, len(pairs), delta)
+        why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
+    open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
+    # planned as a study of fixed size (all of α at one look): what a new run with that many seeds would need; a
+    # --seeds auto study that stopped at its cap has no later look to plan for
+    plans = planner.plan_family(open_, delta, alpha, m=len(pairs))
+    return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]
+                                                          if pair not in unpaired else why[name(pair)]),
+                     len(pairs), delta, plans.get(name(pair)), looks, paired=pair not in unpaired) for pair in pairs]
+
+
+DATA_KEYS = ("dataset", "ways", "shots", "sessions", "index_list")
+"""Config fields that, with the seed, fix a trial's data draw: two rows pair seed by seed only where they agree."""
+
+
+def _pairable(pair: Pair, values: dict, trials: pd.DataFrame | None, label: str) -> bool:
+    """Whether two rows ran the same seeds on the same data (rows of one study always do; rows of two studies in
+    `studies/report.py A B` may not), so their difference can be taken seed by seed."""
+    seeds = [set(values.get(r, {})) for r in pair]
+    if not (seeds[0] & seeds[1]):
+        return not (seeds[0] or seeds[1])  # neither ran a seed: nothing to pair or not pair (not resolved)
+    keys = [k for k in DATA_KEYS if trials is not None and k in trials]
+    if trials is None or label not in trials or not keys:
+        return True
+    of = [trials.loc[trials[label] == r, keys].astype(str).drop_duplicates() for r in pair]
+    return len(of[0]) == len(of[1]) == 1 and of[0].iloc[0].tolist() == of[1].iloc[0].tolist()
+
+
+def _points(x: float) -> str:
+    return f"{x:g} point" + ("" if x == 1 else "s")
+
+
+def verdict_text(c: Compared) -> str:
+    """The verdict with δ written out: "equivalent within ±1 point", "better, by less than 1 point"."""
+    return wording(c.verdict.verdict, c.delta)
+
+
+def _n_text(c: Compared) -> str:
+    """`n=3`, `n=5, 1 diverged`, and for a study that added seeds in batches the look that reached the verdict."""
+    v = c.verdict
+    reached = ([f"reached at look {v.look} of {len(c.looks.sizes)}, {v.n_seeds} seeds" if c.resolved else
+                f"look {v.look} of {len(c.looks.sizes)}, {v.n_seeds} seeds"] if c.looks is not None and v.look else [])
+    return ", ".join([f"n={v.n}"] + [f"{k} {why}" for why, k in sorted(c.left_out.items())] + reached)
+
+
+def sentence(c: Compared, metric: str = "test_acc") -> str:
+    """One line a researcher can quote: "adb+ic vs baseline: -3.40 points in the last session (95% CI -5.30 to
+    -1.50, Bonferroni over 5 comparisons; paired, n=3): worse"."""
+    v = c.verdict
+    what = f"{number(v.estimate, signed=True)} points" if math.isfinite(v.estimate) else "no paired seed"
+    where = "in the last session" + ("" if metric == "test_acc" else f" ({metric})")
+    if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
+        return f"{name(c.pair)}: {what} {where} ({_n_text(c)}: fewer than 2 pairs, no interval): {verdict_text(c)}"
+    adjusted = [f"Bonferroni over {c.m} comparisons"] if c.m > 1 else []
+    adjusted += [f"α spent over {len(c.looks.sizes)} looks"] if c.looks is not None else []
+    how = "paired" if c.paired else "unpaired (Welch: the rows ran different seeds or data)"
+    return (f"{name(c.pair)}: {what} {where} ({_confidence(c)} CI {number(v.lo, signed=True)} to "
+            f"{number(v.hi, signed=True)}{''.join(', ' + a for a in adjusted)}; {how}, {_n_text(c)}): "
+            f"{verdict_text(c)}")
+
+
+def _confidence(c: Compared) -> str:
+    """The family's confidence: every interval of the table (and of every look) covers together."""
+    return f"{1 - (c.looks.alpha if c.looks is not None else ALPHA):.0%}"
+
+
+def sentences(compared: Sequence[Compared], metric: str = "test_acc") -> list[str]:
+    return [sentence(c, metric) for c in compared]
+
+
+def row_seconds(trials: pd.DataFrame | None, label: str = LABEL) -> dict[str, float]:
+    """{row: mean seconds per completed trial} from trials.parquet's start and end times (what this machine took)."""
+    if trials is None or not len(trials) or not {"started_at", "finished_at"} <= set(trials.columns):
+        return {}
+    t = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
+    took = pd.to_numeric(t["finished_at"], errors="coerce") - pd.to_numeric(t["started_at"], errors="coerce")
+    means = took.groupby(t[label]).mean().dropna()
+    return {str(k): float(v) for k, v in means.items() if v >= 0}
+
+
+def plan_lines(compared: Sequence[Compared], seconds: Mapping[str, float] | None = None) -> list[str]:
+    """The seed planner's advice under the table: for each unresolved comparison the seeds it would need in all
+    (on σ's upper 80% bound, and on its point estimate), and what they would cost at the rows' measured times."""
+    open_ = [c for c in compared if c.plan is not None]
+    if not open_:
+        return []
+    delta = open_[0].delta
+    lines = [f"seeds that would settle the unresolved comparisons (an interval narrower than δ = {_points(delta)}; "
+             f"planned on σ's upper 80% bound from the seeds run, the point estimate's plan beside it; "
+             f"docs/statistics.md):"]
+    for c in open_:
+        p = c.plan
+        assert p is not None
+        lines.append(f"  {name(c.pair)}: " + _plan_text(p))
+    timed = seconds is not None and all(row in seconds for c in open_ for row in c.pair)
+    cost = planner.extra_cost({name(c.pair): c.plan for c in open_ if c.plan is not None},
+                              {name(c.pair): c.pair for c in open_}, seconds) if timed and seconds else None
+    if cost is not None and cost.seeds_by_row:
+        rows = ", ".join(f"{k} more of {row}" for row, k in cost.seeds_by_row.items() if k)
+        lines.append(f"  cost on this machine: about {_duration(cost.seconds)} of trials ({rows}; at each row's "
+                     "measured seconds per trial; a new seed trains its own base sessions)")
+    return lines
+
+
+def _plan_text(p: planner.SeedPlan) -> str:
+    if p.needed is None and p.needed_point is None:
+        return p.note or f"more than {planner.N_MAX} seeds"
+    need = f"{p.needed} seeds in all ({p.extra} more)" if p.needed is not None else f"more than {planner.N_MAX} seeds"
+    point = f"{p.needed_point} on the point estimate" if p.needed_point is not None else ""
+    return "; ".join(x for x in (need, point, p.note) if x)
+
+
+def _duration(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def cell(c: Compared) -> tuple[float, float, int]:
+    """The table's Δlast paired cell: (estimate, the displayed interval's half-width, n)."""
+    return c.verdict.estimate, half_width(c.verdict), c.verdict.n
+
+
+def note(compared: Sequence[Compared]) -> str:
+    """The table's note on its Δlast paired and verdict columns."""
+    m, delta = compared[0].m, compared[0].delta
+    return (f"Δlast paired: mean over the seeds a row and its reference both completed of (row - reference) "
+            f"last-session accuracy ± the half-width of its {1 - ALPHA:.0%} confidence interval, adjusted over the "
+            f"table's {m} comparison{'s' * (m != 1)} (Bonferroni; t over the per-seed differences); verdict: read "
+            f"from that interval against 0 and ±δ = {_points(delta)} (--resolve; docs/statistics.md)")
+
+
+_ABOVE = (Label.BETTER, Label.BETTER_SMALL)
+_BELOW = (Label.WORSE, Label.WORSE_SMALL)
+
+
+def best_standing(best: str, compared: Sequence[Compared]) -> tuple[bool, list[str]]:
+    """Whether the verdicts resolve `best` (the row with the best mean objective) as best, and otherwise the rows it
+    cannot be told from: those compared with it (or with its reference, when it is not compared with them) whose
+    verdict is not a resolved difference. Resolved: `best` is better than every row it is compared with, or worse
+    than none of them and every other row is worse than it. No comparisons: (True, [])."""
+    if not compared:
+        return True, []
+    against = {c.pair[1]: c.verdict.verdict for c in compared if c.pair[0] == best}
+    beaten = {c.pair[0]: c.verdict.verdict for c in compared if c.pair[1] == best}
+    rows = {r for c in compared for r in c.pair} - {best}
+    ok = all(v in _ABOVE for v in against.values()) and all(v in _BELOW for v in beaten.values()) \
+        and rows <= set(against) | set(beaten)
+    if ok:
+        return True, []
+    tied = [r for r, v in {**against, **beaten}.items() if v not in _ABOVE + _BELOW]
+    for ref in against:  # rows compared only with best's reference, and not resolved there either
+        tied += [c.pair[0] for c in compared if c.pair[1] == ref and c.pair[0] not in tied and c.pair[0] != best
+                 and c.verdict.verdict not in _ABOVE + _BELOW]
+    return False, sorted(set(tied))

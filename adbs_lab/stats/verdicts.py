@@ -1,0 +1,193 @@
+"""One comparison's verdict, read from the interval the table displays, with an error guarantee for the table.
+
+- The interval: the paired t-interval of Student (1908) over the per-seed differences row - reference (accuracy
+  points), mean ± t_{1-a/2, n-1} s / √n. A seed whose difference is not finite (a diverged or failed trial) is
+  left out and counted; with n < 2 there is no interval and the comparison is not resolved.
+- The adjustment: Bonferroni (Dunn 1961, "Multiple comparisons among means", JASA 56:52) over the m comparisons of
+  a table, a = α_k / m, so the table's intervals cover together with probability ≥ 1 - α; with planned looks
+  (adbs_lab/stats/looks.py) α_k is the share of α spent at look k, and the union bound covers every look too.
+- The verdict: one function (`classify`) reads it from the displayed interval, so the two cannot disagree. Given
+  δ > 0: inside (-δ, +δ) and containing 0: equivalent within ±δ; inside and above 0: better, by less than δ;
+  inside and below 0: worse, by less than δ; otherwise lower bound > 0: better; upper bound < 0: worse; else not
+  resolved. Equivalence by the inclusion of a confidence interval in (-δ, δ) is Schuirmann's two one-sided tests
+  (Schuirmann 1987, J Pharmacokinet Biopharm 15:657) at the interval's level, and valid at that level together with
+  the directional verdicts (Berger & Hsu 1996, "Bioequivalence trials, intersection-union tests and equivalence
+  confidence sets", Statistical Science 11:283). When every interval covers the true difference, every verdict is
+  true: the error guarantee of a verdict is the coverage guarantee of its interval.
+
+The arithmetic works on numpy arrays (the last axis the seeds) so the simulations of the tests run the same code
+as a table; `family_verdicts` is the entry for a table's comparisons.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from adbs_lab.stats.looks import Looks
+
+__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "wording", "bonferroni", "intervals", "replay",
+           "family_verdicts", "half_width"]
+
+
+class Label(str, enum.Enum):
+    """What a comparison's interval says, as a table displays it; exactly one holds for any interval."""
+
+    EQUIVALENT = "equivalent within ±δ"
+    BETTER_SMALL = "better, by less than δ"
+    WORSE_SMALL = "worse, by less than δ"
+    BETTER = "better"
+    WORSE = "worse"
+    NOT_RESOLVED = "not resolved"
+
+
+LABELS: tuple[Label, ...] = tuple(Label)
+"""The labels in code order: `classify` returns an index into this tuple."""
+CODE = {label: i for i, label in enumerate(LABELS)}
+"""A label's code: its index in LABELS."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One comparison's displayed interval and the verdict read from it."""
+
+    estimate: float
+    """Mean of the finite per-seed differences row - reference (NaN with none)."""
+    lo: float
+    """Lower end of the displayed interval (NaN with n < 2)."""
+    hi: float
+    """Upper end of the displayed interval (NaN with n < 2)."""
+    n: int
+    """Finite pairs the interval is over."""
+    n_left_out: int
+    """Pairs left out because a difference was not finite (a diverged or failed seed)."""
+    level: float
+    """The interval's own confidence level, 1 - α_k / m (NaN before the first look)."""
+    verdict: Label
+    """What the interval says."""
+    look: int
+    """The look (1 = the first batch) at which the verdict was reached, or the latest look if it is not; 0: none yet."""
+    n_seeds: int
+    """Seeds run (finite or not) at that look."""
+
+
+def classify(lo: np.ndarray | float, hi: np.ndarray | float, delta: float) -> np.ndarray:
+    """The code (index into LABELS) of the verdict each interval [lo, hi] gives; NaN ends: not resolved."""
+    if not delta > 0:
+        raise ValueError(f"delta must be > 0, not {delta}")
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    inside = (lo > -delta) & (hi < delta)  # comparisons with NaN are False: a missing interval resolves nothing
+    code = np.full(np.broadcast(lo, hi).shape, CODE[Label.NOT_RESOLVED])
+    code = np.where(hi < 0, CODE[Label.WORSE], code)
+    code = np.where(lo > 0, CODE[Label.BETTER], code)
+    code = np.where(inside & (lo <= 0) & (hi >= 0), CODE[Label.EQUIVALENT], code)
+    code = np.where(inside & (lo > 0), CODE[Label.BETTER_SMALL], code)
+    return np.where(inside & (hi < 0), CODE[Label.WORSE_SMALL], code)
+
+
+def label(lo: float, hi: float, delta: float) -> Label:
+    """The verdict of one interval [lo, hi] (`classify` for one)."""
+    return LABELS[int(classify(lo, hi, delta))]
+
+
+def wording(verdict: Label, delta: float) -> str:
+    """The label with δ written as the study's number of points: "equivalent within ±1 point"."""
+    unit = "point" if delta == 1 else "points"
+    return verdict.value.replace("δ", f"{delta:g} {unit}")
+
+
+def bonferroni(alpha: float, m: int) -> float:
+    """The error rate of each of m intervals so that all cover together with probability ≥ 1 - alpha (Dunn 1961)."""
+    if m < 1:
+        raise ValueError(f"a family has at least one comparison, not {m}")
+    return alpha / m
+
+
+def intervals(values: np.ndarray, a: float) -> tuple[np.ndarray, ...]:
+    """(estimate, lo, hi, n, n_left_out) of the paired t-interval at error rate a over the last axis of `values`;
+    non-finite values are left out and counted, and n < 2 gives NaN ends."""
+    x = np.asarray(values, dtype=float)
+    ok = np.isfinite(x)
+    n = ok.sum(axis=-1)
+    x0 = np.where(ok, x, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = x0.sum(axis=-1) / n
+        var = (np.where(ok, x - est[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1)
+        df = np.where(n >= 2, n - 1, np.nan)  # no spread from one value: no interval
+        half = stats.t.ppf(1.0 - a / 2.0, df) * np.sqrt(var / n)
+    return est, est - half, est + half, n, x.shape[-1] - n
+
+
+def replay(values: np.ndarray, looks: Looks, m: int, delta: float) -> dict[str, np.ndarray]:
+    """Every comparison's verdict after the looks its seeds reach (the last axis of `values`, in seed order): at
+    look k the interval over the first n_k seeds at error rate α_k / m; the first look that resolves a comparison
+    freezes its verdict, interval and n. Before the first look: NaN interval, not resolved, look 0."""
+    x = np.asarray(values, dtype=float)
+    shape = x.shape[:-1]
+    out = {"code": np.full(shape, CODE[Label.NOT_RESOLVED]), "look": np.zeros(shape, dtype=int),
+           "n_seeds": np.full(shape, x.shape[-1]), "level": np.full(shape, np.nan)}
+    est, lo, hi, n, left = intervals(x, 1.0)  # the estimate and counts before any look; ends NaN below
+    out.update(estimate=est, lo=np.full(shape, np.nan), hi=np.full(shape, np.nan), n=n, n_left_out=left)
+    open_ = np.ones(shape, dtype=bool)
+    for k, (size, alpha_k) in enumerate(zip(looks.sizes, looks.alphas), start=1):
+        if size > x.shape[-1]:
+            break
+        a = bonferroni(alpha_k, m)
+        est, lo, hi, n, left = intervals(x[..., :size], a)
+        code = classify(lo, hi, delta)
+        for key, v in (("code", code), ("estimate", est), ("lo", lo), ("hi", hi), ("n", n), ("n_left_out", left),
+                       ("look", k), ("n_seeds", size), ("level", 1.0 - a)):
+            out[key] = np.where(open_, v, out[key])  # a resolved comparison keeps what it had
+        open_ &= code == CODE[Label.NOT_RESOLVED]
+    return out
+
+
+def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: float = 0.05, delta: float = 1.0,
+                    looks: Looks | None = None, m: int | None = None) -> dict[str, Verdict]:
+    """{comparison: its Verdict} for a table's comparisons, each given its per-seed differences row - reference in
+    seed order. Without `looks`, one look at the seeds each comparison has, at alpha / m (a study of fixed size);
+    with them, the planned looks (their own alpha is the family's), each at α_k / m. `m`: the family's size when
+    it holds comparisons not given here (unpaired ones: `welch`); default, those given."""
+    m = len(diffs_by_comparison) if m is None else m
+    out = {}
+    for name, diffs in diffs_by_comparison.items():
+        x = np.asarray(list(diffs), dtype=float)
+        plan = looks if looks is not None else Looks.fixed(max(len(x), 1), alpha)
+        r = replay(x, plan, m, delta)
+        out[name] = Verdict(estimate=float(r["estimate"]), lo=float(r["lo"]), hi=float(r["hi"]), n=int(r["n"]),
+                            n_left_out=int(r["n_left_out"]), level=float(r["level"]), verdict=LABELS[int(r["code"])],
+                            look=int(r["look"]), n_seeds=int(r["n_seeds"]))
+    return out
+
+
+def half_width(v: Verdict) -> float:
+    """The displayed interval's half-width (NaN with none), for a table cell `estimate ± half-width`."""
+    return (v.hi - v.lo) / 2.0 if math.isfinite(v.lo) and math.isfinite(v.hi) else math.nan
+
+
+def welch(a: Sequence[float], b: Sequence[float], alpha: float, m: int, delta: float) -> Verdict:
+    """An unpaired comparison (two rows that ran different seeds or different data, so no seed pairs them): Welch's
+    t-interval for mean(a) - mean(b) (Welch 1947, "The generalization of 'Student's' problem when several different
+    population variances are involved", Biometrika 34:28; Welch-Satterthwaite degrees of freedom) at alpha / m, the
+    verdict read from it by `classify` as for a paired one. `n` is the smaller of the two samples' finite counts;
+    non-finite values are left out and counted."""
+    x, y = (np.asarray(list(v), dtype=float) for v in (a, b))
+    fx, fy = x[np.isfinite(x)], y[np.isfinite(y)]
+    left = int(len(x) - len(fx) + len(y) - len(fy))
+    est = float(fx.mean() - fy.mean()) if len(fx) and len(fy) else math.nan
+    a_ = bonferroni(alpha, m)
+    lo = hi = math.nan
+    if len(fx) >= 2 and len(fy) >= 2:
+        vx, vy = fx.var(ddof=1) / len(fx), fy.var(ddof=1) / len(fy)
+        se = math.sqrt(vx + vy)
+        df = (vx + vy) ** 2 / (vx ** 2 / (len(fx) - 1) + vy ** 2 / (len(fy) - 1)) if se > 0 else len(fx) + len(fy) - 2
+        half = float(stats.t.ppf(1.0 - a_ / 2.0, df)) * se
+        lo, hi = est - half, est + half
+    code = int(classify(lo, hi, delta))  # NaN ends: not resolved
+    return Verdict(estimate=est, lo=lo, hi=hi, n=int(min(len(fx), len(fy))), n_left_out=left, level=1.0 - a_,
+                   verdict=LABELS[code], look=1, n_seeds=int(max(len(x), len(y))))

@@ -1,0 +1,155 @@
+"""The comparisons a table makes and their verdicts (adbs_lab/results/comparisons.py): the family, the pairs left out,
+the sentence, the planner's lines, and that every verdict agrees with the interval printed beside it."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.results import comparisons as cmp
+from adbs_lab.results.tables import format_table, paper_table
+
+
+def _frames(values: dict[str, list[float | None]], states: dict[tuple[str, int], str] | None = None):
+    """(sessions, trials) of rows with one last-session value per seed (None: the trial did not complete)."""
+    sessions, trials = [], []
+    for lab, vals in values.items():
+        for seed, v in enumerate(vals):
+            tid = f"{lab}-{seed}"
+            state = (states or {}).get((lab, seed), K.COMPLETE if v is not None else K.DIVERGED)
+            trials.append({"trial_id": tid, "label": lab, "seed": seed, "state": state,
+                           "started_at": 100.0, "finished_at": 100.0 + 10 * (1 + len(lab))})
+            if state == K.COMPLETE:
+                for session, acc in ((0, 80.0), (1, v)):
+                    sessions.append({"trial_id": tid, "label": lab, "seed": seed, "session": session,
+                                     "test_acc": acc, "state": state})
+    return pd.DataFrame(sessions), pd.DataFrame(trials)
+
+
+def test_the_family_is_each_row_against_its_reference_and_its_parent_once():
+    labels = ["baseline", "adb", "adb+ic", "adb+ic -finetune"]
+    parents = {"adb": "baseline", "adb+ic": "adb", "adb+ic -finetune": "adb+ic"}
+    assert cmp.family(labels, "baseline", parents) == [
+        ("adb", "baseline"), ("adb+ic", "baseline"), ("adb+ic", "adb"), ("adb+ic -finetune", "baseline"),
+        ("adb+ic -finetune", "adb+ic")]
+    # a reference per row (hosts), a parent that is not in the table, a row without a reference
+    assert cmp.family(["A", "A+ADBS", "B"], {"A+ADBS": "A", "A": "A"}, {"B": "gone"}) == [("A+ADBS", "A")]
+    assert cmp.family(["x", "y"], None) == []
+
+
+def test_the_interval_and_its_adjustment_by_hand():
+    # differences adb+ic - baseline: 6, 7, 5 (mean 6, sd 1); adb - baseline: 1, 3, 2 (mean 2, sd 1); m = 2
+    s, t = _frames({"baseline": [50, 54, 47], "adb": [51, 57, 49], "adb+ic": [56, 61, 52]})
+    got = {c.pair: c for c in cmp.compare_rows(s, [("adb+ic", "baseline"), ("adb", "baseline")], trials=t)}
+    half = stats.t.ppf(1 - 0.05 / 2 / 2, 2) * 1 / math.sqrt(3)
+    v = got[("adb+ic", "baseline")].verdict
+    assert (v.estimate, v.n) == (6.0, 3) and v.lo == pytest.approx(6 - half) and v.hi == pytest.approx(6 + half)
+    assert v.level == pytest.approx(1 - 0.025)
+    assert got[("adb", "baseline")].verdict.verdict.value == "not resolved"  # 2 ± 3.58 holds 0 and passes ±1
+
+
+def test_a_diverged_seed_leaves_its_pair_out_and_is_counted():
+    s, t = _frames({"baseline": [50, 54, 47, 52], "adb+ic": [56, None, 52, 58]})
+    (c,) = cmp.compare_rows(s, [("adb+ic", "baseline")], trials=t)
+    assert c.verdict.n == 3 and c.verdict.n_left_out == 1 and c.left_out == {"diverged": 1}
+    assert "paired, n=3, 1 diverged)" in cmp.sentence(c)
+    # the same study with the seed run by one row only: "not run"
+    s2, t2 = _frames({"baseline": [50, 54, 47, 52], "adb+ic": [56, 61, 52]})
+    (c2,) = cmp.compare_rows(s2, [("adb+ic", "baseline")], trials=t2)
+    assert c2.left_out == {"not run": 1} and c2.verdict.n == 3
+
+
+def test_the_sentence_quotes_the_interval_the_verdict_read():
+    s, t = _frames({"baseline": [50, 54, 47], "adb+ic": [56, 61, 52]})
+    (c,) = cmp.compare_rows(s, [("adb+ic", "baseline")], trials=t)
+    half = stats.t.ppf(0.975, 2) / math.sqrt(3)
+    assert cmp.sentence(c) == (f"adb+ic vs baseline: +6.00 points in the last session (95% CI +{6 - half:.2f} to "
+                               f"+{6 + half:.2f}; paired, n=3): better")
+
+
+def test_no_printed_verdict_disagrees_with_its_printed_interval():
+    """Random tables: the sentence's rounded interval and its verdict never contradict (better with an interval
+    holding 0, equivalent with one passing ±δ, ...)."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        delta = float(rng.choice([0.5, 1.0, 2.0]))
+        base = rng.normal(50, 2, 4)
+        s, t = _frames({"ref": list(base), "row": list(base + rng.normal(rng.normal(0, 2), rng.uniform(0.05, 2), 4))})
+        (c,) = cmp.compare_rows(s, [("row", "ref")], trials=t, delta=delta)
+        lo, hi = c.verdict.lo, c.verdict.hi
+        label = c.verdict.verdict.value
+        assert {"better": lo > 0 and not (-delta < lo and hi < delta), "worse": hi < 0 and not (-delta < lo and hi < delta),
+                "equivalent within ±δ": -delta < lo <= 0 <= hi < delta,
+                "better, by less than δ": 0 < lo and hi < delta, "worse, by less than δ": -delta < lo and hi < 0,
+                "not resolved": True}[label], (label, lo, hi, delta)
+        m = re.search(r"CI ([+-][\d.]+) to ([+-][\d.]+)", cmp.sentence(c))
+        assert m and float(m[1]) == pytest.approx(lo, abs=0.005) and float(m[2]) == pytest.approx(hi, abs=0.005)
+
+
+def test_the_table_opens_with_the_verdicts_and_closes_with_the_plan():
+    s, t = _frames({"baseline": [50, 54, 47], "adb": [51, 55.5, 47.5], "adb+ic": [56, 61, 52]})
+    table = paper_table(s, baseline="baseline", order=["baseline", "adb", "adb+ic"], trials=t,
+                        pairs=[("adb", "baseline"), ("adb+ic", "baseline"), ("adb+ic", "adb")])
+    text = format_table(table, seconds=cmp.row_seconds(t))
+    lines = text.splitlines()
+    assert [line.split(":")[0] for line in lines[:3]] == ["adb vs baseline", "adb+ic vs baseline", "adb+ic vs adb"]
+    assert all("Bonferroni over 3 comparisons" in line for line in lines[:3])
+    assert "verdict" in lines[4] and "adjusted over the table's 3 comparisons" in text
+    plan = text[text.index("seeds that would settle"):]
+    assert "adb vs baseline: " in plan and "cost on this machine: about" in plan
+    # the row's cell is the adjusted interval of the row against its reference
+    row = table.set_index("config").loc["adb+ic"]
+    c = next(c for c in table.attrs["comparisons"] if c.pair == ("adb+ic", "baseline"))
+    assert row["delta_paired"] == cmp.cell(c) and row["verdict"] == "better"
+
+
+def test_row_seconds_is_the_mean_time_of_completed_trials():
+    _, t = _frames({"ab": [1, 2], "abcd": [1, None]})
+    assert cmp.row_seconds(t) == {"ab": 30.0, "abcd": 50.0}
+
+
+def test_a_two_seed_plan_says_so():
+    s, t = _frames({"baseline": [50, 54], "adb": [51, 52]})
+    (c,) = cmp.compare_rows(s, [("adb", "baseline")], trials=t)
+    assert c.plan is not None and "2 seeds" in "\n".join(cmp.plan_lines([c]))
+
+
+def test_with_looks_a_verdict_keeps_the_look_that_reached_it():
+    """--seeds auto: a row resolved at the first look (3 seeds) runs no more seeds while its reference runs on for
+    another comparison; its verdict, interval and n stay those of look 1, and the seeds it never ran are not
+    counted as left out."""
+    from adbs_lab.stats.looks import Looks
+
+    looks = Looks(n0=3, batch=2, max_seeds=5)
+    s, t = _frames({"baseline": [50, 54, 47, 52, 49], "big": [80, 85, 76], "small": [50.5, 53, 48.2, 52.4, 49.1]})
+    got = {c.pair[0]: c for c in cmp.compare_rows(s, [("big", "baseline"), ("small", "baseline")], trials=t,
+                                                    looks=looks)}
+    big, small = got["big"], got["small"]
+    assert big.resolved and big.verdict.look == 1 and big.verdict.n == 3 and big.left_out == {}
+    assert "reached at look 1 of 2, 3 seeds" in cmp.sentence(big) and "α spent over 2 looks" in cmp.sentence(big)
+    a1 = looks.alphas[0] / 2  # look 1's share of α, over the 2 comparisons
+    half = stats.t.ppf(1 - a1 / 2, 2) * np.std([30, 31, 29], ddof=1) / math.sqrt(3)
+    assert big.verdict.hi - big.verdict.lo == pytest.approx(2 * half)
+    assert small.verdict.n_seeds == 5 and small.verdict.look == 2
+
+
+def test_a_best_row_is_named_only_where_the_verdicts_resolve_it():
+    # alpha_sweep-like: every alpha against alpha=0.01; 0.05 clearly better, 0.02 and 0.1 not resolved
+    s, t = _frames({"alpha=0.01": [50, 54, 47, 52, 49], "alpha=0.02": [52, 53, 49.5, 51, 50],
+                    "alpha=0.05": [60, 64.5, 56.5, 62, 59.5], "alpha=0.1": [52, 51, 50, 53, 48]})
+    pairs = cmp.family(["alpha=0.01", "alpha=0.02", "alpha=0.05", "alpha=0.1"], "alpha=0.01")
+    compared = cmp.compare_rows(s, pairs, trials=t)
+    assert [c.verdict.verdict.value for c in compared] == ["not resolved", "better", "not resolved"]
+    # the best mean beats its reference, but is not compared with 0.02 and 0.1, which are not resolved against it
+    assert cmp.best_standing("alpha=0.05", compared) == (False, ["alpha=0.02", "alpha=0.1"])
+    assert cmp.best_standing("alpha=0.02", compared) == (False, ["alpha=0.01", "alpha=0.1"])
+    # with every row compared against the best and worse than it: resolved
+    direct = cmp.compare_rows(s, [(r, "alpha=0.05") for r in ("alpha=0.01", "alpha=0.02", "alpha=0.1")], trials=t)
+    assert all(c.verdict.verdict.value == "worse" for c in direct) and cmp.best_standing("alpha=0.05", direct) == (True, [])
+    assert cmp.best_standing("anything", []) == (True, [])
