@@ -51,5 +51,5 @@ def test_a_plan_and_the_paper_estimate_read_the_file():
     assert plan.est_trial_s == times.trial_s("ablation") and plan.est_smoke_trial_s == times.smoke_trial_s()
     seconds, trials = times.smoke("hosts")
     opts, _ = options.parse("paper", options.Defaults(seeds=(0,)), argv=["--smoke"])
-    part = type("Checked", (), {"name": "hosts", "trials": trials * 2})()
+    part = type("Checked", (), {"name": "hosts", "trials": trials * 2, "fewest": None})()
     assert paper._estimate(opts, None)(part) == f"~{seconds * 2 / 60:.1f} min (measured on a busy 2-core CPU)"
