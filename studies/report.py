@@ -193,7 +193,8 @@ def _rows(studies) -> list[str]:
         s = studies[0].sessions
         return list(dict.fromkeys(s["label"])) if len(s) else []
     sessions, _, order, _ = from_store.combine(studies)
-    return list(dict.fromkeys([*order, *(sessions["label"] if len(sessions) else [])]))
+    ran = set(sessions["label"]) if len(sessions) else set()
+    return [r for r in dict.fromkeys([*order, *(sessions["label"] if len(sessions) else [])]) if r in ran]
 
 
 def _verdict_flags(study, args: argparse.Namespace) -> dict:

@@ -62,7 +62,8 @@ def name(pair: Pair) -> str:
     """`adb+ic vs adb`: how a comparison is named in the table's lines and the MLflow run; rows of a grid that
     differ in one setting say the rest once (`ways=5 shots=1: variant=adb+ic vs variant=baseline`)."""
     a, b = pair[0].split(" "), pair[1].split(" ")
-    if len(a) == len(b) > 1 and sum(x != y for x, y in zip(a, b)) == 1:
+    differ = [(x, y) for x, y in zip(a, b) if x != y]
+    if len(a) == len(b) > 1 and len(differ) == 1 and "=" in differ[0][0] and "=" in differ[0][1]:
         shared = " ".join(x for x, y in zip(a, b) if x == y)
         return f"{shared}: {next(x for x, y in zip(a, b) if x != y)} vs {next(y for x, y in zip(a, b) if x != y)}"
     return f"{pair[0]} vs {pair[1]}"

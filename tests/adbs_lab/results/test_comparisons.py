@@ -153,3 +153,10 @@ def test_a_best_row_is_named_only_where_the_verdicts_resolve_it():
     direct = cmp.compare_rows(s, [(r, "alpha=0.05") for r in ("alpha=0.01", "alpha=0.02", "alpha=0.1")], trials=t)
     assert all(c.verdict.verdict.value == "worse" for c in direct) and cmp.best_standing("alpha=0.05", direct) == (True, [])
     assert cmp.best_standing("anything", []) == (True, [])
+
+
+def test_a_comparisons_name_says_the_shared_settings_once():
+    assert cmp.name(("ways=5 shots=1 variant=adb+ic", "ways=5 shots=1 variant=baseline")) == \
+        "ways=5 shots=1: variant=adb+ic vs variant=baseline"
+    assert cmp.name(("ablation: adb", "ablation: baseline")) == "ablation: adb vs ablation: baseline"
+    assert cmp.name(("adb+ic", "adb")) == "adb+ic vs adb"
