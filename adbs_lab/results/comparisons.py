@@ -276,7 +276,8 @@ def note(compared: Sequence[Compared]) -> str:
     m, delta = compared[0].m, compared[0].delta
     return (f"Δlast paired: mean over the seeds a row and its reference both completed of (row - reference) "
             f"last-session accuracy ± the half-width of its {1 - ALPHA:.0%} confidence interval, adjusted over the "
-            f"table's {m} comparison{'s' * (m != 1)} (Bonferroni; t over the per-seed differences); verdict: read "
+            f"table's {m} comparison{'s' * (m != 1)} (Bonferroni; t over the per-seed differences"
+            f"{'; α spent over the planned looks of --seeds auto' if compared[0].looks is not None else ''}); verdict: read "
             f"from that interval against 0 and ±δ = {_points(delta)} (--resolve; docs/statistics.md)")
 
 
