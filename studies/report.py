@@ -176,7 +176,7 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     delta = args.resolve if args.resolve is not None else min(st.delta for st in studies)
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
                                trials=trials, front=from_store.combined_front(studies), pairs=pairs,
-                               delta=delta) if len(sessions) else pd.DataFrame()
+                               delta=delta, across=True) if len(sessions) else pd.DataFrame()
     print(renderings.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
     names = "-".join(dict.fromkeys(s.name for s in studies))

@@ -26,14 +26,14 @@ import pandas as pd
 from adbs.cells import number
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import LABEL
-from adbs_lab.results import compare
 from adbs_lab.search.auto_seeds import differences
 from adbs_lab.stats import planner
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, welch, wording
+from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, label, welch, wording
 
 __all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
-           "sentence", "sentences", "plan_lines", "row_seconds", "cell", "note", "best_standing"]
+           "sentence", "sentences", "plan_lines", "row_seconds", "cell", "cell_text", "ends", "note", "best_standing",
+           "seed_values"]
 
 ALPHA = 0.05
 """The family's error rate: every verdict of a table is true together with probability at least 1 - ALPHA."""
@@ -97,10 +97,16 @@ class Compared:
         return self.verdict.verdict is not Label.NOT_RESOLVED
 
 
-def _seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: str, label: str) -> tuple[dict, dict]:
-    """({row: {seed: last-session value}} of the complete trials, {row: {seed: state}} of every trial run)."""
+def seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: str, label: str) -> tuple[dict, dict]:
+    """({row: {seed: the metric in the trial's last session}} of the complete trials, NaN where that session has no
+    finite value (never an earlier session's: the table's `last` and the searcher's summary/test_last_acc read the
+    last one too), {row: {seed: state}} of every trial run)."""
     done = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
-    values = compare.last_by_seed(done, metric, label)
+    values: dict[str, dict[int, float]] = {}
+    if metric in done and len(done):
+        for (lab, _), t in done.groupby([label, "trial_id"], sort=False):
+            if K.finite(t["seed"].iloc[0]):
+                values.setdefault(str(lab), {})[int(t["seed"].iloc[0])] = float(t.loc[t["session"].idxmax(), metric])
     states: dict[str, dict[int, str]] = {lab: {s: K.COMPLETE for s in v} for lab, v in values.items()}
     if trials is not None and len(trials) and {"seed", "state", label} <= set(trials.columns):
         for lab, seed, state in zip(trials[label], trials["seed"], trials["state"]):
@@ -118,8 +124,9 @@ def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], l
     for s in sorted(set(states.get(row, {})) | set(states.get(ref, {}))):
         a, b = values.get(row, {}).get(s), values.get(ref, {}).get(s)
         complete = a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
-        why.append("" if complete else next((st for st in (states.get(row, {}).get(s), states.get(ref, {}).get(s))
-                                             if st is not None and st != K.COMPLETE), "not run"))
+        ran = (states.get(row, {}).get(s), states.get(ref, {}).get(s))
+        why.append("" if complete else next((st for st in ran if st is not None and st != K.COMPLETE),
+                                            "not run" if None in ran else "without a finite value"))
     return differences(pair, values, states), why
 
 
@@ -132,14 +139,19 @@ def _counted(why: Sequence[str]) -> dict[str, int]:
 
 def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.DataFrame | None = None,
                  metric: str = "test_acc", delta: float = DEFAULT_DELTA, alpha: float = ALPHA,
-                 label: str = LABEL, looks: Looks | None = None) -> list[Compared]:
+                 label: str = LABEL, looks: Looks | None = None, across: bool = False) -> list[Compared]:
     """Every comparison of `pairs` on the last session's `metric`, adjusted over all of them, with a seed plan for
     each unresolved one. `looks`: a study that added seeds in batches (--seeds auto) reads each comparison at its
-    planned looks, α spent across them (adbs_lab/stats/looks.py), and a verdict keeps the look that reached it."""
+    planned looks, α spent across them (adbs_lab/stats/looks.py), and a verdict keeps the look that reached it.
+
+    Rows of one study ran the same seed numbers, each an independent replication, so their differences are paired
+    seed by seed (valid even where the rows' data differ, e.g. a 10-way row against a 5-way reference: the seeds'
+    differences are still independent and alike). `across`: the rows come from several studies (studies/report.py
+    A B), and they pair only where they ran the same seeds on the same data; otherwise Welch (unpaired)."""
     if not pairs or sessions.empty or "seed" not in sessions:  # no seeds, no pairs
         return []
-    values, states = _seed_values(sessions, trials, metric, label)
-    unpaired = [p for p in pairs if not _pairable(p, values, trials, label)]
+    values, states = seed_values(sessions, trials, metric, label)
+    unpaired = [p for p in pairs if across and not _pairable(p, values, trials, label)]
     diffs, why = {}, {}
     for pair in (p for p in pairs if p not in unpaired):
         diffs[name(pair)], why[name(pair)] = _differences(pair, values, states)
@@ -202,9 +214,31 @@ def sentence(c: Compared, metric: str = "test_acc") -> str:
     adjusted = [f"Bonferroni over {c.m} comparisons"] if c.m > 1 else []
     adjusted += [f"α spent over {len(c.looks.sizes)} looks"] if c.looks is not None else []
     how = "paired" if c.paired else "unpaired (Welch: the rows ran different seeds or data)"
-    return (f"{name(c.pair)}: {what} {where} ({_confidence(c)} CI {number(v.lo, signed=True)} to "
-            f"{number(v.hi, signed=True)}{''.join(', ' + a for a in adjusted)}; {how}, {_n_text(c)}): "
-            f"{verdict_text(c)}")
+    lo, hi = ends(c)
+    return (f"{name(c.pair)}: {what} {where} ({_confidence(c)} CI {lo} to {hi}"
+            f"{''.join(', ' + a for a in adjusted)}; {how}, {_n_text(c)}): {verdict_text(c)}")
+
+
+def ends(c: Compared) -> tuple[str, str]:
+    """The interval's ends as printed: rounded outward (the printed interval holds the computed one), with as many
+    decimals as it takes for the printed ends to give the same verdict (2, or more where an end is within rounding
+    of 0 or ±δ), so a verdict never stands beside a printed interval that says otherwise."""
+    v = c.verdict
+    for d in range(2, 7):
+        k = 10 ** d
+        lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
+        if label(lo, hi, c.delta) is v.verdict:
+            return f"{lo:+.{d}f}", f"{hi:+.{d}f}"
+    return f"{v.lo:+.8f}", f"{v.hi:+.8f}"
+
+
+def cell_text(c: Compared) -> str:
+    """The Δlast paired cell: the estimate and the interval the verdict read, as the sentence prints it."""
+    v = c.verdict
+    if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
+        return f"{number(v.estimate, signed=True)} (n < 2: no interval)" if math.isfinite(v.estimate) else "-"
+    lo, hi = ends(c)
+    return f"{number(v.estimate, signed=True)} ({lo} to {hi}, n={v.n})"
 
 
 def _confidence(c: Compared) -> str:
@@ -275,9 +309,9 @@ def note(compared: Sequence[Compared]) -> str:
     """The table's note on its Δlast paired and verdict columns."""
     m, delta = compared[0].m, compared[0].delta
     return (f"Δlast paired: mean over the seeds a row and its reference both completed of (row - reference) "
-            f"last-session accuracy ± the half-width of its {1 - ALPHA:.0%} confidence interval, adjusted over the "
+            f"last-session accuracy (its {1 - ALPHA:.0%} confidence interval, rounded outward, adjusted over the "
             f"table's {m} comparison{'s' * (m != 1)} (Bonferroni; t over the per-seed differences"
-            f"{'; α spent over the planned looks of --seeds auto' if compared[0].looks is not None else ''}); verdict: read "
+            f"{'; α spent over the planned looks of --seeds auto' if compared[0].looks is not None else ''})); verdict: read "
             f"from that interval against 0 and ±δ = {_points(delta)} (--resolve; docs/statistics.md)")
 
 

@@ -45,7 +45,7 @@ def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
                 order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None,
                 front: list[str] | None = None, pairs: list[cmp.Pair] | None = None,
-                delta: float = cmp.DEFAULT_DELTA, looks: Looks | None = None) -> pd.DataFrame:
+                delta: float = cmp.DEFAULT_DELTA, looks: Looks | None = None, across: bool = False) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
     When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
@@ -62,7 +62,8 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
 
     `pairs`: the table's comparisons (adbs_lab/results/comparisons.py: family; default: each row against its
     reference), each given a verdict at δ = `delta` points (`looks`: read at the planned looks of a study that added
-    seeds in batches, --seeds auto); the row-against-reference ones fill the Δlast paired
+    seeds in batches, --seeds auto; `across`: rows of several studies, paired only where they ran the same seeds on
+    the same data, comparisons.compare_rows); the row-against-reference ones fill the Δlast paired
     and verdict columns, and all of them are in `table.attrs["comparisons"]` (format_table's opening lines).
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
@@ -73,7 +74,7 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
                                                   trials else [])]))
     table = dataclasses.replace(table, compared=cmp.compare_rows(
         s, pairs if pairs is not None else cmp.family(known, table.reference()), trials=trials, metric=metric,
-        delta=delta, label=label, looks=looks))
+        delta=delta, label=label, looks=looks, across=across))
     rows: list[dict[str, Any]] = [{"config": lab} for lab in table.labels]
     for column in COLUMNS:
         column(table, rows)
@@ -273,9 +274,10 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False, seconds: dict[s
     if table.empty:
         return "(no completed trials)"
 
-    def cell(v: Any, seeds: int, digits: int = 2, column: str = "") -> str:
+    def cell(v: Any, seeds: int, digits: int = 2, column: str = "", row: str = "") -> str:
         if column == "delta_paired":
-            return compare.format_paired(v)
+            shown = next((c for c in compared if c.pair[0] == row and cmp.cell(c) == v), None)
+            return cmp.cell_text(shown) if shown is not None else compare.format_paired(v)
         if isinstance(v, tuple):
             m, h = v
             return mean_ci(m, h if seeds >= 2 else None, digits)
@@ -284,14 +286,15 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False, seconds: dict[s
         return str(v)
 
     compared = table.attrs.get("comparisons") or []
+    labels = [str(x) for x in table["config"]]  # before _numbered renames long ones
     table, legend = _numbered(table)
     headers = ["config", "seeds"] + [c for c in table.columns if c not in ("config", "seeds", SEED_STATES)]
     names = {"avg": "avg", "last": "last", "pd": "PD", "delta_last": "Δlast", "d_cs": "D_cs", "hmean": "H last",
              "delta_paired": "Δlast paired", VERDICT: "verdict"}
     digits = {"d_cs": 3}  # D_cs is a mean of 1 - cos in [0, 2], not a percentage
     head = [names.get(h, h if not h.isdigit() else f"s{h}") for h in headers]
-    body = [[seeds_cell(r) if h == "seeds" else cell(r[h], int(r["seeds"]), digits.get(h, 2), h) for h in headers]
-            for _, r in table.iterrows()]
+    body = [[seeds_cell(r) if h == "seeds" else cell(r[h], int(r["seeds"]), digits.get(h, 2), h, label)
+             for h in headers] for label, (_, r) in zip(labels, table.iterrows())]
     note = ([SESSIONS_NOTE] if "sessions" in table else []) + ([CI_NOTE] if (table["seeds"] > 1).any() else [])
     note += [seed_counts.NOTE] if not whole_rows(table) else []
     note += [compare.HMEAN_NOTE] if "hmean" in table else []

@@ -76,11 +76,16 @@ class Verdict:
     """Seeds run (finite or not) at that look."""
 
 
+TOUCH = 1e-9
+"""Points: an interval end this close to 0 or ±δ counts as touching it (the verdict is the unresolved side)."""
+
+
 def classify(lo: np.ndarray | float, hi: np.ndarray | float, delta: float) -> np.ndarray:
     """The code (index into LABELS) of the verdict each interval [lo, hi] gives; NaN ends: not resolved."""
     if not delta > 0:
         raise ValueError(f"delta must be > 0, not {delta}")
-    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    # an end within TOUCH of 0 or ±δ touches it: floating-point rounding never resolves a comparison
+    lo, hi = np.asarray(lo, dtype=float) - TOUCH, np.asarray(hi, dtype=float) + TOUCH
     inside = (lo > -delta) & (hi < delta)  # comparisons with NaN are False: a missing interval resolves nothing
     code = np.full(np.broadcast(lo, hi).shape, CODE[Label.NOT_RESOLVED])
     code = np.where(hi < 0, CODE[Label.WORSE], code)
