@@ -206,7 +206,7 @@ def auto_state(p: Prepared, out: Outcome):
     from adbs_lab.search.auto_seeds import replay
 
     # the table's own reading of the seeds (private to comparisons.py, which this layer may read)
-    values, states = (comparisons._seed_values(out.sessions, out.trials, "test_acc", trial_records.LABEL)
+    values, states = (comparisons.seed_values(out.sessions, out.trials, "test_acc", trial_records.LABEL)
                       if len(out.sessions) else ({}, {}))
     ended = {row: {s: st for s, st in seeds.items() if st.upper() in K.ENDED} for row, seeds in states.items()}
     return replay(p.row_labels, values, ended, p.comparisons, p.looks, p.delta)
