@@ -7,29 +7,12 @@ import math
 import re
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 
-from adbs_lab.records import metrics_keys as K
 from adbs_lab.results import comparisons as cmp
 from adbs_lab.results.tables import format_table, paper_table
-
-
-def _frames(values: dict[str, list[float | None]], states: dict[tuple[str, int], str] | None = None):
-    """(sessions, trials) of rows with one last-session value per seed (None: the trial did not complete)."""
-    sessions, trials = [], []
-    for lab, vals in values.items():
-        for seed, v in enumerate(vals):
-            tid = f"{lab}-{seed}"
-            state = (states or {}).get((lab, seed), K.COMPLETE if v is not None else K.DIVERGED)
-            trials.append({"trial_id": tid, "label": lab, "seed": seed, "state": state,
-                           "started_at": 100.0, "finished_at": 100.0 + 10 * (1 + len(lab))})
-            if state == K.COMPLETE:
-                for session, acc in ((0, 80.0), (1, v)):
-                    sessions.append({"trial_id": tid, "label": lab, "seed": seed, "session": session,
-                                     "test_acc": acc, "state": state})
-    return pd.DataFrame(sessions), pd.DataFrame(trials)
+from tests.helpers.frames import study_frames as _frames
 
 
 def test_the_family_is_each_row_against_its_reference_and_its_parent_once():

@@ -16,7 +16,7 @@ from adbs_lab.results import comparisons as cmp
 from adbs_lab.results.tables import format_table, paper_table
 from adbs_lab.search import auto_seeds
 from adbs_lab.stats.looks import Looks
-from tests.adbs_lab.results.test_comparisons import _frames  # private: the tables' frame builder
+from tests.helpers.frames import study_frames as _frames
 
 HALF3 = stats.t.ppf(0.975, 2) / math.sqrt(3)  # half-width of a 3-seed 95% interval over differences of sd 1
 
