@@ -15,6 +15,7 @@ wrong with them before anything starts (no Ray, no files).
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import math
 import os
@@ -43,6 +44,11 @@ MAX_THREADS = 2**31 - 1
 """torch.set_num_threads takes a C int."""
 MAX_SAMPLER_SEED = 2**32 - 1
 """Optuna's samplers seed numpy's RandomState, which takes 0..2**32 - 1."""
+
+
+MAX_SEEDS = 100
+"""The most seeds a study runs per configuration (--seeds, --max-seeds): adbs_lab/stats/planner.py plans up to as
+many (N_MAX)."""
 
 
 class StudyInputError(ValueError):
@@ -227,9 +233,9 @@ class StudyOptions:
         if clash:
             raise StudyInputError(clash)
         self._check_seeds()
-        if not (math.isfinite(self.resolve) and self.resolve > 0):
+        if not (math.isfinite(self.resolve) and 0 < self.resolve <= 100):
             raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
-                                  "points, and must be > 0 (e.g. --resolve 1.0)")
+                                  "points, and must be > 0 and at most 100 (e.g. --resolve 1.0)")
         if self.reference is not None and not self.reference.strip():
             raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference "
                                   "'alpha=0.05'")
@@ -267,16 +273,19 @@ class StudyOptions:
         if self.max_seeds is not None and not self.seeds_auto:
             raise StudyInputError(f"--max-seeds {self.max_seeds}: it caps --seeds auto; pass --seeds auto too, or drop "
                                   "--max-seeds (a seed list runs exactly its seeds)")
-        if self.seeds_auto and self.max_seeds is not None and self.max_seeds < 3:
+        if self.seeds_auto and self.max_seeds is not None and not 3 <= self.max_seeds <= MAX_SEEDS:
             raise StudyInputError(f"--max-seeds {self.max_seeds}: --seeds auto runs a first batch of 3 seeds, so the "
-                                  "cap is at least 3 (default 8)")
+                                  f"cap is at least 3, and at most {MAX_SEEDS} (default 8)")
+        if len(self.seeds) > MAX_SEEDS:
+            raise StudyInputError(f"--seeds: {len(self.seeds)} seeds; a study runs at most {MAX_SEEDS} per "
+                                  "configuration (the seed planner plans up to that many)")
         if not self.seeds:
             raise StudyInputError("--seeds needs at least one seed, e.g. --seeds 0 1 2")
         bad = [s for s in self.seeds if s < 0]
         if bad:
             raise StudyInputError(f"--seeds {' '.join(map(str, bad))}: seeds must be >= 0 (they seed the "
                                   "training and the few-shot draw)")
-        dup = sorted({s for s in self.seeds if self.seeds.count(s) > 1})
+        dup = sorted(s for s, k in collections.Counter(self.seeds).items() if k > 1)
         if dup:
             raise StudyInputError(f"--seeds repeats {' '.join(map(str, dup))}: each seed is one repetition, and a "
                                   f"repeated seed reruns the same trial; pass distinct seeds, e.g. --seeds "
@@ -404,7 +413,8 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     if auto and list(seeds) != [AUTO]:
         p.error("--seeds auto chooses the seeds itself: pass --seeds auto alone, or a list of seed numbers")
     if auto:  # every seed a row may run; the looks decide how many it does (adbs_lab/search/auto_seeds.py)
-        seeds = tuple(range(ns.max_seeds if ns.max_seeds is not None and ns.max_seeds >= 3 else DEFAULT_MAX_SEEDS))
+        cap = ns.max_seeds if ns.max_seeds is not None and ns.max_seeds >= 3 else DEFAULT_MAX_SEEDS
+        seeds = tuple(range(min(cap, MAX_SEEDS + 1)))  # check() refuses a cap above MAX_SEEDS, by its value
     if seeds is None:  # not typed: the study's default, which may follow one of its own flags (--num-samples)
         seeds = (d.smoke_seeds if ns.smoke and d.smoke_seeds else
                  next((s_ for flag, s_ in d.seeds_when if _given(ns, flag)), d.seeds))
@@ -455,5 +465,5 @@ def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.e
     return [python(), *argv] + ([] if "--resume" in argv else ["--resume"])
 
 
-__all__ = ["Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command", "check_name",
+__all__ = ["MAX_SEEDS", "Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command", "check_name",
            "FLAGS_ONLY_ENV"]

@@ -47,13 +47,14 @@ Pair = tuple[str, str]
 def family(labels: Sequence[str], reference: str | Mapping[str, str] | None,
            parents: Mapping[str, str] | None = None) -> list[Pair]:
     """The table's comparisons in row order: each row against its reference, then against its parent where that is
-    another row; a row is never compared with itself, nor with a row the table does not hold."""
+    another row; a row is never compared with itself, nor with a row the table does not hold, and a pair is compared
+    once (not again in the other direction)."""
     ref = dict(reference) if isinstance(reference, Mapping) else {lab: reference for lab in labels} if reference else {}
     present = set(labels)
     out: list[Pair] = []
     for lab in labels:
         for other in (ref.get(lab), (parents or {}).get(lab)):
-            if other and other != lab and other in present and (lab, other) not in out:
+            if other and other != lab and other in present and not {(lab, other), (other, lab)} & set(out):
                 out.append((lab, other))
     return out
 
