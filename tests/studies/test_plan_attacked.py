@@ -1,4 +1,5 @@
-"""Adversarial checks on --plan, --reference, --resolve and --max-seeds: each test below failed before its fix. Fast, no Ray: a finished study folder is written by hand, and --plan reads it."""
+"""Adversarial checks on --plan, --reference, --resolve and --max-seeds: each test below failed before its fix.
+Fast, no Ray: a finished study folder is written by hand, and --plan reads it."""
 
 from __future__ import annotations
 
