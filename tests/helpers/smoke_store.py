@@ -6,6 +6,8 @@ types it, in a subprocess on the session's Ray instance.
 
 from __future__ import annotations
 
+import re
+
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -44,12 +46,13 @@ def smoke_store(ray_address: str, tmp_path_factory) -> SmokeStore:
 
 
 def printed_table(stdout: str) -> str:
-    """The table the study printed: the lines after its 'test accuracy (%) per session' header."""
+    """The table the study printed: the lines after its 'test accuracy (%) per session' header (the verdicts' lines
+    open it), up to its best configuration's line."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "test accuracy (%) per session" in line) + 1
     out = []
-    for line in lines[start:]:
-        if not line.strip() or line.startswith("best configuration"):
+    for line in lines[start:]:  # the verdicts' lines, a blank line, the table: up to the best configuration's line
+        if line.startswith("best configuration") or re.match(r"\S+: \d+ trials \(", line):
             break
         out.append(line)
-    return "\n".join(out)
+    return "\n".join(out).rstrip("\n")
