@@ -33,3 +33,12 @@ def mean_ci(mean: object, half: object = None, digits: int = 2, *, pm: str = " Â
         return MISSING
     shown = number(mean, digits, signed=signed)
     return shown + pm + number(half, digits) if finite(half) else shown
+
+
+def duration(seconds: float) -> str:
+    """4 s, 12 min, 2.3 h: what a person reads at a glance."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

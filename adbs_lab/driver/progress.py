@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ray.tune import Callback
 
+from adbs.cells import duration
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.objectives import DEFAULT, Objective
 from adbs_lab.results.pareto import front
@@ -119,14 +120,14 @@ class Progress(Callback):
         if per is not None:
             parts.append(f"{per:.1f} s/epoch")
             if epoch < n:
-                parts.append(f"trial ETA {_duration((n - epoch) * per)} + its incremental sessions")
+                parts.append(f"trial ETA {duration((n - epoch) * per)} + its incremental sessions")
         print(f"{self._stamp()} {describe(trial.config, self.varying)}: {', '.join(parts)}", flush=True)
         if per is not None and not self.estimated:
             self.estimated = True
             waves = -(-self.total // self.max_concurrent)
-            print(f"{self._stamp()} estimate from this epoch: base session ~{_duration(n * per)} per trial "
+            print(f"{self._stamp()} estimate from this epoch: base session ~{duration(n * per)} per trial "
                   f"({n} epochs x {per:.1f} s); {self.total} trials, {self.max_concurrent} at a time: ~"
-                  f"{_duration(waves * n * per)} of base sessions in all (less where base sessions are reused or "
+                  f"{duration(waves * n * per)} of base sessions in all (less where base sessions are reused or "
                   "trials pruned; the incremental sessions add a little)", flush=True)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
@@ -168,12 +169,3 @@ def _last_line(trial) -> str:
     from adbs_lab.driver.outcome import error_line, trial_error
 
     return error_line(trial_error(trial))
-
-
-def _duration(seconds: float) -> str:
-    """4 s, 12 min, 2.3 h: what a person reads at a glance."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

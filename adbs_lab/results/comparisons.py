@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from adbs.cells import number
+from adbs.cells import duration, number
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.search.auto_seeds import differences
@@ -280,7 +280,7 @@ def plan_lines(compared: Sequence[Compared], seconds: Mapping[str, float] | None
                               {name(c.pair): c.pair for c in open_}, seconds) if timed and seconds else None
     if cost is not None and cost.seeds_by_row:
         rows = ", ".join(f"{k} more of {row}" for row, k in cost.seeds_by_row.items() if k)
-        lines.append(f"  cost on this machine: about {_duration(cost.seconds)} of trials ({rows}; at each row's "
+        lines.append(f"  cost on this machine: about {duration(cost.seconds)} of trials ({rows}; at each row's "
                      "measured seconds per trial; a new seed trains its own base sessions)")
     return lines
 
@@ -293,12 +293,6 @@ def _plan_text(p: planner.SeedPlan) -> str:
     return "; ".join(x for x in (need, point, p.note) if x)
 
 
-def _duration(s: float) -> str:
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
 
 
 def cell(c: Compared) -> tuple[float, float, int]:
