@@ -19,5 +19,5 @@ nothing; pandas and matplotlib load with the modules that draw.
     paper        the paper's tables from the studies of studies/paper.py
 """
 
-__all__ = ["seed_counts", "compare", "comparisons", "across_tasks", "tables", "renderings", "notes", "figures", "tradeoff", "pareto",
-           "importance", "run_files", "run_pick", "from_store", "paper"]
+__all__ = ["seed_counts", "compare", "comparisons", "across_tasks", "tables", "renderings", "notes", "figures",
+           "tradeoff", "pareto", "importance", "run_files", "run_pick", "from_store", "paper"]

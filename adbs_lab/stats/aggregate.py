@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, Union
 
 import numpy as np
 from scipy import stats
 
-__all__ = ["REPS", "FEW_RUNS", "Interval", "iqm", "improvement", "iqm_interval", "improvement_interval",
+__all__ = ["Runs", "REPS", "FEW_RUNS", "Interval", "iqm", "improvement", "iqm_interval", "improvement_interval",
            "stratified_statistic", "expanded_level"]
+
+Runs = Union[Sequence[float], np.ndarray]
+"""One task's values: a run per seed."""
 
 REPS = 5000
 """Bootstrap resamples: the percentile ends at α/2 = 0.025 then rest on 125 resamples each, and on 25 at a
@@ -60,26 +63,26 @@ class Interval:
         return int(sum(self.runs))
 
 
-def _finite(tasks: Sequence[Sequence[float]]) -> list[np.ndarray]:
+def _finite(tasks: Sequence[Runs]) -> list[np.ndarray]:
     """Each task's finite values (a diverged run has none: it is left out, and the caller counts it)."""
     out = [np.asarray(t, dtype=float) for t in tasks]
     return [t[np.isfinite(t)] for t in out]
 
 
-def iqm(tasks: Sequence[Sequence[float]]) -> float:
+def iqm(tasks: Sequence[Runs]) -> float:
     """The interquartile mean of all runs of all tasks pooled (NaN without a run)."""
     pooled = np.concatenate(_finite(tasks)) if len(tasks) else np.array([])
     return float(stats.trim_mean(pooled, 0.25)) if pooled.size else math.nan
 
 
-def _wins(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
+def _wins(x: Runs, y: Runs) -> np.ndarray:
     """Per seed pair: 1 where x beats y, 1/2 on a tie, 0 otherwise; pairs with a non-finite side are left out."""
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     ok = np.isfinite(a) & np.isfinite(b)
     return (a[ok] > b[ok]) + 0.5 * (a[ok] == b[ok])
 
 
-def improvement(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float:
+def improvement(pairs: Sequence[tuple[Runs, Runs]]) -> float:
     """P(X > Y): per task the share of paired seeds where X beats Y (ties half), averaged over the tasks that have a
     pair. `pairs`: per task (X's values, Y's values), aligned seed by seed."""
     shares = [w.mean() for w in (_wins(x, y) for x, y in pairs) if w.size]
@@ -124,7 +127,7 @@ def _interval(estimate: float, boot: np.ndarray, level: float, runs: tuple[int, 
     return Interval(estimate, float(np.quantile(ok, a)), float(np.quantile(ok, 1 - a)), level, runs)
 
 
-def iqm_interval(tasks: Sequence[Sequence[float]], level: float = 0.95, reps: int = REPS, seed: int = 0,
+def iqm_interval(tasks: Sequence[Runs], level: float = 0.95, reps: int = REPS, seed: int = 0,
                  expand: bool = True) -> Interval:
     """The IQM of the tasks' runs and its stratified-bootstrap percentile interval at `level` (expanded, unless
     `expand` is False: the plain percentile interval, rliable's, kept to measure what the expansion buys)."""
@@ -133,7 +136,7 @@ def iqm_interval(tasks: Sequence[Sequence[float]], level: float = 0.95, reps: in
     return _interval(iqm(vals), boot, level, tuple(v.size for v in vals), expand)
 
 
-def improvement_interval(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], level: float = 0.95,
+def improvement_interval(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95,
                          reps: int = REPS, seed: int = 0, expand: bool = True) -> Interval:
     """The paired probability of improvement and its interval: the seed pairs resampled within each task."""
     wins = [_wins(x, y) for x, y in pairs]
