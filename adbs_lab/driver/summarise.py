@@ -107,12 +107,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
         from adbs_lab.search.auto_seeds import end_line
 
         print(end_line(auto, p.looks))
-    if out.race is not None and p.race is not None:  # the race's verdicts, each with the n that reached it
-        said = racing.verdict_lines(out.race, p.race, p.objectives[0].name)
-        if said:
-            print("\nthe race's verdicts (all true together with probability at least 95%; docs/statistics.md):\n"
-                  + "\n".join(said))
-        print(racing.end_line(out.race, p.race))
+    _print_race(p, out)
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
     if out.code != OK:
@@ -136,6 +131,17 @@ def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | N
         return best
     ok, tied = comparisons.best_standing(str(best["config_label"]), compared)
     return {**best, "resolved_by_verdicts": ok, **({} if ok else {"indistinguishable_from": tied})}
+
+
+def _print_race(p: Prepared, out: Outcome) -> None:
+    """A raced search's verdicts, each with the n that reached it, and why the race stopped."""
+    if out.race is None or p.race is None:
+        return
+    said = racing.verdict_lines(out.race, p.race, p.objectives[0].name)
+    if said:
+        print("\nthe race's verdicts (all true together with probability at least 95%; docs/statistics.md):\n"
+              + "\n".join(said))
+    print(racing.end_line(out.race, p.race))
 
 
 def _race_best(trials: pd.DataFrame, p: Prepared, race: Race) -> dict | None:
@@ -186,7 +192,7 @@ def race_notes(p: Prepared, race: Race | None) -> list[str]:
     the leader's test figures marked post-selection."""
     if race is None or p.race is None or race.leader is None:
         return []
-    seeds = racing.post_selection(race)["seeds"]  # type: ignore[index]
+    seeds = (racing.post_selection(race) or {}).get("seeds", [])
     return [*racing.verdict_lines(race, p.race, p.objectives[0].name),
             f"post-selection: the test figures of {race.leader} (the race's leader) are over seeds "
             f"{', '.join(map(str, seeds))}, every one of which chose it on validation, so they are optimistic; run "
@@ -204,13 +210,15 @@ def _print_best(out: Outcome) -> None:
         tied = out.best.get("indistinguishable_from") or []
         print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
               f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "
-              f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; --plan says how many "
-              "seeds would settle it)")
+              f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; "
+              + ("a larger --max-seeds races on)" if out.best.get("race") else "--plan says how many seeds would "
+                 "settle it)"))
     elif out.best and out.best.get("race"):
         r = out.best["race"]
         print(f"best configuration by {out.best['objective']}: {out.best['config_label']} "
               f"({out.best['mean_over_seeds']:.2f} over seeds {', '.join(map(str, out.best['trial_seeds']))}), the "
-              f"race's leader, resolved against the other {len(r['contenders']) - 1} contenders at "
+              f"race's leader, resolved against the other {len(r['contenders']) - 1} contender"
+              f"{'s' * (len(r['contenders']) != 2)} at "
               f"{r['fresh_seeds']} fresh seeds; its test figures are post-selection (best_config.json)")
     elif out.best:
         print(f"best configuration by {out.best['objective']}"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 
 from adbs_lab.search.auto_seeds import differences
 from adbs_lab.stats.looks import Looks
@@ -132,7 +132,10 @@ def _contenders(screen: Mapping[str, float], plan: RacePlan) -> tuple[str, ...]:
     return tuple(lab for _, lab in sorted(ok)[:plan.top])
 
 
-def _fresh(d: Mapping[int, object], n: int) -> dict[int, object]:
+V = TypeVar("V")
+
+
+def _fresh(d: Mapping[int, V], n: int) -> dict[int, V]:
     return {s: v for s, v in d.items() if SCREEN_SEED < s <= SCREEN_SEED + n}
 
 
@@ -144,7 +147,7 @@ def _leader(contenders: Sequence[str], targets: Mapping[str, int], values: Mappi
     racing = [c for c in contenders if targets[c] == most]
 
     def score(c: str) -> float:
-        xs = [sign * v for v in _fresh(values.get(c, {}), most).values() if math.isfinite(v)]  # type: ignore[arg-type]
+        xs = [sign * v for v in _fresh(values.get(c, {}), most).values() if math.isfinite(v)]
         return sum(xs) / len(xs) if xs else -math.inf
 
     return max(racing, key=lambda c: (score(c), -racing.index(c)))
@@ -174,8 +177,7 @@ def replay(screen: Mapping[str, float], screened: bool, values: Mapping[str, Map
         seen_s = {c: _fresh(states.get(c, {}), targets[c]) for c in contenders}
         leader = _leader(contenders, targets, seen_v, plan.sign)
         pairs = {c: (c, leader) for c in contenders if c != leader}
-        diffs = {c: [plan.sign * d for d in differences(pair, seen_v, seen_s)]  # type: ignore[arg-type]
-                 for c, pair in pairs.items()}
+        diffs = {c: [plan.sign * d for d in differences(pair, seen_v, seen_s)] for c, pair in pairs.items()}
         nb = next_batch(diffs, pairs, plan.looks, plan.delta, plan.m)
         verdicts = dict(nb.verdicts)
         n_resolved = sum(v.verdict is not Label.NOT_RESOLVED for v in nb.verdicts.values())
@@ -187,7 +189,8 @@ def replay(screen: Mapping[str, float], screened: bool, values: Mapping[str, Map
 
 
 def start_text(plan: RacePlan) -> str:
-    return (f"--seeds auto (a race): {plan.samples} samples on seed {SCREEN_SEED}, then the best {min(plan.top, plan.samples)} on "
+    return (f"--seeds auto (a race): {plan.samples} samples on seed {SCREEN_SEED}, then the best "
+            f"{min(plan.top, plan.samples)} on "
             f"the validation objective race on fresh seeds from {SCREEN_SEED + 1} (looks at "
             f"{', '.join(map(str, plan.looks.sizes))} fresh seeds; docs/statistics.md)")
 
@@ -216,7 +219,8 @@ def end_line(race: Race, plan: RacePlan) -> str:
     if not race.looks:
         return f"--seeds auto: no race ({len(race.contenders)} configuration completed its screening seed)"
     last = race.looks[-1]
-    why = (f"the leader {race.leader} is resolved against the other {last.m} contenders at look {last.k} "
+    others = "the other contender" if last.m == 1 else f"the other {last.m} contenders"
+    why = (f"the leader {race.leader} is resolved against {others} at look {last.k} "
            f"({last.n} fresh seeds)" if race.reason == ALL_RESOLVED else
            f"the cap of {plan.looks.max_seeds} fresh seeds was reached with {last.m - last.resolved} of {last.m} "
            f"contenders unresolved against the leader {race.leader}")
@@ -242,7 +246,7 @@ def verdict_lines(race: Race, plan: RacePlan, objective: str) -> list[str]:
     return out
 
 
-def post_selection(race: Race) -> dict[str, object] | None:
+def post_selection(race: Race) -> dict[str, Any] | None:
     """best_config.json's record of the leader's test figures: every seed it ran chose it (seed 0 put it among the
     contenders, the fresh seeds made it the leader), so its test accuracy on them is post-selection."""
     if race.leader is None:

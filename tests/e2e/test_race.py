@@ -2,7 +2,7 @@
 function whose validation accuracy rises with alpha: four samples on seed 0, the best three race on fresh seeds,
 the leader is the largest alpha among them and is resolved; best_config.json marks its test figures post-selection,
 and the Optuna record says which seeds each told value covers. A driver SIGKILLed once a race trial finished and
---resume'd reaches the same verdicts and reruns no finished trial."""
+--resume'd reaches the same verdicts and reruns no finished trial (a smaller race: 3 samples, the best 2)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def _verdicts(out: str) -> list[str]:
     return list(dict.fromkeys(line.strip() for line in out.splitlines() if "(race leader):" in line))
 
 
-def test_a_raced_sampled_search_resolves_its_leader_and_resumes_to_the_same_verdicts(study_cmd, storage, tmp_path):
+def test_a_raced_sampled_search_resolves_its_leader_and_marks_its_test_figures_post_selection(study_cmd, storage, tmp_path):
     cmd = study_cmd("x", "--smoke", "--num-samples", "4", "--seeds", "auto", "--max-seeds", "5",
                     "--max-concurrent", "2", "--cpus-per-trial", "0.5")
     cmd[1] = str(_script(tmp_path, 0.05))
@@ -98,7 +98,17 @@ def test_a_raced_sampled_search_resolves_its_leader_and_resumes_to_the_same_verd
     assert all(t.user_attrs["seeds"] == [1, 2, 3] and t.state.name == "COMPLETE" for t in raced)
     assert all(t.user_attrs["seeds"] == [0] for t in study.trials if t not in raced)
 
-    # the same study again under another name, its driver SIGKILLed once a race trial finished; --resume
+
+def test_a_race_killed_after_its_first_race_trial_resumes_to_the_same_verdicts(study_cmd, storage, tmp_path):
+    """Three samples, the best two race: run once through, then again under another name, its driver SIGKILLed
+    once a race trial finished, and --resume'd."""
+    cmd = study_cmd("x", "--smoke", "--num-samples", "3", "--seeds", "auto", "--max-seeds", "3", "--race-top", "2",
+                    "--max-concurrent", "2", "--cpus-per-trial", "0.5")
+    cmd[1] = str(_script(tmp_path, 0.05))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    verdicts, seeds = _verdicts(r.stdout), _seeds(storage)
+    assert len(verdicts) == 1 and sorted(len(s) for s in seeds.values()) == [1, 4, 4]
     other = storage.parent / "again"
     killed = [a if a != str(storage) else str(other) for a in cmd]
     killed[1] = str(_script(tmp_path, 0.6))
@@ -121,3 +131,4 @@ def test_a_raced_sampled_search_resolves_its_leader_and_resumes_to_the_same_verd
     assert "resuming: " in again.stdout and "race stopped after look" not in before
     assert not [f for f in finished if f"{f}: started" in again.stdout], again.stdout
     assert _verdicts(again.stdout) == verdicts and _seeds(other) == seeds
+    assert "race stopped after look 1" in again.stdout

@@ -37,7 +37,7 @@ def test_the_top_three_on_the_screening_seed_race_and_a_clear_leader_is_resolved
     assert {c: v.verdict for c, v in r.verdicts.items()} == {"b": Label.WORSE, "c": Label.WORSE}
     assert "race look 1 of at most 4 at 3 fresh seeds: leader a; 2 of 2 contenders resolved" in look_line(r.looks[0], PLAN)
     assert "n=3, reached at look 1 of 4, 3 seeds): worse" in verdict_lines(r, PLAN, "val_avg_acc")[0]
-    assert post_selection(r)["seeds"] == [0, 1, 2, 3]  # type: ignore[index]
+    assert (post_selection(r) or {})["seeds"] == [0, 1, 2, 3]
     assert "race stopped after look 1: the leader a is resolved" in end_line(r, PLAN)
 
 
