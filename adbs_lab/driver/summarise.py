@@ -170,6 +170,7 @@ def race_state(p: Prepared, trials: pd.DataFrame) -> Race | None:
         return None
     name = p.objectives[0].name
     screen: dict[str, float] = {}
+    n_screened = 0
     values: dict[str, dict[int, float]] = {}
     states: dict[str, dict[int, str]] = {}
     rows = trials[trials["state"].isin(K.ENDED)] if len(trials) and "state" in trials else trials.iloc[:0]
@@ -179,12 +180,13 @@ def race_state(p: Prepared, trials: pd.DataFrame) -> Race | None:
         lab, seed, state = str(r[trial_records.LABEL]), int(r["seed"]), str(r["state"])
         value = float(r[name]) if state == K.COMPLETE and K.finite(r.get(name)) else float("nan")
         if seed == racing.SCREEN_SEED:
-            screen[lab] = value
+            n_screened += 1
+            racing.screened(screen, lab, value, p.race.sign)
         else:
             states.setdefault(lab, {})[seed] = state
             if state == K.COMPLETE:
                 values.setdefault(lab, {})[seed] = value
-    return racing.replay(screen, len(screen) >= p.race.samples, values, states, p.race)
+    return racing.replay(screen, n_screened >= p.race.samples, values, states, p.race)
 
 
 def race_notes(p: Prepared, race: Race | None) -> list[str]:

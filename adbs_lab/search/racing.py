@@ -35,7 +35,7 @@ from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP, next_batch
 from adbs_lab.stats.verdicts import Label, Verdict
 
-__all__ = ["DEFAULT_TOP", "SCREEN_SEED", "RACE_OF", "RESOLVING", "RacePlan", "RaceLook", "Race", "replay",
+__all__ = ["DEFAULT_TOP", "SCREEN_SEED", "RACE_OF", "RESOLVING", "RacePlan", "RaceLook", "Race", "replay", "screened",
            "pairs_m", "look_line", "end_line", "start_text", "verdict_lines", "post_selection", "resolved"]
 
 DEFAULT_TOP = 3
@@ -124,6 +124,15 @@ def resolved(race: Race) -> bool:
     """The leader is resolved: the race stopped with every other contender resolved against it (worse, or within
     ±δ); a single contender is resolved trivially."""
     return race.done and race.leader is not None and all(v.verdict in RESOLVING for v in race.verdicts.values())
+
+
+def screened(screen: dict[str, float], label: str, value: float, sign: float) -> None:
+    """Keep a screening trial's value in `screen` {label: value}. Two samples of one configuration (a categorical
+    space can draw it twice) are one label: the better value stands, whichever ended first, so the searcher and the
+    summary, which read the trials in different orders, rank alike."""
+    prev = screen.get(label)
+    if prev is None or not math.isfinite(prev) or (math.isfinite(value) and sign * value > sign * prev):
+        screen[label] = value
 
 
 def _contenders(screen: Mapping[str, float], plan: RacePlan) -> tuple[str, ...]:

@@ -224,6 +224,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._looks_said = 0  # looks printed
         self._race = race
         self._race_screen: dict[str, float] = {}  # race: screening label -> its objective (NaN: not complete)
+        self._race_screen_ids: set[str] = set()  # race: the screening trials that ended (Tune trial ids)
         self._race_ended: dict[str, dict[int, tuple[str, float]]] = {}  # race: label -> fresh seed -> (state, value)
         self._race_number: dict[str, int] = {}  # race: contender label -> its race's Optuna trial number
         super().__init__(
@@ -500,10 +501,12 @@ class StudySearch(_LiveStudy, OptunaSearch):
         values = {row: {s: v for s, (st, v) in seeds.items() if st == K.COMPLETE}
                   for row, seeds in self._race_ended.items()}
         states = {row: {s: st for s, (st, _) in seeds.items()} for row, seeds in self._race_ended.items()}
-        return racing.replay(self._race_screen, len(self._race_screen) >= race.samples, values, states, race)
+        return racing.replay(self._race_screen, len(self._race_screen_ids) >= race.samples, values, states, race)
 
     def _race_record(self, trial_id: str, result: dict | None) -> None:
         """A trial of a raced study ended: keep its value (the first objective, validation), then look."""
+        race = self._race
+        assert race is not None
         number, seed, state = self._number.get(trial_id), self._seed_of.get(trial_id), self._ended.get(trial_id)
         if number is None or seed is None or state not in K.ENDED:
             return
@@ -511,7 +514,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
         values = self._values(result) if state == K.COMPLETE else None
         value = values[0] if values else math.nan
         if g.get(racing.RACE_OF) is None:
-            self._race_screen[g["row"]] = value
+            self._race_screen_ids.add(trial_id)
+            racing.screened(self._race_screen, g["row"], value, race.sign)
         else:
             self._race_ended.setdefault(g["row"], {})[seed] = (state, value)
         self._race_look()

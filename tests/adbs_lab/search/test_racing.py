@@ -1,6 +1,6 @@
 """adbs_lab/search/racing.py: the race of a sampled search's best configurations on fresh seeds. Its steps on
-fixed values (contenders, leader, who runs the next batch, the cap, a resumed batch), and simulated races against
-known truth: under no difference no false verdict in more than α + 2√(α(1-α)/N) of races, a true best chosen and
+fixed values (contenders, leader, who runs the next batch, the cap, a resumed batch), the searcher's screening,
+race and Optuna record (no Ray run), and simulated races against known truth: under no difference no false verdict in more than α + 2√(α(1-α)/N) of races, a true best chosen and
 resolved at the rate docs/statistics.md states, and the check failing for a race without Bonferroni over its pairs."""
 
 from __future__ import annotations
@@ -8,8 +8,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from adbs_lab.search.racing import (RacePlan, Race, SCREEN_SEED, end_line, look_line, post_selection, replay,
-                                    resolved, verdict_lines)
+import optuna
+import pytest
+
+from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.tune_keys import SEED_KEY, SEEDS_ATTR
+from adbs_lab.search.racing import (RACE_OF, RacePlan, Race, SCREEN_SEED, end_line, look_line, post_selection,
+                                    replay, resolved, verdict_lines)
+from adbs_lab.search.searcher import BaseEpochStopper, StudySearch
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP
 from adbs_lab.stats.simulate import false_verdicts
@@ -125,3 +131,49 @@ def test_the_error_check_catches_a_race_without_bonferroni_over_its_pairs():
     means = [0.0, 0.0, 0.0]
     false = [_false(_simulate(rng, means, 1.0, plan)[0], means, 1.0) for _ in range(N_RACES)]
     assert np.mean(false) > BOUND
+
+
+def _summary(value: float) -> dict:
+    return {K.REPORT_KIND: K.KIND_SUMMARY, K.OBJECTIVE: value}
+
+
+def _batch(s: StudySearch, start: int) -> list[tuple[str, dict]]:
+    out = []
+    for i in range(start, start + 50):
+        config = s.suggest(f"t{i}")
+        if not isinstance(config, dict):
+            return out
+        out.append((f"t{i}", config))
+    return out
+
+
+def test_the_searcher_screens_then_races_and_each_told_value_covers_the_seeds_its_trial_names(tmp_path, capsys):
+    from optuna.distributions import FloatDistribution
+    from ray.tune.search import Searcher
+
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    plan = RacePlan(looks=Looks(max_seeds=3), top=2, samples=3, delta=1.0, label_keys=("alpha",))
+    s = StudySearch({"alpha": FloatDistribution(0.01, 0.1, log=True)}, storage_url=url, study_name="s",
+                    sampler=optuna.samplers.TPESampler(seed=0), race=plan)
+    s.set_search_properties(None, None, {})
+    screening = _batch(s, 0)
+    assert len(screening) == 3 and all(c[SEED_KEY] == 0 and RACE_OF not in c for _, c in screening)
+    for tid, c in screening:
+        s.on_trial_complete(tid, _summary(1000 * c["alpha"]))
+    race = _batch(s, 100)
+    alphas = sorted(c["alpha"] for _, c in screening)[1:]  # the best two on seed 0: the larger alphas
+    assert sorted((c["alpha"], c[SEED_KEY]) for _, c in race) == [(a, n) for a in alphas for n in (1, 2, 3)]
+    stopper = BaseEpochStopper(storage_url=url, study_name="s", pruner=optuna.pruners.MedianPruner())
+    assert stopper(race[0][0], {"config": race[0][1], K.REPORT_KIND: K.KIND_BASE}) is False  # never pruned
+    for tid, c in race:
+        s.on_trial_complete(tid, _summary(1000 * c["alpha"] + 0.1 * c[SEED_KEY]))
+    assert "race look 1 of at most 1 at 3 fresh seeds: leader " in capsys.readouterr().out
+    assert s.suggest("more") == Searcher.FINISHED and s.race_state().leader is not None
+    study = optuna.load_study(study_name="s", storage=url)
+    raced = sorted((t for t in study.trials if RACE_OF in t.user_attrs), key=lambda t: t.params["alpha"])
+    assert len(study.trials) == 5 and [t.params["alpha"] for t in raced] == alphas
+    for t in raced:  # told the mean over its fresh seeds, which its `seeds` names
+        assert t.user_attrs[SEEDS_ATTR] == [1, 2, 3] and t.value == pytest.approx(1000 * t.params["alpha"] + 0.2)
+    for t in study.trials:
+        if t not in raced:  # a screening trial: seed 0's value, as without --seeds auto
+            assert t.user_attrs[SEEDS_ATTR] == [0] and t.value == pytest.approx(1000 * t.params["alpha"])
