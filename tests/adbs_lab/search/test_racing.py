@@ -1,7 +1,8 @@
 """adbs_lab/search/racing.py: the race of a sampled search's best configurations on fresh seeds. Its steps on
 fixed values (contenders, leader, who runs the next batch, the cap, a resumed batch), the searcher's screening,
-race and Optuna record (no Ray run), and simulated races against known truth: under no difference no false verdict in more than α + 2√(α(1-α)/N) of races, a true best chosen and
-resolved at the rate docs/statistics.md states, and the check failing for a race without Bonferroni over its pairs."""
+race and Optuna record (no Ray run), and simulated races against known truth: under no difference no false
+verdict in more than α + 2√(α(1-α)/N) of races, a true best chosen and resolved at the rate docs/statistics.md
+states, and the check failing for a race without Bonferroni over its pairs."""
 
 from __future__ import annotations
 
