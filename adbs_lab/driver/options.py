@@ -118,7 +118,8 @@ class StudyOptions:
     # --- study ----------------------------------------------------------------------------------
     seeds: tuple[int, ...] = _flag(group="study", default=(0,))
     """repeat every configuration over these seeds, each the Config's seed and split_seed; `auto` (a grid's rows):
-    seeds 0 1 2, then 2 more at a time for the rows of unresolved comparisons, up to --max-seeds"""
+    seeds 0 1 2, then 2 more at a time for the rows of unresolved comparisons, up to --max-seeds; `auto` on a
+    sampled search (--num-samples): each sample on seed 0, then the best --race-top race on fresh seeds"""
     seeds_auto: bool = _flag(flag=None, default=False)
     """--seeds auto: the seeds follow the looks (adbs_lab/search/auto_seeds.py); `seeds` is then 0 .. max_seeds-1,
     the most a row may run."""
