@@ -186,7 +186,10 @@ def replay(screen: Mapping[str, float], screened: bool, values: Mapping[str, Map
         seen_s = {c: _fresh(states.get(c, {}), targets[c]) for c in contenders}
         leader = _leader(contenders, targets, seen_v, plan.sign)
         pairs = {c: (c, leader) for c in contenders if c != leader}
-        diffs = {c: [plan.sign * d for d in differences(pair, seen_v, seen_s)] for c, pair in pairs.items()}
+        # a pair is read at the last look both have all the seeds of (never an earlier look's seeds at a later
+        # look's level), so every interval read is one of the family's: a pair at a look, at α_k / m
+        diffs = {c: [plan.sign * d for d in differences(pair, seen_v, seen_s)][:min(targets[c], targets[leader])]
+                 for c, pair in pairs.items()}
         nb = next_batch(diffs, pairs, plan.looks, plan.delta, plan.m)
         verdicts = dict(nb.verdicts)
         n_resolved = sum(v.verdict is not Label.NOT_RESOLVED for v in nb.verdicts.values())
@@ -212,8 +215,11 @@ def look_line(look: RaceLook, plan: RacePlan) -> str:
         return f"{head}; stop: the leader is resolved"
     if look.reason == CAP:
         return f"{head}; stop: the cap of {plan.looks.max_seeds} fresh seeds is reached, {look.m - look.resolved} unresolved"
-    n = max(look.next.values())
-    return f"{head}; next: {', '.join(sorted(look.next))} to {n} fresh seeds"
+    by_target: dict[int, list[str]] = {}
+    for row, n in look.next.items():
+        by_target.setdefault(n, []).append(row)
+    nxt = "; ".join(f"{', '.join(sorted(rows))} to {n} fresh seeds" for n, rows in sorted(by_target.items()))
+    return f"{head}; next: {nxt}"
 
 
 def end_line(race: Race, plan: RacePlan) -> str:

@@ -62,6 +62,15 @@ def test_an_unresolved_contender_and_the_leader_run_the_next_batch_and_a_resolve
     assert second.missing == {"a": [6, 7], "c": [6, 7]} and second.looks[1].n == 5
 
 
+def test_a_new_leader_brings_back_a_contender_not_resolved_against_it_read_at_the_look_its_seeds_reached():
+    fresh = {"a": [60.0] * 7, "b": [55.0, 65.0, 58.0, 70.0, 70.0, 70.0, 70.0], "c": [50.0, 50.1, 49.9, 50.0, 50.0]}
+    r = _race({"a": 3.0, "b": 2.0, "c": 1.0}, {k: v[:5] if k != "c" else v[:3] for k, v in fresh.items()})
+    assert [look.leader for look in r.looks] == ["a", "b"] and r.looks[0].next == {"a": 5, "b": 5}
+    assert r.verdicts["c"].look == 1 and r.verdicts["c"].verdict is Label.NOT_RESOLVED  # c vs b over c's 3 seeds
+    assert r.looks[1].next == {"c": 5, "a": 7, "b": 7} and r.missing == {"c": [4, 5], "a": [6, 7], "b": [6, 7]}
+    assert "next: c to 5 fresh seeds; a, b to 7 fresh seeds" in look_line(r.looks[1], PLAN)
+
+
 def test_the_cap_leaves_the_leader_unresolved_and_says_so():
     noisy = {"a": [60.0, 58.0, 62.0, 59.0, 61.0], "b": [61.0, 57.0, 60.0, 60.0, 59.5]}
     plan = RacePlan(looks=Looks(max_seeds=5), top=2, samples=2, delta=0.1, label_keys=("alpha",))
