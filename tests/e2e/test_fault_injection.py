@@ -30,6 +30,18 @@ def _run(cmd, env=None):
     return r
 
 
+def _start(cmd: list[str], out: Path) -> tuple[subprocess.Popen, Path]:
+    """The study started in the background, its output to `out`; `_finish` waits for it."""
+    with open(out, "w") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, cwd="/"), out
+
+
+def _finish(started: tuple[subprocess.Popen, Path]) -> None:
+    proc, out = started
+    proc.wait(800)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{out.read_text()[-8000:]}"
+
+
 def _trial_runs(uri):
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("alpha_sweep")
@@ -40,15 +52,18 @@ def test_killed_worker_resumes_to_identical_results(study_cmd, storage, tracking
     marker = tmp_path / "markers"
     marker.mkdir()
     fault = {FAULT_ENV: json.dumps({"kill_at_base_epoch": 3, "marker_dir": str(marker)})}
-    _run(study_cmd("alpha_sweep", *ONE_TRIAL, "--seeds", "0"), env=fault)
-    assert (marker / "killed-seed0").exists(), "the fault was not injected"
-    crashed = pd.read_parquet(storage / "alpha_sweep" / "sessions.parquet")
-
     clean_storage = tmp_path / "clean"
     cmd = study_cmd("alpha_sweep", *ONE_TRIAL, "--seeds", "0")
     cmd[cmd.index("--storage") + 1] = str(clean_storage)
     cmd[cmd.index("--tracking-uri") + 1] = f"sqlite:///{tmp_path / 'clean.db'}"
-    _run(cmd)
+    # The clean run beside the crashed one, not after it: its own folder and MLflow store, one trial (1 CPU) each on
+    # the session's 2-CPU Ray cluster; the fault reaches only the crashed run's trial (its driver forwards its own
+    # environment to its own job's workers), and the crashed run's restart (a new worker) is time the clean one trains.
+    clean_run = _start(cmd, tmp_path / "clean.out")
+    _run(study_cmd("alpha_sweep", *ONE_TRIAL, "--seeds", "0"), env=fault)
+    _finish(clean_run)
+    assert (marker / "killed-seed0").exists(), "the fault was not injected"
+    crashed = pd.read_parquet(storage / "alpha_sweep" / "sessions.parquet")
     clean = pd.read_parquet(clean_storage / "alpha_sweep" / "sessions.parquet")
 
     cols = ["session", "val_acc", "test_acc", "test_base_acc", "boundary_mean"]

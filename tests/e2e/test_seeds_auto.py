@@ -6,6 +6,7 @@ finished trial."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import textwrap
@@ -75,26 +76,52 @@ def _verdicts(out: str) -> list[str]:
     return list(dict.fromkeys(line.strip() for line in out.splitlines() if " vs ref: " in line))
 
 
-def test_seeds_auto_stops_when_resolved_and_resumes_to_the_same_verdicts(study_cmd, storage, tmp_path):
+def test_seeds_auto_stops_when_resolved_and_resumes_to_the_same_verdicts(study_cmd, storage, tmp_path, empty_mlflow_db):
     cmd = study_cmd("x", "--smoke", "--seeds", "auto", "--max-seeds", "5", "--max-concurrent", "2",
                     "--cpus-per-trial", "0.5")
     cmd[1] = str(_script(tmp_path, 0.05))
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "9 to 15 trials" in r.stdout and "--seeds auto: first batch 3 seeds, up to 5" in r.stdout
-    assert "look 1 of at most 2 at 3 seeds: 1 of 2 comparisons resolved; next: rows ref, b to 5 seeds" in r.stdout \
-        or "look 1 of at most 2 at 3 seeds: 1 of 2 comparisons resolved; next: rows b, ref to 5 seeds" in r.stdout
-    assert "stopped after look 2: all 2 comparisons resolved at look 2 (5 seeds); 13 trials in all" in r.stdout
+    # The same study again under another name, in a folder and MLflow store of its own, its driver SIGKILLed once the
+    # first look was taken, then --resume'd. It runs beside the uninterrupted study, not after it: the two share
+    # nothing but the Ray cluster (each 2 trials x 0.5 CPU, of its 2), and the trials sleep, so most of either
+    # run's time is waiting that the other fills.
+    other = storage.parent / "again"
+    (tmp_path / "mlflow-again").mkdir()
+    shutil.copy(empty_mlflow_db, tmp_path / "mlflow-again" / "mlflow.db")
+    killed = [a if a != str(storage) else str(other) for a in cmd]
+    killed[killed.index("--tracking-uri") + 1] = f"sqlite:///{tmp_path / 'mlflow-again' / 'mlflow.db'}"
+    killed[1] = str(_script(tmp_path, 0.6))
+    with open(tmp_path / "uninterrupted.out", "w+") as log:
+        first = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+        try:
+            before, again = _killed_then_resumed(killed)
+        finally:
+            first.wait(300)
+        log.seek(0)
+        out = log.read()
+    assert first.returncode == 0, out[-6000:]
+    assert "9 to 15 trials" in out and "--seeds auto: first batch 3 seeds, up to 5" in out
+    assert "look 1 of at most 2 at 3 seeds: 1 of 2 comparisons resolved; next: rows ref, b to 5 seeds" in out \
+        or "look 1 of at most 2 at 3 seeds: 1 of 2 comparisons resolved; next: rows b, ref to 5 seeds" in out
+    assert "stopped after look 2: all 2 comparisons resolved at look 2 (5 seeds); 13 trials in all" in out
     assert _trials(storage) == {"ref": [0, 1, 2, 3, 4], "a": [0, 1, 2], "b": [0, 1, 2, 3, 4]}
-    verdicts = _verdicts(r.stdout)
+    verdicts = _verdicts(out)
     assert len(verdicts) == 2 and "reached at look 1 of 2, 3 seeds): better" in verdicts[0]
     assert "reached at look 2 of 2, 5 seeds): better" in verdicts[1]
 
-    # the same study again under another name, its driver SIGKILLed once the first look was taken; --resume
-    other = storage.parent / "again"
-    killed = [a if a != str(storage) else str(other) for a in cmd]
-    killed[1] = str(_script(tmp_path, 0.6))
-    proc = subprocess.Popen(killed, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    finished = [line.split("]", 1)[1].split(": finished", 1)[0].strip() for line in before.splitlines()
+                if ": finished:" in line]
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "resuming: " in again.stdout and "13 trials in all" not in before  # killed mid-study
+    assert not [f for f in finished if f"{f}: started" in again.stdout], again.stdout
+    assert _trials(other) == {"ref": [0, 1, 2, 3, 4], "a": [0, 1, 2], "b": [0, 1, 2, 3, 4]}
+    assert _verdicts(again.stdout) == verdicts
+    assert "13 trials in all" in again.stdout
+
+
+def _killed_then_resumed(cmd: list[str]) -> tuple[str, subprocess.CompletedProcess]:
+    """Start the study, SIGKILL its driver once the first look was taken and Tune saved its state, then run it with
+    --resume: the killed run's output and the resumed run."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
     seen: list[str] = []
     deadline = time.time() + 240
     for line in proc.stdout:  # type: ignore[union-attr]
@@ -105,13 +132,4 @@ def test_seeds_auto_stops_when_resolved_and_resumes_to_the_same_verdicts(study_c
     time.sleep(4)  # Tune saves its experiment state every 2 s
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    before = "".join(seen)
-    finished = [line.split("]", 1)[1].split(": finished", 1)[0].strip() for line in before.splitlines()
-                if ": finished:" in line]
-    again = subprocess.run(killed + ["--resume"], capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "resuming: " in again.stdout and "13 trials in all" not in before  # killed mid-study
-    assert not [f for f in finished if f"{f}: started" in again.stdout], again.stdout
-    assert _trials(other) == {"ref": [0, 1, 2, 3, 4], "a": [0, 1, 2], "b": [0, 1, 2, 3, 4]}
-    assert _verdicts(again.stdout) == verdicts
-    assert "13 trials in all" in again.stdout
+    return "".join(seen), subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300, cwd=REPO)

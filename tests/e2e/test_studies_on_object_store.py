@@ -147,13 +147,22 @@ def test_killed_worker_resumes_from_its_checkpoint_in_the_bucket(s3, tmp_path, r
     one = ["--smoke", "--num-samples", "1", "--pruner", "none", "--set", "base_epochs=4", "--checkpoint-every", "1",
            "--seeds", "0"]
     env = {**_env(tmp_path / "tmp"), FAULT_ENV: json.dumps({"kill_at_base_epoch": 3, "marker_dir": str(marker)})}
-    _run(_cmd("alpha_sweep", s3.url(bucket, "runs"), tracking_uri, ray_address, *one), env)
+    clean_dir = tmp_path / "clean"
+    # The clean run beside the crashed one, not after it: its own folder and MLflow store, one trial (1 CPU) each on
+    # the session's 2-CPU Ray cluster; the fault reaches only the crashed run's trial (its driver forwards its own
+    # environment to its own job's workers), and the crashed run's restart (a new worker) is time the clean one trains.
+    with open(tmp_path / "clean.out", "w+") as log:
+        clean_run = subprocess.Popen(_cmd("alpha_sweep", str(clean_dir), f"sqlite:///{tmp_path / 'clean.db'}",
+                                          ray_address, *one, "--no-cache"),
+                                     stdout=log, stderr=subprocess.STDOUT, text=True, cwd="/", env=_env(tmp_path / "tmp"))
+        try:
+            _run(_cmd("alpha_sweep", s3.url(bucket, "runs"), tracking_uri, ray_address, *one), env)
+        finally:
+            clean_run.wait(600)
+        log.seek(0)
+        assert clean_run.returncode == 0, f"exit {clean_run.returncode}\n{log.read()[-8000:]}"
     assert (marker / "killed-seed0").exists(), "the fault was not injected"
     crashed = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep/sessions.parquet")))
-
-    clean_dir = tmp_path / "clean"
-    _run(_cmd("alpha_sweep", str(clean_dir), f"sqlite:///{tmp_path / 'clean.db'}", ray_address, *one, "--no-cache"),
-         _env(tmp_path / "tmp"))
     clean = pd.read_parquet(clean_dir / "alpha_sweep" / "sessions.parquet")
     cols = ["session", "val_acc", "test_acc", "test_base_acc", "boundary_mean"]
     assert crashed["state"].eq(K.COMPLETE).all()

@@ -177,13 +177,13 @@ def test_a_refused_run_leaves_every_store_as_it_found_it(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_failed_trial_exits_1_with_the_others_tables_and_resume_reruns_only_it(tmp_path):
+def test_a_failed_trial_exits_1_with_the_others_tables_and_resume_reruns_only_it(tmp_path, tracking_uri):
     import subprocess
 
     import pandas as pd
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = tracking_uri  # an empty store whose tables exist (conftest.py: empty_mlflow_db), not seconds of migrations
     cmd = [PY, str(REPO_ROOT / "studies" / "ablation.py"), "--smoke", "--seeds", "0", "--storage",
            str(tmp_path / "runs"), "--tracking-uri", uri, "--max-failures", "0"]
     env = {**__import__("os").environ, "ADBS_FAULT_INJECTION": json.dumps({"raise_if": {"variant": "adb"}})}
