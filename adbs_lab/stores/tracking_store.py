@@ -21,7 +21,8 @@ from tenacity import (
 )
 
 from adbs_lab.stores import paths
-from adbs_lab.stores.db_server import STORE_WAIT_S, is_server, locked, patiently, store_down
+from adbs_lab.stores import db_server
+from adbs_lab.stores.db_server import is_server, locked, patiently, store_down
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
 
 LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
@@ -80,7 +81,7 @@ class _Patient:
             except Exception as e:
                 if isinstance(e, TrackingError) or not store_down(e):
                     raise
-                waited = f" for {STORE_WAIT_S:.0f} s" if self._waits else ""
+                waited = f" for {db_server.STORE_WAIT_S:.0f} s" if self._waits else ""
                 self._gave_up = (f"the MLflow store stopped answering{waited} ({_first_line(e)}); start it "
                                  "again")
                 raise TrackingError(self._gave_up) from None
