@@ -99,6 +99,8 @@ def _waiting(what: str, state: RetryCallState) -> None:
     action, outcome = state.next_action, state.outcome
     assert action is not None and outcome is not None, "tenacity decides after an attempt, before it sleeps"
     e = outcome.exception()
-    first = redact((str(e).strip().splitlines() or [type(e).__name__])[0][:200])
+    assert e is not None, "tenacity waits only after a failed attempt"
+    shown = e.__cause__ or e  # Optuna's StorageInternalError says only "during the commit"; its cause says why
+    first = redact((str(shown).strip().splitlines() or [type(shown).__name__])[0][:200])
     print(f"warning: {what} {DOWN_WARNING} ({first}); waiting up to {STORE_WAIT_S:.0f} s in all for it "
           f"(ADBS_STORE_WAIT_S): try {state.attempt_number}, next in {action.sleep:.1f} s", file=sys.stderr, flush=True)
