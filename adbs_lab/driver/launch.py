@@ -323,14 +323,16 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
 
 
 class _NotStoreDown(logging.Filter):
-    """Drops Tune's log record of a searcher or stopper call that found the Optuna storage gone (search.StoreDown):
+    """Drops Tune's log record of a searcher or stopper call that found the Optuna storage gone (search.StoreDown),
+    or of the tracker's call that found the MLflow store gone (tracking_store.TrackingError, "Error stopping trial"):
     the study says so once, with the --resume command (adbs_lab/driver/summarise.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from adbs_lab.search.searcher import StoreDown
 
         exc = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
+        gone = isinstance(exc, tracking_store.TrackingError) and "stopped answering" in str(exc)
+        return not (gone or isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
 
 
 _NOT_STORE_DOWN = _NotStoreDown()  # one instance: adding it again (every part of a composition) is a no-op
