@@ -25,7 +25,8 @@ The temporary PostgreSQL server (postgres backend, no --postgres) can be made to
 starts it with a server setting (idle_session_timeout=1s closes every session idle for a second, as a lab's server or
 proxy does after an hour); --outage restart restarts it (pg_ctl restart -m fast) once a third of the first study's trials
 ended; --outage away stops it then, waits until every study stopped (each must exit 1 with the --resume command, after
-the bounded wait of docs/clusters.md), starts it again and resumes them. Either way the count is the same: nothing lost,
+the bounded wait of docs/clusters.md), starts it again and resumes them. --outage-of optuna|mlflow: only that store's
+server goes away (the other store is on a second server that stays up). Either way the count is the same: nothing lost,
 no grid point twice. With --outage the readers are off (report.py would wait out the outage in MLflow's own retries).
 """
 
@@ -69,6 +70,9 @@ def parser() -> argparse.ArgumentParser:
                    help="a setting of the temporary PostgreSQL server (e.g. idle_session_timeout=1s); repeatable")
     p.add_argument("--outage", choices=["restart", "away"], default=None,
                    help="the temporary PostgreSQL server restarts, or stops until the studies stopped, mid-study")
+    p.add_argument("--outage-of", choices=["both", "optuna", "mlflow"], default="both",
+                   help="whose server goes away: both stores' (one server, default), or only the Optuna storage's or "
+                        "the MLflow store's (the other store on a second server that stays up)")
     return p
 
 
@@ -235,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     lost = False
     try:
         for name in a.backends:
-            with Backend.start(name, root / name, a.postgres, settings) as b:
+            steady = {"optuna": "mlflow", "mlflow": "optuna"}.get(a.outage_of)
+            with Backend.start(name, root / name, a.postgres, settings, steady) as b:
                 t0 = time.time()
                 runs = run_backend(a, b, address)
                 wall = time.time() - t0

@@ -79,10 +79,13 @@ class Backend:
 
     @classmethod
     @contextmanager
-    def start(cls, name: str, root: Path, pg_url: str | None, pg_settings: dict[str, str] | None = None):
+    def start(cls, name: str, root: Path, pg_url: str | None, pg_settings: dict[str, str] | None = None,
+              steady: str | None = None):
+        """`steady` ("mlflow" or "optuna"): that store's database on a second temporary server, which stays up while
+        `pg` (the other store's) goes away (bench/load.py --outage-of)."""
         root.mkdir(parents=True, exist_ok=True)
         (root / "runs").mkdir(exist_ok=True)
-        pg = None
+        pg = other = None
         port = _free_port()
         if name == "sqlite":
             db = f"sqlite:///{root / 'mlflow.db'}"
@@ -97,7 +100,9 @@ class Backend:
                     raise SystemExit(f"error: no PostgreSQL: {why}; or pass --postgres URL")
                 pg = PgServer(pg_settings).start()
                 pg_url = pg.url()
-            mlflow_db, optuna_db = _create_databases(pg_url, ("mlflow_load", "optuna_load"))
+                other = PgServer().start() if steady else None
+            urls = {"mlflow": pg_url, "optuna": pg_url, **({steady: other.url()} if other and steady else {})}
+            [mlflow_db], [optuna_db] = (_create_databases(urls[k], (f"{k}_load",)) for k in ("mlflow", "optuna"))
             b = cls(name, root, f"http://127.0.0.1:{port}", optuna_db, mlflow_db, f"http://127.0.0.1:{port}", pg=pg)
             store = mlflow_db
         log = open(root / "mlflow_server.log", "w")
@@ -114,8 +119,9 @@ class Backend:
             except subprocess.TimeoutExpired:
                 server.kill()
             log.close()
-            if pg is not None:
-                pg.stop()
+            for server_pg in (pg, other):
+                if server_pg is not None:
+                    server_pg.stop()
 
 
 def _create_databases(url: str, names: tuple[str, ...]) -> list[str]:

@@ -50,14 +50,20 @@ def test_a_restart_mid_study_loses_nothing(tmp_path):
     assert "load-s0: its database server restarted" in r.stdout
 
 
-def test_a_server_that_stays_away_stops_the_study_with_resume_and_loses_nothing(tmp_path):
-    """The server stops and stays away: the study waits its bound (here 5 s for the Optuna storage, and MLflow's
-    client one retry), exits 1 with the --resume command; started again, the resumed study completes the grid with
-    nothing lost and no grid point twice."""
-    env = {"ADBS_STORE_WAIT_S": "5", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
-    r = _load(tmp_path, "--outage", "away", env=env)
+# The bounds shortened: the Optuna storage waited 5 s (ADBS_STORE_WAIT_S), MLflow's client retries once
+AWAY_ENV = {"ADBS_STORE_WAIT_S": "5", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+
+
+@pytest.mark.parametrize("store, said", [("optuna", "the Optuna storage postgresql://***@127.0.0.1"),
+                                         ("mlflow", "the MLflow store stopped answering")])
+def test_a_server_that_stays_away_stops_the_study_with_resume_and_loses_nothing(tmp_path, store, said):
+    """Only this store's server stops and stays away (the other store's is a second server that stays up): the study
+    waits its bound, exits 1 with the --resume command and says which store; started again, the resumed study
+    completes the grid with nothing lost and no grid point twice."""
+    r = _load(tmp_path, "--outage", "away", "--outage-of", store, env=AWAY_ENV)
     assert "load-s0: its database server away: exit 1, --resume" in r.stdout
     away = re.search(r"stayed away (\d+) s", r.stdout)
     assert away and int(away.group(1)) < 120, r.stdout[-2000:]  # the bound, and Tune's stop, on a loaded machine
     log = (tmp_path / "postgres" / "s0.log").read_text()
-    assert "is not answering" in log or "stopped answering" in log, log[-3000:]
+    failed = next((line for line in log.splitlines() if line.startswith("load error: failed after it started")), "")
+    assert said in failed and "stopped answering" in failed, log[-3000:]
