@@ -87,8 +87,9 @@ def engine_kwargs(url: str) -> dict[str, Any]:
 def patiently(call: Callable[..., T], *args: Any, what: str, **kwargs: Any) -> T:
     """call(*args, **kwargs), tried again while its server is not answering (`store_down`: refused, restarting,
     the connection cut), after 0.5 s, 1 s, 2 s, ... (at most 10 s apart), until STORE_WAIT_S have passed since the
-    first try (the pause under way then ends first), with one warning line per wait; then the last error is raised. `what` names the store in that line
-    (redacted). A call is tried again only after it failed: a statement that did not commit changed nothing."""
+    first try (the pause under way then ends first), with one warning line per wait; then the last error is
+    raised. `what` names the store in that line (redacted). A call is tried again only after it failed: a
+    statement that did not commit changed nothing."""
     retrying = Retrying(retry=retry_if_exception(store_down), stop=stop_after_delay(STORE_WAIT_S),
                         wait=wait_exponential(multiplier=0.5, max=10.0), reraise=True,
                         before_sleep=lambda state: _waiting(redact(what), state))
