@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in a.backends:
             steady = {"optuna": "mlflow", "mlflow": "optuna"}.get(a.outage_of)
-            with Backend.start(name, root / name, a.postgres, settings, steady) as b:
+            with Backend.start(name, root / name, a.postgres, pg_settings=settings, steady=steady) as b:
                 t0 = time.time()
                 runs = run_backend(a, b, address)
                 wall = time.time() - t0

@@ -55,6 +55,7 @@ class Backend:
     ui: str
     readers: Any = None
     pg: Any = None  # the temporary PostgreSQL server (testing/postgres.py: PgServer) where this run started one
+    experiment: str = "load"  # the studies' name: their MLflow experiment
     _exp: list[str] = field(default_factory=list)
 
     @property
@@ -68,7 +69,8 @@ class Backend:
             eng = sqlalchemy.create_engine(self.mlflow_db)
             try:
                 with eng.connect() as con:
-                    row = con.execute(sqlalchemy.text("SELECT experiment_id FROM experiments WHERE name = 'load'")).first()
+                    row = con.execute(sqlalchemy.text("SELECT experiment_id FROM experiments WHERE name = :n"),
+                                      {"n": self.experiment}).first()
             except Exception:  # noqa: BLE001 - tables not made yet
                 row = None
             finally:
@@ -79,9 +81,12 @@ class Backend:
 
     @classmethod
     @contextmanager
-    def start(cls, name: str, root: Path, pg_url: str | None, pg_settings: dict[str, str] | None = None,
-              steady: str | None = None):
-        """`steady` ("mlflow" or "optuna"): that store's database on a second temporary server, which stays up while
+    def start(cls, name: str, root: Path, pg_url: str | None, *, experiment: str = "load", databases: str = "load",
+              fresh: bool = True, pg_settings: dict[str, str] | None = None, steady: str | None = None):
+        """The stores under `root` and the UI on them; on PostgreSQL the databases mlflow_<databases> and
+        optuna_<databases>. fresh=False keeps those databases where they exist (a resumed run of bench/scale.py);
+        the default drops and creates them. `pg_settings`: the temporary server's settings (testing/postgres.py);
+        `steady` ("mlflow" or "optuna"): that store's database on a second temporary server, which stays up while
         `pg` (the other store's) goes away (bench/load.py --outage-of)."""
         root.mkdir(parents=True, exist_ok=True)
         (root / "runs").mkdir(exist_ok=True)
@@ -102,9 +107,11 @@ class Backend:
                 pg_url = pg.url()
                 other = PgServer().start() if steady else None
             urls = {"mlflow": pg_url, "optuna": pg_url, **({steady: other.url()} if other and steady else {})}
-            [mlflow_db], [optuna_db] = (_create_databases(urls[k], (f"{k}_load",)) for k in ("mlflow", "optuna"))
+            [mlflow_db], [optuna_db] = (_create_databases(urls[k], (f"{k}_{databases}",), fresh)
+                                        for k in ("mlflow", "optuna"))
             b = cls(name, root, f"http://127.0.0.1:{port}", optuna_db, mlflow_db, f"http://127.0.0.1:{port}", pg=pg)
             store = mlflow_db
+        b.experiment = experiment
         log = open(root / "mlflow_server.log", "w")
         server = subprocess.Popen([sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", store,
                                    "--artifacts-destination", str(root / "artifacts"), "--port", str(port)],
@@ -124,14 +131,17 @@ class Backend:
                     server_pg.stop()
 
 
-def _create_databases(url: str, names: tuple[str, ...]) -> list[str]:
+def _create_databases(url: str, names: tuple[str, ...], fresh: bool = True) -> list[str]:
     import psycopg
 
     out = []
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as con:
         for n in names:
-            con.execute(f'DROP DATABASE IF EXISTS "{n}"')
-            con.execute(f'CREATE DATABASE "{n}"')
+            there = con.execute("SELECT 1 FROM pg_database WHERE datname = %s", (n,)).fetchone()
+            if there and fresh:
+                con.execute(f'DROP DATABASE "{n}"')
+            if fresh or not there:
+                con.execute(f'CREATE DATABASE "{n}"')
             out.append(url.rsplit("/", 1)[0] + "/" + n)
     return out
 
@@ -155,6 +165,7 @@ def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 180) -> 
 class Reported:
     trial_id: str
     alpha: float
+    setting: tuple  # the searched values that make a configuration: (alpha, finetune_lr)
     seed: int
     optuna_trial: int | None
     points: int  # metric points the tracker should log: one per (key, step), finite values only
@@ -182,8 +193,8 @@ def reported(study_dir: Path) -> dict[str, Reported]:
                         and math.isfinite(v):
                     seen.add((k, int(step)))
         if tid:  # a grid's seed is its own axis (SEED_KEY); the config's `seed` is the base value
-            out[tid] = Reported(tid, cfg.get("alpha"), cfg.get(SEED_KEY, cfg.get("seed")), cfg.get(K.OPTUNA_TRIAL_KEY),
-                                len(seen))
+            out[tid] = Reported(tid, cfg.get("alpha"), (cfg.get("alpha"), cfg.get("finetune_lr")),
+                                cfg.get(SEED_KEY, cfg.get("seed")), cfg.get(K.OPTUNA_TRIAL_KEY), len(seen))
     return out
 
 
@@ -273,12 +284,11 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool, outage: str | None = 
         counts.append(c)
         name = f"{b.name} study {r.folder}"
         d = b.runs / r.folder
-        log = (b.root / f"s{r.index}.log").read_text(errors="replace")
+        log = Path(r.log.name).read_text(errors="replace")
         c.lock_waits = log.count(LOCKED_WARNING)
         c.errors = log.count("Traceback") + log.count("database is locked")
         if r.returncode != 0 or r.timed_out:
-            problems.append(f"{name}: exited {r.returncode}{' (timed out)' if r.timed_out else ''}; log "
-                            f"{b.root / f's{r.index}.log'}")
+            problems.append(f"{name}: exited {r.returncode}{' (timed out)' if r.timed_out else ''}; log {r.log.name}")
         if c.errors:
             problems.append(f"{name}: {c.errors} tracebacks or 'database is locked' in its log")
         runs_file = json.loads((d / "mlflow_runs.json").read_text()) if (d / "mlflow_runs.json").exists() else {}
@@ -326,12 +336,12 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool, outage: str | None = 
         c.optuna = len(trials)
         c.optuna_states = Counter(t.state.name for t in trials)
         # one Optuna trial per configuration, which runs over every seed (adbs_lab/search/searcher.py: StudySearch)
-        configs = len({x.alpha for x in rep.values()})
+        configs = len({x.setting for x in rep.values()})
         if c.optuna != configs or c.optuna_states.get("COMPLETE", 0) != c.optuna:
             problems.append(f"{name}: Optuna trials {dict(c.optuna_states)} for {configs} configurations "
                             f"({c.tune} Tune trials)")
         if r.index % 2 == 0:  # a grid: each (alpha, seed) once
-            points = Counter((x.alpha, x.seed) for x in rep.values())
+            points = Counter((x.setting, x.seed) for x in rep.values())
             twice = [p for p, n in points.items() if n > 1]
             if twice:
                 problems.append(f"{name}: grid points run twice: {twice[:5]}")

@@ -15,7 +15,10 @@ tags), so a study run on a cluster can be reported on a laptop. The table is
 adbs_lab.results.tables.paper_table, the same function the study printed its table with.
 With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
 of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
-and one figure (compare_sessions.png: every row's accuracy per session).
+and one figure (compare_sessions.png: every row's accuracy per session); each comparison that ran in two or more
+tasks (each study run, e.g. one per dataset, and each host or k-shot cell within it) also gets the interquartile
+mean of each side and the paired probability of improvement, with stratified-bootstrap intervals
+(adbs_lab/results/across_tasks.py; docs/statistics.md), and a warning below 5 runs per task.
 `paper --datasets A B` (or 'all', or several paper run ids) redraws the latest paper report of each dataset into
 <out>/<dataset>/ and writes one D_cs table across them (<out>/report.md, dcs.md, dcs.csv): a row per host (and
 the ablation), per dataset ours without and with ADBS beside the paper's Table 4.
@@ -37,6 +40,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # one embeddings.json download per ablation trial: MLflow would draw a progress bar for each of them
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
+from adbs_lab.results import across_tasks
 from adbs_lab.results import from_store
 from adbs_lab.results import paper
 from adbs_lab.results import renderings
@@ -179,10 +183,15 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
                                delta=delta, across=True) if len(sessions) else pd.DataFrame()
     print(renderings.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
+    # the family's comparisons that ran in two or more tasks (datasets, hosts): IQM and P(X > Y) over the tasks
+    family = [c.pair for c in table.attrs.get("comparisons", [])]
+    said = across_tasks.lines(across_tasks.across(family, sessions, trials, metric=args.metric), args.metric)
+    if said:
+        print("\n" + "\n".join(said))
     names = "-".join(dict.fromkeys(s.name for s in studies))
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"compare-{names}-{'-'.join(i[:8] for i in ids)}"
     files = from_store.write_comparison(studies, table, sessions, trials, out, fmt=args.format, uri=uri,
-                                        metric=args.metric)
+                                        metric=args.metric, across=said)
     print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
     return exits.OK
 

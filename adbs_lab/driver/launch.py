@@ -149,7 +149,7 @@ def _search(p: Prepared, slots: Slots):
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(p.seeds),
                            trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
-                           objectives=p.objectives, auto=auto_plan(p))
+                           objectives=p.objectives, auto=auto_plan(p), race=p.race)
     pruner = make_pruner(p.pruner, p.base.base_epochs)
     stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
     return searcher, stopper
@@ -168,6 +168,9 @@ def auto_plan(p: Prepared):
 
 def trials_text(p: Prepared) -> str:
     """`12 trials (4 configurations x 3 seeds)`, or for --seeds auto the range, first batch to cap."""
+    if p.race is not None:
+        return (f"{p.n_configs} to {p.total} trials ({p.n_configs} samples on seed 0, then the best "
+                f"{p.race.top} race on up to {p.race.looks.max_seeds} fresh seeds, --seeds auto)")
     if p.looks is None:
         return f"{p.total} trials ({p.n_configs} configurations x {len(p.seeds)} seeds)"
     return (f"{p.n_configs * p.looks.n0} to {p.total} trials ({p.n_configs} configurations x {p.looks.n0} to "
@@ -237,6 +240,8 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
     seeds = (f"seeds 0, 1, 2, then 2 more at a time for the rows of unresolved comparisons, up to {p.looks.max_seeds} "
              f"(--seeds auto: {p.n_configs * p.looks.n0} to {p.total} trials)" if p.looks is not None
+             else f"seed 0, then the best {p.race.top} race on fresh seeds up to {p.race.looks.max_seeds} (--seeds "
+                  f"auto: {p.n_configs} to {p.total} trials)" if p.race is not None
              else f"{p.total} trials over seeds {', '.join(map(str, p.seeds))}")
     return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {seeds}; objective {named}, the "
             "mean over seeds on validation data.\n\n"
@@ -429,6 +434,10 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
         from adbs_lab.search.auto_seeds import start_text
 
         print(f"{start_text(p.looks)}; a line per look as it happens", flush=True)
+    if p.race is not None:
+        from adbs_lab.search import racing
+
+        print(f"{racing.start_text(p.race)}; a line per look as it happens", flush=True)
     for line in study_notes.lines(p.plan, p.opts, p.base_values):  # also above the study's tables
         print(f"note: {line}", flush=True)
 

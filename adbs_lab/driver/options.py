@@ -118,12 +118,17 @@ class StudyOptions:
     # --- study ----------------------------------------------------------------------------------
     seeds: tuple[int, ...] = _flag(group="study", default=(0,))
     """repeat every configuration over these seeds, each the Config's seed and split_seed; `auto` (a grid's rows):
-    seeds 0 1 2, then 2 more at a time for the rows of unresolved comparisons, up to --max-seeds"""
+    seeds 0 1 2, then 2 more at a time for the rows of unresolved comparisons, up to --max-seeds; `auto` on a
+    sampled search (--num-samples): each sample on seed 0, then the best --race-top race on fresh seeds"""
     seeds_auto: bool = _flag(flag=None, default=False)
     """--seeds auto: the seeds follow the looks (adbs_lab/search/auto_seeds.py); `seeds` is then 0 .. max_seeds-1,
     the most a row may run."""
     max_seeds: int | None = None
-    """with --seeds auto: the most seeds a row runs, at least 3 (default 8)"""
+    """with --seeds auto: the most seeds a row runs, at least 3 (default 8); on a sampled search (--num-samples),
+    the most fresh seeds a raced configuration runs beside its screening seed 0"""
+    race_top: int | None = None
+    """with --seeds auto on a sampled search (--num-samples): how many of the best samples on the validation
+    objective race on fresh seeds, at least 2 (default 3; docs/statistics.md)"""
     num_samples: int | None = None
     """configurations Optuna samples; TPE draws its first 10 configurations at random (Optuna's n_startup_trials)
     and models the results only after them, so up to 10 samples are a random search"""
@@ -276,6 +281,9 @@ class StudyOptions:
         if self.seeds_auto and self.max_seeds is not None and not 3 <= self.max_seeds <= MAX_SEEDS:
             raise StudyInputError(f"--max-seeds {self.max_seeds}: --seeds auto runs a first batch of 3 seeds, so the "
                                   f"cap is at least 3, and at most {MAX_SEEDS} (default 8)")
+        if self.race_top is not None and not (self.seeds_auto and self.race_top >= 2):
+            raise StudyInputError(f"--race-top {self.race_top}: it sizes the race of --seeds auto on a sampled search "
+                                  "(--num-samples) and is at least 2; pass --seeds auto too, or drop --race-top")
         if len(self.seeds) > MAX_SEEDS:
             raise StudyInputError(f"--seeds: {len(self.seeds)} seeds; a study runs at most {MAX_SEEDS} per "
                                   "configuration (the seed planner plans up to that many)")

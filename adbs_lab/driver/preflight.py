@@ -34,13 +34,14 @@ from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
 from adbs_lab.stats.looks import Looks
+from adbs_lab.search.racing import DEFAULT_TOP, SCREEN_SEED, RacePlan
 from adbs.writable import folder_problem
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
 __all__ = ["SEEDED", "validate", "size", "held", "study", "preflight", "note_owned", "study_owned", "row_points",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
-           "auto_looks"]
+           "auto_looks", "race_top"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
@@ -197,7 +198,7 @@ def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
     return tuple(k for k, _ in opts.config_values if k in own)
 
 
-def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int, looks: Looks | None = None) -> str:
+def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int, looks: Looks | RacePlan | None = None) -> str:
     parts: tuple = (plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
                     sorted((k, repr(v)) for k, v in base.items()), seeds, total)
     ident = repr(parts + ((repr(looks),) if looks else ()))  # a study of a seed list keeps its fingerprint
@@ -227,10 +228,11 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
            uri: str) -> Prepared:
     """The one place the options become the study's facts (Prepared): --objectives parsed, the base made a Config,
     the space split and sized, the trial maker; a new study flag is read here and nowhere after."""
-    looks = auto_looks(opts)
-    seeds = list(range(looks.max_seeds)) if looks else list(opts.seeds)
-    fixed, grid, dists = sp.split(plan.space)
     space, is_grid, n_configs, total = size(plan, opts)
+    looks = auto_looks(opts) if is_grid else None
+    race_looks = auto_looks(opts) if not is_grid else None
+    seeds = list(range(looks.max_seeds)) if looks else [SCREEN_SEED] if race_looks else list(opts.seeds)
+    fixed, grid, dists = sp.split(plan.space)
     varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]
     folder = plan.name + opts.folder
     where = StudyFolder(opts.storage, folder)
@@ -249,10 +251,21 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
                     pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows,
                     fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
                     n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,
-                    where=where, optuna_url=optuna_url, fingerprint=_fingerprint(plan, base, seeds, total, looks),
+                    where=where, optuna_url=optuna_url,
+                    fingerprint=_fingerprint(plan, base, seeds, total, looks or _race(opts, race_looks, varying)),
                     command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts),
                     reference=reference, comparisons=tuple(pairs), delta=opts.resolve, looks=looks,
-                    row_labels=tuple(labels))
+                    race=_race(opts, race_looks, varying), row_labels=tuple(labels))
+
+
+def _race(opts: StudyOptions, looks: Looks | None, varying: list[str]) -> RacePlan | None:
+    """The race of a sampled search under --seeds auto (adbs_lab/search/racing.py), on the first objective."""
+    if looks is None:
+        return None
+    first = objectives.effective(opts.objectives)[0]
+    return RacePlan(looks=looks, top=race_top(opts), samples=int(opts.num_samples or 0), delta=opts.resolve,
+                    label_keys=tuple(k for k in varying if k != tune_keys.SEED_KEY),
+                    sign=1.0 if first.direction == "max" else -1.0)
 
 
 def auto_looks(opts: StudyOptions) -> Looks | None:
@@ -402,10 +415,7 @@ def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int
         space[tune_keys.ROW_KEY] = list(plan.rows)
     if not is_grid and opts.num_samples is None:
         raise StudyInputError(f"study {plan.name} samples its space: it needs --num-samples >= 1")
-    if not is_grid and opts.seeds_auto:
-        raise StudyInputError(f"--seeds auto: this run of {plan.name} samples its configurations (--num-samples), and "
-                              "--seeds auto adds seeds to the fixed rows of a grid only (racing sampled "
-                              "configurations is not supported); pass --seeds with a list of seeds")
+    _check_race(plan, opts, is_grid)
     if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
         raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
                               f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
@@ -415,7 +425,29 @@ def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int
     else:
         assert opts.num_samples is not None, "a sampled study without --num-samples was refused above"
         n_configs = int(opts.num_samples)
+    if looks and not is_grid:  # a race: each sample once, then the contenders' fresh seeds up to the cap
+        return space, is_grid, n_configs, n_configs + race_top(opts) * looks.max_seeds
     return space, is_grid, n_configs, n_configs * len(seeds)
+
+
+def race_top(opts: StudyOptions) -> int:
+    """The contenders of a race (--race-top, default racing.DEFAULT_TOP), at most the samples."""
+    return min(opts.race_top or DEFAULT_TOP, int(opts.num_samples or 0))
+
+
+def _check_race(plan: Plan, opts: StudyOptions, is_grid: bool) -> None:
+    """The combinations --seeds auto refuses on a sampled search (a race) and --race-top on a grid."""
+    if is_grid and opts.race_top is not None:
+        raise StudyInputError(f"--race-top {opts.race_top}: this run of {plan.name} is a grid, whose rows all run "
+                              "--seeds auto's looks; --race-top sizes the race of a sampled search (--num-samples)")
+    if is_grid or not opts.seeds_auto:
+        return
+    if len(opts.objectives) > 1:
+        raise StudyInputError(f"--seeds auto: this run of {plan.name} searches {len(opts.objectives)} objectives, and "
+                              "a race ranks configurations on one; pass one --objectives, or --seeds with a list")
+    if int(opts.num_samples or 0) < 2:
+        raise StudyInputError(f"--seeds auto: --num-samples {opts.num_samples} gives the race one configuration; "
+                              "pass --num-samples 2 or more, or --seeds with a list of seeds")
 
 
 def held(p: Prepared) -> str | None:

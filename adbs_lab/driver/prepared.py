@@ -12,6 +12,7 @@ from adbs.config import Config, ConfigError
 from adbs_lab.records.objectives import Objective
 from adbs_lab.search.space import TrialMaker
 from adbs_lab.stats.looks import Looks
+from adbs_lab.search.racing import RacePlan
 from adbs.exits import REFUSED, Exit
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.options import StudyInputError, StudyOptions
@@ -93,6 +94,10 @@ class Prepared:
     looks: Looks | None = None
     """--seeds auto: the planned looks (first batch 3 seeds, 2 more at a time, up to --max-seeds; `seeds` is then
     0 .. max_seeds-1 and `total` the cap); None: every configuration runs every seed of `seeds`."""
+    race: RacePlan | None = None
+    """--seeds auto on a sampled search: the race of its best samples on fresh seeds (adbs_lab/search/racing.py;
+    `seeds` is then the screening seed 0 and `total` the cap: the samples plus the contenders' most fresh seeds);
+    None otherwise."""
     row_labels: tuple[str, ...] = ()
     """The labels of a grid's rows as the table names them (none for a sampled space)."""
     settings: dict[str, Any] = field(default_factory=dict)

@@ -50,7 +50,8 @@ def dry_run(p: Prepared) -> None:
         with ray_session(p) as res:
             trial_slots(p, res, probe=False)
         ray.shutdown()  # disconnects this driver; the cluster runs on
-    size = (f"{p.n_configs} configuration(s) x {len(p.seeds)} seed(s) = {p.total} trials" if p.looks is None else
+    size = (f"{p.n_configs} configuration(s) x {len(p.seeds)} seed(s) = {p.total} trials"
+            if p.looks is None and p.race is None else
             trials_text(p))
     print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {size} on {cfg.dataset} "
           f"({cfg.base_epochs} base epochs each; search space {p.plan.space_source}); flags, config, data, "

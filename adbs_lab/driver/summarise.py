@@ -30,6 +30,8 @@ from adbs_lab.driver.session import disk_full
 from adbs_lab.driver.options import resume_command
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
+from adbs_lab.search import racing
+from adbs_lab.search.racing import Race
 
 __all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload"]
 
@@ -51,6 +53,8 @@ class Outcome:
     """The exit code (adbs/exits.py): OK, or FAILED when a trial raised or none completed."""
     pareto: dict | None = None
     """pareto.json's content (adbs_lab/results/pareto.py: pareto_record) of a study of two or more --objectives."""
+    race: Race | None = None
+    """--seeds auto on a sampled search: the race replayed from the trials (adbs_lab/search/racing.py)."""
 
 
 def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
@@ -64,6 +68,8 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     # a --seeds auto study runs the trials its looks ask for, not its cap: what is left is the batch under way
     unfinished = (sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs)) if auto is None else
                   sum(len(s) for s in auto.missing.values()))
+    if out.race is not None:  # a race ends when its searcher says so: anything short of that is unfinished
+        unfinished = 0 if out.race.done else max(1, sum(len(s) for s in out.race.missing.values()))
     metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
                "study/trials_diverged": counts.get(K.DIVERGED, 0), "study/trials_failed": counts.get(K.FAILED, 0),
                "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
@@ -101,6 +107,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
         from adbs_lab.search.auto_seeds import end_line
 
         print(end_line(auto, p.looks))
+    _print_race(p, out)
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
     if out.code != OK:
@@ -108,7 +115,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     return out
 
 
-def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame) -> dict | None:
+def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
     """best_config.json: the best configuration on the validation objective, said to be resolved or not by the
     table's verdicts (`resolved_by_verdicts`, and the rows it cannot be told from); for a study whose grid is data
     conditions (kshot_grid), no best across them, and why."""
@@ -116,12 +123,82 @@ def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame) -> dict | None
         return {"config_label": None, "why": f"{p.plan.name} varies data conditions ({', '.join(p.plan.conditions)}), "
                 "not knobs: no configuration is best across them; its verdicts compare the variants within each "
                 "cell (table.txt)"}
+    if race is not None:
+        return _race_best(trials, p, race)
     best = tables.best_config(trials, p.objectives) if len(trials) else None
     compared = table.attrs.get("comparisons") or []
     if best is None or not compared:
         return best
     ok, tied = comparisons.best_standing(str(best["config_label"]), compared)
     return {**best, "resolved_by_verdicts": ok, **({} if ok else {"indistinguishable_from": tied})}
+
+
+def _print_race(p: Prepared, out: Outcome) -> None:
+    """A raced search's verdicts, each with the n that reached it, and why the race stopped."""
+    if out.race is None or p.race is None:
+        return
+    said = racing.verdict_lines(out.race, p.race, p.objectives[0].name)
+    if said:
+        print("\nthe race's verdicts (all true together with probability at least 95%; docs/statistics.md):\n"
+              + "\n".join(said))
+    print(racing.end_line(out.race, p.race))
+
+
+def _race_best(trials: pd.DataFrame, p: Prepared, race: Race) -> dict | None:
+    """best_config.json of a raced search: the race's leader (not the best mean over all samples: a sample that ran
+    only seed 0 is not ranked against the contenders' fresh seeds), whether the race resolved it, and its test
+    figures marked post-selection (racing.post_selection)."""
+    if race.leader is None:
+        return None
+    best = tables.best_config(trials[trials[trial_records.LABEL] == race.leader], p.objectives)
+    if best is None:
+        return None
+    open_ = [c for c, v in race.verdicts.items() if v.verdict not in racing.RESOLVING]
+    verdicts = {c: {"verdict": v.verdict.value, "estimate": v.estimate, "lo": v.lo, "hi": v.hi, "n": v.n,
+                    "look": v.look, "n_seeds": v.n_seeds} for c, v in race.verdicts.items()}
+    return {**best, "resolved_by_verdicts": racing.resolved(race), **({"indistinguishable_from": open_} if open_ else {}),
+            "race": {"contenders": list(race.contenders), "leader": race.leader, "verdicts_against_leader": verdicts,
+                     "not_raced": p.race.samples - len(race.contenders) if p.race else 0,
+                     "fresh_seeds": race.targets.get(race.leader, 0), "done": race.done, "why": race.reason},
+            "test_post_selection": racing.post_selection(race)}
+
+
+def race_state(p: Prepared, trials: pd.DataFrame) -> Race | None:
+    """The race replayed from the trials as the table reads them (the searcher took the same looks:
+    adbs_lab/search/racing.py); None unless --seeds auto raced a sampled search."""
+    if p.race is None:
+        return None
+    name = p.objectives[0].name
+    screen: dict[str, float] = {}
+    n_screened = 0
+    values: dict[str, dict[int, float]] = {}
+    states: dict[str, dict[int, str]] = {}
+    rows = trials[trials["state"].isin(K.ENDED)] if len(trials) and "state" in trials else trials.iloc[:0]
+    for r in rows.to_dict("records"):
+        if not K.finite(r.get("seed")):
+            continue
+        lab, seed, state = str(r[trial_records.LABEL]), int(r["seed"]), str(r["state"])
+        value = float(r[name]) if state == K.COMPLETE and K.finite(r.get(name)) else float("nan")
+        if seed == racing.SCREEN_SEED:
+            n_screened += 1
+            racing.screened(screen, lab, value, p.race.sign)
+        else:
+            states.setdefault(lab, {})[seed] = state
+            if state == K.COMPLETE:
+                values.setdefault(lab, {})[seed] = value
+    return racing.replay(screen, n_screened >= p.race.samples, values, states, p.race)
+
+
+def race_notes(p: Prepared, race: Race | None) -> list[str]:
+    """The lines above a raced search's tables: each verdict against the leader with the n that reached it, and
+    the leader's test figures marked post-selection."""
+    if race is None or p.race is None or race.leader is None:
+        return []
+    seeds = (racing.post_selection(race) or {}).get("seeds", [])
+    return [*racing.verdict_lines(race, p.race, p.objectives[0].name),
+            f"post-selection: the test figures of {race.leader} (the race's leader) are over seeds "
+            f"{', '.join(map(str, seeds))}, every one of which chose it on validation, so they are optimistic; run "
+            "it on fresh seeds to confirm them (best_config.json: test_post_selection)"]
 
 
 def _print_best(out: Outcome) -> None:
@@ -135,8 +212,16 @@ def _print_best(out: Outcome) -> None:
         tied = out.best.get("indistinguishable_from") or []
         print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
               f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "
-              f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; --plan says how many "
-              "seeds would settle it)")
+              f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; "
+              + ("a larger --max-seeds races on)" if out.best.get("race") else "--plan says how many seeds would "
+                 "settle it)"))
+    elif out.best and out.best.get("race"):
+        r = out.best["race"]
+        print(f"best configuration by {out.best['objective']}: {out.best['config_label']} "
+              f"({out.best['mean_over_seeds']:.2f} over seeds {', '.join(map(str, out.best['trial_seeds']))}), the "
+              f"race's leader, resolved against the other {len(r['contenders']) - 1} contender"
+              f"{'s' * (len(r['contenders']) != 2)} at "
+              f"{r['fresh_seeds']} fresh seeds; its test figures are post-selection (best_config.json)")
     elif out.best:
         print(f"best configuration by {out.best['objective']}"
               f"{' (' + out.best['chosen'] + ')' if out.best.get('chosen') else ''}: {out.best['config_label']} "
@@ -182,10 +267,11 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     table = (tables.paper_table(sessions, baseline=p.reference, order=plan.order, trials=trials, front=front,
                                 pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
              if len(sessions) else pd.DataFrame())
-    notes = study_notes.lines(plan, p.opts, p.base_values)
+    race = race_state(p, trials)
+    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, race)
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
-    best = _best(p, trials, table)
+    best = _best(p, trials, table, race)
     files = tables.write(p.dir, sessions, trials, table_text, best)
     record = pareto.pareto_record(trials, objs) if multi else None
     if record is not None:
@@ -195,7 +281,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                                     + "\n")
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
-                         pareto=record)
+                         pareto=record, race=race)
 
 
 def auto_state(p: Prepared, out: Outcome):
@@ -242,7 +328,7 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-    notes = study_notes.lines(plan, p.opts, p.base_values)
+    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, out.race)
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
         p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best, figures=figs, meta=meta,
         order=plan.order, pareto=out.pareto, not_drawn=not_drawn, notes=notes), [])

@@ -318,8 +318,10 @@ def combined_front(studies: list[Study]) -> list[str] | None:
 
 
 def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame,
-                     out: Path, *, fmt: str, uri: str, metric: str = "test_acc") -> list[Path]:
-    """One table and one figure (every row's accuracy per session) for several studies, with report.md."""
+                     out: Path, *, fmt: str, uri: str, metric: str = "test_acc",
+                     across: list[str] | tuple[str, ...] = ()) -> list[Path]:
+    """One table and one figure (every row's accuracy per session) for several studies, with report.md (and
+    `across`, the lines of the comparisons across tasks, adbs_lab/results/across_tasks.py: lines, in it)."""
     title = " + ".join(dict.fromkeys(s.name for s in studies))
     notes = combined_notes(studies)
     files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session",
@@ -336,7 +338,7 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
     files.append(run_files.write_study_report(out, study=title, table=table, trials=trials,
                                               best=tables.best_config(trials, objs) if objs and len(trials) else None,
                                               figures=figs, meta=meta, no_best=no_best, not_drawn=not_drawn,
-                                              notes=notes))
+                                              notes=notes, across_md="\n".join(across) or None))
     return files + figs
 
 

@@ -7,8 +7,11 @@ From the trials table alone (a study's own, or one rebuilt from the MLflow store
   study's named rows (the ablation's) and the seed never count as parameters;
 - each configuration's objective is its mean over seeds (the study's objective: summary/val_avg_acc, or each
   of its --objectives, adbs_lab/records/objectives.py; validation only: test metrics never feed a search or its
-  analysis); trials that collapsed (novel accuracy 0 in every session) or diverged
-  are left out and counted, and so are pruned ones (they have no objective);
+  analysis). Every trial is counted: one that collapsed (novel accuracy 0 in every session) ran to its end and
+  keeps its measured value (leaving it out would hide exactly the knobs that cause collapse: ranked on the
+  survivors alone, a knob whose only effect is collapse looks irrelevant); one that diverged has no value and is
+  never imputed: it is counted and its settings go to the "Diverges when" table (`diverges_when`); pruned and
+  failed ones have no objective and are left out and counted;
 - the configurations become an in-memory Optuna study (distributions spanning the values seen), and Optuna's
   PED-ANOVA and fANOVA evaluators (`optuna.importance`; fANOVA needs scikit-learn, a dependency of this
   project) rank the parameters; an interval comes from resampling the configurations with replacement;
@@ -69,28 +72,81 @@ def searched_params(trials: pd.DataFrame) -> list[str]:
 def configurations(trials: pd.DataFrame, params: list[str], objective: Objective = DEFAULT[0]
                    ) -> tuple[pd.DataFrame, dict[str, int]]:
     """(one row per configuration: its params, `objective` = the mean over its seeds of `objective`, `seeds`; and
-    what was left out: counts of collapsed, diverged, pruned, failed trials)."""
+    the counts of the header: "collapsed" trials, kept with their measured values, then those left out: diverged,
+    pruned, failed, and complete trials without a finite value of the objective)."""
     obj = objective.name
+    trials = trials.reset_index(drop=True)  # positions, so the masks below align on any index
     states = trials["state"] if "state" in trials else pd.Series([K.COMPLETE] * len(trials))
-    # collapsed: novel classes never right in any session (adbs.metrics.collapse_warnings' first warning). A trial
-    # whose only warning is a class or two never predicted stays in: on the CPU default that happens to healthy
-    # trials too (docs/boundary-dynamics.md: one or two of 85-95 classes in a late session)
+    # collapsed: novel classes never right in any session (adbs.metrics.collapse_warnings' first warning). Such a
+    # trial is a result (often the knob's effect), so it stays in with its measured value and is counted; a class or
+    # two never predicted is not counted as collapse: on the CPU default that happens to healthy trials too
+    # (docs/boundary-dynamics.md: one or two of 85-95 classes in a late session)
     collapsed = (trials[K.WARNING].fillna("").astype(str).str.contains(COLLAPSED, regex=False) if K.WARNING in trials
                  else states != states)
-    left = {"collapsed": int(((states == K.COMPLETE) & collapsed).sum()),
-            "diverged": int((states == K.DIVERGED).sum()), "pruned": int((states == K.PRUNED).sum()),
-            "failed": int((states == K.FAILED).sum())}
-    keep = trials[(states == K.COMPLETE) & ~collapsed]
-    if obj in keep:
-        keep = keep[pd.to_numeric(keep[obj], errors="coerce").notna()]
-    if keep.empty or obj not in keep or not params:
-        return pd.DataFrame(columns=[*params, "objective", "seeds"]), left
+    value = pd.to_numeric(trials[obj], errors="coerce") if obj in trials else pd.Series([math.nan] * len(trials))
+    complete = states == K.COMPLETE
+    counts = {"collapsed": int((complete & collapsed & value.notna()).sum()),
+              "diverged": int((states == K.DIVERGED).sum()), "pruned": int((states == K.PRUNED).sum()),
+              "failed": int((states == K.FAILED).sum()), "without a value": int((complete & value.isna()).sum())}
+    keep = trials[complete & value.notna()]
+    if keep.empty or not params:
+        return pd.DataFrame(columns=[*params, "objective", "seeds"]), counts
     g = keep.groupby([keep[p].astype(str) for p in params], sort=False)
     rows = []
     for _, t in g:
         rows.append({**{p: _plain(t[p].iloc[0]) for p in params}, "objective": float(t[obj].astype(float).mean()),
                      "seeds": len(t)})
-    return pd.DataFrame(rows), left
+    return pd.DataFrame(rows), counts
+
+
+FEW_VALUES = 6
+"""A parameter with at most this many values among the trials is shown value by value in "Diverges when"; one with
+more (a continuous range) by the range and median of each group."""
+
+
+def diverges_when(trials: pd.DataFrame, params: list[str]) -> str | None:
+    """The "Diverges when" table (None when no trial diverged): for each searched parameter, its values among the
+    diverged trials beside those among the trials that ran to their end (pruned and failed trials are in neither).
+    Diverged trials have no objective and are never imputed, so this is where they show: counts, not a test."""
+    trials = trials.reset_index(drop=True)
+    states = trials["state"] if "state" in trials else pd.Series([K.COMPLETE] * len(trials))
+    div, ran = trials[states == K.DIVERGED], trials[states == K.COMPLETE]
+    if div.empty or not params:
+        return None
+    from adbs_lab.results.tables import render_cells
+
+    body = [[p, _spread(div[p], trials[p]), _spread(ran[p], trials[p])] for p in params if p in trials]
+    table = render_cells(["parameter", f"diverged ({len(div)} trials)", f"ran to the end ({len(ran)} trials)"],
+                         body, "markdown")
+    return "\n".join([
+        f"{len(div)} of {len(trials)} trials diverged; they have no value and are in no mean or ranking (never "
+        "imputed). Their settings beside those of the trials that ran to the end (pruned and failed trials are in "
+        f"neither): a parameter with at most {FEW_VALUES} values by value (trials at each), a range by its "
+        "minimum, median and maximum. A value or range that only the diverged trials take is where training "
+        "diverges; with few diverged trials this is a count, not a test.", "", table])
+
+
+def _spread(vals: pd.Series, every: pd.Series) -> str:
+    """One group's values of a parameter: `0.05: 2, 0.1: 1` (few values), `0.001 to 0.02 (median 0.004)` (a
+    range), `-` (no trial)."""
+    if vals.empty:
+        return "-"
+    numeric = pd.to_numeric(every, errors="coerce")
+    if every.astype(str).nunique() > FEW_VALUES and numeric.notna().all() and not every.map(
+            lambda v: isinstance(v, (bool, np.bool_))).any():
+        v = pd.to_numeric(vals, errors="coerce")
+        return f"{v.min():.4g} to {v.max():.4g} (median {v.median():.4g})"
+    counts = vals.astype(str).value_counts()
+    order = sorted(counts.index, key=lambda x: (float(x) if _number(x) else math.inf, x))
+    return ", ".join(f"{x}: {counts[x]}" for x in order)
+
+
+def _number(x: str) -> bool:
+    try:
+        float(x)
+    except ValueError:
+        return False
+    return True
 
 
 def _plain(v: Any) -> Any:
@@ -159,8 +215,8 @@ def analyse(trials: pd.DataFrame, *, objective: Objective = DEFAULT[0], resample
     params = searched_params(trials)
     if len(params) < 2:
         return None
-    configs, left = configurations(trials, params, objective)
-    out: dict[str, Any] = {"params": params, "configs": configs, "left_out": left, "n": len(configs),
+    configs, counts = configurations(trials, params, objective)
+    out: dict[str, Any] = {"params": params, "configs": configs, "counts": counts, "n": len(configs),
                            "objective": objective}
     # a parameter that took one value among the complete configurations cannot be ranked
     varying = [p for p in params if len(configs) and configs[p].astype(str).nunique() > 1]
@@ -212,11 +268,7 @@ def markdown(a: dict[str, Any] | None) -> str | None:
     """The importance section's text (None for a study that searched fewer than two parameters)."""
     if a is None:
         return None
-    left = ", ".join(f"{v} {k}" for k, v in a["left_out"].items() if v) or "none"
-    o = a.get("objective", DEFAULT[0])
-    what = "validation average accuracy" if o == DEFAULT[0] else f"{o.name}, to {o.direction}imise"
-    head = (f"{a['n']} complete configurations (each the mean of its seeds' {what}, {o.key}); trials left out: "
-            f"{left}.")
+    head = _header(a)
     if a.get("too_few"):
         return (f"{head}\n\nToo few complete configurations to rank the parameters ({', '.join(a['params'])}): "
                 f"importance needs at least {MIN_CONFIGS} configurations in which two or more parameters vary.")
@@ -237,6 +289,22 @@ def markdown(a: dict[str, Any] | None) -> str | None:
         lines += ["", f"Not resolved at this budget: {', '.join(unresolved)} (their intervals overlap; more "
                       "configurations or seeds would separate them)."]
     return "\n".join(lines)
+
+
+def _header(a: dict[str, Any]) -> str:
+    """What the ranking stands on: configurations and trials, the collapsed ones among them (kept), and every
+    trial left out, counted by why."""
+    c = a["counts"]
+    o = a.get("objective", DEFAULT[0])
+    what = "validation average accuracy" if o == DEFAULT[0] else f"{o.name}, to {o.direction}imise"
+    used = int(a["configs"]["seeds"].sum()) if a["n"] else 0
+    collapsed = (f"{c['collapsed']} of them collapsed (novel accuracy 0 in every session) and kept with their "
+                 f"measured values" if c["collapsed"] else "none collapsed")
+    why = {"diverged": "diverged (no value, never imputed; \"Diverges when\" below)", "pruned": "pruned",
+           "failed": "failed", "without a value": f"complete without a value of {o.key}"}
+    left = ", ".join(f"{c[k]} {w}" for k, w in why.items() if c.get(k)) or "none"
+    return (f"{a['n']} complete configurations (each the mean of its seeds' {what}, {o.key}) from {used} trials, "
+            f"{collapsed}; trials left out: {left}.")
 
 
 # -- figures ---------------------------------------------------------------------------------------------------
@@ -301,7 +369,8 @@ def _optuna_plots(study, top: list[str], folder: Path, plt) -> list[Path]:
 
 def write(trials: pd.DataFrame, folder: Path, objectives: tuple[Objective, ...] | None = None) -> list[Path]:
     """importance.md and the figures in `folder` (nothing for a study that searched fewer than two parameters);
-    run_files.write_study_report puts importance.md into report.md. A study of several --objectives gets a section
+    run_files.write_study_report puts importance.md into report.md. Where trials diverged, importance.md ends with
+    the "Diverges when" table. A study of several --objectives gets a section
     and an importance figure per objective (importance.png for the first, importance-<name>.png for the others);
     the parallel-coordinate, contour and slice plots show the first objective, the one best_config.json is best on."""
     objectives = tuple(objectives or DEFAULT)
@@ -315,5 +384,8 @@ def write(trials: pd.DataFrame, folder: Path, objectives: tuple[Objective, ...] 
             return []
         sections.append(text if len(objectives) == 1 else f"### {o.text}\n\n{text}")
         files += figures(a, folder, png=IMPORTANCE_PNG if i == 0 else f"importance-{o.name}.png", plots=i == 0)
+    diverged = diverges_when(trials, searched_params(trials))
+    if diverged:  # once: a diverged trial has no value of any objective
+        sections.append(f"### Diverges when\n\n{diverged}")
     (Path(folder) / IMPORTANCE_MD).write_text("\n\n".join(sections) + "\n")
     return files

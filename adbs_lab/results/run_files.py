@@ -288,12 +288,13 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
                     paper_md: str | None = None, importance_md: str | None = None,
                     pareto: dict[str, Any] | None = None, not_ranked: list[dict[str, Any]] | None = None,
                     no_best: str | None = None, not_drawn: Iterable[str] = (),
-                    notes: list[str] | tuple[str, ...] = ()) -> str:
+                    notes: list[str] | tuple[str, ...] = (), across_md: str | None = None) -> str:
     """The study's Markdown report (`report.md` on the parent run); `pareto`: pareto.json of a study of two or more
     --objectives (adbs_lab/records/objectives.py), listed under the best configuration; `not_ranked`: the configurations
     missing a seed (adbs_lab/results/seed_counts.py); `no_best`: why there is no best configuration, when it is not that
     nothing completed; `not_drawn`: one line per analysis that failed or could not be drawn (`guarded`); `notes`
-    (adbs_lab/results/notes.py: a smoke run, the settings changed from the study's defaults) first, under the title."""
+    (adbs_lab/results/notes.py: a smoke run, the settings changed from the study's defaults) first, under the title;
+    `across_md`: the comparisons across tasks of a report over several studies (adbs_lab/results/across_tasks.py)."""
     lines = [f"# {study}", ""] + [line for n in notes for line in (f"**{n}**", "")]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")
@@ -312,6 +313,8 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
               table_md, ""]
     if paper_md:
         lines += ["## Paper's numbers beside ours", "", paper_md, ""]
+    if across_md:
+        lines += ["## Across tasks", "", "```text", across_md, "```", ""]
     lines += _best_lines(best, not_ranked, no_best) + _pareto_lines(pareto) + _pruning_lines(savings)
     if not lead:
         lines += beyond + trade
@@ -389,7 +392,8 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
                        best: dict | None, figures: Iterable[Path] = (), meta: dict[str, str] | None = None,
                        paper_md: str | None = None, order: list[str] | None = None,
                        pareto: dict[str, Any] | None = None, no_best: str | None = None,
-                       not_drawn: Iterable[str] = (), notes: list[str] | tuple[str, ...] = ()) -> Path:
+                       not_drawn: Iterable[str] = (), notes: list[str] | tuple[str, ...] = (),
+                       across_md: str | None = None) -> Path:
     """report.md in `folder` (report_markdown), with the configurations missing a seed listed from `trials`."""
     from adbs_lab.results import seed_counts
     from adbs_lab.results.tables import annotate, format_table
@@ -401,6 +405,6 @@ def write_study_report(folder: Path, *, study: str, table: pd.DataFrame, trials:
                                     savings=pruning_savings(trials), figures=figures, meta=meta,
                                     paper_md=paper_md, importance_md=imp.read_text().strip() if imp.is_file() else None,
                                     pareto=pareto, not_ranked=seed_counts.not_ranked(trials) if len(trials) else [],
-                                    no_best=no_best, not_drawn=not_drawn, notes=notes)
+                                    no_best=no_best, not_drawn=not_drawn, notes=notes, across_md=across_md)
                     + "\n")
     return path

@@ -46,6 +46,7 @@ from adbs_lab.records.objectives import PRUNERS
 from adbs.redaction import redact, reveal
 from adbs.config import Config
 from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, AutoSeeds, look_line, replay
+from adbs_lab.search import racing
 from adbs_lab.search.space import TrialMaker
 from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR, describe
 from adbs_lab.stores import db_server
@@ -240,13 +241,16 @@ class StudySearch(_LiveStudy, OptunaSearch):
         snapshot: dict[str, str] | None = None,
         objectives: tuple[Objective, ...] = DEFAULT,
         auto: AutoPlan | None = None,
+        race: racing.RacePlan | None = None,
     ) -> None:
         """`trial`: makes each trial's Config from its point (adbs_lab/search/space.py: TrialMaker; the study's
         Prepared.trial, its threads set by launch; None: the defaults of Config). `snapshot`: {name: local file}
         copied beside the searcher state each time Tune saves it (study_folder.snapshot_into), so a study on an object store
         uploads its optuna.db with the trial list it belongs to. `objectives`: what Optuna is told (--objectives;
         adbs_lab/records/objectives.py), each a mean over the configuration's seeds. `auto` (--seeds auto): the rows
-        run seeds in batches, the next batch chosen by the looks (`_suggest_auto`); `seeds` is then unused."""
+        run seeds in batches, the next batch chosen by the looks (`_suggest_auto`); `seeds` is then unused. `race`
+        (--seeds auto on a sampled search): the samples run seed 0, then the best race on fresh seeds
+        (adbs_lab/search/racing.py, `_suggest_race`); `seeds` is then unused."""
         self._objectives = tuple(objectives)
         if self._objectives != DEFAULT:
             # OptunaSearch creates the study with one direction from its metric and mode, which stay K.OBJECTIVE/max:
@@ -268,6 +272,11 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._seed_of: dict[str, int] = {}  # --seeds auto: Tune trial id -> its seed
         self._auto_ended: dict[str, dict[int, tuple[str, float]]] = {}  # row -> seed -> (state, last test acc)
         self._looks_said = 0  # looks printed
+        self._race = race
+        self._race_screen: dict[str, float] = {}  # race: screening label -> its objective (NaN: not complete)
+        self._race_screen_ids: set[str] = set()  # race: the screening trials that ended (Tune trial ids)
+        self._race_ended: dict[str, dict[int, tuple[str, float]]] = {}  # race: label -> fresh seed -> (state, value)
+        self._race_number: dict[str, int] = {}  # race: contender label -> its race's Optuna trial number
         super().__init__(
             space, metric=K.OBJECTIVE, mode=K.MODE, sampler=sampler, study_name=study_name,
             storage=optuna_storage(storage_url), points_to_evaluate=points_to_evaluate,
@@ -348,6 +357,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def suggest(self, trial_id: str) -> dict | str | None:
         if getattr(self, "_auto", None) is not None:
             return self._suggest_auto(trial_id)
+        if getattr(self, "_race", None) is not None:
+            return self._suggest_race(trial_id)
         # A configuration's seeds are handed out together; if it gets pruned meanwhile, its remaining
         # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
         # (configurations x seeds) and the Optuna trial's bookkeeping stay exact.
@@ -375,6 +386,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
         if g["seeds_left"]:
             params[SEED_KEY] = g["seeds_left"].pop(0)
             self._seed_of[trial_id] = params[SEED_KEY]
+        if g.get(racing.RACE_OF) is not None:  # a race's seed: BaseEpochStopper never prunes it
+            params[racing.RACE_OF] = g[racing.RACE_OF]
         g["members"][trial_id] = None
         self._number[trial_id] = number
         params[OPTUNA_TRIAL_KEY] = number
@@ -400,6 +413,10 @@ class StudySearch(_LiveStudy, OptunaSearch):
         if getattr(self, "_auto", None) is not None:
             self._auto_record(trial_id, result)
             return
+        if getattr(self, "_race", None) is not None:
+            self._race_record(trial_id, result)
+            if g.get(racing.RACE_OF) is not None:
+                return  # a race's trial is told when the race leaves its configuration (_race_look)
         if any(v is None for v in g["members"].values()) or (g["seeds_left"] and self._open == number):
             return  # other seeds of this configuration still to come
         if held != TrialState.RUNNING:
@@ -501,6 +518,102 @@ class StudySearch(_LiveStudy, OptunaSearch):
             if self._state(number) == TrialState.RUNNING:  # not told PRUNED by the stopper
                 self._tell_group(number)
 
+    # --- --seeds auto on a sampled search: the race (adbs_lab/search/racing.py) -----------------------------------
+    # The samples are asked one at a time and run seed 0, each told its value when it ends, as without --seeds auto
+    # (TPE models them the same way). Once all have ended, `racing.replay` names the contenders; each gets an Optuna
+    # trial of its own with the same parameters (enqueued, user attributes `race_of`: the screening trial's number,
+    # and `seeds`: the fresh seeds it has been given), so every told value covers exactly the seeds in that trial's
+    # `seeds`: seed 0 for a screening trial, the fresh seeds for a race's trial, told once the race leaves it.
+
+    def _suggest_race(self, trial_id: str) -> dict | str | None:
+        from ray.tune.search import Searcher
+
+        race = self._race
+        assert race is not None
+        open_ = [n for n in sorted(self._groups) if self._groups[n]["seeds_left"]]
+        if open_:
+            return self._hand_out(trial_id, open_[0], self._groups[open_[0]])
+        if sum(1 for g in self._groups.values() if g.get(racing.RACE_OF) is None) < race.samples:
+            ot_trial = self._study().ask(fixed_distributions=self._space)  # type: ignore[arg-type]
+            ot_trial.set_user_attr(SEEDS_ATTR, [racing.SCREEN_SEED])
+            self._groups[ot_trial.number] = {"params": dict(ot_trial.params), "seeds_left": [racing.SCREEN_SEED],
+                                             "members": {}, "row": describe(dict(ot_trial.params),
+                                                                            list(race.label_keys))}
+            return self._hand_out(trial_id, ot_trial.number, self._groups[ot_trial.number])
+        if self.race_state().done:
+            return Searcher.FINISHED
+        return None  # the screening or the race's batch under way must end before the next look
+
+    def race_state(self) -> racing.Race:
+        """Where the race stands: replayed from the trials that ended."""
+        race = self._race
+        assert race is not None
+        values = {row: {s: v for s, (st, v) in seeds.items() if st == K.COMPLETE}
+                  for row, seeds in self._race_ended.items()}
+        states = {row: {s: st for s, (st, _) in seeds.items()} for row, seeds in self._race_ended.items()}
+        return racing.replay(self._race_screen, len(self._race_screen_ids) >= race.samples, values, states, race)
+
+    def _race_record(self, trial_id: str, result: dict | None) -> None:
+        """A trial of a raced study ended: keep its value (the first objective, validation), then look."""
+        race = self._race
+        assert race is not None
+        number, seed, state = self._number.get(trial_id), self._seed_of.get(trial_id), self._ended.get(trial_id)
+        if number is None or seed is None or state not in K.ENDED:
+            return
+        g = self._groups[number]
+        values = self._values(result) if state == K.COMPLETE else None
+        value = values[0] if values else math.nan
+        if g.get(racing.RACE_OF) is None:
+            self._race_screen_ids.add(trial_id)
+            racing.screened(self._race_screen, g["row"], value, race.sign)
+        else:
+            self._race_ended.setdefault(g["row"], {})[seed] = (state, value)
+        self._race_look()
+
+    def _race_look(self) -> None:
+        """Give each contender the fresh seeds the race asks for, print each new look, tell the race's trials that
+        run no more."""
+        race = self._race
+        assert race is not None
+        state = self.race_state()
+        if not state.screened:
+            return
+        for c in state.contenders:
+            self._race_seeds(c, state.seeds_of(c))
+        for look in state.looks[self._looks_said:]:
+            print(f"[{self._study_name}] {racing.look_line(look, race)}", flush=True)
+        self._looks_said = len(state.looks)
+        for c, number in sorted(self._race_number.items()):
+            g = self._groups[number]
+            if g.get("told") or not state.final(c) or any(v is None for v in g["members"].values()):
+                continue
+            g["told"] = True
+            if self._state(number) == TrialState.RUNNING:
+                self._tell_group(number)
+
+    def _race_seeds(self, row: str, want: list[int]) -> None:
+        """Contender `row` runs the fresh seeds `want`: its race's Optuna trial is made on first need."""
+        number = self._race_number.get(row)
+        if number is None:
+            if not want:
+                return
+            screen = next(n for n, g in sorted(self._groups.items())
+                          if g.get(racing.RACE_OF) is None and g["row"] == row)
+            study = self._study()
+            study.enqueue_trial(self._groups[screen]["params"], user_attrs={racing.RACE_OF: screen})
+            ot_trial = study.ask(fixed_distributions=self._space)  # type: ignore[arg-type]
+            number = self._race_number[row] = ot_trial.number
+            self._groups[number] = {"params": dict(ot_trial.params), "seeds_left": [], "members": {}, "seeds": [],
+                                    "row": row, racing.RACE_OF: screen}
+        g = self._groups[number]
+        more = [s for s in want if s not in g["seeds"]]
+        if more:
+            g["seeds"] += more
+            g["seeds_left"] += more
+            if self._state(number) == TrialState.RUNNING:
+                optuna_storage(self._storage_url).set_trial_user_attr(self._storage_trial_id(number), SEEDS_ATTR,
+                                                                      list(g["seeds"]))
+
     def _values(self, result: dict | None) -> list[float] | None:
         """The trial's value of each objective when it completed, else None. A StudySearch pickled before
         --objectives existed has no _objectives: it searched the default objective."""
@@ -522,6 +635,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
             self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned)
             if getattr(self, "_auto", None) is not None and trial.trial_id in self._number:
                 self._auto_record(trial.trial_id, trial.last_result)
+            if getattr(self, "_race", None) is not None and trial.trial_id in self._number:
+                self._race_record(trial.trial_id, trial.last_result)
         return self._ended[trial.trial_id]
 
     def reopen(self, trial_id: str) -> None:
@@ -577,8 +692,8 @@ class BaseEpochStopper(_LiveStudy, Stopper):
     @stops_when_down
     def __call__(self, trial_id: str, result: dict) -> bool:
         number = (result.get("config") or {}).get(OPTUNA_TRIAL_KEY)
-        if number is None:
-            return False
+        if number is None or (result.get("config") or {}).get(racing.RACE_OF) is not None:
+            return False  # a race's seed is a paired value, never pruned (adbs_lab/search/racing.py)
         state = self._state(number)
         if state == TrialState.PRUNED:
             return True  # another seed of the same configuration was pruned

@@ -7,6 +7,7 @@
     planner      how many seeds would settle a comparison (Browne 1995's upper bound on σ, c4), and their cost
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
     simulate     simulated studies (normal and heavy-tailed noise) for the tests and bench/verdict_simulation.py
+    aggregate    over tasks: interquartile mean, paired probability of improvement, stratified bootstrap (Agarwal 2021)
 """
 
-__all__ = ["looks", "verdicts", "planner", "sequential", "simulate"]
+__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "aggregate"]

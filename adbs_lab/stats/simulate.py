@@ -1,4 +1,5 @@
-"""Simulated studies for the verdicts' error rates, power and coverage (the tests and bench/verdict_simulation.py).
+"""Simulated studies for the verdicts' error rates, power and coverage (the tests and bench/verdict_simulation.py),
+and for the coverage of the aggregates over tasks (`aggregate_coverage`, adbs_lab/stats/aggregate.py).
 
 A study here is one reference row and m rows compared with it, each run on the same N seeds. A seed's value of a
 row is the row's true effect plus noise of scale σ/√2, so a paired difference row - reference has SD σ (normal
@@ -14,10 +15,12 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from adbs_lab.stats import aggregate
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import CODE, Label, bonferroni, intervals, replay
 
-__all__ = ["Noise", "OUTLIER_SHARE", "OUTLIER_SCALE", "noise", "differences", "false_verdicts", "run", "coverage"]
+__all__ = ["Noise", "OUTLIER_SHARE", "OUTLIER_SCALE", "noise", "differences", "false_verdicts", "run", "coverage",
+           "aggregate_coverage"]
 
 Noise = Literal["normal", "t3_outliers"]
 OUTLIER_SHARE = 0.10
@@ -74,3 +77,26 @@ def coverage(d: np.ndarray, looks: Looks, effects: Sequence[float]) -> np.ndarra
         _, lo, hi, _, _ = intervals(d[..., :size], bonferroni(alpha_k, len(effects)))
         ok &= (lo <= e) & (e <= hi)
     return ok
+
+
+def aggregate_coverage(kind: Literal["iqm", "improvement"], sims: int, tasks: int = 4, runs: int = 10,
+                       reps: int = 1000, expand: bool = True, seed: int = 2026) -> float:
+    """The share of `sims` simulated comparisons over `tasks` tasks of `runs` runs each whose 95% interval covers
+    the truth. IQM: task means spread evenly over [-1, 1], normal runs of SD 1, so the equal mixture's IQM is 0 by
+    symmetry. Probability of improvement: paired differences N(μ_m, 1) with μ_m spread over [-0.5, 1], so the truth
+    is the mean of Φ(μ_m)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    hit = 0
+    for i in range(sims):
+        if kind == "iqm":
+            vals = [m + rng.standard_normal(runs) for m in np.linspace(-1, 1, tasks)]
+            iv, truth = aggregate.iqm_interval(vals, 0.95, reps, seed=i, expand=expand), 0.0
+        else:
+            mu = np.linspace(-0.5, 1.0, tasks)
+            pairs = [(m + rng.standard_normal(runs), np.zeros(runs)) for m in mu]
+            iv = aggregate.improvement_interval(pairs, 0.95, reps, seed=i, expand=expand)
+            truth = float(stats.norm.cdf(mu).mean())
+        hit += iv.lo <= truth <= iv.hi
+    return hit / sims

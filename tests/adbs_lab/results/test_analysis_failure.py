@@ -100,7 +100,7 @@ def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypa
     p = SimpleNamespace(plan=SimpleNamespace(name="knobs", order=None), dir=tmp_path,
                         opts=SimpleNamespace(), objectives=objectives.DEFAULT, tracking_uri="sqlite:///m.db", base_values={})
     tracker = SimpleNamespace(client=SimpleNamespace(get_run=lambda _: _parent()), parent_run_id="f" * 32)
-    out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None)
+    out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None, race=None)
     files = summarise.figures_and_report(p, tracker, out)
     assert tmp_path / "report.md" in files and IMPORTANCE_NOT_DRAWN in (tmp_path / "report.md").read_text()
 

@@ -1,5 +1,6 @@
-"""Importance on a small hand-made study: configurations averaged over seeds first, collapsed and diverged trials
-left out and counted, the ranking with its interval, the "too few" message, and the figures."""
+"""Importance on a small hand-made study: configurations averaged over seeds first, collapsed trials kept with their
+measured values and counted, diverged ones counted and shown in "Diverges when" (never imputed), the ranking with
+its interval, the "too few" message, and the figures."""
 
 from __future__ import annotations
 
@@ -12,19 +13,60 @@ from adbs_lab.records import metrics_keys as K
 from tests.helpers.fakes import importance_trials
 
 
-def test_seeds_are_averaged_and_collapsed_or_diverged_trials_counted_out():
+def test_seeds_are_averaged_collapsed_trials_kept_and_diverged_ones_counted_out():
     t = importance_trials()
     t.loc[0, K.WARNING] = "novel accuracy 0.00 in every incremental session (2)"
-    t.loc[2, K.WARNING] = "1 of 90 seen classes never predicted (session 8)"  # not a collapse: stays in
-    t = pd.concat([t, pd.DataFrame([{**t.iloc[1].to_dict(), "state": K.DIVERGED, "val_avg_acc": np.nan}])])
+    t.loc[2, K.WARNING] = "1 of 90 seen classes never predicted (session 8)"  # not a collapse either
+    t = pd.concat([t, pd.DataFrame([{**t.iloc[1].to_dict(), "state": K.DIVERGED, "val_avg_acc": np.nan},
+                                    {**t.iloc[3].to_dict(), "state": K.PRUNED, "val_avg_acc": np.nan}])])
     assert importance.searched_params(t) == ["alpha", "temperature"]  # never the seed
-    configs, left = importance.configurations(t, ["alpha", "temperature"])
-    assert left == {"collapsed": 1, "diverged": 1, "pruned": 0, "failed": 0}
-    assert len(configs) == 12 and configs["seeds"].tolist()[0] == 1  # the collapsed seed is out of its mean
-    # a configuration with both seeds: its objective is their mean
-    hand = t[(t["alpha"] == configs.iloc[1]["alpha"]) & (t["temperature"] == configs.iloc[1]["temperature"])
+    configs, counts = importance.configurations(t, ["alpha", "temperature"])
+    assert counts == {"collapsed": 1, "diverged": 1, "pruned": 1, "failed": 0, "without a value": 0}
+    assert len(configs) == 12 and configs["seeds"].tolist()[0] == 2  # the collapsed seed keeps its value
+    # a configuration with both seeds: its objective is their mean (the diverged copy of trial 1 is not imputed)
+    hand = t[(t["alpha"] == configs.iloc[0]["alpha"]) & (t["temperature"] == configs.iloc[0]["temperature"])
              & (t["state"] == K.COMPLETE)]["val_avg_acc"].mean()
-    assert configs.iloc[1]["objective"] == pytest.approx(hand) and configs.iloc[1]["seeds"] == 2
+    assert configs.iloc[0]["objective"] == pytest.approx(hand) and configs.iloc[0]["seeds"] == 2
+    a = importance.analyse(t, resamples=2)
+    head = importance.markdown(a).splitlines()[0]
+    assert head.startswith("12 complete configurations") and "from 24 trials, 1 of them collapsed" in head
+    assert "1 diverged (no value, never imputed" in head and "1 pruned" in head
+
+
+def test_a_knob_that_only_causes_collapse_is_ranked_first():
+    """`abs_base_boundary=True` does nothing but collapse the novel classes (its trials' measured validation accuracy
+    drops, as it does when novel accuracy is 0); alpha only adds noise. Left out, the collapsed trials would take
+    the knob's whole effect with them; kept, it is ranked first, and the header counts them."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for a in np.linspace(0.01, 0.1, 6):
+        for flag in (False, True):
+            for seed in (0, 1):
+                rows.append({"label": f"alpha={a:.4g} abs_base_boundary={flag}", "alpha": float(a),
+                             "abs_base_boundary": flag, "seed": seed, "state": K.COMPLETE,
+                             "val_avg_acc": (40.0 if flag else 55.0) + rng.normal(0, 0.3),
+                             K.WARNING: importance.COLLAPSED + " (8)" if flag else ""})
+    t = pd.DataFrame(rows)
+    a = importance.analyse(t, resamples=10)
+    ranked, _ = importance.resolved(a["importance"]["fANOVA"])
+    assert ranked[:1] == ["abs_base_boundary"]
+    assert a["counts"]["collapsed"] == 12 and "12 of them collapsed" in importance.markdown(a)
+
+
+def test_diverged_trials_show_where_they_diverge(tmp_path):
+    """Diverged trials: a "Diverges when" table at the end of importance.md, their settings beside the trials that
+    ran to the end, value by value for a few values and as a range for many."""
+    t = importance_trials(n_a=9, n_b=2, seeds=(0,))
+    big = t["temperature"] == 16.0
+    t.loc[big & (t["alpha"] > 0.06), ["state", "val_avg_acc"]] = [K.DIVERGED, np.nan]
+    importance.write(t, tmp_path)
+    md = (tmp_path / "importance.md").read_text()
+    assert "### Diverges when" in md and "4 of 18 trials diverged" in md
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:4]] for line in md.splitlines()
+            if line.startswith("| alpha") or line.startswith("| temperature")}
+    assert rows["temperature"] == ["16.0: 4", "8.0: 9, 16.0: 5"]
+    assert rows["alpha"][0] == "0.06625 to 0.1 (median 0.08313)" and rows["alpha"][1].startswith("0.01 to 0.1")
+    assert importance.diverges_when(importance_trials(), ["alpha", "temperature"]) is None
 
 
 def test_the_parameter_that_decides_is_ranked_first_with_an_interval(tmp_path):

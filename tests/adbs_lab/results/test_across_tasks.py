@@ -1,0 +1,115 @@
+"""Comparisons across tasks (adbs_lab/results/across_tasks.py): what a task is for study runs, hosts and k-shot
+cells, the IQM and paired probability of improvement of a comparison over two tasks against a hand computation, the
+printed lines with n and the few-runs warning, and `studies/report.py A B` printing them (slow: an MLflow store)."""
+
+from __future__ import annotations
+
+import pytest
+
+from adbs_lab.results import across_tasks as X
+from tests.helpers.frames import study_frames
+
+
+def test_what_a_task_is():
+    # each study run is a task (two runs of one study: their rows carry the run id)
+    assert X.task_of(("ablation (1a2b3c4d): adb+ic", "ablation (1a2b3c4d): baseline")) == (
+        "ablation (1a2b3c4d)", ("adb+ic", "baseline"))
+    # each host is a task: the row against itself without ADBS
+    assert X.task_of(("hosts: SAVC+ADBS", "hosts: SAVC")) == ("hosts: SAVC", ("+ADBS", X.WITHOUT))
+    # each k-shot cell is a task: the rows differ in one setting, the rest is the cell
+    assert X.task_of(("kshot_grid: ways=5 shots=1 variant=adb+ic", "kshot_grid: ways=5 shots=1 variant=baseline")) == (
+        "kshot_grid: ways=5 shots=1", ("variant=adb+ic", "variant=baseline"))
+    # rows of two studies (--reference across studies): a task of its own
+    pair = ("hosts: SAVC", "ablation: baseline")
+    assert X.task_of(pair) == ("hosts: SAVC / ablation: baseline", pair)
+    g = X.groups([("hosts: SAVC+ADBS", "hosts: SAVC"), ("hosts: ALICE+ADBS", "hosts: ALICE"), pair])
+    assert [len(v) for v in g.values()] == [2, 1] and X.names(next(iter(g))) == ("with +ADBS", "without")
+
+
+def _two_datasets():
+    """adb+ic against baseline in two runs of the ablation (two datasets), three seeds each."""
+    a, b = "ablation (aaaa1111)", "ablation (bbbb2222)"
+    values = {f"{a}: adb+ic": [50.0, 52.0, 54.0], f"{a}: baseline": [49.0, 53.0, 50.0],
+              f"{b}: adb+ic": [60.0, 61.0, 62.0], f"{b}: baseline": [60.0, 60.0, 63.0]}
+    return values, [(f"{a}: adb+ic", f"{a}: baseline"), (f"{b}: adb+ic", f"{b}: baseline")]
+
+
+def test_iqm_and_improvement_over_two_datasets_by_hand():
+    values, pairs = _two_datasets()
+    sessions, trials = study_frames(values)
+    [r] = X.across(pairs, sessions, trials)
+    assert r.key == ("adb+ic", "baseline") and r.tasks == ("ablation (aaaa1111)", "ablation (bbbb2222)")
+    # adb+ic's 6 runs sorted 50 52 54 60 61 62: one cut from each end (int(0.25 * 6)), the mean of 52 54 60 61
+    assert r.iqm_x.estimate == pytest.approx((52 + 54 + 60 + 61) / 4)
+    assert r.iqm_y.estimate == pytest.approx((50 + 53 + 60 + 60) / 4)  # 49 50 53 60 60 63
+    # task a: seeds won, lost, won (2/3); task b: tie, won, lost (1/2); the mean over tasks
+    assert r.improvement.estimate == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert r.improvement.runs == (3, 3) and r.m == 1 and r.improvement.lo <= r.improvement.estimate
+    text = "\n".join(X.lines([r]))
+    assert "adb+ic vs baseline over 2 tasks (ablation (aaaa1111), ablation (bbbb2222))" in text
+    assert "P(adb+ic > baseline) = 0.58 (95% CI" in text and "n=6: 3, 3 per task" in text
+    assert "warning: fewer than 5 runs per task (the fewest: 3)" in text
+
+
+def test_a_diverged_seed_is_left_out_and_one_task_is_not_aggregated():
+    values, pairs = _two_datasets()
+    values[pairs[0][0]] = [50.0, None, 54.0]  # seed 1 of adb+ic diverged in the first task
+    sessions, trials = study_frames(values)
+    [r] = X.across(pairs, sessions, trials)
+    assert r.iqm_x.runs == (2, 3) and r.improvement.runs == (2, 3)
+    assert r.improvement.estimate == pytest.approx((1.0 + 0.5) / 2)  # task a: seeds 0 and 2 won
+    assert X.across(pairs[:1], sessions, trials) == [] and X.lines([]) == []
+
+
+def _hosts_store(tmp_path) -> str:
+    """An MLflow store in the tracker's layout with two runs of the hosts study (cifar100, mini_imagenet), rows SAVC
+    and ALICE without and with ADBS, three seeds each; ADBS adds 1 point to every seed."""
+    import json
+
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab.records import metrics_keys as K
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    c = MlflowClient(uri)
+    exp = c.create_experiment("hosts")
+    rows = {"SAVC": 60.0, "SAVC+ADBS": 61.0, "ALICE": 55.0, "ALICE+ADBS": 56.0}
+    for dataset in ("cifar100", "mini_imagenet"):
+        parent = c.create_run(exp, run_name=f"hosts {dataset}", tags={
+            "adbs.role": "study", "adbs.study": "hosts", "adbs.order": json.dumps(list(rows)),
+            "adbs.baseline": json.dumps({"SAVC+ADBS": "SAVC", "ALICE+ADBS": "ALICE"}),
+            "adbs.command": f"python studies/hosts.py --dataset {dataset}"})
+        for number, (label, seed) in enumerate((lab, s) for lab in rows for s in (0, 1, 2)):
+            run = c.create_run(exp, run_name=f"{label} seed={seed}", tags={
+                "mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial", "adbs.study": "hosts",
+                "adbs.trial_id": f"{dataset}{number}", "adbs.optuna_trial": str(number), "adbs.state": K.COMPLETE,
+                "adbs.label": label})
+            got = [80.0, rows[label] + seed]
+            cfg = Config(seed=seed, dataset=dataset, keep_embeddings=False).to_dict()
+            c.log_batch(run.info.run_id, metrics=[Metric("session/test_acc", a, 0, s) for s, a in enumerate(got)]
+                        + [Metric("summary/val_avg_acc", sum(got) / 2, 0, 0)],
+                        params=[Param(k, json.dumps(v) if isinstance(v, list) else str(v)) for k, v in cfg.items()])
+            c.set_terminated(run.info.run_id)
+        c.set_terminated(parent.info.run_id)
+    return uri
+
+
+@pytest.mark.slow
+def test_report_over_two_datasets_prints_the_comparisons_across_hosts_and_datasets(tmp_path, capsys):
+    """`studies/report.py ID1 ID2` over two runs of the hosts study: +ADBS vs without over 4 tasks (each host on each
+    dataset), ADBS ahead on every seed (P = 1), in the printed lines and report.md. Slow: an MLflow store of 24 runs
+    and the report's figures (about 10 s of CPU; over a minute on the busy 2-core machine)."""
+    from mlflow.tracking import MlflowClient
+
+    from studies import report
+
+    uri = _hosts_store(tmp_path)
+    ids = [r.info.run_id for r in MlflowClient(uri).search_runs(["1"], "tags.`adbs.role` = 'study'")]
+    assert report.main([*ids, "--tracking-uri", uri, "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "with +ADBS vs without over 4 tasks (hosts (" in out and ": SAVC, hosts (" in out
+    assert "P(with +ADBS > without) = 1.00 (95% CI 1.00 to 1.00; n=12: 3, 3, 3, 3 per task)" in out
+    assert "warning: fewer than 5 runs per task (the fewest: 3)" in out
+    assert "## Across tasks" in (tmp_path / "out" / "report.md").read_text()
