@@ -6,6 +6,8 @@ UI reading them meanwhile; then counts what survived. Exit 1 if anything was los
     python bench/load.py --tracking-only --kill            # SIGKILL one grid and one sampled driver mid-study, resume
     python bench/load.py --studies 2 --trials 5 --backends sqlite --tracking-only   # a short run
     python bench/load.py --postgres postgresql://USER:PW@HOST/postgres              # an existing server (creates 2 DBs)
+    python bench/load.py --backends postgres --studies 1 --trials 5 --tracking-only --pg-set idle_session_timeout=1s
+    python bench/load.py --backends postgres --studies 1 --trials 5 --tracking-only --outage restart   # or away
 
 Backends: (a) sqlite: the studies write one MLflow SQLite file and one Optuna SQLite file themselves (the project's
 default, one writer process per study); the UI is `mlflow/serve.py` on the same file. (b) postgres: an `mlflow server`
@@ -18,6 +20,14 @@ Per backend it prints: trials planned, ended by state, MLflow runs, params and m
 trials reported (each trial's result.json), Optuna trials against Tune trials, lock waits and errors, wall time.
 With --kill it also checks: no grid point ran twice, the sampler did not restart its random start-up (no two Optuna
 trials with the same alpha), and each complete trial has exactly one finished MLflow run.
+
+The temporary PostgreSQL server (postgres backend, no --postgres) can be made to go away mid-study: --pg-set NAME=VALUE
+starts it with a server setting (idle_session_timeout=1s closes every session idle for a second, as a lab's server or
+proxy does after an hour); --outage restart restarts it (pg_ctl restart -m fast) once a third of the first study's trials
+ended; --outage away stops it then, waits until every study stopped (each must exit 1 with the --resume command, after
+the bounded wait of docs/clusters.md), starts it again and resumes them. --outage-of optuna|mlflow: only that store's
+server goes away (the other store is on a second server that stays up). Either way the count is the same: nothing lost,
+no grid point twice. With --outage the readers are off (report.py would wait out the outage in MLflow's own retries).
 """
 
 from __future__ import annotations
@@ -56,6 +66,13 @@ def parser() -> argparse.ArgumentParser:
                                                      "may be created (default: start a temporary server)")
     p.add_argument("--out", type=Path, default=None, help="working folder (default a temporary one, removed)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds a backend may take before it counts as failed")
+    p.add_argument("--pg-set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a setting of the temporary PostgreSQL server (e.g. idle_session_timeout=1s); repeatable")
+    p.add_argument("--outage", choices=["restart", "away"], default=None,
+                   help="the temporary PostgreSQL server restarts, or stops until the studies stopped, mid-study")
+    p.add_argument("--outage-of", choices=["both", "optuna", "mlflow"], default="both",
+                   help="whose server goes away: both stores' (one server, default), or only the Optuna storage's or "
+                        "the MLflow store's (the other store on a second server that stays up)")
     return p
 
 
@@ -142,6 +159,37 @@ def kill_targets(targets: list[StudyRun], b: Backend, env: dict, deadline: float
         time.sleep(0.3)
 
 
+def outage(a: argparse.Namespace, runs: list[StudyRun], b: Backend, env: dict, deadline: float) -> None:
+    """--outage: once a third of the first study's trials ended, its server restarts, or stops until every study
+    stopped (each run's exit and whether it printed the --resume command kept in `outage`), then starts again and
+    the studies are resumed."""
+    first = runs[0]
+    while time.time() < deadline and first.proc.poll() is None and _ended(b.runs / first.folder) < max(1, first.planned // 3):
+        time.sleep(0.2)
+    if first.proc.poll() is not None or time.time() >= deadline:
+        return
+    if a.outage == "restart":
+        b.pg.restart()
+        for r in runs:
+            r.outage = "restarted" if r.proc.poll() is None else ""
+        return
+    b.pg.halt()
+    t0 = time.time()
+    for r in runs:
+        try:
+            r.proc.wait(max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            continue
+        r.log.flush()
+        said = "continue with: " in (b.root / f"s{r.index}.log").read_text(errors="replace")
+        r.outage = f"away: exit {r.proc.returncode}{', --resume' if said else ''}"
+    print(f"the database server stayed away {time.time() - t0:.0f} s, until every study stopped", flush=True)
+    b.pg.resume()
+    for r in runs:
+        if r.outage.startswith("away"):
+            r.proc = subprocess.Popen(r.cmd + ["--resume"], stdout=r.log, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+
+
 def run_backend(a: argparse.Namespace, b: Backend, address: str) -> list[StudyRun]:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
@@ -152,10 +200,13 @@ def run_backend(a: argparse.Namespace, b: Backend, address: str) -> list[StudyRu
         runs.append(StudyRun(i, f"load-s{i}", cmd, planned(i, a), log,
                              subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO)))
     readers = Readers(b)
-    readers.start()
+    if not a.outage:
+        readers.start()
     deadline = time.time() + a.timeout
     if a.kill:  # a grid study and a sampled one, each as soon as a third of its trials ended (watched together)
         kill_targets(runs[:2], b, env, deadline)
+    if a.outage:
+        outage(a, runs, b, env, deadline)
     for r in runs:
         try:
             r.proc.wait(max(1.0, deadline - time.time()))
@@ -166,13 +217,17 @@ def run_backend(a: argparse.Namespace, b: Backend, address: str) -> list[StudyRu
         r.log.close()
         r.returncode = r.proc.returncode
     readers.stop.set()
-    readers.join(60)
+    if readers.is_alive():
+        readers.join(60)
     b.readers = readers
     return runs
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
+    settings = dict(kv.split("=", 1) for kv in a.pg_set)
+    if (settings or a.outage) and (a.backends != ["postgres"] or a.postgres):
+        parser().error("--pg-set and --outage need --backends postgres and the temporary server (no --postgres)")
     import ray
 
     root = Path(a.out or tempfile.mkdtemp(prefix="adbs-load-"))
@@ -184,11 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     lost = False
     try:
         for name in a.backends:
-            with Backend.start(name, root / name, a.postgres) as b:
+            steady = {"optuna": "mlflow", "mlflow": "optuna"}.get(a.outage_of)
+            with Backend.start(name, root / name, a.postgres, pg_settings=settings, steady=steady) as b:
                 t0 = time.time()
                 runs = run_backend(a, b, address)
                 wall = time.time() - t0
-                result = check(b, runs, kill=a.kill)
+                result = check(b, runs, kill=a.kill, outage=a.outage)
                 print_summary(name, a, b, runs, result, wall)
                 lost |= bool(result.problems)
     finally:

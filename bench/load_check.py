@@ -21,6 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from adbs_lab.records import metrics_keys as K  # noqa: E402
 from adbs_lab.records.tune_keys import SEED_KEY  # noqa: E402
+from adbs_lab.stores.db_server import engine_kwargs  # noqa: E402
 from adbs_lab.stores.tracking_store import LOCKED_WARNING  # noqa: E402
 
 
@@ -39,6 +40,7 @@ class StudyRun:
     log: Any
     proc: subprocess.Popen
     killed: bool = False
+    outage: str = ""  # --outage: "restarted", or "away: exit N" (the run's exit while its server was away)
     timed_out: bool = False
     returncode: int | None = None
 
@@ -52,6 +54,7 @@ class Backend:
     mlflow_db: str  # the MLflow database itself (SQLAlchemy URL), counted directly
     ui: str
     readers: Any = None
+    pg: Any = None  # the temporary PostgreSQL server (testing/postgres.py: PgServer) where this run started one
     experiment: str = "load"  # the studies' name: their MLflow experiment
     _exp: list[str] = field(default_factory=list)
 
@@ -79,13 +82,15 @@ class Backend:
     @classmethod
     @contextmanager
     def start(cls, name: str, root: Path, pg_url: str | None, *, experiment: str = "load", databases: str = "load",
-              fresh: bool = True):
+              fresh: bool = True, pg_settings: dict[str, str] | None = None, steady: str | None = None):
         """The stores under `root` and the UI on them; on PostgreSQL the databases mlflow_<databases> and
         optuna_<databases>. fresh=False keeps those databases where they exist (a resumed run of bench/scale.py);
-        the default drops and creates them."""
+        the default drops and creates them. `pg_settings`: the temporary server's settings (testing/postgres.py);
+        `steady` ("mlflow" or "optuna"): that store's database on a second temporary server, which stays up while
+        `pg` (the other store's) goes away (bench/load.py --outage-of)."""
         root.mkdir(parents=True, exist_ok=True)
         (root / "runs").mkdir(exist_ok=True)
-        pg = None
+        pg = other = None
         port = _free_port()
         if name == "sqlite":
             db = f"sqlite:///{root / 'mlflow.db'}"
@@ -98,10 +103,13 @@ class Backend:
                 why = missing()
                 if why:
                     raise SystemExit(f"error: no PostgreSQL: {why}; or pass --postgres URL")
-                pg = PgServer().start()
+                pg = PgServer(pg_settings).start()
                 pg_url = pg.url()
-            mlflow_db, optuna_db = _create_databases(pg_url, (f"mlflow_{databases}", f"optuna_{databases}"), fresh)
-            b = cls(name, root, f"http://127.0.0.1:{port}", optuna_db, mlflow_db, f"http://127.0.0.1:{port}")
+                other = PgServer().start() if steady else None
+            urls = {"mlflow": pg_url, "optuna": pg_url, **({steady: other.url()} if other and steady else {})}
+            [mlflow_db], [optuna_db] = (_create_databases(urls[k], (f"{k}_{databases}",), fresh)
+                                        for k in ("mlflow", "optuna"))
+            b = cls(name, root, f"http://127.0.0.1:{port}", optuna_db, mlflow_db, f"http://127.0.0.1:{port}", pg=pg)
             store = mlflow_db
         b.experiment = experiment
         log = open(root / "mlflow_server.log", "w")
@@ -118,8 +126,9 @@ class Backend:
             except subprocess.TimeoutExpired:
                 server.kill()
             log.close()
-            if pg is not None:
-                pg.stop()
+            for server_pg in (pg, other):
+                if server_pg is not None:
+                    server_pg.stop()
 
 
 def _create_databases(url: str, names: tuple[str, ...], fresh: bool = True) -> list[str]:
@@ -247,7 +256,22 @@ class Result:
     problems: list[str]
 
 
-def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
+def outage_problems(name: str, r: StudyRun, outage: str | None) -> list[str]:
+    """--outage: the server went away while the study ran; where it stayed away, the study stopped with exit 1
+    (adbs/exits.py: FAILED) and the --resume command, and was resumed (what arrived is counted as for any run)."""
+    from adbs import exits
+
+    if not outage:
+        return []
+    if not r.outage:
+        return [f"{name}: ended before its database server went away (--outage {outage}; use more --trials)"]
+    if outage == "away" and r.outage != f"away: exit {exits.FAILED}, --resume":
+        return [f"{name}: while its server was away it ended '{r.outage}', not exit {exits.FAILED} with the "
+                "--resume command"]
+    return []
+
+
+def check(b: Backend, runs: list[StudyRun], *, kill: bool, outage: str | None = None) -> Result:
     import optuna
 
     from adbs.config import Config
@@ -302,7 +326,10 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
             problems.append(f"{name}: metric points logged {c.points_logged}, reported {c.points_reported} "
                             f"({c.mlflow_runs - c.points_ok} runs differ)")
         try:
-            trials = optuna.load_study(study_name=r.folder, storage=b.optuna_url).trials
+            # pooled connections tested before use (db_server.engine_kwargs): with --pg-set idle_session_timeout=1s,
+            # Optuna's own storage lost its connection between two of its opening queries on a loaded machine
+            storage = optuna.storages.RDBStorage(b.optuna_url, engine_kwargs=engine_kwargs(b.optuna_url))
+            trials = optuna.load_study(study_name=r.folder, storage=storage).trials
         except Exception as e:  # noqa: BLE001 - a lost Optuna study is a finding
             trials = []
             problems.append(f"{name}: Optuna study unreadable ({e})")
@@ -325,6 +352,7 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool) -> Result:
                 problems.append(f"{name}: the sampler drew the same alpha twice (a restarted start-up?): {again[:5]}")
         if kill and r.index < 2 and not r.killed:
             problems.append(f"{name}: ended before its driver could be killed (use more --trials)")
+        problems += outage_problems(name, r, outage)
     if b.readers is not None and (b.readers.ui_errors or b.readers.report_errors):
         problems.append(f"{b.name}: readers failed: UI {b.readers.ui_errors}, report.py {b.readers.report_errors} "
                         f"({b.readers.last_error})")
@@ -343,6 +371,9 @@ def print_summary(name: str, a, b: Backend, runs: list[StudyRun], result: Result
         print(f"{r.folder:<10}{'grid' if r.index % 2 == 0 else 'tpe':<8}{r.planned:>8}{c.tune:>6}{ended:>22}"
               f"{c.mlflow_runs:>8}{c.params_ok:>10}{f'{c.points_logged}/{c.points_reported}':>24}{c.optuna:>8}"
               f"{c.lock_waits:>11}{c.errors:>7}{'yes' if r.killed else '':>7}{c.orphaned:>12}")
+    for c in result.studies:
+        if c.run.outage:
+            print(f"{c.run.folder}: its database server {c.run.outage}")
     rd = b.readers
     if rd is not None:
         print(f"readers meanwhile: {rd.ui_reads} UI run searches ({rd.ui_errors} failed), {rd.reports} report.py runs "

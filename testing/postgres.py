@@ -43,7 +43,12 @@ def missing() -> str | None:
 
 
 class PgServer:
-    def __init__(self) -> None:
+    """One server in a data folder of its own. `settings`: server settings given as `-c NAME=VALUE` at every start
+    (idle_session_timeout=2s: a session idle that long is closed by the server, as a lab's server or proxy does
+    after an hour). `restart`, `halt` and `start` are pg_ctl's, for tests of a server that goes away mid-study."""
+
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        self.settings = dict(settings or {})
         self.bin = pg_bin()
         self.root = Path(tempfile.mkdtemp(prefix="adbs-test-pg-"))
         self.data, self.sock = self.root / "data", self.root / "sock"
@@ -69,11 +74,27 @@ class PgServer:
             os.chown(pwfile, pwd.getpwnam("nobody").pw_uid, -1)
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", USER, f"--pwfile={pwfile}",
                   "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions")
+        return self.resume()
+
+    def resume(self) -> "PgServer":
+        """Start the server on its data folder (after `start` made it, or after `halt`), on the same port."""
         opts = (f"-p {self.port} -k {self.sock} -c listen_addresses=127.0.0.1 -c fsync=off "
                 "-c max_connections=200 -c shared_buffers=32MB")
+        opts += "".join(f" -c {k}={v}" for k, v in self.settings.items())
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.root / "log"),
                   "-w", "-t", "60", "start")
         return self
+
+    def halt(self) -> None:
+        """Stop the server as an administrator would (fast: open sessions are ended, their transactions rolled
+        back); its data stay for `resume`."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop", timeout=90)
+
+    def restart(self) -> None:
+        """A restart as an administrator's (`pg_ctl restart -m fast`): every session ended, the server back on the
+        same port a moment later."""
+        self.halt()
+        self.resume()
 
     def stop(self) -> None:
         try:

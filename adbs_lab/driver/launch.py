@@ -23,7 +23,7 @@ from adbs_lab.results import notes as study_notes
 from adbs_lab.search import space as sp
 from adbs_lab.records import tune_keys
 from adbs_lab.driver.tracker import MlflowTracker
-from adbs_lab.stores import tracking_store
+from adbs_lab.stores import db_server, tracking_store
 from adbs_lab.driver.outcome import error_line
 from adbs_lab.driver.preflight import logged_argv
 from adbs_lab.driver.prepared import Prepared, bad_input, fail
@@ -314,7 +314,7 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
             failed = why if why.startswith("the MLflow store") else f"the MLflow store failed: {why}"
         elif disk_full(e):
             failed = f"no space left in {p.where} (or in the Optuna/MLflow store): free space, then --resume"
-        elif search.STORE_DOWN or tracking_store.store_down(e):
+        elif search.STORE_DOWN or db_server.store_down(e):
             # the Optuna storage's database stopped answering (the searcher and stopper read it every result):
             # one line, not the chained tracebacks of every call that found it gone
             failed = search.STORE_DOWN[0] if search.STORE_DOWN else (
@@ -328,14 +328,16 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
 
 
 class _NotStoreDown(logging.Filter):
-    """Drops Tune's log record of a searcher or stopper call that found the Optuna storage gone (search.StoreDown):
+    """Drops Tune's log record of a searcher or stopper call that found the Optuna storage gone (search.StoreDown),
+    or of the tracker's call that found the MLflow store gone (tracking_store.TrackingError, "Error stopping trial"):
     the study says so once, with the --resume command (adbs_lab/driver/summarise.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from adbs_lab.search.searcher import StoreDown
 
         exc = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
+        gone = isinstance(exc, tracking_store.TrackingError) and "stopped answering" in str(exc)
+        return not (gone or isinstance(exc, StoreDown) or "StoreDown" in str(exc or ""))
 
 
 _NOT_STORE_DOWN = _NotStoreDown()  # one instance: adding it again (every part of a composition) is a no-op

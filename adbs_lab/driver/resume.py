@@ -13,7 +13,7 @@ from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.options import StudyInputError
 from adbs.redaction import reveal
-from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder
+from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder, rebind
 
 __all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object", "pickled_globals",
            "missing_code", "moved_code", "moved_message"]
@@ -71,6 +71,9 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     moved = moved_code(where)
     if moved:
         raise StudyInputError(moved_message(*moved, held=held))
+    # Loading the state unpickles the searcher, which opens the Optuna storage: the one this command names, as
+    # claim binds it for the run (the pickled URL is redacted, adbs/redaction.py; with a password it would not open)
+    rebind(where.folder, optuna_url=p.optuna_url, study_dir=str(where.local), tracking_uri=p.tracking_uri)
     damaged = _damaged_tune_state(where)
     if damaged:
         raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))

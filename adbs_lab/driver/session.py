@@ -54,7 +54,7 @@ def env_defaults() -> None:
     for name in ("mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # MLflow's SQL store logs every failed connection with its traceback before raising it; the study says once
-    # that the store stopped answering (adbs_lab/stores/tracking_store.py: store_down), with the --resume command
+    # that the store stopped answering (adbs_lab/stores/db_server.py: store_down), with the --resume command
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
 

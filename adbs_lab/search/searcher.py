@@ -29,6 +29,7 @@ import math
 import os
 import pickle
 import signal
+import threading
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -48,10 +49,11 @@ from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, AutoSeeds, look_line,
 from adbs_lab.search import racing
 from adbs_lab.search.space import TrialMaker
 from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR, describe
-from adbs_lab.stores.tracking_store import store_down
+from adbs_lab.stores import db_server
+from adbs_lab.stores.db_server import store_down
 from adbs_lab.records.trial_records import classify, objective
 
-__all__ = ["optuna_storage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "stops_when_down",
+__all__ = ["optuna_storage", "PatientStorage", "create_study", "StudyNameTaken", "StoreDown", "STORE_DOWN", "stops_when_down",
            "make_pruner", "StudySearch", "name_metrics", "tell", "BaseEpochStopper"]
 
 _STORAGES: dict[str, optuna.storages.BaseStorage] = {}
@@ -85,6 +87,8 @@ def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
             if url.startswith("sqlite:"):
                 rdb = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
                 return optuna.storages.get_storage(rdb)
+            if db_server.is_server(url):
+                return optuna.storages.get_storage(PatientStorage(url, engine_kwargs=db_server.engine_kwargs(url)))
             return optuna.storages.get_storage(url)
         except (IntegrityError, OperationalError, ProgrammingError) as e:
             text = str(e).lower()
@@ -92,6 +96,45 @@ def _first_open(url: str, tries: int = 5) -> optuna.storages.BaseStorage:
                 raise
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+class PatientStorage(optuna.storages.RDBStorage):
+    """Optuna's RDB storage on a database server that may go away for a while (a restart, a fail-over): each call
+    of the storage API that finds the server not answering is tried again for up to db_server.STORE_WAIT_S
+    (db_server.patiently), so the study carries on once the server is back; after that, `stops_when_down` stops
+    the study with the --resume command. Its engine tests a pooled connection before use (db_server.engine_kwargs:
+    pool_pre_ping, which Optuna sets only for MySQL), so one the server closed while idle is replaced, not failed.
+
+    A call is retried only after it raised, and Optuna commits each call in one transaction, so a retried call
+    repeats nothing that was stored; the one exception is a commit the server made whose answer the connection lost
+    (the server gone in that instant), where a retried `create_new_trial` would add a second trial."""
+
+
+_WAITING = threading.local()  # inside a patient call: the calls it makes are waited for by it, not again
+
+
+def _patient_method(name: str) -> Callable[..., Any]:
+    method = getattr(optuna.storages.RDBStorage, name)
+
+    @functools.wraps(method)
+    def call(self: PatientStorage, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_WAITING, "on", False):
+            return method(self, *args, **kwargs)
+        _WAITING.on = True
+        try:
+            return db_server.patiently(method, self, *args, what=f"the Optuna storage {redact(self.url)}", **kwargs)
+        finally:
+            _WAITING.on = False
+    return call
+
+
+# Every public method of Optuna's storage API (BaseStorage), as RDBStorage implements it, and the private ones that
+# Optuna's cache in front of it (optuna/storages/_cached_storage.py: _CachedStorage) calls instead of public ones
+# (found by bench/load.py: a study's get_all_trials reached the server through _get_trials, unwaited)
+_CACHE_CALLS = ("_create_new_trial", "_get_trials", "_set_trial_param", "_get_best_trial_id", "_get_stale_trial_ids")
+for _name, _value in [*vars(optuna.storages.BaseStorage).items(), *((n, None) for n in _CACHE_CALLS)]:
+    if (_value is None or callable(_value) and not _name.startswith("_")) and hasattr(optuna.storages.RDBStorage, _name):
+        setattr(PatientStorage, _name, _patient_method(_name))
 
 
 class StoreDown(RuntimeError):
@@ -109,18 +152,25 @@ def stops_when_down(method: Callable[..., Any]) -> Callable[..., Any]:
     trial whose end was not told again) and every failure raises StoreDown, which the driver reports once."""
     @functools.wraps(method)
     def call(self, *args: Any, **kwargs: Any) -> Any:
+        if STORE_DOWN:  # given up on already: the calls of Tune's stop do not each wait for it again
+            raise StoreDown(STORE_DOWN[0])
         try:
             return method(self, *args, **kwargs)
         except Exception as e:
             if isinstance(e, StoreDown) or not store_down(e):
                 raise
             if not STORE_DOWN:
-                STORE_DOWN.append(f"the Optuna storage {redact(self._storage_url)} stopped answering "
+                STORE_DOWN.append(f"the Optuna storage {redact(self._storage_url)} stopped answering{_waited(self)} "
                                   f"({str(e.__cause__ or e).strip().splitlines()[0][:200]}); start it again")
                 if hasattr(signal, "SIGUSR1"):
                     os.kill(os.getpid(), signal.SIGUSR1)
             raise StoreDown(STORE_DOWN[0]) from None
     return call
+
+
+def _waited(searcher: Any) -> str:
+    """" for 300 s" where the storage was waited for (a database server: PatientStorage), else ""."""
+    return f" for {db_server.STORE_WAIT_S:.0f} s" if db_server.is_server(reveal(searcher._storage_url)) else ""
 
 
 class StudyNameTaken(RuntimeError):

@@ -24,7 +24,7 @@ from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from adbs import exits
-from adbs_lab.stores import paths
+from adbs_lab.stores import db_server, paths
 from adbs.redaction import SecretUrl, reveal
 from adbs_lab.stores.sqlite_kind import OPTUNA_TABLES, StoreError, optuna_studies, sqlite_path, sqlite_problem
 
@@ -111,7 +111,9 @@ def readonly_storage(url: str):
         uri = f"{path.resolve().as_uri()}?mode=ro"
         kwargs: dict[str, object] = {"creator": lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False)}
     else:
-        kwargs = {"connect_args": {"options": "-c default_transaction_read_only=on", "connect_timeout": 10}}
+        # a dashboard left open for hours: its pooled connections tested before use (db_server.engine_kwargs)
+        kwargs = {**db_server.engine_kwargs(reveal(url)),
+                  "connect_args": {"options": "-c default_transaction_read_only=on", "connect_timeout": 10}}
     return optuna.storages.RDBStorage(reveal(url), engine_kwargs=kwargs, skip_table_creation=True)
 
 

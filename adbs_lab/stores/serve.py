@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 from adbs.exits import OK, REFUSED, Exit, entry
-from adbs_lab.stores import paths
+from adbs_lab.stores import db_server, paths
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
 
-__all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "STORE_ENV", "parser", "url", "command", "server_env",
+__all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "STORE_ENV", "POOL_RECYCLE_ENV", "parser", "url", "command", "server_env",
            "port_problem", "experiments", "runs_page",
            "print_studies", "main"]
 
@@ -75,14 +75,22 @@ def server_env(args: argparse.Namespace) -> dict[str, str]:
     """What the server gets by environment: a store URL that carries a secret (`command` leaves it out, as any
     user could read it in the process list; `mlflow server` reads $MLFLOW_BACKEND_STORE_URI)."""
     real = reveal(args.backend_store_uri)
-    return {STORE_ENV: real} if carries_secret(real) else {}
+    env = {STORE_ENV: real} if carries_secret(real) else {}
+    if db_server.is_server(real) and POOL_RECYCLE_ENV not in os.environ:
+        # MLflow's SQL store already tests a pooled connection before use (pool_pre_ping); this also replaces one
+        # older than db_server.POOL_RECYCLE_S, which a firewall or proxy may have dropped without a word
+        env[POOL_RECYCLE_ENV] = str(db_server.POOL_RECYCLE_S)
+    return env
+
+
+POOL_RECYCLE_ENV = "MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE"
 
 
 def command(args: argparse.Namespace) -> list[str]:
     """The `mlflow server` command line: nothing secret in it (see server_env)."""
     exe = Path(sys.executable).with_name("mlflow")
     base = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
-    store = [] if server_env(args) else ["--backend-store-uri", reveal(args.backend_store_uri)]
+    store = [] if STORE_ENV in server_env(args) else ["--backend-store-uri", reveal(args.backend_store_uri)]
     cmd = [*base, "server", *store,
            "--artifacts-destination", _local_or_uri(args.artifacts_destination),
            "--host", args.host, "--port", str(args.port), "--workers", str(args.workers)]

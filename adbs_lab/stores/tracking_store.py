@@ -21,6 +21,8 @@ from tenacity import (
 )
 
 from adbs_lab.stores import paths
+from adbs_lab.stores import db_server
+from adbs_lab.stores.db_server import is_server, locked, patiently, store_down
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
 
 LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
@@ -41,22 +43,25 @@ class TrackingError(RuntimeError):
 EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 
 
-def _locked(e: BaseException) -> bool:
-    text = str(e).lower()
-    return "database is locked" in text or "database table is locked" in text
-
-
 class _Patient:
     """An MlflowClient whose calls wait out a locked SQLite store (retry with backoff) instead of failing.
 
     Another process writing the same store (a second study, the UI, a backup) locks a SQLite file for a
     while; a study must not die of that. A locked call is retried after 0.5 s, 1 s, 2 s, ... (at most 10 s
     apart); after LOCKED_WAIT_S it raises TrackingError, and the study stops as interrupted with the
-    --resume command. Any other error is raised at once.
+    --resume command. A database server as the store that stopped answering is waited for the same way, for
+    db_server.STORE_WAIT_S, then a TrackingError (and every later call raises it at once: the study is stopping).
+    Any other error is raised at once.
     """
 
     def __init__(self, client) -> None:
         self._client = client
+        # A database server as the store (in this process: postgresql://...) is waited for while it does not answer
+        # (db_server.patiently). A tracking server over HTTP is not: MLflow's client retries it itself
+        # (MLFLOW_HTTP_REQUEST_MAX_RETRIES), and a second wait around that one would double the bound.
+        uri = str(getattr(client, "tracking_uri", "") or "")
+        self._waits = f"the MLflow store {redact(uri)}" if is_server(uri) else None
+        self._gave_up: str | None = None
 
     def __getattr__(self, name: str):
         attr = getattr(self._client, name)
@@ -64,16 +69,22 @@ class _Patient:
             return attr
 
         def call(*args, **kwargs):
-            patiently = Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(LOCKED_WAIT_S),
-                                 wait=wait_exponential(multiplier=0.5, max=10.0), retry_error_callback=_still_locked,
-                                 before_sleep=_waiting)
+            if self._gave_up:  # the study is stopping: its closing calls do not each wait for the store again
+                raise TrackingError(self._gave_up)
+            locked_waits = Retrying(retry=retry_if_exception(locked), stop=stop_after_delay(LOCKED_WAIT_S),
+                                  wait=wait_exponential(multiplier=0.5, max=10.0),
+                                  retry_error_callback=_still_locked, before_sleep=_waiting)
             try:
-                return patiently(attr, *args, **kwargs)
+                if self._waits:
+                    return patiently(lambda: locked_waits(attr, *args, **kwargs), what=self._waits)
+                return locked_waits(attr, *args, **kwargs)
             except Exception as e:
                 if isinstance(e, TrackingError) or not store_down(e):
                     raise
-                raise TrackingError(f"the MLflow store stopped answering ({_first_line(e)}); start it "
-                                    "again") from None
+                waited = f" for {db_server.STORE_WAIT_S:.0f} s" if self._waits else ""
+                self._gave_up = (f"the MLflow store stopped answering{waited} ({_first_line(e)}); start it "
+                                 "again")
+                raise TrackingError(self._gave_up) from None
 
         return call
 
@@ -82,26 +93,6 @@ def patient(client):
     """`client` (an MlflowClient) as the study uses it: a locked SQLite store waited out, a store that stopped
     answering a TrackingError (`_Patient`)."""
     return _Patient(client)
-
-
-def store_down(e: BaseException) -> bool:
-    """Whether `e` (or its causes) says a database or tracking server stopped answering: MLflow's SQL store turns
-    the driver's connection errors into TEMPORARILY_UNAVAILABLE (module mlflow.store.db.utils: make_managed_session),
-    Optuna's RDB storage into StorageInternalError, SQLAlchemy raises OperationalError, a tracking server's client a
-    refused connection. A locked SQLite file is not one (`_Patient` waits it out), nor a full disk (its own message:
-    adbs_lab/driver/session.py: disk_full)."""
-    cur: BaseException | None = e
-    while cur is not None:
-        text = str(cur).lower()
-        if _locked(cur) or "disk is full" in text or "no space left" in text:
-            return False
-        if getattr(cur, "error_code", None) == "TEMPORARILY_UNAVAILABLE" or type(cur).__name__ in (
-                "OperationalError", "InterfaceError", "StorageInternalError") or any(
-                m in text for m in ("connection refused", "connection failed", "server closed the connection",
-                                    "could not connect", "terminating connection", "max retries exceeded")):
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
 
 
 def _waiting(state: RetryCallState) -> None:

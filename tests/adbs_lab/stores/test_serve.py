@@ -36,7 +36,8 @@ def test_other_backends_and_extra_flags_pass_through():
                "--artifacts-destination", "s3://bucket/mlflow", "--allowed-hosts", "box:5005", "--", "--workers", "2")
     assert "--backend-store-uri" not in cmd and "u:p@" not in " ".join(cmd)  # visible to every user in `ps`
     args = serve.parser().parse_args(["--backend-store-uri", "postgresql://u:p@db/mlflow"])
-    assert serve.server_env(args) == {"MLFLOW_BACKEND_STORE_URI": "postgresql://u:p@db/mlflow"}  # given by environment
+    assert serve.server_env(args) == {"MLFLOW_BACKEND_STORE_URI": "postgresql://u:p@db/mlflow",  # given by environment
+                                      "MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE": "300"}  # db_server.POOL_RECYCLE_S
     assert cmd[cmd.index("--artifacts-destination") + 1] == "s3://bucket/mlflow"
     assert cmd[cmd.index("--allowed-hosts") + 1] == "box:5005"
     assert cmd[-2:] == ["--workers", "2"]
