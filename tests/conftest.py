@@ -42,7 +42,15 @@ def pytest_unconfigure(config):
 def pytest_collection_modifyitems(config, items):
     """The end-to-end tier first, the fast tier after it: with `pytest -n 2` the minutes-long tests start early
     and the seconds-long ones fill in at the end, so no worker idles while another finishes a long test.
-    Stable, so each module keeps its own order (and every xdist worker collects the same order)."""
+    Stable, so each module keeps its own order (and every xdist worker collects the same order).
+
+    Tests marked `outage` (a database server that stays away: minutes each) run only when `-m` names them
+    (`pytest -m outage`); the test command and both tiers leave them out, to keep CI within its time."""
+    if "outage" not in (config.getoption("markexpr") or ""):
+        kept = [item for item in items if item.get_closest_marker("outage") is None]
+        if len(kept) < len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = kept
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

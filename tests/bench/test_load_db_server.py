@@ -37,16 +37,13 @@ def _load(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> sub
     return r
 
 
-def test_sessions_the_server_closes_when_idle_lose_nothing(tmp_path):
+def test_sessions_closed_when_idle_and_a_restart_mid_study_lose_nothing(tmp_path):
     """idle_session_timeout=1s: every pooled connection idle for a second is closed by the server (what a lab's
-    server or proxy does after an hour). Optuna's storage and MLflow's server test a connection before use."""
-    _load(tmp_path, "--pg-set", "idle_session_timeout=1s")
-
-
-def test_a_restart_mid_study_loses_nothing(tmp_path):
-    """pg_ctl restart -m fast once a third of the trials ended: every session ended, the server back a moment later;
-    the study's calls in between wait for it (Optuna's storage: db_server.patiently; MLflow's client: its retries)."""
-    r = _load(tmp_path, "--outage", "restart")
+    server or proxy does after an hour); Optuna's storage and MLflow's server test a connection before use. And
+    pg_ctl restart -m fast once a third of the trials ended: every session ended, the server back a moment later;
+    the study's calls in between wait for it (Optuna's storage: db_server.patiently; MLflow's client: its retries).
+    One study checks both: each costs a Ray start, a server and a study (two minutes of CI apart)."""
+    r = _load(tmp_path, "--pg-set", "idle_session_timeout=1s", "--outage", "restart")
     assert "load-s0: its database server restarted" in r.stdout
 
 
@@ -54,6 +51,7 @@ def test_a_restart_mid_study_loses_nothing(tmp_path):
 AWAY_ENV = {"ADBS_STORE_WAIT_S": "5", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
 
 
+@pytest.mark.outage  # four minutes each on 2 cores: on demand, `pytest -m outage` (README: the tests)
 @pytest.mark.parametrize("store, said", [("optuna", "the Optuna storage postgresql://***@127.0.0.1"),
                                          ("mlflow", "the MLflow store stopped answering")])
 def test_a_server_that_stays_away_stops_the_study_with_resume_and_loses_nothing(tmp_path, store, said):
