@@ -281,9 +281,12 @@ class StudyOptions:
         if self.seeds_auto and self.max_seeds is not None and not 3 <= self.max_seeds <= MAX_SEEDS:
             raise StudyInputError(f"--max-seeds {self.max_seeds}: --seeds auto runs a first batch of 3 seeds, so the "
                                   f"cap is at least 3, and at most {MAX_SEEDS} (default 8)")
-        if self.race_top is not None and not (self.seeds_auto and self.race_top >= 2):
+        if self.race_top is not None and not self.seeds_auto:
             raise StudyInputError(f"--race-top {self.race_top}: it sizes the race of --seeds auto on a sampled search "
-                                  "(--num-samples) and is at least 2; pass --seeds auto too, or drop --race-top")
+                                  "(--num-samples); pass --seeds auto too, or drop --race-top")
+        if self.race_top is not None and self.race_top < 2:
+            raise StudyInputError(f"--race-top {self.race_top}: a race compares contenders, so it is at least 2 "
+                                  "(default 3)")
         if len(self.seeds) > MAX_SEEDS:
             raise StudyInputError(f"--seeds: {len(self.seeds)} seeds; a study runs at most {MAX_SEEDS} per "
                                   "configuration (the seed planner plans up to that many)")

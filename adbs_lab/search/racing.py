@@ -249,7 +249,7 @@ def verdict_lines(race: Race, plan: RacePlan, objective: str) -> list[str]:
 
     out = []
     for c, v in race.verdicts.items():
-        ci = (f"95% CI {v.lo:+.2f} to {v.hi:+.2f}" if math.isfinite(v.lo) else "n < 2: no interval")
+        ci = (f"95% CI {_ends(v, plan.delta)}" if math.isfinite(v.lo) else "n < 2: no interval")
         when = f"reached at look {v.look} of {len(plan.looks.sizes)}" if v.verdict is not Label.NOT_RESOLVED \
             else f"look {v.look} of {len(plan.looks.sizes)}"
         left = f", {v.n_left_out} left out" if v.n_left_out else ""
@@ -259,6 +259,20 @@ def verdict_lines(race: Race, plan: RacePlan, objective: str) -> list[str]:
                    f"spent over {len(plan.looks.sizes)} looks; paired, n={v.n}{left}, {when}, {v.n_seeds} seeds): "
                    f"{wording(v.verdict, plan.delta)}")
     return out
+
+
+def _ends(v: Verdict, delta: float) -> str:
+    """The interval's ends as printed, rounded outward with as many decimals as it takes for the printed ends to give
+    the verdict (the table's rule, adbs_lab/results/comparisons.py: ends), so no verdict stands beside a printed
+    interval that says otherwise."""
+    from adbs_lab.stats.verdicts import label
+
+    for d in range(2, 7):
+        k = 10 ** d
+        lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
+        if label(lo, hi, delta) is v.verdict:
+            return f"{lo:+.{d}f} to {hi:+.{d}f}"
+    return f"{v.lo:+.8f} to {v.hi:+.8f}"
 
 
 def post_selection(race: Race) -> dict[str, Any] | None:

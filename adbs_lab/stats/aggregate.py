@@ -112,6 +112,7 @@ def expanded_level(level: float, runs: Sequence[int]) -> float:
     not n - 1) and normal tails where the runs give a t with df = Σ(n_m - 1); with 3-5 runs per task the plain
     percentile interval covers 84-90% at 95% (measured, docs/statistics.md). n is the fewest runs of any task
     (the widest correction); `level` itself when a task has a single run (no df to correct with)."""
+    runs = [r for r in runs if r > 0]  # a task without a run is in no resample: it neither widens nor narrows
     n, df = min(runs) if runs else 0, sum(r - 1 for r in runs)
     if n < 2 or df < 1:
         return level

@@ -102,6 +102,6 @@ def _waiting(what: str, state: RetryCallState) -> None:
     e = outcome.exception()
     assert e is not None, "tenacity waits only after a failed attempt"
     shown = e.__cause__ or e  # Optuna's StorageInternalError says only "during the commit"; its cause says why
-    first = redact((str(shown).strip().splitlines() or [type(shown).__name__])[0][:200])
+    first = redact((str(shown).strip().splitlines() or [type(shown).__name__])[0])[:200]  # redact, then cut
     print(f"warning: {what} {DOWN_WARNING} ({first}); waiting up to {STORE_WAIT_S:.0f} s in all for it "
           f"(ADBS_STORE_WAIT_S): try {state.attempt_number}, next in {action.sleep:.1f} s", file=sys.stderr, flush=True)

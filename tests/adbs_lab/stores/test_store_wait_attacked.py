@@ -1,0 +1,47 @@
+"""Attacks on the database-server wait (adbs_lab/stores/db_server.py): the secret of a URL quoted in a driver's error
+never shows in the wait's warning line, and ADBS_STORE_WAIT_S with a bad value is refused by a message, not a
+traceback at import, nor an unbounded wait."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from adbs_lab.stores import db_server
+
+SECRET = "PASSWORD"
+URL = f"postgresql://user:{SECRET}@host/db"
+
+
+@pytest.mark.parametrize("pad", [140, 151, 153, 155])
+def test_the_wait_line_never_shows_a_password_cut_by_its_length_limit(monkeypatch, capsys, pad):
+    """_waiting cuts the error's first line at 200 characters BEFORE redacting it: a URL that straddles the cut loses
+    its '@', so the redaction no longer sees user information and the password prints in clear."""
+    monkeypatch.setattr(db_server, "STORE_WAIT_S", 0.3)
+    text = "x" * pad + f" connection refused to {URL}"
+
+    def call():
+        raise ConnectionError(text)
+
+    with pytest.raises(ConnectionError):
+        db_server.patiently(call, what="the Optuna storage")
+    err = capsys.readouterr().err
+    assert db_server.DOWN_WARNING in err
+    assert SECRET not in err and "PASSW" not in err, err
+
+
+@pytest.mark.parametrize("value", ["abc", "nan"])
+def test_a_bad_store_wait_is_refused_in_words_not_a_traceback_or_an_endless_wait(value):
+    env = {**os.environ, "ADBS_STORE_WAIT_S": value}
+    r = subprocess.run([sys.executable, "-c", "import adbs_lab.stores.db_server as d; print(d.STORE_WAIT_S)"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in r.stderr, r.stderr
+    # either refused in words naming the variable, or a finite non-negative wait
+    if r.returncode == 0:
+        got = float(r.stdout.strip())
+        assert 0 <= got < float("inf"), f"ADBS_STORE_WAIT_S={value} gives a wait of {got} s"
+    else:
+        assert "ADBS_STORE_WAIT_S" in r.stderr, r.stderr
