@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,14 @@ def test_a_bad_store_wait_is_refused_in_words_not_a_traceback_or_an_endless_wait
         assert 0 <= got < float("inf"), f"ADBS_STORE_WAIT_S={value} gives a wait of {got} s"
     else:
         assert "ADBS_STORE_WAIT_S" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "-1", "inf"])
+def test_a_study_with_a_bad_store_wait_is_refused_before_it_starts(value, tmp_path):
+    """The preflight (and so --dry-run) refuses the run in one line naming the variable, exit 2, nothing written."""
+    env = {**os.environ, "ADBS_STORE_WAIT_S": value}
+    repo = Path(__file__).resolve().parents[3]
+    r = subprocess.run([sys.executable, str(repo / "studies" / "ablation.py"), "--smoke", "--dry-run", "--storage",
+                        str(tmp_path / "runs")], env=env, capture_output=True, text=True, timeout=300, cwd=repo)
+    assert r.returncode == 2 and "ADBS_STORE_WAIT_S=" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
