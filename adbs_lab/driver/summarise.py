@@ -150,7 +150,12 @@ def _race_best(trials: pd.DataFrame, p: Prepared, race: Race) -> dict | None:
     figures marked post-selection (racing.post_selection)."""
     if race.leader is None:
         return None
-    best = tables.best_config(trials[trials[trial_records.LABEL] == race.leader], p.objectives)
+    mine = trials[trials[trial_records.LABEL] == race.leader]
+    # Its value is the mean over the fresh seeds the race chose it on: seed 0 screened the contenders and carries
+    # the winner's curse (docs/statistics.md), so pooling it in could rank the leader below a contender it beat
+    # on every fresh seed.
+    fresh = mine[mine["seed"] != racing.SCREEN_SEED] if "seed" in mine else mine
+    best = tables.best_config(fresh if len(fresh) else mine, p.objectives)
     if best is None:
         return None
     open_ = [c for c, v in race.verdicts.items() if v.verdict not in racing.RESOLVING]
