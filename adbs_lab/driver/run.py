@@ -76,6 +76,16 @@ def seed_plan(p: Prepared) -> None:
         raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
                               f"run it first, with the same flags (and --name) as this command")
     sessions, trials = (pd.read_parquet(f) for f in files)
+    if p.race is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
+        from adbs_lab.driver import summarise
+        from adbs_lab.search import racing
+
+        race = summarise.race_state(p, trials)
+        if race is not None:
+            said = racing.verdict_lines(race, p.race, p.objectives[0].name)
+            print("\n".join([f"{p.plan.name} ({p.dir}): the race's verdicts of its last run, all true together with "
+                             "probability at least 95% (docs/statistics.md)", *said, racing.end_line(race, p.race)]))
+            return
     table = tables.paper_table(sessions, baseline=p.reference, order=p.plan.order, trials=trials,
                                pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
     compared = table.attrs.get("comparisons") or []
