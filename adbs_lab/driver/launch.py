@@ -197,7 +197,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             **({"adbs.looks": json.dumps(dataclasses.asdict(p.looks))} if p.looks is not None else {}),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
-            study_notes.TAG: json.dumps(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py
+            study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,

@@ -333,7 +333,10 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, out.race)
+    raced = race_notes(p, out.race)
+    notes = study_notes.lines(plan, p.opts, p.base_values) + raced
+    if raced:  # studies/report.py redraws the table's notes from this tag: the race's verdicts and post-selection
+        tracker.client.set_tag(tracker.parent_run_id, study_notes.TAG, study_notes.tag_value(notes))
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
         p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best, figures=figs, meta=meta,
         order=plan.order, pareto=out.pareto, not_drawn=not_drawn, notes=notes), [])

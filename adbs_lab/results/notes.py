@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SMOKE", "TAG", "changed", "lines", "from_tag"]
+__all__ = ["SMOKE", "TAG", "TAG_MAX", "changed", "lines", "from_tag", "tag_value"]
 
 SMOKE = ("smoke: numbers not meaningful (--smoke trains a tiny model for seconds to check the pipeline; run the "
          "study without --smoke for results)")
 TAG = "adbs.notes"
+TAG_MAX = 8000
+"""MLflow's limit on a tag's value (characters)."""
 """The MLflow parent run's tag holding the lines (a JSON list)."""
 DEFAULT_PRESET = "cpu"
 """The studies' default --preset (adbs_lab/driver/options.py: StudyOptions.preset)."""
@@ -63,3 +65,14 @@ def _text(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return ",".join(map(str, v))
     return str(v)
+
+
+def tag_value(notes: list[str]) -> str:
+    """The notes as TAG holds them: a JSON list, lines dropped from the end (a last line says how many) to stay
+    within TAG_MAX, so the value always parses."""
+    n = len(notes)
+    value = json.dumps(list(notes))
+    while len(value) > TAG_MAX and n > 0:
+        n -= 1
+        value = json.dumps(list(notes[:n]) + [f"({len(notes) - n} more lines: see the study's table.txt)"])
+    return value

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -73,12 +74,14 @@ def _verdicts(out: str) -> list[str]:
     return list(dict.fromkeys(line.strip() for line in out.splitlines() if "(race leader):" in line))
 
 
-def test_a_race_killed_after_its_first_race_trial_resumes_to_the_same_verdicts(study_cmd, storage, tmp_path):
+def test_a_race_killed_after_its_first_race_trial_resumes_to_the_same_verdicts(study_cmd, storage, tracking_uri,
+                                                                              tmp_path):
     """Three samples, the best two race, the driver SIGKILLed once a race trial finished, then --resume'd: the
     verdict an uninterrupted run reaches (the fake values fix it: the larger alpha is better on every seed), on the
     same seeds, and no finished trial run again; the leader resolved, its test figures marked post-selection, and
-    the Optuna record saying which seeds each told value covers. (One study run, killed and resumed, checks both
-    the race and its resume: a second, uninterrupted run would cost a minute of CI for no other check.)"""
+    the Optuna record saying which seeds each told value covers; and studies/report.py, rebuilding the table from
+    the tracking store, says what the study said (the race's verdicts, the post-selection label). (One study run,
+    killed and resumed, checks all three: a second, uninterrupted run would cost a minute of CI for no other check.)"""
     cmd = study_cmd("x", "--smoke", "--num-samples", "3", "--seeds", "auto", "--max-seeds", "3", "--race-top", "2",
                     "--max-concurrent", "2", "--cpus-per-trial", "0.5")
     cmd[1] = str(_script(tmp_path, 0.6))
@@ -117,3 +120,12 @@ def test_a_race_killed_after_its_first_race_trial_resumes_to_the_same_verdicts(s
     assert len(study.trials) == 5 and len(raced) == 2
     assert all(t.user_attrs["seeds"] == [1, 2, 3] and t.state.name == "COMPLETE" for t in raced)
     assert all(t.user_attrs["seeds"] == [0] for t in study.trials if t not in raced)
+    out = tmp_path / "report"
+    rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "race", "--tracking-uri", tracking_uri,
+                          "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert rep.returncode == 0, rep.stdout[-3000:] + rep.stderr[-3000:]
+    for name in ("table.txt", "report.md"):
+        text = (out / name).read_text()
+        assert "post-selection" in text, f"report.py's {name} shows the race leader's test figures unlabelled:\n{text}"
+        assert "(race leader)" in text, f"report.py's {name} drops the race's verdicts:\n{text}"
+    assert "post-selection" in rep.stdout
