@@ -255,7 +255,7 @@ def verdict_lines(race: Race, plan: RacePlan, objective: str) -> list[str]:
         left = f", {v.n_left_out} left out" if v.n_left_out else ""
         signed = " (signed: + is better)" if plan.sign < 0 else ""
         out.append(f"{c} vs {race.leader} (race leader): {v.estimate:+.2f} points of {objective}{signed} on fresh "
-                   f"seeds ({ci}, Bonferroni over {plan.m} pairs of contenders, α "
+                   f"seeds ({ci}, {'Bonferroni over ' + str(plan.m) + ' pairs of contenders' if plan.m > 1 else 'one pair'}, α "
                    f"spent over {len(plan.looks.sizes)} looks; paired, n={v.n}{left}, {when}, {v.n_seeds} seeds): "
                    f"{wording(v.verdict, plan.delta)}")
     return out
