@@ -33,7 +33,7 @@ from adbs_lab.stores.study_folder import StudyFolder
 from adbs_lab.search import racing
 from adbs_lab.search.racing import Race
 
-__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload"]
+__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "race_best", "race_state", "race_notes"]
 
 
 @dataclass
@@ -124,7 +124,7 @@ def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | N
                 "not knobs: no configuration is best across them; its verdicts compare the variants within each "
                 "cell (table.txt)"}
     if race is not None:
-        return _race_best(trials, p, race)
+        return race_best(trials, p, race)
     best = tables.best_config(trials, p.objectives) if len(trials) else None
     compared = table.attrs.get("comparisons") or []
     if best is None or not compared:
@@ -144,7 +144,7 @@ def _print_race(p: Prepared, out: Outcome) -> None:
     print(racing.end_line(out.race, p.race))
 
 
-def _race_best(trials: pd.DataFrame, p: Prepared, race: Race) -> dict | None:
+def race_best(trials: pd.DataFrame, p: Prepared, race: Race) -> dict | None:
     """best_config.json of a raced search: the race's leader (not the best mean over all samples: a sample that ran
     only seed 0 is not ranked against the contenders' fresh seeds), whether the race resolved it, and its test
     figures marked post-selection (racing.post_selection)."""

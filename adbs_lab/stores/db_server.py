@@ -17,8 +17,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_de
 
 from adbs.redaction import redact
 
-__all__ = ["STORE_WAIT_S", "STORE_WAIT_PROBLEM", "POOL_RECYCLE_S", "CONNECT_TIMEOUT_S", "DOWN_WARNING", "is_server", "locked", "store_down",
-           "engine_kwargs", "patiently"]
+__all__ = ["STORE_WAIT_S", "STORE_WAIT_PROBLEM", "POOL_RECYCLE_S", "CONNECT_TIMEOUT_S", "DOWN_WARNING", "is_server",
+           "locked", "store_down", "engine_kwargs", "patiently"]
 
 def _store_wait(raw: str | None, default: float = 300.0) -> tuple[float, str | None]:
     """ADBS_STORE_WAIT_S read once: (seconds, None), or (the default, what is wrong) for a value that is not a

@@ -1,4 +1,4 @@
-"""Attack on best_config.json of a raced search (adbs_lab/driver/summarise.py: _race_best): the race chooses its
+"""Attack on best_config.json of a raced search (adbs_lab/driver/summarise.py: race_best): the race chooses its
 leader on the mean over FRESH seeds (seed 0 chose the contenders, so its values carry the winner's curse and the race
 never reads them: docs/statistics.md), yet `mean_over_seeds`, which the end line prints as the leader's value ("has
 the best mean" when unresolved) and MLflow's study/best_objective records, pools seed 0 in. A contender the race
@@ -32,7 +32,7 @@ def _raced():
 def test_the_leaders_recorded_mean_is_the_one_the_race_chose_it_on():
     trials, p, race = _raced()
     assert race.leader == "alpha=0.05" and race.done
-    best = summarise._race_best(trials, p, race)
+    best = summarise.race_best(trials, p, race)
     loser = sum(VALUES["alpha=0.02"]) / 4
     assert best["mean_over_seeds"] >= loser, (
         f"best_config.json gives the race's leader a mean of {best['mean_over_seeds']:.2f} over seeds "
