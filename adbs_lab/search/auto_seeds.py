@@ -27,7 +27,8 @@ from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP, next_batch
 from adbs_lab.stats.verdicts import Label
 
-__all__ = ["LAST_KEY", "AutoPlan", "Look", "AutoSeeds", "differences", "replay", "look_line", "end_line", "start_text"]
+__all__ = ["LAST_KEY", "AutoPlan", "Look", "AutoSeeds", "differences", "by_target", "replay", "look_line", "end_line",
+           "start_text"]
 
 LAST_KEY = K.SUMMARY + "test_last_acc"
 """The trial's last-session test accuracy in its summary report: adbs/metrics.py sets it to the last session's
@@ -114,6 +115,15 @@ def _rows_text(rows: Sequence[str]) -> str:
     return ", ".join(rows)
 
 
+def by_target(nxt: dict[str, int]) -> list[tuple[int, list[str]]]:
+    """The next batch {row: seeds it runs to} grouped by that target, smallest first (rows in their given order):
+    what a look line names after "next:" (here and adbs_lab/search/racing.py)."""
+    groups: dict[int, list[str]] = {}
+    for row, n in nxt.items():
+        groups.setdefault(n, []).append(row)
+    return sorted(groups.items())
+
+
 def look_line(look: Look, looks: Looks) -> str:
     """"look 2 at 5 seeds: 2 of 3 comparisons resolved; next: rows a, b to 7 seeds" (or why the study stops)."""
     head = f"look {look.k} of at most {len(looks.sizes)} at {look.n} seeds: {look.resolved} of {look.m} comparisons resolved"
@@ -121,10 +131,7 @@ def look_line(look: Look, looks: Looks) -> str:
         return f"{head}; stop: all resolved"
     if look.reason == CAP:
         return f"{head}; stop: the cap of {looks.max_seeds} seeds is reached, {look.m - look.resolved} unresolved"
-    by_target: dict[int, list[str]] = {}
-    for row, n in look.next.items():
-        by_target.setdefault(n, []).append(row)
-    nxt = "; ".join(f"row{'s' * (len(r) > 1)} {_rows_text(r)} to {n} seeds" for n, r in sorted(by_target.items()))
+    nxt = "; ".join(f"row{'s' * (len(r) > 1)} {_rows_text(r)} to {n} seeds" for n, r in by_target(look.next))
     return f"{head}; next: {nxt}"
 
 

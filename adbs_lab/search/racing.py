@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence, TypeVar
 
-from adbs_lab.search.auto_seeds import differences
+from adbs_lab.search.auto_seeds import by_target, differences
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP, next_batch
 from adbs_lab.stats.verdicts import Label, Verdict
@@ -215,10 +215,7 @@ def look_line(look: RaceLook, plan: RacePlan) -> str:
         return f"{head}; stop: the leader is resolved"
     if look.reason == CAP:
         return f"{head}; stop: the cap of {plan.looks.max_seeds} fresh seeds is reached, {look.m - look.resolved} unresolved"
-    by_target: dict[int, list[str]] = {}
-    for row, n in look.next.items():
-        by_target.setdefault(n, []).append(row)
-    nxt = "; ".join(f"{', '.join(sorted(rows))} to {n} fresh seeds" for n, rows in sorted(by_target.items()))
+    nxt = "; ".join(f"{', '.join(sorted(rows))} to {n} fresh seeds" for n, rows in by_target(look.next))
     return f"{head}; next: {nxt}"
 
 
