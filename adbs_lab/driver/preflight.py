@@ -36,16 +36,13 @@ from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOpt
 from adbs_lab.stats.looks import Looks
 from adbs_lab.search.racing import DEFAULT_TOP, SCREEN_SEED, RacePlan
 from adbs.writable import folder_problem
+from adbs_lab.driver import flags
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["SEEDED", "validate", "size", "held", "study", "preflight", "note_owned", "study_owned", "row_points",
+__all__ = ["validate", "size", "held", "study", "preflight", "note_owned", "study_owned", "row_points",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
            "auto_looks", "race_top"]
-
-SEEDED = {"seed", "split_seed"}
-"""Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
-
 
 def check_config_and_data(cfg: Config, remember: bool = True) -> list[str]:
     """The config's checks (its host's against the dataset included), then the data's: the protocol (shots vs
@@ -92,13 +89,10 @@ def _cuda() -> bool:
 def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
     """(base config's values, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side
     effects."""
-    opts.check()
-    sp.check(plan.space, source=plan.space_source, rows=plan.rows)
-    _, grid, dists = sp.split(plan.space)
-    searched = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
+    flags.check(plan, opts)  # the light checks, which adbs_lab/study.py also runs before it loads the driver
+    searched = flags.searched(plan)
     base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
     set_keys = [canonical(k) for k in opts.config_overrides()]  # --host, --dataset, --data-root and --set
-    _check_overrides(plan, opts, searched, set_keys)
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
     # None: decided in launch from the Ray cluster's resources (packing on GPU clusters, adbs_lab/cluster/packing.py)
@@ -118,41 +112,6 @@ def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Confi
     configs = sp.configs_to_check(sp.TrialMaker(from_dict(base), plan.rows), plan.space, list(opts.seeds))
     _check_configs(opts, configs, searched)
     return base, configs, gpus
-
-
-def _check_overrides(plan: Plan, opts: StudyOptions, searched: set[str], set_keys: list[str]) -> None:
-    """--set and the config flags may not set what the study sets itself (seeds, what it searches)."""
-    seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
-    if seeded:
-        raise StudyInputError(
-            f"--set {seeded[0][0]}={seeded[0][1]}: a study sets seed and split_seed from --seeds (each seed is one "
-            f"repetition: the training seed and the few-shot draw together), so the --set would be overridden; use "
-            f"--seeds {seeded[0][1]} instead")
-    in_space = sorted(SEEDED & (searched | set(sp.split(plan.space)[0])))
-    if in_space:
-        raise StudyInputError(f"search space {plan.space_source} sets {', '.join(in_space)}, which a study sets from "
-                              "--seeds; remove it from the space and pass --seeds")
-    clash = [k for k in set_keys if k in searched]
-    if clash:
-        typed_values = {canonical(k): v for k, v in opts.config_overrides().items()}
-        flags = ", ".join(_as_typed(k, typed_values[k], opts) for k in clash)
-        hint = "; ".join(f"to run part of the grid, use {plan.axis_flags[k]} {typed_values[k]}" for k in clash
-                         if k in plan.axis_flags)
-        alone = " ".join(f"--{k.replace('_', '-')} {typed_values[k]}" for k in clash)
-        raise StudyInputError(f"{flags}: this study searches {', '.join(clash)} "
-                              f"({plan.space_source}); remove the flag or edit the search space"
-                              + (f" ({hint})" if hint else "")
-                              + f"; to train that one configuration alone: python -m adbs.run {alone}")
-
-
-def _as_typed(key: str, value: str, opts: StudyOptions) -> str:
-    """A config value as the user gave it: its field flag (`--alpha 0.05`, typed as such on the command line),
-    --set KEY=VALUE, or the flag of --host/--dataset/--data-root; a field flag and --set land in the same
-    overrides (adbs/config/cli.py: _Pair), so the command line tells them apart."""
-    flag = f"--{key.replace('_', '-')}"
-    if any(a == flag or a.startswith(flag + "=") for a in opts.argv[1:]):
-        return f"{flag} {value}"
-    return f"--set {key}={value}"
 
 
 def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]) -> None:
@@ -191,7 +150,7 @@ def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
     from adbs.config import coerce
 
     fixed, grid, dists = sp.split(plan.space)
-    own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | SEEDED
+    own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | flags.SEEDED
     own |= {k for k, v in opts.config_values if k in fixed and coerce(k, fixed[k]) != v}  # same value: no news
     if opts.cpus_per_trial is not None:
         own.add("threads")

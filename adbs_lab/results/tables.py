@@ -477,7 +477,7 @@ def _best_of(t: pd.DataFrame, objs: tuple, trials: pd.DataFrame) -> dict[str, An
 
 
 SEED_FIELDS = ("seed", "split_seed")
-"""What a study sets per trial from --seeds (adbs_lab/driver/preflight.py: SEEDED): a repetition, not the
+"""What a study sets per trial from --seeds (adbs_lab/driver/flags.py: SEEDED): a repetition, not the
 configuration."""
 
 

@@ -28,12 +28,17 @@ CASES = {
 }
 
 # A study's flags refused by adbs_lab/driver/options.py: parse (argparse, the study's own rules, --set's syntax),
-# checked against every host's options and presets: the refusal (exit 2) must come before torch, Ray Tune, MLflow or
+# checked against every host's options and presets, or by adbs_lab/driver/flags.py (the options' values, a --set of
+# what the study sweeps or seeds): the refusal (exit 2) must come before torch, Ray Tune, MLflow or
 # pandas load (Optuna may: the study's search space is made of its distributions, search_spaces/).
 REFUSED = {
     "--pruner nope": ["--pruner", "nope"],
     "--set without =": ["--set", "savc.queue_size"],
     "--preset nope": ["--preset", "nope"],
+    # refused by the checks adbs_lab/study.py runs before it loads the driver (adbs_lab/driver/flags.py)
+    "--alpha, which the study sweeps": ["--alpha", "0.05"],
+    "--seeds -1": ["--seeds", "-1"],
+    "--resolve 0": ["--resolve", "0"],
 }
 
 PROBE = """

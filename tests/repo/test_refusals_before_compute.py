@@ -354,5 +354,5 @@ def test_num_samples_on_a_grid_study_is_refused(tmp_path):
 def test_host_dataset_or_data_root_flags_clash_with_what_a_study_searches():
     rows = {"SAVC": {"host": "savc"}, "ALICE": {"host": "alice"}}
     plan = study.Plan(name="t", space={}, space_source="tests:rows", rows=rows)
-    with pytest.raises(study.StudyInputError, match="--host savc: this study searches host"):
+    with pytest.raises(study.StudyInputError, match="--host savc: this study sweeps host itself"):
         study.validate(plan, _opts("--host", "savc", "--gpus-per-trial", "0"))

@@ -95,9 +95,9 @@ def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner(capsys):
     (["--ways", "7"], "argument --ways: invalid choice: 7 (choose from 5, 10)"),
     (["--shots", "2"], "argument --shots: invalid choice: 2 (choose from 1, 5, 10, 15, 20, 50)"),
     (["--pruner", "median"], "--pruner median: this study runs every trial to the end"),
-    (["--set", "ways=5"], ("this study searches ways (search_spaces/kshot_grid.py:GRID variant=baseline adb+ic); "
-                           "remove the flag or edit "
-                           "the search space (to run part of the grid, use --ways 5)")),
+    (["--set", "ways=5"], ("--set ways=5: this study sweeps ways itself (ways 5, 10; search_spaces/kshot_grid.py:GRID "
+                           "variant=baseline adb+ic), so every trial sets it and the flag would be overridden")),
+    (["--set", "ways=5"], "Drop the flag; to run part of its grid, --ways 5; "),
 ])
 def test_kshot_grid_refuses_bad_sub_grids_in_one_line(flags, fragment, tmp_path, capsys):
     r = _run(capsys, "studies/kshot_grid.py", *flags, "--storage", str(tmp_path), "--gpus-per-trial", "0")

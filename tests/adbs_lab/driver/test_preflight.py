@@ -35,7 +35,7 @@ def test_unknown_set_key_and_wrong_type():
 
 
 def test_set_of_a_searched_key_is_refused():
-    with pytest.raises(study.StudyInputError, match="this study searches shots"):
+    with pytest.raises(study.StudyInputError, match="this study sweeps shots itself"):
         study.validate(PLAN, _args("--set", "shots=3"))
 
 
@@ -46,8 +46,9 @@ def test_a_searched_key_is_named_as_typed_with_what_to_run_instead(flags, named)
     opts = _args(*flags).replace(argv=("t.py", *flags))
     with pytest.raises(study.StudyInputError) as e:
         study.validate(PLAN, opts)
-    assert str(e.value).startswith(named + "this study searches shots"), e.value
-    assert str(e.value).endswith("to train that one configuration alone: python -m adbs.run --shots 3")
+    assert str(e.value).startswith(named + "this study sweeps shots itself (shots 1, 5;"), e.value
+    assert "so every trial sets it and the flag would be overridden" in str(e.value)
+    assert "Drop the flag; to train that one configuration alone: python -m adbs.run --shots 3;" in str(e.value)
 
 
 def test_unknown_search_space_key():

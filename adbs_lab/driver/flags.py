@@ -1,0 +1,87 @@
+"""The checks of a study's flags that need neither Ray, MLflow, pandas nor torch: the options themselves
+(StudyOptions.check), the search space's form, and --set or a config field flag that sets what the study sets itself
+(its seeds, what it sweeps). adbs_lab/study.py runs them before it loads the driver, so such a refusal answers in
+well under a second; the preflight (adbs_lab/driver/preflight.py: validate) runs them first too, so the dry run and
+the run refuse the same input with the same message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adbs.config import canonical
+from adbs_lab.driver.options import StudyInputError, StudyOptions
+from adbs_lab.driver.plan import Plan
+from adbs_lab.search import space as sp
+
+__all__ = ["SEEDED", "check", "searched", "swept_values"]
+
+SEEDED = {"seed", "split_seed"}
+"""Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
+
+
+def searched(plan: Plan) -> set[str]:
+    """The config keys the study varies itself: its grid axes, its sampled distributions and its rows' keys."""
+    _, grid, dists = sp.split(plan.space)
+    return set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
+
+
+def check(plan: Plan, opts: StudyOptions) -> None:
+    """Every refusal of the flags that needs no heavy library; StudyInputError (or adbs.config's ConfigError)."""
+    opts.check()
+    sp.check(plan.space, source=plan.space_source, rows=plan.rows)
+    check_overrides(plan, opts, searched(plan), [canonical(k) for k in opts.config_overrides()])
+
+
+def check_overrides(plan: Plan, opts: StudyOptions, swept: set[str], set_keys: list[str]) -> None:
+    """--set and the config flags may not set what the study sets itself (seeds, what it sweeps)."""
+    seeded = [(k, v) for k, v in opts.overrides if canonical(k) in SEEDED]
+    if seeded:
+        raise StudyInputError(
+            f"--set {seeded[0][0]}={seeded[0][1]}: a study sets seed and split_seed from --seeds (each seed is one "
+            f"repetition: the training seed and the few-shot draw together), so the --set would be overridden; use "
+            f"--seeds {seeded[0][1]} instead")
+    in_space = sorted(SEEDED & (swept | set(sp.split(plan.space)[0])))
+    if in_space:
+        raise StudyInputError(f"search space {plan.space_source} sets {', '.join(in_space)}, which a study sets from "
+                              "--seeds; remove it from the space and pass --seeds")
+    clash = [k for k in set_keys if k in swept]
+    if clash:
+        raise StudyInputError(_swept_message(plan, opts, clash))
+
+
+def swept_values(plan: Plan, key: str) -> str:
+    """What the study gives `key`: "0.01, 0.02, 0.05, 0.1", "0.01 to 0.1 (log scale), sampled", or its rows'."""
+    value = plan.space.get(key)
+    if value is None:  # a key of the study's named rows
+        return ", ".join(f"{row}: {v[key]}" for row, v in (plan.rows or {}).items() if key in v)
+    if sp.is_dist(value):
+        choices = getattr(value, "choices", None)
+        if choices is not None:
+            return ", ".join(map(str, choices)) + ", sampled"
+        return f"{value.low:g} to {value.high:g}" + (" (log scale)" if getattr(value, "log", False) else "") + ", sampled"
+    return ", ".join(map(str, value))
+
+
+def _swept_message(plan: Plan, opts: StudyOptions, clash: list[str]) -> str:
+    """What was typed, that the study sweeps it (and its values there), and the ways to get what was meant."""
+    typed = {canonical(k): v for k, v in opts.config_overrides().items()}
+    flags = ", ".join(_as_typed(k, typed[k], opts) for k in clash)
+    what = "; ".join(f"{k} {swept_values(plan, k)}" for k in clash)
+    fixes = [f"to run part of its grid, {plan.axis_flags[k]} {typed[k]}" for k in clash if k in plan.axis_flags]
+    alone = " ".join(f"--{k.replace('_', '-')} {typed[k]}" for k in clash)
+    fixes += [f"to train that one configuration alone: python -m adbs.run {alone}",
+              f"to sweep other values, edit {plan.space_source.split(':')[0]}"]
+    it = "the flag" if len(clash) == 1 else "these flags"
+    return (f"{flags}: this study sweeps {' and '.join(clash)} itself ({what}; {plan.space_source}), so every trial "
+            f"sets it and {it} would be overridden (--set KEY=VALUE and the field flags set what a study does not "
+            f"sweep). Drop {it}; " + "; ".join(fixes))
+
+
+def _as_typed(key: str, value: Any, opts: StudyOptions) -> str:
+    """A config value as the user gave it: its field flag (`--alpha 0.05`, typed as such on the command line),
+    --set KEY=VALUE, or the flag of --host/--dataset/--data-root; a field flag and --set land in the same
+    overrides (adbs/config/cli.py: _Pair), so the command line tells them apart."""
+    flag = f"--{key.replace('_', '-')}"
+    if any(a == flag or a.startswith(flag + "=") for a in opts.argv[1:]):
+        return f"{flag} {value}"
+    return f"--set {key}={value}"
