@@ -2,6 +2,7 @@
 public entry point, which names each step's function); several studies run as one through `compose`. The
 package itself imports nothing, so `from adbs_lab.driver import launch` is the module.
 
+    flags      the checks of the flags that need no heavy library (run before the driver loads, and by preflight)
     prepared   Prepared (what the preflight decided, handed to every later step), fail, bad_input (exit 2)
     preflight  every check before the first trial, nothing written; --dry-run is it and one line (validate, size,
                held: what a study's folder holds of this very study)
@@ -16,4 +17,4 @@ package itself imports nothing, so `from adbs_lab.driver import launch` is the m
     compose    several studies, one plan, one cost line, one preflight, reuse of what finished (studies/paper.py)
 """
 
-__all__ = ["prepared", "preflight", "resume", "claim", "session", "launch", "summarise", "run", "compose"]
+__all__ = ["flags", "prepared", "preflight", "resume", "claim", "session", "launch", "summarise", "run", "compose"]
