@@ -13,7 +13,7 @@ from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.stores.paths import code_version
 from adbs_lab.stores.study_folder import StudyBusy, StudyFolder
 
-__all__ = ["study_lock", "claim", "held_study"]
+__all__ = ["study_lock", "claim", "held_study", "aside_line"]
 
 
 @contextmanager
@@ -48,9 +48,7 @@ def claim(p: Prepared) -> None:
         own_name(p)
     if where.in_use():
         stamp = where.aside_stamp()
-        print(f"{where} holds {held_study(where)}: moving it to {where.aside(stamp)}, since this run starts a new "
-              f"study in that folder; pass --name NAME to keep both side by side (--resume continues an "
-              "interrupted study instead)", flush=True)
+        print(aside_line(p, stamp), flush=True)
         where.move_aside(stamp)
     where.prepare()
     if not p.opts.optuna_storage:  # the folder's own optuna.db, new: the folder's lock makes the name this run's
@@ -61,6 +59,27 @@ def claim(p: Prepared) -> None:
                                       "started": time.strftime("%Y-%m-%d %H:%M"),
                                       "code_version": code_version()}, indent=1))
     where.push([ident_file])
+
+
+def aside_line(p: Prepared, stamp: str | None = None) -> str:
+    """The line said before a new study moves what its folder holds aside (`claim`; the dry run says it with
+    `stamp` None, as what a run would do): what is there, why it moves (this run's study is another, or the same
+    one started again from scratch), where it goes, and how to keep both (--name) or continue it (--resume)."""
+    from adbs_lab.driver.preflight import held
+
+    where = p.where
+    try:
+        state = held(p)
+    except Exception:  # noqa: BLE001 - a damaged runs file or an MLflow store that does not answer: no reason given
+        state = "unknown"
+    why = ("this run starts the same study (same settings) again from scratch" if state == "finished" else
+           "this run starts it again from scratch; --resume continues it instead" if state == "unfinished" else
+           "this run starts another study in that folder (other settings than its own)" if state is None else
+           "this run starts a new study in that folder")
+    dest = where.aside(stamp) if stamp else where.aside("<date-time>")
+    head = f"{where} holds {held_study(where)}: " + (f"moving it to {dest}" if stamp else
+                                                     f"a run of this command would move it to {dest}")
+    return f"{head}, since {why}; pass --name NAME to keep both side by side"
 
 
 def own_name(p: Prepared) -> None:

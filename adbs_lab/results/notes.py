@@ -11,7 +11,7 @@ from typing import Any
 
 __all__ = ["SMOKE", "TAG", "TAG_MAX", "changed", "lines", "from_tag", "tag_value"]
 
-SMOKE = ("smoke: numbers not meaningful (--smoke trains a tiny model for seconds to check the pipeline; run the "
+SMOKE = ("smoke run: numbers not meaningful (--smoke trains a tiny model for seconds to check the pipeline; run the "
          "study without --smoke for results)")
 TAG = "adbs.notes"
 TAG_MAX = 8000
@@ -48,7 +48,7 @@ def lines(plan, opts, base: dict[str, Any]) -> list[str]:
     out = [SMOKE] if opts.smoke else []
     diff = changed(plan, opts, base)
     if diff:
-        out.append("settings changed from the study's defaults: " + ", ".join(f"{k}={_text(v)}" for k, v in diff.items()))
+        out.append(f"settings departing from {plan.name}'s defaults: " + ", ".join(f"{k}={_text(v)}" for k, v in diff.items()))
     return out
 
 

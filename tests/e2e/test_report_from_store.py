@@ -63,7 +63,7 @@ def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path)
     table = from_store.study_table(study)
     # table.md: the smoke banner above the table (adbs_lab/results/notes.py), the study's warnings under it (smoke
     # trials are at chance level)
-    assert study_md.startswith("smoke: numbers not meaningful") and study_md.endswith(tables.annotate(
+    assert study_md.startswith("smoke run: numbers not meaningful") and study_md.endswith(tables.annotate(
         tables.format_table(table, markdown=True), study.trials, markdown=True, order=study.order))
     assert "WARNING" in study_md
     assert list(table["config"]) == ["baseline", "adb", "adb+ic"] and "delta_last" in table
@@ -92,7 +92,7 @@ def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
     md = Path(client.download_artifacts(parent.info.run_id, "report.md", str(tmp_path))).read_text()
     table_md = (store.study_dir / "table.md").read_text()
     # report.md shows the table, and the notes above it (the smoke banner) in bold under its title
-    assert table_md[table_md.index("| config"):].strip() in md and "**smoke: numbers not meaningful" in md
+    assert table_md[table_md.index("| config"):].strip() in md and "**smoke run: numbers not meaningful" in md
     assert "## Pruning" in md
     for r in runs:
         if r.data.tags.get("adbs.role") != "trial":

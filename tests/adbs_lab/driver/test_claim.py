@@ -45,3 +45,24 @@ def test_the_move_goes_where_the_line_said(tmp_path):
     stamp = where.aside_stamp()
     said = where.aside(stamp)
     assert where.move_aside(stamp) == said and (tmp_path / f"alpha_sweep.{stamp}" / "table.txt").is_file()
+
+
+def test_the_line_says_why_before_anything_moves_and_the_dry_run_says_it_as_what_a_run_would_do(tmp_path):
+    """Another study's folder (another fingerprint: other settings) and the same study left unfinished each get their
+    reason; with no stamp (the dry run) the line says what a run would do, and nothing moves."""
+    from types import SimpleNamespace
+
+    from adbs_lab.driver.claim import aside_line
+
+    ident = {"study": "alpha_sweep", "command": "studies/alpha_sweep.py", "trials": 12, "fingerprint": "f1"}
+    where = _folder(tmp_path, ident, {"trials": {"t0": "r0"}, "ended": {}})  # no parent run yet: unfinished
+    other = SimpleNamespace(where=where, fingerprint="f2", tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
+    line = aside_line(other, "20261129-080000")
+    assert line.startswith(f"{where} holds an unfinished study (0 of 12 trials ended; `studies/alpha_sweep.py`): "
+                           f"moving it to {where.aside('20261129-080000')}, since this run starts another study in "
+                           "that folder (other settings than its own); pass --name NAME"), line
+    same = SimpleNamespace(where=where, fingerprint="f1", tracking_uri=other.tracking_uri)
+    dry = aside_line(same)
+    assert ": a run of this command would move it to " in dry and "alpha_sweep.<date-time>" in dry
+    assert "since this run starts it again from scratch; --resume continues it instead" in dry
+    assert (tmp_path / "alpha_sweep" / "table.txt").is_file()  # nothing moved

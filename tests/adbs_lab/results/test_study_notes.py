@@ -23,19 +23,19 @@ def _notes(*flags: str) -> list[str]:
 def test_a_flag_the_study_does_not_sweep_is_named_and_a_default_value_is_not():
     assert _notes() == []
     assert _notes("--shots", "3", "--set", "base_epochs=4") == [
-        "settings changed from the study's defaults: shots=3, base_epochs=4"]
+        "settings departing from t's defaults: shots=3, base_epochs=4"]
     assert _notes("--shots", "5") == []  # the default preset's value: nothing changed
-    assert _notes("--preset", "smoke")[0].startswith("settings changed from the study's defaults: preset=smoke")
+    assert _notes("--preset", "smoke")[0].startswith("settings departing from t's defaults: preset=smoke")
 
 
 def test_a_smoke_run_says_its_numbers_are_not_meaningful():
     assert _notes("--smoke") == [study_notes.SMOKE]
     assert _notes("--smoke", "--shots", "3") == [study_notes.SMOKE,
-                                                 "settings changed from the study's defaults: shots=3"]
+                                                 "settings departing from t's defaults: shots=3"]
 
 
 def test_the_notes_head_the_table_the_markdown_table_and_the_report():
-    notes = [study_notes.SMOKE, "settings changed from the study's defaults: shots=3"]
+    notes = [study_notes.SMOKE, "settings departing from t's defaults: shots=3"]
     trials = pd.DataFrame()
     assert tables.annotate("TABLE", trials, notes=notes).splitlines() == [*notes, "TABLE"]
     assert tables.annotate("TABLE", trials, markdown=True, notes=notes).split("\n\n") == [*notes, "TABLE"]
