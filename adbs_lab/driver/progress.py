@@ -14,6 +14,7 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.objectives import DEFAULT, Objective
 from adbs_lab.results.pareto import front
 from adbs_lab.records.tune_keys import describe
+from adbs_lab.results.tables import LABEL_WIDTH
 
 if TYPE_CHECKING:
     from ray.tune.stopper import Stopper
@@ -41,6 +42,7 @@ class Progress(Callback):
         self.estimated = False  # the study's time estimate from a measured epoch, printed once
         self.cached: set[str] = set()  # trials whose base session came from the cache (adbs/cache.py)
         self.started: set[str] = set()  # trials this process saw start: a second start is a restart, said so
+        self.numbers: dict[str, int] = {}  # trial id -> "trial N" in these lines, where its label is too long
 
     def setup(self, stop: Stopper | None = None, num_samples: int | None = None,
               total_num_samples: int | None = None, **info: Any) -> None:
@@ -49,6 +51,16 @@ class Progress(Callback):
     def _stamp(self) -> str:
         el = int(self.clock() - self.t0)
         return f"[{self.study} {el // 60:02d}:{el % 60:02d}]"
+
+    def _name(self, trial) -> str:
+        """The trial as these lines name it: its label (what differs, and its seed), or, where that is longer than
+        a table's row label may be (a search of several knobs: ~150 characters), "trial N", numbered as the trials
+        start; its start line gives the label in full, once."""
+        label = describe(trial.config, self.varying)
+        if len(label) <= LABEL_WIDTH:
+            return label
+        numbers = self.__dict__.setdefault("numbers", {})  # a Progress unpickled from an older run has none
+        return f"trial {numbers.setdefault(trial.trial_id, len(numbers) + 1)}"
 
     def _line(self, trials, trial, event: str) -> None:
         counts = {K.COMPLETE: 0, K.PRUNED: 0, K.DIVERGED: 0, K.FAILED: 0}
@@ -64,7 +76,7 @@ class Progress(Callback):
                 done.append(t)
         best_txt = self._best(done)
         print(
-            f"{self._stamp()} {describe(trial.config, self.varying)}: {event} | "
+            f"{self._stamp()} {self._name(trial)}: {event} | "
             f"done {counts[K.COMPLETE]}/{self.total}, running {running}, pruned {counts[K.PRUNED]}, "
             f"{f'diverged {counts[K.DIVERGED]}, ' if counts[K.DIVERGED] else ''}failed {counts[K.FAILED]} | {best_txt}",
             flush=True,
@@ -83,13 +95,15 @@ class Progress(Callback):
         on = front(values, [o.direction])  # one objective: the best value (all of them where tied)
         if not on:
             return f"best {name} -"
-        return f"best {name} {values[on[0]][0]:.2f} ({describe(done[on[0]].config, self.varying)})"
+        return f"best {name} {values[on[0]][0]:.2f} ({self._name(done[on[0]])})"
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self.states.pop(trial.trial_id, None)  # a restored trial runs again
         again = trial.trial_id in self.started  # Tune starts a trial again after a failure (--max-failures)
         self.started.add(trial.trial_id)
-        self._line(trials, trial, "started again, from its last checkpoint" if again else "started")
+        label = describe(trial.config, self.varying)
+        event = "started again, from its last checkpoint" if again else "started"
+        self._line(trials, trial, event if self._name(trial) == label else f"{event} ({label})")
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         """A line per base epoch of a running trial (throttled): epoch i/N, validation accuracy, s/epoch, ETA."""
@@ -98,7 +112,7 @@ class Progress(Callback):
         if result.get(K.BASE + "reused") == 1:  # a cached base session replayed in a moment: said once, no epochs
             if trial.trial_id not in self.cached:
                 self.cached.add(trial.trial_id)
-                print(f"{self._stamp()} {describe(trial.config, self.varying)}: base session from cache (an earlier "
+                print(f"{self._stamp()} {self._name(trial)}: base session from cache (an earlier "
                       "trial trained the same one; adbs/cache.py), only its incremental sessions run", flush=True)
             return
         epoch = int(result[K.BASE_STEP])
@@ -121,7 +135,7 @@ class Progress(Callback):
             parts.append(f"{per:.1f} s/epoch")
             if epoch < n:
                 parts.append(f"trial ETA {duration((n - epoch) * per)} + its incremental sessions")
-        print(f"{self._stamp()} {describe(trial.config, self.varying)}: {', '.join(parts)}", flush=True)
+        print(f"{self._stamp()} {self._name(trial)}: {', '.join(parts)}", flush=True)
         if per is not None and not self.estimated:
             self.estimated = True
             waves = -(-self.total // self.max_concurrent)

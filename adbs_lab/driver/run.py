@@ -59,6 +59,10 @@ def dry_run(p: Prepared) -> None:
           f"Optuna storage{', the Ray cluster' if opts.address else ''}"
           f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
           "written", flush=True)
+    from adbs_lab.results import notes
+
+    for line in notes.lines(p.plan, opts, p.base_values):  # a smoke run, settings departing from the defaults
+        print(f"note: {line}", flush=True)
     if not opts.resume and p.where.in_use():  # what a run would move aside, said before any run moves it
         from adbs_lab.driver.claim import aside_line
 

@@ -117,3 +117,33 @@ def test_a_trial_tune_starts_again_says_so(capsys):
         p.on_trial_start(0, [a, b], trial)
     events = [line.split(": ", 1)[1].split(" | ")[0] for line in capsys.readouterr().out.splitlines()]
     assert events == ["started", "started", "started again, from its last checkpoint"]
+
+
+def test_long_labels_print_once_and_the_lines_name_the_trial_by_its_number(capsys):
+    """A search of several knobs labels a trial with ~150 characters: its start line gives the label once, and every
+    other line (its epochs, its end, the best so far) names it "trial N", so no line carries two such labels."""
+    knobs = ["alpha", "boundary_lr_scale", "boundary_weight_decay", "new_boundary_init", "abs_base_boundary",
+             "finetune_epochs", "finetune_lr", "seed"]
+    values = [0.01, 0.1, True, "abs_mean", True, 12, 0.07718, 0]
+    p = Progress(study="knobs", total=2, varying=knobs, ended=lambda t: classify(t.last_result), clock=Clock())
+    a = SimpleNamespace(trial_id="a", config=dict(zip(knobs, values)), status="RUNNING")
+    b = SimpleNamespace(trial_id="b", config=dict(zip(knobs, [0.05, *values[1:]])), status="RUNNING")
+    p.on_trial_start(0, [a], a)
+    p.on_trial_start(0, [a, b], b)
+    p.on_trial_result(0, [a, b], b, _epoch(1, 2.0, n=2))
+    a.status = "TERMINATED"
+    _ended(p, [a, b], a, _done(50.0))
+    lines = capsys.readouterr().out.splitlines()
+    label = "alpha=0.01 boundary_lr_scale=0.1 boundary_weight_decay=True new_boundary_init=abs_mean " \
+            "abs_base_boundary=True finetune_epochs=12 finetune_lr=0.07718 seed=0"
+    assert lines[0] == f"[knobs 00:00] trial 1: started ({label}) | done 0/2, running 1, pruned 0, failed 0 | best " \
+                       "val avg acc -"
+    assert lines[1].startswith("[knobs 00:00] trial 2: started (alpha=0.05 boundary_lr_scale=0.1 ")
+    assert lines[2].startswith("[knobs 00:00] trial 2: base epoch 1/2, val acc 40.00")
+    assert lines[-1] == ("[knobs 00:00] trial 1: finished: val avg acc 50.00, test avg acc 49.00 | done 1/2, running 1, "
+                         "pruned 0, failed 0 | best val avg acc 50.00 (trial 1)")
+    assert sum(line.count("boundary_lr_scale=") for line in lines) == 2  # each label once, on its start line
+    short = _progress(Clock())  # a short label (alpha_sweep's) is the name itself
+    c = SimpleNamespace(trial_id="c", config={"alpha": 0.05}, status="RUNNING")
+    short.on_trial_start(0, [c], c)
+    assert capsys.readouterr().out.startswith("[s 00:00] alpha=0.05: started | done 0/4")
