@@ -278,12 +278,13 @@ RUN_NAME_COLUMN, DESCRIPTION_COLUMN = "attributes.`Run Name`", "attributes.`Desc
 def runs_view(params: Sequence[str], metrics: Sequence[str]) -> str:
     """The study's runs-table view, as MLflow's UI stores a shared one (JSON; its keys are the UI's own view state:
     selectedColumns, columnOrder, columnWidths): the objectives, the searched parameters and the seed as columns,
-    beside a Run Name column wide enough for `alpha=0.05 seed=2`, then the Description. MLflow 3.17 leaves out of a
+    beside a Run Name column wide enough for `alpha=0.05 seed=2` (and objective columns for `summary/val_avg_acc`), then
+    the Description. MLflow 3.17 leaves out of a
     shared view which runs are expanded, so the parent's `+` stays a click (README: Compare trials)."""
     cols = ([f"metrics.`{m}`" for m in metrics] + [f"params.`{k}`" for k in params if k != "seed"]
             + ["params.`seed`", DESCRIPTION_COLUMN])
-    return json.dumps({"selectedColumns": cols, "columnOrder": [RUN_NAME_COLUMN, *cols],
-                       "columnWidths": {RUN_NAME_COLUMN: 260, DESCRIPTION_COLUMN: 320}})
+    widths = {RUN_NAME_COLUMN: 260, DESCRIPTION_COLUMN: 320, **{f"metrics.`{m}`": 180 for m in metrics}}
+    return json.dumps({"selectedColumns": cols, "columnOrder": [RUN_NAME_COLUMN, *cols], "columnWidths": widths})
 
 
 TABLE_MD = "table.md"
