@@ -31,14 +31,17 @@ from adbs_lab.stores.tracking_store import (
     NOTE_MAX,
     RUNS_FILE,
     TABLE_MD,
+    VIEW_TAG,
     _Patient,
     artifact_root,
     load_runs,
     note_with_table,
+    runs_view,
 )
 from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs.redaction import reveal
-from adbs_lab.records.tune_keys import SEED_KEY, describe, trial_config
+from adbs_lab.records.objectives import from_tag
+from adbs_lab.records.tune_keys import LAB_KEYS, SEED_KEY, describe, trial_config
 from adbs_lab.records.trial_records import base_boundaries
 
 if TYPE_CHECKING:
@@ -95,6 +98,7 @@ class MlflowTracker(Callback):
         self.experiment_id = exp.experiment_id if exp else self._create_experiment()
         if exp is not None and exp.tags.get(EXPERIMENT_KIND) is None:  # made before this tag was set
             self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
+        self._name_experiment()
         runs = load_runs(self.study_dir)
         if self.resume and runs.get("parent"):
             self.parent_run_id = runs["parent"]
@@ -107,6 +111,17 @@ class MlflowTracker(Callback):
             runs = {"parent": self.parent_run_id, "trials": {}, "ended": {}}
         self._runs = runs
         self._save()
+
+    def _name_experiment(self) -> None:
+        """What the MLflow UI shows of the experiment before any click: the study's description above its runs (this
+        invocation's: several --name studies share one experiment), and the runs-table view with the study's columns
+        (tracking_store.runs_view: the objectives, the searched parameters, the seed), which the links
+        adbs_lab/stores/serve.py prints open."""
+        params = [k for k in self.varying if k not in LAB_KEYS]
+        self.client.set_experiment_tag(self.experiment_id, VIEW_TAG,
+                                       runs_view(params, [o.key for o in from_tag(self.tags)]))
+        if self.description:
+            self.client.set_experiment_tag(self.experiment_id, NOTE, self.description[:NOTE_MAX])
 
     def _create_experiment(self) -> str:
         """The study's experiment, made now; when another study of the same name (another --name) made it between

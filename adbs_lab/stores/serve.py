@@ -28,7 +28,7 @@ from adbs_lab.stores import db_server, paths
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
 
 __all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "STORE_ENV", "POOL_RECYCLE_ENV", "parser", "url", "command", "server_env",
-           "port_problem", "experiments", "runs_page",
+           "port_problem", "experiments", "with_view", "runs_page",
            "print_studies", "main"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -210,15 +210,20 @@ LISTED = 20
 """At most this many studies' links are printed at start (the newest)."""
 
 
-def runs_page(link: str, experiment_id: str) -> str:
-    return f"{link}/#/experiments/{experiment_id}/runs{RUNS_QUERY}"
+def runs_page(link: str, experiment_id: str, view: bool = False) -> str:
+    """The experiment's runs page; with `view`, in the study's runs-table view (tracking_store.runs_view)."""
+    from adbs_lab.stores.tracking_store import VIEW_KEY
+
+    return f"{link}/#/experiments/{experiment_id}/runs{RUNS_QUERY}" + (f"&viewStateShareKey={VIEW_KEY}" if view else "")
 
 
-def experiments(uri: str) -> list[tuple[str, str]]:
-    """(experiment id, name) of the store's active experiments, newest first, read without writing (MLflow's own
-    store class would create its tables first); [] when the store is new or cannot be read (the server says why)."""
-    query = ("SELECT experiment_id, name FROM experiments WHERE lifecycle_stage = 'active' AND name != 'Default' "
-             "ORDER BY experiment_id DESC")
+_ACTIVE = ("SELECT experiment_id, name FROM experiments WHERE lifecycle_stage = 'active' AND name != 'Default' "
+           "ORDER BY experiment_id DESC")
+
+
+def _read(uri: str, query: str, args: dict[str, str] | None = None) -> list[tuple]:
+    """The rows of a read-only query on the store, read without writing (MLflow's own store class would create its
+    tables first); [] when the store is new or cannot be read (the server says why)."""
     try:
         if uri.startswith("sqlite:///"):
             import sqlite3
@@ -228,7 +233,7 @@ def experiments(uri: str) -> list[tuple[str, str]]:
                 return []
             con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
             try:
-                return [(str(i), n) for i, n in con.execute(query)]
+                return list(con.execute(query, args or {}))
             finally:
                 con.close()
         import sqlalchemy
@@ -238,11 +243,25 @@ def experiments(uri: str) -> list[tuple[str, str]]:
         engine = _engine(uri)
         try:
             with engine.connect() as con:
-                return [(str(i), n) for i, n in con.execute(sqlalchemy.text(query))]
+                return [tuple(r) for r in con.execute(sqlalchemy.text(query), args or {})]
         finally:
             engine.dispose()
     except Exception:  # noqa: BLE001 - no table yet, another schema: the links are a convenience
         return []
+
+
+def experiments(uri: str) -> list[tuple[str, str]]:
+    """(experiment id, name) of the store's active experiments, newest first; [] when the store is new or cannot be
+    read."""
+    return [(str(i), n) for i, n in _read(uri, _ACTIVE)]
+
+
+def with_view(uri: str) -> set[str]:
+    """The ids of the experiments that carry the study's runs-table view (tracking_store.VIEW_TAG)."""
+    from adbs_lab.stores.tracking_store import VIEW_TAG
+
+    return {str(i) for (i,) in _read(uri, "SELECT experiment_id FROM experiment_tags WHERE key = :key",
+                                     {"key": VIEW_TAG})}
 
 
 def print_studies(uri: str, link: str) -> None:
@@ -252,8 +271,9 @@ def print_studies(uri: str, link: str) -> None:
     print("studies, each on its runs page (in the UI: click Model training at the top of the sidebar once, then "
           "Experiments and a study):", flush=True)
     width = max(len(name) for _, name in found[:LISTED])
+    viewed = with_view(uri)
     for exp_id, name in found[:LISTED]:
-        print(f"  {name:<{width}}  {runs_page(link, exp_id)}", flush=True)
+        print(f"  {name:<{width}}  {runs_page(link, exp_id, exp_id in viewed)}", flush=True)
     if len(found) > LISTED:
         print(f"  ... and {len(found) - LISTED} older: {link}/#/experiments", flush=True)
 

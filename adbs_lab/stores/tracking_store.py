@@ -10,7 +10,7 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from tenacity import (
     RetryCallState,
@@ -266,6 +266,27 @@ NOTE = "mlflow.note.content"
 """The run tag the MLflow UI shows as the run's description (Markdown), and as the runs table's Description column."""
 NOTE_MAX = 8000
 """A note is a tag value: at most 8000 characters (MLflow's MAX_TAG_VAL_LENGTH, in its utils/validation.py)."""
+VIEW_KEY = "adbs"
+"""The name of the runs-table view every study's experiment carries (`runs_view`); a link to the runs page opens it
+with `&viewStateShareKey=adbs` (adbs_lab/stores/serve.py: runs_page)."""
+VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
+"""The experiment tag MLflow's UI reads a shared runs-table view from (its "Share" button writes the same: the key
+given as the page's `viewStateShareKey`)."""
+RUN_NAME_COLUMN, DESCRIPTION_COLUMN = "attributes.`Run Name`", "attributes.`Description`"
+
+
+def runs_view(params: Sequence[str], metrics: Sequence[str]) -> str:
+    """The study's runs-table view, as MLflow's UI stores a shared one (JSON; its keys are the UI's own view state:
+    selectedColumns, columnOrder, columnWidths): the objectives, the searched parameters and the seed as columns,
+    beside a Run Name column wide enough for `alpha=0.05 seed=2` (and objective columns for `summary/val_avg_acc`), then
+    the Description. MLflow 3.17 leaves out of a
+    shared view which runs are expanded, so the parent's `+` stays a click (README: Compare trials)."""
+    cols = ([f"metrics.`{m}`" for m in metrics] + [f"params.`{k}`" for k in params if k != "seed"]
+            + ["params.`seed`", DESCRIPTION_COLUMN])
+    widths = {RUN_NAME_COLUMN: 260, DESCRIPTION_COLUMN: 320, **{f"metrics.`{m}`": 180 for m in metrics}}
+    return json.dumps({"selectedColumns": cols, "columnOrder": [RUN_NAME_COLUMN, *cols], "columnWidths": widths})
+
+
 TABLE_MD = "table.md"
 TABLE_CAPTION = "Test accuracy (%) per session, mean ± 95% CI over seeds (configurations chosen on validation data):"
 

@@ -5,7 +5,7 @@ view of two trials leads to the session accuracy chart (session/test_acc by sess
 a study's runs by the clicks the README gives (and by the link serve.py prints).
 
 Screenshots (kept as test artifacts): <repo>/test-artifacts/mlflow_runs.png, mlflow_study_run.png, mlflow_compare.png,
-mlflow_clicks.png.
+mlflow_clicks.png, mlflow_study_view.png.
 """
 
 from __future__ import annotations
@@ -146,7 +146,8 @@ def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, bro
     runs = client.search_runs([exp.experiment_id])
     parent = next(r for r in runs if r.data.tags.get("adbs.role") == "study").info.run_name
     trials = [r.info.run_name for r in runs if r.data.tags.get("adbs.role") == "trial"]
-    link = f"{base}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning"
+    # the study's runs-table view (tracking_store.runs_view), shared by key through an experiment tag
+    link = f"{base}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning&viewStateShareKey=adbs"
     assert f"  ablation  {link}\n" in log.read_text(), log.read_text()[-2000:]
 
     browser.goto(base)  # the URL serve.py prints: MLflow's home page, its sidebar
@@ -169,3 +170,12 @@ def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, bro
     assert browser.wait_text(parent), browser.text()[:3000]
     assert browser.js(EXPAND) and browser.wait_text(*trials), browser.text()[:3000]
     assert browser.js("location.hash").startswith(f"#/experiments/{exp.experiment_id}/runs?")
+    # the link opens with the objective, the seed and the description as columns (an ablation's rows are its run
+    # names), and a Run Name column wide enough for a trial's name, in a browser that chose no columns itself
+    columns = "[...document.querySelectorAll('.ag-header-cell')].map(e => e.getAttribute('col-id'))"
+    want = ["metrics.`summary/val_avg_acc`", "params.`seed`", "attributes.`Description`"]
+    assert browser.wait(f"(c => {json.dumps(want)}.every(w => c.includes(w)))({columns})"), browser.js(columns)
+    width = browser.js("document.querySelector('.ag-header-cell[col-id=\"attributes.`Run Name`\"]')?.offsetWidth")
+    browser.js(CLOSE_ASSISTANT)
+    browser.screenshot(ARTIFACTS / "mlflow_study_view.png")
+    assert width and width >= 240, width

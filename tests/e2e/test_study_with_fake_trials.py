@@ -6,6 +6,7 @@ End-to-end tests with the real adbs.trial.run_trial are in tests/e2e/test_studie
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from adbs_lab import study
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.driver import options
 from adbs_lab.driver import launch
+from adbs_lab.records import tune_keys
+from adbs_lab.stores.tracking_store import NOTE, TABLE_CAPTION, VIEW_TAG
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers cannot import test modules
 
@@ -79,6 +82,10 @@ def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsy
     complete = [t for t in st.trials if t.params["base_lr"] == 0.1][0]
     t = out.trials[(out.trials["base_lr"] == 0.1)]
     assert complete.value == pytest.approx(t["val_avg_acc"].mean())
+    # the seed is no searched parameter (optuna-dashboard would rank it and draw contours on it): the trial's
+    # seeds are its user attribute, the searched setting its one parameter, the value named after the objective
+    assert all(set(t.distributions) == {"base_lr"} and t.user_attrs[tune_keys.SEEDS_ATTR] == [1, 2] for t in st.trials)
+    assert st.metric_names == ["val_avg_acc"]
 
     # Tables: 6 Tune trials; sessions rows only for trials that ran their sessions.
     assert len(out.trials) == 6
@@ -103,7 +110,15 @@ def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsy
     assert [m.step for m in sorted(hist, key=lambda m: m.step)] == [0, 1, 2]
     assert len(client.get_metric_history(done.info.run_id, "base/val_acc")) == 4
     assert done.data.params["base_lr"] in ("0.1", "0.08") and "alpha" in done.data.params
-    assert done.info.run_name.startswith("base_lr=")
+    # run names say what differs, short; the experiment says what the study searched and opens with its columns
+    assert sorted(r.info.run_name for r in trials) == sorted(f"base_lr={v} seed={s}" for v in ("0.0001", "0.08", "0.1")
+                                                             for s in (1, 2))
+    note = parents[0].data.tags[NOTE]
+    assert note.startswith("**fake_sweep**: `base_lr` in 0.0001..0.1 (log); 6 trials over seeds 1, 2; objective "
+                           "val_avg_acc (max)") and TABLE_CAPTION in note  # and, once it ended, the study's table
+    assert exp.tags[NOTE].startswith(note.partition("\n\n")[0]) and TABLE_CAPTION not in exp.tags[NOTE]
+    assert json.loads(exp.tags[VIEW_TAG])["selectedColumns"][:3] == ["metrics.`summary/val_avg_acc`",
+                                                                    "params.`base_lr`", "params.`seed`"]
     # the parent run's study/* metrics: the experiment list shows the best value and what was pruned
     pm = parents[0].data.metrics
     assert pm["study/best_objective"] == pytest.approx(out.best["mean_over_seeds"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -156,3 +157,27 @@ def test_each_study_is_printed_with_its_runs_page_link(tracking_uri, capsys):
                        f"  ablation     http://127.0.0.1:5000/#/experiments/{ids['ablation']}/runs"
                        "?workflowType=machine_learning"]
     assert serve.experiments(tracking_uri.replace("mlflow.db", "new.db")) == []  # a new store: nothing to list
+
+
+def test_a_study_s_link_opens_its_runs_table_view(tracking_uri, capsys):
+    """An experiment a study logged to carries the runs-table view MLflow's UI shares by key (tracking_store.VIEW_TAG,
+    as its Share button stores one): the link opens it, with the objective, the searched parameters and the seed as
+    columns and a Run Name column wide enough to read; an experiment without it gets the plain link."""
+    from mlflow.tracking import MlflowClient
+
+    from adbs_lab.stores.tracking_store import VIEW_TAG, runs_view
+
+    client = MlflowClient(tracking_uri)
+    study, other = client.create_experiment("alpha_sweep"), client.create_experiment("by_hand")
+    client.set_experiment_tag(study, VIEW_TAG, runs_view(["alpha"], ["summary/val_avg_acc"]))
+    assert serve.with_view(tracking_uri) == {study}
+    serve.print_studies(tracking_uri, "http://h:5")
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [f"  by_hand      http://h:5/#/experiments/{other}/runs?workflowType=machine_learning",
+                       f"  alpha_sweep  http://h:5/#/experiments/{study}/runs?workflowType=machine_learning"
+                       "&viewStateShareKey=adbs"]
+    view = json.loads(client.get_experiment(study).tags[VIEW_TAG])
+    assert view["selectedColumns"] == ["metrics.`summary/val_avg_acc`", "params.`alpha`", "params.`seed`",
+                                       "attributes.`Description`"]
+    assert view["columnOrder"] == ["attributes.`Run Name`", *view["selectedColumns"]]
+    assert view["columnWidths"]["attributes.`Run Name`"] >= 240
