@@ -197,10 +197,12 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
 
 
 def _rows(studies) -> list[str]:
-    """The rows of the table the studies make (across studies, '<study>: <row>')."""
+    """The rows of the table the studies make, in its order (across studies, '<study>: <row>'): the study's own
+    order, else by the values they swept (alpha_sweep by alpha), never the order the trials ran in."""
     if len(studies) == 1:
-        s = studies[0].sessions
-        return list(dict.fromkeys(s["label"])) if len(s) else []
+        from adbs_lab.results import figures
+
+        return figures.row_order(studies[0].sessions, order=studies[0].order)
     sessions, _, order, _ = from_store.combine(studies)
     ran = set(sessions["label"]) if len(sessions) else set()
     return [r for r in dict.fromkeys([*order, *(sessions["label"] if len(sessions) else [])]) if r in ran]
