@@ -15,7 +15,8 @@ tags), so a study run on a cluster can be reported on a laptop. The table is
 adbs_lab.results.tables.paper_table, the same function the study printed its table with.
 With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
 of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
-and one figure (compare_sessions.png: every row's accuracy per session); each comparison that ran in two or more
+and one figure (compare_sessions.png: every row's accuracy per session, in its own study's colour, a line style per
+study, with its 95% CI band); each comparison that ran in two or more
 tasks (each study run, e.g. one per dataset, and each host or k-shot cell within it) also gets the interquartile
 mean of each side and the paired probability of improvement, with stratified-bootstrap intervals
 (adbs_lab/results/across_tasks.py; docs/statistics.md), and a warning below 5 runs per task.
