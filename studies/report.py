@@ -15,7 +15,8 @@ tags), so a study run on a cluster can be reported on a laptop. The table is
 adbs_lab.results.tables.paper_table, the same function the study printed its table with.
 With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
 of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
-and one figure (compare_sessions.png: every row's accuracy per session); each comparison that ran in two or more
+and one figure (compare_sessions.png: every row's accuracy per session, in its own study's colour, a line style per
+study, with its 95% CI band); each comparison that ran in two or more
 tasks (each study run, e.g. one per dataset, and each host or k-shot cell within it) also gets the interquartile
 mean of each side and the paired probability of improvement, with stratified-bootstrap intervals
 (adbs_lab/results/across_tasks.py; docs/statistics.md), and a warning below 5 runs per task.
@@ -197,10 +198,12 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
 
 
 def _rows(studies) -> list[str]:
-    """The rows of the table the studies make (across studies, '<study>: <row>')."""
+    """The rows of the table the studies make, in its order (across studies, '<study>: <row>'): the study's own
+    order, else by the values they swept (alpha_sweep by alpha), never the order the trials ran in."""
     if len(studies) == 1:
-        s = studies[0].sessions
-        return list(dict.fromkeys(s["label"])) if len(s) else []
+        from adbs_lab.results import figures
+
+        return figures.row_order(studies[0].sessions, order=studies[0].order)
     sessions, _, order, _ = from_store.combine(studies)
     ran = set(sessions["label"]) if len(sessions) else set()
     return [r for r in dict.fromkeys([*order, *(sessions["label"] if len(sessions) else [])]) if r in ran]

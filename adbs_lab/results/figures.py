@@ -9,7 +9,7 @@ import pandas as pd
 from adbs_lab.records import metrics_keys as K
 
 __all__ = ["alpha_sensitivity", "kshot_curves", "boundary_histograms", "host_curves", "embedding_figures",
-           "row_order", "row_colors", "legend_names"]
+           "row_order", "row_colors", "study_colors", "curve_with_band", "legend_names", "PAIRED", "BAND_NOTE"]
 
 
 def row_order(*frames: pd.DataFrame, order: list[str] | None = None, label: str = "label") -> list[str]:
@@ -24,10 +24,48 @@ def row_order(*frames: pd.DataFrame, order: list[str] | None = None, label: str 
     return compare.sort_by_swept(pd.concat(frames, ignore_index=True), labels, label) if labels else []
 
 
+PAIRED = "+ADBS"
+"""The suffix of a row with ADBS beside its host's row without it (the hosts study: `<host>`, `<host>+ADBS`)."""
+BAND_NOTE = "bands: 95% CI over seeds, t-interval as the table's ±; none for one seed"
+"""What a sessions plot's shaded band is (tables.ci95, the interval the tables print)."""
+
+
 def row_colors(labels: list[str]) -> dict[str, str]:
-    """One colour per row label, the same in every figure of a study: the n-th row of `row_order` gets
-    matplotlib's n-th cycle colour (C0, C1, ...; the ten repeat after the tenth row)."""
-    return {lab: f"C{i % 10}" for i, lab in enumerate(dict.fromkeys(labels))}
+    """One colour per row label, assigned once in the table's row order (`row_order`) and used by every figure of a
+    study (sessions plot, hosts curves, boundary histograms, trade-off) and by its rows in `report.py A B`'s figure.
+    Rows `<host>` and `<host>+ADBS` share their host's hue, light without ADBS and dark with it (matplotlib's tab20
+    pairs); other rows get matplotlib's cycle colours C0, C1, ... in order (the ten repeat after the tenth row)."""
+    labels = list(dict.fromkeys(labels))
+    if not any(str(lab).endswith(PAIRED) for lab in labels):
+        return {lab: f"C{i % 10}" for i, lab in enumerate(labels)}
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    hosts = list(dict.fromkeys(str(lab).removesuffix(PAIRED) for lab in labels))
+    return {lab: to_hex(colormaps["tab20"]((2 * hosts.index(str(lab).removesuffix(PAIRED))
+                                            + (0 if str(lab).endswith(PAIRED) else 1)) % 20)) for lab in labels}
+
+
+def study_colors(sessions: pd.DataFrame, trials: pd.DataFrame, order: list[str] | None = None,
+                 label: str = "label") -> dict[str, str]:
+    """The study's row colours (`row_colors` of its rows in the table's order): the one mapping its figures share."""
+    return row_colors(row_order(sessions, trials, order=order, label=label))
+
+
+def curve_with_band(ax, rows: pd.DataFrame, metric: str, *, color: str | None, style: str = "o-",
+                    name: str = "") -> bool:
+    """One row's mean per session over its seeds, and its 95% confidence band where it has two or more seeds (the
+    table's ± interval, tables.ci95: t-distribution, n - 1 degrees of freedom); True when a band was drawn."""
+    from adbs_lab.results.tables import ci95
+
+    cells = rows.groupby("session")[metric].apply(lambda v: ci95(list(v))).sort_index()
+    mean, half = [m for m, _ in cells], [h for _, h in cells]
+    ax.plot(cells.index, mean, style, color=color, label=name)
+    if not any(h > 0 for h in half):  # one seed: no interval, no band
+        return False
+    ax.fill_between(cells.index, [m - h for m, h in zip(mean, half)], [m + h for m, h in zip(mean, half)],
+                    color=color, alpha=0.15, linewidth=0)
+    return True
 
 
 def legend_names(labels: list[str]) -> dict[str, str]:
@@ -153,27 +191,24 @@ def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | 
 
 
 def host_curves(sessions: pd.DataFrame, path: Path, *, order: list[str] | None = None,
-                metric: str = "test_acc") -> Path:
-    """The hosts study's figure: one curve per row (mean over seeds), a colour per host, dashed without
-    ADBS and solid with it (rows `<host>` and `<host>+ADBS`)."""
+                metric: str = "test_acc", colors: dict[str, str] | None = None) -> Path:
+    """The hosts study's figure: one curve per row (mean over seeds) with its 95% confidence band, dashed without
+    ADBS and solid with it (rows `<host>` and `<host>+ADBS`), each row in the study's colour (`row_colors`: a host's
+    two rows share its hue), the legend outside the axes so it covers no curve."""
     plt = _plt()
     s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
-    labels = list(dict.fromkeys(s["label"])) if len(s) else []
-    if order:
-        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
-    hosts = list(dict.fromkeys(lab.removesuffix("+ADBS") for lab in labels))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for lab in labels:
-        host = lab.removesuffix("+ADBS")
-        curve = s[s["label"] == lab].groupby("session")[metric].mean()
-        ax.plot(curve.index, curve.values, "o-" if lab.endswith("+ADBS") else "s--", color=f"C{hosts.index(host)}",
-                label=lab)
+    labels = row_order(s, order=order)
+    colors = colors or row_colors(labels)
+    fig, ax = plt.subplots(figsize=(6 + (2.2 if labels else 0), 4))
+    banded = [curve_with_band(ax, s[s["label"] == lab], metric, color=colors.get(lab), name=lab,
+                              style="o-" if lab.endswith(PAIRED) else "s--") for lab in labels]
     if len(s):
         ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     ax.set_xlabel("session (0 = base)")
     ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
-    ax.set_title("hosts: each method without (dashed) and with ADBS (solid)")
+    ax.set_title("hosts: each method without (dashed) and with ADBS (solid)"
+                 + (f"\n({BAND_NOTE})" if any(banded) else ""), fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -182,22 +217,32 @@ def host_curves(sessions: pd.DataFrame, path: Path, *, order: list[str] | None =
 
 
 def _embedding_rows(trials: pd.DataFrame, order: list[str] | None) -> list[tuple[str, dict]]:
-    """(row label with the seed shown, decoded embedding sample) for each row: its complete trial with the lowest
-    seed, so every panel shows one trial's embedding (t-SNE does not average over seeds), and its title says which
-    (its D_cs is that trial's, not the table's mean over seeds)."""
+    """(row label with the seed shown, decoded embedding sample) for each row, in the table's row order: its complete
+    trial with the lowest seed, so every panel shows one trial's embedding (t-SNE does not average over seeds), and
+    its title says which (its D_cs is that trial's, not the table's mean over seeds). The sample's key TABLE_D_CS holds
+    the row's D_cs as the table gives it: (mean over its complete seeds, their number), or None."""
     from adbs_lab.records.metrics_keys import EMBEDDINGS, decode_embeddings
 
-    t = trials[(trials["state"] == K.COMPLETE) & trials[EMBEDDINGS].notna()] if EMBEDDINGS in trials else trials.iloc[0:0]
+    done = trials[trials["state"] == K.COMPLETE] if "state" in trials else trials
+    t = done[done[EMBEDDINGS].notna()] if EMBEDDINGS in done else done.iloc[0:0]
     if "seed" in t:
         t = t.sort_values("seed", kind="stable")
-    labels = list(dict.fromkeys(t["label"])) if len(t) else []
-    if order:
-        labels = [x for x in order if x in labels] + [x for x in labels if x not in order]
+    labels = row_order(t, order=order) if len(t) else []
+
     def shown(lab: str) -> str:
         seed = t[t["label"] == lab]["seed"].iloc[0] if "seed" in t else None
         return f"{lab} (seed {int(seed)})" if seed is not None and K.finite(seed) else str(lab)
 
-    return [(shown(lab), decode_embeddings(t[t["label"] == lab][EMBEDDINGS].iloc[0])) for lab in labels]
+    def table_d_cs(lab: str) -> tuple[float, int] | None:
+        vals = [float(v) for v in done[done["label"] == lab]["d_cs"] if K.finite(v)] if "d_cs" in done else []
+        return (sum(vals) / len(vals), len(vals)) if vals else None
+
+    return [(shown(lab), {**decode_embeddings(t[t["label"] == lab][EMBEDDINGS].iloc[0]), TABLE_D_CS: table_d_cs(lab)})
+            for lab in labels]
+
+
+TABLE_D_CS = "table_d_cs"
+"""The key of `_embedding_rows`' samples that holds the row's D_cs as the table gives it (mean over seeds, n)."""
 
 
 def embedding_figures(trials: pd.DataFrame, folder: Path, *, order: list[str] | None = None) -> list[Path]:
@@ -247,7 +292,8 @@ def _tsne_figure(rows: list, folder: Path) -> Path:
         ax.set_yticks([])
     axes.flat[0].legend(fontsize=6, ncol=2, loc="best", markerscale=1.5)
     fig.suptitle("t-SNE of last-session test features (circles: base classes, triangles: novel); one trial per "
-                 "row, its seed in the panel's title", fontsize=10)
+                 "row, its seed in the panel's title\n(the table's values are means over seeds; a t-SNE is of one "
+                 "trial and is not averaged)", fontsize=10)
     fig.tight_layout()
     tsne = folder / "tsne.png"
     fig.savefig(tsne, dpi=110)
@@ -258,7 +304,7 @@ def _tsne_figure(rows: list, folder: Path) -> Path:
 def _similarity_figure(rows: list, folder: Path) -> Path:
     plt = _plt()
     n = len(rows)
-    fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 1.0, 4.0), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 1.0, 4.6), squeeze=False, layout="constrained")
     for ax, (lab, e) in zip(axes.flat, rows):
         sim, nb = e["similarity"], e["n_base"]
         im = ax.imshow(sim, vmin=-1.0, vmax=1.0, cmap="coolwarm", interpolation="nearest")
@@ -266,12 +312,15 @@ def _similarity_figure(rows: list, folder: Path) -> Path:
             ax.axhline(pos, color="k", lw=0.8)
             ax.axvline(pos, color="k", lw=0.8)
         d_cs = float((1.0 - sim).mean())
-        ax.set_title(f"{lab}: D_cs {d_cs:.3f}", fontsize=10)
+        table = e.get(TABLE_D_CS)
+        ax.set_title(f"{lab}: D_cs {d_cs:.3f}" + (f"\ntable's D_cs: {table[0]:.3f}, mean of {table[1]} seed(s)"
+                                                    if table else ""), fontsize=9)
         ax.set_xlabel(f"class (0-{nb - 1} base, {nb}-{e['n_seen'] - 1} novel)", fontsize=8)
         ax.tick_params(labelsize=7)
     fig.colorbar(im, ax=list(axes.flat), shrink=0.8, label="cosine similarity")
-    fig.suptitle("class-prototype cosine similarity after the last session; one trial per row, its seed in the "
-                 "panel's title (the table's D_cs is the mean over seeds)", fontsize=10)
+    fig.suptitle("class-prototype cosine similarity after the last session: one trial per row (its seed in the "
+                 "panel's title)\nthe table's D_cs is the mean over the row's seeds, given under each trial's own",
+                 fontsize=10)
     heat = folder / "prototype_similarity.png"
     fig.savefig(heat, dpi=110)
     plt.close(fig)

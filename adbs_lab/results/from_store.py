@@ -327,9 +327,12 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
     files = _write_tables(out, sessions, trials, table, fmt, caption=f"{title}: {metric} (%) per session",
                           notes=notes)
     not_drawn: list[str] = []
+    colors, styles = combined_styles(studies)
     curves = run_files.guarded("compare_sessions.png", lambda: run_files.session_curves(
         sessions, out / "compare_sessions.png", f"{title}: {metric} per session", metric=metric,
-        order=combine(studies)[2]), not_drawn) if len(sessions) else None
+        order=combine(studies)[2], colors=colors, styles=styles,
+        note="colour: the row's colour in its own study's figures; line style: its study"), not_drawn) \
+        if len(sessions) else None
     figs = [curves] if curves else []
     meta = {"tracking URI": uri, **{f"{s.name} ({s.parent.info.run_id[:8]})":
                                     f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
@@ -340,6 +343,24 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
                                               figures=figs, meta=meta, no_best=no_best, not_drawn=not_drawn,
                                               notes=notes, across_md="\n".join(across) or None))
     return files + figs
+
+
+STUDY_STYLES = ("o-", "s--", "^:", "D-.")
+"""The line style of each study's rows in `report.py A B`'s figure, in the order the studies are named."""
+
+
+def combined_styles(studies: list[Study]) -> tuple[dict[str, str], dict[str, str]]:
+    """({row: colour}, {row: line style}) of a combined table's rows (named as in `combine`): each row keeps the colour
+    it has in its own study's figures (figures.study_colors), and each study gets a line style of STUDY_STYLES."""
+    from adbs_lab.results import figures
+
+    colors: dict[str, str] = {}
+    styles: dict[str, str] = {}
+    for i, (st, prefix) in enumerate(zip(studies, _prefixes(studies))):
+        for lab, color in figures.study_colors(st.sessions, st.trials, order=st.order).items():
+            colors[f"{prefix}: {lab}"] = color
+            styles[f"{prefix}: {lab}"] = STUDY_STYLES[i % len(STUDY_STYLES)]
+    return colors, styles
 
 
 def shared_objectives(studies: list[Study]) -> tuple[tuple | None, str | None]:

@@ -115,32 +115,28 @@ def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | No
 # -- per study --------------------------------------------------------------------------------
 def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = "label",
                    metric: str = "test_acc", order: list[str] | None = None,
-                   colors: dict[str, str] | None = None) -> Path:
+                   colors: dict[str, str] | None = None, styles: dict[str, str] | None = None,
+                   note: str = "") -> Path:
     """One curve per configuration (mean over seeds) with its 95% confidence band (the tables' interval,
     tables.ci95; none for one seed), in the table's row order and the study's row colours (figures.row_colors);
-    the legend outside the axes, so it covers no curve."""
+    `styles`: a line style per row (default solid with dots); `note`: a line under the title. The legend lies
+    outside the axes, so it covers no curve."""
     from adbs_lab.results import figures
-    from adbs_lab.results.tables import ci95
 
     plt = _plt()
     s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
     labels = figures.row_order(s, order=order, label=label)
     colors = colors or figures.row_colors(labels)
     names = figures.legend_names(labels)
-    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.6))
-    for lab in labels:
-        cells = s[s[label] == lab].groupby("session")[metric].apply(lambda v: ci95(list(v))).sort_index()
-        mean, half = [m for m, _ in cells], [h for _, h in cells]
-        ax.plot(cells.index, mean, "o-", color=colors.get(lab), label=names[lab])
-        if any(h > 0 for h in half):  # several seeds: the interval the table prints as ±
-            ax.fill_between(cells.index, [m - h for m, h in zip(mean, half)], [m + h for m, h in zip(mean, half)],
-                            color=colors.get(lab), alpha=0.15, linewidth=0)
+    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.6 + (0.3 if note else 0)))
+    banded = [figures.curve_with_band(ax, s[s[label] == lab], metric, color=colors.get(lab), name=names[lab],
+                                      style=(styles or {}).get(lab, "o-")) for lab in labels]
     if len(s):
         ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
     ax.set_xlabel("session (0 = base)")
     ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
-    seeds = int(s.groupby(label)["trial_id"].nunique().max()) if len(s) and "trial_id" in s else 0
-    ax.set_title(title + ("\n(bands: 95% CI over seeds)" if seeds > 1 else ""), fontsize=10)
+    under = [line for line in (note, figures.BAND_NOTE if any(banded) else "") if line]
+    ax.set_title("\n".join([title, *(f"({line})" for line in under)]), fontsize=10 if not under else 9)
     if labels:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
@@ -179,7 +175,7 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
     not_drawn = [] if not_drawn is None else not_drawn
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    colors = figures.row_colors(figures.row_order(sessions, trials, order=order))  # the same in every figure
+    colors = figures.study_colors(sessions, trials, order=order)  # the same in every figure, and in report.py A B
     draw: dict[str, Callable[[], list[Path]]]
     if study == "alpha_sweep":
         draw = {"alpha_sensitivity.png": lambda: [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]}
@@ -187,7 +183,7 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
         draw = {"k-shot curves": lambda: figures.kshot_curves(sessions, folder)}
     elif study == "hosts":
         draw = {"hosts_sessions.png": lambda: [figures.host_curves(sessions, folder / "hosts_sessions.png",
-                                                                   order=order)]}
+                                                                   order=order, colors=colors)]}
     elif study == "boundary":
         draw = {"boundary_sessions.png": lambda: [session_curves(sessions, folder / "boundary_sessions.png",
                                                                  "boundary: test accuracy per session",
@@ -241,7 +237,7 @@ def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, f
         title = f"{study}: base vs novel accuracy, last session (mean over seeds)"
     trade = guarded(tradeoff.TRADEOFF_PNG, lambda: tradeoff.figure(
         sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline, title=title, trials=trials,
-        objectives=objectives, colors=colors), not_drawn)
+        objectives=objectives, colors=colors, order=list(colors or {})), not_drawn)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
     ranked = (guarded("importance analysis (importance.md and its figures)",
                       lambda: importance.write(trials, folder, objectives), not_drawn) or []) if len(trials) else []

@@ -9,6 +9,7 @@ metrics draws it too.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +65,15 @@ def baselines(baseline: str | dict[str, str] | None) -> set[str]:
 
 def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str] | None = None,
            title: str = "", label: str = "label", trials: pd.DataFrame | None = None,
-           objectives: tuple | None = None, colors: dict[str, str] | None = None) -> Path | None:
+           objectives: tuple | None = None, colors: dict[str, str] | None = None,
+           order: list[str] | None = None) -> Path | None:
     """tradeoff.png: validation (left, what selection may look at) and test (right, reported only) panels.
 
     With exactly two `objectives` (a study's --objectives, adbs_lab/records/objectives.py) and the `trials` table, the panels
     plot those two (the first up, the second across) and their front in their directions; else the last session's
     base against novel accuracy. With `trials`, only the configurations every seed of which completed are drawn,
-    as only they are ranked."""
+    as only they are ranked. Points and legend follow `order` (default: the order of `colors`, the study's rows in its
+    table's order, figures.row_colors); the one legend lies below the panels, covering no point."""
     from adbs_lab.results.figures import _plt
 
     two = objectives is not None and len(objectives) == 2 and trials is not None and len(trials) > 0
@@ -92,6 +95,9 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
         panels = {split: p[p[label].astype(str).isin(whole)] for split, p in panels.items()}
     if all(p.empty for p in panels.values()):
         return None
+    rank = {lab: i for i, lab in enumerate(order if order is not None else list(colors or {}))}
+    panels = {split: p.iloc[sorted(range(len(p)), key=lambda i: rank.get(p[label].iloc[i], len(rank)))]
+              .reset_index(drop=True) for split, p in panels.items()}
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     refs = baselines(baseline)
@@ -108,10 +114,11 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
             ax.set_xlabel(f"{split} novel accuracy, last session (%)")
             ax.set_ylabel(f"{split} base accuracy, last session (%)")
         ax.grid(alpha=0.3)
+    legend_rows = _legend(fig, axes)
     default = (f"{o1.text} vs {o2.text}: the study's objectives (mean over seeds)" if two else
                "base vs novel accuracy, last session (mean over seeds)")
     fig.suptitle(title or default, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.02 + 0.045 * legend_rows, 1, 1))  # room below the panels for the legend
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
@@ -141,4 +148,16 @@ def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str,
                        label=f"{r[label]}{' (baseline)' if is_ref and r[label] != 'baseline' else ''}", **kw)
     if many:
         ax.scatter([], [], color="C0", label=f"{len(p)} configurations (outlined: on the front)")
-    ax.legend(fontsize=7)
+
+
+def _legend(fig, axes) -> int:
+    """One legend for both panels (the same rows), below them: inside a panel it would cover points; its number of
+    lines."""
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for handle, name in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(name, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=min(5, len(seen)), fontsize=7,
+                   frameon=False)
+    return math.ceil(len(seen) / 5)
