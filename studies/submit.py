@@ -335,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     return outcome.exit_code_of_job(info.message, status)  # the study's own exit code (adbs/exits.py)
 
 
+DEFAULT_AGENT_PORT = 52365
+"""A node's dashboard agent port unless `ray start --dashboard-agent-listen-port` says otherwise
+(ray/_private/ray_constants.py: DEFAULT_DASHBOARD_AGENT_LISTEN_PORT)."""
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+"""Dashboard addresses on this machine: where a taken agent port can be checked from here."""
 NO_AGENT = "No available agent to submit job"
 """What Ray's Jobs API answers when the dashboard is up but no node's dashboard agent is (ray/dashboard/modules/job/
 job_head.py): the job would run through an agent."""
@@ -345,12 +350,20 @@ def submit_failure(address: str, error: Exception) -> str:
     without an agent is a different fault (an agent port taken) from a dashboard that does not answer."""
     first = (str(error).strip().splitlines() or [type(error).__name__])[0][:500]
     if NO_AGENT.lower() in str(error).lower():
-        return (f"cannot submit to {address}: {first}\nThe dashboard answers, but no node's dashboard agent does: "
-                "its port (--dashboard-agent-listen-port, default 52365) is taken, most often by another Ray on the "
-                "same machine (the node's session_latest/logs/dashboard_agent.log under its --temp-dir says \"address "
-                "already in use\"), or the agents are still starting (try again in a minute). Start every node with a "
-                "free --dashboard-agent-listen-port: `python -m adbs_lab.cluster.local_cluster start` does that for a "
-                "cluster on one machine (deploy/README.md, \"Trying it on one machine\").")
+        from urllib.parse import urlparse
+
+        from adbs_lab.cluster.local_cluster import port_taken
+
+        port = DEFAULT_AGENT_PORT
+        here = (f"; on this machine port {port} is in use now" if urlparse(address).hostname in LOCAL_HOSTS
+                and port_taken(port) else "")
+        return (f"cannot submit to {address}: {first}\nThe dashboard answers, but no node's dashboard agent does, so "
+                f"no job can start. Most often the agents could not take their port (--dashboard-agent-listen-port, "
+                f"default {port}) because another Ray on the same machine holds it{here} (the node's "
+                "session_latest/logs/dashboard_agent.log under its --temp-dir then says \"address already in use\"). "
+                "Start every node with a free --dashboard-agent-listen-port: `python -m adbs_lab.cluster.local_cluster "
+                "start` does that for a cluster on one machine (deploy/README.md, \"Trying it on one machine\"). A "
+                "cluster started a moment ago may still be starting its agents: then try again in a minute.")
     return (f"cannot submit to {address}: {first}\n"
             "Is the dashboard up (`ray start --head --dashboard-host 0.0.0.0`, needs ray[default]) and reachable "
             "from here? On a token-auth cluster (RAY_AUTH_MODE=token) set RAY_AUTH_TOKEN or ~/.ray/auth_token.")

@@ -8,6 +8,8 @@ port that Ray would otherwise take at a fixed default set to a free one: the Ray
 node's dashboard agent's 52365. Another Ray on the machine (a study's local Ray, a colleague's cluster) holds those;
 a node whose agent cannot bind its port runs without one, and the Jobs API (studies/submit.py) then answers "No
 available agent to submit job". The GCS and dashboard ports are the ones given (checked free before anything starts).
+A node's other ports Ray picks free itself (node and object manager, metrics, runtime-env agent, the agent's gRPC:
+0 or unset means a free one, ray/_private/node.py; workers take ports of 10002-19999 that the raylet finds free).
 
 `ray stop` stops every Ray instance of the user on the machine (other studies' local Ray, a colleague's cluster
 under the same account). A cluster folder is the --temp-dir given to one `ray start`: Ray keeps its sessions there

@@ -375,14 +375,29 @@ def _results_so_far(where: StudyFolder, tune_fs) -> ResultGrid | list[Result]:
         return []
 
 
-def resumed(p: Prepared) -> str:
-    """What --resume continues, from the interrupted run's runs file (adbs_lab/driver/tracker.py: trial -> MLflow run,
-    trial -> how it ended): "resuming: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)"."""
+def ended_so_far(p: Prepared) -> tuple[int, int]:
+    """(trials ended, trials begun and not ended) of the interrupted run, from its runs file (adbs_lab/driver/tracker.py:
+    trial -> MLflow run, trial -> how it ended)."""
     runs = tracking_store.load_runs(p.dir)
     ended = sum(1 for state in runs.get("ended", {}).values() if state in K.ENDED)
-    begun = len(runs.get("trials", {})) - ended
-    return (f"resuming: {ended} of {p.total} trials ended, {p.total - ended} to go"
-            + (f" ({begun} continue from their last checkpoint)" if begun > 0 else ""))
+    return ended, len(runs.get("trials", {})) - ended
+
+
+def resumed(p: Prepared) -> str:
+    """What --resume continues, as the resumed run's first line says it (a fresh run's says how many trials it runs):
+    the folder, when its study started (study.json, written by adbs_lab/driver/claim.py) and its trials, e.g.
+    "resuming the study in runs/alpha_sweep started 2026-11-28 10:02: 5 of 12 trials ended, 7 to go (2 continue
+    from their last checkpoint)"."""
+    try:
+        held = json.loads(p.where.read_text("study.json") or "{}")
+    except ValueError:  # checked before Ray started (adbs_lab/driver/resume.py: check_resume); said there
+        held = {}
+    started = f" started {held['started']}" if isinstance(held, dict) and held.get("started") else ""
+    ended, begun = ended_so_far(p)
+    text = f"resuming the study in {p.where}{started}: {ended} of {p.total} trials ended, {p.total - ended} to go"
+    if begun == 1:
+        return text + " (1 continues from its last checkpoint)"
+    return text + (f" ({begun} continue from their last checkpoint)" if begun > 1 else "")
 
 
 MEASURED_AT = (2, 2)
@@ -412,7 +427,7 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     left = p.total
     if p.opts.resume:
         head = f"{p.plan.name}: {resumed(p)}; {max_concurrent} at a time"
-        left = max(0, p.total - sum(1 for s in tracking_store.load_runs(p.dir).get("ended", {}).values() if s in K.ENDED))
+        left = max(0, p.total - ended_so_far(p)[0])
     if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
         from adbs.config import resolve
 

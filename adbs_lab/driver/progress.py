@@ -43,6 +43,7 @@ class Progress(Callback):
         self.cached: set[str] = set()  # trials whose base session came from the cache (adbs/cache.py)
         self.started: set[str] = set()  # trials this process saw start: a second start is a restart, said so
         self.numbers: dict[str, int] = {}  # trial id -> "trial N" in these lines, where its label is too long
+        self.earlier: set[str] = set()  # trials that ended before --resume (Tune restores them ended)
 
     def setup(self, stop: Stopper | None = None, num_samples: int | None = None,
               total_num_samples: int | None = None, **info: Any) -> None:
@@ -98,6 +99,13 @@ class Progress(Callback):
         return f"best {name} {values[on[0]][0]:.2f} ({self._name(done[on[0]])})"
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        for t in trials:
+            if t.trial_id not in self.states and t.trial_id not in self.started and t.status in ("TERMINATED", "ERROR"):
+                # ended before --resume: Tune restores it ended, and this callback (unpickled as the interrupted run
+                # started it, ray/tune/tuner.py: restore) was not told; counted as the searcher classified it
+                self.states[t.trial_id] = self.ended(t)
+                # (setdefault: a callback pickled by code from before `earlier` lacks it)
+                self.__dict__.setdefault("earlier", set()).add(t.trial_id)
         self.states.pop(trial.trial_id, None)  # a restored trial runs again
         again = trial.trial_id in self.started  # Tune starts a trial again after a failure (--max-failures)
         self.started.add(trial.trial_id)
@@ -138,9 +146,12 @@ class Progress(Callback):
         print(f"{self._stamp()} {self._name(trial)}: {', '.join(parts)}", flush=True)
         if per is not None and not self.estimated:
             self.estimated = True
-            waves = -(-self.total // self.max_concurrent)
+            earlier = getattr(self, "earlier", ())  # a callback pickled before `earlier` existed lacks it
+            left = self.total - len(earlier)
+            waves = -(-left // self.max_concurrent)
+            trials = f"{left} trials to go" if earlier else f"{self.total} trials"
             print(f"{self._stamp()} estimate from this epoch: base session ~{duration(n * per)} per trial "
-                  f"({n} epochs x {per:.1f} s); {self.total} trials, {self.max_concurrent} at a time: ~"
+                  f"({n} epochs x {per:.1f} s); {trials}, {self.max_concurrent} at a time: ~"
                   f"{duration(waves * n * per)} of base sessions in all (less where base sessions are reused or "
                   "trials pruned; the incremental sessions add a little)", flush=True)
 

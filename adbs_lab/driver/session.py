@@ -59,14 +59,17 @@ def env_defaults() -> None:
 
 
 class _NotCompleteLine:
-    """Drops the lines of Tune's that the study says itself (ray/tune/tune.py: run): "Trials did not complete:
-    [ids]" (the study's summary names the failed trials) and "Experiment has been interrupted ... Resume experiment
-    with: Tuner.restore(...)" (the study prints its own command, the one with --resume: summarise.py)."""
+    """Drops the lines of Tune's that the study says itself, logged at the end of ray/tune/tune.py: run through that
+    module's logger, "ray.tune.tune" (the filter sits there: a logger's filters see only its own records): "Trials
+    did not complete: [ids]" (the study's summary names the failed trials) and "Experiment has been interrupted ...
+    Resume experiment with: Tuner.restore(...)", or any other line with that advice (the study prints its own
+    command, the one with --resume: summarise.py; Tuner.restore alone would not rebind the study's stores)."""
 
     DROPPED = ("Trials did not complete", "Experiment has been interrupted")
 
     def filter(self, record) -> bool:
-        return not str(record.msg).startswith(self.DROPPED)
+        msg = str(record.msg)
+        return not (msg.startswith(self.DROPPED) or "Tuner.restore(" in msg)
 
 
 

@@ -101,7 +101,7 @@ def test_a_race_killed_after_its_first_race_trial_resumes_to_the_same_verdicts(s
                 if ": finished:" in line]
     again = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "resuming: " in again.stdout and "race stopped after look" not in before
+    assert "resuming the study in " in again.stdout and "race stopped after look" not in before
     assert not [f for f in finished if f"{f}: started" in again.stdout], again.stdout
     seeds = _seeds(storage)
     contenders = sorted((lab for lab, s in seeds.items() if len(s) > 1), key=lambda lab: float(lab.split("=")[1]))

@@ -117,6 +117,10 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
     cmd = study_cmd("alpha_sweep", *GRID, "--set", "base_epochs=8", "--set", "base_images_per_class=40")
     out = _stop_while_a_trial_runs(cmd, signal.SIGTERM, after_finished=True)  # the second trial is running
     assert "the tables of the 1 trial that ended are in" in out  # one finished, one stopped: counted right
+    assert "Tuner.restore" not in out  # Ray Tune's own advice: the study's --resume command is the one to use
+    started = json.loads((storage / "alpha_sweep" / "study.json").read_text())["started"]
+    resuming = (f"alpha_sweep: resuming the study in {(storage / 'alpha_sweep').resolve()} started {started}: "
+                "1 of 2 trials ended, 1 to go")
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).sum() == 1  # the table of what finished is there
     parents, runs = _runs(tracking_uri)
@@ -132,12 +136,15 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
 
     out = _stop_while_a_trial_runs(cmd + ["--resume"], signal.SIGINT, after_finished=False)  # the second, again
     assert f"{finished[0]}: started" not in out and "the tables of the 1 trial that ended are in" in out
+    assert resuming in out and "Tuner.restore" not in out, out[-3000:]
+    assert ": started | done 1/2, running 1" in out  # the trial that ended before is counted
     parents, runs = _runs(tracking_uri)
     assert all(r.info.status != "RUNNING" for r in [*parents, *runs]), [(r.info.run_name, r.info.status) for r in runs]
 
     again = _run(cmd + ["--resume"])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"{finished[0]}: started" not in again.stdout
+    assert again.stdout.startswith(resuming), again.stdout[:1000]  # its first line says what it resumes
     trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
     parents, runs = _runs(tracking_uri)

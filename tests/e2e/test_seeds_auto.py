@@ -111,7 +111,7 @@ def test_seeds_auto_stops_when_resolved_and_resumes_to_the_same_verdicts(study_c
     finished = [line.split("]", 1)[1].split(": finished", 1)[0].strip() for line in before.splitlines()
                 if ": finished:" in line]
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "resuming: " in again.stdout and "13 trials in all" not in before  # killed mid-study
+    assert "resuming the study in " in again.stdout and "13 trials in all" not in before  # killed mid-study
     assert not [f for f in finished if f"{f}: started" in again.stdout], again.stdout
     assert _trials(other) == {"ref": [0, 1, 2, 3, 4], "a": [0, 1, 2], "b": [0, 1, 2, 3, 4]}
     assert _verdicts(again.stdout) == verdicts

@@ -1,7 +1,8 @@
 """Acceptance: a real two-node Ray cluster on this machine, started beside another Ray by deploy/README.md's recipe
+"Trying it on one machine", its commands read from the document (tests/helpers/deploy_recipe.py)
 (`python -m adbs_lab.cluster.local_cluster start`: `ray start --head` plus a second `ray start --address` node process
 with its own resources, temp dir and free ports), an MLflow server on
-127.0.0.1, and a `--smoke` study submitted with `studies/submit.py --wait` as a Ray Job.
+127.0.0.1, and the recipe's `--smoke` study submitted with `studies/submit.py --wait` as a Ray Job.
 
 Checks: the job succeeded, its trials ran on both nodes (the Ray node id each trial reports in its
 result.json), the results are in the shared
@@ -23,12 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from testing.procs import free_port, wait_http
+from tests.helpers.deploy_recipe import one_machine_recipe, replace, value
 
 from adbs_lab.cluster import local_cluster
 from adbs_lab.search.trainable import NODE_ID_KEY
@@ -85,35 +88,66 @@ def mlflow_server(request):
         shutil.rmtree(root, ignore_errors=True)
 
 
+@contextmanager
+def another_ray_holds(ports: tuple[int, ...]):
+    """Each of Ray's fixed default `ports` taken while the block runs: by the other Ray on this machine (this test
+    session's, `ray_address`) where it holds it, else by a socket listening here, so that the conflict is real."""
+    held = []
+    try:
+        for port in ports:
+            s = socket.socket()
+            try:
+                s.bind(("", port))
+                s.listen()
+                held.append(s)
+            except OSError:  # the other Ray holds it
+                s.close()
+        yield
+    finally:
+        for s in held:
+            s.close()
+
+
+def recipe_env() -> dict[str, str]:
+    """cluster_env() with the recipe's `export` line applied."""
+    return {**cluster_env(), **dict(a.split("=", 1) for a in one_machine_recipe()["export"][1:])}
+
+
 @pytest.fixture(scope="module")
 def two_nodes(mlflow_server, ray_address):
-    """(GCS address, dashboard URL, {"head": node_id, "worker": node_id}) of a fresh two-node cluster, started as
-    deploy/README.md's "Trying it on one machine" starts it (`python -m adbs_lab.cluster.local_cluster start`) while another
-    Ray runs on the machine: this test session's (`ray_address`), whose dashboard agent holds Ray's default agent port
-    52365 (or another Ray does), the port a node started without --dashboard-agent-listen-port would lose."""
-    with socket.socket() as s:  # the conflict is real: 52365 is taken
-        with pytest.raises(OSError):
-            s.bind(("", 52365))
-    # Short temp dirs: Ray's unix sockets must stay under ~107 characters.
-    root = tempfile.mkdtemp(prefix="adbs-ray-", dir="/tmp")
+    """(GCS address, dashboard URL, {"head": node_id, "worker": node_id}) of a fresh two-node cluster started by
+    deploy/README.md's "Trying it on one machine" commands (read from it: tests/helpers/deploy_recipe.py) while
+    another Ray runs on the machine and holds Ray's default dashboard agent and client server ports (52365, 10001),
+    the ports a node started without --dashboard-agent-listen-port / --ray-client-server-port would lose. The
+    recipe's folders, and its GCS and dashboard ports (6390, 8266: free on a user's machine, but another test run may
+    hold them here), are replaced with this test's own; the recipe's `stop` ends it."""
+    root = tempfile.mkdtemp(prefix="adbs-ray-", dir="/tmp")  # short: Ray's unix sockets stay under ~107 characters
     gcs, dash = free_port(), free_port()
-    try:
-        r = subprocess.run([sys.executable, "-m", "adbs_lab.cluster.local_cluster", "start", f"{root}/head", f"{root}/worker",
-                            "--port", str(gcs), "--dashboard-port", str(dash)],
-                           env=cluster_env(), capture_output=True, text=True, timeout=360, cwd=REPO)
-        assert r.returncode == 0, f"local_cluster start failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-        assert f"Jobs API http://127.0.0.1:{dash}" in r.stdout
-        nodes = {}
-        deadline = time.time() + 90
-        while len(nodes) < 2 and time.time() < deadline:
-            nodes = {("head" if "node_head" in n["resources_total"] else "worker"): n["node_id"]
-                     for n in state_query("list_nodes", f"127.0.0.1:{gcs}", [("state", "=", "ALIVE")])}
-            time.sleep(1)
-        assert set(nodes) == {"head", "worker"}, nodes
-        yield f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", nodes
-    finally:
-        local_cluster.stop([root], grace_s=3)  # this cluster's processes only, not every Ray of the machine
-        shutil.rmtree(root, ignore_errors=True)
+    recipe = one_machine_recipe()
+    start = recipe["start"]
+    folders = start[start.index("start") + 1:]
+    ours = {".venv/bin/python": sys.executable, folders[0]: f"{root}/head", folders[1]: f"{root}/worker"}
+    with another_ray_holds((52365, 10001)):
+        try:
+            r = subprocess.run(replace(start, ours) + ["--port", str(gcs), "--dashboard-port", str(dash)],
+                               env=recipe_env(), capture_output=True, text=True, timeout=360, cwd=REPO)
+            assert r.returncode == 0, f"local_cluster start failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+            assert f"Jobs API http://127.0.0.1:{dash}" in r.stdout
+            nodes = {}
+            deadline = time.time() + 90
+            while len(nodes) < 2 and time.time() < deadline:
+                nodes = {("head" if "node_head" in n["resources_total"] else "worker"): n["node_id"]
+                         for n in state_query("list_nodes", f"127.0.0.1:{gcs}", [("state", "=", "ALIVE")])}
+                time.sleep(1)
+            assert set(nodes) == {"head", "worker"}, nodes
+            yield f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", nodes
+            stopped = subprocess.run(replace(recipe["stop"], ours), env=recipe_env(), capture_output=True, text=True,
+                                     timeout=120, cwd=REPO)
+            assert stopped.returncode == 0 and "stopped " in stopped.stdout, stopped.stdout + stopped.stderr
+            assert not local_cluster.processes(f"{root}/head") and not local_cluster.processes(f"{root}/worker")
+        finally:
+            local_cluster.stop([root], grace_s=3)  # this cluster's processes only, not every Ray of the machine
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server, tmp_path):
@@ -123,14 +157,15 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
     storage = tmp_path / "shared"  # one machine: every path is shared, and the marker check proves it
 
     t0 = time.time()
-    # --deps installed: the nodes run this venv; the default (pyproject) would make Ray clone the
-    # 6.5 GB venv for the job's pip environment (~70 s), which tests nothing of ours.
-    r = subprocess.run([sys.executable, str(REPO / "studies" / "submit.py"), "--address", dashboard, "--wait",
-                        "--deps", "installed", "--env", "ADBS_E2E_SECRET", "--",
-                        "studies/alpha_sweep.py", "--smoke", "--storage", str(storage), "--tracking-uri", mlflow_url,
-                        "--gpus-per-trial", "0", "--cpus-per-trial", "1"],
-                       capture_output=True, text=True, timeout=360, cwd=tmp_path,
-                       env={**cluster_env(), "ADBS_E2E_SECRET": SECRET})
+    # The recipe's submit command (--deps installed: the nodes run this venv; the default, pyproject, would make Ray
+    # clone the 6.5 GB venv for the job's pip environment, ~70 s, which tests nothing of ours), with this test's
+    # dashboard, storage and MLflow server, and a secret passed with --env.
+    submit = one_machine_recipe()["submit"]
+    argv = replace(submit, {".venv/bin/python": sys.executable, value(submit, "--address"): dashboard,
+                            value(submit, "--storage"): str(storage), value(submit, "--tracking-uri"): mlflow_url})
+    argv[argv.index("--"):argv.index("--")] = ["--env", "ADBS_E2E_SECRET"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=360, cwd=REPO,
+                       env={**recipe_env(), "ADBS_E2E_SECRET": SECRET})
     out = r.stdout + r.stderr
     assert r.returncode == 0, f"exit {r.returncode} after {time.time() - t0:.0f} s\n{out[-6000:]}"
     job_id = out.split("submitted job ", 1)[1].split(":", 1)[0]

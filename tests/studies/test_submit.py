@@ -202,6 +202,19 @@ def test_no_agent_names_the_agent_port_not_the_dashboard(monkeypatch, capsys):
     assert err.startswith("error: cannot submit to http://head:8265: ") and "No available agent" in err
     assert "--dashboard-agent-listen-port" in err and "another Ray" in err and "local_cluster start" in err
     assert "--dashboard-host" not in err  # the dashboard answered: its host is not the problem
+    assert "port 52365 is in use now" not in err  # another machine's: not checked from here
+
+
+def test_no_agent_on_this_machine_says_whether_the_agent_port_is_taken(monkeypatch):
+    """A dashboard on this machine: whether port 52365 is in use here is checked, and said when it is."""
+    from adbs_lab.cluster import local_cluster
+
+    error = RuntimeError("Request failed with status code 500: No available agent to submit job, please try again")
+    monkeypatch.setattr(local_cluster, "port_taken", lambda port: port == 52365)
+    taken = submit.submit_failure("http://127.0.0.1:8266", error)
+    assert "another Ray on the same machine holds it; on this machine port 52365 is in use now" in taken
+    monkeypatch.setattr(local_cluster, "port_taken", lambda port: False)
+    assert "in use now" not in submit.submit_failure("http://localhost:8266", error)
 
 
 def test_the_jobs_exit_code_is_the_studys():

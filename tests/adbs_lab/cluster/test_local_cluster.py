@@ -16,6 +16,7 @@ import pytest
 from testing.procs import free_port
 
 from adbs_lab.cluster import local_cluster
+from tests.helpers.deploy_recipe import one_machine_recipe, value
 
 BIN = Path(sys.executable).parent
 
@@ -62,6 +63,23 @@ def test_start_gives_every_node_its_own_free_ports_and_temp_dir(tmp_path):
     assert _flag(head, "--port") == "6391" and _flag(head, "--dashboard-port") == "8267"
     assert _flag(worker, "--address") == "127.0.0.1:6391"
     assert {_flag(head, "--temp-dir"), _flag(worker, "--temp-dir")} == {str(tmp_path / "h"), str(tmp_path / "w")}
+
+
+def test_the_one_machine_recipe_fits_together():
+    """deploy/README.md's "Trying it on one machine" (tests/e2e/test_two_node_cluster.py runs it with ports and
+    folders of its own): the job goes to the dashboard `local_cluster start` opens (its default port: the recipe
+    gives none), the study to the MLflow server the recipe starts, and `stop` names the folders `start` was given."""
+    recipe = one_machine_recipe()
+    start, stop, submit = recipe["start"], recipe["stop"], recipe["submit"]
+    folders = start[start.index("start") + 1:]
+    assert len(folders) == 2 and stop[stop.index("stop") + 1:] == folders
+    assert not any(a.startswith(("--port", "--dashboard-port")) for a in start)
+    assert value(submit, "--address") == f"http://127.0.0.1:{local_cluster.DASHBOARD_PORT}"
+    assert value(submit, "--tracking-uri") == f"http://127.0.0.1:{value(recipe['mlflow'], '--port')}"
+    assert "RAY_AUTH_MODE=disabled" in recipe["export"]  # the cluster and the job agree on no token auth
+    # the agent and client ports `start` chooses are free ones (the test above), not Ray's defaults another Ray holds
+    for argv in local_cluster.start_commands(*folders):
+        assert "--dashboard-agent-listen-port=52365" not in argv and "--ray-client-server-port=10001" not in argv
 
 
 def test_start_refuses_a_taken_port_before_starting_anything(tmp_path, capsys):

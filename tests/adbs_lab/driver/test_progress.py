@@ -147,3 +147,16 @@ def test_long_labels_print_once_and_the_lines_name_the_trial_by_its_number(capsy
     c = SimpleNamespace(trial_id="c", config={"alpha": 0.05}, status="RUNNING")
     short.on_trial_start(0, [c], c)
     assert capsys.readouterr().out.startswith("[s 00:00] alpha=0.05: started | done 0/4")
+
+
+def test_a_resumed_study_counts_the_trials_that_ended_before(capsys):
+    """--resume: Tune restores the trials that ended before the interruption as ended, and the progress callback
+    (unpickled as the interrupted run started it) was not told of them; its lines count them all the same."""
+    p = _progress(Clock())
+    a = SimpleNamespace(trial_id="a", config={"alpha": 0.05}, status="TERMINATED", last_result=_done(50.0))
+    b = SimpleNamespace(trial_id="b", config={"alpha": 0.1}, status="RUNNING", last_result={})
+    p.on_trial_start(0, [a, b], b)
+    assert capsys.readouterr().out.strip().endswith(
+        "alpha=0.1: started | done 1/4, running 1, pruned 0, failed 0 | best val avg acc 50.00 (alpha=0.05)")
+    p.on_trial_result(0, [a, b], b, _epoch(1, 120.0, n=100))  # the estimate counts the trials to go
+    assert "; 3 trials to go, 2 at a time: ~6.7 h of base sessions in all" in capsys.readouterr().out
