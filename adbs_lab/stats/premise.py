@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["LEVEL", "PREMISE_LOWER", "TOP_SHARE", "DEFAULT_SHADOW_SHARE", "Correlation", "Regret", "kish_n",
+__all__ = ["LEVEL", "PREMISE_LOWER", "PREMISE_MIN_N", "TOP_SHARE", "DEFAULT_SHADOW_SHARE", "Correlation", "Regret", "kish_n",
            "weighted_ranks", "weighted_spearman", "spearman_interval", "correlation", "weighted_quantile",
            "pruning_regret", "correlation_line", "regret_line"]
 
@@ -34,6 +34,10 @@ LEVEL = 0.95
 """The intervals' confidence level."""
 PREMISE_LOWER = 0.7
 """--pruner auto prunes at a base epoch once the correlation's lower bound there is at least this."""
+PREMISE_MIN_N = 10
+"""...and once it rests on an effective n of at least this: Fisher's z-interval degenerates for a perfect rank order
+of a handful of trials (4 trials in order by chance: 1 in 24), and Bonett & Wright (2000) checked their variance from
+n = 10 on."""
 TOP_SHARE = 0.10
 """Regret counts pruned trials that would have reached this top share of the objective."""
 DEFAULT_SHADOW_SHARE = 0.2
