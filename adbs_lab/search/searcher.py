@@ -230,6 +230,11 @@ class _LiveStudy:
     def _state(self, number: int) -> TrialState:
         return optuna_storage(self._storage_url).get_trial(self._storage_trial_id(number)).state
 
+    def _shadow(self, number: int, tune_trial: str) -> bool:
+        """Whether Tune trial `tune_trial` runs on as the shadow of PRUNED Optuna trial `number` (its attribute is
+        written before PRUNED is told, so it is final once the state is: adbs_lab/search/shadows.py)."""
+        return shadows.is_shadow(optuna_storage(self._storage_url).get_trial(self._storage_trial_id(number)), tune_trial)
+
 
 class StudySearch(_LiveStudy, OptunaSearch):
     def __init__(
@@ -412,10 +417,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         g = self._groups[number]
         # The one read of this trial's Optuna state: the stopper tells Optuna PRUNED before Tune ends the trial
         # (and a shadow, pruned but run on to its end, is PRUNED to the study: adbs_lab/search/shadows.py).
-        frozen = optuna_storage(self._storage_url).get_trial(self._storage_trial_id(number))
-        held = frozen.state
+        held = self._state(number)
         self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED,
-                                         shadow=shadows.is_shadow(frozen, trial_id))
+                                         shadow=held == TrialState.PRUNED and self._shadow(number, trial_id))
         g["members"][trial_id] = (self._ended[trial_id], self._values(result))
         if getattr(self, "_auto", None) is not None:
             self._auto_record(trial_id, result)
@@ -638,11 +642,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         forgot it) is classified here, with the same single read of its Optuna state."""
         if trial.trial_id not in self._ended:
             number = (trial.config or {}).get(OPTUNA_TRIAL_KEY)
-            frozen = (optuna_storage(self._storage_url).get_trial(self._storage_trial_id(int(number)))
-                      if number is not None else None)
-            pruned = frozen is not None and frozen.state == TrialState.PRUNED
+            pruned = number is not None and self._state(int(number)) == TrialState.PRUNED
             self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned,
-                                                   shadow=frozen is not None and shadows.is_shadow(frozen, trial.trial_id))
+                                                   shadow=pruned and self._shadow(int(number), trial.trial_id))
             if getattr(self, "_auto", None) is not None and trial.trial_id in self._number:
                 self._auto_record(trial.trial_id, trial.last_result)
             if getattr(self, "_race", None) is not None and trial.trial_id in self._number:

@@ -178,13 +178,16 @@ def _shown(steps: list[int], most: int = 6) -> list[int]:
 def premise_lines(p: Premise, pruner: str) -> list[str]:
     """The premise as the study prints it at its end and report.md holds it."""
     lines = [f"pruning premise (--pruner {pruner}): does base-session validation accuracy at a base epoch rank trials "
-             f"as the objective does? {p.complete} completed trials and {p.shadows} shadows (pruned trials run on, "
+             f"as the objective does? {p.complete} completed trials and {p.shadows} shadow{'s' * (p.shadows != 1)} "
+             "(pruned trials run on, "
              f"share {p.share:g}, each weighted {1 / p.share if p.share else 0:g}); weighted Spearman rho, 95% "
              "Fisher-z interval with Bonett-Wright variance on Kish's effective n:"]
     for k in _shown(p.steps):
         lines.append(pm.correlation_line(k, p.objective[k], "the objective"))
-    for k in _shown(p.steps):
-        lines.append(pm.correlation_line(k, p.novel[k], "last-session novel accuracy"))
+    if any(p.novel[k].n for k in p.steps):
+        lines += [pm.correlation_line(k, p.novel[k], "last-session novel accuracy") for k in _shown(p.steps)]
+    else:
+        lines.append(f"  last-session novel accuracy ({NOVEL_KEY}): not reported by these trials")
     lines.append(pm.regret_line(p.regret))
     if pruner == "auto":
         held = [k for k in p.steps if math.isfinite(p.objective[k].low) and p.objective[k].low >= pm.PREMISE_LOWER

@@ -15,7 +15,6 @@ from optuna.trial import TrialState
 
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import classify, is_shadow_report
-from adbs_lab.records.tune_keys import SEED_KEY
 from types import SimpleNamespace
 
 from adbs_lab.search import searcher, shadows
