@@ -643,8 +643,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
         if trial.trial_id not in self._ended:
             number = (trial.config or {}).get(OPTUNA_TRIAL_KEY)
             pruned = number is not None and self._state(int(number)) == TrialState.PRUNED
-            self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned,
-                                                   shadow=pruned and self._shadow(int(number), trial.trial_id))
+            shadow = pruned and number is not None and self._shadow(int(number), trial.trial_id)
+            self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned, shadow=shadow)
             if getattr(self, "_auto", None) is not None and trial.trial_id in self._number:
                 self._auto_record(trial.trial_id, trial.last_result)
             if getattr(self, "_race", None) is not None and trial.trial_id in self._number:

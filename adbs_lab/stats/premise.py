@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["LEVEL", "PREMISE_LOWER", "PREMISE_MIN_N", "TOP_SHARE", "DEFAULT_SHADOW_SHARE", "Correlation", "Regret", "kish_n",
            "weighted_ranks", "weighted_spearman", "spearman_interval", "correlation", "weighted_quantile",
@@ -70,7 +71,7 @@ class Regret:
     """The objective's weighted (1 - TOP_SHARE) quantile over completed trials and shadows."""
 
 
-def _arrays(x: Sequence[float], y: Sequence[float], w: Sequence[float] | None):
+def _arrays(x: ArrayLike, y: ArrayLike, w: ArrayLike | None):
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     wa = np.ones_like(xa) if w is None else np.asarray(w, dtype=float)
     if not (xa.shape == ya.shape == wa.shape and xa.ndim == 1):
@@ -79,7 +80,7 @@ def _arrays(x: Sequence[float], y: Sequence[float], w: Sequence[float] | None):
     return xa[keep], ya[keep], wa[keep]
 
 
-def kish_n(w: Sequence[float]) -> float:
+def kish_n(w: ArrayLike) -> float:
     """Kish's (1965) effective sample size of weights `w`: (sum w)^2 / sum w^2; len(w) when they are equal."""
     wa = np.asarray(w, dtype=float)
     return float(wa.sum() ** 2 / (wa**2).sum()) if len(wa) and (wa**2).sum() > 0 else 0.0
@@ -93,7 +94,7 @@ def weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return below.sum(axis=1) + tied.sum(axis=1) / 2
 
 
-def weighted_spearman(x: Sequence[float], y: Sequence[float], w: Sequence[float] | None = None) -> float:
+def weighted_spearman(x: ArrayLike, y: ArrayLike, w: ArrayLike | None = None) -> float:
     """Spearman's rho of (x, y) with weights `w` (None: equal): the weighted Pearson correlation of the weighted
     mid-ranks. NaN with fewer than 3 pairs or a constant variable. Non-finite pairs and non-positive weights are
     left out."""
@@ -121,7 +122,7 @@ def spearman_interval(r: float, n: float, level: float = LEVEL) -> tuple[float, 
     return math.tanh(z - half), math.tanh(z + half)
 
 
-def correlation(x: Sequence[float], y: Sequence[float], w: Sequence[float] | None = None,
+def correlation(x: ArrayLike, y: ArrayLike, w: ArrayLike | None = None,
                 level: float = LEVEL) -> Correlation:
     """`weighted_spearman` with its `spearman_interval` on Kish's effective n."""
     xa, ya, wa = _arrays(x, y, w)
@@ -131,7 +132,7 @@ def correlation(x: Sequence[float], y: Sequence[float], w: Sequence[float] | Non
     return Correlation(r, low, high, len(xa), n_eff)
 
 
-def weighted_quantile(v: Sequence[float], w: Sequence[float], q: float) -> float:
+def weighted_quantile(v: ArrayLike, w: ArrayLike, q: float) -> float:
     """The smallest value whose cumulative weight share reaches q (the inverse of the weighted empirical CDF)."""
     va, wa = np.asarray(v, dtype=float), np.asarray(w, dtype=float)
     order = np.argsort(va, kind="stable")
@@ -139,7 +140,7 @@ def weighted_quantile(v: Sequence[float], w: Sequence[float], q: float) -> float
     return float(va[order][min(int(np.searchsorted(cum, q - 1e-12)), len(va) - 1)])
 
 
-def pruning_regret(objective: Sequence[float], w: Sequence[float], pruned: Sequence[bool], top: float = TOP_SHARE,
+def pruning_regret(objective: ArrayLike, w: ArrayLike, pruned: Sequence[bool], top: float = TOP_SHARE,
                    level: float = LEVEL) -> Regret | None:
     """Of the pruned trials (the shadows, each weighted 1/s), the weighted share whose objective reaches the
     weighted (1 - top) quantile of all (completed trials, weight 1, and shadows); its Clopper-Pearson interval on
