@@ -6,6 +6,7 @@ the same storage API as the study's SQLite file, without SQLAlchemy's cost on ev
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import optuna
@@ -35,8 +36,10 @@ def _curves(alpha: float, number: int, premise_holds: bool) -> tuple[list[float]
     return base, 40 + 300 * alpha + noise[0], novel
 
 
-def _study(name: str, *, pruner: str, share: float, premise_holds: bool, n: int = 24, seed: int = 1):
-    """Run n sampled trials through StudySearch and BaseEpochStopper; (params in order, states, optuna study)."""
+def _study(name: str, *, pruner: str, share: float, premise_holds: bool, n: int = 24, seed: int = 1,
+           resume_at: int | None = None):
+    """Run n sampled trials through StudySearch and BaseEpochStopper; (params in order, states, optuna study).
+    `resume_at`: before that trial the stopper is pickled and unpickled, as Tune restores it on --resume."""
     url = f"memory://{name}"
     s = StudySearch({"alpha": FloatDistribution(0.01, 0.1, log=True)}, storage_url=url, study_name=name,
                     sampler=optuna.samplers.TPESampler(seed=seed), seeds=[0])
@@ -46,6 +49,8 @@ def _study(name: str, *, pruner: str, share: float, premise_holds: bool, n: int 
                                shadow_share=share, shadow_seed=seed)
     params, states = [], []
     for i in range(n):
+        if i == resume_at:
+            stopper = pickle.loads(pickle.dumps(stopper))
         tid = f"t{i}"
         config = s.suggest(tid)
         assert isinstance(config, dict)
@@ -69,11 +74,14 @@ def runs():
     stores: dict[str, optuna.storages.BaseStorage] = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(searcher, "optuna_storage", lambda url: stores.setdefault(url, optuna.storages.InMemoryStorage()))
-        yield {name: _study(name, pruner=pruner, share=share, premise_holds=holds, n=n)
+        out = {name: _study(name, pruner=pruner, share=share, premise_holds=holds, n=n)
                for name, pruner, share, holds, n in [("plain", "median", 0.0, False, 24),
                                                      ("shadowed", "median", 0.5, False, 24),
                                                      ("auto_misled", "auto", 0.2, False, 40),
                                                      ("auto_holds", "auto", 0.2, True, 40)]}
+        yield {**out, "auto_resumed": _study("auto_resumed", pruner="auto", share=0.5, premise_holds=True, n=40,
+                                             resume_at=20),
+               "auto_shadowed": _study("auto_shadowed", pruner="auto", share=0.5, premise_holds=True, n=40)}
 
 
 def test_shadows_leave_the_samplers_and_the_pruners_decisions_unchanged(runs):
@@ -128,3 +136,13 @@ def test_auto_prunes_once_base_accuracy_predicts_the_objective(runs):
     holds = shadows.AutoPruner(optuna.pruners.MedianPruner()).holds(before, first.last_step)
     assert holds.low >= pm.PREMISE_LOWER  # it pruned only where the premise held on what it knew then
     assert holds.n_eff >= pm.PREMISE_MIN_N and pruned[0] >= pm.PREMISE_MIN_N  # it waited for the evidence
+
+
+def test_a_resumed_auto_pruner_decides_as_the_uninterrupted_one(runs):
+    """Its state is the Optuna storage: a stopper unpickled halfway (as --resume restores it) prunes the same trials
+    and draws the same shadows."""
+    _, states, study = runs["auto_shadowed"]
+    _, resumed_states, resumed = runs["auto_resumed"]
+    assert resumed_states == states and K.PRUNED in states[20:]
+    drawn = [shadows.SHADOW_ATTR in t.user_attrs for t in study.trials]
+    assert any(drawn) and [shadows.SHADOW_ATTR in t.user_attrs for t in resumed.trials] == drawn
