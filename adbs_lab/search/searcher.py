@@ -676,6 +676,12 @@ def tell(study: optuna.Study, number: int, value: float | Sequence[float] | None
             raise
 
 
+def _seed(config: dict) -> int | None:
+    """A trial's seed as JSON takes it (a grid's seed axis may hand a numpy integer), None without one."""
+    seed = config.get(SEED_KEY)
+    return None if seed is None else int(seed)
+
+
 class BaseEpochStopper(_LiveStudy, Stopper):
     """Tune Stopper that runs an Optuna pruner on base-session validation accuracy (never on sessions).
 
@@ -722,7 +728,7 @@ class BaseEpochStopper(_LiveStudy, Stopper):
         if held.state == TrialState.RUNNING and result.get(K.REPORT_KIND) == K.KIND_SUMMARY:
             novel = result.get(K.SUMMARY + shadows.NOVEL_KEY)
             if K.finite(novel):  # the premise's novel accuracy of a completed configuration, per seed
-                storage.set_trial_user_attr(trial_id_, f"{shadows.NOVEL_KEY}:{config.get(SEED_KEY, 0)}",
+                storage.set_trial_user_attr(trial_id_, f"{shadows.NOVEL_KEY}:{_seed(config) or 0}",
                                             float(novel))
             return False
         # Only base-epoch reports are pruned on, never incremental sessions: pruning must not peek at them.
@@ -744,7 +750,7 @@ class BaseEpochStopper(_LiveStudy, Stopper):
         shadow = shadows.chosen(getattr(self, "_shadow_seed", 0), number, getattr(self, "_shadow_share", 0.0))
         if shadow:  # recorded before PRUNED is told: a finished trial's attributes cannot be written
             shadows.start_record(storage, storage.get_study_id_from_name(self._study_name), trial_id_, number,
-                                 tune_trial=trial_id, seed=config.get(SEED_KEY), step=step, value=float(value))
+                                 tune_trial=trial_id, seed=_seed(config), step=step, value=float(value))
         tell(study, number, state=TrialState.PRUNED)
         return not shadow
 
