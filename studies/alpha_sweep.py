@@ -12,7 +12,8 @@ The default and --grid run every point over every seed to the end (no pruning un
 given), and alpha_sensitivity.png draws the mean over seeds with its 95% confidence interval.
 --num-samples N: a search instead of a curve: Optuna's TPE picks N alphas log-uniformly in the paper's
 range [0.01, 0.1] to maximise validation average accuracy, one seed each (unless --seeds), and the
-median pruner stops trials whose base-session validation accuracy lags. TPE draws its first 10
+auto pruner stops trials whose base-session validation accuracy lags, at a base epoch only once that
+accuracy is shown to predict the objective there (docs/statistics.md, "Pruning premise"). TPE draws its first 10
 configurations at random (Optuna's n_startup_trials), so up to 10 samples are a random search.
 Time: the default run (12 trials, 8 base epochs, 2 at a time) and --smoke (2 alphas x 1 seed) as measured in
 studies/times.json (the README's study table quotes them); --grid 15 trials; the cifar100 preset ~1-2 h per trial
@@ -56,8 +57,9 @@ def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[Plan, options.
 
 if __name__ == "__main__":
     # A grid's points each count: pruning one would drop it (or some of its seeds) from the curve. A TPE search
-    # explores alphas: one seed each, and the median pruner saves the lagging ones' epochs.
-    p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("num_samples", "median"),),
+    # explores alphas: one seed each, and the auto pruner saves the lagging ones' epochs once base accuracy is shown
+    # to predict the objective (adbs_lab/search/shadows.py).
+    p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("num_samples", "auto"),),
                                                  sample_on_request=True, seeds=(0, 1, 2), smoke_seeds=(0,),
                                                  seeds_when=(("num_samples", (0,)),)))
     p.add_argument("--grid", action="store_true",

@@ -11,11 +11,12 @@ shape the base session (alpha, boundary_lr_scale, boundary_weight_decay) take tw
 sessions are trained and every other sample reuses one from the cache and only reruns the incremental sessions
 (new_boundary_init, abs_base_boundary, finetune_epochs, finetune_lr range freely); on the paper's datasets every
 knob ranges over its interval (SPACE). TPE's first 10 samples are random (Optuna's n_startup_trials).
-Pruning: with --dataset the median pruner stops trials whose base-session validation accuracy lags (each sample
-trains a base session of its own there). On the CPU space it is off unless --pruner is given: a sample whose base
-setting is cached replays that base session's curve, so the pruner would stop every later sample of a lagging
-base setting at once and the session knobs would never be tried on it (measured: 38 of 40 default trials pruned,
-2 complete configurations, nothing to rank), while pruning it would save only seconds.
+Pruning: with --dataset the auto pruner stops trials whose base-session validation accuracy lags (each sample
+trains a base session of its own there), at a base epoch only once that accuracy predicts the objective. On the CPU
+space it is off unless --pruner is given: a sample whose base setting is cached replays that base session's curve,
+so the pruner would stop every later sample of a lagging base setting at once and the session knobs would never be
+tried on it (measured: 38 of 40 default trials pruned, 2 complete configurations, nothing to rank), while pruning
+it would save only seconds.
 The report opens with the importance ranking (fANOVA and PED-ANOVA over the seed-averaged configurations, with
 intervals from resampling them; knobs whose intervals overlap are "not resolved at this budget") and the
 base/novel trade-off figure.
@@ -74,7 +75,7 @@ def print_importance(folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("dataset", "median"),), num_samples=40,
+    p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("dataset", "auto"),), num_samples=40,
                                                  smoke_num_samples=4,
                                                  seeds=(0,), smoke_seeds=(0,)))
     opts, _ = options.parse(p)

@@ -151,8 +151,24 @@ def _search(p: Prepared, slots: Slots):
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
                            objectives=p.objectives, auto=auto_plan(p), race=p.race)
     pruner = make_pruner(p.pruner, p.base.base_epochs)
-    stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner) if pruner else None
+    stopper = None
+    if pruner:
+        stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner,
+                                   shadow_share=p.opts.shadow_share, shadow_seed=p.sampler_seed)
+        _record_shadows(p)
     return searcher, stopper
+
+
+def _record_shadows(p: Prepared) -> None:
+    """The share and seed of the shadows' draws, on the Optuna study (adbs_lab/search/shadows.py reads them back;
+    --resume keeps both: RESUME_FIXED)."""
+    from adbs_lab.search import shadows
+    from adbs_lab.search.searcher import optuna_storage
+
+    storage = optuna_storage(p.optuna_url)
+    study_id = storage.get_study_id_from_name(p.folder)
+    storage.set_study_user_attr(study_id, shadows.SHARE_ATTR, float(p.opts.shadow_share))
+    storage.set_study_user_attr(study_id, shadows.SEED_ATTR, int(p.sampler_seed))
 
 
 def auto_plan(p: Prepared):
@@ -212,7 +228,9 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                             **({"study.seeds_auto": f"looks at {list(p.looks.sizes)}"} if p.looks else {}),
                             "study.configurations": p.n_configs,
                             "study.sampler": p.sampler,  # as _search builds it
-                            "study.pruner": p.pruner, "study.cpus_per_trial": slots.cpus,
+                            "study.pruner": p.pruner,
+                            **({"study.shadow_share": p.opts.shadow_share} if p.pruner != "none" else {}),
+                            "study.cpus_per_trial": slots.cpus,
                             "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
                             **{f"base.{k}": v for k, v in p.base_values.items()}})
     return tracker, progress
@@ -453,6 +471,15 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
         from adbs_lab.search import racing
 
         print(f"{racing.start_text(p.race)}; a line per look as it happens", flush=True)
+    if p.pruner != "none":
+        from adbs_lab.stats.premise import PREMISE_LOWER
+
+        gate = (f"it prunes at a base epoch only once Spearman's rho between that epoch's validation accuracy and the "
+                f"objective has a 95% lower bound >= {PREMISE_LOWER:g}; until then every trial runs to the end"
+                if p.pruner == "auto" else "")
+        print(f"pruner {p.pruner}: {gate + '; ' if gate else ''}{p.opts.shadow_share:g} of the trials it stops run on "
+              "to the end (shadows, pruned to the search) to measure whether base accuracy predicts the objective",
+              flush=True)
     for line in study_notes.lines(p.plan, p.opts, p.base_values):  # also above the study's tables
         print(f"note: {line}", flush=True)
 

@@ -1,6 +1,6 @@
 """A study's options: one typed, frozen object, parsed once from the command line (or built in Python).
 
-    opts = options.parse(__doc__, Defaults(pruner="median", num_samples=4, smoke_num_samples=2))
+    opts = options.parse(__doc__, Defaults(pruner="auto", num_samples=4, smoke_num_samples=2))
     opts = StudyOptions(seeds=(0, 1), smoke=True, storage="/tmp/runs")   # the same, without argparse
 
 Every flag a study shares is a field with a docstring, and its flag is generated from the field (its type,
@@ -133,7 +133,12 @@ class StudyOptions:
     """configurations Optuna samples; TPE draws its first 10 configurations at random (Optuna's n_startup_trials)
     and models the results only after them, so up to 10 samples are a random search"""
     pruner: str = "none"
-    """Optuna pruner on base-epoch validation accuracy"""
+    """Optuna pruner on base-epoch validation accuracy; auto: the median pruner, at a base epoch only once that
+    epoch's accuracy predicts the objective (95% lower bound of Spearman's rho >= 0.7 over the completed trials and
+    shadows; docs/statistics.md), every trial running to the end until then"""
+    shadow_share: float = 0.2
+    """share of the trials the pruner stops that run on to the end, unseen by the pruner and sampler, to measure
+    whether base accuracy predicts the objective (docs/statistics.md); 0: none"""
     objectives: tuple[str, ...] = ()
     """what the search optimises: per-trial validation summary metrics, each NAME:max or NAME:min, e.g.
     val_last_base_acc:max val_last_novel_acc:max (adbs_lab/records/objectives.py lists them; test metrics never feed a
@@ -234,6 +239,9 @@ class StudyOptions:
             objectives.parse(self.objectives)
         except objectives.ObjectiveError as e:
             raise StudyInputError(str(e)) from None
+        if not (math.isfinite(self.shadow_share) and 0 <= self.shadow_share <= 1):
+            raise StudyInputError(f"--shadow-share {self.shadow_share:g} is out of range; allowed: 0..1, the share of "
+                                  "pruned trials that run on to the end (e.g. --shadow-share 0.2; 0: none)")
         clash = objectives.pruner_problem(self.objectives, self.pruner)
         if clash:
             raise StudyInputError(clash)

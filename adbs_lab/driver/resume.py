@@ -20,7 +20,7 @@ __all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "js
 
 
 RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_seed": "--sampler-seed",
-                "cpus_per_trial": "--cpus-per-trial"}
+                "cpus_per_trial": "--cpus-per-trial", "shadow_share": "--shadow-share"}
 """Settings --resume cannot change: an Optuna study's directions (one per objective) are fixed when it is created,
 Tune restores the pruner (its stopper) and the sampler (its searcher) of the interrupted run, and a trial's CPUs are
 its torch threads, which change CPU numbers (adbs/runtime.py). Checked in this order: the objectives first, since

@@ -89,6 +89,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
           f"(selection used validation accuracy only)\n{out.table_text}")
     _print_best(out)
     extra = figures_and_report(p, tracker, out)
+    premise = pruning_premise(p, tracker, extra, metrics)
     tracker.finish("FINISHED" if out.code == OK else "FAILED", [*out.files, *extra], metrics)
     upload(where)
     where.cleanup()
@@ -108,6 +109,8 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
 
         print(end_line(auto, p.looks))
     _print_race(p, out)
+    if premise:  # last before where the runs are: whether pruning on base accuracy was sound
+        print("\n" + "\n".join(premise))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
     if out.code != OK:
@@ -341,6 +344,39 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
         p.dir, study=plan.name, table=out.table, trials=out.trials, best=out.best, figures=figs, meta=meta,
         order=plan.order, pareto=out.pareto, not_drawn=not_drawn, notes=notes), [])
     return [*figs, *([report] if report else [])]
+
+
+def pruning_premise(p: Prepared, tracker, extra: list[Path], metrics: dict) -> list[str]:
+    """A pruned study's premise, measured from its Optuna storage (adbs_lab/search/shadows.py: completed trials and
+    shadows): the lines the study prints last, appended to report.md, and on the parent run premise/* metrics (the
+    correlations by base epoch as their step), `metrics` (regret, counts) and the tag adbs.premise. Nothing for a
+    study without a pruner; a line saying why when it cannot be measured (the study's results stand without it)."""
+    if p.pruner == "none":
+        return []
+    import optuna
+    from mlflow.entities import Metric
+
+    from adbs_lab.search import shadows
+    from adbs_lab.search.searcher import optuna_storage
+
+    try:
+        study = optuna.load_study(study_name=p.folder, storage=optuna_storage(p.optuna_url))
+        measured = shadows.measure(study, p.pruner, p.base.base_epochs)
+        lines = shadows.premise_lines(measured, p.pruner)
+        stepped, flat, tag = shadows.premise_metrics(measured)
+        ts = int(time.time() * 1000)
+        batch = [Metric(k, v, ts, step) for k, vs in stepped.items() for step, v in vs]
+        for i in range(0, len(batch), 1000):  # MLflow takes at most 1000 metrics a batch
+            tracker.client.log_batch(tracker.parent_run_id, metrics=batch[i:i + 1000])
+        tracker.client.set_tag(tracker.parent_run_id, "adbs.premise", tag)
+        metrics.update(flat)
+    except Exception as e:  # noqa: BLE001 - a measurement of the pruner must not fail the study
+        return [f"pruning premise not measured: {str(e).strip().splitlines()[0][:300] if str(e).strip() else e!r}"]
+    report = next((Path(a) for a in extra if Path(a).name == run_files.REPORT_MD), None)
+    if report is not None and report.is_file():
+        with report.open("a") as f:
+            f.write("\n## Pruning premise\n\n```\n" + "\n".join(lines) + "\n```\n")
+    return lines
 
 
 def ended_count(recs: list) -> int:

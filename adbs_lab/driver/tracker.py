@@ -42,7 +42,7 @@ from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs.redaction import reveal
 from adbs_lab.records.objectives import from_tag
 from adbs_lab.records.tune_keys import LAB_KEYS, SEED_KEY, describe, trial_config
-from adbs_lab.records.trial_records import base_boundaries
+from adbs_lab.records.trial_records import base_boundaries, is_shadow_report
 
 if TYPE_CHECKING:
     from ray.tune.stopper import Stopper
@@ -316,6 +316,8 @@ class MlflowTracker(Callback):
                                   title=f"{self.study}: {describe(trial.config, self.varying)}",
                                   embeddings=(trial.last_result or {}).get(EMBEDDINGS_KEY))
         self.client.set_tag(run_id, "adbs.state", state)
+        if is_shadow_report(state, trial.last_result):  # pruned, run on to measure the pruner (search/shadows.py)
+            self.client.set_tag(run_id, "adbs.shadow", "true")
         base_m = base_boundaries(boundaries)
         if base_m:  # the boundary study's histograms, rebuilt from the store by studies/report.py
             self.client.set_tag(run_id, "adbs.base_boundaries", base_m[:8000])

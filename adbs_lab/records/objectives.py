@@ -110,7 +110,7 @@ def texts(objectives: Sequence[Objective]) -> list[str]:
     return [o.text for o in objectives]
 
 
-PRUNERS = ("median", "halving", "hyperband", "none")
+PRUNERS = ("auto", "median", "halving", "hyperband", "none")
 """The pruners a study may use (--pruner); adbs_lab/search/searcher.py makes them."""
 
 PRUNED_ON = "val_avg_acc"

@@ -21,7 +21,8 @@ from adbs.config import FIELDS
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS, EMBEDDINGS_KEY, OPTUNA_TRIAL_KEY
 
-__all__ = ["LABEL", "BASE_BOUNDARIES", "CONFIG_COLUMNS", "IDENT_COLUMNS", "TRIAL_COLUMNS", "classify", "objective",
+__all__ = ["LABEL", "BASE_BOUNDARIES", "SHADOW", "is_shadow_report", "CONFIG_COLUMNS", "IDENT_COLUMNS", "TRIAL_COLUMNS",
+           "classify", "objective",
            "TrialRecord", "frames", "base_boundaries", "from_tune", "from_results"]
 
 LABEL = "label"
@@ -30,14 +31,19 @@ BASE_BOUNDARIES = "base_boundaries"
 """trials.parquet column (and MLflow tag adbs.base_boundaries): the base m after the base session, as JSON."""
 CONFIG_COLUMNS = list(FIELDS)
 IDENT_COLUMNS = ["trial_id", "state", LABEL, "optuna_trial", "mlflow_run_id"]
+SHADOW = "shadow"
+"""trials.parquet column (and MLflow tag adbs.shadow): True for a pruned trial that ran on as a shadow."""
 TRIAL_COLUMNS = [*IDENT_COLUMNS, *CONFIG_COLUMNS, "base_epochs_run", "started_at", "finished_at", "error",
-                 K.WARNING, BASE_BOUNDARIES]
+                 K.WARNING, BASE_BOUNDARIES, SHADOW]
 """trials.parquet: these columns, then the trial's summary/* metrics (without prefix) of complete trials."""
 
 
-def classify(result: dict | None, *, error: bool = False, pruned: bool = False, ended: bool = True) -> str:
+def classify(result: dict | None, *, error: bool = False, pruned: bool = False, ended: bool = True,
+             shadow: bool = False) -> str:
     """The state of a trial from its last report.
 
+    - a `shadow` (the pruner stopped it, and it ran on to its end to measure the pruner: adbs_lab/search/shadows.py):
+      PRUNED, however it ended, as the study holds it (its values are no result of the study);
     - an exception (`error`): FAILED;
     - a numerical fault the trial reported (REPORT_KIND = FAILED: a NaN/inf loss or boundary): DIVERGED;
     - a summary report: COMPLETE when its objective is a finite number, else FAILED;
@@ -47,6 +53,8 @@ def classify(result: dict | None, *, error: bool = False, pruned: bool = False, 
     """
     report = result or {}
     kind = report.get(K.REPORT_KIND)
+    if shadow:
+        return K.PRUNED
     if error:
         return K.FAILED
     if kind == K.KIND_FAILED:
@@ -89,6 +97,9 @@ class TrialRecord:
     base_boundaries: str | None = None
     embeddings: str | None = None
     """The trial's embedding sample (metrics_keys.encode_embeddings) when it kept one (keep_embeddings)."""
+    shadow: bool = False
+    """A shadow: pruned (state PRUNED), but it ran on to its end to measure the pruner (adbs_lab/search/shadows.py);
+    its summary is kept in its row for that, and no table of results reads it (they read COMPLETE trials)."""
 
     def ident(self) -> dict[str, Any]:
         return {"trial_id": self.trial_id, "state": self.state, LABEL: self.label, "optuna_trial": self.optuna_trial,
@@ -108,12 +119,19 @@ def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
         for s in r.sessions:
             m = {k: s[k] for k in K.SESSION_METRICS if k in s}
             session_rows.append({**ident, **cfg, "session": int(s["session"]), **m})
-        summary = r.summary if r.state == K.COMPLETE else {}
+        summary = r.summary if r.state == K.COMPLETE or r.shadow else {}
         trial_rows.append({**ident, **cfg, "base_epochs_run": r.base_epochs_run, "started_at": r.started_at,
                            "finished_at": r.finished_at, **summary, "error": r.error,
                            K.WARNING: r.warning if r.state == K.COMPLETE else "", BASE_BOUNDARIES: r.base_boundaries,
-                           EMBEDDINGS: r.embeddings})
+                           EMBEDDINGS: r.embeddings, SHADOW: r.shadow})
     return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
+
+
+def is_shadow_report(state: str, result: dict | None) -> bool:
+    """Whether a trial that ended in `state` with last report `result` is a shadow: PRUNED with a summary report. A
+    trial the pruner stopped never reports its summary; a seed whose summary came before its configuration was
+    pruned is COMPLETE (classify reads the summary first), so only a shadow is both."""
+    return state == K.PRUNED and (result or {}).get(K.REPORT_KIND) == K.KIND_SUMMARY
 
 
 def base_boundaries(boundaries_json: str | None) -> str | None:
@@ -153,6 +171,7 @@ def from_tune(result, *, varying: list[str], run_ids: dict[str, str], ended: dic
         error=str(result.error)[-2000:] if result.error else last.get(K.ERROR),  # the end names the error
         warning=last.get(K.WARNING) or "", base_boundaries=base_boundaries(last.get(BOUNDARIES_KEY)),
         embeddings=last.get(EMBEDDINGS_KEY) or None, summary=K.strip(K.SUMMARY, last),
+        shadow=is_shadow_report(state, last),
     )
     if df is not None and K.REPORT_KIND in df.columns:
         sess = df[df[K.REPORT_KIND] == K.KIND_SESSION]

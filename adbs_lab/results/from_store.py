@@ -177,7 +177,8 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
             sessions=[{"session": step, **per_session[step]} for step in sorted(per_session)],
             error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
             base_boundaries=tags.get("adbs.base_boundaries"),
-            embeddings=_embeddings(client, r) if state == K.COMPLETE else None))
+            embeddings=_embeddings(client, r) if state == K.COMPLETE else None,
+            shadow=tags.get("adbs.shadow") == "true"))
     return out
 
 

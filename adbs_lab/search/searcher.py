@@ -47,6 +47,7 @@ from adbs.redaction import redact, reveal
 from adbs.config import Config
 from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, AutoSeeds, look_line, replay
 from adbs_lab.search import racing
+from adbs_lab.search import shadows
 from adbs_lab.search.space import TrialMaker
 from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR, describe
 from adbs_lab.stores import db_server
@@ -191,7 +192,10 @@ def create_study(url: str, name: str, objectives: Sequence[Objective] = DEFAULT)
 
 
 def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:
-    """median (default; warm-up a quarter of the base epochs), halving, hyperband, none."""
+    """median (warm-up a quarter of the base epochs), auto (the median pruner at a base epoch only once base
+    accuracy there predicts the objective: adbs_lab/search/shadows.py, AutoPruner), halving, hyperband, none."""
+    if name == "auto":
+        return shadows.AutoPruner(optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=base_epochs // 4))
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=base_epochs // 4)
     if name == "halving":
@@ -225,6 +229,11 @@ class _LiveStudy:
 
     def _state(self, number: int) -> TrialState:
         return optuna_storage(self._storage_url).get_trial(self._storage_trial_id(number)).state
+
+    def _shadow(self, number: int, tune_trial: str) -> bool:
+        """Whether Tune trial `tune_trial` runs on as the shadow of PRUNED Optuna trial `number` (its attribute is
+        written before PRUNED is told, so it is final once the state is: adbs_lab/search/shadows.py)."""
+        return shadows.is_shadow(optuna_storage(self._storage_url).get_trial(self._storage_trial_id(number)), tune_trial)
 
 
 class StudySearch(_LiveStudy, OptunaSearch):
@@ -406,9 +415,11 @@ class StudySearch(_LiveStudy, OptunaSearch):
         if number is None:
             return
         g = self._groups[number]
-        # The one read of this trial's Optuna state: the stopper tells Optuna PRUNED before Tune ends the trial.
+        # The one read of this trial's Optuna state: the stopper tells Optuna PRUNED before Tune ends the trial
+        # (and a shadow, pruned but run on to its end, is PRUNED to the study: adbs_lab/search/shadows.py).
         held = self._state(number)
-        self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED)
+        self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED,
+                                         shadow=held == TrialState.PRUNED and self._shadow(number, trial_id))
         g["members"][trial_id] = (self._ended[trial_id], self._values(result))
         if getattr(self, "_auto", None) is not None:
             self._auto_record(trial_id, result)
@@ -632,7 +643,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
         if trial.trial_id not in self._ended:
             number = (trial.config or {}).get(OPTUNA_TRIAL_KEY)
             pruned = number is not None and self._state(int(number)) == TrialState.PRUNED
-            self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned)
+            shadow = pruned and number is not None and self._shadow(int(number), trial.trial_id)
+            self._ended[trial.trial_id] = classify(trial.last_result, pruned=pruned, shadow=shadow)
             if getattr(self, "_auto", None) is not None and trial.trial_id in self._number:
                 self._auto_record(trial.trial_id, trial.last_result)
             if getattr(self, "_race", None) is not None and trial.trial_id in self._number:
@@ -664,6 +676,12 @@ def tell(study: optuna.Study, number: int, value: float | Sequence[float] | None
             raise
 
 
+def _seed(config: dict) -> int | None:
+    """A trial's seed as JSON takes it (a grid's seed axis may hand a numpy integer), None without one."""
+    seed = config.get(SEED_KEY)
+    return None if seed is None else int(seed)
+
+
 class BaseEpochStopper(_LiveStudy, Stopper):
     """Tune Stopper that runs an Optuna pruner on base-session validation accuracy (never on sessions).
 
@@ -671,10 +689,15 @@ class BaseEpochStopper(_LiveStudy, Stopper):
     have been pruned meanwhile (stop this one too), or the configuration was told already (nothing to report).
     """
 
-    def __init__(self, *, storage_url: str, study_name: str, pruner: optuna.pruners.BasePruner) -> None:
+    def __init__(self, *, storage_url: str, study_name: str, pruner: optuna.pruners.BasePruner,
+                 shadow_share: float = 0.0, shadow_seed: int = 0) -> None:
+        """`shadow_share`: the share s of the trials the pruner stops that run on to the end as shadows, drawn with
+        `shadow_seed` (the study's sampler seed; adbs_lab/search/shadows.py)."""
         self._storage_url = storage_url
         self._study_name = study_name
         self._pruner = pruner
+        self._shadow_share = shadow_share
+        self._shadow_seed = shadow_seed
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_live"}
@@ -691,14 +714,25 @@ class BaseEpochStopper(_LiveStudy, Stopper):
 
     @stops_when_down
     def __call__(self, trial_id: str, result: dict) -> bool:
-        number = (result.get("config") or {}).get(OPTUNA_TRIAL_KEY)
-        if number is None or (result.get("config") or {}).get(racing.RACE_OF) is not None:
+        config = result.get("config") or {}
+        number = config.get(OPTUNA_TRIAL_KEY)
+        if number is None or config.get(racing.RACE_OF) is not None:
             return False  # a race's seed is a paired value, never pruned (adbs_lab/search/racing.py)
-        state = self._state(number)
-        if state == TrialState.PRUNED:
-            return True  # another seed of the same configuration was pruned
+        storage, trial_id_ = optuna_storage(self._storage_url), self._storage_trial_id(number)
+        held = storage.get_trial(trial_id_)
+        if held.state == TrialState.PRUNED:
+            if shadows.is_shadow(held, trial_id):  # runs on to its end, unseen by the pruner and the sampler
+                self._follow(number, result)
+                return False
+            return True  # pruned, by this seed's report or another seed's of the same configuration
+        if held.state == TrialState.RUNNING and result.get(K.REPORT_KIND) == K.KIND_SUMMARY:
+            novel = result.get(K.SUMMARY + shadows.NOVEL_KEY)
+            if K.finite(novel):  # the premise's novel accuracy of a completed configuration, per seed
+                storage.set_trial_user_attr(trial_id_, f"{shadows.NOVEL_KEY}:{_seed(config) or 0}",
+                                            float(novel))
+            return False
         # Only base-epoch reports are pruned on, never incremental sessions: pruning must not peek at them.
-        if state != TrialState.RUNNING or result.get(K.REPORT_KIND) != K.KIND_BASE:
+        if held.state != TrialState.RUNNING or result.get(K.REPORT_KIND) != K.KIND_BASE:
             return False
         value = result.get(K.BASE_PRUNE_VALUE)
         if not K.finite(value):
@@ -706,14 +740,32 @@ class BaseEpochStopper(_LiveStudy, Stopper):
         study = self._study()
         # Optuna has no public way to reopen a trial by number outside study.ask(); Trial(study, id) is what
         # ask() itself builds (optuna/study/study.py), so the pruner sees the trial as it would in optimize().
-        trial = optuna.trial.Trial(study, self._storage_trial_id(number))
+        trial = optuna.trial.Trial(study, trial_id_)
+        step = int(result[K.BASE_STEP])
         with warnings.catch_warnings():  # other seeds of this configuration reported this step already
             warnings.simplefilter("ignore", UserWarning)
-            trial.report(float(value), step=int(result[K.BASE_STEP]))
-        if trial.should_prune():
-            tell(study, number, state=TrialState.PRUNED)
-            return True
-        return False
+            trial.report(float(value), step=step)
+        if not trial.should_prune():
+            return False
+        shadow = shadows.chosen(getattr(self, "_shadow_seed", 0), number, getattr(self, "_shadow_share", 0.0))
+        if shadow:  # recorded before PRUNED is told: a finished trial's attributes cannot be written
+            shadows.start_record(storage, storage.get_study_id_from_name(self._study_name), trial_id_, number,
+                                 tune_trial=trial_id, seed=_seed(config), step=step, value=float(value))
+        tell(study, number, state=TrialState.PRUNED)
+        return not shadow
+
+    def _follow(self, number: int, result: dict) -> None:
+        """A shadow's base epochs and its end go to its study record (adbs_lab/search/shadows.py)."""
+        storage = optuna_storage(self._storage_url)
+        study_id = storage.get_study_id_from_name(self._study_name)
+        kind = result.get(K.REPORT_KIND)
+        if kind == K.KIND_BASE and K.finite(result.get(K.BASE_PRUNE_VALUE)):
+            shadows.follow(storage, study_id, number, step=int(result[K.BASE_STEP]),
+                           value=float(result[K.BASE_PRUNE_VALUE]))
+        elif kind == K.KIND_SUMMARY and K.finite(result.get(K.OBJECTIVE)):
+            novel = result.get(K.SUMMARY + shadows.NOVEL_KEY)
+            shadows.follow(storage, study_id, number, objective=float(result[K.OBJECTIVE]),
+                           novel=float(novel) if K.finite(novel) else None)
 
     def stop_all(self) -> bool:
         return False

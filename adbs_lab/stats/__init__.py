@@ -8,6 +8,7 @@
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
     simulate     simulated studies (normal and heavy-tailed noise) for the tests and bench/verdict_simulation.py
     aggregate    over tasks: interquartile mean, paired probability of improvement, stratified bootstrap (Agarwal 2021)
+    premise      does base accuracy predict the objective: weighted Spearman rho (Bonett & Wright 2000), pruning regret
 """
 
-__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "aggregate"]
+__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "aggregate", "premise"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import ray.cloudpickle as cloudpickle
 import optuna
 import pandas as pd
@@ -128,6 +129,38 @@ def test_pruning_seeds_tracking_tables(ray_address, storage, tracking_uri, capsy
     assert {"sessions.parquet", "trials.parquet", "table.txt", "best_config.json"} <= arts
     printed = capsys.readouterr().out
     assert "pruned at base epoch" in printed and "best val avg acc" in printed
+
+
+@pytest.mark.slow
+def test_a_shadow_runs_on_pruned_to_the_study_and_measures_the_premise(ray_address, storage, tracking_uri, capsys):
+    """--shadow-share 1: the trial the pruner stops runs on to its end; Optuna holds it PRUNED, the tables and MLflow
+    hold it PRUNED with its values marked shadow, no table of results counts it, and the premise is measured."""
+    plan = study.Plan(name="shadowed", space={"variant": "adb+ic", "base_lr": FloatDistribution(1e-4, 0.1, log=True)},
+                      space_source="tests:shadows", points_to_evaluate=[{"base_lr": 0.1}, {"base_lr": 0.08},
+                                                                        {"base_lr": 1e-4}], trial_fn=fake_trial)
+    args = _args(["--smoke", "--set", "base_epochs=4", "--seeds", "1", "--max-concurrent", "1", "--pruner", "median",
+                  "--shadow-share", "1"], storage, tracking_uri, ray_address)
+    out = study.run(plan, args)
+    st = optuna.load_study(study_name="shadowed", storage=f"sqlite:///{storage / 'shadowed' / 'optuna.db'}")
+    pruned = [t for t in st.trials if t.params["base_lr"] == 1e-4][0]
+    assert pruned.state == optuna.trial.TrialState.PRUNED and "shadow" in pruned.user_attrs
+    shadow = out.trials[out.trials["base_lr"] == 1e-4].iloc[0]
+    assert shadow["state"] == K.PRUNED and bool(shadow["shadow"]) and shadow["base_epochs_run"] == 4
+    assert np.isfinite(shadow["val_avg_acc"])  # its completed value is kept for the premise
+    assert (out.trials["state"] == K.COMPLETE).sum() == 2 and not out.trials.loc[out.trials["state"] == K.COMPLETE,
+                                                                                  "shadow"].any()
+    assert len(out.table) == 2 and out.best["mean_over_seeds"] > shadow["val_avg_acc"]  # no result of the study
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name("shadowed").experiment_id])
+    parent = [r for r in runs if r.data.tags.get("adbs.role") == "study"][0]
+    tagged = [r for r in runs if r.data.tags.get("adbs.shadow") == "true"]
+    assert len(tagged) == 1 and tagged[0].data.tags["adbs.state"] == K.PRUNED
+    assert "summary/val_avg_acc" in tagged[0].data.metrics
+    assert parent.data.metrics["premise/shadows"] == 1 and parent.data.metrics["study/trials_complete"] == 2
+    assert "adbs.premise" in parent.data.tags
+    assert "## Pruning premise" in (storage / "shadowed" / "report.md").read_text()
+    printed = capsys.readouterr().out
+    assert "pruning premise (--pruner median)" in printed and "2 completed trials and 1 shadow " in printed
 
 
 def burst_trial(cfg, *, hooks):

@@ -37,7 +37,7 @@ def test_grid_turns_the_default_pruner_off_and_an_explicit_pruner_wins(argv, pru
 
 
 def _sweep_parser():  # alpha_sweep's defaults: a grid over seeds 0 1 2 unless --num-samples asks TPE to search
-    p = options.parser("t", options.Defaults(pruner="none", pruner_when=(("num_samples", "median"),),
+    p = options.parser("t", options.Defaults(pruner="none", pruner_when=(("num_samples", "auto"),),
                                              sample_on_request=True, seeds=(0, 1, 2), smoke_seeds=(0,),
                                              seeds_when=(("num_samples", (0,)),)))
     p.add_argument("--grid", action="store_true")
@@ -47,7 +47,7 @@ def _sweep_parser():  # alpha_sweep's defaults: a grid over seeds 0 1 2 unless -
 @pytest.mark.parametrize("argv,samples,pruner,seeds", [
     ([], None, "none", (0, 1, 2)),  # the default grid: every point, every seed, to the end
     (["--grid"], None, "none", (0, 1, 2)),
-    (["--num-samples", "20"], 20, "median", (0,)),  # a TPE search: one seed per sampled alpha, median pruning
+    (["--num-samples", "20"], 20, "auto", (0,)),  # a TPE search: one seed per sampled alpha, auto pruning
     (["--num-samples", "5", "--seeds", "3", "4", "--pruner", "none"], 5, "none", (3, 4)),  # typed flags win
     (["--smoke"], None, "none", (0,)),
 ])
@@ -60,7 +60,7 @@ def test_sweep_help_states_each_mode_default(capsys):
     with pytest.raises(SystemExit):
         _sweep_parser().parse_args(["--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "default 0 1 2; 0 with --num-samples" in out and "default: none; median with --num-samples" in out
+    assert "default 0 1 2; 0 with --num-samples" in out and "default: none; auto with --num-samples" in out
 
 
 def test_a_study_without_pruning_hides_and_refuses_pruner(capsys):
@@ -83,7 +83,7 @@ def _run(capsys, script: str, *args: str):
 def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner(capsys):
     a = " ".join(_run(capsys, "studies/alpha_sweep.py", "--help").stdout.split())
     assert "the paper's 5 alphas 0.01 0.02 0.05 0.08 0.1 instead of the default 4 (0.01 0.02 0.05 0.1)" in a
-    assert "(default: none; median with --num-samples;" in a and "up to 10 samples are a random search" in a
+    assert "(default: none; auto with --num-samples;" in a and "up to 10 samples are a random search" in a
     assert "default 0 1 2; 0 with --num-samples" in a
     both = _run(capsys, "studies/alpha_sweep.py", "--grid", "--num-samples", "3")
     assert both.returncode == 2 and "choose one" in both.stderr
@@ -150,7 +150,7 @@ def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_es
     opts, _ = options.parse(options.parser("t"), argv=argv)
     plan = study.Plan(name="t", space={}, space_source="tests", est_trial_s=40, est_smoke_trial_s=35)
     prepared = SimpleNamespace(plan=plan, opts=opts, total=4, n_configs=4, base=from_dict({}), base_values={},
-                               seeds=opts.seeds, looks=None, race=None)
+                               seeds=opts.seeds, looks=None, race=None, pruner="none")
     launch.print_start(prepared, 2)
     out = capsys.readouterr().out
     assert ("on this CPU roughly" in out) == cpu_estimate
@@ -205,7 +205,7 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
     def minutes(base):
         p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60,
                                             est_smoke_trial_s=35), opts=opts, total=4, n_configs=4, base=from_dict(base),
-                            seeds=opts.seeds, looks=None, race=None,
+                            seeds=opts.seeds, looks=None, race=None, pruner="none",
                             base_values=base)
         launch.print_start(p, 2, load=load)
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
