@@ -78,7 +78,7 @@ def figure(path: Path, start: float, confirmed: Sequence[Confirmed], objective: 
             ax2.plot([v.lo, v.hi], [y, y], color="C1" if c.post_selection else "C0")
     ax2.axvline(0, color="grey", lw=0.8)
     ax2.set_yticks(ys, [f"{c.step}. {c.change}" for c in confirmed], fontsize=8)
-    ax2.set_xlabel("Δ in points (95% CI, Bonferroni over the steps; orange: post-selection)")
+    ax2.set_xlabel("Δ, points (95% CI, Bonferroni over the steps; orange: post-selection)", fontsize=8)
     ax2.set_title("each step's change")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

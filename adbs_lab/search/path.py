@@ -160,7 +160,8 @@ def race(tag: str, candidates: dict[str, dict[str, Any]], evaluate: Evaluate, se
     if len(names) == 1:
         return names[0], (), 0
     m = pairs_m(len(names))
-    racing, values, taken, runs, done = list(names), {c: {} for c in names}, [], 0, 0
+    racing, taken, runs, done = list(names), [], 0, 0
+    values: dict[str, dict[int, float]] = {c: {} for c in names}
     for k, (size, alpha_k) in enumerate(zip(looks.sizes, looks.alphas), start=1):
         new = list(seeds[done:size])
         got = evaluate(f"{tag}l{k}", {c: candidates[c] for c in racing}, new)
@@ -192,7 +193,8 @@ def greedy(a: Mapping[str, Any], b: Mapping[str, Any], evaluate: Evaluate, seeds
     """The greedy path from A to B: each step applies the remaining difference whose candidate wins its race."""
     if looks.max_seeds != len(seeds):
         raise ValueError(f"the looks reach {looks.max_seeds} seeds, the selection seeds are {len(seeds)}")
-    current, remaining, steps = dict(a), differences(a, b), []
+    current, remaining = dict(a), differences(a, b)
+    steps: list[Step] = []
     while remaining:
         k = len(steps) + 1
         cands = {change_label(f, b.get(f)): {**current, f: b.get(f)} for f in remaining}
