@@ -22,7 +22,8 @@ Each race look and the confirmation is one Ray Tune run (its own study folder <s
 and -confirm, MLflow experiment 'ablation_path'); --resume reuses the finished ones and continues the interrupted one.
 Writes <storage>/ablation_path[-NAME]/: table.txt/.md (step, change, objective, Δ with interval, verdict), path.png,
 path.json, report.md; and an MLflow run 'ablation path ...' with them.
-Time: --smoke about a minute (4 trials); the default depends on d (--dry-run), about 20 s per trial on 2 cores.
+Time: --smoke 98 s (4 trials in one Tune run, the 2-core CPU at load average 13-15); the default depends on d
+(--dry-run prints the trials; a cached-base trial takes 5-20 s, a new base session about 40 s on 2 idle cores).
 """
 
 import sys
@@ -211,6 +212,18 @@ def main(opts: options.StudyOptions, extra) -> int:
         if opts.dry_run:
             dry_run(opts, a, b, a_name, b_name, confirm, looks)
             return exits.OK
+    from adbs_lab.driver import interrupts
+
+    with interrupts.handling() as ints:  # one handler for the whole path: the steps' runs share it
+        try:
+            return _path(opts, a, b, a_name, b_name, confirm, looks)
+        except KeyboardInterrupt:  # between two Tune runs (inside one, the run itself exits 130 with this advice)
+            cmd = " ".join(options.resume_command(opts))
+            print(f"\n{NAME}: interrupted ({ints.name}); continue with: {cmd}", file=sys.stderr, flush=True)
+            return exits.INTERRUPTED
+
+
+def _path(opts, a, b, a_name, b_name, confirm, looks) -> int:
     t0 = time.time()
     d = greedy_path.differences(a, b)
     print(f"{NAME}: {a_name} -> {b_name}: {len(d)} differences ({', '.join(d)}); each step races its candidates on "
