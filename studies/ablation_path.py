@@ -22,7 +22,7 @@ Each race look and the confirmation is one Ray Tune run (its own study folder <s
 and -confirm, MLflow experiment 'ablation_path'); --resume reuses the finished ones and continues the interrupted one.
 Writes <storage>/ablation_path[-NAME]/: table.txt/.md (step, change, objective, Δ with interval, verdict), path.png,
 path.json, report.md; and an MLflow run 'ablation path ...' with them.
-Time: --smoke 98 s (4 trials in one Tune run, the 2-core CPU at load average 13-15); the default depends on d
+Time: --smoke 59 s (4 trials in one Tune run; 2-core CPU, load average 9-11; 98 s at 13-15); the default depends on d
 (--dry-run prints the trials; a cached-base trial takes 5-20 s, a new base session about 40 s on 2 idle cores).
 """
 
