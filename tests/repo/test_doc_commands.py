@@ -183,6 +183,13 @@ def home(tmp_path_factory) -> Path:
     best.write_text(json.dumps({"config_label": "alpha=0.05", "objective": "summary/val_avg_acc",
                                 "mean_over_seeds": 60.0, "seeds": 3,
                                 "config": Config(variant="adb+ic", alpha=0.05).to_dict()}, indent=1))
+    # and a knobs study's, for `studies/ablation_path.py --to runs/knobs/best_config.json`
+    knobs = h / "work" / "runs" / "knobs" / "best_config.json"
+    knobs.parent.mkdir(parents=True)
+    knobs.write_text(json.dumps({"config_label": "alpha=0.01 new_boundary_init=one", "objective": "summary/val_avg_acc",
+                                 "mean_over_seeds": 60.0, "seeds": 1,
+                                 "config": Config(variant="adb+ic", alpha=0.01, new_boundary_init="one",
+                                                  finetune_epochs=0).to_dict()}, indent=1))
     return h
 
 

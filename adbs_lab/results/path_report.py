@@ -1,0 +1,145 @@
+"""The ablation path's outputs (studies/ablation_path.py): its table, its figure, report.md, path.json and its MLflow
+run. The numbers come from adbs_lab/search/path.py; the printed intervals are rounded outward until their ends
+give the verdict printed beside them (the table's rule, adbs_lab/results/comparisons.py: ends)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from adbs_lab.search.path import Confirmed, Step, runs_saved
+from adbs_lab.stats.verdicts import Verdict, label, wording
+
+__all__ = ["EXPERIMENT", "interval_text", "table_rows", "table_text", "saved_line", "figure", "write", "log_run"]
+
+EXPERIMENT = "ablation_path"
+
+
+def interval_text(v: Verdict, delta: float) -> str:
+    """`+1.23 (95% CI +0.40 to +2.06)`, the ends rounded outward so they give `v`'s verdict; no interval with n < 2."""
+    if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
+        return f"{v.estimate:+.2f} (n={v.n}: no interval)"
+    for d in range(2, 7):
+        k = 10 ** d
+        lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
+        if label(lo, hi, delta) is v.verdict:
+            return f"{v.estimate:+.{d}f} ({lo:+.{d}f} to {hi:+.{d}f})"
+    return f"{v.estimate:+.8f} ({v.lo:+.8f} to {v.hi:+.8f})"
+
+
+def table_rows(start: float, confirmed: Sequence[Confirmed], delta: float) -> list[list[str]]:
+    """[step, change, objective, Δ with interval, verdict]: step 0 is A, each later row one change."""
+    rows = [["0", "(from)", f"{start:.2f}", "", ""]]
+    for c in confirmed:
+        note = " (post-selection)" if c.post_selection else ""
+        rows.append([str(c.step), c.change, f"{c.mean:.2f}", interval_text(c.verdict, delta),
+                     wording(c.verdict.verdict, delta) + note])
+    return rows
+
+
+def table_text(rows: list[list[str]], markdown: bool) -> str:
+    head = ["step", "change", "objective", "Δ (95% CI)", "verdict"]
+    if markdown:
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                         + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in [head, *rows])
+
+
+def saved_line(steps: Sequence[Step]) -> str:
+    """How many trials racing saved against running every candidate on every selection seed."""
+    full = sum(s.full for s in steps)
+    return (f"racing saved {runs_saved(steps)} of {full} selection trials (each step's candidates on every selection "
+            f"seed; it ran {sum(s.runs for s in steps)})")
+
+
+def figure(path: Path, start: float, confirmed: Sequence[Confirmed], objective: str) -> Path:
+    """Left: the objective along the path; right: each step's Δ with its interval (Bonferroni over the steps)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.45 * len(confirmed) + 3.2))
+    names = ["from"] + [f"{c.step}. {c.change}" for c in confirmed]
+    ax1.plot(range(len(names)), [start] + [c.mean for c in confirmed], marker="o")
+    ax1.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+    ax1.set_ylabel(f"{objective} (confirmation seeds)")
+    ax1.set_title("the path from A to B")
+    ys = list(range(len(confirmed)))[::-1]
+    for y, c in zip(ys, confirmed):
+        v = c.verdict
+        ax2.plot([v.estimate], [y], "o", color="C1" if c.post_selection else "C0")
+        if math.isfinite(v.lo):
+            ax2.plot([v.lo, v.hi], [y, y], color="C1" if c.post_selection else "C0")
+    ax2.axvline(0, color="grey", lw=0.8)
+    ax2.set_yticks(ys, [f"{c.step}. {c.change}" for c in confirmed], fontsize=8)
+    ax2.set_xlabel("Δ, points (95% CI, Bonferroni over the steps; orange: post-selection)", fontsize=8)
+    ax2.set_title("each step's change")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write(folder: Path, *, a_name: str, b_name: str, fields: Sequence[str], steps: Sequence[Step], start: float,
+          confirmed: Sequence[Confirmed], objective: str, delta: float, seeds: Sequence[int],
+          confirm_seeds: Sequence[int], wall_s: float) -> list[Path]:
+    """table.txt, table.md, path.png, path.json and report.md in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = table_rows(start, confirmed, delta)
+    (folder / "table.txt").write_text(table_text(rows, False) + "\n")
+    (folder / "table.md").write_text(table_text(rows, True) + "\n")
+    png = figure(folder / "path.png", start, confirmed, objective)
+    record = {"from": a_name, "to": b_name, "differences": list(fields), "objective": objective, "delta": delta,
+              "selection_seeds": list(seeds), "confirmation_seeds": list(confirm_seeds), "wall_s": round(wall_s, 1),
+              "runs_saved": runs_saved(steps), "steps": [_step_record(s, c) for s, c in zip(steps, confirmed)]}
+    (folder / "path.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+    post = any(c.post_selection for c in confirmed)
+    report = [f"# Ablation path: {a_name} -> {b_name}", "",
+              f"{len(fields)} differences ({', '.join(fields)}); selection on {objective} over seeds "
+              f"{' '.join(map(str, seeds))}, racing (docs/statistics.md); Δ on confirmation seeds "
+              f"{' '.join(map(str, confirm_seeds))}, each step against the one before, paired t-interval at "
+              f"95% with Bonferroni over the {len(confirmed)} steps, δ = {delta:g} points.", "",
+              table_text(rows, True), "", saved_line(steps) + ".", "",
+              *(["Post-selection: the confirmation seeds include seeds that chose the step, so its Δ is optimistic; "
+                 "rerun with --confirm-seeds of other numbers for an unbiased Δ.", ""] if post else []),
+              "![path](path.png)", "", f"wall time {wall_s:.0f} s", ""]
+    (folder / "report.md").write_text("\n".join(report))
+    return [folder / n for n in ("table.txt", "table.md", "path.json", "report.md")] + [png]
+
+
+def _step_record(s: Step, c: Confirmed) -> dict[str, Any]:
+    v = asdict(c.verdict)
+    v["verdict"] = c.verdict.verdict.value
+    return {"step": s.k, "field": s.field, "value": s.value, "change": s.change, "candidates": list(s.candidates),
+            "race_trials": s.runs, "trials_without_racing": s.full, "selection_seeds": list(s.seeds),
+            "looks": [{"k": lk.k, "seeds": lk.n, "leader": lk.leader, "means": lk.means, "dropped": list(lk.dropped)}
+                      for lk in s.looks],
+            "objective": c.mean, "delta": v, "post_selection": c.post_selection}
+
+
+def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps: Sequence[Step],
+            confirmed: Sequence[Confirmed], tags: dict[str, str]) -> str:
+    """The path's MLflow run (experiment `ablation_path`, beside the parent runs of its steps' Tune runs): a metric
+    per step (its objective and Δ, step = its number), the runs racing saved, the outputs as artifacts."""
+    from adbs_lab.stores.tracking_store import artifact_root
+
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT,
+                                                                   artifact_location=artifact_root(uri, storage))
+    run = client.create_run(exp_id, run_name=f"ablation path {time.strftime('%Y-%m-%d %H:%M')}",
+                            tags={"adbs.role": "ablation_path", **tags})
+    rid = run.info.run_id
+    for c in confirmed:
+        client.log_metric(rid, "path/objective", c.mean, step=c.step)
+        client.log_metric(rid, "path/delta", c.verdict.estimate, step=c.step)
+    client.log_metric(rid, "path/runs_saved", runs_saved(steps))
+    for f in files:
+        client.log_artifact(rid, str(f))
+    client.set_terminated(rid, "FINISHED")
+    return rid

@@ -1,0 +1,66 @@
+"""studies/ablation_path.py before anything runs: --dry-run prints the differences and the number of trials and
+writes nothing; bad input (an unknown preset, a missing file, A the same as B, no knobs study to take B from, too
+many differences for --smoke) exits 2 with a message naming what was wrong and how to fix it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from adbs.config import Config
+from tests.helpers.scripts import in_process
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = [sys.executable, str(REPO / "studies" / "ablation_path.py")]
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "a.yaml").write_text("new_boundary_init: abs_mean\nfinetune_epochs: 2\n")
+    (tmp_path / "b.yaml").write_text("new_boundary_init: one\nfinetune_epochs: 0\n")
+    return tmp_path
+
+
+def _run(capsys, tmp_path, *flags):
+    return in_process(capsys, [*SCRIPT, *flags, "--storage", str(tmp_path / "runs"),
+                               "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"])
+
+
+def test_dry_run_prints_the_differences_and_trials_and_writes_nothing(capsys, files):
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "2 differences (new_boundary_init, finetune_epochs)" in r.stdout
+    # 2 candidates on 3-5 seeds, then the 3 configurations of the path on the 3 confirmation seeds 5 6 7
+    assert "15-19 trials: the race 6-10" in r.stdout and "10 without racing" in r.stdout
+    assert "the confirmation 9 at most (the 3 configurations of the path on seeds 5 6 7)" in r.stdout
+    assert not (files / "runs").exists() or not [f for f in (files / "runs").rglob("*") if f.is_file()]
+
+
+def test_default_b_is_the_latest_knobs_study(capsys, tmp_path):
+    best = tmp_path / "runs" / "knobs" / "best_config.json"
+    best.parent.mkdir(parents=True)
+    best.write_text(json.dumps({"config_label": "x", "objective": "summary/val_avg_acc", "mean_over_seeds": 1.0,
+                                "seeds": 1, "config": Config(variant="adb+ic", alpha=0.01).to_dict()}))
+    r = _run(capsys, tmp_path, "--smoke", "--set", "alpha=0.05", "--dry-run")
+    assert r.returncode == 2 and "--smoke runs at most 2 differences" in r.stderr  # the full config differs more
+    r = _run(capsys, tmp_path, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert f"-> {best}" in r.stdout
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--from", "no_such_preset_or_file", "--to", "cpu"], "no such file, and not a preset name"),
+    (["--from", "missing/a.yaml", "--to", "cpu"], "--from missing/a.yaml: no such file"),
+    (["--from", "cpu", "--to", "cpu"], "are the same configuration"),
+    (["--from", "cpu", "--released", "--to", "cpu"], "cannot go with --from"),
+    ([], "no knobs study in"),
+    (["--to", "cpu", "--seeds", "auto"], "pass --seeds with a list"),
+])
+def test_bad_input_exits_2_before_anything(capsys, tmp_path, flags, said):
+    r = _run(capsys, tmp_path, *flags, "--dry-run")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert said in r.stderr
+    assert not (tmp_path / "runs").exists()
