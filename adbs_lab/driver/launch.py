@@ -279,11 +279,13 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
         run_config=tune.RunConfig(name="tune", storage_path=storage_path, storage_filesystem=tune_fs,
                                   stop=stopper, callbacks=[*callbacks, JsonLoggerCallback()], verbose=0,
                                   failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-                                  # Tune deletes a trial's older checkpoints as new ones register, and
-                                  # uploads its experiment state (which names the latest) every
-                                  # TUNE_GLOBAL_CHECKPOINT_S; a driver killed between the two leaves a state
-                                  # naming a deleted checkpoint, and that trial cannot be resumed. Keeping 4
-                                  # covers trials that checkpoint faster than the state is uploaded.
+                                  # Tune deletes a trial's older checkpoints as new ones register, and saves
+                                  # its experiment state (which names the latest) every TUNE_GLOBAL_CHECKPOINT_S
+                                  # (adbs_lab/driver/session.py), and at once when a trial has made num_to_keep
+                                  # checkpoints since the last save (ray/tune/execution/experiment_state.py:
+                                  # on_trial_checkpoint), so a state never names a deleted checkpoint. 4: a
+                                  # trial checkpointing every few seconds forces a save every 4th checkpoint,
+                                  # not every one; each kept checkpoint is the trial's state (a model's size).
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=4)),
     )
 
