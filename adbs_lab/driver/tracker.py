@@ -50,7 +50,7 @@ class MlflowTracker(Callback):
     each of its checkpoints and at its end): one store commit per trial of tracking-only reports instead of one
     per report (a third of the driver's CPU at 100 trials, docs/benchmarks.md), and still a live curve in the
     MLflow UI for a real trial, whose epochs are seconds apart."""
-    BATCH = 1000  # MLflow's limit of metrics in one log_batch (mlflow/utils/validation.py: MAX_METRICS_PER_BATCH)
+    BATCH = 1000  # MLflow's limit of metrics in one log_batch (MAX_METRICS_PER_BATCH of the mlflow package)
 
     def __init__(self, *, uri: str, study: str, folder: str, study_dir: Path, run_name: str, tags: dict[str, str],
                  varying: list[str], resume: bool, ends=None, storage: str | None = None,

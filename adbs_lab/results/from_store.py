@@ -225,8 +225,8 @@ def _embeddings(client, run) -> str | None:
 
 def _local_artifacts(uri: str | None) -> Path | None:
     """The run's artifact folder when it is on this machine (the project's SQLite store keeps them beside it):
-    read directly, not through download_artifacts, which starts a thread pool per call (mlflow/store/artifact/
-    artifact_repo.py: ArtifactRepository.__init__), once per complete trial."""
+    read directly, not through download_artifacts, which starts a thread pool per call (the mlflow package's
+    ArtifactRepository), once per complete trial."""
     if not uri or "://" in uri and not uri.startswith("file://"):
         return None
     from urllib.parse import unquote, urlparse
