@@ -9,6 +9,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import shlex
 import sys
 import time
@@ -271,6 +272,7 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
     """A new Tuner, or on --resume the interrupted one restored (Tune unpickles its searcher, stopper and
     callbacks: Tuner.restore takes none, so this run's are not used then; see study_folder.rebind)."""
     from ray import tune
+    from ray.tune.logger import JsonLoggerCallback
 
     from adbs_lab.search.trainable import make_trainable
 
@@ -282,6 +284,7 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
     )
     param_space = trial_maker(p, slots).param_space()
     storage_path, tune_fs = where.tune_location()
+    _loggers(resume=opts.resume)
     if opts.resume:
         # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
         # what --resume is for; a numerical fault is not an error (the trial ended FAILED) and is not rerun
@@ -292,15 +295,34 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
         tune_config=tune.TuneConfig(search_alg=searcher, num_samples=p.total,
                                     max_concurrent_trials=slots.max_concurrent, reuse_actors=True),
         run_config=tune.RunConfig(name="tune", storage_path=storage_path, storage_filesystem=tune_fs,
-                                  stop=stopper, callbacks=callbacks, verbose=0,
+                                  stop=stopper, callbacks=[*callbacks, JsonLoggerCallback()], verbose=0,
                                   failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-                                  # Tune deletes a trial's older checkpoints as new ones register, and
-                                  # uploads its experiment state (which names the latest) every
-                                  # TUNE_GLOBAL_CHECKPOINT_S; a driver killed between the two leaves a state
-                                  # naming a deleted checkpoint, and that trial cannot be resumed. Keeping 4
-                                  # covers trials that checkpoint faster than the state is uploaded.
+                                  # Tune deletes a trial's older checkpoints as new ones register, and saves
+                                  # its experiment state (which names the latest) every TUNE_GLOBAL_CHECKPOINT_S
+                                  # (adbs_lab/driver/session.py), and at once when a trial has made num_to_keep
+                                  # checkpoints since the last save (ray/tune/execution/experiment_state.py:
+                                  # on_trial_checkpoint), so a state never names a deleted checkpoint. 4: a
+                                  # trial checkpointing every few seconds forces a save every 4th checkpoint,
+                                  # not every one; each kept checkpoint is the trial's state (a model's size).
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=4)),
     )
+
+
+_NO_AUTO_LOGGERS = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"
+_SET_HERE: list[bool] = []  # whether this process set it (a value the user set is theirs and stays)
+
+
+def _loggers(resume: bool) -> None:
+    """Of Tune's per-trial loggers only the JSON one (result.json: Tune's Result.metrics_dataframe, read by
+    adbs_lab/records/trial_records.py, and bench/load_check.py's count); progress.csv and the TensorBoard events
+    nobody reads cost the driver CPU on every report (ray/tune/utils/callback.py: _create_default_callbacks adds
+    all three unless TUNE_DISABLE_AUTO_CALLBACK_LOGGERS=1). A new study passes JsonLoggerCallback itself and turns
+    the defaults off; a resumed one runs with the callbacks Tune pickled when it started, which lack it when an
+    earlier version started it, so on --resume the defaults are on again."""
+    if os.environ.get(_NO_AUTO_LOGGERS) is not None and not _SET_HERE:
+        return
+    os.environ[_NO_AUTO_LOGGERS] = "0" if resume else "1"
+    _SET_HERE[:] = [True]
 
 
 def _fit(p: Prepared, tuner) -> dict[str, Any]:

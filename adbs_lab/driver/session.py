@@ -31,8 +31,13 @@ def env_defaults() -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    # Save Tune's experiment state often, so --resume after a crash reruns as little as possible.
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
+    # Tune's experiment state holds every trial (about 50 KB each with its metric statistics), so a save costs
+    # more as the study grows: "auto" (ray/tune/execution/experiment_state.py) saves every max(10 s, 19 x the last
+    # save's time), at most 5% of the driver's time, where a fixed 2 s made the driver's work grow with trials
+    # squared (docs/benchmarks.md). A driver killed between saves reruns the trials since the last one: --resume
+    # closes their first runs as orphans (adbs_lab/driver/tracker.py: on_step_begin) and a trial's checkpoints are
+    # never lost to the gap, as Tune saves at once when a trial has made CheckpointConfig.num_to_keep of them.
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "auto")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     # Trials checkpoint after every session (seconds apart), which forces Tune state snapshots; that is
     # intended, so silence the "snapshotting triggered multiple times" warning.

@@ -138,8 +138,29 @@ def _label(run) -> str:
     return " ".join(words) or "all"
 
 
-def _history(client, run_id: str, key: str) -> dict[int, float]:
-    return {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
+BULK_RUNS = 500
+"""Runs per bulk metric-history query (SQLite allows 32766 bound parameters since 3.32)."""
+
+
+def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[int, float]]:
+    """(run id, key) -> {step: value} of every run's history of every key it logged. A database store is read in
+    bulk, one query per key and BULK_RUNS runs (MLflow's SqlAlchemyStore.get_metric_history_bulk, the query of
+    its UI's chart of many runs), where one call per run and key made studies/report.py read 15,000 histories
+    one at a time at 1,000 trials (docs/benchmarks.md); another store (an MLflow server over HTTP) one at a
+    time. The same order either way (timestamp, step, value): a step logged twice keeps its last value."""
+    store = getattr(getattr(client, "_tracking_client", None), "store", None)
+    bulk = getattr(store, "get_metric_history_bulk", None)
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    for key in sorted(keys):
+        ids = [r.info.run_id for r in runs if key in r.data.metrics]
+        if bulk is None:
+            for run_id in ids:
+                out[(run_id, key)] = {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
+            continue
+        for i in range(0, len(ids), BULK_RUNS):
+            for m in bulk(ids[i:i + BULK_RUNS], key, max_results=2**62):
+                out.setdefault((m.run_id, key), {})[int(m.step)] = float(m.value)
+    return out
 
 
 def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
@@ -152,6 +173,8 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
         return (int(n) if n.isdigit() else math.inf, r.info.start_time)
 
     live = parent.info.status == "RUNNING"  # the study is still running (or its driver died without a word)
+    keys = {k for r in runs for k in r.data.metrics if k.startswith(K.SESSION) or k == K.BASE_PRUNE_VALUE}
+    history = histories(client, runs, keys)
     out = []
     for r in sorted(runs, key=order):
         tags = r.data.tags
@@ -162,9 +185,9 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
         per_session: dict[int, dict[str, float]] = {}
         for key in (k for k in r.data.metrics if k.startswith(K.SESSION)):
             name = key[len(K.SESSION):]
-            for step, v in _history(client, r.info.run_id, key).items():
+            for step, v in history.get((r.info.run_id, key), {}).items():
                 per_session.setdefault(step, {})[K.LEGACY_NAMES.get(name, name)] = v
-        base = _history(client, r.info.run_id, K.BASE_PRUNE_VALUE) if K.BASE_PRUNE_VALUE in r.data.metrics else {}
+        base = history.get((r.info.run_id, K.BASE_PRUNE_VALUE), {})
         out.append(trial_records.TrialRecord(
             trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
             config={canonical(k): _config_value(canonical(k), v) for k, v in r.data.params.items()
@@ -188,7 +211,10 @@ def _embeddings(client, run) -> str | None:
         return None  # one artifact listing saved per trial of every study that keeps none
     import tempfile
 
+    local = _local_artifacts(run.info.artifact_uri)
     try:
+        if local is not None:
+            return (local / run_files.EMBEDDINGS_JSON).read_text()
         with tempfile.TemporaryDirectory() as tmp:
             path = client.download_artifacts(run.info.run_id, run_files.EMBEDDINGS_JSON, tmp)
             return Path(path).read_text()
@@ -196,6 +222,18 @@ def _embeddings(client, run) -> str | None:
         print(f"warning: run {run.info.run_id} kept no {run_files.EMBEDDINGS_JSON} ({str(e).splitlines()[0][:200]}); "
               "its t-SNE and similarity panels are left out", flush=True)
         return None
+
+
+def _local_artifacts(uri: str | None) -> Path | None:
+    """The run's artifact folder when it is on this machine (the project's SQLite store keeps them beside it):
+    read directly, not through download_artifacts, which starts a thread pool per call (the mlflow package's
+    ArtifactRepository), once per complete trial."""
+    if not uri or "://" in uri and not uri.startswith("file://"):
+        return None
+    from urllib.parse import unquote, urlparse
+
+    path = Path(unquote(urlparse(uri).path) if uri.startswith("file://") else uri)
+    return path if path.is_dir() else None
 
 
 def trial_frames(client, parent) -> tuple[pd.DataFrame, pd.DataFrame]:

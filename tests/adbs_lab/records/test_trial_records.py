@@ -101,15 +101,49 @@ def test_a_restored_trial_logs_each_step_once_even_after_the_driver_lost_its_rec
     first = tracker(resume=False)
     first.on_trial_start(0, [], trial)
     report_everything(first)
+    first.on_checkpoint(0, [], trial, None)  # its points reach the store before Tune records the checkpoint
     restored = tracker(resume=True)  # a new driver: its own step record is empty
     restored.setup()
     restored.on_trial_start(0, [], trial)
     report_everything(restored)
+    restored.flush()
 
     client, run_id = MlflowClient(uri), first.trial_run_id("t0")
     assert restored.trial_run_id("t0") == run_id
     for key, steps in (("base/loss", [0, 1]), ("session/test_acc", [0, 1]), ("summary/avg_acc", [0])):
         assert sorted(m.step for m in client.get_metric_history(run_id, key)) == steps, key
+
+
+def test_a_trials_points_wait_in_the_driver_until_its_checkpoint_its_end_or_flush_s(tmp_path, monkeypatch):
+    """One log_batch (one store commit) per trial of fast reports, not one per report; a checkpoint, the trial's
+    end or FLUSH_S seconds of waiting write them (the MLflow UI's curve of a real trial stays live)."""
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab.records.tune_keys import CONFIG_KEY
+    from adbs_lab.driver.tracker import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    trial = SimpleNamespace(trial_id="t0", config={CONFIG_KEY: Config(), "seed": 0}, last_result=None)
+    t = MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
+                      varying=["seed"], resume=False, ends=None)
+    t.on_trial_start(0, [], trial)
+    client, run_id = MlflowClient(uri), t.trial_run_id("t0")
+
+    def steps():
+        return sorted(m.step for m in client.get_metric_history(run_id, "base/loss"))
+
+    for epoch in range(3):
+        t.on_trial_result(0, [], trial, {K.REPORT_KIND: K.KIND_BASE, K.BASE_STEP: epoch, "base/loss": 1.0 - epoch})
+    assert steps() == []
+    t.on_checkpoint(0, [], trial, None)
+    assert steps() == [0, 1, 2]
+    monkeypatch.setattr(MlflowTracker, "FLUSH_S", 0.0)
+    t.on_trial_result(0, [], trial, {K.REPORT_KIND: K.KIND_BASE, K.BASE_STEP: 3, "base/loss": -2.0})
+    assert steps() == [0, 1, 2, 3]
+    assert "_pending" not in t.__getstate__()  # Tune pickles the callback; points in flight are not state
 
 
 @pytest.mark.parametrize("text", ['{"parent": "abc", "tri', "[]", '{"trials": 5}'])

@@ -259,3 +259,28 @@ def test_a_combined_table_lists_a_study_without_an_order_by_its_swept_values():
     order = combine([study, Study(parent, "ablation", sessions.iloc[0:0], sessions.iloc[0:0], None, ["b"])])[2]
     assert order == ["alpha_sweep: alpha=0.01", "alpha_sweep: alpha=0.02", "alpha_sweep: alpha=0.05",
                      "alpha_sweep: alpha=0.1", "ablation: b"]
+
+
+def test_histories_in_bulk_are_those_read_run_by_run(tmp_path):
+    """A database store is read one query per key for many runs; a store without the bulk call (an MLflow server
+    over HTTP) one run at a time: the same histories, a step logged twice keeping its last value."""
+    from types import SimpleNamespace
+
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    exp = client.create_experiment("h")
+    runs = []
+    for i in range(3):
+        run_id = client.create_run(exp).info.run_id
+        client.log_batch(run_id, metrics=[Metric("session/acc", 10.0 * i + s, 1000 + s, s) for s in range(4)])
+        if i:
+            client.log_batch(run_id, metrics=[Metric("session/acc", -1.0, 2000, 2), Metric("base/x", 1.0, 2000, 0)])
+        runs.append(client.get_run(run_id))
+    keys = {"session/acc", "base/x"}
+    one_by_one = SimpleNamespace(get_metric_history=client.get_metric_history)  # no _tracking_client: no bulk call
+    got = from_store.histories(client, runs, keys)
+    assert got == from_store.histories(one_by_one, runs, keys)
+    assert got[(runs[1].info.run_id, "session/acc")] == {0: 10.0, 1: 11.0, 2: -1.0, 3: 13.0}
+    assert (runs[0].info.run_id, "base/x") not in got and len(got) == 5
