@@ -39,15 +39,22 @@ def pytest_unconfigure(config):
         shutil.rmtree(_SYNTHETIC_CACHE, ignore_errors=True)
 
 
+ON_DEMAND = ("outage", "scale")
+"""Markers of tests that run only when `-m` names them (pyproject.toml says what each marks)."""
+
+
 def pytest_collection_modifyitems(config, items):
     """The end-to-end tier first, the fast tier after it: with `pytest -n 2` the minutes-long tests start early
     and the seconds-long ones fill in at the end, so no worker idles while another finishes a long test.
     Stable, so each module keeps its own order (and every xdist worker collects the same order).
 
-    Tests marked `outage` (a database server that stays away: minutes each) run only when `-m` names them
-    (`pytest -m outage`); the test command and both tiers leave them out, to keep CI within its time."""
-    if "outage" not in (config.getoption("markexpr") or ""):
-        kept = [item for item in items if item.get_closest_marker("outage") is None]
+    Tests marked `outage` (a database server that stays away: minutes each) or `scale` (bench/scale.py --quick: a
+    few minutes on 2 cores) run only when `-m` names them (`pytest -m outage`, `pytest -m scale`); the test command
+    and both tiers leave them out, to keep CI within its time."""
+    named = config.getoption("markexpr") or ""
+    on_demand = [mark for mark in ON_DEMAND if mark not in named]
+    if on_demand:
+        kept = [item for item in items if not any(item.get_closest_marker(mark) for mark in on_demand)]
         if len(kept) < len(items):
             config.hook.pytest_deselected(items=[item for item in items if item not in kept])
             items[:] = kept

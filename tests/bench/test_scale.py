@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.scale, pytest.mark.timeout(900)]
 
 
 def test_quick_scale_run_loses_nothing_and_prints_its_table(tmp_path):
