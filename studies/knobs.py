@@ -46,15 +46,19 @@ CPU_PRESETS = ("cpu", "smoke")
 
 def plan(opts: options.StudyOptions, full_space: bool = False) -> tuple[Plan, options.StudyOptions]:
     """The study's Plan: CPU_SPACE on the CPU presets with the embedded benchmark (unless full_space), else SPACE."""
-    cpu = (opts.preset in CPU_PRESETS or opts.smoke) and opts.dataset is None and not full_space
+    on_cpu = (opts.preset in CPU_PRESETS or opts.smoke) and opts.dataset is None
+    cpu = on_cpu and not full_space
     space, name = (spaces.CPU_SPACE, "CPU_SPACE") if cpu else (spaces.SPACE, "SPACE")
+    timed = "alpha_sweep" if on_cpu and full_space else "knobs"
     return Plan(
         name="knobs",
         space=space,
         space_source=f"search_spaces/knobs.py:{name}",
         cpu_defaults={},  # the calibrated CPU preset as it is (8 base epochs; docs/boundary-dynamics.md)
-        est_trial_s=times.trial_s("knobs"),  # most samples reuse a cached base session
-        est_load=times.load("knobs"),
+        # CPU_SPACE: most samples reuse a cached base session; SPACE on the CPU (--full-space): every sample trains
+        # its own, as an alpha_sweep trial does (the per-epoch estimate corrects it once an epoch is measured)
+        est_trial_s=times.trial_s(timed),
+        est_load=times.load(timed),
         est_smoke_trial_s=times.smoke_trial_s(),
     ), opts
 
