@@ -140,6 +140,29 @@ def sub_plan(rows: dict[str, dict]) -> Plan:
                 est_load=times.load("ablation"), est_smoke_trial_s=times.smoke_trial_s())
 
 
+def first_tag(d: list[str]) -> str:
+    """The Tune run a path starts with: the first step's race, or with one difference (a step with one candidate
+    races nothing: adbs_lab/search/path.py, race) the confirmation."""
+    return "s1l1" if len(d) > 1 else "confirm"
+
+
+def check_resume(opts: options.StudyOptions, d: list[str]) -> None:
+    """--resume continues an earlier run of this path: the folder of its first Tune run must hold that study
+    (study.json), else the run would start from nothing; the run and the dry run refuse alike."""
+    if not opts.resume:
+        return
+    from adbs_lab.stores.study_folder import StudyFolder
+
+    where = StudyFolder(opts.storage, NAME + sub_opts(opts, first_tag(d), list(opts.seeds)).folder)
+    try:
+        found = where.read_text("study.json")
+    finally:
+        where.cleanup()
+    if not found:
+        raise StudyInputError(f"--resume: no earlier run of {NAME}{' --name ' + opts.name if opts.name else ''} to "
+                              f"continue in {opts.storage} (nothing in {where}); run without --resume to start one")
+
+
 def sub_opts(opts: options.StudyOptions, tag: str, seeds: list[int]) -> options.StudyOptions:
     name = f"{opts.name}-{tag}" if opts.name else tag
     return opts.replace(name=name, seeds=tuple(seeds), dry_run=False)
@@ -189,8 +212,11 @@ def dry_run(opts: options.StudyOptions, a: dict, b: dict, a_name: str, b_name: s
     d = greedy_path.differences(a, b)
     base = opts.base_config()
     first = {greedy_path.change_label(f, b.get(f)): {**a, f: b.get(f)} for f in d}
+    # --resume is checked by check_resume, as a run checks it: a run's first Tune run may hold other rows than
+    # these (the confirmation's, with one difference or with prefetch), so the preflight's own --resume check
+    # would refuse a path the run continues
     p = study.preflight(sub_plan({lab: row_overrides(c, base) for lab, c in first.items()}),
-                        sub_opts(opts, "s1l1", list(opts.seeds[:looks.n0])))
+                        sub_opts(opts, "s1l1", list(opts.seeds[:looks.n0])).replace(resume=False))
     p.where.cleanup()
     fewest, most = greedy_path.trial_counts(len(d), looks, len(confirm))
     conf = (len(d) + 1) * len(confirm)
@@ -209,6 +235,7 @@ def main(opts: options.StudyOptions, extra) -> int:
     with bad_input():
         confirm, looks = check(opts, extra)
         a, b, a_name, b_name = endpoints(opts, extra)
+        check_resume(opts, greedy_path.differences(a, b))
         if opts.dry_run:
             dry_run(opts, a, b, a_name, b_name, confirm, looks)
             return exits.OK

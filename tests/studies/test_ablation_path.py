@@ -64,3 +64,26 @@ def test_bad_input_exits_2_before_anything(capsys, tmp_path, flags, said):
     assert r.returncode == 2, r.stdout + r.stderr
     assert said in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_resume_without_an_earlier_run_exits_2_as_its_dry_run_does(capsys, files, dry):
+    """A run with --resume and nothing to continue started the path from nothing, while its dry run refused."""
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), "--resume", *dry)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--resume: no earlier run of ablation_path to continue" in r.stderr
+    assert not (files / "runs").exists() or not [f for f in (files / "runs").rglob("*") if f.is_file()]
+
+
+def test_resume_dry_run_of_one_difference_looks_where_the_run_starts(capsys, tmp_path):
+    """With one difference the path's first Tune run is the confirmation (a step of one candidate races nothing):
+    the dry run with --resume accepts the earlier run there, as the run continues it."""
+    (tmp_path / "a.yaml").write_text("alpha: 0.05\n")
+    (tmp_path / "b.yaml").write_text("alpha: 0.1\n")
+    earlier = tmp_path / "runs" / "ablation_path-confirm"
+    earlier.mkdir(parents=True)
+    (earlier / "study.json").write_text(json.dumps({"study": "ablation_path", "fingerprint": "x"}))
+    flags = ["--smoke", "--from", str(tmp_path / "a.yaml"), "--to", str(tmp_path / "b.yaml"), "--resume", "--dry-run"]
+    r = _run(capsys, tmp_path, *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 differences (alpha)" in r.stdout
