@@ -69,6 +69,9 @@ def config_of(spec: str, opts: options.StudyOptions, flag: str) -> dict:
             typed = resolve(opts.preset_name, None, opts.config_overrides(), load_file(str(path)))
         elif spec in PRESETS:
             typed = resolve(spec, None, opts.config_overrides(), {})
+        elif path.is_dir():
+            raise StudyInputError(f"{flag} {spec} is a folder; pass a config file in it (YAML or JSON), e.g. a "
+                                  "study's best_config.json, or a preset name")
         else:
             raise StudyInputError(f"{flag} {spec}: no such file, and not a preset name; pass a config file (YAML or "
                                   f"JSON), a study's best_config.json, or a preset: {', '.join(PRESETS)}")

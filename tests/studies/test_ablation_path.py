@@ -54,6 +54,7 @@ def test_default_b_is_the_latest_knobs_study(capsys, tmp_path):
 @pytest.mark.parametrize("flags, said", [
     (["--from", "no_such_preset_or_file", "--to", "cpu"], "no such file, and not a preset name"),
     (["--from", "missing/a.yaml", "--to", "cpu"], "--from missing/a.yaml: no such file"),
+    (["--from", str(REPO / "docs"), "--to", "cpu"], f"--from {REPO / 'docs'} is a folder"),  # was "no such file"
     (["--from", "cpu", "--to", "cpu"], "are the same configuration"),
     (["--from", "cpu", "--released", "--to", "cpu"], "cannot go with --from"),
     ([], "no knobs study in"),
