@@ -273,6 +273,13 @@ def _said(step) -> None:
           f"{step.full} without racing)", flush=True)
 
 
+def command_tag(argv: tuple[str, ...]) -> str:
+    """The command as the path's MLflow run records it: a --tracking-uri or --optuna-storage password as ***."""
+    from adbs_lab.driver.preflight import logged_argv
+
+    return " ".join(logged_argv(argv))
+
+
 def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) -> int:
     from adbs_lab.results import path_report
     from adbs_lab.stores import tracking_store
@@ -283,7 +290,7 @@ def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) 
                               confirm_seeds=confirm, wall_s=wall_s)
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     rid = path_report.log_run(tracking_store.client(uri), uri, opts.storage, files, steps, confirmed,
-                              {"adbs.command": " ".join(opts.argv), "adbs.from": a_name, "adbs.to": b_name})
+                              {"adbs.command": command_tag(opts.argv), "adbs.from": a_name, "adbs.to": b_name})
     print(f"\n{NAME}: {a_name} -> {b_name} ({OBJECTIVE}, Δ on seeds {' '.join(map(str, confirm))})\n")
     print((folder / "table.txt").read_text())
     print(path_report.saved_line(steps))

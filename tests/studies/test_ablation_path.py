@@ -88,3 +88,16 @@ def test_resume_dry_run_of_one_difference_looks_where_the_run_starts(capsys, tmp
     r = _run(capsys, tmp_path, *flags)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 differences (alpha)" in r.stdout
+
+
+def test_the_path_runs_command_tag_holds_no_password():
+    """The path's MLflow run tagged the command as typed, a --tracking-uri password included (the studies' runs
+    record it redacted: adbs_lab/driver/preflight.py, logged_argv)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("adbs_ablation_path", REPO / "studies" / "ablation_path.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    tag = mod.command_tag(("studies/ablation_path.py", "--tracking-uri", "http://bob:hunter22@mlflow:5000",
+                           "--optuna-storage=postgresql://bob:hunter22@db/optuna"))
+    assert "hunter22" not in tag and tag.count("***@") == 2
