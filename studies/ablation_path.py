@@ -69,6 +69,9 @@ def config_of(spec: str, opts: options.StudyOptions, flag: str) -> dict:
             typed = resolve(opts.preset_name, None, opts.config_overrides(), load_file(str(path)))
         elif spec in PRESETS:
             typed = resolve(spec, None, opts.config_overrides(), {})
+        elif path.is_dir():
+            raise StudyInputError(f"{flag} {spec} is a folder; pass a config file in it (YAML or JSON), e.g. a "
+                                  "study's best_config.json, or a preset name")
         else:
             raise StudyInputError(f"{flag} {spec}: no such file, and not a preset name; pass a config file (YAML or "
                                   f"JSON), a study's best_config.json, or a preset: {', '.join(PRESETS)}")
@@ -140,6 +143,29 @@ def sub_plan(rows: dict[str, dict]) -> Plan:
                 est_load=times.load("ablation"), est_smoke_trial_s=times.smoke_trial_s())
 
 
+def first_tag(d: list[str]) -> str:
+    """The Tune run a path starts with: the first step's race, or with one difference (a step with one candidate
+    races nothing: adbs_lab/search/path.py, race) the confirmation."""
+    return "s1l1" if len(d) > 1 else "confirm"
+
+
+def check_resume(opts: options.StudyOptions, d: list[str]) -> None:
+    """--resume continues an earlier run of this path: the folder of its first Tune run must hold that study
+    (study.json), else the run would start from nothing; the run and the dry run refuse alike."""
+    if not opts.resume:
+        return
+    from adbs_lab.stores.study_folder import StudyFolder
+
+    where = StudyFolder(opts.storage, NAME + sub_opts(opts, first_tag(d), list(opts.seeds)).folder)
+    try:
+        found = where.read_text("study.json")
+    finally:
+        where.cleanup()
+    if not found:
+        raise StudyInputError(f"--resume: no earlier run of {NAME}{' --name ' + opts.name if opts.name else ''} to "
+                              f"continue in {opts.storage} (nothing in {where}); run without --resume to start one")
+
+
 def sub_opts(opts: options.StudyOptions, tag: str, seeds: list[int]) -> options.StudyOptions:
     name = f"{opts.name}-{tag}" if opts.name else tag
     return opts.replace(name=name, seeds=tuple(seeds), dry_run=False)
@@ -189,8 +215,11 @@ def dry_run(opts: options.StudyOptions, a: dict, b: dict, a_name: str, b_name: s
     d = greedy_path.differences(a, b)
     base = opts.base_config()
     first = {greedy_path.change_label(f, b.get(f)): {**a, f: b.get(f)} for f in d}
+    # --resume is checked by check_resume, as a run checks it: a run's first Tune run may hold other rows than
+    # these (the confirmation's, with one difference or with prefetch), so the preflight's own --resume check
+    # would refuse a path the run continues
     p = study.preflight(sub_plan({lab: row_overrides(c, base) for lab, c in first.items()}),
-                        sub_opts(opts, "s1l1", list(opts.seeds[:looks.n0])))
+                        sub_opts(opts, "s1l1", list(opts.seeds[:looks.n0])).replace(resume=False))
     p.where.cleanup()
     fewest, most = greedy_path.trial_counts(len(d), looks, len(confirm))
     conf = (len(d) + 1) * len(confirm)
@@ -209,6 +238,7 @@ def main(opts: options.StudyOptions, extra) -> int:
     with bad_input():
         confirm, looks = check(opts, extra)
         a, b, a_name, b_name = endpoints(opts, extra)
+        check_resume(opts, greedy_path.differences(a, b))
         if opts.dry_run:
             dry_run(opts, a, b, a_name, b_name, confirm, looks)
             return exits.OK
@@ -243,6 +273,13 @@ def _said(step) -> None:
           f"{step.full} without racing)", flush=True)
 
 
+def command_tag(argv: tuple[str, ...]) -> str:
+    """The command as the path's MLflow run records it: a --tracking-uri or --optuna-storage password as ***."""
+    from adbs_lab.driver.preflight import logged_argv
+
+    return " ".join(logged_argv(argv))
+
+
 def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) -> int:
     from adbs_lab.results import path_report
     from adbs_lab.stores import tracking_store
@@ -253,7 +290,7 @@ def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) 
                               confirm_seeds=confirm, wall_s=wall_s)
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     rid = path_report.log_run(tracking_store.client(uri), uri, opts.storage, files, steps, confirmed,
-                              {"adbs.command": " ".join(opts.argv), "adbs.from": a_name, "adbs.to": b_name})
+                              {"adbs.command": command_tag(opts.argv), "adbs.from": a_name, "adbs.to": b_name})
     print(f"\n{NAME}: {a_name} -> {b_name} ({OBJECTIVE}, Δ on seeds {' '.join(map(str, confirm))})\n")
     print((folder / "table.txt").read_text())
     print(path_report.saved_line(steps))

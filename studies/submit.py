@@ -118,7 +118,7 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
         raise SubmitError("--address is required: the Ray dashboard of the cluster, e.g. http://HEAD:8265 "
                           "(the Jobs API; from a laptop, tunnel it: ssh -L 8265:localhost:8265 HEAD)")
     if not re.fullmatch(r"https?://[^/\s:]+(:\d+)?/?", args.address):
-        raise SubmitError(f"--address {args.address!r}: expected the dashboard's http address, http://HEAD:8265; "
+        raise SubmitError(f"--address {redact(args.address)!r}: expected the dashboard's http address, http://HEAD:8265; "
                           "ray:// (Ray Client) and HOST:6379 (GCS) addresses are not the Jobs API")
     if not args.study:
         raise SubmitError("no study after `--`: e.g. -- studies/alpha_sweep.py --storage /shared/runs ...")
@@ -152,7 +152,7 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
                           "use an MLflow server (http://MLFLOW_HOST:5000)")
     address = _flag(rest, "--address")
     if address not in (None, "auto"):
-        raise SubmitError(f"study option --address {address!r}: a submitted study runs on the cluster and connects "
+        raise SubmitError(f"study option --address {redact(address)!r}: a submitted study runs on the cluster and connects "
                           "to it itself; drop the option (submit.py adds --address auto)")
     args.study[1:] = rest = project_config(args, rest)
     for a in [*rest, *args.pip]:

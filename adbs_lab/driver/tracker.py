@@ -201,6 +201,7 @@ class MlflowTracker(Callback):
         its configuration again as another trial (adbs_lab/search/searcher.py: _requeue_orphans); the first run would stay
         RUNNING with part of the metrics beside the new one (bench/load.py --kill). It is closed as KILLED, state
         INTERRUPTED, tagged adbs.orphaned, and moved out of the trial map."""
+        self.flush_waiting()
         if getattr(self, "_orphans_checked", True):
             return
         self._orphans_checked = True
@@ -313,6 +314,14 @@ class MlflowTracker(Callback):
             run_id = self.trial_run_id(tid)
             for i in range(0, len(points) if run_id else 0, self.BATCH):
                 self.client.log_batch(run_id, metrics=points[i:i + self.BATCH])
+
+    def flush_waiting(self) -> None:
+        """Write the points of every trial that have waited FLUSH_S: Tune calls on_step_begin many times a second,
+        and a trial's next report may be a base epoch (minutes on a CPU) away, which left its last point out of the
+        MLflow UI's live curve until then."""
+        now = time.monotonic()
+        for tid in [tid for tid, (since, _) in self._pending.items() if now - since >= self.FLUSH_S]:
+            self.flush(tid)
 
     def on_checkpoint(self, iteration, trials, trial, checkpoint, **info) -> None:
         # Tune calls this after on_trial_result of the report the checkpoint rides with, and before its next

@@ -54,6 +54,7 @@ def test_default_b_is_the_latest_knobs_study(capsys, tmp_path):
 @pytest.mark.parametrize("flags, said", [
     (["--from", "no_such_preset_or_file", "--to", "cpu"], "no such file, and not a preset name"),
     (["--from", "missing/a.yaml", "--to", "cpu"], "--from missing/a.yaml: no such file"),
+    (["--from", str(REPO / "docs"), "--to", "cpu"], f"--from {REPO / 'docs'} is a folder"),  # was "no such file"
     (["--from", "cpu", "--to", "cpu"], "are the same configuration"),
     (["--from", "cpu", "--released", "--to", "cpu"], "cannot go with --from"),
     ([], "no knobs study in"),
@@ -64,3 +65,39 @@ def test_bad_input_exits_2_before_anything(capsys, tmp_path, flags, said):
     assert r.returncode == 2, r.stdout + r.stderr
     assert said in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_resume_without_an_earlier_run_exits_2_as_its_dry_run_does(capsys, files, dry):
+    """A run with --resume and nothing to continue started the path from nothing, while its dry run refused."""
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), "--resume", *dry)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--resume: no earlier run of ablation_path to continue" in r.stderr
+    assert not (files / "runs").exists() or not [f for f in (files / "runs").rglob("*") if f.is_file()]
+
+
+def test_resume_dry_run_of_one_difference_looks_where_the_run_starts(capsys, tmp_path):
+    """With one difference the path's first Tune run is the confirmation (a step of one candidate races nothing):
+    the dry run with --resume accepts the earlier run there, as the run continues it."""
+    (tmp_path / "a.yaml").write_text("alpha: 0.05\n")
+    (tmp_path / "b.yaml").write_text("alpha: 0.1\n")
+    earlier = tmp_path / "runs" / "ablation_path-confirm"
+    earlier.mkdir(parents=True)
+    (earlier / "study.json").write_text(json.dumps({"study": "ablation_path", "fingerprint": "x"}))
+    flags = ["--smoke", "--from", str(tmp_path / "a.yaml"), "--to", str(tmp_path / "b.yaml"), "--resume", "--dry-run"]
+    r = _run(capsys, tmp_path, *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 differences (alpha)" in r.stdout
+
+
+def test_the_path_runs_command_tag_holds_no_password():
+    """The path's MLflow run tagged the command as typed, a --tracking-uri password included (the studies' runs
+    record it redacted: adbs_lab/driver/preflight.py, logged_argv)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("adbs_ablation_path", REPO / "studies" / "ablation_path.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    tag = mod.command_tag(("studies/ablation_path.py", "--tracking-uri", "http://bob:hunter22@mlflow:5000",
+                           "--optuna-storage=postgresql://bob:hunter22@db/optuna"))
+    assert "hunter22" not in tag and tag.count("***@") == 2

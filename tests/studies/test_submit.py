@@ -72,6 +72,19 @@ def test_bad_arguments_refused_before_submitting(argv, msg, monkeypatch):
         checked(argv)
 
 
+@pytest.mark.parametrize("argv", [
+    ["--address", "http://bob:hunter22@head:8265"] + GOOD[2:],  # the Jobs API takes no user information
+    GOOD + ["--address", "http://bob:hunter22@head:8265"],  # nor does a submitted study's own --address
+    GOOD[:8] + ["--tracking-uri", "https://bob:hunter22@mlflow.example.org"],
+])
+def test_a_refused_address_with_a_password_is_printed_without_it(argv, monkeypatch):
+    """The refusal of a malformed --address quoted it whole, password and all, on the terminal and in CI logs."""
+    monkeypatch.chdir(REPO)
+    with pytest.raises(submit.SubmitError) as e:
+        checked(argv)
+    assert "hunter22" not in str(e.value)
+
+
 def test_missing_separator():
     with pytest.raises(submit.SubmitError, match="after `--`"):
         submit.parse(["--address", "http://h:8265", "studies/alpha_sweep.py"])

@@ -146,6 +146,31 @@ def test_a_trials_points_wait_in_the_driver_until_its_checkpoint_its_end_or_flus
     assert "_pending" not in t.__getstate__()  # Tune pickles the callback; points in flight are not state
 
 
+def test_a_point_waits_at_most_flush_s_even_when_its_trial_reports_nothing_more(tmp_path, monkeypatch):
+    """A trial's point waited for that trial's next report (a base epoch away: minutes on a CPU), not FLUSH_S:
+    Tune's loop (on_step_begin, many times a second) writes the points that have waited FLUSH_S."""
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab.records.tune_keys import CONFIG_KEY
+    from adbs_lab.driver.tracker import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    trial = SimpleNamespace(trial_id="t0", config={CONFIG_KEY: Config(), "seed": 0}, last_result=None)
+    t = MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
+                      varying=["seed"], resume=False, ends=None)
+    t.on_trial_start(0, [], trial)
+    t.on_trial_result(0, [], trial, {K.REPORT_KIND: K.KIND_BASE, K.BASE_STEP: 0, "base/loss": 1.0})
+    client, run_id = MlflowClient(uri), t.trial_run_id("t0")
+    t.on_step_begin(0, [trial])
+    assert client.get_metric_history(run_id, "base/loss") == []  # it has not waited FLUSH_S yet
+    monkeypatch.setattr(MlflowTracker, "FLUSH_S", 0.0)  # now it has
+    t.on_step_begin(0, [trial])
+    assert [m.step for m in client.get_metric_history(run_id, "base/loss")] == [0]
+
+
 @pytest.mark.parametrize("text", ['{"parent": "abc", "tri', "[]", '{"trials": 5}'])
 def test_a_damaged_runs_file_is_named_not_read_as_whatever_it_holds(tmp_path, text):
     """The study's map of trials to MLflow runs (read on --resume and for the tables) once ended in a
