@@ -20,7 +20,33 @@ from adbs_lab.driver import interrupts
 from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.driver.options import StudyInputError, resume_command
 
-__all__ = ["env_defaults", "ray_session", "disk_full", "interrupted"]
+__all__ = ["env_defaults", "ray_session", "disk_full", "interrupted", "checkpoint_period", "set_checkpoint_period",
+           "PERIOD_ENV"]
+
+
+PERIOD_ENV = "TUNE_GLOBAL_CHECKPOINT_S"
+"""How often Ray Tune saves its experiment state (seconds, or "auto"); read when the study's Tuner starts."""
+_USER_PERIOD: str | None = None  # the user's own TUNE_GLOBAL_CHECKPOINT_S ("" if none), read by env_defaults
+
+
+def checkpoint_period(trials: int) -> str:
+    """Seconds between saves of Tune's experiment state for a study of `trials` trials: 2 s up to 100 trials,
+    then in proportion to them (20 s at 1,000, 100 s at 5,000).
+
+    Why: the state holds every trial (about 50 KB each, ray/tune/execution/experiment_state.py saves it whole), so
+    at a fixed period the driver's saving work grows with trials squared (docs/benchmarks.md); a period in
+    proportion to the state keeps it per trial constant. Why not Tune's "auto" (every max(10 s, 19 x the last
+    save's time)): a driver killed between saves reruns the trials that ended since the last one (--resume closes
+    their first runs as orphans, adbs_lab/driver/tracker.py), and 10 s is most of a small study; 2 s keeps that gap
+    as before for studies up to 100 trials. A trial's checkpoints are never lost to the gap: Tune saves at once when
+    a trial has made CheckpointConfig.num_to_keep of them (adbs_lab/driver/launch.py)."""
+    return str(max(2, round(0.02 * trials)))
+
+
+def set_checkpoint_period(trials: int) -> None:
+    """TUNE_GLOBAL_CHECKPOINT_S for the study about to start (`checkpoint_period`), unless the user set it."""
+    if not _USER_PERIOD:
+        os.environ[PERIOD_ENV] = checkpoint_period(trials)
 
 
 def env_defaults() -> None:
@@ -31,13 +57,11 @@ def env_defaults() -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    # Tune's experiment state holds every trial (about 50 KB each with its metric statistics), so a save costs
-    # more as the study grows: "auto" (ray/tune/execution/experiment_state.py) saves every max(10 s, 19 x the last
-    # save's time), at most 5% of the driver's time, where a fixed 2 s made the driver's work grow with trials
-    # squared (docs/benchmarks.md). A driver killed between saves reruns the trials since the last one: --resume
-    # closes their first runs as orphans (adbs_lab/driver/tracker.py: on_step_begin) and a trial's checkpoints are
-    # never lost to the gap, as Tune saves at once when a trial has made CheckpointConfig.num_to_keep of them.
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "auto")
+    # TUNE_GLOBAL_CHECKPOINT_S: set per study by `checkpoint_period` (the study's size is known only then), unless
+    # the user set it; remembered here, before any study of this process set it.
+    global _USER_PERIOD
+    if _USER_PERIOD is None:
+        _USER_PERIOD = os.environ.get(PERIOD_ENV, "")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     # Trials checkpoint after every session (seconds apart), which forces Tune state snapshots; that is
     # intended, so silence the "snapshotting triggered multiple times" warning.
@@ -134,6 +158,7 @@ def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
     next, and it ends with this process (as a Ray session the caller started keeps running)."""
     import ray
 
+    set_checkpoint_period(p.total)
     try:
         with interrupts.ray_starting():  # Ray's start is never cut in half, nor its SIGTERM handler ours
             res = _start_ray(p)
