@@ -29,7 +29,7 @@ from adbs_lab.records.trial_records import LABEL
 from adbs_lab.search.auto_seeds import differences
 from adbs_lab.stats import planner
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, label, welch, wording
+from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, printed_ends, welch, wording
 
 __all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
            "sentence", "sentences", "plan_lines", "row_seconds", "cell", "cell_text", "ends", "note", "best_standing",
@@ -221,16 +221,9 @@ def sentence(c: Compared, metric: str = "test_acc") -> str:
 
 
 def ends(c: Compared) -> tuple[str, str]:
-    """The interval's ends as printed: rounded outward (the printed interval holds the computed one), with as many
-    decimals as it takes for the printed ends to give the same verdict (2, or more where an end is within rounding
-    of 0 or ±δ), so a verdict never stands beside a printed interval that says otherwise."""
-    v = c.verdict
-    for d in range(2, 7):
-        k = 10 ** d
-        lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
-        if label(lo, hi, c.delta) is v.verdict:
-            return f"{lo:+.{d}f}", f"{hi:+.{d}f}"
-    return f"{v.lo:+.8f}", f"{v.hi:+.8f}"
+    """The interval's ends as printed (`printed_ends`: rounded outward until they give the verdict)."""
+    lo, hi, _ = printed_ends(c.verdict, c.delta)
+    return lo, hi
 
 
 def cell_text(c: Compared) -> str:

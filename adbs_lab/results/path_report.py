@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from adbs_lab.search.path import Confirmed, Step, runs_saved
-from adbs_lab.stats.verdicts import Verdict, label, wording
+from adbs_lab.stats.verdicts import Verdict, printed_ends, wording
 
 __all__ = ["EXPERIMENT", "interval_text", "table_rows", "table_text", "saved_line", "figure", "write", "log_run"]
 
@@ -20,15 +20,12 @@ EXPERIMENT = "ablation_path"
 
 
 def interval_text(v: Verdict, delta: float) -> str:
-    """`+1.23 (95% CI +0.40 to +2.06)`, the ends rounded outward so they give `v`'s verdict; no interval with n < 2."""
+    """`+1.23 (95% CI +0.40 to +2.06)`, the ends rounded outward so they give `v`'s verdict (`printed_ends`), the
+    estimate with as many decimals; no interval with n < 2."""
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
         return f"{v.estimate:+.2f} (n={v.n}: no interval)"
-    for d in range(2, 7):
-        k = 10 ** d
-        lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
-        if label(lo, hi, delta) is v.verdict:
-            return f"{v.estimate:+.{d}f} ({lo:+.{d}f} to {hi:+.{d}f})"
-    return f"{v.estimate:+.8f} ({v.lo:+.8f} to {v.hi:+.8f})"
+    lo, hi, d = printed_ends(v, delta)
+    return f"{v.estimate:+.{d}f} ({lo} to {hi})"
 
 
 def table_rows(start: float, confirmed: Sequence[Confirmed], delta: float) -> list[list[str]]:

@@ -259,17 +259,12 @@ def verdict_lines(race: Race, plan: RacePlan, objective: str) -> list[str]:
 
 
 def _ends(v: Verdict, delta: float) -> str:
-    """The interval's ends as printed, rounded outward with as many decimals as it takes for the printed ends to give
-    the verdict (the table's rule, adbs_lab/results/comparisons.py: ends), so no verdict stands beside a printed
-    interval that says otherwise."""
-    from adbs_lab.stats.verdicts import label
+    """The interval's ends as printed (adbs_lab/stats/verdicts.py: printed_ends, the table's rule), so no verdict
+    stands beside a printed interval that says otherwise."""
+    from adbs_lab.stats.verdicts import printed_ends
 
-    for d in range(2, 7):
-        k = 10 ** d
-        lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
-        if label(lo, hi, delta) is v.verdict:
-            return f"{lo:+.{d}f} to {hi:+.{d}f}"
-    return f"{v.lo:+.8f} to {v.hi:+.8f}"
+    lo, hi, _ = printed_ends(v, delta)
+    return f"{lo} to {hi}"
 
 
 def post_selection(race: Race) -> dict[str, Any] | None:

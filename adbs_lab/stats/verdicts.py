@@ -31,8 +31,8 @@ from scipy import stats
 
 from adbs_lab.stats.looks import Looks
 
-__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "wording", "bonferroni", "intervals", "replay",
-           "family_verdicts", "half_width"]
+__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "wording", "bonferroni",
+           "intervals", "replay", "family_verdicts", "half_width"]
 
 
 class Label(str, enum.Enum):
@@ -98,6 +98,18 @@ def classify(lo: np.ndarray | float, hi: np.ndarray | float, delta: float) -> np
 def label(lo: float, hi: float, delta: float) -> Label:
     """The verdict of one interval [lo, hi] (`classify` for one)."""
     return LABELS[int(classify(lo, hi, delta))]
+
+
+def printed_ends(v: Verdict, delta: float) -> tuple[str, str, int]:
+    """The interval's ends as printed, and their decimals: rounded outward (the printed interval holds the computed
+    one), with as many decimals as it takes for the printed ends to give `v`'s verdict (2, or more where an end is
+    within rounding of 0 or ±δ), so a verdict never stands beside a printed interval that says otherwise."""
+    for d in range(2, 7):
+        k = 10 ** d
+        lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
+        if label(lo, hi, delta) is v.verdict:
+            return f"{lo:+.{d}f}", f"{hi:+.{d}f}", d
+    return f"{v.lo:+.8f}", f"{v.hi:+.8f}", 8
 
 
 def wording(verdict: Label, delta: float) -> str:
