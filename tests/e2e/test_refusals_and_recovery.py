@@ -295,7 +295,7 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
     if other.exists():  # the other store got no experiment of this study
         assert MlflowClient(f"sqlite:///{other}").get_experiment_by_name("alpha_sweep") is None
     # another --shadow-share: accepted, dry run and run, since this study (--pruner none) stops no trial to run on
-    dry = in_process(capsys, resume + ["--shadow-share", "0.5", "--dry-run"], cwd="/")
+    dry = _run(resume + ["--shadow-share", "0.5", "--dry-run"])  # a process: it connects to this test's Ray cluster
     assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
     # settings a resumed study keeps from its first run: said, and ignored
     at = resume.index("--max-concurrent")
