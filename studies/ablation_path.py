@@ -20,6 +20,7 @@ about d^2/2 candidates times seeds for d differences, plus d + 1 configurations 
 <storage>/base_cache.
 Each race look and the confirmation is one Ray Tune run (its own study folder <storage>/ablation_path[-NAME]-sKlJ
 and -confirm, MLflow experiment 'ablation_path'); --resume reuses the finished ones and continues the interrupted one.
+One run of a path at a time per --storage: a second (its --resume and --dry-run too) exits 2 naming the first.
 Writes <storage>/ablation_path[-NAME]/: table.txt/.md (step, change, objective, Δ with interval, verdict), path.png,
 path.json, report.md; and an MLflow run 'ablation path ...' with them.
 Time: --smoke 59 s (4 trials in one Tune run; 2-core CPU, load average 9-11; 98 s at 13-15); the default depends on d
@@ -28,7 +29,9 @@ Time: --smoke 59 s (4 trials in one Tune run; 2-core CPU, load average 9-11; 98 
 
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
@@ -166,6 +169,54 @@ def check_resume(opts: options.StudyOptions, d: list[str]) -> None:
                               f"continue in {opts.storage} (nothing in {where}); run without --resume to start one")
 
 
+def path_folder(opts: options.StudyOptions):
+    """The path's own study folder <storage>/ablation_path[-NAME] (its table and report); its lock stands for the
+    whole path: the Tune runs' folders beside it (-sKlJ, -confirm) are taken one at a time, so a second run of the
+    same path would otherwise start (or move aside, or reuse) the ones the first is not in at that moment."""
+    from adbs_lab.stores.study_folder import StudyFolder
+
+    return StudyFolder(opts.storage, NAME + opts.folder)
+
+
+def busy_advice(where) -> str:
+    """What the refusal of a second run of the path says to do (adbs_lab/stores/study_folder.py: StudyLock)."""
+    return (f"that run holds this path ({where}, and its Tune runs' folders {where.folder}-s<K>l<J> and "
+            f"{where.folder}-confirm beside it) until it ends: wait for it to end (its table is then in {where}; "
+            "--resume reuses its Tune runs), or pass --name NAME to run another path beside it")
+
+
+def check_running(opts: options.StudyOptions) -> None:
+    """Another run of this path on this storage (its lock, probed without taking it): StudyInputError; the run and
+    the dry run refuse alike, before anything is written."""
+    where = path_folder(opts)
+    try:
+        busy = where.running(busy_advice(where))
+    finally:
+        where.cleanup()
+    if busy:
+        raise StudyInputError(f"{NAME}: {busy}")
+
+
+@contextmanager
+def holding(opts: options.StudyOptions) -> Iterator[None]:
+    """Hold the path's lock for the whole path (every Tune run and the outputs); taken by another run since
+    `check_running`: exit 2, nothing written."""
+    from adbs_lab.driver.prepared import fail
+    from adbs_lab.stores.study_folder import StudyBusy
+
+    where = path_folder(opts)
+    try:
+        lock = where.lock(command_tag(opts.argv), busy_advice(where))
+    except StudyBusy as e:
+        where.cleanup()
+        fail(f"{NAME}: {e}")
+    try:
+        yield
+    finally:
+        lock.release()
+        where.cleanup()
+
+
 def sub_opts(opts: options.StudyOptions, tag: str, seeds: list[int]) -> options.StudyOptions:
     name = f"{opts.name}-{tag}" if opts.name else tag
     return opts.replace(name=name, seeds=tuple(seeds), dry_run=False)
@@ -238,13 +289,14 @@ def main(opts: options.StudyOptions, extra) -> int:
     with bad_input():
         confirm, looks = check(opts, extra)
         a, b, a_name, b_name = endpoints(opts, extra)
+        check_running(opts)  # before --resume's check: the other run may not have written what it looks for yet
         check_resume(opts, greedy_path.differences(a, b))
         if opts.dry_run:
             dry_run(opts, a, b, a_name, b_name, confirm, looks)
             return exits.OK
     from adbs_lab.driver import interrupts
 
-    with interrupts.handling() as ints:  # one handler for the whole path: the steps' runs share it
+    with holding(opts), interrupts.handling() as ints:  # one handler for the whole path: the steps' runs share it
         try:
             return _path(opts, a, b, a_name, b_name, confirm, looks)
         except KeyboardInterrupt:  # between two Tune runs (inside one, the run itself exits 130 with this advice)

@@ -16,10 +16,11 @@ adbs_lab.results.tables.paper_table, the same function the study printed its tab
 With several studies (names or run ids; the same study twice compares two of its runs by id), the rows
 of all of them form one table ('<study>: <row>', each row's Delta_last against its own study's baseline)
 and one figure (compare_sessions.png: every row's accuracy per session, in its own study's colour, a line style per
-study, with its 95% CI band); each comparison that ran in two or more
-tasks (each study run, e.g. one per dataset, and each host or k-shot cell within it) also gets the interquartile
-mean of each side and the paired probability of improvement, with stratified-bootstrap intervals
-(adbs_lab/results/across_tasks.py; docs/statistics.md), and a warning below 5 runs per task.
+study, with its 95% CI band). Each comparison that ran in two or more
+tasks (each study run, e.g. one per dataset, and each host or k-shot cell within it: one hosts or kshot_grid study
+has several) also gets the interquartile mean of each side and the paired probability of improvement, with
+stratified-bootstrap intervals (adbs_lab/results/across_tasks.py; docs/statistics.md), and a warning below 5 runs
+per task.
 `paper --datasets A B` (or 'all', or several paper run ids) redraws the latest paper report of each dataset into
 <out>/<dataset>/ and writes one D_cs table across them (<out>/report.md, dcs.md, dcs.csv): a row per host (and
 the ablation), per dataset ours without and with ADBS beside the paper's Table 4.
@@ -185,8 +186,7 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     print(renderings.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
     # the family's comparisons that ran in two or more tasks (datasets, hosts): IQM and P(X > Y) over the tasks
-    family = [c.pair for c in table.attrs.get("comparisons", [])]
-    said = across_tasks.lines(across_tasks.across(family, sessions, trials, metric=args.metric), args.metric)
+    said = across_tasks.table_lines(table, sessions, trials, args.metric)
     if said:
         print("\n" + "\n".join(said))
     names = "-".join(dict.fromkeys(s.name for s in studies))
@@ -237,8 +237,12 @@ def _report_study(study, args: argparse.Namespace, uri: str) -> int:
             print(f"\nours (mean over seeds) beside the paper ({renderings.PAPER_SOURCE}; '-' = not quoted):\n")
             print(renderings.render_plain(beside, args.format))
 
+    # its comparisons that ran in two or more of its tasks (hosts, k-shot cells): as `report.py A B` prints them
+    said = across_tasks.table_lines(table, study.sessions, study.trials, args.metric)
+    if said:
+        print("\n" + "\n".join(said))
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
-    files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper)
+    files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper, across=said)
     if study.multi:  # a search of several --objectives: its Pareto front, as the study listed it
         from adbs_lab.results import pareto
 

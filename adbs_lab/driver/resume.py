@@ -15,7 +15,7 @@ from adbs_lab.driver.options import StudyInputError
 from adbs.redaction import reveal
 from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder, rebind
 
-__all__ = ["RESUME_FIXED", "check_resume", "resume_notes", "mlflow_has_run", "json_object", "pickled_globals",
+__all__ = ["RESUME_FIXED", "changed_setting", "check_resume", "resume_notes", "mlflow_has_run", "json_object", "pickled_globals",
            "missing_code", "moved_code", "moved_message"]
 
 
@@ -23,7 +23,8 @@ RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_see
                 "cpus_per_trial": "--cpus-per-trial", "shadow_share": "--shadow-share"}
 """Settings --resume cannot change: an Optuna study's directions (one per objective) are fixed when it is created,
 Tune restores the pruner (its stopper) and the sampler (its searcher) of the interrupted run, and a trial's CPUs are
-its torch threads, which change CPU numbers (adbs/runtime.py). Checked in this order: the objectives first, since
+its torch threads, which change CPU numbers (adbs/runtime.py); the shadows' share where the study can prune
+(changed_setting). Checked in this order: the objectives first, since
 the default pruner follows them (adbs_lab/driver/options.py: parse), so other objectives are named as what changed."""
 
 
@@ -45,6 +46,30 @@ def _now(key: str, p: Prepared) -> Any:
     if key == "objectives":
         return objectives.texts(p.objectives)
     return getattr(p, key) if key in ("pruner", "sampler_seed") else getattr(p.opts, key)
+
+
+def changed_setting(settings: dict[str, Any], now: dict[str, Any], command: str) -> str | None:
+    """The refusal when this run's RESUME_FIXED settings (`now`) differ from the study's (`settings`, study.json;
+    `command`, the command that started it), else None. --shadow-share is compared only where the study as saved
+    can prune: with --pruner none no trial is stopped, so none runs on as a shadow and the share decides nothing
+    (adbs_lab/search/shadows.py); where it can, the share already decided which stopped trials ran on."""
+    def show(v):
+        return ("(not given)" if v is None else f"{v:g}" if isinstance(v, float) else
+                " ".join(v) if isinstance(v, list) else str(v))
+
+    for key, flag in RESUME_FIXED.items():
+        if not (key in settings or key == "objectives") or _held(key, settings) == now[key]:
+            continue
+        if key == "shadow_share" and settings.get("pruner") == "none":
+            continue
+        held_value = show(_held(key, settings))
+        why = (f"the share already decided which of the trials its pruner (--pruner {settings.get('pruner')}) "
+               "stopped ran on as shadows, and the pruning premise weighs each shadow by it; "
+               if key == "shadow_share" else "")
+        return (f"--resume: {flag} {show(now[key])} differs from the study's {flag} {held_value} ({command}); {why}a "
+                f"study cannot change it midway: rerun with {flag} {held_value} (or without the flag when it was not "
+                "given), or start a new study with --name NAME")
+    return None
 
 
 def check_resume(p: Prepared) -> dict[str, Any]:
@@ -79,17 +104,9 @@ def check_resume(p: Prepared) -> dict[str, Any]:
         raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))
     settings = held.get("settings", {})
     command = held.get("command", "?")
-    for key, flag in RESUME_FIXED.items():
-        if (key in settings or key == "objectives") and _held(key, settings) != _now(key, p):
-            def show(v):
-                return ("(not given)" if v is None else f"{v:g}" if isinstance(v, float) else
-                        " ".join(v) if isinstance(v, list) else str(v))
-
-            held_value = show(_held(key, settings))
-            raise StudyInputError(
-                f"--resume: {flag} {show(_now(key, p))} differs from the study's {flag} {held_value} "
-                f"({command}); a study cannot change it midway: rerun with {flag} {held_value} (or without the flag "
-                "when it was not given), or start a new study with --name NAME")
+    changed = changed_setting(settings, {key: _now(key, p) for key in RESUME_FIXED}, command)
+    if changed:
+        raise StudyInputError(changed)
     parent = json_object(_driver_file(where, tracking_store.RUNS_FILE), where.display(tracking_store.RUNS_FILE)).get("parent")
     if parent and not mlflow_has_run(p.tracking_uri, parent):
         raise StudyInputError(

@@ -1,4 +1,5 @@
-"""The comparisons of a table across tasks: for `studies/report.py A B ...` over datasets or hosts, each comparison
+"""The comparisons of a table across tasks: for `studies/report.py A B ...` over datasets or hosts (and
+`studies/report.py hosts`, one study of several hosts or k-shot cells), each comparison
 of the verdict family (adbs_lab/results/comparisons.py: the pairs the table gave verdicts) that ran in two or more
 tasks gets the interquartile mean of each side and the paired probability of improvement, with stratified-bootstrap
 intervals (adbs_lab/stats/aggregate.py; Agarwal et al. 2021, "Deep reinforcement learning at the edge of the
@@ -9,7 +10,8 @@ it ran in differs:
 
 - each study run of the report is a task (`ablation (1a2b3c4d): adb+ic vs ablation (1a2b3c4d): baseline` and the
   same rows of another `ablation` run, e.g. on another dataset, are `adb+ic vs baseline` in two tasks);
-- within a study, rows that differ in one `key=value` setting share the rest as their task (a k-shot cell:
+- within a study (one of several, or the one study of `studies/report.py hosts`, whose rows carry no study
+  name), rows that differ in one `key=value` setting share the rest as their task (a k-shot cell:
   `ways=5 shots=1: variant=adb+ic vs variant=baseline` is `variant=adb+ic vs variant=baseline` in the task
   `kshot_grid: ways=5 shots=1`);
 - a row that is its reference plus a change (`SAVC+ADBS` against `SAVC`, the hosts study) is `+ADBS vs without` in
@@ -33,7 +35,7 @@ from adbs_lab.records.trial_records import LABEL
 from adbs_lab.results.comparisons import ALPHA, Pair, seed_values
 from adbs_lab.stats.aggregate import FEW_RUNS, Interval, improvement_interval, iqm_interval
 
-__all__ = ["WITHOUT", "Across", "task_of", "groups", "across", "names", "lines"]
+__all__ = ["WITHOUT", "Across", "task_of", "groups", "across", "names", "lines", "table_lines"]
 
 WITHOUT = "without"
 """Y's name in a comparison of a row with its reference plus a change (`+ADBS vs without`)."""
@@ -140,3 +142,12 @@ def lines(results: Sequence[Across], metric: str = "test_acc", alpha: float = AL
             out.append(f"    warning: fewer than {FEW_RUNS} runs per task (the fewest: {few}); with 3 runs per task "
                        f"these intervals cover 91-93% where they claim 95% (docs/statistics.md)")
     return out
+
+
+def table_lines(table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame | None,
+                metric: str = "test_acc") -> list[str]:
+    """`lines` for the comparisons of a table (tables.paper_table: `table.attrs["comparisons"]`, its verdict family)
+    that ran in two or more tasks: of several studies (`report.py A B`), or of one study whose hosts or k-shot
+    cells are its tasks (`report.py hosts`, `report.py kshot_grid`); [] where none did."""
+    family = [c.pair for c in table.attrs.get("comparisons", [])]
+    return lines(across(family, sessions, trials, metric=metric), metric)

@@ -440,8 +440,10 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
     return files
 
 
-def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool) -> list[Path]:
-    """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store."""
+def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool,
+          across: list[str] | tuple[str, ...] = ()) -> list[Path]:
+    """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store (with `across`,
+    the lines of its comparisons across its tasks, hosts or k-shot cells: adbs_lab/results/across_tasks.py)."""
     files = _write_tables(out, study.sessions, study.trials, table, fmt,
                           caption=f"{study.name}: test accuracy (%) per session", order=study.order,
                           notes=study.notes)
@@ -463,7 +465,7 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
         out, study=study.name, table=table, trials=study.trials, best=best, figures=figs, meta=meta,
         paper_md=render_plain(beside, "markdown") if beside is not None else None, order=study.order, pareto=record,
-        not_drawn=not_drawn, notes=study.notes), [])
+        not_drawn=not_drawn, notes=study.notes, across_md="\n".join(across) or None), [])
     return files + ([report] if report else []) + figs
 
 

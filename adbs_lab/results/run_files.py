@@ -292,7 +292,7 @@ def report_markdown(*, study: str, table_md: str, best: dict | None, savings: di
     missing a seed (adbs_lab/results/seed_counts.py); `no_best`: why there is no best configuration, when it is not that
     nothing completed; `not_drawn`: one line per analysis that failed or could not be drawn (`guarded`); `notes`
     (adbs_lab/results/notes.py: a smoke run, the settings changed from the study's defaults) first, under the title;
-    `across_md`: the comparisons across tasks of a report over several studies (adbs_lab/results/across_tasks.py)."""
+    `across_md`: the comparisons across tasks of a report (its studies, hosts, k-shot cells: adbs_lab/results/across_tasks.py)."""
     lines = [f"# {study}", ""] + [line for n in notes for line in (f"**{n}**", "")]
     for k, v in (meta or {}).items():
         lines.append(f"- {k}: {v}")

@@ -40,6 +40,10 @@ SNAPSHOT_DIR = "study_files"
 SNAPSHOT_FILES = ("optuna.db", "mlflow_runs.json")  # tracking.RUNS_FILE
 
 
+BUSY_ADVICE = "wait for it to end, or pass --name NAME to run another study beside it"
+"""What the refusal of a second copy of a running study tells the user to do (StudyLock); a study whose runs hold
+more than one folder (studies/ablation_path.py) says its own."""
+
 _REBOUND: dict[str, dict[str, str]] = {}
 
 
@@ -182,14 +186,15 @@ class StudyFolder:
             self.fs.move(self.path, dest)
         return self.aside(stamp)
 
-    def running(self) -> str | None:
-        """Who runs this study right now (StudyLock's refusal message), or None; probes the lock without taking it
-        and writes nothing (the preflight, --dry-run)."""
-        return StudyLock.held_by(self)
+    def running(self, advice: str = BUSY_ADVICE) -> str | None:
+        """Who runs this study right now (StudyLock's refusal message, ending in `advice`), or None; probes the lock
+        without taking it and writes nothing (the preflight, --dry-run)."""
+        return StudyLock.held_by(self, advice)
 
-    def lock(self, command: str) -> "StudyLock":
-        """Hold `<storage>/<folder>.lock` while this driver runs the study; StudyBusy names the holder if taken."""
-        return StudyLock(self, command)
+    def lock(self, command: str, advice: str = BUSY_ADVICE) -> "StudyLock":
+        """Hold `<storage>/<folder>.lock` while this driver runs the study; StudyBusy names the holder if taken (and
+        says `advice`: what to do instead)."""
+        return StudyLock(self, command, advice)
 
     def prepare(self) -> None:
         """Create the local folder (the staging folder for a URL) and, for a URL, check it is writable."""
@@ -240,10 +245,10 @@ class StudyBusy(RuntimeError):
     (`_link_message`); the message says which."""
 
 
-def _busy_message(where: StudyFolder, held: dict) -> str:
+def _busy_message(where: StudyFolder, held: dict, advice: str = BUSY_ADVICE) -> str:
     return (f"study {where.folder!r} is already running in {where.storage} (PID {held.get('pid', '?')} "
-            f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); wait "
-            f"for it to end, or pass --name NAME to run another study beside it")
+            f"on {held.get('host', '?')}, started {held.get('started', '?')}: {held.get('command', '?')}); "
+            f"{advice}")
 
 
 class StudyLock:
@@ -258,8 +263,8 @@ class StudyLock:
 
     RENEW_S, TTL_S = 15.0, 60.0
 
-    def __init__(self, where: StudyFolder, command: str):
-        self.where = where
+    def __init__(self, where: StudyFolder, command: str, advice: str = BUSY_ADVICE):
+        self.where, self.advice = where, advice
         self.info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                      "command": command, "renewed": time.time()}
         self._holder = f"{where.path}.lock" if where.remote else f"{where.path}.lock.json"
@@ -271,10 +276,10 @@ class StudyLock:
             self._take_filelock()
 
     def _message(self, held: dict) -> str:
-        return _busy_message(self.where, held)
+        return _busy_message(self.where, held, self.advice)
 
     @classmethod
-    def held_by(cls, where: StudyFolder) -> str | None:
+    def held_by(cls, where: StudyFolder, advice: str = BUSY_ADVICE) -> str | None:
         """The refusal message when another driver holds `where`'s lock, else None; takes nothing, writes nothing.
         A folder: the lock file, if there is one, is tried with a non-blocking flock on a read-only handle (the lock
         filelock takes is the same flock) and let go at once."""
@@ -284,7 +289,7 @@ class StudyLock:
         if where.remote:
             held = probe._read_holder()
             alive = held and time.time() - float(held.get("renewed", 0)) < cls.TTL_S and not cls._dead_here(held)
-            return _busy_message(where, held) if alive and held.get("pid") != os.getpid() else None
+            return _busy_message(where, held, advice) if alive and held.get("pid") != os.getpid() else None
         import fcntl
 
         linked = probe._link_message()
@@ -297,7 +302,7 @@ class StudyLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _busy_message(where, probe._read_holder())
+            return _busy_message(where, probe._read_holder(), advice)
         finally:
             os.close(fd)  # closing the handle lets go of a lock taken through it
         return None

@@ -101,3 +101,32 @@ def test_the_path_runs_command_tag_holds_no_password():
     tag = mod.command_tag(("studies/ablation_path.py", "--tracking-uri", "http://bob:hunter22@mlflow:5000",
                            "--optuna-storage=postgresql://bob:hunter22@db/optuna"))
     assert "hunter22" not in tag and tag.count("***@") == 2
+
+
+@pytest.mark.parametrize("flags", [[], ["--resume"], ["--dry-run"], ["--resume", "--dry-run"]])
+def test_a_second_run_of_a_running_path_is_refused_naming_the_path(capsys, files, flags):
+    """Two runs of one path on one storage: the second named the Tune run the first was in (study
+    'ablation_path-s1l1') after printing its own start, and between two of the first's Tune runs it would start
+    (or move aside) the others. The path's own folder is locked for the whole path: the second exits 2 at once,
+    naming the path, its folder and what to do, and writes nothing."""
+    from adbs_lab.stores.study_folder import StudyFolder
+
+    storage = files / "runs"
+    first = files / "a.yaml", files / "b.yaml"
+    # what the first run holds while it races its first step: the path's lock, the Tune run's lock and study.json
+    locks = [StudyFolder(str(storage), f).lock(f"studies/ablation_path.py --from {first[0]} --to {first[1]}")
+             for f in ("ablation_path", "ablation_path-s1l1")]
+    (storage / "ablation_path-s1l1").mkdir()
+    (storage / "ablation_path-s1l1" / "study.json").write_text(json.dumps({"study": "ablation_path"}))
+    before = {f: f.stat().st_mtime_ns for f in storage.rglob("*")}
+    try:
+        r = _run(capsys, files, "--from", str(first[0]), "--to", str(first[1]), *flags)
+    finally:
+        for lock in locks:
+            lock.release()
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"ablation_path: study 'ablation_path' is already running in {storage} (PID" in r.stderr
+    assert f"that run holds this path ({storage / 'ablation_path'}," in r.stderr
+    assert "wait for it to end" in r.stderr and "--name NAME to run another path beside it" in r.stderr
+    assert "ablation_path-s1l1' is already running" not in r.stderr and "each step races" not in r.stdout
+    assert {f: f.stat().st_mtime_ns for f in storage.rglob("*")} == before

@@ -68,3 +68,45 @@ def test_pickles_inside_tunes_json_state_are_read_too(tmp_path):
 def test_a_damaged_state_is_left_to_the_damage_check(tmp_path):
     where = _saved_study(tmp_path, {"tuner.pkl": b"\x80\x05\x95", "searcher-state-1.pkl": b""})
     assert resume.moved_code(where) is None
+
+
+def _resumable(tmp_path, pruner: str, share: float) -> StudyFolder:
+    """An interrupted study's folder as check_resume reads it: study.json with its settings, Tune's state (a
+    tuner.pkl naming no code), its optuna.db holding the study and its runs file."""
+    import optuna
+
+    where = _saved_study(tmp_path, {"tuner.pkl": pickle.dumps({}, protocol=5)})
+    settings = {"pruner": pruner, "sampler_seed": 0, "cpus_per_trial": None, "objectives": [], "shadow_share": share}
+    (where.local / "study.json").write_text(json.dumps({"study": "s", "fingerprint": "f", "settings": settings,
+                                                        "command": "studies/s.py"}))
+    (where.local / "mlflow_runs.json").write_text("{}")
+    optuna.create_study(study_name="s", storage=f"sqlite:///{where.local / 'optuna.db'}")
+    return where
+
+
+@pytest.mark.parametrize("pruner, accepted", [("none", True), ("median", False), ("auto", False)])
+def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prune(tmp_path, pruner, accepted):
+    """--shadow-share 0.5 on the --resume of a study saved with --shadow-share 0.2: with --pruner none no trial is
+    stopped, so none ran on as a shadow and the share decided nothing: accepted (it was refused); where the study
+    prunes, refused, saying why. The dry run reads the same check (adbs_lab/driver/preflight.py)."""
+    from types import SimpleNamespace
+
+    from adbs_lab.records import objectives
+    from adbs_lab.driver.options import StudyInputError
+
+    where = _resumable(tmp_path, pruner, 0.2)
+    opts = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.5)
+    p = SimpleNamespace(opts=opts, where=where, fingerprint="f", pruner=pruner, sampler_seed=0,
+                        objectives=objectives.effective(()), optuna_url=f"sqlite:///{where.local / 'optuna.db'}",
+                        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    if accepted:
+        assert resume.check_resume(p)["shadow_share"] == 0.2  # the study's settings, as saved
+        return
+    with pytest.raises(StudyInputError) as e:
+        resume.check_resume(p)
+    said = str(e.value)
+    assert "--shadow-share 0.5 differs from the study's --shadow-share 0.2" in said
+    assert f"the share already decided which of the trials its pruner (--pruner {pruner}) stopped ran on" in said
+    assert "rerun with --shadow-share 0.2" in said
+    p.opts.shadow_share = 0.2
+    assert resume.check_resume(p)["shadow_share"] == 0.2

@@ -51,6 +51,26 @@ def test_iqm_and_improvement_over_two_datasets_by_hand():
     assert "warning: fewer than 5 runs per task (the fewest: 3)" in text
 
 
+def test_one_studys_k_shot_cells_are_its_tasks():
+    """One kshot_grid study (its rows carry no study name): adb+ic against the baseline of its own cell, in two
+    cells, is one comparison over two tasks, from the table's own family, as `report.py kshot_grid` prints it."""
+    from adbs_lab.results import tables
+
+    cells = ("ways=5 shots=1", "ways=5 shots=5")
+    values = {f"{c} variant={v}": [base + 1.0 * (v == "adb+ic") + s for s in range(3)]
+              for c, base in zip(cells, (50.0, 60.0)) for v in ("baseline", "adb+ic")}
+    sessions, trials = study_frames(values)
+    table = tables.paper_table(sessions, trials=trials, order=list(values),
+                               baseline={f"{c} variant=adb+ic": f"{c} variant=baseline" for c in cells})
+    text = "\n".join(X.table_lines(table, sessions, trials))
+    assert f"variant=adb+ic vs variant=baseline over 2 tasks ({cells[0]}, {cells[1]})" in text
+    assert "P(variant=adb+ic > variant=baseline) = 1.00 (95% CI 1.00 to 1.00; n=6: 3, 3 per task)" in text
+    assert "warning: fewer than 5 runs per task (the fewest: 3)" in text
+    one = tables.paper_table(sessions, trials=trials, order=list(values),  # one cell compared: one task, no lines
+                             baseline={f"{cells[0]} variant=adb+ic": f"{cells[0]} variant=baseline"})
+    assert X.table_lines(one, sessions, trials) == []
+
+
 def test_a_diverged_seed_is_left_out_and_one_task_is_not_aggregated():
     values, pairs = _two_datasets()
     values[pairs[0][0]] = [50.0, None, 54.0]  # seed 1 of adb+ic diverged in the first task
@@ -61,8 +81,8 @@ def test_a_diverged_seed_is_left_out_and_one_task_is_not_aggregated():
     assert X.across(pairs[:1], sessions, trials) == [] and X.lines([]) == []
 
 
-def _hosts_store(tmp_path) -> str:
-    """An MLflow store in the tracker's layout with two runs of the hosts study (cifar100, mini_imagenet), rows SAVC
+def _hosts_store(tmp_path, datasets=("cifar100", "mini_imagenet")) -> str:
+    """An MLflow store in the tracker's layout with a run of the hosts study per dataset (two by default), rows SAVC
     and ALICE without and with ADBS, three seeds each; ADBS adds 1 point to every seed."""
     import json
 
@@ -76,7 +96,7 @@ def _hosts_store(tmp_path) -> str:
     c = MlflowClient(uri)
     exp = c.create_experiment("hosts")
     rows = {"SAVC": 60.0, "SAVC+ADBS": 61.0, "ALICE": 55.0, "ALICE+ADBS": 56.0}
-    for dataset in ("cifar100", "mini_imagenet"):
+    for dataset in datasets:
         parent = c.create_run(exp, run_name=f"hosts {dataset}", tags={
             "adbs.role": "study", "adbs.study": "hosts", "adbs.order": json.dumps(list(rows)),
             "adbs.baseline": json.dumps({"SAVC+ADBS": "SAVC", "ALICE+ADBS": "ALICE"}),
@@ -113,3 +133,20 @@ def test_report_over_two_datasets_prints_the_comparisons_across_hosts_and_datase
     assert "P(with +ADBS > without) = 1.00 (95% CI 1.00 to 1.00; n=12: 3, 3, 3, 3 per task)" in out
     assert "warning: fewer than 5 runs per task (the fewest: 3)" in out
     assert "## Across tasks" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_report_of_one_hosts_study_prints_the_comparison_across_its_hosts(tmp_path, capsys):
+    """`studies/report.py hosts` over one run of the hosts study: each host is a task, so +ADBS vs without ran in
+    two (SAVC, ALICE), printed and in report.md as `report.py A B` prints it (a single study printed none).
+    Slow: an MLflow store of 12 runs and the report's figures."""
+    from studies import report
+
+    uri = _hosts_store(tmp_path, datasets=("cifar100",))
+    assert report.main(["hosts", "--tracking-uri", uri, "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "with +ADBS vs without over 2 tasks (SAVC, ALICE)" in out
+    assert "P(with +ADBS > without) = 1.00 (95% CI 1.00 to 1.00; n=6: 3, 3 per task)" in out
+    assert "warning: fewer than 5 runs per task (the fewest: 3)" in out
+    report_md = (tmp_path / "out" / "report.md").read_text()
+    assert "## Across tasks" in report_md and "over 2 tasks (SAVC, ALICE)" in report_md
