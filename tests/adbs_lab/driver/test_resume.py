@@ -13,6 +13,7 @@ from adbs_lab.driver import resume
 from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.records.objectives import Objective, ObjectiveError
 from adbs_lab.search.searcher import StudySearch
+from adbs_lab.stores import study_folder
 from adbs_lab.stores.study_folder import StudyFolder
 
 
@@ -85,7 +86,8 @@ def _resumable(tmp_path, pruner: str, share: float) -> StudyFolder:
 
 
 @pytest.mark.parametrize("pruner, accepted", [("none", True), ("median", False), ("auto", False)])
-def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prune(tmp_path, pruner, accepted):
+def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prune(tmp_path, monkeypatch, pruner,
+                                                                                 accepted):
     """--shadow-share 0.5 on the --resume of a study saved with --shadow-share 0.2: with --pruner none no trial is
     stopped, so none ran on as a shadow and the share decided nothing: accepted (it was refused); where the study
     prunes, refused, saying why. The dry run reads the same check (adbs_lab/driver/preflight.py)."""
@@ -94,6 +96,9 @@ def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prun
     from adbs_lab.records import objectives
     from adbs_lab.driver.options import StudyInputError
 
+    # check_resume binds study 's' to this test's files in a registry of the process (study_folder.rebind): left
+    # there, a later test's searcher of a study 's', unpickled in the same worker, would open this test's optuna.db
+    monkeypatch.setattr(study_folder, "_REBOUND", {})  # private
     where = _resumable(tmp_path, pruner, 0.2)
     opts = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.5)
     p = SimpleNamespace(opts=opts, where=where, fingerprint="f", pruner=pruner, sampler_seed=0,
