@@ -134,6 +134,7 @@ def _search(p: Prepared, slots: Slots):
 
     from adbs_lab.search.searcher import (
         BaseEpochStopper,
+        StudyGridSampler,
         StudySearch,
         make_pruner,
         optuna_storage,
@@ -142,7 +143,7 @@ def _search(p: Prepared, slots: Slots):
     opts, where = p.opts, p.where
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
+    sampler = (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
                if p.is_grid else optuna.samplers.TPESampler(seed=p.sampler_seed))
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
