@@ -67,7 +67,8 @@ def test_the_study_grid_sampler_hands_out_optunas_points_and_reads_no_trials_whe
         points[cls] = [t.params for t in asked]
         reads = []
         all_trials = study._storage.get_all_trials
-        study._storage.get_all_trials = lambda *a, **kw: reads.append(1) or all_trials(*a, **kw)
+        study._storage.get_all_trials = lambda *a, reads=reads, all_trials=all_trials, **kw: (
+            reads.append(1) or all_trials(*a, **kw))
         for t in asked:
             tell(study, t.number, 1.0)
         assert (len(reads) == 0) == (cls is StudyGridSampler), (cls, len(reads))
