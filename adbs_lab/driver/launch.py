@@ -86,7 +86,8 @@ def launch(p: Prepared, slots: Slots) -> Launched:
         if tracker is not None:
             tracker.finish("KILLED")
         interrupted("preparing the first trials", p)
-    return Launched(tracker=tracker, **_fit(p, tuner))
+    fitted = _fit(p, tuner)
+    return Launched(tracker=tracker.in_tune(), **fitted)  # on --resume, the tracker Tune unpickled and ran
 
 
 def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots:
