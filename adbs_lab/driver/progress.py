@@ -103,7 +103,9 @@ class Progress(Callback):
         study (py-spy on bench/scale_study.py's driver, docs/benchmarks.md). When a trial left `done` (a restored
         trial runs again) every trial is compared again."""
         ids = {t.trial_id for t in done}
-        basis, was_on = getattr(self, "_front_basis", set()), getattr(self, "_front_ids", set())
+        # (getattr: a Progress unpickled from an earlier version has neither)
+        basis: set[str] = getattr(self, "_front_basis", set())
+        was_on: set[str] = getattr(self, "_front_ids", set())
         if not basis <= ids:
             basis, was_on = set(), set()
         maybe = [t for t in done if t.trial_id in was_on or t.trial_id not in basis]
