@@ -57,6 +57,13 @@ class Backend:
     pg: Any = None  # the temporary PostgreSQL server (testing/postgres.py: PgServer) where this run started one
     experiment: str = "load"  # the studies' name: their MLflow experiment
     _exp: list[str] = field(default_factory=list)
+    _ui_starting: Any = None  # waits until the UI answers, where `start` did not (ui_later)
+
+    def wait_ui(self) -> None:
+        """The UI answers (at once where `start` waited for it)."""
+        if self._ui_starting is not None:
+            self._ui_starting()
+            self._ui_starting = None
 
     @property
     def runs(self) -> Path:
@@ -82,12 +89,14 @@ class Backend:
     @classmethod
     @contextmanager
     def start(cls, name: str, root: Path, pg_url: str | None, *, experiment: str = "load", databases: str = "load",
-              fresh: bool = True, pg_settings: dict[str, str] | None = None, steady: str | None = None):
+              fresh: bool = True, pg_settings: dict[str, str] | None = None, steady: str | None = None,
+              ui_later: bool = False):
         """The stores under `root` and the UI on them; on PostgreSQL the databases mlflow_<databases> and
         optuna_<databases>. fresh=False keeps those databases where they exist (a resumed run of bench/scale.py);
         the default drops and creates them. `pg_settings`: the temporary server's settings (testing/postgres.py);
         `steady` ("mlflow" or "optuna"): that store's database on a second temporary server, which stays up while
-        `pg` (the other store's) goes away (bench/load.py --outage-of)."""
+        `pg` (the other store's) goes away (bench/load.py --outage-of). `ui_later` (SQLite, whose studies write the
+        file, not through the server): yield while the UI starts; `wait_ui` before reading it."""
         root.mkdir(parents=True, exist_ok=True)
         (root / "runs").mkdir(exist_ok=True)
         pg = other = None
@@ -117,7 +126,10 @@ class Backend:
                                    "--artifacts-destination", str(root / "artifacts"), "--port", str(port)],
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
-            _wait_listening(port, server)
+            if ui_later and name == "sqlite":
+                b._ui_starting = lambda: _wait_listening(port, server)
+            else:
+                _wait_listening(port, server)
             yield b
         finally:
             server.terminate()

@@ -1,7 +1,7 @@
 """How the platform's own cost grows with a study: one study of N tracking-only trials per (N, backend), measured
 from outside while it runs, then read back; nothing may be lost.
 
-    python bench/scale.py --quick                                  # SQLite, N = 10 and 100 (about a minute and a half)
+    python bench/scale.py --quick                                  # SQLite, N = 10 and 100 (minutes: load-bound)
     python bench/scale.py                                          # N = 10, 100, 1000, 5000 on SQLite, then PostgreSQL
     python bench/scale.py --sizes 1000 --backends postgres --out DIR   # one (N, backend); again with DIR: resumes
     python bench/scale.py --postgres postgresql://USER:PW@HOST/postgres   # an existing server (creates 2 databases)
@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -231,6 +232,7 @@ def _get(url: str) -> dict:
 
 def mlflow_ui_calls(b: Backend) -> dict:
     """The UI's run list: runs/search over the study's experiment, first page (100, the UI's default) and all."""
+    b.wait_ui()
     url = f"{b.ui}/ajax-api/2.0/mlflow/runs/search"
     body = {"experiment_ids": b.experiment_ids(), "order_by": ["attributes.start_time DESC"]}
     t0 = time.time()
@@ -307,13 +309,41 @@ def run_one(n: int, a: argparse.Namespace, b: Backend, address: str, resumed: bo
            "driver_peak_rss_mb": max((s.rss for s in watch.samples), default=0) / 2**20,
            **{f"{k}_peak_rss_mb": v / 2**20 for k, v in watch.ray_peak.items()},
            **window(watch.samples, n), **store_sizes(b, b.runs / folder)}
+    t0 = time.time()
     out["problems"] = check(b, [run], kill=False).problems
-    if run.returncode == 0:
-        out.update(timed_report(b, "scale"))
-        out.update(mlflow_ui_calls(b))
-        out.update(dashboard_calls(b, folder))
-        if out["report_rc"] != 0:
-            out["problems"].append(f"studies/report.py exited {out['report_rc']}: {out['report_error']}")
+    out["check_s"] = time.time() - t0
+    return out
+
+
+def read_back(out: dict, b: Backend, quick: bool) -> None:
+    """After a study that ran to its end: its readers' times into `out`, and a failed report.py as a problem."""
+    if out["rc"] != 0:
+        return
+    t0 = time.time()
+    try:
+        out.update(readers(b, f"scale-n{out['n']}", together=quick))
+    except Exception as e:  # noqa: BLE001 - a reader that failed is a problem of this entry, not of the whole run
+        out["problems"].append(f"reading the stores back failed: {e.__class__.__name__}: {e}"[:400])
+    out["readers_s"] = time.time() - t0
+    if out.get("report_rc", 0) != 0:
+        out["problems"].append(f"studies/report.py exited {out['report_rc']}: {out['report_error']}")
+
+
+def readers(b: Backend, folder: str, together: bool) -> dict:
+    """report.py, the MLflow UI's run list and optuna-dashboard's study API over the study's stores: one after the
+    other (each timed alone), or, `together` (--quick: a test run, whose readers' times are not the measurement),
+    at once."""
+    jobs = [lambda: timed_report(b, "scale"), lambda: mlflow_ui_calls(b), lambda: dashboard_calls(b, folder)]
+    out: dict = {}
+    if not together:
+        for job in jobs:
+            out.update(job())
+        return out
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        for done in [pool.submit(job) for job in jobs]:
+            out.update(done.result())
     return out
 
 
@@ -351,7 +381,10 @@ def load_results(path: Path) -> list[dict]:
 
 def run_backend(name: str, a: argparse.Namespace, root: Path, pg_url: str | None, address: str,
                 results: list[dict], results_file: Path) -> None:
+    """Each N in turn. --quick: an N's readers run while the next N's study runs (the readers' times are not what
+    --quick measures), and the UI starts while the study runs."""
     done = {(r["n"], r["backend"]) for r in results if r["rc"] == 0 and not r["problems"]}
+    lock, reading = threading.Lock(), []
     for n in a.sizes:
         if (n, name) in done:
             print(f"{name} N={n}: done in an earlier run ({results_file})", flush=True)
@@ -362,15 +395,47 @@ def run_backend(name: str, a: argparse.Namespace, root: Path, pg_url: str | None
         if (where / "runs").is_dir() and not resumed:
             os.replace(where, where.with_name(f"n{n}-aside-{int(time.time())}"))
         print(f"{name} N={n}: {'resuming' if resumed else 'running'} ({where})", flush=True)
-        with Backend.start(name, where, pg_url, experiment="scale", databases=f"scale_n{n}", fresh=not resumed) as b:
+        stores = ExitStack()
+        t0 = time.time()
+        # --quick: the UI starts while the study runs (SQLite: the study writes the file itself); else before it
+        b = stores.enter_context(Backend.start(name, where, pg_url, experiment="scale", databases=f"scale_n{n}",
+                                               fresh=not resumed, ui_later=a.quick))
+        started = time.time() - t0
+        try:
             r = run_one(n, a, b, address, resumed)
-        results[:] = [x for x in results if (x["n"], x["backend"]) != (n, name)] + [r]
-        tmp = results_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(results, indent=1))
-        tmp.replace(results_file)
-        print(table([r]), flush=True)
-        for p in r["problems"]:
-            print(f"  LOST OR WRONG: {p}", flush=True)
+        except BaseException:
+            stores.close()
+            raise
+
+        def finish(r=r, b=b, stores=stores, t0=t0, started=started) -> None:
+            with stores:
+                read_back(r, b, a.quick)
+            r["stores_s"], r["total_s"] = started, time.time() - t0
+            with lock:
+                record(r, name, a.quick, results, results_file)
+
+        if a.quick:
+            reading.append(threading.Thread(target=finish))
+            reading[-1].start()
+        else:
+            finish()
+    for thread in reading:
+        thread.join()
+
+
+def record(r: dict, name: str, quick: bool, results: list[dict], results_file: Path) -> None:
+    """One (N, backend)'s entry into results.json (replacing an earlier one), and its table and times printed."""
+    results[:] = [x for x in results if (x["n"], x["backend"]) != (r["n"], name)] + [r]
+    tmp = results_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=1))
+    tmp.replace(results_file)
+    print(table([r]), flush=True)
+    ui = " (the UI later)" if quick else " and the UI"
+    print(f"  seconds: stores{ui} started {r['stores_s']:.0f}, study {r['wall_s']:.0f} (its end "
+          f"{r['study_end_s'] or 0:.0f}), nothing-lost check {r['check_s']:.0f}, readers "
+          f"{r.get('readers_s', 0):.0f}; {r['total_s']:.0f} in all", flush=True)
+    for p in r["problems"]:
+        print(f"  LOST OR WRONG: {p}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,8 +447,10 @@ def main(argv: list[str] | None = None) -> int:
     results_file = root / "results.json"
     results = load_results(results_file)
     os.environ["RAY_AUTH_MODE"] = "disabled"
+    began = time.time()
     ctx = ray.init(address="local", num_cpus=a.max_concurrent, include_dashboard=False,
                    object_store_memory=100 * 1024 * 1024, logging_level="WARNING")
+    print(f"Ray started in {time.time() - began:.0f} s", flush=True)
     pg = None
     try:
         for name in a.backends:
@@ -403,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
             pg.stop()
     mine = [r for r in results if r["backend"] in a.backends and r["n"] in a.sizes]
     print("\n" + table(sorted(mine, key=lambda r: (r["backend"] != "sqlite", r["n"]))))
+    print(f"{time.time() - began:.0f} s in all, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     lost = any(r["problems"] or r["rc"] != 0 for r in mine)
     if lost:
         print(f"LOST OR WRONG: see above; logs in {root}", file=sys.stderr)

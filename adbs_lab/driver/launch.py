@@ -86,7 +86,8 @@ def launch(p: Prepared, slots: Slots) -> Launched:
         if tracker is not None:
             tracker.finish("KILLED")
         interrupted("preparing the first trials", p)
-    return Launched(tracker=tracker, **_fit(p, tuner))
+    fitted = _fit(p, tuner)
+    return Launched(tracker=tracker.in_tune(), **fitted)  # on --resume, the tracker Tune unpickled and ran
 
 
 def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots:
@@ -134,6 +135,7 @@ def _search(p: Prepared, slots: Slots):
 
     from adbs_lab.search.searcher import (
         BaseEpochStopper,
+        StudyGridSampler,
         StudySearch,
         make_pruner,
         optuna_storage,
@@ -142,7 +144,7 @@ def _search(p: Prepared, slots: Slots):
     opts, where = p.opts, p.where
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (optuna.samplers.GridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
+    sampler = (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
                if p.is_grid else optuna.samplers.TPESampler(seed=p.sampler_seed))
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)

@@ -87,16 +87,32 @@ class Progress(Callback):
         """The best complete trial so far on the objective, or the trials on the Pareto front of several (trials,
         not configurations: the seeds' means are in the study's table and pareto.json at the end)."""
         objs = self.objectives
-        values = [[(t.last_result or {}).get(o.key, float("nan")) for o in objs] for t in done]
+        on, values = self._front(done)
         if len(objs) > 1:
-            on = front(values, [o.direction for o in objs])
             return f"Pareto front so far: {len(on)} of {len(done)} complete trials ({', '.join(o.text for o in objs)})"
         o = objs[0]
         name = "val avg acc" if o == DEFAULT[0] else o.name
-        on = front(values, [o.direction])  # one objective: the best value (all of them where tied)
-        if not on:
+        if not on:  # one objective: the front is the best value (all of them where tied)
             return f"best {name} -"
-        return f"best {name} {values[on[0]][0]:.2f} ({self._name(done[on[0]])})"
+        return f"best {name} {values[0][0]:.2f} ({self._name(on[0])})"
+
+    def _front(self, done: list) -> tuple[list, list[list[float]]]:
+        """The complete trials on the front (in `done`'s order) and their values. Only the last front and the trials
+        completed since are compared: a trial off the front is dominated by one on it (dominance is transitive), so
+        it stays off. Comparing every complete trial on every line made the driver's work per trial grow with the
+        study (py-spy on bench/scale_study.py's driver, docs/benchmarks.md). When a trial left `done` (a restored
+        trial runs again) every trial is compared again."""
+        ids = {t.trial_id for t in done}
+        # (getattr: a Progress unpickled from an earlier version has neither)
+        basis: set[str] = getattr(self, "_front_basis", set())
+        was_on: set[str] = getattr(self, "_front_ids", set())
+        if not basis <= ids:
+            basis, was_on = set(), set()
+        maybe = [t for t in done if t.trial_id in was_on or t.trial_id not in basis]
+        values = [[(t.last_result or {}).get(o.key, float("nan")) for o in self.objectives] for t in maybe]
+        on = front(values, [o.direction for o in self.objectives])
+        self._front_basis, self._front_ids = ids, {maybe[i].trial_id for i in on}
+        return [maybe[i] for i in on], [values[i] for i in on]
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         for t in trials:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -46,6 +47,10 @@ from adbs_lab.records.trial_records import base_boundaries, is_shadow_report
 
 if TYPE_CHECKING:
     from ray.tune.stopper import Stopper
+
+_IN_TUNE: weakref.WeakValueDictionary[str, MlflowTracker] = weakref.WeakValueDictionary()
+"""Parent run id -> the tracker Ray Tune set up for that study in this process (MlflowTracker.in_tune)."""
+
 
 class MlflowTracker(Callback):
     FLUSH_S = 5.0
@@ -194,6 +199,16 @@ class MlflowTracker(Callback):
         # the run-id map on disk is the current one.
         self._runs = load_runs(self.study_dir)
         self.parent_run_id = self._runs.get("parent") or self.parent_run_id
+        if self.parent_run_id:
+            _IN_TUNE[self.parent_run_id] = self
+
+    def in_tune(self) -> MlflowTracker:
+        """The tracker Ray Tune runs for this study: on --resume the one it unpickled from its tuner.pkl
+        (ray/tune/tuner.py: restore), not this one, which the driver made; that one holds the metric points still
+        waiting (FLUSH_S) and the runs of the trials it started, so the study's end and an interruption (a second
+        Ctrl-C ends fit without on_experiment_end) flush and close through it. This one until Tune set one up."""
+        twin = _IN_TUNE.get(self.parent_run_id or "")
+        return twin if twin is not None else self
 
     def on_step_begin(self, iteration, trials, **info) -> None:
         """Once per fit: runs of trials that Tune does not know. A driver killed after a trial started (its run

@@ -160,3 +160,37 @@ def test_a_resumed_study_counts_the_trials_that_ended_before(capsys):
         "alpha=0.1: started | done 1/4, running 1, pruned 0, failed 0 | best val avg acc 50.00 (alpha=0.05)")
     p.on_trial_result(0, [a, b], b, _epoch(1, 120.0, n=100))  # the estimate counts the trials to go
     assert "; 3 trials to go, 2 at a time: ~6.7 h of base sessions in all" in capsys.readouterr().out
+
+
+def test_the_front_so_far_matches_the_front_of_every_complete_trial(capsys):
+    """The line compares only the last front and the newly completed trials (Progress._front): checked against
+    `front` over every complete trial after each completion, with ties, NaNs and a restored trial running again."""
+    import math
+    import random
+
+    from adbs_lab.records.objectives import Objective
+    from adbs_lab.results.pareto import front
+
+    rng = random.Random(0)
+    objs = (Objective("val_last_base_acc", "max"), Objective("val_pd", "min"))
+    for objectives in (objs, objs[1:]):
+        p = Progress(study="s", total=200, varying=["alpha"], ended=lambda t: classify(t.last_result),
+                     clock=Clock(), objectives=objectives)
+        ts = [SimpleNamespace(trial_id=f"t{i}", config={"alpha": i}, status="TERMINATED") for i in range(200)]
+        for i, t in enumerate(ts):
+            if i == 120:  # the best trial is restored and runs again: it leaves the complete trials, then ends worst
+                p.on_trial_start(0, ts[:i], ts[3])
+                _ended(p, ts[:i], ts[3], _done(50.0, val_last_base_acc=-1.0, val_pd=99.0))
+            base = rng.choice([float(rng.randint(0, 20)), math.nan]) if i % 17 == 0 else float(rng.randint(0, 20))
+            pd = float(rng.randint(0, 20))
+            base, pd = (30.0, -5.0) if i == 3 else (base, pd)  # better than every other trial on both
+            _ended(p, ts[:i + 1], t, _done(50.0, val_last_base_acc=base, val_pd=pd))
+            line = capsys.readouterr().out.splitlines()[-1]
+            done = ts[:i + 1]
+            values = [[t.last_result[K.SUMMARY + o.name] for o in objectives] for t in done]
+            on = front(values, [o.direction for o in objectives])
+            if len(objectives) > 1:
+                assert line.endswith(f"Pareto front so far: {len(on)} of {len(done)} complete trials "
+                                     "(val_last_base_acc:max, val_pd:min)"), line
+            else:
+                assert line.endswith(f"| best val_pd {values[on[0]][0]:.2f} (alpha={done[on[0]].config['alpha']})")

@@ -171,6 +171,42 @@ def test_a_point_waits_at_most_flush_s_even_when_its_trial_reports_nothing_more(
     assert [m.step for m in client.get_metric_history(run_id, "base/loss")] == [0]
 
 
+def test_an_interrupted_resumed_study_flushes_the_tracker_tune_unpickled(tmp_path):
+    """On --resume Tune runs the tracker it unpickled from tuner.pkl, not the one the driver made: a second Ctrl-C
+    ends fit without on_experiment_end, and the driver's close_open_runs must write the points waiting in Tune's
+    (MlflowTracker.in_tune) and close the runs of the trials it started."""
+    import pickle
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from adbs.config import Config
+    from adbs_lab.records.tune_keys import CONFIG_KEY
+    from adbs_lab.driver.tracker import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    trial = SimpleNamespace(trial_id="t0", config={CONFIG_KEY: Config(), "seed": 0}, last_result=None)
+
+    def tracker(resume):  # (no `ends`: the trial here starts once, and Tune pickles the tracker)
+        return MlflowTracker(uri=uri, study="s", folder="s", study_dir=tmp_path / "s", run_name="r", tags={},
+                             varying=["seed"], resume=resume, ends=None)
+
+    pickled = pickle.dumps(tracker(resume=False))  # what Tune keeps in tuner.pkl
+    made = tracker(resume=True)  # the resumed driver's own
+    assert made.in_tune() is made  # before Tune set one up
+    in_tune = pickle.loads(pickled)
+    in_tune.setup()
+    assert made.in_tune() is in_tune
+    in_tune.on_trial_start(0, [], trial)
+    in_tune.on_trial_result(0, [], trial, {K.REPORT_KIND: K.KIND_BASE, K.BASE_STEP: 0, "base/loss": 1.0})
+    client, run_id = MlflowClient(uri), in_tune.trial_run_id("t0")
+    assert client.get_metric_history(run_id, "base/loss") == []  # waiting in the driver (FLUSH_S)
+    assert made.close_open_runs() == 0  # the driver's own tracker neither holds the points nor knows the run
+    assert made.in_tune().close_open_runs() == 1
+    assert [m.step for m in client.get_metric_history(run_id, "base/loss")] == [0]
+    assert client.get_run(run_id).info.status == "KILLED"
+
+
 @pytest.mark.parametrize("text", ['{"parent": "abc", "tri', "[]", '{"trials": 5}'])
 def test_a_damaged_runs_file_is_named_not_read_as_whatever_it_holds(tmp_path, text):
     """The study's map of trials to MLflow runs (read on --resume and for the tables) once ended in a

@@ -50,3 +50,29 @@ def test_the_metrics_carry_the_objectives_names(tmp_path):
     study = optuna.load_study(study_name="s", storage=url)
     assert study.metric_names == ["val_last_base_acc", "d_cs"]
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
+
+
+def test_the_study_grid_sampler_hands_out_optunas_points_and_reads_no_trials_when_told():
+    """StudyGridSampler: the same grid points in the same order as Optuna's GridSampler, and telling a trial reads
+    none of the study's trials (GridSampler.after_trial read them all to call study.stop(), which raises outside
+    study.optimize)."""
+    from adbs_lab.search.searcher import StudyGridSampler, tell
+
+    grid = {"alpha": [0.01, 0.02, 0.05], "finetune_lr": [0.001, 0.01]}
+    points = {}
+    for cls in (optuna.samplers.GridSampler, StudyGridSampler):
+        study = optuna.create_study(sampler=cls(grid, seed=0), storage=optuna.storages.InMemoryStorage())
+        dists = {k: optuna.distributions.CategoricalDistribution(v) for k, v in grid.items()}
+        asked = [study.ask(fixed_distributions=dists) for _ in range(6)]
+        points[cls] = [t.params for t in asked]
+        reads = []
+        all_trials = study._storage.get_all_trials
+        study._storage.get_all_trials = lambda *a, reads=reads, all_trials=all_trials, **kw: (
+            reads.append(1) or all_trials(*a, **kw))
+        for t in asked:
+            tell(study, t.number, 1.0)
+        assert (len(reads) == 0) == (cls is StudyGridSampler), (cls, len(reads))
+        assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    assert points[StudyGridSampler] == points[optuna.samplers.GridSampler]
+    assert sorted(tuple(p.values()) for p in points[StudyGridSampler]) == sorted(
+        (a, lr) for a in grid["alpha"] for lr in grid["finetune_lr"])
