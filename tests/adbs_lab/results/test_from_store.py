@@ -379,3 +379,39 @@ def test_a_server_s_histories_are_its_bulk_answers_and_the_rest_read_one_by_one(
                              get_metric_history=lambda run_id, key: [SimpleNamespace(step=3, value=2.0)])
     runs = [SimpleNamespace(info=SimpleNamespace(run_id=r), data=SimpleNamespace(metrics={"a": 0.0})) for r in ("r1", "r2")]
     assert from_store.histories(client, runs, {"a"}) == {("r1", "a"): {0: 1.0}, ("r2", "a"): {3: 2.0}}
+
+
+def test_embedding_samples_over_http_come_in_parallel_and_their_warnings_in_the_runs_order(tmp_path, capsys):
+    """Samples on this machine are read from the run's folder; those on a server downloaded THREADS at a time, each
+    run its own sample, and the warnings of those that cannot be read printed in the runs' order."""
+    import threading
+    import time
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / run_files.EMBEDDINGS_JSON).write_text("here")
+    lock, now, most = threading.Lock(), [0], [0]
+
+    def download(run_id, path, dst):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.05 if int(run_id[1:]) % 3 == 0 else 0.01)  # the earlier runs finish later
+        with lock:
+            now[0] -= 1
+        if int(run_id[1:]) % 2:
+            raise FileNotFoundError(f"no {path} in {run_id}")
+        (Path(dst) / path).write_text(f"sample of {run_id}")
+        return str(Path(dst) / path)
+
+    def run(i, uri, keep="true"):
+        return SimpleNamespace(info=SimpleNamespace(run_id=f"r{i}", artifact_uri=uri),
+                               data=SimpleNamespace(params={"keep_embeddings": keep}))
+
+    runs = [run(i, "mlflow-artifacts:/1/r/artifacts") for i in range(12)] + [run(12, str(local)), run(13, "x", "false")]
+    got = from_store.embeddings(SimpleNamespace(download_artifacts=download), runs)
+    assert got == {**{f"r{i}": None if i % 2 else f"sample of r{i}" for i in range(12)}, "r12": "here", "r13": None}
+    warned = [line.split()[2] for line in capsys.readouterr().out.splitlines()]
+    assert warned == [f"r{i}" for i in range(1, 12, 2)] and 1 < most[0] <= from_store.THREADS
