@@ -153,8 +153,9 @@ HTTP_BULK_POINTS = 25000
 without a word, so the runs of an answer this long are read one at a time instead."""
 THREADS = 8
 """Calls in flight where histories are read one run and key at a time (a server that lacks HTTP_BULK, a store of
-another kind): each call is a round trip that mostly waits on the server, 15 per trial, so one after another
-they took 125 s at 100 trials over HTTP (docs/benchmarks.md)."""
+another kind) and embedding samples downloaded (`embeddings`): each call is a round trip that mostly waits on the
+server, 16 per trial, and one after another they were most of the 133 s studies/report.py took over HTTP at 100
+trials (docs/benchmarks.md). 8 stays within the 10 connections MLflow's HTTP client keeps (MLFLOW_HTTP_POOL_MAXSIZE)."""
 
 
 def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[int, float]]:
