@@ -142,7 +142,7 @@ BULK_RUNS = 500
 """Runs per bulk metric-history query (SQLite allows 32766 bound parameters since 3.32)."""
 HTTP_BULK = "/ajax-api/2.0/mlflow/metrics/get-history-bulk"
 """An MLflow server's route for many runs' histories of one key, the one its UI's charts of many runs read
-(the mlflow package's server/__init__.py and server/handlers.py: get_metric_history_bulk_handler): every stored
+(MLflow's server/__init__.py and server/handlers.py: get_metric_history_bulk_handler): every stored
 point, read by the server's store in one query (SqlAlchemyStore.get_metric_history_bulk, as BULK_RUNS above).
 Its REST API (/api/2.0) has no such call, and get-history-bulk-interval beside it returns a sample of steps."""
 HTTP_BULK_RUNS = 50
