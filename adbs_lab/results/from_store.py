@@ -140,27 +140,89 @@ def _label(run) -> str:
 
 BULK_RUNS = 500
 """Runs per bulk metric-history query (SQLite allows 32766 bound parameters since 3.32)."""
+HTTP_BULK = "/ajax-api/2.0/mlflow/metrics/get-history-bulk"
+"""An MLflow server's route for many runs' histories of one key, the one its UI's charts of many runs read
+(MLflow's server/__init__.py and server/handlers.py: get_metric_history_bulk_handler): every stored
+point, read by the server's store in one query (SqlAlchemyStore.get_metric_history_bulk, as BULK_RUNS above).
+Its REST API (/api/2.0) has no such call, and get-history-bulk-interval beside it returns a sample of steps."""
+HTTP_BULK_RUNS = 50
+"""Runs per request to HTTP_BULK: the server takes at most 100, and 50 run ids (about 40 characters each in the
+query string) keep the request line within 4 KB, gunicorn's limit (an `mlflow server --gunicorn-opts`)."""
+HTTP_BULK_POINTS = 25000
+"""The most points the server answers to one request (MAX_HISTORY_RESULTS in its handler); it cuts a longer answer
+without a word, so the runs of an answer this long are read one at a time instead."""
+THREADS = 8
+"""Calls in flight where histories are read one run and key at a time (a server that lacks HTTP_BULK, a store of
+another kind) and embedding samples downloaded (`embeddings`): each call is a round trip that mostly waits on the
+server, 16 per trial, and one after another they were most of the 133 s studies/report.py took over HTTP at 100
+trials (docs/benchmarks.md). 8 stays within the 10 connections MLflow's HTTP client keeps (MLFLOW_HTTP_POOL_MAXSIZE)."""
 
 
 def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[int, float]]:
     """(run id, key) -> {step: value} of every run's history of every key it logged. A database store is read in
     bulk, one query per key and BULK_RUNS runs (MLflow's SqlAlchemyStore.get_metric_history_bulk, the query of
     its UI's chart of many runs), where one call per run and key made studies/report.py read 15,000 histories
-    one at a time at 1,000 trials (docs/benchmarks.md); another store (an MLflow server over HTTP) one at a
-    time. The same order either way (timestamp, step, value): a step logged twice keeps its last value."""
+    one at a time at 1,000 trials (docs/benchmarks.md); an MLflow server over HTTP the same way through its
+    HTTP_BULK route; what neither reads, one call per run and key, THREADS at a time. The same order every way
+    (timestamp, step, value): a step logged twice keeps its last value."""
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
     bulk = getattr(store, "get_metric_history_bulk", None)
+    wanted = {key: [r.info.run_id for r in runs if key in r.data.metrics] for key in sorted(keys)}
     out: dict[tuple[str, str], dict[int, float]] = {}
-    for key in sorted(keys):
-        ids = [r.info.run_id for r in runs if key in r.data.metrics]
-        if bulk is None:
-            for run_id in ids:
-                out[(run_id, key)] = {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
-            continue
-        for i in range(0, len(ids), BULK_RUNS):
-            for m in bulk(ids[i:i + BULK_RUNS], key, max_results=2**62):
-                out.setdefault((m.run_id, key), {})[int(m.step)] = float(m.value)
+    if bulk is not None:
+        for key, ids in wanted.items():
+            for i in range(0, len(ids), BULK_RUNS):
+                for m in bulk(ids[i:i + BULK_RUNS], key, max_results=2**62):
+                    out.setdefault((m.run_id, key), {})[int(m.step)] = float(m.value)
+        return out
+    creds = getattr(store, "get_host_creds", None)
+    rest = [(run_id, key) for key, ids in wanted.items() for run_id in ids]
+    if creds is not None:
+        rest = http_histories(creds(), wanted, out)
+    out.update(histories_one_by_one(client, rest))
     return out
+
+
+def http_histories(host_creds, wanted: dict[str, list[str]], out: dict) -> list[tuple[str, str]]:
+    """Reads `wanted` ({key: run ids}) into `out` through an MLflow server's HTTP_BULK route, HTTP_BULK_RUNS runs
+    a request; returns the (run id, key) pairs left to read one at a time: all of them where the server has no
+    such route (404: an older or another server; 405: a proxy that lets only its REST API through), those of an
+    answer that may have been cut. Any other failure is raised, as a single read's would be."""
+    from mlflow.utils.rest_utils import http_request, verify_rest_response
+
+    left = []
+    for key, ids in wanted.items():
+        for i in range(0, len(ids), HTTP_BULK_RUNS):
+            batch = ids[i:i + HTTP_BULK_RUNS]
+            response = http_request(host_creds, HTTP_BULK, "GET",
+                                    params={"run_id": batch, "metric_key": key, "max_results": HTTP_BULK_POINTS})
+            if response.status_code in (404, 405):
+                return [(run_id, k) for k, run_ids in wanted.items() for run_id in run_ids]
+            points = verify_rest_response(response, HTTP_BULK).json().get("metrics", [])
+            if len(points) >= HTTP_BULK_POINTS:
+                left += [(run_id, key) for run_id in batch]
+                continue
+            for m in points:
+                out.setdefault((m["run_id"], key), {})[int(m["step"])] = float(m["value"])
+    return left
+
+
+def histories_one_by_one(client, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], dict[int, float]]:
+    """{(run id, key): {step: value}} by one client.get_metric_history per pair, THREADS at once; the first
+    failure is raised (the calls not started yet are cancelled)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(pair: tuple[str, str]) -> dict[int, float]:
+        return {int(m.step): float(m.value) for m in client.get_metric_history(*pair)}
+
+    if len(pairs) < 2:
+        return {pair: read(pair) for pair in pairs}
+    with ThreadPoolExecutor(min(THREADS, len(pairs))) as pool:
+        try:
+            return dict(zip(pairs, pool.map(read, pairs)))
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
@@ -175,12 +237,12 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
     live = parent.info.status == "RUNNING"  # the study is still running (or its driver died without a word)
     keys = {k for r in runs for k in r.data.metrics if k.startswith(K.SESSION) or k == K.BASE_PRUNE_VALUE}
     history = histories(client, runs, keys)
+    runs = sorted(runs, key=order)
+    states = {r.info.run_id: _state(r, live) for r in runs}
+    samples = embeddings(client, [r for r in runs if states[r.info.run_id] == K.COMPLETE])
     out = []
-    for r in sorted(runs, key=order):
-        tags = r.data.tags
-        state = tags.get("adbs.state", K.INTERRUPTED)
-        if state == "RUNNING":  # the tracker has not seen it end: still running, or stopped with its study
-            state = K.RUNNING if live and r.info.status == "RUNNING" else K.INTERRUPTED
+    for r in runs:
+        tags, state = r.data.tags, states[r.info.run_id]
         n = tags.get("adbs.optuna_trial", "")
         per_session: dict[int, dict[str, float]] = {}
         for key in (k for k in r.data.metrics if k.startswith(K.SESSION)):
@@ -200,28 +262,55 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
             sessions=[{"session": step, **per_session[step]} for step in sorted(per_session)],
             error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
             base_boundaries=tags.get("adbs.base_boundaries"),
-            embeddings=_embeddings(client, r) if state == K.COMPLETE else None,
+            embeddings=samples.get(r.info.run_id),
             shadow=tags.get("adbs.shadow") == "true"))
     return out
 
 
-def _embeddings(client, run) -> str | None:
-    """The trial's embedding sample (artifacts.EMBEDDINGS_JSON), when its config kept one (keep_embeddings)."""
+def _state(run, live: bool) -> str:
+    """The trial's state (tag adbs.state); one the tracker has not seen end is still running only while its study
+    is (`live`), else it stopped with its study."""
+    state = run.data.tags.get("adbs.state", K.INTERRUPTED)
+    if state == "RUNNING":
+        state = K.RUNNING if live and run.info.status == "RUNNING" else K.INTERRUPTED
+    return state
+
+
+def embeddings(client, runs: list) -> dict[str, str | None]:
+    """{run id: its embedding sample or None} of `runs` (_embedding). Samples not on this machine are downloaded
+    THREADS at a time (an MLflow server's artifacts: one HTTP round trip or more each, a third of a second per
+    trial one after another); the warnings of those it could not read are printed in the runs' order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = [_local_artifacts(r.info.artifact_uri) is not None for r in runs]
+    got: dict[int, tuple[str | None, str | None]] = {i: _embedding(client, r) for i, r in enumerate(runs) if local[i]}
+    remote = [i for i in range(len(runs)) if not local[i]]
+    if remote:
+        with ThreadPoolExecutor(min(THREADS, len(remote))) as pool:
+            got.update(zip(remote, pool.map(lambda i: _embedding(client, runs[i]), remote)))
+    for i in range(len(runs)):
+        if got[i][1]:
+            print(got[i][1], flush=True)
+    return {r.info.run_id: got[i][0] for i, r in enumerate(runs)}
+
+
+def _embedding(client, run) -> tuple[str | None, str | None]:
+    """(the trial's embedding sample (artifacts.EMBEDDINGS_JSON) when its config kept one (keep_embeddings), the
+    warning to print when it kept one that cannot be read)."""
     if str(run.data.params.get("keep_embeddings", "")).lower() != "true":
-        return None  # one artifact listing saved per trial of every study that keeps none
+        return None, None  # one artifact listing saved per trial of every study that keeps none
     import tempfile
 
     local = _local_artifacts(run.info.artifact_uri)
     try:
         if local is not None:
-            return (local / run_files.EMBEDDINGS_JSON).read_text()
+            return (local / run_files.EMBEDDINGS_JSON).read_text(), None
         with tempfile.TemporaryDirectory() as tmp:
             path = client.download_artifacts(run.info.run_id, run_files.EMBEDDINGS_JSON, tmp)
-            return Path(path).read_text()
+            return Path(path).read_text(), None
     except Exception as e:  # noqa: BLE001 - a missing figure must not stop the tables
-        print(f"warning: run {run.info.run_id} kept no {run_files.EMBEDDINGS_JSON} ({str(e).splitlines()[0][:200]}); "
-              "its t-SNE and similarity panels are left out", flush=True)
-        return None
+        return None, (f"warning: run {run.info.run_id} kept no {run_files.EMBEDDINGS_JSON} "
+                      f"({str(e).splitlines()[0][:200]}); its t-SNE and similarity panels are left out")
 
 
 def _local_artifacts(uri: str | None) -> Path | None:

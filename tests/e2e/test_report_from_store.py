@@ -108,3 +108,46 @@ def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
         n_sessions = len(client.get_metric_history(r.info.run_id, "session/test_acc"))
         assert [c for c in csv.columns if c.startswith("m_s")] == [f"m_s{t}" for t in range(n_sessions)]
         assert r.data.tags["adbs.label"] == r.info.run_name.replace(" seed=0", "")
+
+
+def test_a_study_read_over_an_mlflow_server_gives_the_tables_read_from_its_database(store, tmp_path, monkeypatch):
+    """The smoke study's store behind `mlflow/serve.py` (as a lab serves its database): read over HTTP in bulk (the
+    server's get-history-bulk route), and run by run where a server lacks that route, the frames equal those read
+    from the database itself; studies/report.py over HTTP writes the study's table and those frames."""
+    from testing.procs import free_port, stop, wait_http
+
+    port = free_port()
+    log = tmp_path / "server.log"
+    server = subprocess.Popen([sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", store.uri,
+                               "--artifacts-destination", str(store.artifacts), "--port", str(port), "--workers", "1"],
+                              stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/health", server, 240, "mlflow server", log)
+        http = f"http://127.0.0.1:{port}"
+        one_by_one = []
+        real = from_store.histories_one_by_one
+        monkeypatch.setattr(from_store, "histories_one_by_one", lambda c, pairs: one_by_one.append(len(pairs)) or real(c, pairs))
+        ours = from_store.load_study(MlflowClient(store.uri), "ablation")  # the database: no HTTP
+        bulk = from_store.load_study(MlflowClient(http), "ablation")
+        assert one_by_one == [0]  # every history came in bulk
+        monkeypatch.setattr(from_store, "HTTP_BULK", "/ajax-api/2.0/mlflow/metrics/no-such-route")  # a 404 from it
+        single = from_store.load_study(MlflowClient(http), "ablation")
+        trials = [r for r in from_store.all_runs(MlflowClient(store.uri), [ours.parent.info.experiment_id], "")
+                  if r.data.tags.get("adbs.role") == "trial"]
+        histories = sum(k.startswith(metrics_keys.SESSION) or k == metrics_keys.BASE_PRUNE_VALUE
+                        for r in trials for k in r.data.metrics)
+        assert len(trials) == 3 and one_by_one[1] == histories > 3 * 5  # every history of each trial, one by one
+        for got in (bulk, single):
+            pd.testing.assert_frame_equal(got.sessions, ours.sessions)
+            pd.testing.assert_frame_equal(got.trials, ours.trials)
+
+        out = tmp_path / "report"
+        r = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "ablation", "--tracking-uri", http,
+                            "--out", str(out)], capture_output=True, text=True, timeout=300, cwd="/")
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    finally:
+        stop(server)
+    assert (out / "table.txt").read_text().rstrip("\n") == (store.study_dir / "table.txt").read_text().rstrip("\n")
+    for name, frame in (("sessions", ours.sessions), ("trials", ours.trials)):
+        frame.to_parquet(tmp_path / f"{name}.parquet", index=False)  # as report.py writes it (from_store.write)
+        pd.testing.assert_frame_equal(pd.read_parquet(out / f"{name}.parquet"), pd.read_parquet(tmp_path / f"{name}.parquet"))

@@ -284,3 +284,134 @@ def test_histories_in_bulk_are_those_read_run_by_run(tmp_path):
     assert got == from_store.histories(one_by_one, runs, keys)
     assert got[(runs[1].info.run_id, "session/acc")] == {0: 10.0, 1: 11.0, 2: -1.0, 3: 13.0}
     assert (runs[0].info.run_id, "base/x") not in got and len(got) == 5
+
+
+def _answer(status: int, body: dict | str):
+    import requests
+
+    r = requests.Response()
+    r.status_code = status
+    r._content = (body if isinstance(body, str) else json.dumps(body)).encode()
+    return r
+
+
+def test_a_server_is_read_in_bulk_in_batches_and_a_cut_answer_run_by_run(monkeypatch):
+    """An MLflow server's bulk route, HTTP_BULK_RUNS runs a request; an answer of the server's most points may have
+    been cut, so its runs are left to be read one at a time; the points of the others land in the output."""
+    import mlflow.utils.rest_utils as rest
+
+    asked = []
+
+    def answer(host_creds, endpoint, method, params):
+        asked.append((endpoint, method, params["metric_key"], list(params["run_id"]), params["max_results"]))
+        if params["metric_key"] == "big":  # a key whose answer fills the server's limit
+            return _answer(200, {"metrics": [{"run_id": params["run_id"][0], "step": 0, "value": 1.0}]
+                                 * from_store.HTTP_BULK_POINTS})
+        return _answer(200, {"metrics": [{"run_id": r, "key": params["metric_key"], "step": s, "value": v, "timestamp": 1}
+                                         for r in params["run_id"] for s, v in ((0, 1.5), (1, 2.5), (1, 3.5))]})
+
+    monkeypatch.setattr(rest, "http_request", answer)
+    ids = [f"{i:032x}" for i in range(120)]
+    out = {}
+    left = from_store.http_histories("creds", {"session/acc": ids, "big": ids[:3]}, out)
+    assert [(a[2], len(a[3]), a[4]) for a in asked] == [("session/acc", 50, 25000), ("session/acc", 50, 25000),
+                                                        ("session/acc", 20, 25000), ("big", 3, 25000)]
+    assert {a[:2] for a in asked} == {(from_store.HTTP_BULK, "GET")} and [i for a in asked[:3] for i in a[3]] == ids
+    assert left == [(r, "big") for r in ids[:3]]
+    assert out == {(r, "session/acc"): {0: 1.5, 1: 3.5} for r in ids}  # a step logged twice: its last value
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_server_without_the_bulk_route_is_read_run_by_run(monkeypatch, status):
+    import mlflow.utils.rest_utils as rest
+
+    monkeypatch.setattr(rest, "http_request", lambda *a, **k: _answer(status, "<html>Not Found</html>"))
+    wanted = {"a": ["r1", "r2"], "b": ["r2"]}
+    out = {}
+    assert from_store.http_histories("creds", wanted, out) == [("r1", "a"), ("r2", "a"), ("r2", "b")] and out == {}
+
+
+def test_a_server_s_other_failures_are_raised(monkeypatch):
+    import mlflow.utils.rest_utils as rest
+    from mlflow.exceptions import MlflowException
+
+    monkeypatch.setattr(rest, "http_request", lambda *a, **k: _answer(403, {"error_code": "PERMISSION_DENIED",
+                                                                            "message": "no read on run r1"}))
+    with pytest.raises(MlflowException, match="no read on run r1"):
+        from_store.http_histories("creds", {"a": ["r1"]}, {})
+
+
+def test_histories_read_one_by_one_run_at_most_threads_at_once_and_raise_the_first_failure():
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    lock, now, most = threading.Lock(), [0], [0]
+
+    def history(run_id, key):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.02)
+        with lock:
+            now[0] -= 1
+        if run_id == "bad":
+            raise RuntimeError("RESOURCE_DOES_NOT_EXIST: run bad")
+        return [SimpleNamespace(step=s, value=float(len(run_id) + s)) for s in (0, 1, 1)]
+
+    client = SimpleNamespace(get_metric_history=history)
+    pairs = [(f"r{i}", k) for i in range(20) for k in ("a", "b")]
+    got = from_store.histories_one_by_one(client, pairs)
+    assert list(got) == pairs and got[("r12", "a")] == {0: 3.0, 1: 4.0}
+    assert 1 < most[0] <= from_store.THREADS
+    with pytest.raises(RuntimeError, match="run bad"):
+        from_store.histories_one_by_one(client, [*pairs[:5], ("bad", "a"), *pairs[5:]])
+
+
+def test_a_server_s_histories_are_its_bulk_answers_and_the_rest_read_one_by_one(monkeypatch):
+    """histories() on a client of an MLflow server: the bulk route's points, and the pairs it left read one by one."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(from_store, "http_histories",
+                        lambda creds, wanted, out: out.update({("r1", "a"): {0: 1.0}}) or [("r2", "a")])
+    store = SimpleNamespace(get_host_creds=lambda: "creds")
+    client = SimpleNamespace(_tracking_client=SimpleNamespace(store=store),
+                             get_metric_history=lambda run_id, key: [SimpleNamespace(step=3, value=2.0)])
+    runs = [SimpleNamespace(info=SimpleNamespace(run_id=r), data=SimpleNamespace(metrics={"a": 0.0})) for r in ("r1", "r2")]
+    assert from_store.histories(client, runs, {"a"}) == {("r1", "a"): {0: 1.0}, ("r2", "a"): {3: 2.0}}
+
+
+def test_embedding_samples_over_http_come_in_parallel_and_their_warnings_in_the_runs_order(tmp_path, capsys):
+    """Samples on this machine are read from the run's folder; those on a server downloaded THREADS at a time, each
+    run its own sample, and the warnings of those that cannot be read printed in the runs' order."""
+    import threading
+    import time
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / run_files.EMBEDDINGS_JSON).write_text("here")
+    lock, now, most = threading.Lock(), [0], [0]
+
+    def download(run_id, path, dst):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.05 if int(run_id[1:]) % 3 == 0 else 0.01)  # the earlier runs finish later
+        with lock:
+            now[0] -= 1
+        if int(run_id[1:]) % 2:
+            raise FileNotFoundError(f"no {path} in {run_id}")
+        (Path(dst) / path).write_text(f"sample of {run_id}")
+        return str(Path(dst) / path)
+
+    def run(i, uri, keep="true"):
+        return SimpleNamespace(info=SimpleNamespace(run_id=f"r{i}", artifact_uri=uri),
+                               data=SimpleNamespace(params={"keep_embeddings": keep}))
+
+    runs = [run(i, "mlflow-artifacts:/1/r/artifacts") for i in range(12)] + [run(12, str(local)), run(13, "x", "false")]
+    got = from_store.embeddings(SimpleNamespace(download_artifacts=download), runs)
+    assert got == {**{f"r{i}": None if i % 2 else f"sample of r{i}" for i in range(12)}, "r12": "here", "r13": None}
+    warned = [line.split()[2] for line in capsys.readouterr().out.splitlines()]
+    assert warned == [f"r{i}" for i in range(1, 12, 2)] and 1 < most[0] <= from_store.THREADS
