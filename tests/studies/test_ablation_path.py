@@ -130,3 +130,22 @@ def test_a_second_run_of_a_running_path_is_refused_naming_the_path(capsys, files
     assert "wait for it to end" in r.stderr and "--name NAME to run another path beside it" in r.stderr
     assert "ablation_path-s1l1' is already running" not in r.stderr and "each step races" not in r.stdout
     assert {f: f.stat().st_mtime_ns for f in storage.rglob("*")} == before
+
+
+@pytest.mark.parametrize("name", ["confirm", "s1l1", "s12l3", "x-confirm", "x-s2l1"])
+def test_a_name_that_is_another_paths_tune_run_is_refused(capsys, files, name):
+    """--name confirm made the path's folder <storage>/ablation_path-confirm: the unnamed path's confirmation Tune run
+    (and --name x-s2l1 that of --name x's second step). Its lock, held for the whole path, then refused that Tune run,
+    and its table and report were written into that run's folder, to be moved aside by it. Such a name exits 2."""
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), "--name", name,
+             "--dry-run")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"--name {name!r}" in r.stderr and "Tune run" in r.stderr
+    assert not (files / "runs").exists()
+
+
+@pytest.mark.parametrize("name", ["confirmed", "s1", "s1l", "x-s1l1y", "slow"])
+def test_a_name_like_a_tune_runs_but_not_one_is_accepted(capsys, files, name):
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), "--name", name,
+             "--dry-run")
+    assert r.returncode == 0, r.stdout + r.stderr
