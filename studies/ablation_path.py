@@ -230,6 +230,14 @@ def sub_opts(opts: options.StudyOptions, tag: str, seeds: list[int]) -> options.
     return opts.replace(name=name, seeds=tuple(seeds), dry_run=False)
 
 
+def restorable(where) -> bool:
+    """Whether a Tune run's folder holds Tune's experiment state for --resume to continue (adbs_lab/driver/resume.py:
+    check_resume asks the same); a run interrupted while it claimed its folder has study.json and none."""
+    from ray import tune
+
+    return tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1])
+
+
 class Runner:
     """`evaluate` for adbs_lab/search/path.py: one Ray Tune run (a study of its own) per call; with --resume a
     finished one is read back and an interrupted one continued."""
@@ -251,6 +259,8 @@ class Runner:
             with bad_input():
                 p = typed(plan, sopts)
             state = study.held(p)
+            if state == "unfinished" and not restorable(p.where):
+                state = None  # claimed, then interrupted before Tune saved anything: no trial ran, it starts again
             p.where.cleanup()
         if state == "finished":
             print(f"{NAME}: {tag} finished earlier: reused", flush=True)
