@@ -19,7 +19,8 @@ about d^2/2 candidates times seeds for d differences, plus d + 1 configurations 
 (--dry-run prints the count); a candidate that only changes session knobs reuses its base session from
 <storage>/base_cache.
 Each race look and the confirmation is one Ray Tune run (its own study folder <storage>/ablation_path[-NAME]-sKlJ
-and -confirm, MLflow experiment 'ablation_path'); --resume reuses the finished ones and continues the interrupted one.
+and -confirm, MLflow experiment 'ablation_path'; so a --name cannot end in those); --resume reuses the finished ones and
+continues the interrupted one.
 One run of a path at a time per --storage: a second (its --resume and --dry-run too) exits 2 naming the first.
 Writes <storage>/ablation_path[-NAME]/: table.txt/.md (step, change, objective, Δ with interval, verdict), path.png,
 path.json, report.md; and an MLflow run 'ablation path ...' with them.
@@ -27,6 +28,7 @@ Time: --smoke 59 s (4 trials in one Tune run; 2-core CPU, load average 9-11; 98 
 (--dry-run prints the trials; a cached-base trial takes 5-20 s, a new base session about 40 s on 2 idle cores).
 """
 
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -47,6 +49,9 @@ from studies import times  # noqa: E402
 NAME = "ablation_path"
 MAX_SMOKE_DIFFERENCES = 2
 OBJECTIVE = "val_avg_acc"
+TUNE_RUN_TAG = re.compile(r"(^|-)(s\d+l\d+|confirm)$")
+"""The end of a Tune run's folder name beside a path's (sub_opts: <name>-s<K>l<J>, <name>-confirm;
+adbs_lab/search/path.py names the tags): a --name ending so names another path's Tune run."""
 
 
 def parser():
@@ -121,6 +126,9 @@ def endpoints(opts: options.StudyOptions, extra) -> tuple[dict, dict, str, str]:
 def check(opts: options.StudyOptions, extra) -> tuple[list[int], Looks]:
     """The flags' own checks; (confirmation seeds, the looks over --seeds)."""
     opts.check()
+    if opts.name and TUNE_RUN_TAG.search(opts.name):
+        raise StudyInputError(f"--name {opts.name!r}: {NAME}{opts.folder} is the folder of a Tune run of another path "
+                              "(its runs' folders end in -s<K>l<J> and -confirm); pass a --name that does not end so")
     if opts.seeds_auto or opts.plan_only or opts.reference:
         raise StudyInputError("ablation_path races the candidates over --seeds itself: pass --seeds with a list of "
                               "seeds (default 0 1 2 3 4); --seeds auto, --plan and --reference do not apply")
@@ -222,6 +230,14 @@ def sub_opts(opts: options.StudyOptions, tag: str, seeds: list[int]) -> options.
     return opts.replace(name=name, seeds=tuple(seeds), dry_run=False)
 
 
+def restorable(where) -> bool:
+    """Whether a Tune run's folder holds Tune's experiment state for --resume to continue (adbs_lab/driver/resume.py:
+    check_resume asks the same); a run interrupted while it claimed its folder has study.json and none."""
+    from ray import tune
+
+    return tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1])
+
+
 class Runner:
     """`evaluate` for adbs_lab/search/path.py: one Ray Tune run (a study of its own) per call; with --resume a
     finished one is read back and an interrupted one continued."""
@@ -243,6 +259,8 @@ class Runner:
             with bad_input():
                 p = typed(plan, sopts)
             state = study.held(p)
+            if state == "unfinished" and not restorable(p.where):
+                state = None  # claimed, then interrupted before Tune saved anything: no trial ran, it starts again
             p.where.cleanup()
         if state == "finished":
             print(f"{NAME}: {tag} finished earlier: reused", flush=True)

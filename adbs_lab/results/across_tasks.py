@@ -19,7 +19,8 @@ it ran in differs:
 - a comparison between rows of two different studies (--reference across studies) is a task of its own.
 
 The values are the last session's value of the table's metric per seed, of the complete trials (the verdicts'
-values: comparisons.seed_values); a diverged or failed seed has none and is left out of both statistics.
+values: comparisons.seed_values); a diverged or failed seed has none and is left out of both statistics, and
+named under its comparison (`left_out`).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from typing import Sequence
 import pandas as pd
 
 from adbs.cells import number
+from adbs_lab.records.metrics_keys import COMPLETE
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.results.comparisons import ALPHA, Pair, seed_values
 from adbs_lab.stats.aggregate import FEW_RUNS, Interval, improvement_interval, iqm_interval
 
-__all__ = ["WITHOUT", "Across", "task_of", "groups", "across", "names", "lines", "table_lines"]
+__all__ = ["WITHOUT", "Across", "task_of", "groups", "across", "left_out", "names", "lines", "table_lines"]
 
 WITHOUT = "without"
 """Y's name in a comparison of a row with its reference plus a change (`+ADBS vs without`)."""
@@ -86,6 +88,8 @@ class Across:
     improvement: Interval
     m: int
     """How many comparisons across tasks the intervals are adjusted over (Bonferroni)."""
+    left_out: str = ""
+    """The runs of its rows the statistics left out, each named with its task and why (`left_out`); "" if none."""
 
 
 def across(pairs: Sequence[Pair], sessions: pd.DataFrame, trials: pd.DataFrame | None,
@@ -95,7 +99,7 @@ def across(pairs: Sequence[Pair], sessions: pd.DataFrame, trials: pd.DataFrame |
     many = {k: v for k, v in groups(pairs).items() if len(v) > 1}
     if not many or sessions.empty:
         return []
-    values, _ = seed_values(sessions, trials, metric, label)
+    values, states = seed_values(sessions, trials, metric, label)
     level = 1 - alpha / len(many)
     out = []
     for key, where in many.items():
@@ -105,8 +109,26 @@ def across(pairs: Sequence[Pair], sessions: pd.DataFrame, trials: pd.DataFrame |
                   for x, y in zip(xs, ys)]
         out.append(Across(key, tuple(t for t, _ in where), iqm_interval([list(x.values()) for x in xs], level),
                           iqm_interval([list(y.values()) for y in ys], level), improvement_interval(paired, level),
-                          len(many)))
+                          len(many), left_out(key, where, values, states)))
     return out
+
+
+def left_out(key: Pair, where: Sequence[tuple[str, Pair]], values: dict, states: dict) -> str:
+    """The seeds of the comparison's rows that ran but have no finite value (diverged, failed, pruned, or complete
+    without a last-session value), which both statistics leave out: per row and task, the seeds by why; "" if none.
+    Said, so that a left-out run is never seen only as a smaller n."""
+    said = []
+    for task, pair in where:
+        for side, row in zip(names(key), pair):
+            why: dict[str, list[int]] = {}
+            for s in sorted(set(values.get(row, {})) | set(states.get(row, {}))):
+                if not math.isfinite(values.get(row, {}).get(s, math.nan)):
+                    state = states.get(row, {}).get(s, "")
+                    why.setdefault("without a finite value" if state in (COMPLETE, "") else state, []).append(s)
+            if why:
+                seeds = ", ".join(f"seed{'s' * (len(v) > 1)} {', '.join(map(str, v))} ({w})" for w, v in why.items())
+                said.append(f"{side} {seeds} in {task}")
+    return "; ".join(said)
 
 
 def _iv(i: Interval, confidence: str) -> str:
@@ -137,6 +159,8 @@ def lines(results: Sequence[Across], metric: str = "test_acc", alpha: float = AL
         out.append(f"  {x} vs {y} over {len(r.tasks)} tasks ({', '.join(r.tasks)}):")
         out.append(f"    IQM {x}: {_iv(r.iqm_x, confidence)}; IQM {y}: {_iv(r.iqm_y, confidence)}")
         out.append(f"    P({x} > {y}) = {_iv(r.improvement, confidence)}, paired seeds")
+        if r.left_out:
+            out.append(f"    left out (no value to compare): {r.left_out}")
         few = min((n for i in (r.iqm_x, r.iqm_y, r.improvement) for n in i.runs), default=0)
         if few < FEW_RUNS:
             out.append(f"    warning: fewer than {FEW_RUNS} runs per task (the fewest: {few}); with 3 runs per task "

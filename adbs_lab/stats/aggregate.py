@@ -123,7 +123,8 @@ def expanded_level(level: float, runs: Sequence[int]) -> float:
 def _interval(estimate: float, boot: np.ndarray, level: float, runs: tuple[int, ...], expand: bool) -> Interval:
     a = (1 - (expanded_level(level, runs) if expand else level)) / 2
     ok = boot[np.isfinite(boot)]
-    if not ok.size or not math.isfinite(estimate):
+    # one run in every task: each replicate is the estimate itself, a zero-width "interval" that knows no spread
+    if not ok.size or not math.isfinite(estimate) or max(runs, default=0) < 2:
         return Interval(estimate, math.nan, math.nan, level, runs)
     return Interval(estimate, float(np.quantile(ok, a)), float(np.quantile(ok, 1 - a)), level, runs)
 

@@ -130,3 +130,60 @@ def test_a_second_run_of_a_running_path_is_refused_naming_the_path(capsys, files
     assert "wait for it to end" in r.stderr and "--name NAME to run another path beside it" in r.stderr
     assert "ablation_path-s1l1' is already running" not in r.stderr and "each step races" not in r.stdout
     assert {f: f.stat().st_mtime_ns for f in storage.rglob("*")} == before
+
+
+@pytest.mark.parametrize("name", ["confirm", "s1l1", "s12l3", "x-confirm", "x-s2l1"])
+def test_a_name_that_is_another_paths_tune_run_is_refused(capsys, files, name):
+    """--name confirm made the path's folder <storage>/ablation_path-confirm: the unnamed path's confirmation Tune run
+    (and --name x-s2l1 that of --name x's second step). Its lock, held for the whole path, then refused that Tune run,
+    and its table and report were written into that run's folder, to be moved aside by it. Such a name exits 2."""
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), "--name", name,
+             "--dry-run")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"--name {name!r}" in r.stderr and "Tune run" in r.stderr
+    assert not (files / "runs").exists()
+
+
+@pytest.mark.parametrize("name", ["confirmed", "s1", "s1l", "x-s1l1y", "slow"])
+def test_a_name_like_a_tune_runs_but_not_one_is_accepted(capsys, files, name):
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), "--name", name,
+             "--dry-run")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_resume_after_an_interrupt_while_claiming_a_tune_run_starts_that_run(files, monkeypatch):
+    """Ctrl-C while the first Tune run claimed its folder (study.json written, no Tune state yet: 'no trial ran')
+    left a run that --resume and its dry run accepted, and then the run exited 2 after its start line: 'no
+    interrupted study to continue in .../ablation_path-s1l1'. Such a Tune run is started, not continued."""
+    import importlib.util
+
+    import pandas as pd
+
+    from adbs_lab import study
+    from adbs_lab.driver import options
+
+    spec = importlib.util.spec_from_file_location("adbs_ablation_path", REPO / "studies" / "ablation_path.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    storage = files / "runs"
+    opts, _ = options.parse(mod.parser(), argv=["--smoke", "--resume", "--storage", str(storage), "--tracking-uri",
+                                                f"sqlite:///{files / 'mlflow.db'}"])
+    base = opts.base_config()
+    configs = {"finetune_epochs=0": {**base, "finetune_epochs": 0}}
+    plan = mod.sub_plan({lab: mod.row_overrides(c, base) for lab, c in configs.items()})
+    p = study.preflight(plan, mod.sub_opts(opts, "s1l1", [0]).replace(resume=False))
+    p.where.cleanup()
+    (storage / "ablation_path-s1l1").mkdir(parents=True)  # what the claim wrote before Ctrl-C
+    (storage / "ablation_path-s1l1" / "study.json").write_text(json.dumps({"fingerprint": p.fingerprint}))
+    assert study.held(p) == "unfinished"
+    started = []
+
+    def run(plan, sopts):
+        started.append(sopts.resume)
+        trials = pd.DataFrame({"state": ["COMPLETE"], "label": ["finetune_epochs=0"], "seed": [0],
+                               "val_avg_acc": [1.0]})
+        return type("Outcome", (), {"code": 0, "trials": trials})()
+
+    monkeypatch.setattr(study, "run", run)
+    assert mod.Runner(opts, base)("s1l1", configs, [0]) == {"finetune_epochs=0": {0: 1.0}}
+    assert started == [False]

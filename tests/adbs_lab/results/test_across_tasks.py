@@ -81,6 +81,21 @@ def test_a_diverged_seed_is_left_out_and_one_task_is_not_aggregated():
     assert X.across(pairs[:1], sessions, trials) == [] and X.lines([]) == []
 
 
+def test_a_left_out_seed_is_named_under_its_comparison():
+    """A diverged seed, a failed one and a complete trial without a finite last value were left out of the
+    statistics with only a smaller n to show it; each is named (row, seed, task, why) under its comparison, and
+    a side with no run in a task prints no NaN."""
+    values, pairs = _two_datasets()
+    values[pairs[0][0]] = [50.0, None, float("nan")]  # adb+ic: seed 1 diverged, seed 2 complete without a value
+    values[pairs[1][1]] = [None, None, None]  # baseline failed on every seed in the second task
+    states = {(pairs[1][1], s): "FAILED" for s in range(3)}
+    sessions, trials = study_frames(values, states)
+    text = "\n".join(X.lines(X.across(pairs, sessions, trials)))
+    assert "    left out (no value to compare): adb+ic seed 1 (diverged), seed 2 (without a finite value) in " \
+           "ablation (aaaa1111); baseline seeds 0, 1, 2 (failed) in ablation (bbbb2222)" in text, text
+    assert "nan" not in text.lower()
+
+
 def _hosts_store(tmp_path, datasets=("cifar100", "mini_imagenet")) -> str:
     """An MLflow store in the tracker's layout with a run of the hosts study per dataset (two by default), rows SAVC
     and ALICE without and with ADBS, three seeds each; ADBS adds 1 point to every seed."""

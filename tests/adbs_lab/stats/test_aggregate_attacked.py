@@ -29,3 +29,11 @@ def test_an_empty_task_does_not_narrow_the_improvement_interval():
 
 def test_the_expanded_level_ignores_tasks_without_runs():
     assert expanded_level(0.95, [3, 3, 0]) == expanded_level(0.95, [3, 3]) > 0.95
+
+
+def test_one_run_per_task_gives_no_interval():
+    """With one run in every task the stratified bootstrap resamples nothing: every replicate is the estimate, and
+    the report printed '95% CI 55.00 to 55.00'. There is no interval (the runs' spread within a task is unknown)."""
+    for i in (iqm_interval([[50.0], [60.0]]), improvement_interval([([1.0], [0.0]), ([0.0], [1.0])])):
+        assert math.isfinite(i.estimate) and math.isnan(i.lo) and math.isnan(i.hi), i
+    assert math.isfinite(iqm_interval([[50.0, 51.0], [60.0]]).lo)  # a task with two runs has a spread to resample
