@@ -230,14 +230,6 @@ def sub_opts(opts: options.StudyOptions, tag: str, seeds: list[int]) -> options.
     return opts.replace(name=name, seeds=tuple(seeds), dry_run=False)
 
 
-def restorable(where) -> bool:
-    """Whether a Tune run's folder holds Tune's experiment state for --resume to continue (adbs_lab/driver/resume.py:
-    check_resume asks the same); a run interrupted while it claimed its folder has study.json and none."""
-    from ray import tune
-
-    return tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1])
-
-
 class Runner:
     """`evaluate` for adbs_lab/search/path.py: one Ray Tune run (a study of its own) per call; with --resume a
     finished one is read back and an interrupted one continued."""
@@ -251,6 +243,7 @@ class Runner:
         from adbs_lab import study
         from adbs_lab.driver.preflight import study as typed
         from adbs_lab.driver.prepared import bad_input
+        from adbs_lab.driver.resume import restorable
 
         plan = sub_plan({lab: row_overrides(c, self.base) for lab, c in configs.items()})
         sopts = sub_opts(self.opts, tag, seeds)

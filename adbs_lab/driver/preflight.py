@@ -31,7 +31,7 @@ from adbs_lab.records import objectives, tune_keys
 from adbs_lab.results import comparisons
 from adbs_lab.stores import db_server, tracking_store
 from adbs_lab.driver.prepared import Prepared
-from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run
+from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
 from adbs_lab.stats.looks import Looks
 from adbs_lab.search.racing import DEFAULT_TOP, SCREEN_SEED, RacePlan
@@ -355,14 +355,11 @@ def name_taken(url: str, where: StudyFolder, fingerprint: str) -> str:
 def _resumable(where: StudyFolder, fingerprint: str) -> bool:
     """Whether `where` holds an interrupted run of this very study that --resume can continue (study.json of the
     same fingerprint and Ray Tune's saved state); reads only."""
-    from ray import tune
-
     try:
         held = json_object(where.read_text("study.json"), where.display("study.json"))
     except StudyInputError:
         return False
-    return bool(held) and held.get("fingerprint") == fingerprint and tune.Tuner.can_restore(
-        where.tune_experiment(), storage_filesystem=where.tune_location()[1])
+    return bool(held) and held.get("fingerprint") == fingerprint and restorable(where)
 
 
 def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:

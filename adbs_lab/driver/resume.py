@@ -15,7 +15,8 @@ from adbs_lab.driver.options import StudyInputError
 from adbs.redaction import reveal
 from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder, rebind
 
-__all__ = ["RESUME_FIXED", "changed_setting", "check_resume", "resume_notes", "mlflow_has_run", "json_object", "pickled_globals",
+__all__ = ["RESUME_FIXED", "changed_setting", "check_resume", "restorable", "resume_notes", "mlflow_has_run",
+           "json_object", "pickled_globals",
            "missing_code", "moved_code", "moved_message"]
 
 
@@ -72,18 +73,24 @@ def changed_setting(settings: dict[str, Any], now: dict[str, Any], command: str)
     return None
 
 
+def restorable(where: StudyFolder) -> bool:
+    """Whether `where` holds Ray Tune's saved experiment state, which --resume continues (a run interrupted while it
+    claimed its folder has study.json and none); reads only."""
+    from ray import tune
+
+    return tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1])
+
+
 def check_resume(p: Prepared) -> dict[str, Any]:
     """--resume: an interrupted run of this very study to continue, with its record of the trials, the same
     settings and the same stores; returns its settings (study.json). Reads only."""
-    from ray import tune
-
     opts, where = p.opts, p.where
     held = json_object(where.read_text("study.json"), where.display("study.json"))
     if held and held.get("fingerprint") != p.fingerprint:
         raise StudyInputError(
             f"--resume: {where} holds a different study ({held.get('study')}: {held.get('command')}); rerun with "
             "the same arguments as that study, or drop --resume (or pass --name) to start a new one")
-    if not held or not tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1]):
+    if not held or not restorable(where):
         raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
                               "to start one")
     missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking_store.RUNS_FILE,)
