@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -379,8 +380,32 @@ def load_results(path: Path) -> list[dict]:
         return []
 
 
+def empty_store(root: Path) -> subprocess.Popen:
+    """--quick: an empty MLflow SQLite store with MLflow's tables, made once while Ray starts and copied into each
+    N's folder (`seed_store`). --quick starts the UI while the study runs, and a UI and a study that both find the
+    file new both create its tables (alembic's migrations on SQLite rename temporary tables: the loser exits with
+    "table _alembic_tmp_experiments already exists"); the full run starts the UI first, which makes them. Made as
+    the UI would make them: experiment 0's artifacts under the server's `mlflow-artifacts:/`."""
+    code = ("import sys; from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore; "
+            "SqlAlchemyStore('sqlite:///' + sys.argv[1], 'mlflow-artifacts:/')")
+    (root / "empty-mlflow.db").unlink(missing_ok=True)
+    return subprocess.Popen([sys.executable, "-c", code, str(root / "empty-mlflow.db")], stdout=subprocess.DEVNULL,
+                            stderr=open(root / "empty-mlflow.log", "w"))
+
+
+def seed_store(made: subprocess.Popen | None, root: Path, where: Path) -> None:
+    """A fresh SQLite N's folder gets the empty store `empty_store` made (waited for here, once)."""
+    if made is None:
+        return
+    if made.wait() != 0:
+        raise SystemExit(f"error: making an empty MLflow store failed (exit {made.returncode}): "
+                         f"{(root / 'empty-mlflow.log').read_text()[-2000:]}")
+    where.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(root / "empty-mlflow.db", where / "mlflow.db")
+
+
 def run_backend(name: str, a: argparse.Namespace, root: Path, pg_url: str | None, address: str,
-                results: list[dict], results_file: Path) -> None:
+                results: list[dict], results_file: Path, made: subprocess.Popen | None = None) -> None:
     """Each N in turn. --quick: an N's readers run while the next N's study runs (the readers' times are not what
     --quick measures), and the UI starts while the study runs."""
     done = {(r["n"], r["backend"]) for r in results if r["rc"] == 0 and not r["problems"]}
@@ -395,6 +420,8 @@ def run_backend(name: str, a: argparse.Namespace, root: Path, pg_url: str | None
         if (where / "runs").is_dir() and not resumed:
             os.replace(where, where.with_name(f"n{n}-aside-{int(time.time())}"))
         print(f"{name} N={n}: {'resuming' if resumed else 'running'} ({where})", flush=True)
+        if name == "sqlite" and not resumed:
+            seed_store(made, root, where)
         stores = ExitStack()
         t0 = time.time()
         # --quick: the UI starts while the study runs (SQLite: the study writes the file itself); else before it
@@ -448,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     results = load_results(results_file)
     os.environ["RAY_AUTH_MODE"] = "disabled"
     began = time.time()
+    made = empty_store(root) if a.quick else None
     ctx = ray.init(address="local", num_cpus=a.max_concurrent, include_dashboard=False,
                    object_store_memory=100 * 1024 * 1024, logging_level="WARNING")
     print(f"Ray started in {time.time() - began:.0f} s", flush=True)
@@ -463,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"error: no PostgreSQL: {why}; or pass --postgres URL")
                 pg = PgServer().start()
                 pg_url = pg.url()
-            run_backend(name, a, root, pg_url, ctx.address_info["address"], results, results_file)
+            run_backend(name, a, root, pg_url, ctx.address_info["address"], results, results_file, made)
     finally:
         ray.shutdown()
         if pg is not None:
@@ -475,8 +503,6 @@ def main(argv: list[str] | None = None) -> int:
     if lost:
         print(f"LOST OR WRONG: see above; logs in {root}", file=sys.stderr)
     elif a.out is None:
-        import shutil
-
         shutil.rmtree(root, ignore_errors=True)
     return exits.FAILED if lost else exits.OK
 
