@@ -51,10 +51,11 @@ from load_check import Backend, StudyRun, check  # noqa: E402
 
 SIZES = (10, 100, 1000, 5000)
 QUICK = (10, 100)
-# --quick runs both Ns at once, and then the 2-core machine's CPU is what the run waits for: each trial slot is a Ray
-# worker process spending 4-5 s of CPU on its imports (measured per process), so N = 10, which the run does not wait
-# for, gets 2 slots, and N = 100 keeps the full run's 4 (6 cost 10 s more CPU for no gain measured on a loaded machine)
-QUICK_CONCURRENT = {10: 2, 100: 4}
+# --quick runs both Ns at once. N = 100's trial phase waits on the driver's round trips (each of a trial's 37 reports
+# waits until the driver has handled it; on an idle machine its ~28 s of driver CPU spread over ~54 s at 4 slots), so
+# 6 slots fill the driver's gaps; N = 10, which the run does not wait for, gets 2, since each slot is a Ray worker
+# process spending 4-5 s of CPU on its imports (measured per process)
+QUICK_CONCURRENT = {10: 2, 100: 6}
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
