@@ -1,6 +1,6 @@
 """The scale benchmark, quick (bench/scale.py --quick): one study of 10 and one of 100 tracking-only trials on
 SQLite, measured from outside and read back; nothing may be lost and the table of measurements is printed. The
-full run's figures are in docs/benchmarks.md."""
+full run's figures are in docs/benchmarks.md. In the slow tier; `pytest -m scale` runs it alone."""
 
 from __future__ import annotations
 
