@@ -399,8 +399,9 @@ def empty_store(root: Path) -> subprocess.Popen:
     code = ("import sys; from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore; "
             "SqlAlchemyStore('sqlite:///' + sys.argv[1], 'mlflow-artifacts:/')")
     (root / "empty-mlflow.db").unlink(missing_ok=True)
-    return subprocess.Popen([sys.executable, "-c", code, str(root / "empty-mlflow.db")], stdout=subprocess.DEVNULL,
-                            stderr=open(root / "empty-mlflow.log", "w"))
+    with open(root / "empty-mlflow.log", "w") as log:  # the child holds its own copy of the file
+        return subprocess.Popen([sys.executable, "-c", code, str(root / "empty-mlflow.db")], stdout=subprocess.DEVNULL,
+                                stderr=log)
 
 
 def seed_store(made: subprocess.Popen | None, root: Path, where: Path) -> None:
