@@ -90,13 +90,14 @@ class Backend:
     @contextmanager
     def start(cls, name: str, root: Path, pg_url: str | None, *, experiment: str = "load", databases: str = "load",
               fresh: bool = True, pg_settings: dict[str, str] | None = None, steady: str | None = None,
-              ui_later: bool = False):
+              ui_later: bool = False, ui_workers: int | None = None):
         """The stores under `root` and the UI on them; on PostgreSQL the databases mlflow_<databases> and
         optuna_<databases>. fresh=False keeps those databases where they exist (a resumed run of bench/scale.py);
         the default drops and creates them. `pg_settings`: the temporary server's settings (testing/postgres.py);
         `steady` ("mlflow" or "optuna"): that store's database on a second temporary server, which stays up while
         `pg` (the other store's) goes away (bench/load.py --outage-of). `ui_later` (SQLite, whose studies write the
-        file, not through the server): yield while the UI starts; `wait_ui` before reading it."""
+        file, not through the server): yield while the UI starts; `wait_ui` before reading it. `ui_workers`: the
+        UI's worker processes (default mlflow/serve.py's)."""
         root.mkdir(parents=True, exist_ok=True)
         (root / "runs").mkdir(exist_ok=True)
         pg = other = None
@@ -123,7 +124,8 @@ class Backend:
         b.experiment = experiment
         log = open(root / "mlflow_server.log", "w")
         server = subprocess.Popen([sys.executable, str(REPO / "mlflow" / "serve.py"), "--backend-store-uri", store,
-                                   "--artifacts-destination", str(root / "artifacts"), "--port", str(port)],
+                                   "--artifacts-destination", str(root / "artifacts"), "--port", str(port),
+                                   *(["--workers", str(ui_workers)] if ui_workers else [])],
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
             if ui_later and name == "sqlite":

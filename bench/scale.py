@@ -1,7 +1,7 @@
 """How the platform's own cost grows with a study: one study of N tracking-only trials per (N, backend), measured
 from outside while it runs, then read back; nothing may be lost.
 
-    python bench/scale.py --quick                                  # SQLite, N = 10 and 100 (minutes: load-bound)
+    python bench/scale.py --quick                                  # SQLite, N = 10 and 100 at once (a test run)
     python bench/scale.py                                          # N = 10, 100, 1000, 5000 on SQLite, then PostgreSQL
     python bench/scale.py --sizes 1000 --backends postgres --out DIR   # one (N, backend); again with DIR: resumes
     python bench/scale.py --postgres postgresql://USER:PW@HOST/postgres   # an existing server (creates 2 databases)
@@ -32,13 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +51,11 @@ from load_check import Backend, StudyRun, check  # noqa: E402
 
 SIZES = (10, 100, 1000, 5000)
 QUICK = (10, 100)
+# --quick runs both Ns at once. N = 100's trial phase waits on the driver's round trips (each of a trial's 37 reports
+# waits until the driver has handled it; on an idle machine its ~28 s of driver CPU spread over ~54 s at 4 slots), so
+# 6 slots fill the driver's gaps; N = 10, which the run does not wait for, gets 2, since each slot is a Ray worker
+# process spending 4-5 s of CPU on its imports (measured per process)
+QUICK_CONCURRENT = {10: 2, 100: 6}
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -60,8 +65,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", type=int, nargs="+", default=None, help=f"trials per study (default {' '.join(map(str, SIZES))})")
     p.add_argument("--backends", nargs="+", default=None, choices=["sqlite", "postgres"],
                    help="default: sqlite postgres")
-    p.add_argument("--quick", action="store_true", help=f"SQLite, N = {' and '.join(map(str, QUICK))} (what the tests run)")
-    p.add_argument("--max-concurrent", type=int, default=4, help="trials at once (default 4; trials sleep, not compute)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"SQLite, N = {' and '.join(map(str, QUICK))} (what the tests run): both studies at once, "
+                        f"{' and '.join(f'{c} trials at once at N = {n}' for n, c in QUICK_CONCURRENT.items())}, "
+                        "each N's MLflow UI with one worker process started while its study runs, an N's readers at "
+                        "once; its times are those of a shared machine, not the measurement")
+    p.add_argument("--max-concurrent", type=int, default=None,
+                   help="trials at once (default 4, --quick as said there; trials sleep, not compute)")
     p.add_argument("--postgres", default=None, help="URL of an existing PostgreSQL server's database where two databases "
                                                      "may be created (default: start a temporary server)")
     p.add_argument("--out", type=Path, default=None, help="working folder (default a temporary one, removed when "
@@ -79,8 +89,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     a.backends = ["sqlite"] if a.quick else (a.backends or ["sqlite", "postgres"])
     if any(n < 2 for n in a.sizes):
         p.error(f"--sizes: each at least 2 trials, got {a.sizes}")
-    if a.max_concurrent < 1:
+    if a.max_concurrent is not None and a.max_concurrent < 1:
         p.error(f"--max-concurrent must be >= 1, got {a.max_concurrent}")
+    a.concurrent = {n: a.max_concurrent or (QUICK_CONCURRENT[n] if a.quick else 4) for n in a.sizes}
     return a
 
 
@@ -279,7 +290,7 @@ def study_cmd(n: int, a: argparse.Namespace, b: Backend, address: str, folder: s
     return [sys.executable, str(REPO / "bench" / "scale_study.py"), "--smoke", "--trials", str(n), "--name", folder,
             "--storage", str(b.runs), "--tracking-uri", b.tracking_uri, "--optuna-storage", b.optuna_url,
             "--address", address, "--gpus-per-trial", "0", "--cpus-per-trial", "1",
-            "--max-concurrent", str(a.max_concurrent), "--max-failures", "0"]
+            "--max-concurrent", str(a.concurrent[n]), "--max-failures", "0"]
 
 
 def run_one(n: int, a: argparse.Namespace, b: Backend, address: str, resumed: bool) -> dict:
@@ -379,48 +390,80 @@ def load_results(path: Path) -> list[dict]:
         return []
 
 
+def empty_store(root: Path) -> subprocess.Popen:
+    """--quick: an empty MLflow SQLite store with MLflow's tables, made once while Ray starts and copied into each
+    N's folder (`seed_store`). --quick starts the UI while the study runs, and a UI and a study that both find the
+    file new both create its tables (alembic's migrations on SQLite rename temporary tables: the loser exits with
+    "table _alembic_tmp_experiments already exists"); the full run starts the UI first, which makes them. Made as
+    the UI would make them: experiment 0's artifacts under the server's `mlflow-artifacts:/`."""
+    code = ("import sys; from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore; "
+            "SqlAlchemyStore('sqlite:///' + sys.argv[1], 'mlflow-artifacts:/')")
+    (root / "empty-mlflow.db").unlink(missing_ok=True)
+    with open(root / "empty-mlflow.log", "w") as log:  # the child holds its own copy of the file
+        return subprocess.Popen([sys.executable, "-c", code, str(root / "empty-mlflow.db")], stdout=subprocess.DEVNULL,
+                                stderr=log)
+
+
+def seed_store(made: subprocess.Popen | None, root: Path, where: Path) -> None:
+    """A fresh SQLite N's folder gets the empty store `empty_store` made (waited for here, once)."""
+    if made is None:
+        return
+    if made.wait() != 0:
+        raise SystemExit(f"error: making an empty MLflow store failed (exit {made.returncode}): "
+                         f"{(root / 'empty-mlflow.log').read_text()[-2000:]}")
+    where.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(root / "empty-mlflow.db", where / "mlflow.db")
+
+
 def run_backend(name: str, a: argparse.Namespace, root: Path, pg_url: str | None, address: str,
-                results: list[dict], results_file: Path) -> None:
-    """Each N in turn. --quick: an N's readers run while the next N's study runs (the readers' times are not what
-    --quick measures), and the UI starts while the study runs."""
+                results: list[dict], results_file: Path, made: subprocess.Popen | None = None) -> None:
+    """Each N in turn; --quick, every N at once, one thread each (its own stores, study and readers: what --quick
+    checks is that nothing is lost, and its times are those of studies sharing the machine)."""
     done = {(r["n"], r["backend"]) for r in results if r["rc"] == 0 and not r["problems"]}
-    lock, reading = threading.Lock(), []
+    todo = []
     for n in a.sizes:
         if (n, name) in done:
             print(f"{name} N={n}: done in an earlier run ({results_file})", flush=True)
-            continue
-        where = root / name / f"n{n}"
-        # a temporary PostgreSQL server's databases die with it: only SQLite files and --postgres servers resume
-        resumed = (where / "runs" / f"scale-n{n}").is_dir() and (name == "sqlite" or a.postgres is not None)
-        if (where / "runs").is_dir() and not resumed:
-            os.replace(where, where.with_name(f"n{n}-aside-{int(time.time())}"))
-        print(f"{name} N={n}: {'resuming' if resumed else 'running'} ({where})", flush=True)
-        stores = ExitStack()
-        t0 = time.time()
-        # --quick: the UI starts while the study runs (SQLite: the study writes the file itself); else before it
-        b = stores.enter_context(Backend.start(name, where, pg_url, experiment="scale", databases=f"scale_n{n}",
-                                               fresh=not resumed, ui_later=a.quick))
-        started = time.time() - t0
-        try:
-            r = run_one(n, a, b, address, resumed)
-        except BaseException:
-            stores.close()
-            raise
-
-        def finish(r=r, b=b, stores=stores, t0=t0, started=started) -> None:
-            with stores:
-                read_back(r, b, a.quick)
-            r["stores_s"], r["total_s"] = started, time.time() - t0
-            with lock:
-                record(r, name, a.quick, results, results_file)
-
-        if a.quick:
-            reading.append(threading.Thread(target=finish))
-            reading[-1].start()
         else:
-            finish()
-    for thread in reading:
-        thread.join()
+            todo.append(n)
+    lock = threading.Lock()
+
+    def one(n: int) -> None:
+        r = run_size(n, name, a, root, pg_url, address, made)
+        with lock:
+            record(r, name, a.quick, results, results_file)
+
+    if not a.quick:
+        for n in todo:
+            one(n)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, len(todo))) as pool:
+        for job in [pool.submit(one, n) for n in todo]:
+            job.result()  # a thread's error (a failed store start) raised here, after the others have ended
+
+
+def run_size(n: int, name: str, a: argparse.Namespace, root: Path, pg_url: str | None, address: str,
+             made: subprocess.Popen | None) -> dict:
+    """One (N, backend): its stores started, the study run and measured, its stores read back; the entry."""
+    where = root / name / f"n{n}"
+    # a temporary PostgreSQL server's databases die with it: only SQLite files and --postgres servers resume
+    resumed = (where / "runs" / f"scale-n{n}").is_dir() and (name == "sqlite" or a.postgres is not None)
+    if (where / "runs").is_dir() and not resumed:
+        os.replace(where, where.with_name(f"n{n}-aside-{int(time.time())}"))
+    print(f"{name} N={n}: {'resuming' if resumed else 'running'} ({where})", flush=True)
+    if name == "sqlite" and not resumed:
+        seed_store(made, root, where)
+    t0 = time.time()
+    # --quick: the UI starts while the study runs (SQLite: the study writes the file itself); else before it
+    with Backend.start(name, where, pg_url, experiment="scale", databases=f"scale_n{n}", fresh=not resumed,
+                       ui_later=a.quick, ui_workers=1 if a.quick else None) as b:
+        started = time.time() - t0
+        r = run_one(n, a, b, address, resumed)
+        read_back(r, b, a.quick)
+    r["stores_s"], r["total_s"] = started, time.time() - t0
+    return r
 
 
 def record(r: dict, name: str, quick: bool, results: list[dict], results_file: Path) -> None:
@@ -448,8 +491,10 @@ def main(argv: list[str] | None = None) -> int:
     results = load_results(results_file)
     os.environ["RAY_AUTH_MODE"] = "disabled"
     began = time.time()
-    ctx = ray.init(address="local", num_cpus=a.max_concurrent, include_dashboard=False,
-                   object_store_memory=100 * 1024 * 1024, logging_level="WARNING")
+    made = empty_store(root) if a.quick else None
+    cpus = sum(a.concurrent.values()) if a.quick else max(a.concurrent.values())  # --quick: the studies at once
+    ctx = ray.init(address="local", num_cpus=cpus, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
+                   logging_level="WARNING")
     print(f"Ray started in {time.time() - began:.0f} s", flush=True)
     pg = None
     try:
@@ -463,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"error: no PostgreSQL: {why}; or pass --postgres URL")
                 pg = PgServer().start()
                 pg_url = pg.url()
-            run_backend(name, a, root, pg_url, ctx.address_info["address"], results, results_file)
+            run_backend(name, a, root, pg_url, ctx.address_info["address"], results, results_file, made)
     finally:
         ray.shutdown()
         if pg is not None:
@@ -475,8 +520,6 @@ def main(argv: list[str] | None = None) -> int:
     if lost:
         print(f"LOST OR WRONG: see above; logs in {root}", file=sys.stderr)
     elif a.out is None:
-        import shutil
-
         shutil.rmtree(root, ignore_errors=True)
     return exits.FAILED if lost else exits.OK
 

@@ -39,7 +39,7 @@ def pytest_unconfigure(config):
         shutil.rmtree(_SYNTHETIC_CACHE, ignore_errors=True)
 
 
-ON_DEMAND = ("outage", "scale")
+ON_DEMAND = ("outage",)
 """Markers of tests that run only when `-m` names them (pyproject.toml says what each marks)."""
 
 
@@ -48,9 +48,9 @@ def pytest_collection_modifyitems(config, items):
     and the seconds-long ones fill in at the end, so no worker idles while another finishes a long test.
     Stable, so each module keeps its own order (and every xdist worker collects the same order).
 
-    Tests marked `outage` (a database server that stays away: minutes each) or `scale` (bench/scale.py --quick: a
-    few minutes on 2 cores) run only when `-m` names them (`pytest -m outage`, `pytest -m scale`); the test command
-    and both tiers leave them out, to keep CI within its time."""
+    Tests marked `outage` (a database server that stays away: minutes each) run only when `-m` names them
+    (`pytest -m outage`); the test command and both tiers leave them out, to keep CI within its time. (`scale`,
+    bench/scale.py --quick, is in the slow tier; `-m scale` selects it alone.)"""
     named = config.getoption("markexpr") or ""
     on_demand = [mark for mark in ON_DEMAND if mark not in named]
     if on_demand:
