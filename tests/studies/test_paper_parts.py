@@ -69,18 +69,21 @@ def test_a_part_advises_the_command_of_its_composition():
 def _claimed(tmp_path, capsys, monkeypatch, *extra: str) -> Path:
     """The ablation part's folder as a run left it when Ctrl-C came while it claimed it: study.json of the part's
     fingerprint (as its own preflight computes it), no Ray Tune state (no trial ran)."""
-    prints = {}
-    real_study = compose.study
+    from adbs_lab.driver.preflight import study
 
-    def study(plan, opts):
-        p = real_study(plan, opts)
+    prints = {}
+
+    def run(plan, opts):  # each part's own preflight types it: its fingerprint; then refused, nothing written
+        p = study(plan, opts)
+        p.where.cleanup()
         prints[plan.name] = p.fingerprint
-        return p
+        raise SystemExit(exits.REFUSED)
 
     with monkeypatch.context() as m:
-        m.setattr(compose, "study", study)
-        assert in_process(capsys, [*PAPER, *_stores(tmp_path), *extra, "--dry-run"]).returncode == 0
+        m.setattr(compose, "run", run)
+        assert in_process(capsys, [*PAPER, *_stores(tmp_path), *extra]).returncode == exits.REFUSED
     claimed = tmp_path / "shared" / "runs" / "paper_embedded" / "ablation"
+    assert not claimed.exists()
     claimed.mkdir(parents=True)
     (claimed / "study.json").write_text(json.dumps({"study": "ablation", "fingerprint": prints["ablation"]}))
     return claimed
