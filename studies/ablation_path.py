@@ -243,7 +243,6 @@ class Runner:
         from adbs_lab import study
         from adbs_lab.driver.preflight import study as typed
         from adbs_lab.driver.prepared import bad_input
-        from adbs_lab.driver.resume import restorable
 
         plan = sub_plan({lab: row_overrides(c, self.base) for lab, c in configs.items()})
         sopts = sub_opts(self.opts, tag, seeds)
@@ -251,9 +250,7 @@ class Runner:
         if self.opts.resume:
             with bad_input():
                 p = typed(plan, sopts)
-            state = study.held(p)
-            if state == "unfinished" and not restorable(p.where):
-                state = None  # claimed, then interrupted before Tune saved anything: no trial ran, it starts again
+            state = study.held(p)  # "claimed" (interrupted before Tune saved anything): it starts again
             p.where.cleanup()
         if state == "finished":
             print(f"{NAME}: {tag} finished earlier: reused", flush=True)

@@ -74,6 +74,8 @@ def aside_line(p: Prepared, stamp: str | None = None) -> str:
         state = "unknown"
     why = ("this run starts the same study (same settings) again from scratch" if state == "finished" else
            "this run starts it again from scratch; --resume continues it instead" if state == "unfinished" else
+           "it stopped before its first trial, with nothing saved to continue: this run starts it again"
+           if state == "claimed" else
            "this run starts another study in that folder (other settings than its own)" if state is None else
            "this run starts a new study in that folder")
     dest = where.aside(stamp) if stamp else where.aside("<date-time>")

@@ -34,7 +34,8 @@ __all__ = ["Part", "Checked", "Composite", "FINISHED", "UNFINISHED", "reportable
            "interruptible"]
 
 FINISHED, UNFINISHED = "finished", "unfinished"
-"""What a part's folder holds of this very part (adbs_lab/driver/preflight.py: held); None: nothing of it."""
+"""What a part's folder holds of this very part (adbs_lab/driver/preflight.py: held): reused, continued; anything
+else (None: nothing of it; "claimed": a run stopped before its first trial, nothing to continue) runs afresh."""
 
 
 @dataclass
@@ -117,7 +118,8 @@ class Composite:
             busy = where.running()
             if busy and state != FINISHED:
                 raise StudyInputError(busy)
-            if state is None:  # a new study, as the part's own run will find it: its name free in the Optuna storage
+            if state not in (FINISHED, UNFINISHED):  # a new study, as the part's own run will check it (no --resume):
+                # its name free in the Optuna storage
                 check_name_free(part.opts, where, p.fingerprint)
         finally:
             where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read

@@ -340,26 +340,34 @@ def check_name_free(opts: StudyOptions, where: StudyFolder, fingerprint: str) ->
 def name_taken(url: str, where: StudyFolder, fingerprint: str) -> str:
     """Why a new study cannot take its name in Optuna storage `url`, and the advice that works: --resume only where
     --storage holds an interrupted run of this very study (what --resume continues: adbs_lab/driver/resume.py);
-    else the study lives in the storage alone (another --storage's run, perhaps running now, or a run stopped before
-    it wrote anything), and another --name, or deleting that study once no run uses it, is what works."""
+    where it holds this study's run stopped before Tune saved anything (it took the name, then wrote study.json),
+    deleting the name's study, or another --name; else the study lives in the storage alone (another --storage's
+    run, perhaps running now, or a run stopped before it wrote anything), and another --name, or deleting that study
+    once no run uses it, is what works."""
     shown = tracking_store.redact_uri(url)
     head = f"Optuna storage {shown} already holds a study named {where.folder!r}"
-    if _resumable(where, fingerprint):
+    mine = _this_study(where, fingerprint)
+    if mine and restorable(where):
         return f"{head}: {where} holds its interrupted run; pass --resume to continue it, or --name NAME to start another"
+    if mine:  # `claim` takes a shared storage's name before it writes study.json (adbs_lab/driver/claim.py)
+        return (f"{head}: this study's run in {where} took it and stopped before its first trial, with nothing saved "
+                f"to continue (--resume cannot); once no run uses the name, delete it: optuna delete-study "
+                f"--study-name {where.folder} --storage URL (the --optuna-storage URL you passed), then rerun; or "
+                f"pass --name NAME to run this study beside it")
     return (f"{head}, and {where} holds no interrupted run of it to continue (another run owns the name: a study of "
             f"another --storage, maybe running now, or one stopped before it saved anything); pass --name NAME to run "
             f"this study beside it, or, once no run uses it, delete it: optuna delete-study --study-name "
             f"{where.folder} --storage URL (the --optuna-storage URL you passed)")
 
 
-def _resumable(where: StudyFolder, fingerprint: str) -> bool:
-    """Whether `where` holds an interrupted run of this very study that --resume can continue (study.json of the
-    same fingerprint and Ray Tune's saved state); reads only."""
+def _this_study(where: StudyFolder, fingerprint: str) -> bool:
+    """Whether `where` holds a run of this very study (study.json of the same fingerprint): with Ray Tune's saved
+    state (resume.restorable), one --resume continues; reads only."""
     try:
         held = json_object(where.read_text("study.json"), where.display("study.json"))
     except StudyInputError:
         return False
-    return bool(held) and held.get("fingerprint") == fingerprint and restorable(where)
+    return bool(held) and held.get("fingerprint") == fingerprint
 
 
 def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
@@ -410,8 +418,11 @@ def _check_race(plan: Plan, opts: StudyOptions, is_grid: bool) -> None:
 
 def held(p: Prepared) -> str | None:
     """What the study's folder holds of this very study (same fingerprint: plan, base config, seeds, size):
-    "finished" (its MLflow parent run FINISHED), "unfinished" (--resume continues it), or None (nothing, or
-    another study). Reads study.json, the runs file and the parent run; writes nothing."""
+    "finished" (its MLflow parent run FINISHED), "unfinished" (Ray Tune's saved state: --resume continues it,
+    adbs_lab/driver/resume.py: check_resume), "claimed" (a run stopped after `claim` wrote study.json and before
+    Tune saved anything, with or without its parent run: no trial ran and nothing is there to continue, so a run
+    starts it again), or None (nothing, or another study). Reads study.json, the runs file, the parent run and
+    whether Tune's state is there; writes nothing."""
     where = p.where
     ident, runs = where.read_text("study.json"), where.read_text(tracking_store.RUNS_FILE)
     try:
@@ -421,12 +432,11 @@ def held(p: Prepared) -> str | None:
     if known != p.fingerprint:
         return None
     parent = json_object(runs, where.display(tracking_store.RUNS_FILE)).get("parent")
-    if not parent:
-        return "unfinished"
     uri = p.tracking_uri
-    if not mlflow_has_run(uri, parent):  # tracked in another store: not this study's record
+    if parent and not mlflow_has_run(uri, parent):  # tracked in another store: not this study's record
         return None
-    status = tracking_store.client(uri).get_run(parent).info.status
-    return "finished" if status == "FINISHED" else "unfinished"
+    if parent and tracking_store.client(uri).get_run(parent).info.status == "FINISHED":
+        return "finished"
+    return "unfinished" if restorable(where) else "claimed"
 
 

@@ -175,7 +175,7 @@ def test_resume_after_an_interrupt_while_claiming_a_tune_run_starts_that_run(fil
     p.where.cleanup()
     (storage / "ablation_path-s1l1").mkdir(parents=True)  # what the claim wrote before Ctrl-C
     (storage / "ablation_path-s1l1" / "study.json").write_text(json.dumps({"fingerprint": p.fingerprint}))
-    assert study.held(p) == "unfinished"
+    assert study.held(p) == "claimed"
     started = []
 
     def run(plan, sopts):

@@ -4,6 +4,7 @@ no paper run that would stand for a study that ran. No Ray: every case ends befo
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -62,3 +63,75 @@ def test_a_part_advises_the_command_of_its_composition():
     assert options.resume_command(opts, lambda: "py")[-1] == "--resume"
     part = opts.replace(continue_argv=("studies/paper.py", "--smoke"))
     assert options.resume_command(part, lambda: "py") == ["py", "studies/paper.py", "--smoke"]
+
+
+
+def _claimed(tmp_path, capsys, monkeypatch, *extra: str) -> Path:
+    """The ablation part's folder as a run left it when Ctrl-C came while it claimed it: study.json of the part's
+    fingerprint (as its own preflight computes it), no Ray Tune state (no trial ran)."""
+    from adbs_lab.driver.preflight import study
+
+    prints = {}
+
+    def run(plan, opts):  # each part's own preflight types it: its fingerprint; then refused, nothing written
+        p = study(plan, opts)
+        p.where.cleanup()
+        prints[plan.name] = p.fingerprint
+        raise SystemExit(exits.REFUSED)
+
+    with monkeypatch.context() as m:
+        m.setattr(compose, "run", run)
+        assert in_process(capsys, [*PAPER, *_stores(tmp_path), *extra]).returncode == exits.REFUSED
+    claimed = tmp_path / "shared" / "runs" / "paper_embedded" / "ablation"
+    assert not claimed.exists()
+    claimed.mkdir(parents=True)
+    (claimed / "study.json").write_text(json.dumps({"study": "ablation", "fingerprint": prints["ablation"]}))
+    return claimed
+
+
+def _doing(out: str, part: str) -> list[str]:
+    """What the cost lines say the run does with `part` ("to run]", "finished earlier: reused]", ...)."""
+    return [line.split("[")[-1] for line in out.splitlines() if line.split()[:1] == [part]]
+
+
+def test_a_part_interrupted_while_claiming_its_folder_is_run_again_not_continued(tmp_path, capsys, monkeypatch):
+    """Ctrl-C while a part claimed its folder (study.json of its fingerprint written, no Ray Tune state yet: no
+    trial ran) left a part that the rerun's check called "interrupted earlier: continued", and then its run
+    refused after the paper's start lines: 'no interrupted study to continue'. Such a part is to run, afresh; the
+    part's own run (its real preflight, with the resume flag the paper passes) accepts it."""
+    from adbs_lab.driver.options import StudyInputError
+    from adbs_lab.driver.preflight import preflight
+
+    _claimed(tmp_path, capsys, monkeypatch)
+    r = in_process(capsys, [*PAPER, *_stores(tmp_path), "--dry-run"])
+    assert r.returncode == 0 and _doing(r.stdout, "ablation") == ["to run]"], r.stdout + r.stderr
+    ran = {}
+
+    def run(plan, opts):  # the part's own preflight, then refused: no part trains here
+        try:
+            preflight(plan, opts).where.cleanup()
+            ran[plan.name] = f"resume={opts.resume}"
+        except StudyInputError as e:
+            ran[plan.name] = str(e)
+        raise SystemExit(exits.REFUSED)
+
+    monkeypatch.setattr(compose, "run", run)
+    in_process(capsys, [*PAPER, *_stores(tmp_path)])
+    assert ran == dict.fromkeys(["hosts", "ablation", "alpha_sweep", "kshot_grid"], "resume=False")
+
+
+def test_a_part_interrupted_while_claiming_its_name_in_a_shared_optuna_storage_says_how_to_free_it(
+        tmp_path, capsys, monkeypatch):
+    """With --optuna-storage the claim takes the part's name there first: the name stays taken, so the check that
+    a new study's name is free refuses the rerun (exit 2, before any part runs), saying that this study's own run
+    took it and how to free it; once deleted, the part is to run."""
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    _claimed(tmp_path, capsys, monkeypatch, "--optuna-storage", url)
+    optuna.create_study(study_name="ablation", storage=url)  # what the claim did before study.json
+    r = in_process(capsys, [*PAPER, *_stores(tmp_path), "--optuna-storage", url, "--dry-run"])
+    assert r.returncode == 2 and "paper, ablation: Optuna storage" in r.stderr, r.stderr
+    assert "this study's run in" in r.stderr and "stopped before its first trial" in r.stderr, r.stderr
+    assert "optuna delete-study --study-name ablation" in r.stderr
+    optuna.delete_study(study_name="ablation", storage=url)
+    r = in_process(capsys, [*PAPER, *_stores(tmp_path), "--optuna-storage", url, "--dry-run"])
+    assert r.returncode == 0 and _doing(r.stdout, "ablation") == ["to run]"], r.stdout + r.stderr

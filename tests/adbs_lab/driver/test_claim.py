@@ -62,7 +62,11 @@ def test_the_line_says_why_before_anything_moves_and_the_dry_run_says_it_as_what
                            f"moving it to {where.aside('20261129-080000')}, since this run starts another study in "
                            "that folder (other settings than its own); pass --name NAME"), line
     same = SimpleNamespace(where=where, fingerprint="f1", tracking_uri=other.tracking_uri)
-    dry = aside_line(same)
+    dry = aside_line(same)  # no Ray Tune state: claimed, then stopped before its first trial; --resume cannot
     assert ": a run of this command would move it to " in dry and "alpha_sweep.<date-time>" in dry
-    assert "since this run starts it again from scratch; --resume continues it instead" in dry
+    assert ("since it stopped before its first trial, with nothing saved to continue: this run starts it again; "
+            "pass --name NAME") in dry, dry
+    (tmp_path / "alpha_sweep" / "tune").mkdir()
+    (tmp_path / "alpha_sweep" / "tune" / "tuner.pkl").write_bytes(b"")  # what Tuner.can_restore looks for
+    assert "since this run starts it again from scratch; --resume continues it instead" in aside_line(same)
     assert (tmp_path / "alpha_sweep" / "table.txt").is_file()  # nothing moved

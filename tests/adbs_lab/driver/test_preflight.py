@@ -338,3 +338,31 @@ def test_a_storage_url_with_credentials_is_refused(url):
     with pytest.raises(options.StudyInputError, match="the URL carries credentials") as e:
         check_storage_writable(url)
     assert "hunter2" not in str(e.value) and "AWS_SECRET_ACCESS_KEY" in str(e.value)
+
+
+def test_held_calls_a_run_stopped_before_tune_saved_anything_claimed_with_or_without_its_parent_run(tmp_path, tracking_uri):
+    """held (adbs_lab/driver/preflight.py) says "unfinished" only where --resume can continue (Ray Tune's state
+    saved: check_resume asks the same); a run stopped after `claim` wrote study.json (no parent run yet) or after
+    its tracker made the parent run (KILLED by the interrupt) but before the Tuner saved its state is "claimed"."""
+    import json
+    from types import SimpleNamespace
+
+    from adbs_lab.stores.study_folder import StudyFolder
+
+    uri = tracking_uri
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "study.json").write_text(json.dumps({"fingerprint": "f1"}))
+    p = SimpleNamespace(where=StudyFolder(str(tmp_path), "t"), fingerprint="f1", tracking_uri=uri)
+    assert study.held(p) == "claimed"
+    client = tracking_store.client(uri)
+    parent = client.create_run(client.create_experiment("t")).info.run_id
+    client.set_terminated(parent, "KILLED")
+    (folder / tracking_store.RUNS_FILE).write_text(json.dumps({"parent": parent, "trials": {}, "ended": {}}))
+    assert study.held(p) == "claimed"
+    (folder / "tune").mkdir()
+    (folder / "tune" / "tuner.pkl").write_bytes(b"")  # what Tuner.can_restore looks for
+    assert study.held(p) == "unfinished"
+    client.set_terminated(parent, "FINISHED")
+    assert study.held(p) == "finished"
+    assert study.held(SimpleNamespace(where=p.where, fingerprint="f2", tracking_uri=uri)) is None
