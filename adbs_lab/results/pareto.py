@@ -30,7 +30,8 @@ def front(rows: Sequence[Sequence[float]], directions: Sequence[str]) -> list[in
     vals = np.array(rows, dtype=float).reshape(len(rows), len(sign)) * sign
     ok = np.flatnonzero(np.isfinite(vals).all(axis=1))
     w = vals[ok]
-    on, found = np.empty_like(w), []
+    on = np.empty_like(w)  # the front found so far, in its first len(found) rows
+    found: list[int] = []
     for i in np.lexsort([-w[:, c] for c in reversed(range(w.shape[1]))]):
         f = on[:len(found)]
         if not ((f >= w[i]).all(axis=1) & (f > w[i]).any(axis=1)).any():

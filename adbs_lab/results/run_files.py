@@ -240,7 +240,7 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
         baseline = _space_baseline(study)
     done = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
     rows, note = curve_rows(trials, figures.row_order(done, order=order), baseline=baseline, objectives=objectives)
-    curves = {"rows": rows, "note": note, "styles": _capped_styles(rows, colors)} if note else {}
+    curves: dict[str, Any] = {"rows": rows, "note": note, "styles": _capped_styles(rows, colors)} if note else {}
     draw: dict[str, Callable[[], list[Path]]]
     if study == "alpha_sweep":
         draw = {"alpha_sensitivity.png": lambda: [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]}
