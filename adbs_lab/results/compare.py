@@ -62,8 +62,12 @@ def sort_by_swept(frame: pd.DataFrame, labels: list[str], label: str) -> list[st
     cols = swept_columns(frame, label)
     if not cols:
         return labels
-    first = frame.drop_duplicates(label).set_index(label)
-    return sorted(labels, key=lambda lab: (tuple(_key(first.at[lab, c]) for c in cols), str(lab)))
+    first = frame.drop_duplicates(label)
+    at = {lab: i for i, lab in enumerate(first[label])}
+    # each column's cells as `.at` gives them (numpy scalars, Timestamps), read by position: `.at` per label and
+    # column took 2.3 s for 5,000 rows of 3 swept columns (a figure's row_order, the table's row order)
+    cells = [first[c].array for c in cols]
+    return sorted(labels, key=lambda lab: (tuple(_key(v[at[lab]]) for v in cells), str(lab)))
 
 
 def paired_ci(diffs: list[float]) -> tuple[float, float, int]:

@@ -151,8 +151,9 @@ def kshot_curves(sessions: pd.DataFrame, folder: Path) -> list[Path]:
 
 
 def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | None = None,
-                        column: str = "base_boundaries", colors: dict[str, str] | None = None) -> Path:
-    """One panel per row: histogram of the base boundaries m as they enter the sessions, pooled over seeds.
+                        column: str = "base_boundaries", colors: dict[str, str] | None = None, note: str = "") -> Path:
+    """One panel per row: histogram of the base boundaries m as they enter the sessions, pooled over seeds; `note`:
+    a line under the title (which rows, where `trials` holds some of the study's: run_files.curve_rows).
 
     `column` holds each trial's m as a JSON list (trials.parquet; MLflow tag adbs.base_boundaries).
     The dashed line is m = 0: boundaries left of it are the ones that crossed zero.
@@ -183,7 +184,7 @@ def boundary_histograms(trials: pd.DataFrame, path: Path, *, order: list[str] | 
         ax.axis("off")
     for ax in axes[-1]:
         ax.set_xlabel("m after the base session", fontsize=8)
-    fig.suptitle("base boundaries per row (pooled over seeds)", fontsize=10)
+    fig.suptitle("base boundaries per row (pooled over seeds)" + (f"\n({note})" if note else ""), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

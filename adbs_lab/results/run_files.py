@@ -14,6 +14,7 @@ import csv
 import errno
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
@@ -23,8 +24,8 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.metrics_keys import EMBEDDINGS
 
 __all__ = ["CURVE_PNG", "BOUNDARIES_CSV", "CONFIG_JSON", "REPORT_MD", "EMBEDDINGS_JSON", "session_curve",
-           "boundaries_table", "write_trial_artifacts", "session_curves", "guarded", "study_figures", "pruning_savings",
-           "report_markdown", "write_study_report"]
+           "boundaries_table", "write_trial_artifacts", "session_curves", "CURVE_ROWS", "curve_rows", "guarded",
+           "study_figures", "pruning_savings", "report_markdown", "write_study_report"]
 
 CURVE_PNG, BOUNDARIES_CSV, CONFIG_JSON, REPORT_MD = "session_curve.png", "boundaries.csv", "config.json", "report.md"
 EMBEDDINGS_JSON = "embeddings.json"
@@ -118,20 +119,27 @@ def write_trial_artifacts(folder: Path, *, sessions: list[dict[str, float]] | No
 def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = "label",
                    metric: str = "test_acc", order: list[str] | None = None,
                    colors: dict[str, str] | None = None, styles: dict[str, str] | None = None,
-                   note: str = "") -> Path:
+                   note: str = "", rows: list[str] | None = None) -> Path:
     """One curve per configuration (mean over seeds) with its 95% confidence band (the tables' interval,
     tables.ci95; none for one seed), in the table's row order and the study's row colours (figures.row_colors);
-    `styles`: a line style per row (default solid with dots); `note`: a line under the title. The legend lies
-    outside the axes, so it covers no curve."""
+    `styles`: a line style per row (default solid with dots); `note`: a line under the title; `rows`: draw only these
+    rows (`curve_rows`), each named as in a legend of every row (figures.legend_names: `#n` is its table number).
+    The legend lies outside the axes, so it covers no curve."""
     from adbs_lab.results import figures
 
     plt = _plt()
     s = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
-    labels = figures.row_order(s, order=order, label=label)
-    colors = colors or figures.row_colors(labels)
-    names = figures.legend_names(labels)
-    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.6 + (0.3 if note else 0)))
-    banded = [figures.curve_with_band(ax, s[s[label] == lab], metric, color=colors.get(lab), name=names[lab],
+    every = figures.row_order(s, order=order, label=label)
+    kept = set(every if rows is None else rows)
+    labels = [lab for lab in every if lab in kept]
+    colors = colors or figures.row_colors(every)
+    names = figures.legend_names(every)
+    if rows is not None:
+        s = s[s[label].isin(labels)]  # one pass over the frame, not one per row of the table
+    groups = dict(tuple(s.groupby(label, sort=False))) if len(s) else {}
+    note = textwrap.fill(note, 90)  # a capped figure's line (curve_rows) in two, on the figure's width
+    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.6 + 0.3 * (note.count("\n") + 1 if note else 0)))
+    banded = [figures.curve_with_band(ax, groups.get(lab, s.iloc[:0]), metric, color=colors.get(lab), name=names[lab],
                                       style=(styles or {}).get(lab, "o-")) for lab in labels]
     if len(s):
         ax.set_xticks(sorted(int(x) for x in s["session"].unique()))
@@ -146,6 +154,55 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
+
+
+CURVE_ROWS = 12
+"""The most rows a study's session-curve figure draws (`curve_rows`): a search of hundreds of configurations drew a
+line, a band and a legend entry for each, unreadable (and ~10 s at 1,000 rows); the table lists every row. Twelve,
+as the trade-off figure shows at most 12 rows by name (tradeoff.py: `many`)."""
+_CURVE_STYLES = tuple(f"{m}{ls}" for m, ls in zip("os^Dv<>pPXh*", ("-", "--", ":", "-.") * 3))
+"""Line styles of the rows a capped figure draws that share a colour with a row drawn before them (the study's
+colours repeat after ten rows: figures.row_colors), so no two of its CURVE_ROWS curves look alike."""
+
+
+def curve_rows(trials: pd.DataFrame, labels: list[str], *, baseline: str | dict[str, str] | None = None,
+               objectives: tuple | None = None, cap: int = CURVE_ROWS, label: str = "label") -> tuple[list[str], str]:
+    """(the rows the study's session-curve figure draws, in the table's order `labels`; the line under its title
+    that says which, "" when it draws them all). A study of at most `cap` rows (every study of the paper's): all of
+    them. Else the baseline row(s) present and the best other rows by the study's own ranking (tables.best_config:
+    the mean over seeds of the first objective, a validation metric, in its direction, among configurations every
+    seed of which completed; the rest after them, in the table's order), `cap` rows in all."""
+    from adbs_lab.records.objectives import DEFAULT
+    from adbs_lab.results import seed_counts, tradeoff
+
+    if len(labels) <= cap:
+        return list(labels), ""
+    refs = [lab for lab in labels if lab in tradeoff.baselines(baseline)][:cap]
+    first = (objectives or DEFAULT)[0]
+    t = seed_counts.ranked(trials, label) if len(trials) and "state" in trials else trials
+    means = (t.groupby(label, sort=False)[first.name].mean(skipna=False).dropna()
+             if len(t) and {label, first.name} <= set(t.columns) else pd.Series(dtype=float))
+    sign = -1.0 if first.direction == "max" else 1.0
+    ranked = sorted((lab for lab in labels if lab in means.index and lab not in refs), key=lambda lab: sign * means[lab])
+    best = ranked[:cap - len(refs)]
+    # rows without a value (a seed missing, or no such column in an old store): the table's first, after the ranked
+    rest = [lab for lab in labels if lab not in refs and lab not in means.index][:cap - len(refs) - len(best)]
+    keep = set(refs) | set(best) | set(rest)
+    said = (f"the best {len(best)} by the study's objective {first.text}" + (f", then {len(rest)} without a value of it"
+                                                                              if rest else "") if best else
+            f"the table's first {len(rest)} (no row has a value of the study's objective {first.text})")
+    said += f" and the baseline{'s' * (len(refs) > 1)}" if refs else ""
+    return [lab for lab in labels if lab in keep], f"{said}; {len(keep)} of {len(labels)} rows, all in table.txt"
+
+
+def _capped_styles(rows: list[str], colors: dict[str, str]) -> dict[str, str]:
+    """A line style per drawn row: the default for the first row of each colour, _CURVE_STYLES for those after it."""
+    seen: dict[str, int] = {}
+    out = {}
+    for lab in rows:
+        n = seen[colors.get(lab, "")] = seen.get(colors.get(lab, ""), -1) + 1
+        out[lab] = _CURVE_STYLES[n % len(_CURVE_STYLES)]
+    return out
 
 
 def guarded(what: str, draw: Callable[[], _T], not_drawn: list[str]) -> _T | None:
@@ -169,7 +226,8 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
                   order: list[str] | None = None, baseline: str | dict[str, str] | None = None,
                   objectives: tuple | None = None, not_drawn: list[str] | None = None) -> list[Path]:
     """The study's figure(s), drawn by the study itself and by studies/report.py from the store alike:
-    alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row; and for
+    alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row (of a study of
+    more than CURVE_ROWS rows, the best of them: `curve_rows`, as the boundary study's histograms); and for
     the ablation the t-SNE and prototype-similarity figures when its trials kept embedding samples
     (Config.keep_embeddings). Each is drawn `guarded`: one that fails is a line in `not_drawn`, not an error."""
     from adbs_lab.results import figures
@@ -178,6 +236,11 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     colors = figures.study_colors(sessions, trials, order=order)  # the same in every figure, and in report.py A B
+    if baseline is None:  # the study's own (studies/report.py passes the one its parent run recorded)
+        baseline = _space_baseline(study)
+    done = sessions[sessions["state"] == K.COMPLETE] if len(sessions) else sessions
+    rows, note = curve_rows(trials, figures.row_order(done, order=order), baseline=baseline, objectives=objectives)
+    curves: dict[str, Any] = {"rows": rows, "note": note, "styles": _capped_styles(rows, colors)} if note else {}
     draw: dict[str, Callable[[], list[Path]]]
     if study == "alpha_sweep":
         draw = {"alpha_sensitivity.png": lambda: [figures.alpha_sensitivity(trials, folder / "alpha_sensitivity.png")]}
@@ -187,15 +250,16 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
         draw = {"hosts_sessions.png": lambda: [figures.host_curves(sessions, folder / "hosts_sessions.png",
                                                                    order=order, colors=colors)]}
     elif study == "boundary":
+        shown = trials[trials["label"].isin(rows)] if note and "label" in trials else trials
         draw = {"boundary_sessions.png": lambda: [session_curves(sessions, folder / "boundary_sessions.png",
                                                                  "boundary: test accuracy per session",
-                                                                 order=order, colors=colors)],
+                                                                 order=order, colors=colors, **curves)],
                 "boundary_histograms.png": lambda: [figures.boundary_histograms(
-                    trials, folder / "boundary_histograms.png", order=order, colors=colors)]}
+                    shown, folder / "boundary_histograms.png", order=order, colors=colors, note=note)]}
     else:
         draw = {f"{study}_sessions.png": lambda: [session_curves(sessions, folder / f"{study}_sessions.png",
                                                                  f"{study}: test accuracy per session",
-                                                                 order=order, colors=colors)]}
+                                                                 order=order, colors=colors, **curves)]}
     if study == "ablation" and EMBEDDINGS in trials:
         # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
         draw.update(_embedding_draw(trials, folder, order, not_drawn))

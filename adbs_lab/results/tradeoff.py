@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from adbs_lab.records import metrics_keys as K
@@ -96,7 +97,7 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
     if all(p.empty for p in panels.values()):
         return None
     rank = {lab: i for i, lab in enumerate(order if order is not None else list(colors or {}))}
-    panels = {split: p.iloc[sorted(range(len(p)), key=lambda i: rank.get(p[label].iloc[i], len(rank)))]
+    panels = {split: p.iloc[np.argsort(p[label].map(lambda x: rank.get(x, len(rank))).to_numpy(), kind="stable")]
               .reset_index(drop=True) for split, p in panels.items()}
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
@@ -136,16 +137,21 @@ def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str,
         ax.step(f["x"], f["y"], where="pre", color="k", lw=1, alpha=0.6, label="Pareto front")
     else:
         ax.plot(f["x"], f["y"], color="k", lw=1, alpha=0.6, label="Pareto front")
-    for i, r in p.iterrows():
-        on = i in front
-        is_ref = r[label] in refs
-        kw: dict[str, Any] = {"marker": "*" if is_ref else "o", "s": 140 if is_ref else 40,
-                              "edgecolor": "k" if on else "none", "linewidths": 1.2}
-        if many and not is_ref:
-            ax.scatter(r["x"], r["y"], color="C0", alpha=0.7, **kw)
-        else:
-            ax.scatter(r["x"], r["y"], color=(colors or {}).get(r[label]),  # the study's row colour (figures.row_colors)
-                       label=f"{r[label]}{' (baseline)' if is_ref and r[label] != 'baseline' else ''}", **kw)
+    on = set(front)
+    is_ref = p[label].isin(refs)
+    if many:  # one collection for the configurations (a scatter call per point took seconds at 1,000 points)
+        from matplotlib.colors import to_rgba
+
+        rest = p[~is_ref]
+        # the alpha in the colours: a collection's alpha would make its "none" edges black (to_rgba_array's (0,0,0,0))
+        ax.scatter(rest["x"], rest["y"], color=to_rgba("C0", 0.7), marker="o", s=40, linewidths=1.2,
+                   edgecolors=[(0.0, 0.0, 0.0, 0.7 if i in on else 0.0) for i in rest.index])
+    for i, r in (p[is_ref] if many else p).iterrows():  # by name: every row of a few, the baseline of many
+        ref = bool(is_ref[i])
+        kw: dict[str, Any] = {"marker": "*" if ref else "o", "s": 140 if ref else 40,
+                              "edgecolor": "k" if i in on else "none", "linewidths": 1.2}
+        ax.scatter(r["x"], r["y"], color=(colors or {}).get(r[label]),  # the study's row colour (figures.row_colors)
+                   label=f"{r[label]}{' (baseline)' if ref and r[label] != 'baseline' else ''}", **kw)
     if many:
         ax.scatter([], [], color="C0", label=f"{len(p)} configurations (outlined: on the front)")
 

@@ -106,6 +106,26 @@ def test_the_front_by_hand_ties_do_not_dominate_and_directions_count():
     assert pareto.front(rows, ["max", "min"]) == [4]
 
 
+def test_the_front_is_every_row_no_other_row_beats_on_random_rows_with_ties_and_non_finite_values():
+    """`front` (best first, each row against the front so far) against the definition, every pair compared."""
+    import math
+    import random
+
+    def beats(a, b):
+        return all(x >= y for x, y in zip(a, b)) and any(x > y for x, y in zip(a, b))
+
+    rng = random.Random(0)
+    for _ in range(200):
+        k = rng.randint(1, 3)
+        directions = [rng.choice(["max", "min"]) for _ in range(k)]
+        rows = [[rng.choice([math.nan, math.inf, -math.inf]) if rng.random() < 0.05 else float(rng.randint(0, 5))
+                 for _ in range(k)] for _ in range(rng.randint(0, 60))]
+        signed = [[v if d == "max" else -v for v, d in zip(r, directions)] for r in rows]
+        ok = [all(math.isfinite(v) for v in r) for r in rows]
+        want = [i for i, r in enumerate(signed) if ok[i] and not any(ok[j] and beats(o, r) for j, o in enumerate(signed))]
+        assert pareto.front(rows, directions) == want
+
+
 def _trials() -> pd.DataFrame:
     """Complete trials of four configurations, two seeds each; d is dominated by b on both objectives, and c ties
     with b on base accuracy but is worse on novel accuracy."""
