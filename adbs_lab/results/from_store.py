@@ -160,15 +160,18 @@ trials (docs/benchmarks.md). 8 stays within the 10 connections MLflow's HTTP cli
 
 def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[int, float]]:
     """(run id, key) -> {step: value} of every run's history of every key it logged. A database store is read in
-    bulk, one query per key and BULK_RUNS runs (MLflow's SqlAlchemyStore.get_metric_history_bulk, the query of
-    its UI's chart of many runs), where one call per run and key made studies/report.py read 15,000 histories
-    one at a time at 1,000 trials (docs/benchmarks.md); an MLflow server over HTTP the same way through its
-    HTTP_BULK route; what neither reads, one call per run and key, THREADS at a time. The same order every way
+    bulk, one query per key and BULK_RUNS runs (`sql_histories`: the rows of MLflow's
+    SqlAlchemyStore.get_metric_history_bulk, the query of its UI's chart of many runs, or that call itself where
+    this MLflow lacks what sql_histories reads), where one call per run and key made studies/report.py read 15,000
+    histories one at a time at 1,000 trials (docs/benchmarks.md); an MLflow server over HTTP the same way through
+    its HTTP_BULK route; what neither reads, one call per run and key, THREADS at a time. The same order every way
     (timestamp, step, value): a step logged twice keeps its last value."""
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
     bulk = getattr(store, "get_metric_history_bulk", None)
     wanted = {key: [r.info.run_id for r in runs if key in r.data.metrics] for key in sorted(keys)}
     out: dict[tuple[str, str], dict[int, float]] = {}
+    if bulk is not None and sql_histories(store, wanted, out):
+        return out
     if bulk is not None:
         for key, ids in wanted.items():
             for i in range(0, len(ids), BULK_RUNS):
@@ -181,6 +184,38 @@ def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[
         rest = http_histories(creds(), wanted, out)
     out.update(histories_one_by_one(client, rest))
     return out
+
+
+def sql_histories(store, wanted: dict[str, list[str]], out: dict) -> bool:
+    """Reads `wanted` ({key: run ids}) from a database store into `out`, one query per key and BULK_RUNS runs: the
+    rows, order and NaN of SqlAlchemyStore.get_metric_history_bulk (mlflow/store/tracking/sqlalchemy_store.py: the
+    key's points of the runs ordered by run, timestamp, step, value; a NaN is stored as is_nan and read as NaN, as
+    its SqlMetric.to_mlflow_entity does), selected as plain rows through the store's own sessions and table model
+    rather than one ORM object per point, which was 6 of the 40 s studies/report.py took at 1,000 trials
+    (docs/benchmarks.md). False (nothing read) where this MLflow or store lacks the sessions or model it reads."""
+    maker = getattr(store, "ManagedSessionMaker", None)
+    visible = getattr(store, "_filter_entity_ids", None)  # the bulk call's hook: only a workspace store's own runs
+    try:
+        from sqlalchemy import select
+
+        from mlflow.store.tracking.dbmodels.models import SqlMetric as M
+        if visible is not None:
+            from mlflow.entities.entity_type import EntityAssociationType
+    except ImportError:
+        return False
+    if maker is None:
+        return False
+    with maker() as session:
+        for key, ids in wanted.items():
+            for i in range(0, len(ids), BULK_RUNS):
+                batch = ids[i:i + BULK_RUNS]
+                batch = visible(session, EntityAssociationType.RUN, batch) if visible is not None else batch
+                rows = session.execute(select(M.run_uuid, M.step, M.value, M.is_nan)
+                                       .where(M.key == key, M.run_uuid.in_(batch))
+                                       .order_by(M.run_uuid, M.timestamp, M.step, M.value))
+                for run_id, step, value, is_nan in rows:
+                    out.setdefault((run_id, key), {})[int(step)] = math.nan if is_nan else float(value)
+    return True
 
 
 def http_histories(host_creds, wanted: dict[str, list[str]], out: dict) -> list[tuple[str, str]]:
