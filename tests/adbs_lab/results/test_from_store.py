@@ -286,6 +286,44 @@ def test_histories_in_bulk_are_those_read_run_by_run(tmp_path):
     assert (runs[0].info.run_id, "base/x") not in got and len(got) == 5
 
 
+def test_histories_read_as_rows_are_mlflows_bulk_answers_nan_and_steps_logged_twice_included(tmp_path):
+    """sql_histories reads a database store's points as plain rows: the same points, in the same order, as MLflow's
+    SqlAlchemyStore.get_metric_history_bulk, with a NaN read back as NaN, a step logged twice keeping its last value
+    (later timestamp) and, at one timestamp, the larger value (the bulk call orders by value last), on a real store."""
+    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    store = client._tracking_client.store
+    exp = client.create_experiment("h")
+    ids = [client.create_run(exp).info.run_id for _ in range(3)]
+    for i, run_id in enumerate(ids):
+        client.log_batch(run_id, metrics=[Metric("session/acc", 10.0 * i + s, 1000 + s, s) for s in range(4)]
+                         + [Metric("base/x", float(i), 1000, 0)])
+    client.log_batch(ids[1], metrics=[Metric("session/acc", -1.0, 2000, 2), Metric("session/acc", math.nan, 2000, 5),
+                                      Metric("base/x", 7.0, 1000, 0), Metric("base/x", math.nan, 3000, 1)])
+    client.log_batch(ids[2], metrics=[Metric("session/acc", math.nan, 1500, 1)])
+    wanted = {"base/x": ids, "session/acc": ids[1:], "none": ids}
+
+    def plain(histories):  # NaN != NaN: compare its text, and the order of the steps as read
+        return {pair: [(step, repr(v)) for step, v in points.items()] for pair, points in histories.items()}
+
+    def bulk(wanted: dict) -> dict:
+        out: dict = {}
+        for key, runs in wanted.items():
+            for m in store.get_metric_history_bulk(runs, key, max_results=2**62):
+                out.setdefault((m.run_id, key), {})[int(m.step)] = float(m.value)
+        return out
+
+    expected = bulk(wanted)
+    got: dict = {}
+    assert from_store.sql_histories(store, wanted, got)
+    assert plain(got) == plain(expected) and len(got) == 5
+    assert plain(got)[(ids[1], "session/acc")] == [(0, "10.0"), (1, "11.0"), (2, "-1.0"), (3, "13.0"), (5, "nan")]
+    assert got[(ids[1], "base/x")] == {0: 7.0, 1: pytest.approx(math.nan, nan_ok=True)}
+    assert math.isnan(got[(ids[2], "session/acc")][1]) and (ids[0], "session/acc") not in got
+    runs = [client.get_run(run_id) for run_id in ids]
+    assert plain(from_store.histories(client, runs, {"base/x", "session/acc"})) == plain(bulk({"base/x": ids,
+                                                                                               "session/acc": ids}))
+
+
 def _answer(status: int, body: dict | str):
     import requests
 
