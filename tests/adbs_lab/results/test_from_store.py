@@ -324,6 +324,39 @@ def test_histories_read_as_rows_are_mlflows_bulk_answers_nan_and_steps_logged_tw
                                                                                                "session/acc": ids}))
 
 
+def test_trial_runs_read_as_rows_are_the_runs_search_runs_gives_in_its_order(tmp_path):
+    """sql_trial_runs reads a parent's nested runs as rows: the Runs all_runs (search_runs) gives, in its order (start
+    time, ties by run id), with their latest metrics (NaN as NaN), params and tags in its order; deleted runs, another
+    parent's and another experiment's left out, on a real store."""
+    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    exp, other = client.create_experiment("h"), client.create_experiment("o")
+    parent = client.create_run(exp, start_time=1)
+    nested = {"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial"}
+    ids = [client.create_run(exp, start_time=t, tags=nested, run_name=f"r{t}" if t != 5 else None).info.run_id
+           for t in (9, 5, 5, 5, 7)]
+    for i, run_id in enumerate(ids):
+        client.log_batch(run_id, metrics=[Metric("summary/acc", math.nan if i == 2 else float(i), 10, 0),
+                                          Metric("session/acc", 1.0, 11, 3)],
+                         params=[Param("alpha", str(i)), Param("seed", "0")])
+    client.set_terminated(ids[0])
+    client.delete_run(client.create_run(exp, start_time=6, tags=nested).info.run_id)
+    client.create_run(exp, start_time=6, tags={"mlflow.parentRunId": ids[0]})
+    client.create_run(other, start_time=6, tags=nested)
+
+    def plain(run):
+        i = run.info
+        return (i.run_id, i.run_name, i.experiment_id, i.user_id, i.status, i.start_time, i.end_time, i.lifecycle_stage,
+                i.artifact_uri, [(k, repr(v)) for k, v in run.data.metrics.items()], list(run.data.params.items()),
+                list(run.data.tags.items()))
+
+    expected = from_store.all_runs(client, [exp], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    got = from_store.sql_trial_runs(client._tracking_client.store, exp, parent.info.run_id)
+    assert [plain(r) for r in got] == [plain(r) for r in expected] and len(got) == 5
+    assert [r.info.start_time for r in got] == [5, 5, 5, 7, 9] and got[-1].info.status == "FINISHED"
+    assert math.isnan(got[[r.info.run_id for r in got].index(ids[2])].data.metrics["summary/acc"])
+    assert [plain(r) for r in from_store.trial_runs(client, parent)] == [plain(r) for r in expected]
+
+
 def _answer(status: int, body: dict | str):
     import requests
 
