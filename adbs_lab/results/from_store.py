@@ -101,7 +101,7 @@ def trial_runs(client, parent) -> list:
 def sql_trial_runs(store, experiment_id: str, parent_id: str) -> list | None:
     """The runs all_runs gives for tag mlflow.parentRunId = `parent_id` (mlflow.entities.Run: info, latest metrics,
     params, tags, each in the order search_runs reads them), from a database store as plain rows: the query of
-    SqlAlchemyStore._search_runs (mlflow/store/tracking/sqlalchemy_store.py: the experiment's active runs with that
+    MLflow's SqlAlchemyStore._search_runs (its sqlalchemy_store.py: the experiment's active runs with that
     tag's value, ordered start_time ASC with no start time last, then run id; a run has one tag of a key, so no
     DISTINCT) and of the selectin loads of its SqlRun model (the rows of BULK_RUNS runs at a time, no order of their
     own), without its ORM objects: those were most of the 2.4 s it took at 1,000 trials (docs/benchmarks.md).
@@ -261,7 +261,7 @@ def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[
 
 def sql_histories(store, wanted: dict[str, list[str]], out: dict) -> bool:
     """Reads `wanted` ({key: run ids}) from a database store into `out`, one query per key and BULK_RUNS runs: the
-    rows, order and NaN of SqlAlchemyStore.get_metric_history_bulk (mlflow/store/tracking/sqlalchemy_store.py: the
+    rows, order and NaN of MLflow's SqlAlchemyStore.get_metric_history_bulk (its sqlalchemy_store.py: the
     key's points of the runs ordered by run, timestamp, step, value; a NaN is stored as is_nan and read as NaN, as
     its SqlMetric.to_mlflow_entity does), selected as plain rows through the store's own sessions and table model
     rather than one ORM object per point, which was 6 of the 40 s studies/report.py took at 1,000 trials
