@@ -88,6 +88,79 @@ def all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
             return out
 
 
+def trial_runs(client, parent) -> list:
+    """The parent's nested runs, oldest first: all_runs of tag mlflow.parentRunId = its id, read as rows from a
+    database store (`sql_trial_runs`) where this MLflow has what that reads, else through search_runs."""
+    store = getattr(getattr(client, "_tracking_client", None), "store", None)
+    runs = sql_trial_runs(store, parent.info.experiment_id, parent.info.run_id)
+    if runs is not None:
+        return runs
+    return all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+
+
+def sql_trial_runs(store, experiment_id: str, parent_id: str) -> list | None:
+    """The runs all_runs gives for tag mlflow.parentRunId = `parent_id` (mlflow.entities.Run: info, latest metrics,
+    params, tags, each in the order search_runs reads them), from a database store as plain rows: the query of
+    MLflow's SqlAlchemyStore._search_runs (its sqlalchemy_store.py: the experiment's active runs with that
+    tag's value, ordered start_time ASC with no start time last, then run id; a run has one tag of a key, so no
+    DISTINCT) and of the selectin loads of its SqlRun model (the rows of BULK_RUNS runs at a time, no order of their
+    own), without its ORM objects: those were most of the 2.4 s it took at 1,000 trials (docs/benchmarks.md).
+    None where this MLflow or store lacks what it reads."""
+    maker = getattr(store, "ManagedSessionMaker", None)
+    try:
+        from sqlalchemy import case, select
+
+        from mlflow.entities import LifecycleStage
+        from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
+    except ImportError:
+        return None
+    if maker is None:
+        return None
+    with maker() as session:
+        ids = [experiment_id]
+        if hasattr(store, "_filter_experiment_ids"):  # search_runs' hook: a workspace store's own experiments
+            ids = store._filter_experiment_ids(session, ids)
+        columns = (SqlRun.run_uuid, SqlRun.name, SqlRun.experiment_id, SqlRun.user_id, SqlRun.status,
+                   SqlRun.start_time, SqlRun.end_time, SqlRun.lifecycle_stage, SqlRun.artifact_uri)
+        rows = session.execute(
+            select(*columns).join(SqlTag, SqlTag.run_uuid == SqlRun.run_uuid)
+            .where(SqlTag.key == "mlflow.parentRunId", SqlTag.value == parent_id,
+                   SqlRun.experiment_id.in_([int(i) for i in ids]), SqlRun.lifecycle_stage == LifecycleStage.ACTIVE)
+            .order_by(case((SqlRun.start_time.is_(None), 1), else_=0), SqlRun.start_time, SqlRun.run_uuid)).all()
+        return _runs_of_rows(session, rows)
+
+
+def _runs_of_rows(session, rows: list) -> list:
+    """mlflow.entities.Run of each row of `sql_trial_runs`' query, with its latest metrics, params and tags read
+    BULK_RUNS runs a query, as SqlRun.to_mlflow_entity makes them (a NaN metric NaN; no run name: its tag's)."""
+    from sqlalchemy import select
+
+    from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
+    from mlflow.store.tracking.dbmodels.models import SqlLatestMetric as L, SqlParam as P, SqlTag as T
+
+    ids = [row[0] for row in rows]
+    metrics: dict[str, list] = {i: [] for i in ids}
+    params: dict[str, list] = {i: [] for i in ids}
+    tags: dict[str, list] = {i: [] for i in ids}
+    for i in range(0, len(ids), BULK_RUNS):
+        batch = ids[i:i + BULK_RUNS]
+        for run_id, key, value, timestamp, step, is_nan in session.execute(
+                select(L.run_uuid, L.key, L.value, L.timestamp, L.step, L.is_nan).where(L.run_uuid.in_(batch))):
+            metrics[run_id].append(Metric(key, math.nan if is_nan else value, timestamp, step))
+        for run_id, key, value in session.execute(select(P.run_uuid, P.key, P.value).where(P.run_uuid.in_(batch))):
+            params[run_id].append(Param(key, value))
+        for run_id, key, value in session.execute(select(T.run_uuid, T.key, T.value).where(T.run_uuid.in_(batch))):
+            tags[run_id].append(RunTag(key, value))
+    out = []
+    for run_id, name, experiment_id, user_id, status, start, end, stage, artifact_uri in rows:
+        data = RunData(metrics=metrics[run_id], params=params[run_id], tags=tags[run_id])
+        info = RunInfo(run_id=run_id, run_name=name or data.tags.get("mlflow.runName") or name,
+                       experiment_id=str(experiment_id), user_id=user_id, status=status, start_time=start,
+                       end_time=end, lifecycle_stage=stage, artifact_uri=artifact_uri)
+        out.append(Run(run_info=info, run_data=data))
+    return out
+
+
 def find_parent(client, ref: str, name: str | None = None):
     """The parent (study) run: a run id (a trial's id gives its parent), or a study name = experiment: its latest
     run of the default folder, or of `--name` `name` (adbs_lab/results/run_pick.py)."""
@@ -160,15 +233,18 @@ trials (docs/benchmarks.md). 8 stays within the 10 connections MLflow's HTTP cli
 
 def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[int, float]]:
     """(run id, key) -> {step: value} of every run's history of every key it logged. A database store is read in
-    bulk, one query per key and BULK_RUNS runs (MLflow's SqlAlchemyStore.get_metric_history_bulk, the query of
-    its UI's chart of many runs), where one call per run and key made studies/report.py read 15,000 histories
-    one at a time at 1,000 trials (docs/benchmarks.md); an MLflow server over HTTP the same way through its
-    HTTP_BULK route; what neither reads, one call per run and key, THREADS at a time. The same order every way
+    bulk, one query per key and BULK_RUNS runs (`sql_histories`: the rows of MLflow's
+    SqlAlchemyStore.get_metric_history_bulk, the query of its UI's chart of many runs, or that call itself where
+    this MLflow lacks what sql_histories reads), where one call per run and key made studies/report.py read 15,000
+    histories one at a time at 1,000 trials (docs/benchmarks.md); an MLflow server over HTTP the same way through
+    its HTTP_BULK route; what neither reads, one call per run and key, THREADS at a time. The same order every way
     (timestamp, step, value): a step logged twice keeps its last value."""
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
     bulk = getattr(store, "get_metric_history_bulk", None)
     wanted = {key: [r.info.run_id for r in runs if key in r.data.metrics] for key in sorted(keys)}
     out: dict[tuple[str, str], dict[int, float]] = {}
+    if bulk is not None and sql_histories(store, wanted, out):
+        return out
     if bulk is not None:
         for key, ids in wanted.items():
             for i in range(0, len(ids), BULK_RUNS):
@@ -181,6 +257,38 @@ def histories(client, runs: list, keys: set[str]) -> dict[tuple[str, str], dict[
         rest = http_histories(creds(), wanted, out)
     out.update(histories_one_by_one(client, rest))
     return out
+
+
+def sql_histories(store, wanted: dict[str, list[str]], out: dict) -> bool:
+    """Reads `wanted` ({key: run ids}) from a database store into `out`, one query per key and BULK_RUNS runs: the
+    rows, order and NaN of MLflow's SqlAlchemyStore.get_metric_history_bulk (its sqlalchemy_store.py: the
+    key's points of the runs ordered by run, timestamp, step, value; a NaN is stored as is_nan and read as NaN, as
+    its SqlMetric.to_mlflow_entity does), selected as plain rows through the store's own sessions and table model
+    rather than one ORM object per point, which was 6 of the 40 s studies/report.py took at 1,000 trials
+    (docs/benchmarks.md). False (nothing read) where this MLflow or store lacks the sessions or model it reads."""
+    maker = getattr(store, "ManagedSessionMaker", None)
+    visible = getattr(store, "_filter_entity_ids", None)  # the bulk call's hook: only a workspace store's own runs
+    try:
+        from sqlalchemy import select
+
+        from mlflow.store.tracking.dbmodels.models import SqlMetric as M
+        if visible is not None:
+            from mlflow.entities.entity_type import EntityAssociationType
+    except ImportError:
+        return False
+    if maker is None:
+        return False
+    with maker() as session:
+        for key, ids in wanted.items():
+            for i in range(0, len(ids), BULK_RUNS):
+                batch = ids[i:i + BULK_RUNS]
+                batch = visible(session, EntityAssociationType.RUN, batch) if visible is not None else batch
+                rows = session.execute(select(M.run_uuid, M.step, M.value, M.is_nan)
+                                       .where(M.key == key, M.run_uuid.in_(batch))
+                                       .order_by(M.run_uuid, M.timestamp, M.step, M.value))
+                for run_id, step, value, is_nan in rows:
+                    out.setdefault((run_id, key), {})[int(step)] = math.nan if is_nan else float(value)
+    return True
 
 
 def http_histories(host_creds, wanted: dict[str, list[str]], out: dict) -> list[tuple[str, str]]:
@@ -227,8 +335,7 @@ def histories_one_by_one(client, pairs: list[tuple[str, str]]) -> dict[tuple[str
 
 def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
     """The study's nested runs as TrialRecords, from params, tags and metric histories."""
-    runs = all_runs(client, [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
-    runs = [r for r in runs if r.data.tags.get("adbs.role", "trial") == "trial"]
+    runs = [r for r in trial_runs(client, parent) if r.data.tags.get("adbs.role", "trial") == "trial"]
 
     def order(r):  # the study's order: Optuna trial number (Tune's creation order), then start time
         n = r.data.tags.get("adbs.optuna_trial", "")

@@ -98,6 +98,9 @@ class _Table:
     baseline: str | dict[str, str] | None
     trials: pd.DataFrame | None
     front: list[str] | None
+    by_row: dict[Any, pd.DataFrame]  # {row: per_trial.loc[row]}
+    by_row_h: dict[Any, pd.DataFrame]  # the same of per_trial_h ({} without it)
+    last_of: dict[Any, Any]  # {row: last_session(row)}
     compared: list[cmp.Compared] = dataclasses.field(default_factory=list)  # the table's comparisons and verdicts
 
     @classmethod
@@ -113,16 +116,16 @@ class _Table:
                        if hmean in s else None)
         per_trial = s.pivot_table(index=[label, "trial_id"], columns="session", values=metric, aggfunc="first")
         return cls(s, metric, label, labels, per_trial, per_trial_h, int(s["session"].max()) + 1, baseline, trials,
-                   front)
+                   front, by_row(per_trial), by_row(per_trial_h) if per_trial_h is not None else {},
+                   last_sessions(per_trial))
 
     def trials_of(self, lab: str) -> pd.DataFrame:
         """Row `lab`'s trials x sessions."""
-        return self.per_trial.loc[lab]
+        return self.by_row[lab]
 
     def last_session(self, lab: str):
         """The last session where row `lab` has a number (10-way rows have fewer sessions than 5-way ones)."""
-        t = self.trials_of(lab)
-        return max(c for c in t.columns if t[c].notna().any())
+        return self.last_of[lab]
 
     def reference(self) -> dict[str, str]:
         """{row: the row its Delta_last is against}."""
@@ -134,6 +137,21 @@ class _Table:
         if self.trials is None or not len(self.trials):
             return None
         return self.trials[self.trials["state"] == K.COMPLETE] if "state" in self.trials else self.trials
+
+
+def by_row(per_trial: pd.DataFrame) -> dict[Any, pd.DataFrame]:
+    """{row: its trials x sessions} of a (row, trial_id) x session frame, each as per_trial.loc[row] gives it, split
+    in one pass: a .loc per row and column was most of paper_table's 4 s at 1,000 rows (docs/benchmarks.md)."""
+    flat = per_trial.droplevel(0)
+    return {lab: flat.iloc[rows] for lab, rows in per_trial.groupby(level=0, sort=False).indices.items()}
+
+
+def last_sessions(per_trial: pd.DataFrame) -> dict[Any, Any]:
+    """{row: the last session where it has a number} of a (row, trial_id) x session frame (10-way rows have fewer
+    sessions than 5-way ones)."""
+    has = per_trial.notna().groupby(level=0, sort=False).any()
+    sessions = list(has.columns)
+    return {lab: max(c for c, seen in zip(sessions, flags) if seen) for lab, flags in zip(has.index, has.to_numpy())}
 
 
 # paper_table's columns, in the table's order: each adds its column to every row (or, where it does not apply to
@@ -185,7 +203,7 @@ def _hmean(t: _Table, rows: list[dict[str, Any]]) -> None:
         return
     for row in rows:
         lab, last_col = row["config"], t.last_session(row["config"])
-        h = t.per_trial_h.loc[lab] if lab in t.per_trial_h.index.get_level_values(0) else None
+        h = t.by_row_h.get(lab)
         row["hmean"] = ci95(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
 
 
@@ -218,8 +236,9 @@ def _d_cs(t: _Table, rows: list[dict[str, Any]]) -> None:
     done = t.done_trials()
     if done is None or "d_cs" not in done:
         return
+    d_cs = {lab: list(values) for lab, values in done.groupby(t.label, sort=False)["d_cs"]}  # one pass, not a mask a row
     for row in rows:
-        row["d_cs"] = ci95(list(done.loc[done[t.label] == row["config"], "d_cs"]))
+        row["d_cs"] = ci95(d_cs.get(row["config"], []))
 
 
 def _seed_states_column(t: _Table, rows: list[dict[str, Any]]) -> None:

@@ -286,6 +286,77 @@ def test_histories_in_bulk_are_those_read_run_by_run(tmp_path):
     assert (runs[0].info.run_id, "base/x") not in got and len(got) == 5
 
 
+def test_histories_read_as_rows_are_mlflows_bulk_answers_nan_and_steps_logged_twice_included(tmp_path):
+    """sql_histories reads a database store's points as plain rows: the same points, in the same order, as MLflow's
+    SqlAlchemyStore.get_metric_history_bulk, with a NaN read back as NaN, a step logged twice keeping its last value
+    (later timestamp) and, at one timestamp, the larger value (the bulk call orders by value last), on a real store."""
+    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    store = client._tracking_client.store
+    exp = client.create_experiment("h")
+    ids = [client.create_run(exp).info.run_id for _ in range(3)]
+    for i, run_id in enumerate(ids):
+        client.log_batch(run_id, metrics=[Metric("session/acc", 10.0 * i + s, 1000 + s, s) for s in range(4)]
+                         + [Metric("base/x", float(i), 1000, 0)])
+    client.log_batch(ids[1], metrics=[Metric("session/acc", -1.0, 2000, 2), Metric("session/acc", math.nan, 2000, 5),
+                                      Metric("base/x", 7.0, 1000, 0), Metric("base/x", math.nan, 3000, 1)])
+    client.log_batch(ids[2], metrics=[Metric("session/acc", math.nan, 1500, 1)])
+    wanted = {"base/x": ids, "session/acc": ids[1:], "none": ids}
+
+    def plain(histories):  # NaN != NaN: compare its text, and the order of the steps as read
+        return {pair: [(step, repr(v)) for step, v in points.items()] for pair, points in histories.items()}
+
+    def bulk(wanted: dict) -> dict:
+        out: dict = {}
+        for key, runs in wanted.items():
+            for m in store.get_metric_history_bulk(runs, key, max_results=2**62):
+                out.setdefault((m.run_id, key), {})[int(m.step)] = float(m.value)
+        return out
+
+    expected = bulk(wanted)
+    got: dict = {}
+    assert from_store.sql_histories(store, wanted, got)
+    assert plain(got) == plain(expected) and len(got) == 5
+    assert plain(got)[(ids[1], "session/acc")] == [(0, "10.0"), (1, "11.0"), (2, "-1.0"), (3, "13.0"), (5, "nan")]
+    assert got[(ids[1], "base/x")] == {0: 7.0, 1: pytest.approx(math.nan, nan_ok=True)}
+    assert math.isnan(got[(ids[2], "session/acc")][1]) and (ids[0], "session/acc") not in got
+    runs = [client.get_run(run_id) for run_id in ids]
+    assert plain(from_store.histories(client, runs, {"base/x", "session/acc"})) == plain(bulk({"base/x": ids,
+                                                                                               "session/acc": ids}))
+
+
+def test_trial_runs_read_as_rows_are_the_runs_search_runs_gives_in_its_order(tmp_path):
+    """sql_trial_runs reads a parent's nested runs as rows: the Runs all_runs (search_runs) gives, in its order (start
+    time, ties by run id), with their latest metrics (NaN as NaN), params and tags in its order; deleted runs, another
+    parent's and another experiment's left out, on a real store."""
+    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    exp, other = client.create_experiment("h"), client.create_experiment("o")
+    parent = client.create_run(exp, start_time=1)
+    nested = {"mlflow.parentRunId": parent.info.run_id, "adbs.role": "trial"}
+    ids = [client.create_run(exp, start_time=t, tags=nested, run_name=f"r{t}" if t != 5 else None).info.run_id
+           for t in (9, 5, 5, 5, 7)]
+    for i, run_id in enumerate(ids):
+        client.log_batch(run_id, metrics=[Metric("summary/acc", math.nan if i == 2 else float(i), 10, 0),
+                                          Metric("session/acc", 1.0, 11, 3)],
+                         params=[Param("alpha", str(i)), Param("seed", "0")])
+    client.set_terminated(ids[0])
+    client.delete_run(client.create_run(exp, start_time=6, tags=nested).info.run_id)
+    client.create_run(exp, start_time=6, tags={"mlflow.parentRunId": ids[0]})
+    client.create_run(other, start_time=6, tags=nested)
+
+    def plain(run):
+        i = run.info
+        return (i.run_id, i.run_name, i.experiment_id, i.user_id, i.status, i.start_time, i.end_time, i.lifecycle_stage,
+                i.artifact_uri, [(k, repr(v)) for k, v in run.data.metrics.items()], list(run.data.params.items()),
+                list(run.data.tags.items()))
+
+    expected = from_store.all_runs(client, [exp], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    got = from_store.sql_trial_runs(client._tracking_client.store, exp, parent.info.run_id)
+    assert [plain(r) for r in got] == [plain(r) for r in expected] and len(got) == 5
+    assert [r.info.start_time for r in got] == [5, 5, 5, 7, 9] and got[-1].info.status == "FINISHED"
+    assert math.isnan(got[[r.info.run_id for r in got].index(ids[2])].data.metrics["summary/acc"])
+    assert [plain(r) for r in from_store.trial_runs(client, parent)] == [plain(r) for r in expected]
+
+
 def _answer(status: int, body: dict | str):
     import requests
 
