@@ -103,7 +103,9 @@ def configurations(trials: pd.DataFrame, params: list[str], objective: Objective
         return pd.DataFrame(columns=[*params, "objective", "seeds"]), counts
     # one pass: each configuration's first trial and its trials' values, in the order configurations first appear
     # (a pandas group per configuration took 8 s at 5,000); each mean summed as pandas' Series.mean sums
-    group = keep.groupby([keep[p].astype(str) for p in params], sort=False).ngroup().to_numpy()
+    # dropna=False: pandas' str dtype keeps a missing text value missing through astype(str); such trials are a
+    # configuration of their own, as a missing number ('nan') is, rather than dropped (or a NaN group number)
+    group = keep.groupby([keep[p].astype(str) for p in params], sort=False, dropna=False).ngroup().to_numpy()
     by = np.argsort(group, kind="stable")
     vals = keep[obj].astype(float).to_numpy()[by]
     ends = np.searchsorted(group[by], np.arange(group.max() + 2))
@@ -279,7 +281,7 @@ def subsample(configs: pd.DataFrame, params: list[str], limit: int = MAX_CONFIGS
     text), so the same trials give the same sample in whatever order they were read (a study's end or report.py)."""
     if len(configs) <= limit:
         return configs
-    keys = configs[params].astype(str).agg("\x1f".join, axis=1)  # unique: configurations() grouped by these texts
+    keys = configs[params].astype(str).fillna("nan").agg("\x1f".join, axis=1)  # unique: configurations() grouped by these texts
     ordered = configs.iloc[np.argsort(keys.to_numpy(), kind="stable")]
     pick = np.sort(np.random.default_rng(seed).choice(len(ordered), size=limit, replace=False))
     return ordered.iloc[pick].reset_index(drop=True)

@@ -165,3 +165,17 @@ def test_each_objective_of_a_multi_objective_study_gets_its_own_ranking_in_its_d
     a = importance.analyse(t, objective=objs[1], resamples=2)
     assert a["study"].direction.name == "MINIMIZE"
     assert a["configs"].sort_values("objective").iloc[0]["temperature"] == 8.0
+
+
+def test_a_text_parameter_missing_in_some_trials_is_a_configuration_of_its_own():
+    """A text config value some trials lack (pandas' str dtype keeps it missing through astype(str)) is its own
+    configuration, as a missing number is ('nan'): configurations() must neither crash on it nor drop its trials,
+    and subsample() orders such configurations like any other."""
+    obj = importance.DEFAULT[0].name
+    t = pd.DataFrame({"alpha": [0.1, 0.1, 0.2, 0.2], "loss": ["a", None, "b", None], obj: [0.5, 0.6, 0.7, 0.8],
+                      "state": [K.COMPLETE] * 4})
+    configs, counts = importance.configurations(t, ["alpha", "loss"])
+    assert len(configs) == 4 and configs["seeds"].sum() == 4 and counts["without a value"] == 0
+    assert configs["objective"].tolist() == [0.5, 0.6, 0.7, 0.8]
+    picked = importance.subsample(configs, ["alpha", "loss"], limit=3)
+    assert len(picked) == 3 and picked.equals(importance.subsample(configs.iloc[::-1], ["alpha", "loss"], limit=3))
