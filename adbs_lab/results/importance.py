@@ -98,7 +98,11 @@ def configurations(trials: pd.DataFrame, params: list[str], objective: Objective
     counts = {"collapsed": int((complete & collapsed & value.notna()).sum()),
               "diverged": int((states == K.DIVERGED).sum()), "pruned": int((states == K.PRUNED).sum()),
               "failed": int((states == K.FAILED).sum()), "without a value": int((complete & value.isna()).sum())}
-    keep = trials[complete & value.notna()]
+    # a trial without a value of a searched parameter has no place in Optuna's distributions (create_trial refuses a
+    # NaN), and pandas keeps it missing through astype(str) (a NaN group number): left out, and counted
+    bare = trials[params].isna().any(axis=1) if params else states != states
+    counts["without a parameter"] = int((complete & value.notna() & bare).sum())
+    keep = trials[complete & value.notna() & ~bare]
     if keep.empty or not params:
         return pd.DataFrame(columns=[*params, "objective", "seeds"]), counts
     # one pass: each configuration's first trial and its trials' values, in the order configurations first appear
@@ -279,7 +283,7 @@ def subsample(configs: pd.DataFrame, params: list[str], limit: int = MAX_CONFIGS
     text), so the same trials give the same sample in whatever order they were read (a study's end or report.py)."""
     if len(configs) <= limit:
         return configs
-    keys = configs[params].astype(str).agg("\x1f".join, axis=1)  # unique: configurations() grouped by these texts
+    keys = configs[params].astype(str).fillna("nan").agg("\x1f".join, axis=1)  # unique: configurations() grouped by these texts
     ordered = configs.iloc[np.argsort(keys.to_numpy(), kind="stable")]
     pick = np.sort(np.random.default_rng(seed).choice(len(ordered), size=limit, replace=False))
     return ordered.iloc[pick].reset_index(drop=True)
@@ -341,7 +345,8 @@ def _header(a: dict[str, Any]) -> str:
     collapsed = (f"{c['collapsed']} of them collapsed (novel accuracy 0 in every session) and kept with their "
                  f"measured values" if c["collapsed"] else "none collapsed")
     why = {"diverged": "diverged (no value, never imputed; \"Diverges when\" below)", "pruned": "pruned",
-           "failed": "failed", "without a value": f"complete without a value of {o.key}"}
+           "failed": "failed", "without a value": f"complete without a value of {o.key}",
+           "without a parameter": "complete without a value of a searched parameter"}
     left = ", ".join(f"{c[k]} {w}" for k, w in why.items() if c.get(k)) or "none"
     sample = (f" Ranked on {a['sample']} of the {a['n']} configurations, a uniform random sample (numpy's "
               f"default_rng, seed {SUBSAMPLE_SEED}, over the configurations in the order of their values): at most "

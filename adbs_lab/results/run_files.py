@@ -192,6 +192,8 @@ def curve_rows(trials: pd.DataFrame, labels: list[str], *, baseline: str | dict[
                                                                               if rest else "") if best else
             f"the table's first {len(rest)} (no row has a value of the study's objective {first.text})")
     said += f" and the baseline{'s' * (len(refs) > 1)}" if refs else ""
+    if not best and not rest:  # the reference rows alone fill the cap: no other row was ranked or taken
+        said = f"the baseline{'s' * (len(refs) > 1)}"
     return [lab for lab in labels if lab in keep], f"{said}; {len(keep)} of {len(labels)} rows, all in table.txt"
 
 

@@ -115,6 +115,9 @@ class _Table:
         per_trial_h = (s.pivot_table(index=[label, "trial_id"], columns="session", values=hmean, aggfunc="first")
                        if hmean in s else None)
         per_trial = s.pivot_table(index=[label, "trial_id"], columns="session", values=metric, aggfunc="first")
+        # a row none of whose complete trials has a number of the metric (pivot_table leaves such trials out) has
+        # no cell to show: left out, as a row without complete trials is, rather than a KeyError for the whole table
+        labels = [x for x in labels if x in per_trial.index.get_level_values(0)]
         return cls(s, metric, label, labels, per_trial, per_trial_h, int(s["session"].max()) + 1, baseline, trials,
                    front, by_row(per_trial), by_row(per_trial_h) if per_trial_h is not None else {},
                    last_sessions(per_trial))

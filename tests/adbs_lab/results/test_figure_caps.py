@@ -124,3 +124,13 @@ def test_importance_ranks_a_declared_deterministic_subsample(tmp_path):
     assert out["importance"] == again["importance"]
     assert head.startswith(f"{n - 1} complete configurations") and "1 diverged" in head
     assert f"Ranked on 20 of the {n - 1} configurations, a uniform random sample (numpy's default_rng, seed 0" in head
+
+
+def test_references_that_fill_the_cap_are_said_as_such():
+    """Reference rows (a {row: its reference} baseline) that fill the cap alone: the line under the title says the
+    references were drawn, not that no row has a value of the objective (every row has one here)."""
+    s, t = _search(8, baseline=False)
+    labels = list(dict.fromkeys(t["label"]))
+    refs = {lab: labels[i % 3] for i, lab in enumerate(labels)}  # three reference rows
+    rows, note = run_files.curve_rows(t, labels, baseline=refs, cap=3)
+    assert rows == labels[:3] and note == "the baselines; 3 of 8 rows, all in table.txt"

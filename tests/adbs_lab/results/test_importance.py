@@ -21,7 +21,8 @@ def test_seeds_are_averaged_collapsed_trials_kept_and_diverged_ones_counted_out(
                                     {**t.iloc[3].to_dict(), "state": K.PRUNED, "val_avg_acc": np.nan}])])
     assert importance.searched_params(t) == ["alpha", "temperature"]  # never the seed
     configs, counts = importance.configurations(t, ["alpha", "temperature"])
-    assert counts == {"collapsed": 1, "diverged": 1, "pruned": 1, "failed": 0, "without a value": 0}
+    assert counts == {"collapsed": 1, "diverged": 1, "pruned": 1, "failed": 0, "without a value": 0,
+                      "without a parameter": 0}
     assert len(configs) == 12 and configs["seeds"].tolist()[0] == 2  # the collapsed seed keeps its value
     # a configuration with both seeds: its objective is their mean (the diverged copy of trial 1 is not imputed)
     hand = t[(t["alpha"] == configs.iloc[0]["alpha"]) & (t["temperature"] == configs.iloc[0]["temperature"])
@@ -165,3 +166,20 @@ def test_each_objective_of_a_multi_objective_study_gets_its_own_ranking_in_its_d
     a = importance.analyse(t, objective=objs[1], resamples=2)
     assert a["study"].direction.name == "MINIMIZE"
     assert a["configs"].sort_values("objective").iloc[0]["temperature"] == 8.0
+
+
+def test_a_trial_without_a_value_of_a_searched_parameter_is_left_out_and_counted():
+    """A trial lacking a searched parameter's value (a text or a number: pandas keeps both missing through
+    astype(str)) cannot be placed in Optuna's distributions: configurations() leaves it out and counts it, the
+    header says so, instead of crashing ('arange: cannot compute length') or dropping it unsaid."""
+    obj = "val_avg_acc"  # the default objective (adbs_lab/records/objectives.py: DEFAULT)
+    t = pd.DataFrame({"alpha": [0.1, 0.1, 0.2, np.nan], "loss": ["a", None, "b", "b"], obj: [0.5, 0.6, 0.7, 0.8],
+                      "state": [K.COMPLETE] * 4})
+    configs, counts = importance.configurations(t, ["alpha", "loss"])
+    assert configs[["alpha", "loss"]].values.tolist() == [[0.1, "a"], [0.2, "b"]] and counts["without a parameter"] == 2
+    assert configs["objective"].tolist() == [0.5, 0.7] and configs["seeds"].tolist() == [1, 1]
+    head = importance.markdown({"params": ["alpha", "loss"], "configs": configs, "counts": counts, "n": len(configs),
+                                "too_few": True}).splitlines()[0]
+    assert "2 complete without a value of a searched parameter" in head
+    picked = importance.subsample(configs, ["alpha", "loss"], limit=1)
+    assert picked.equals(importance.subsample(configs.iloc[::-1], ["alpha", "loss"], limit=1))

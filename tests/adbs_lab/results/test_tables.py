@@ -176,3 +176,13 @@ def test_delta_last_against_each_rows_own_reference():
     assert t.loc["SAVC+ADBS", "delta_last"] == 6.0 and t.loc["ALICE+ADBS", "delta_last"] == 3.0
     assert t.loc["SAVC", "delta_last"] == 0.0 and math.isnan(t.loc["other", "delta_last"])
     assert "+6.00" in format_table(paper_table(s, baseline=ref))
+
+
+def test_a_row_without_a_number_of_the_metric_is_left_out_not_a_crash():
+    """A row whose complete trials have no number of the metric in any session (pivot_table leaves such trials
+    out) is left out of the table as a row without complete trials is; the other rows are as without it."""
+    nan = math.nan
+    rows = [("baseline", "t1", [70, 60], K.COMPLETE), ("adb", "t2", [80, 62], K.COMPLETE)]
+    t = paper_table(_sessions(rows + [("empty", "t3", [nan, nan], K.COMPLETE)]), baseline="baseline")
+    assert list(t["config"]) == ["baseline", "adb"]
+    assert format_table(t) == format_table(paper_table(_sessions(rows), baseline="baseline"))
