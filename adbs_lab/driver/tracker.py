@@ -40,7 +40,7 @@ from adbs_lab.stores.tracking_store import (
     runs_view,
 )
 from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
-from adbs.redaction import reveal
+from adbs.redaction import redact, reveal
 from adbs_lab.records.objectives import from_tag
 from adbs_lab.records.tune_keys import LAB_KEYS, SEED_KEY, describe, trial_config
 from adbs_lab.records.trial_records import base_boundaries, is_shadow_report
@@ -381,6 +381,7 @@ class MlflowTracker(Callback):
         if warning:  # the collapsed boundary regime (adbs.metrics.collapse_warnings); trials.parquet has it too
             self.client.set_tag(run_id, "adbs.warning", warning[:4000])
         if reason:
+            reason = redact(reason)  # a traceback may quote a URL with its credentials (adbs/redaction.py)
             self.client.set_tag(run_id, "adbs.error", reason[:4000])
             if len(reason) > 4000:  # a long traceback whole, beside the tag's first 4000 characters
                 self.client.log_text(run_id, reason, "error.txt")
