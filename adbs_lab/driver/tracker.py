@@ -355,7 +355,8 @@ class MlflowTracker(Callback):
                 for f in run_files.write_trial_artifacts(Path(tmp), **data):
                     self.client.log_artifact(run_id, str(f))
         except Exception as e:  # noqa: BLE001 - a missing picture must not fail the study
-            print(f"warning: artifacts of run {run_id} not logged: {e}", flush=True)
+            # MLflow's error may quote the tracking URI
+            print(f"warning: artifacts of run {run_id} not logged: {redact(str(e))}", flush=True)
 
     def _end(self, trial, state: str, reason: str | None = None) -> None:
         self.flush(trial.trial_id)
