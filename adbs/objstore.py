@@ -52,7 +52,7 @@ def open_fs(url: str):
     try:
         return pafs.FileSystem.from_uri(url)
     except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid / OSError with a reason
-        raise ObjectStoreError(f"cannot open {redact(url)}: {e}. Check the URL (bucket, endpoint_override=HOST:PORT "
+        raise ObjectStoreError(f"cannot open {redact(url)}: {redact(str(e))}. Check the URL (bucket, endpoint_override=HOST:PORT "
                            "and scheme=http for an S3-compatible server) and the credentials in this "
                            "environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, ...)") from None
 
@@ -72,9 +72,10 @@ def check_writable(url: str) -> None:
             seen = f.read()
         fs.delete_file(probe)
     except Exception as e:  # noqa: BLE001
-        raise ObjectStoreError(f"{redact(url)} is not writable from here: {str(e).strip().splitlines()[0][:300]}. "
-                           "Check that the bucket exists, the credentials in this environment can write to it, "
-                           "and the endpoint (endpoint_override / AWS_ENDPOINT_URL) is reachable") from None
+        raise ObjectStoreError(f"{redact(url)} is not writable from here: "
+                               f"{redact(str(e)).strip().splitlines()[0][:300]}. "
+                               "Check that the bucket exists, the credentials in this environment can write to it, "
+                               "and the endpoint (endpoint_override / AWS_ENDPOINT_URL) is reachable") from None
     if seen != token:
         raise ObjectStoreError(f"{redact(url)}: an object written there read back with other content")
 

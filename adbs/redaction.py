@@ -1,108 +1,209 @@
 """Credentials in URLs: the one rule for everything the platform prints, logs, tags, pickles or refuses.
 
-A URL carries a secret in two places: its password (s3://KEY:SECRET@bucket, postgresql://user:pw@host/db,
-http://user:token@mlflow-host:5000) and its query string (s3://bucket/runs?secret_key=..., a presigned
-?X-Amz-Signature=...). `redact` replaces both with *** in every URL of a text (an error message may quote one):
-user:password@ becomes ***@ (an object store's user is its access key id), user@ alone is kept (the studies' database
-URLs name their user, postgresql://USER@DBHOST/mlflow, and take the password from elsewhere: ~/.pgpass, PGPASSWORD);
-`carries_secret` says whether a text holds a secret.
+One parser (`_spans`) finds what is secret in a text; `redact` replaces it with ***, and `carries_secret` is
+`redact(text) != text`, so the two cannot disagree. It splits a URL as urllib.parse does where urllib.parse can
+read it (the query after the first '?', the fragment after the first '#'; names and values %-decoded with its
+unquote; tests/adbs/test_redaction_shapes.py checks that what is kept reads the same to urlsplit), and goes on
+where it cannot (a password holding '/', '#' or whitespace; a URL inside a message). What counts as secret, in
+every URL `scheme://...` of a text:
 
-Where the password ends: a password may hold any character, raw or %-encoded, '/', ':', '@', '?' and '#' included
-(libpq and SQLAlchemy take postgresql://u:s3cr/et@x@h/db), so the user information runs from "scheme://" to the
-LAST '@' whose user name (the text before the first ':') holds no '/', '?' or '#'. A URL in a text runs to the next
-whitespace. When in doubt more is masked, never less: http://host:80/a@b shows as http://***@b.
+- the user information of a URL with a password, user and password both: s3://KEY:SECRET@bucket,
+  postgresql://user:pw@host/db and http://user:token@mlflow-host:5000 show as scheme://***@host. The user name is
+  the text after "scheme://" up to the first ':' (without whitespace, '/', '?', '#', '[' or ']'); the password runs
+  from there to the LAST '@' before the same "scheme://user:" comes again (a message that quotes the URL twice),
+  else to the text's last '@': a password may hold any character, raw or %-encoded, whitespace, '/', ':', '@', '?'
+  and '#' included (libpq and SQLAlchemy take postgresql://u:s3cr/et@x@h/db). When in doubt more is masked, never
+  less: in `http://host:80/a@b` or `http://host:80 ... bob@example.org` everything from the host to the last '@'
+  shows as ***.
+- the user of an http(s) or ws(s) URL, alone too: https://TOKEN@github.com shows as https://***@github.com. A
+  database's or an object store's user alone is kept (the studies' database URLs name their user,
+  postgresql://USER@DBHOST/mlflow, and take the password from ~/.pgpass or PGPASSWORD).
+- the value of a query or fragment field (after '?' or '#', fields split at '&' and ';') whose name, %-decoded,
+  lower-cased and without separators, holds a secret word (`SECRET_WORDS`: password, token, secret, apikey as in
+  X-Api-Key, privatekey as in private_key, auth as in Authorization, ...) or is one (`SECRET_NAMES`: key, sig,
+  pwd, session, ...):
+  s3://b/runs?secret_key=***, #token=***, ?X-Amz-Signature=***. It runs to the next '&', '#' or whitespace.
+- a URL inside another's field: raw (?endpoint_override=http://u:p@h shows as ...=http://***@h) or %-encoded
+  (the whole field value shows as ***).
+
+A reference without a scheme (the /path?token=... an HTTP library quotes) is read the same way. In a text a URL
+ends at whitespace, except that its password may hold some (see above); `redact_url` reads its whole argument as
+one URL (a query value then runs to '&' or '#' only). Not seen: a secret in a URL's path, a user name holding
+whitespace, '/', '?', '#', '[' or ']', and a field value that is secret by its content alone.
 
 `SecretUrl` is a URL that redacts itself: its text (what str(), repr(), format(), json, pickle and MLflow tags see)
 is the redacted URL; the real one comes only from `reveal`, called where a store is opened.
 
-Standard library only: adbs_lab/stores/serve.py loads this file by its path to stay light (importing adbs runs
-adbs/__init__.py, which loads torch), so it imports nothing of adbs.
+Standard library only: the light commands (mlflow/serve.py, studies/submit.py) import it without torch, and it
+imports nothing of adbs.
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote, unquote_plus
 
-SECRET_QUERY = ("access_key", "secret", "session_token", "password", "passwd", "token", "credential", "signature",
-                "api_key", "apikey")
-SECRET_QUERY_EXACT = ("sig", "pwd", "se", "sv")  # Azure SAS: sig (its signature), and the fields it signs with
 MASK = "***"
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token", "credential", "signature", "auth", "jwt",
+                "bearer", "cookie", "apikey", "accesskey", "privatekey", "accountkey", "sharedkey", "sessid")
+"""A field whose normalised name (%-decoded, lower case, letters and digits only) holds one of these is secret."""
+SECRET_NAMES = ("key", "sig", "se", "sv", "pwd", "pw", "pass", "session", "sessionid", "sid")
+"""A field whose normalised name is one of these is secret (Azure SAS: sig, the signature, and se/sv it signs)."""
+TOKEN_USER_SCHEMES = ("http", "https", "ws", "wss")
+"""Schemes (the part after the last '+': git+https) whose user alone is a secret: a token as the user."""
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_QUERY = re.compile(r"([?&;])([^=&;#\s]*)=([^&;\s]*)")
+_USER = re.compile(r"[^\s/?#:\[\]]*")
+_FIELD = re.compile(r"[?&;#]([^=?&;#]*)=")
+_STARTS = re.compile(r"[?#]")
+_SPACE = re.compile(r"\s")
+_NOT_WORD = re.compile(r"[^a-z0-9]")
+_DECODES = 4  # %-decoding rounds for a field's name or value (%2525 is twice-encoded '%')
+
+Span = tuple[int, int]
 
 
-def _secret(key: str) -> bool:
-    k = unquote_plus(key).lower()  # as the store reads it: SQLAlchemy decodes ?pass%77ord= to password=
-    return any(w in k for w in SECRET_QUERY) or k in SECRET_QUERY_EXACT
+def _decoded(text: str) -> str:
+    """`text` %-decoded until nothing changes (at most _DECODES rounds): as a store reads a field (SQLAlchemy
+    decodes ?pass%77ord= to password=); '+' is kept (a decoded '+' is no space)."""
+    for _ in range(_DECODES):
+        plain = unquote(text)
+        if plain == text:
+            break
+        text = plain
+    return text
 
 
-def _userinfo(rest: str) -> tuple[str, str | None, str] | None:
-    """(user, password or None, after the '@') of `rest` (a URL after its "scheme://"), or None without user
-    information: the last '@' whose user name holds no '/', '?' or '#'."""
-    at = len(rest)
-    while (at := rest.rfind("@", 0, at)) >= 0:
-        info = rest[:at]
-        user, colon, password = info.partition(":")
-        if not any(c in user for c in "/?#"):
-            return user, (password if colon else None), rest[at + 1:]
-    return None
+def _secret_name(name: str) -> bool:
+    n = _NOT_WORD.sub("", _decoded(name).lower())  # X-Api-Key, x_api_key, apiKey: xapikey
+    return n in SECRET_NAMES or any(w in n for w in SECRET_WORDS)
 
 
-def _split(url: str) -> tuple[str, str | None, str | None, str]:
-    """(scheme://, user, password, the rest after the user information) of one URL."""
-    m = _SCHEME.match(url)
-    assert m is not None, url
-    head, rest = m.group(), url[m.end():]
-    found = _userinfo(rest)
-    return (head, None, None, rest) if found is None else (head, *found)
+def _userinfo(text: str, start: int, at_user: int) -> tuple[int, int] | None:
+    """(end of the user name, index of the '@' that ends the user information) of the URL at `start` whose user
+    name would start at `at_user` (just after "scheme://"), or None without user information."""
+    end = _USER.match(text, at_user).end()  # type: ignore[union-attr]  # matches the empty string too
+    if text.startswith(":", end):
+        # user:password@: the password runs to the last '@' before the same "scheme://user:" comes again (a
+        # message that quotes the URL twice), else to the last '@' of the text
+        again = text.find(text[start:end + 1], end + 1)
+        if (at := text.rfind("@", end + 1, len(text) if again < 0 else again)) > end:
+            return end, at
+    at = text.rfind("@", at_user, end)  # user@ (a user name may hold '@': alice@corp.com@host)
+    return (at, at) if at >= 0 else None
 
 
-def _mask_query(rest: str) -> str:
-    return _QUERY.sub(lambda q: f"{q[1]}{q[2]}={MASK}" if _secret(q[2]) and q[3] else q.group(), rest)
+def _token_user(scheme: str) -> bool:
+    return scheme[:-3].lower().rsplit("+", 1)[-1] in TOKEN_USER_SCHEMES
 
 
-def redact_url(url: str) -> str:
-    """One URL (the whole of `url`, spaces included) with its password and secret query values replaced by ***."""
-    if not _SCHEME.match(url):
-        return url
-    head, user, password, rest = _split(url)
-    info = "" if user is None else f"{user}@" if not password else f"{MASK}@"  # with a password: the user too
-    return head + info + _mask_query(rest)
+def _merged(spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(e, out[-1][1]))
+        else:
+            out.append((s, e))
+    return out
 
 
-def user_of(url: str) -> str | None:
-    """The user name of one URL by the rule above (None without user information): not a secret, named in messages
-    (a redacted URL shows *** in its place when it has a password)."""
-    url = reveal(url)
-    return _split(url)[1] if _SCHEME.match(url) else None
+def _inside(i: int, spans: list[Span]) -> bool:
+    k = bisect.bisect_right(spans, (i, math.inf)) - 1  # the last span that starts at or before i
+    return k >= 0 and i < spans[k][1]
+
+
+def _userinfo_spans(text: str) -> list[Span]:
+    spans = []
+    for m in _SCHEME.finditer(text):
+        found = _userinfo(text, m.start(), m.end())
+        if found is None:
+            continue
+        user_end, at = found
+        if at > user_end + 1 or (at > m.end() and _token_user(m.group())):  # a password; an http user
+            spans.append((m.end(), at))
+    return _merged(spans)
+
+
+def _field_spans(text: str, skip: list[Span], whole: bool) -> list[Span]:
+    """The secret field values of every query and fragment in `text`, outside the user information `skip`."""
+    spans, i = [], 0
+    while (m := _STARTS.search(text, i)) is not None:
+        start = m.start()
+        if _inside(start, skip):
+            i = start + 1
+            continue
+        space = None if whole else _SPACE.search(text, start)
+        end = len(text) if space is None else space.start()
+        for f in _FIELD.finditer(text, start, end):
+            if _inside(f.start(), skip):
+                continue
+            stop = min((j for j in (text.find("&", f.end(), end), text.find("#", f.end(), end)) if j >= 0),
+                       default=end)
+            value = text[f.end():stop]
+            if value and (_secret_name(f.group(1)) or _encoded_secret(value)):
+                spans.append((f.end(), stop))
+        i = end + 1
+    return spans
+
+
+def _encoded_secret(value: str) -> bool:
+    """Whether a field value holds a secret once %-decoded (a URL given as a field: ?next=http%3A%2F%2Fu%3Ap%40h),
+    '+' read as itself or as a space."""
+    return any(plain != value and _spans(plain, whole=True) for plain in {_decoded(value), unquote_plus(value)})
+
+
+def _spans(text: str, whole: bool) -> list[Span]:
+    """The parts of `text` to mask, merged and in order: the one parser of this module."""
+    if "://" not in text and "?" not in text and "#" not in text:
+        return []
+    info = _userinfo_spans(text)
+    return _merged(info + _field_spans(text, info, whole))
+
+
+def _masked(text: str, spans: list[Span]) -> str:
+    out, i = [], 0
+    for s, e in spans:
+        out += [text[i:s], MASK]
+        i = e
+    return "".join(out) + text[i:]
 
 
 def redact(text: str) -> str:
-    """`text` with the password and secret query values of every URL in it replaced by ***, for printing and
-    logging; text without a URL (a folder path) unchanged."""
-    return _URL.sub(lambda m: redact_url(m.group()), text) if "://" in text else text
+    """`text` with every secret of every URL in it (see the module's docstring) replaced by ***, for printing
+    and logging; text without a URL (a folder path) unchanged."""
+    return _masked(text, _spans(text, whole=False))
 
 
-def _url_secret(url: str) -> bool:
-    _, _, password, rest = _split(url)
-    return bool(password) or any(_secret(q[2]) and q[3] for q in _QUERY.finditer(rest))
+def redact_url(url: str) -> str:
+    """One URL (the whole of `url`, spaces included) with its secrets replaced by ***."""
+    return _masked(url, _spans(url, whole=True))
 
 
 def carries_secret(text: str) -> bool:
-    """Whether a URL in `text` holds a password (user:secret@) or a secret query value."""
+    """Whether `text` (a SecretUrl: the URL it hides) holds a secret: exactly when `redact` would change it."""
     text = reveal(text)
-    return (_SCHEME.match(text) is not None and _url_secret(text)) or any(
-        _url_secret(m.group()) for m in _URL.finditer(text))
+    return redact(text) != text
+
+
+def user_of(url: str) -> str | None:
+    """The user name of one URL by the rule above, when it is not itself a secret (an http user is): named in
+    messages (a redacted URL shows *** in its place when it has a password); None without one."""
+    url = reveal(url)
+    m = _SCHEME.match(url)
+    found = _userinfo(url, m.start(), m.end()) if m is not None and not _token_user(m.group()) else None
+    if found is None:
+        return None
+    user_end, at = found
+    return url[m.end():min(user_end, at)]  # type: ignore[union-attr]
 
 
 class SecretUrl(str):
     """A URL whose every printed form is redacted: `str`, `repr`, `format`, json, pickling and copying give the URL
-    with its password and secret query values as *** (`redact_url`); `reveal` gives the URL itself, for opening the
-    store it names. A pickle (Ray Tune's searcher and callback state in a study's folder) keeps only the redacted
-    URL: a driver that unpickles it binds its own (adbs_lab/stores/study_folder.py: rebind)."""
+    with its secrets as *** (`redact_url`); `reveal` gives the URL itself, for opening the store it names. A pickle
+    (Ray Tune's searcher and callback state in a study's folder) keeps only the redacted URL: a driver that
+    unpickles it binds its own (adbs_lab/stores/study_folder.py: rebind)."""
 
     _real: str
 

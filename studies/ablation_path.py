@@ -38,6 +38,7 @@ from typing import Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
 from adbs import exits  # noqa: E402
+from adbs.redaction import redact  # noqa: E402
 from adbs.config import BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, from_dict, load_file, resolve  # noqa: E402
 from adbs_lab.driver import options  # noqa: E402
 from adbs_lab.driver.options import StudyInputError  # noqa: E402
@@ -92,7 +93,7 @@ def latest_knobs(storage: str) -> Path:
     """best_config.json of the newest knobs study folder in `storage` (knobs, knobs-NAME)."""
     found = sorted(Path(storage).glob("knobs*/best_config.json"), key=lambda f: f.stat().st_mtime)
     if not found:
-        raise StudyInputError(f"--to: no knobs study in {storage} (no knobs*/best_config.json) to take B from; run "
+        raise StudyInputError(f"--to: no knobs study in {redact(storage)} (no knobs*/best_config.json) to take B from; run "
                               "`python studies/knobs.py` (or `python studies/knobs.py --smoke`) first, or pass --to "
                               "FILE or a preset name")
     return found[-1]
@@ -174,7 +175,7 @@ def check_resume(opts: options.StudyOptions, d: list[str]) -> None:
         where.cleanup()
     if not found:
         raise StudyInputError(f"--resume: no earlier run of {NAME}{' --name ' + opts.name if opts.name else ''} to "
-                              f"continue in {opts.storage} (nothing in {where}); run without --resume to start one")
+                              f"continue in {redact(opts.storage)} (nothing in {where}); run without --resume to start one")
 
 
 def path_folder(opts: options.StudyOptions):

@@ -15,7 +15,8 @@ multi-node cluster (adbs_lab/cluster/checks.py).
 
 Secrets (MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_PASSWORD, AWS keys, ...) travel only as environment
 variables of the job: `--env NAME` copies NAME from this shell. They are never put in the command,
-printed, or logged as MLflow params; a URI with user:password@ (or a secret query value) is refused.
+printed, or logged as MLflow params; a URI that carries credentials (user:password@, a token as an http(s)
+user, a secret query or fragment value: adbs/redaction.py) is refused, in the study's arguments and in --address.
 Prints the job id and the commands to follow and stop it; `--wait` streams the logs and exits
 with the job's status (0 = SUCCEEDED). Submitting takes seconds (upload ~1 MB).
 """
@@ -117,6 +118,10 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
     if not args.address:
         raise SubmitError("--address is required: the Ray dashboard of the cluster, e.g. http://HEAD:8265 "
                           "(the Jobs API; from a laptop, tunnel it: ssh -L 8265:localhost:8265 HEAD)")
+    if carries_secret(args.address):
+        raise SubmitError(f"--address {redact(args.address)!r}: the address carries credentials, which the submit "
+                          "output and its `ray job` commands would show; pass the dashboard's address without them "
+                          "(reach a dashboard behind a login through a tunnel: ssh -L 8265:localhost:8265 HEAD)")
     if not re.fullmatch(r"https?://[^/\s:]+(:\d+)?/?", args.address):
         raise SubmitError(f"--address {redact(args.address)!r}: expected the dashboard's http address, http://HEAD:8265; "
                           "ray:// (Ray Client) and HOST:6379 (GCS) addresses are not the Jobs API")
@@ -148,7 +153,7 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
                           "--env MLFLOW_TRACKING_URI: its default SQLite file would be inside the job's temporary "
                           "working directory and lost")
     if uri.startswith("sqlite:") and not uri.startswith("sqlite:////"):
-        raise SubmitError(f"--tracking-uri {uri!r} is relative to the job's temporary working directory; "
+        raise SubmitError(f"--tracking-uri {redact(uri)!r} is relative to the job's temporary working directory; "
                           "use an MLflow server (http://MLFLOW_HOST:5000)")
     address = _flag(rest, "--address")
     if address not in (None, "auto"):
@@ -157,10 +162,11 @@ def validate(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
     args.study[1:] = rest = project_config(args, rest)
     for a in [*rest, *args.pip]:
         if carries_secret(a):
-            raise SubmitError("a URI with a password (user:password@) or a secret query value (secret_key=, token=, "
-                              "...) in the study arguments would be printed, kept in the job's "
-                              "entrypoint and logged to MLflow; pass credentials as --env MLFLOW_TRACKING_USERNAME "
-                              "--env MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) instead")
+            raise SubmitError(f"{redact(a)}: a URI with credentials (user:password@, a token as an http(s) URL's "
+                              "user, a secret query or fragment value: secret_key=, token=, #token=, ...) in the "
+                              "study arguments would be printed, kept in the job's entrypoint and logged to MLflow; "
+                              "pass credentials as --env MLFLOW_TRACKING_USERNAME --env MLFLOW_TRACKING_PASSWORD (or "
+                              "MLFLOW_TRACKING_TOKEN) instead")
         for name, value in env.items():
             if len(value) >= 6 and value in a and name not in ("MLFLOW_TRACKING_URI",):
                 raise SubmitError(f"the value of {name} appears in the study arguments; secrets travel only as "
@@ -178,15 +184,15 @@ def _check_storage(storage: str | None) -> None:
     from adbs import objstore as st
 
     if st.is_url(storage):
-        if redact(storage) != storage:
+        if carries_secret(storage):
             raise SubmitError(f"--storage {redact(storage)}: the URL carries credentials, which would be visible in "
                               "the job's entrypoint (dashboard, `ray job list`); drop them from the URL and pass "
                               "them as variables: --env AWS_ACCESS_KEY_ID --env AWS_SECRET_ACCESS_KEY")
     elif "://" in storage:
-        raise SubmitError(f"--storage {storage!r}: unsupported URL scheme; use a path every node mounts or an "
+        raise SubmitError(f"--storage {redact(storage)!r}: unsupported URL scheme; use a path every node mounts or an "
                           f"object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
     elif not storage.startswith("/"):
-        raise SubmitError(f"--storage {storage!r} must be absolute: relative paths and ~ resolve inside the job's "
+        raise SubmitError(f"--storage {redact(storage)!r} must be absolute: relative paths and ~ resolve inside the job's "
                           "temporary working directory on the head node")
 
 
@@ -312,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                                    submission_id=args.job_id,
                                    metadata={"adbs.study": Path(args.script).stem, "adbs.env": ",".join(sorted(env))})
     except (ConnectionError, RuntimeError, ValueError) as e:
-        raise exits.Exit(exits.REFUSED, f"error: {submit_failure(args.address, e)}") from None
-    addr = shlex.quote(args.address)
+        raise exits.Exit(exits.REFUSED, f"error: {redact(submit_failure(args.address, e))}") from None
+    addr = shlex.quote(redact(args.address))
     print(f"submitted job {job_id}: {shlex.join(cmd)}")
     for line in getattr(args, "shipped", []):
         print(line)
@@ -322,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"follow logs: ray job logs --address {addr} --follow {job_id}")
     print(f"status:      ray job status --address {addr} {job_id}")
     print(f"stop it:     ray job stop --address {addr} {job_id}")
-    print(f"dashboard:   {args.address.rstrip('/')}/#/jobs/{job_id}", flush=True)
+    print(f"dashboard:   {redact(args.address).rstrip('/')}/#/jobs/{job_id}", flush=True)
     if not args.wait:
         return exits.OK
     try:

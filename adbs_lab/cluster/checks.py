@@ -198,7 +198,7 @@ def check_storage(storage: str, node_list: list[Node]) -> str:
                 f"{len(node_list)} nodes")
     if scheme(storage) not in ("", "file"):
         raise ClusterCheckError(
-            f"--storage {storage!r}: unsupported scheme {scheme(storage)!r}; use a shared filesystem path "
+            f"--storage {redact(storage)!r}: unsupported scheme {scheme(storage)!r}; use a shared filesystem path "
             f"or an object-store URL ({', '.join(s + '://' for s in OBJECT_STORE_SCHEMES)})")
     if len(node_list) <= 1:
         return f"{storage}: single node, local storage is fine"
@@ -242,7 +242,7 @@ def check_tracking(uri: str, node_list: list[Node]) -> str:
         return uri if s in SERVER_SCHEMES else f"{uri} (single node)"
     what = {"sqlite": "a SQLite file", "file": "a file store", "": "a file store"}.get(s, f"a {s}:// store")
     raise ClusterCheckError(
-        f"--tracking-uri {uri!r} is {what} on the driver's node, but this Ray cluster has {len(node_list)} nodes. "
+        f"--tracking-uri {redact(uri)!r} is {what} on the driver's node, but this Ray cluster has {len(node_list)} nodes. "
         "Such a store lives on one node's disk: it is lost with the cluster (cloud and Kubernetes head nodes are "
         "ephemeral) and nobody else can read it. Start an MLflow server on shared storage, e.g.\n"
         "  mlflow server --backend-store-uri postgresql://USER@DBHOST/mlflow --artifacts-destination "

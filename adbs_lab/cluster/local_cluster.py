@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from adbs.exits import FAILED, OK, REFUSED, Exit, entry
+from adbs.redaction import redact
 
 GRACE_S = 10.0
 SHARED = Path("/tmp/ray")
@@ -225,7 +226,7 @@ def _start(args: argparse.Namespace) -> int:
     except StartError as e:
         raise Exit(FAILED, f"error: {e}") from None
     print(f"Ray cluster of 2 nodes on this machine: GCS 127.0.0.1:{args.port} (a study's --address), dashboard and "
-          f"Jobs API {url} (studies/submit.py --address)\n"
+          f"Jobs API {redact(url)} (studies/submit.py --address)\n"
           f"stop it: python -m adbs_lab.cluster.local_cluster stop {shlex.quote(head)} {shlex.quote(worker)}")
     return OK
 

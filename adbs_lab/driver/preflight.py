@@ -71,7 +71,7 @@ def check_storage_writable(location: str) -> None:
             raise StudyInputError(f"--storage: {e}") from None
         return
     if "://" in location:
-        raise StudyInputError(f"--storage {location}: unsupported URL scheme {location.split('://')[0]!r}; pass a "
+        raise StudyInputError(f"--storage {redact(location)}: unsupported URL scheme {st.scheme(location)!r}; pass a "
                               f"folder or an object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
     problem = folder_problem(Path(location).expanduser().resolve(), f"--storage {location}", create=False)
     if problem:
@@ -310,7 +310,7 @@ def _check_optuna_storage(url: str) -> None:
     if path is not None:
         problem = sqlite_problem(path, "optuna") or folder_problem(path.parent, f"the folder of {path}", create=False)
         if problem:  # Optuna would add its tables to another program's database
-            raise StudyInputError(f"--optuna-storage {url}: {problem}")
+            raise StudyInputError(f"--optuna-storage {redact(url)}: {problem}")
     try:
         optuna_studies(url)
     except StoreError as e:

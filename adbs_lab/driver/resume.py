@@ -12,7 +12,7 @@ from adbs_lab.records import objectives
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.options import StudyInputError
-from adbs.redaction import reveal
+from adbs.redaction import redact, reveal
 from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder, rebind
 
 __all__ = ["RESUME_FIXED", "changed_setting", "check_resume", "restorable", "resume_notes", "mlflow_has_run",
@@ -108,7 +108,7 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     rebind(where.folder, optuna_url=p.optuna_url, study_dir=str(where.local), tracking_uri=p.tracking_uri)
     damaged = _damaged_tune_state(where)
     if damaged:
-        raise StudyInputError(_unloadable_state(*damaged, cache=where.cache_location))
+        raise StudyInputError(_unloadable_state(*damaged, cache=redact(where.cache_location)))
     settings = held.get("settings", {})
     command = held.get("command", "?")
     changed = changed_setting(settings, {key: _now(key, p) for key in RESUME_FIXED}, command)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Iterator, NoReturn
 
 from adbs.exits import INTERRUPTED, Exit
+from adbs.redaction import redact
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.driver.options import StudyInputError, resume_command
@@ -113,8 +114,8 @@ def _probe_ray(address: str) -> None:
             return
     except (OSError, ValueError) as e:
         raise StudyInputError(
-            f"--address {address}: no Ray cluster answers there ({e.__class__.__name__}: {e}); start one with "
-            f"`ray start --head --port={port}`, pass the address `ray start` printed, or drop --address to "
+            f"--address {redact(address)}: no Ray cluster answers there ({e.__class__.__name__}: {redact(str(e))}); "
+            f"start one with `ray start --head --port={port}`, pass the address `ray start` printed, or drop --address to "
             "start a local Ray instance") from None
 
 
@@ -132,7 +133,8 @@ def _start_ray(p: Prepared) -> dict[str, float]:
                  configure_logging=True, logging_level=logging.WARNING,
                  runtime_env={"env_vars": forward} if forward else None)
     except ConnectionError as e:
-        raise StudyInputError(f"--address {p.opts.address}: no Ray cluster there ({str(e).strip().splitlines()[0]}); "
+        raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there "
+                              f"({redact(str(e)).strip().splitlines()[0]}); "
                               "start one with `ray start --head`, or drop --address to start a local Ray "
                               "instance") from None
     return ray.cluster_resources()

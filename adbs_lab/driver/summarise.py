@@ -14,6 +14,7 @@ from typing import NoReturn
 import pandas as pd
 
 from adbs.exits import FAILED, INTERRUPTED, OK, Exit
+from adbs.redaction import redact
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.results import comparisons
 from adbs_lab.results import pareto
@@ -390,7 +391,7 @@ def upload(where: StudyFolder) -> None:
         where.push()
     except Exception as e:  # noqa: BLE001 - the files are still here: say where, lose nothing
         raise Exit(FAILED, f"error: uploading the study's files to {where} failed "
-                           f"({str(e).strip().splitlines()[0][:300]}); they are all in {where.local}: copy them there "
+                           f"({redact(str(e)).strip().splitlines()[0][:300]}); they are all in {where.local}: copy them there "
                            "once the store is reachable (Tune's results and checkpoints are written by the trials "
                            "directly)") from None
 

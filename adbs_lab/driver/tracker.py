@@ -40,7 +40,7 @@ from adbs_lab.stores.tracking_store import (
     runs_view,
 )
 from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
-from adbs.redaction import reveal
+from adbs.redaction import redact, reveal
 from adbs_lab.records.objectives import from_tag
 from adbs_lab.records.tune_keys import LAB_KEYS, SEED_KEY, describe, trial_config
 from adbs_lab.records.trial_records import base_boundaries, is_shadow_report
@@ -355,7 +355,8 @@ class MlflowTracker(Callback):
                 for f in run_files.write_trial_artifacts(Path(tmp), **data):
                     self.client.log_artifact(run_id, str(f))
         except Exception as e:  # noqa: BLE001 - a missing picture must not fail the study
-            print(f"warning: artifacts of run {run_id} not logged: {e}", flush=True)
+            # MLflow's error may quote the tracking URI
+            print(f"warning: artifacts of run {run_id} not logged: {redact(str(e))}", flush=True)
 
     def _end(self, trial, state: str, reason: str | None = None) -> None:
         self.flush(trial.trial_id)
@@ -381,6 +382,7 @@ class MlflowTracker(Callback):
         if warning:  # the collapsed boundary regime (adbs.metrics.collapse_warnings); trials.parquet has it too
             self.client.set_tag(run_id, "adbs.warning", warning[:4000])
         if reason:
+            reason = redact(reason)  # a traceback may quote a URL with its credentials (adbs/redaction.py)
             self.client.set_tag(run_id, "adbs.error", reason[:4000])
             if len(reason) > 4000:  # a long traceback whole, beside the tag's first 4000 characters
                 self.client.log_text(run_id, reason, "error.txt")

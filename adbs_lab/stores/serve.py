@@ -25,7 +25,7 @@ from pathlib import Path
 
 from adbs.exits import OK, REFUSED, Exit, entry
 from adbs_lab.stores import db_server, paths
-from adbs.redaction import SecretUrl, carries_secret, redact, reveal
+from adbs.redaction import SecretUrl, carries_secret, redact, redact_url, reveal
 
 __all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "STORE_ENV", "POOL_RECYCLE_ENV", "parser", "url", "command", "server_env",
            "port_problem", "experiments", "with_view", "runs_page",
@@ -52,7 +52,9 @@ def parser() -> argparse.ArgumentParser:
                         "password in ~/.pgpass or PGPASSWORD; a password in the URL is never printed, and reaches "
                         f"the server as ${STORE_ENV}, not on its command line)")
     p.add_argument("--artifacts-destination", default=str(paths.DEFAULT_ARTIFACT_ROOT),
-                   help="where logged files live (default <repo>/mlflow/artifacts; e.g. s3://bucket/path)")
+                   help="where logged files live (default <repo>/mlflow/artifacts; e.g. s3://bucket/path, its "
+                        "credentials in the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE; "
+                        "a URL with credentials is refused)")
     p.add_argument("--allowed-hosts", default=None,
                    help="Host headers the server accepts (MLflow 3 DNS-rebinding protection; default "
                         "localhost + private IPs); needed when users reach it by a public name")
@@ -87,7 +89,11 @@ POOL_RECYCLE_ENV = "MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE"
 
 
 def command(args: argparse.Namespace) -> list[str]:
-    """The `mlflow server` command line: nothing secret in it (see server_env)."""
+    """The `mlflow server` command line: nothing secret in it (see server_env; an --artifacts-destination with
+    credentials is refused: ValueError, which `main` says as its exit-2 line)."""
+    problem = _artifacts_problem(args)
+    if problem:
+        raise ValueError(problem)
     exe = Path(sys.executable).with_name("mlflow")
     base = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
     store = [] if STORE_ENV in server_env(args) else ["--backend-store-uri", reveal(args.backend_store_uri)]
@@ -105,6 +111,21 @@ def command(args: argparse.Namespace) -> list[str]:
 def _local_or_uri(dest: str) -> str:
     """A plain path becomes an absolute one (the server's cwd must not matter); URIs pass through."""
     return dest if "://" in dest else str(Path(dest).expanduser().resolve())
+
+
+def _artifacts_problem(args: argparse.Namespace) -> str | None:
+    """An --artifacts-destination with credentials in it: refused, as the server's command line is visible to every
+    user of the machine (`ps`), and MLflow reads an object store's credentials from the environment only (its
+    s3:// and gs:// artifact stores take the whole KEY:SECRET@bucket for the bucket's name: MLflow's
+    utils/data_utils.py: parse_s3_uri)."""
+    dest = args.artifacts_destination
+    if not carries_secret(dest):
+        return None
+    return (f"--artifacts-destination {redact_url(dest)}: the URL carries credentials, which the server's command "
+            "line would show to every user of this machine (ps) and which MLflow does not read from a URL; pass "
+            "the URL without them and give them in the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(or AWS_PROFILE) for s3://, GOOGLE_APPLICATION_CREDENTIALS for gs://, AZURE_STORAGE_CONNECTION_STRING "
+            "for wasbs://")
 
 
 def _check_numbers(args: argparse.Namespace) -> str | None:
@@ -190,7 +211,7 @@ def _reachable(uri: str) -> str | None:
 
         MlflowClient(reveal(uri)).search_experiments(max_results=1)
     except Exception as e:  # noqa: BLE001 - any failure means the server could not use it either
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        first = (redact(str(e)).strip().splitlines() or [type(e).__name__])[0][:300]  # redacted, then cut
         return (f"--backend-store-uri {shown}: cannot open it ({first}); e.g. sqlite:////abs/mlflow.db or "
                 "postgresql://...")
     finally:
@@ -281,11 +302,13 @@ def print_studies(uri: str, link: str) -> None:
 @entry
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    cmd = command(args)
-    # the dry run checks what it can without writing (the numbers, the port); a run also the stores
-    problem = _check_numbers(args) or _check_port(args) or (None if args.dry_run else _check(args))
+    # the dry run checks what it can without writing (the artifacts URL, the numbers, the port); a run also the
+    # stores
+    problem = (_artifacts_problem(args) or _check_numbers(args) or _check_port(args)
+               or (None if args.dry_run else _check(args)))
+    cmd = [] if problem else command(args)
     if problem is None and args.dry_run:
-        shown = [f"{k}={redact(v)}" for k, v in server_env(args).items()]  # the password as ***
+        shown = [f"{k}={redact_url(v)}" for k, v in server_env(args).items()]  # each value one URL: its secrets ***
         print(shlex.join([*shown, *cmd]))  # quoted: a path with spaces pastes back as one argument
         return OK
     if problem:
@@ -296,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     # uses; off unless the user turns them on.
     env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
     link = url(args.host, args.port)
-    print(f"MLflow UI: {link}  (store {args.backend_store_uri}, artifacts {args.artifacts_destination})", flush=True)
+    print(f"MLflow UI: {link}  (store {args.backend_store_uri}, artifacts {redact(args.artifacts_destination)})",
+          flush=True)
     print(f"log a study through it: --tracking-uri {link}; report: python studies/report.py STUDY "
           f"--tracking-uri {link}; stop: Ctrl-C", flush=True)
     print_studies(args.backend_store_uri, link)

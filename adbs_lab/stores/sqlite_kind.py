@@ -73,7 +73,7 @@ def optuna_studies(url: str) -> set[str]:
             finally:
                 con.close()
         except sqlite3.Error as e:
-            raise StoreError(f"{path} cannot be read ({e})") from None
+            raise StoreError(f"{path} cannot be read ({redact(str(e))})") from None
     import sqlalchemy
 
     try:
@@ -86,7 +86,7 @@ def optuna_studies(url: str) -> set[str]:
         finally:
             engine.dispose()
     except Exception as e:  # noqa: BLE001 - a missing driver, a refused connection, bad credentials
-        raise StoreError(database_error(url, e)) from None
+        raise StoreError(redact(database_error(url, e))) from None
 
 
 DRIVERS = {"postgresql": ("psycopg", "pip install -e '.[postgres]' (psycopg)"),

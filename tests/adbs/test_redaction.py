@@ -83,7 +83,7 @@ def test_submit_refuses_a_secret_query_value_in_the_study_arguments(monkeypatch)
     monkeypatch.chdir(REPO)
     argv = ["--address", "http://head:8265", "--", "studies/alpha_sweep.py", "--storage", "/shared/runs",
             "--tracking-uri", "http://mlflow:5000", "--optuna-storage", "postgresql://db/optuna?password=hunter2"]
-    with pytest.raises(submit.SubmitError, match="secret query value"):
+    with pytest.raises(submit.SubmitError, match="secret query or fragment value"):
         submit.validate(submit.parse(argv), {})
 
 
@@ -169,3 +169,15 @@ def test_a_percent_encoded_secret_query_name_is_a_secret_query_name(key):
     password=x, passed to the driver), so the rule judges the decoded name."""
     url = f"postgresql://alice@db/optuna?region=eu&{key}=hunter2"
     assert carries_secret(url) and "hunter2" not in redact(url) and "hunter2" not in str(SecretUrl(url)), redact(url)
+
+
+def test_the_readme_lists_the_secret_field_names_the_rule_reads():
+    """README's Security section names the field names counted as secret: the rule's own lists, neither more nor
+    fewer."""
+    from adbs.redaction import SECRET_NAMES, SECRET_WORDS
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### Security"):]
+    holds, is_one = re.search(r"separators, holds(.*?), or is(.*?)\(`\?secret_key", section, re.S).groups()
+    assert set(re.findall(r"`(\w+)`", holds)) == set(SECRET_WORDS)
+    assert set(re.findall(r"`(\w+)`", is_one)) == set(SECRET_NAMES)

@@ -1,8 +1,10 @@
-"""No secret in clear: a study run with a database password that holds '/' and '@' (s3cr/et@x, %-encoded in the URL
-as SQLAlchemy takes it) and the MLflow server started on such a store leave it in none of the places a user, another
-user of the machine or a later reader sees: the study's output (its last line, the UI command), report.md, study.json,
-every file and pickle of the study folder (Ray Tune's searcher and callback state included), MLflow's tags and params,
-the dashboard's lines, and the command lines of the server's processes (`ps`).
+"""No secret in clear: a study run with a database password that holds whitespace and the URL's delimiters
+(`s3cr et/#x?y@z`: raw in the tracking store's URL but for its '@', which SQLAlchemy would end the password at; a
+secret query value, ?password=..., in the Optuna storage's) and the MLflow server started on such a store leave it
+in none of the places a user, another user of the machine or a later reader sees: the study's output (its last
+line, the UI command), report.md, study.json, every file and pickle of the study folder (Ray Tune's searcher and
+callback state included), MLflow's tags and params, the dashboard's lines, and the command lines of the server's
+processes (`ps`).
 
 Skips with the reason where PostgreSQL (apt-get install postgresql) or psycopg (the [postgres] extra) is missing."""
 
@@ -19,13 +21,14 @@ from testing.procs import free_port, stop, wait_listening
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
-PASSWORD = "s3cr/et@x"
+PASSWORD = "s3cr et/#x?y@z"
 MARK = "s3cr"  # in the password raw and %-encoded alike
 pytestmark = pytest.mark.slow  # starts a database server and a study
 
 
 def _user_with_password(postgres, user: str = "labuser") -> tuple[str, str]:
-    """A database role with PASSWORD and two databases of its own; their URLs."""
+    """A database role with PASSWORD and two databases of its own; their URLs: the password in the first's user
+    information (raw, '@' %-encoded), in the second's query (?password=, %-encoded)."""
     import psycopg
 
     con = psycopg.connect(postgres.url(), autocommit=True)
@@ -36,7 +39,8 @@ def _user_with_password(postgres, user: str = "labuser") -> tuple[str, str]:
                 cur.execute(f'CREATE DATABASE "{db}" OWNER {user}')
     finally:
         con.close()
-    return tuple(postgres.url(db, user=user, password=quote(PASSWORD, safe="")) for db in ("mlflow_s", "optuna_s"))
+    return (postgres.url("mlflow_s", user=user, password=PASSWORD.replace("@", "%40")),
+            f"postgresql://{user}@127.0.0.1:{postgres.port}/optuna_s?password={quote(PASSWORD, safe='')}")
 
 
 def _files_holding(root: Path, mark: str) -> list[str]:
@@ -57,7 +61,7 @@ def _argv_below(pid: int) -> list[str]:
     return [r[2] for r in rows if r[0] in below - {str(pid)} and len(r) == 3]
 
 
-def test_a_password_with_slash_and_at_shows_nowhere(postgres, ray_address, tmp_path):
+def test_a_password_with_spaces_and_delimiters_shows_nowhere(postgres, ray_address, tmp_path):
     from mlflow.tracking import MlflowClient
 
     mlflow_db, optuna_db = _user_with_password(postgres)
@@ -75,7 +79,7 @@ def test_a_password_with_slash_and_at_shows_nowhere(postgres, ray_address, tmp_p
     runs = client.search_runs([exp.experiment_id])
     assert runs and all(MARK not in f"{x.data.tags} {x.data.params}" for x in runs)
     shown = {x.data.tags.get("adbs.optuna_storage") for x in runs}
-    assert f"postgresql://***@127.0.0.1:{postgres.port}/optuna_s" in shown, shown  # the rest of the URL is kept
+    assert f"postgresql://labuser@127.0.0.1:{postgres.port}/optuna_s?password=***" in shown, shown  # the rest kept
 
     dash = subprocess.run([PY, "-m", "adbs_lab.stores.dashboard", optuna_db, "--dry-run", "--port", str(free_port())],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
