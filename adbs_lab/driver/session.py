@@ -182,7 +182,7 @@ def interrupted(doing: str, p: Prepared | None = None, ran: bool = False) -> NoR
     again = ""
     if p is not None:
         go_on = ran or p.opts.resume
-        cmd = resume_command(p.opts) if go_on else [sys.executable, *p.opts.argv]
+        cmd = resume_command(p.opts) if go_on else [sys.executable, *[redact(a) for a in p.opts.argv]]
         again = f"; {'continue' if go_on else 'start it again'} with: {shlex.join(cmd)}"
     print(f"\n{p.plan.name + ' ' if p is not None else ''}interrupted ({interrupts.current().name}) while {doing}"
           f"{'' if ran else '; no trial ran'}{again}", file=sys.stderr, flush=True)

@@ -139,3 +139,23 @@ def test_ctrl_c_as_the_first_trial_starts_exits_130_with_the_resume_line(study_c
     out = "".join(seen) + rest
     assert proc.returncode == 130, out  # before: KeyError: 'adbs_config' and exit 1
     assert "continue with:" in out and "--resume" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("url", ["postgresql://me:pa ss/w@db/mlflow", "http://me:T0kZq@mlflow:5000",
+                                 "s3://bucket/runs?secret_key=sekrit#token=Xq9zz"])
+@pytest.mark.parametrize("resume", [False, True])
+def test_the_line_of_a_study_stopped_before_its_trials_never_prints_a_secret(capsys, url, resume):
+    # the "start it again" branch printed the argv as typed (only the --resume branch redacted it)
+    from types import SimpleNamespace
+
+    from adbs.exits import Exit
+    from adbs_lab.driver.session import interrupted
+
+    argv = ["studies/ablation.py", "--tracking-uri", url] + (["--resume"] if resume else [])
+    p = SimpleNamespace(opts=SimpleNamespace(resume=resume, argv=argv, continue_argv=None), plan=SimpleNamespace(name="ablation"))
+    with pytest.raises(Exit):
+        interrupted("preparing the first trials", p)  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert "ablation interrupted" in err
+    for secret in ("pa ss/w", "T0kZq", "sekrit", "Xq9zz"):
+        assert secret not in err.split("with:")[1], err
