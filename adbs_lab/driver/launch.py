@@ -131,8 +131,7 @@ def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
 
 def _search(p: Prepared, slots: Slots):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
-    import optuna
-
+    from adbs_lab.search.sampler import tpe
     from adbs_lab.search.searcher import (
         BaseEpochStopper,
         StudyGridSampler,
@@ -145,7 +144,7 @@ def _search(p: Prepared, slots: Slots):
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
     sampler = (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
-               if p.is_grid else optuna.samplers.TPESampler(seed=p.sampler_seed))
+               if p.is_grid else tpe(len(p.objectives), p.sampler_seed))  # its settings: adbs_lab/search/sampler.py
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
