@@ -220,7 +220,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
     searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher, storage=opts.storage,
+                                     ends=searcher, storage=opts.storage, experiment=opts.experiment(plan.name),
                                      description=study_description(p, searched, objs))
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
                         max_concurrent=slots.max_concurrent, objectives=p.objectives)
@@ -486,6 +486,10 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
         head += "; a time estimate follows the first measured base epoch"
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
+    if p.opts.smoke:  # apart from the study's own runs, in every store (adbs_lab/stores/paths.py: SMOKE)
+        named = f" --name {p.opts.name}" if p.opts.name else ""
+        print(f"smoke run: its results go to {p.where} and MLflow experiment '{p.opts.experiment(p.plan.name)}', apart "
+              f"from the study's own; its report: python studies/report.py {p.plan.name} --smoke{named}", flush=True)
     if p.looks is not None:
         from adbs_lab.search.auto_seeds import start_text
 

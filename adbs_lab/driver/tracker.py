@@ -2,7 +2,7 @@
 
 SQLite does not tolerate many writer processes (mlflow#6490), so trials never touch MLflow;
 their reports reach this callback in the driver. Layout:
-experiment = study name; one parent run per study invocation; one nested run per trial
+experiment = study name (`<study>-smoke` for a --smoke run); one parent run per study invocation; one nested run per trial
 (tag mlflow.parentRunId) with params = the full resolved Config, step metrics base/* (step =
 epoch) and session/* (step = session index), summary/*, and tags adbs.state etc.
 
@@ -62,11 +62,13 @@ class MlflowTracker(Callback):
 
     def __init__(self, *, uri: str, study: str, folder: str, study_dir: Path, run_name: str, tags: dict[str, str],
                  varying: list[str], resume: bool, ends=None, storage: str | None = None,
-                 description: str = "") -> None:
+                 description: str = "", experiment: str | None = None) -> None:
         """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch);
+        `experiment`: its MLflow experiment (default `study`; StudyOptions.experiment: `<study>-smoke` for --smoke);
         `storage`: the study's --storage, where a database store's artifacts go (tracking_store.artifact_root);
         `description`: the parent run's description (Markdown), shown by the MLflow UI above its details."""
         self.uri, self.study, self.folder, self.study_dir = uri, study, folder, Path(study_dir)
+        self.experiment = experiment or study
         self.storage = storage
         self.description = description
         self.run_name, self.tags, self.varying = run_name, tags, varying
@@ -87,7 +89,7 @@ class MlflowTracker(Callback):
     def __setstate__(self, state: dict[str, Any]) -> None:
         from adbs_lab.stores.study_folder import rebound
 
-        self.__dict__.update(state)
+        self.__dict__.update({"experiment": state.get("study"), **state})  # pickled before `experiment` existed
         self._client = None
         self._pending = {}
         # --resume elsewhere: this driver's staging folder (study_folder.rebind)
@@ -108,7 +110,7 @@ class MlflowTracker(Callback):
     # -- parent run ------------------------------------------------------------------
     def start(self) -> None:
         """Experiment and parent run; on --resume the interrupted invocation's parent run is reopened."""
-        exp = self.client.get_experiment_by_name(self.study)
+        exp = self.client.get_experiment_by_name(self.experiment)
         self.experiment_id = exp.experiment_id if exp else self._create_experiment()
         if exp is not None and exp.tags.get(EXPERIMENT_KIND) is None:  # made before this tag was set
             self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
@@ -141,10 +143,10 @@ class MlflowTracker(Callback):
         """The study's experiment, made now; when another study of the same name (another --name) made it between
         our look-up and now (two studies started together: bench/load.py found it), that one."""
         try:
-            return self.client.create_experiment(self.study, artifact_location=artifact_root(self.uri, self.storage),
+            return self.client.create_experiment(self.experiment, artifact_location=artifact_root(self.uri, self.storage),
                                                  tags={EXPERIMENT_KIND: MODEL_TRAINING})
         except Exception as e:  # noqa: BLE001 - MlflowException (RESOURCE_ALREADY_EXISTS) or the database's error
-            exp = self.client.get_experiment_by_name(self.study)
+            exp = self.client.get_experiment_by_name(self.experiment)
             if exp is None or "already exists" not in str(e) and "UNIQUE constraint" not in str(e):
                 raise
             return exp.experiment_id

@@ -121,13 +121,14 @@ def _step_record(s: Step, c: Confirmed) -> dict[str, Any]:
 
 
 def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps: Sequence[Step],
-            confirmed: Sequence[Confirmed], tags: dict[str, str]) -> str:
-    """The path's MLflow run (experiment `ablation_path`, beside the parent runs of its steps' Tune runs): a metric
-    per step (its objective and Δ, step = its number), the runs racing saved, the outputs as artifacts."""
+            confirmed: Sequence[Confirmed], tags: dict[str, str], experiment: str = EXPERIMENT) -> str:
+    """The path's MLflow run (in `experiment`: `ablation_path`, `ablation_path-smoke` for --smoke; beside the parent
+    runs of its steps' Tune runs): a metric per step (its objective and Δ, step = its number), the runs racing saved,
+    the outputs as artifacts."""
     from adbs_lab.stores.tracking_store import artifact_root
 
-    exp = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT,
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp else client.create_experiment(experiment,
                                                                    artifact_location=artifact_root(uri, storage))
     run = client.create_run(exp_id, run_name=f"ablation path {time.strftime('%Y-%m-%d %H:%M')}",
                             tags={"adbs.role": "ablation_path", **tags})
