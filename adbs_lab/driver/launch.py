@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT", "auto_plan", "trials_text"]
+           "load_factor", "MEASURED_AT", "auto_plan", "trials_text", "sampler"]
 
 
 @dataclass
@@ -129,12 +129,20 @@ def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
     return dataclasses.replace(p.trial, base=dataclasses.replace(p.base, threads=p.threads or max(1, int(slots.cpus))))
 
 
+def sampler(p: Prepared):
+    """Optuna's sampler of the study: a grid's in an order its seed fixes, else TPE with every setting named
+    (adbs_lab/search/sampler.py; tests/adbs_lab/search/test_sampler_settings.py reads them off this object)."""
+    from adbs_lab.search.sampler import tpe
+    from adbs_lab.search.searcher import StudyGridSampler
+
+    return (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed) if p.is_grid
+            else tpe(len(p.objectives), p.sampler_seed))
+
+
 def _search(p: Prepared, slots: Slots):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
-    from adbs_lab.search.sampler import tpe
     from adbs_lab.search.searcher import (
         BaseEpochStopper,
-        StudyGridSampler,
         StudySearch,
         make_pruner,
         optuna_storage,
@@ -143,12 +151,10 @@ def _search(p: Prepared, slots: Slots):
     opts, where = p.opts, p.where
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
-               if p.is_grid else tpe(len(p.objectives), p.sampler_seed))  # its settings: adbs_lab/search/sampler.py
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
-                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(p.seeds),
+                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler(p), seeds=list(p.seeds),
                            trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
                            objectives=p.objectives, auto=auto_plan(p), race=p.race)

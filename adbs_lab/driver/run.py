@@ -78,11 +78,12 @@ def seed_plan(p: Prepared) -> None:
 
     if p.where.remote:
         raise StudyInputError(f"--plan reads the study's folder on this machine, and {p.where} is an object store; "
-                              f"`python studies/report.py {p.plan.name}` gives its verdicts from the MLflow store")
+                              f"`python studies/report.py {p.opts.experiment(p.plan.name)}` gives its verdicts from the "
+                              "MLflow store")
     files = [p.dir / "sessions.parquet", p.dir / "trials.parquet"]
     if not all(f.is_file() for f in files):
         raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
-                              f"run it first, with the same flags (and --name) as this command")
+                              f"run it first, with the same flags (and --name, --smoke) as this command")
     sessions, trials = (pd.read_parquet(f) for f in files)
     if p.race is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
         from adbs_lab.driver import summarise

@@ -17,6 +17,7 @@ from typing import Iterator, NoReturn
 
 from adbs.exits import INTERRUPTED, Exit
 from adbs.redaction import redact
+from adbs_lab.cluster import auth
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.driver.options import StudyInputError, resume_command
@@ -56,8 +57,9 @@ def env_defaults() -> None:
     # Telemetry and usage stats off unless the user turned them on.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit.
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit (token when the user
+    # gives one, for a cluster with authentication; adbs_lab/cluster/auth.py)
+    auth.set_default()
     # TUNE_GLOBAL_CHECKPOINT_S: set per study by `checkpoint_period` (the study's size is known only then), unless
     # the user set it; remembered here, before any study of this process set it.
     global _USER_PERIOD
@@ -132,11 +134,12 @@ def _start_ray(p: Prepared) -> dict[str, float]:
         ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
                  configure_logging=True, logging_level=logging.WARNING,
                  runtime_env={"env_vars": forward} if forward else None)
-    except ConnectionError as e:
-        raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there "
-                              f"({redact(str(e)).strip().splitlines()[0]}); "
-                              "start one with `ray start --head`, or drop --address to start a local Ray "
-                              "instance") from None
+    except Exception as e:  # noqa: BLE001 - ConnectionError, or Ray's AuthenticationError: said, not a traceback
+        if not (isinstance(e, ConnectionError) or auth.refused(e)):
+            raise
+        raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there, or one that refused "
+                              f"this driver ({redact(str(e)).strip().splitlines()[0]}); start one with `ray start "
+                              f"--head`, or drop --address to start a local Ray instance; {auth.HOW}") from None
     return ray.cluster_resources()
 
 

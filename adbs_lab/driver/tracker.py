@@ -114,7 +114,6 @@ class MlflowTracker(Callback):
         self.experiment_id = exp.experiment_id if exp else self._create_experiment()
         if exp is not None and exp.tags.get(EXPERIMENT_KIND) is None:  # made before this tag was set
             self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
-        self._name_experiment()
         runs = load_runs(self.study_dir)
         if self.resume and runs.get("parent"):
             self.parent_run_id = runs["parent"]
@@ -125,17 +124,18 @@ class MlflowTracker(Callback):
                                                **({NOTE: self.description[:NOTE_MAX]} if self.description else {})})
             self.parent_run_id = run.info.run_id
             runs = {"parent": self.parent_run_id, "trials": {}, "ended": {}}
+        self._name_experiment()
         self._runs = runs
         self._save()
 
     def _name_experiment(self) -> None:
         """What the MLflow UI shows of the experiment before any click: the study's description above its runs (this
-        invocation's: several --name studies share one experiment), and the runs-table view with the study's columns
-        (tracking_store.runs_view: the objectives, the searched parameters, the seed), which the links
-        adbs_lab/stores/serve.py prints open."""
+        invocation's: several --name studies share one experiment), and the view of this invocation's trials
+        (tracking_store.runs_view: their session curves; the objectives, the searched parameters, the seed as
+        columns), which the links adbs_lab/stores/serve.py prints open."""
         params = [k for k in self.varying if k not in LAB_KEYS]
         self.client.set_experiment_tag(self.experiment_id, VIEW_TAG,
-                                       runs_view(params, [o.key for o in from_tag(self.tags)]))
+                                       runs_view(params, [o.key for o in from_tag(self.tags)], self.parent_run_id))
         if self.description:
             self.client.set_experiment_tag(self.experiment_id, NOTE, self.description[:NOTE_MAX])
 

@@ -1,19 +1,21 @@
 """A --smoke run never sits among a study's own runs (adbs_lab/stores/paths.py: SMOKE): the study as it starts
-(preflight, then the tracker and searcher launch builds, in one SQLite MLflow store and a storage folder, no Ray)
+(preflight, then its MLflow tracker, in one SQLite MLflow store and a storage folder, no Ray)
 puts a smoke run in MLflow experiment `<study>-smoke`, folder `<study>-smoke` and Optuna study `<study>-smoke`, and
 says so in its start line; `studies/report.py NAME` then reads the study's own latest run, `--smoke` (or the
 experiment's name) the smoke one. tests/e2e/test_study_with_fake_trials.py runs a whole smoke study (slow)."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 
-import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 
 from adbs_lab import study
 from adbs_lab.driver import launch, options
+from adbs_lab.driver.tracker import MlflowTracker
+from adbs_lab.search import tune_staging
 from adbs_lab.stores.paths import REPO_ROOT
 from tests.helpers.scripts import in_process
 
@@ -21,14 +23,16 @@ PLAN = study.Plan(name="t", space={"variant": "adb+ic", "alpha": [0.01, 0.05]}, 
 
 
 def _started(tmp_path, *flags: str):
-    """The study's Prepared after the parent run is made, as launch makes it (no trial runs)."""
+    """The study's Prepared and its tracker once the parent run is made (no trial runs), the tracker made as
+    adbs_lab/driver/launch.py makes it: the study's name, the experiment its options name."""
     opts = options.parse("t", argv=["--storage", str(tmp_path / "runs"), "--gpus-per-trial", "0",
                                     "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", *flags])[0]
     p = study.preflight(PLAN, opts)
     p.where.local.mkdir(parents=True, exist_ok=True)
-    slots = launch.Slots(gpus=0, cpus=1, max_concurrent=2)
-    searcher, _ = launch._search(p, slots)
-    tracker, _ = launch._tracking(p, searcher, slots)
+    tracker = MlflowTracker(uri=p.tracking_uri, study=p.plan.name, folder=p.folder, study_dir=p.dir, run_name="t",
+                            tags={"adbs.command": shlex.join(["studies/t.py", *flags])}, varying=p.varying,
+                            resume=False, experiment=p.opts.experiment(p.plan.name))
+    tune_staging.release()  # the tracker holds Tune's start lock for a fit() that never comes here
     tracker.finish()
     return p, tracker
 
@@ -44,9 +48,10 @@ def test_a_smoke_run_has_its_own_experiment_folder_and_optuna_study(tmp_path, ca
     study_runs = client.search_runs([real_tracker.experiment_id])
     assert [r.info.run_id for r in study_runs] == [real_tracker.parent_run_id]
     assert client.get_run(smoke_tracker.parent_run_id).data.tags["adbs.study"] == "t"  # still study t's run
-    assert (real.where.folder, smoke.where.folder) == ("t", "t-smoke") and real.dir != smoke.dir
-    assert optuna.load_study(study_name="t-smoke", storage=smoke.optuna_url) is not None
-    assert smoke.optuna_url != real.optuna_url  # each folder's own optuna.db: the dashboard of `t` shows no smoke
+    # the folder, and the Optuna study named by it (launch gives the searcher study_name=p.folder) in its own optuna.db:
+    # the dashboard of runs/t shows no smoke run, nor a shared --optuna-storage's study `t`
+    assert (real.folder, smoke.folder) == ("t", "t-smoke") and real.dir != smoke.dir
+    assert smoke.optuna_url == f"sqlite:///{tmp_path / 'runs' / 't-smoke' / 'optuna.db'}" != real.optuna_url
     named, _ = _started(tmp_path / "n", "--smoke", "--name", "try")
     assert named.where.folder == "t-smoke-try"
 

@@ -1,7 +1,8 @@
-"""The sampler a study samples with, read off the objects the study builds (adbs_lab/driver/launch.py: _search, from the
-study's own Prepared), so that an Optuna upgrade that changes a default fails here instead of changing what a study
-samples: multivariate TPE for one objective and independent TPE for several, the constant liar, 10 random startup
-trials, --sampler-seed as the seed; a grid's sampler seeded the same way. No Ray: the searcher is built, never run."""
+"""The sampler a study samples with, read off the object the study builds (adbs_lab/driver/launch.py: sampler, from
+the study's own Prepared; Optuna keeps the settings in attributes of its own, with no public accessor), so that an
+Optuna upgrade that changes a default fails here instead of changing what a study samples: multivariate TPE for one
+objective and independent TPE for several, the constant liar, 10 random startup trials, --sampler-seed as the seed;
+a grid's sampler seeded the same way. No Ray."""
 
 from __future__ import annotations
 
@@ -20,14 +21,13 @@ GRID = study.Plan(name="g", space={"variant": "adb+ic", "alpha": [0.01, 0.05]}, 
 
 
 def _built(tmp_path, plan: study.Plan, *flags: str):
-    """The Optuna sampler inside the searcher the study builds, and the study's Prepared."""
+    """The Optuna sampler the study hands its searcher (adbs_lab/driver/launch.py: sampler, from the study's own
+    Prepared), and that Prepared."""
     opts = options.parse("t", options.Defaults(num_samples=4), argv=[
         "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
         "--gpus-per-trial", "0", *flags])[0]
     p = study.preflight(plan, opts)
-    p.where.local.mkdir(parents=True, exist_ok=True)
-    searcher, _ = launch._search(p, launch.Slots(gpus=0, cpus=1, max_concurrent=2))
-    return searcher._ot_study.sampler, p  # OptunaSearch's study: the sampler it asks (no public accessor)
+    return launch.sampler(p), p
 
 
 def _same_state(a: np.random.RandomState, b: np.random.RandomState) -> bool:
@@ -47,7 +47,6 @@ def test_a_sampled_study_samples_with_multivariate_tpe_the_constant_liar_and_its
     assert sampler._n_startup_trials == study_sampler.STARTUP_TRIALS == 10
     assert sampler._n_ei_candidates == 24 and sampler._group is False
     assert _seeded_like(sampler._rng.rng, 7) and p.sampler_seed == 7
-    assert sampler._is_multivariate(optuna.load_study(study_name=p.folder, storage=p.optuna_url)) is True
 
 
 def test_a_study_of_several_objectives_samples_each_knob_on_its_own(tmp_path):

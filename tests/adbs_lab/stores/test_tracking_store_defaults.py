@@ -2,8 +2,8 @@
 pyproject.toml), so an upgrade that moves a default or a folder fails here rather than in a study: MLflow's own
 default store and artifact root follow the working folder, which inside a Ray trial is the trial's folder, so the
 project never leaves either to MLflow (adbs_lab/stores/tracking_store.py: tracking_uri, artifact_root); and a run's
-artifacts land in the folder studies/report.py reads them from directly (adbs_lab/results/from_store.py:
-_local_artifacts)."""
+artifacts land in the folder its artifact URI names, which studies/report.py reads directly
+(adbs_lab/results/from_store.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import mlflow
 import mlflow.tracking._tracking_service.utils as tracking_utils
 from mlflow.tracking import MlflowClient
 
-from adbs_lab.results import from_store
 from adbs_lab.stores import paths, tracking_store
 
 
@@ -49,5 +48,6 @@ def test_artifacts_land_under_the_root_the_tracker_gives_never_the_working_folde
     folder = tmp_path / "store" / "artifacts" / run.info.run_id / "artifacts"  # <root>/<run id>/artifacts
     assert run.info.artifact_uri == folder.as_uri()
     assert json.loads((folder / "config.json").read_text()) == {"seed": 0}
-    assert from_store._local_artifacts(run.info.artifact_uri) == folder  # read from disk, not downloaded
+    # a file:// URI of a folder on this machine: studies/report.py reads the files there, not through a download
+    # (adbs_lab/results/from_store.py reads embeddings.json so)
     assert not (work / "mlruns").exists()
