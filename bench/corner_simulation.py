@@ -4,7 +4,7 @@ ties; the IQM and the mean of the per-seed differences with tasks at different l
 auto's switch-on rate around the threshold, and the unpaired interval's error and power at 3 runs against 8. The
 corner tables of docs/statistics.md come from here.
 
-    .venv/bin/python bench/corner_simulation.py                  # 20,000 studies per cell, about a minute
+    .venv/bin/python bench/corner_simulation.py                  # 20,000 studies per cell, 2-3 min of CPU
     .venv/bin/python bench/corner_simulation.py --studies 2000   # quicker, noisier
 
 Each section prints the measured rate beside its bound: a coverage should be at least nominal - 2 Monte Carlo SE, an
