@@ -496,10 +496,11 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
 
         print(f"{racing.start_text(p.race)}; a line per look as it happens", flush=True)
     if p.pruner != "none":
-        from adbs_lab.stats.premise import PREMISE_LOWER
+        from adbs_lab.stats.premise import CHECKS, PREMISE_LOWER
 
         gate = (f"it prunes at a base epoch only once Spearman's rho between that epoch's validation accuracy and the "
-                f"objective has a 95% lower bound >= {PREMISE_LOWER:g}; until then every trial runs to the end"
+                f"objective, checked over the first {', '.join(map(str, CHECKS))} trials to end, has a lower bound "
+                f">= {PREMISE_LOWER:g} (95% over the checks together); until then every trial runs to the end"
                 if p.pruner == "auto" else "")
         print(f"pruner {p.pruner}: {gate + '; ' if gate else ''}{p.opts.shadow_share:g} of the trials it stops run on "
               "to the end (shadows, pruned to the search) to measure whether base accuracy predicts the objective",

@@ -101,8 +101,7 @@ def seed_plan(p: Prepared) -> None:
         print(f"{p.plan.name}: no comparisons to plan (its table compares no rows: no reference row ran, or it "
               "samples its configurations)")
         return
-    print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run, all true together with probability "
-                     "at least 95% (docs/statistics.md)", *comparisons.sentences(compared), ""]
+    print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run", *comparisons.opening(compared)]
                     + (comparisons.plan_lines(compared, comparisons.row_seconds(trials))
                        or ["every comparison is resolved: no more seeds needed"])))
 

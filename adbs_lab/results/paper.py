@@ -104,7 +104,9 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
     lines = [f"# ADBS paper reproduction: {dataset or 'embedded benchmark'}", ""]
     lines += [f"- {k}: {v}" for k, v in meta.items()] + [""]
     lines += [("Every table: test accuracy (%) per session, mean ± 95% CI over seeds (selection and pruning used "
-               f"validation accuracy only). Paper numbers: {renderings.PAPER_SOURCE}."), ""]
+               f"validation accuracy only). Paper numbers: {renderings.PAPER_SOURCE}. Each part's verdicts are a "
+               "family of their own, named where its table opens: all true together with probability at least 95%, "
+               "not adjusted for the other parts' verdicts (docs/statistics.md)."), ""]
     if dataset not in renderings.PAPER:
         lines += [(f"The paper reports no numbers for {repr(dataset) if dataset else 'the embedded benchmark'}; the "
                    f"tables beside the paper's need {', '.join(renderings.PAPER)}."), ""]

@@ -324,12 +324,11 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False, seconds: dict[s
     note += [FRONT_NOTE] if FRONT in table else []
     note += legend
     table_text = render_cells(head, body, "markdown" if markdown else "text")
-    said, advice = cmp.sentences(compared), cmp.plan_lines(compared, seconds)
+    advice, opening = cmp.plan_lines(compared, seconds), cmp.opening(compared, markdown)  # the family's heading first
     if markdown:
-        opening = ["\n".join(f"- {x}" for x in said), ""] if said else []
         return "\n".join(opening + [table_text] + [line for n in note for line in ("", n)]
                          + (["", "\n".join(advice)] if advice else []))
-    return "\n".join(said + ([""] if said else []) + [table_text] + note + advice)
+    return "\n".join(opening + [table_text] + note + advice)
 
 
 def seeds_cell(row: Any) -> str:

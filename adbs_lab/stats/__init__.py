@@ -7,8 +7,10 @@
     planner      how many seeds would settle a comparison (Browne 1995's upper bound on σ, c4), and their cost
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
     simulate     simulated studies (normal and heavy-tailed noise) for the tests and bench/verdict_simulation.py
-    aggregate    over tasks: interquartile mean, paired probability of improvement, stratified bootstrap (Agarwal 2021)
-    premise      does base accuracy predict the objective: weighted Spearman rho (Bonett & Wright 2000), pruning regret
+    corners      the corners' simulated data and truths: grid accuracies (ties), t(3), task levels, unequal spreads
+    aggregate    over tasks: per-seed differences (IQM, Yuen; mean of task means), paired P(X > Y) (Clopper-Pearson)
+    premise      does base accuracy predict the objective: weighted Spearman rho (Bonett & Wright 2000), pruning regret,
+                 --pruner auto's checks at fixed trial counts
 """
 
-__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "aggregate", "premise"]
+__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise"]
