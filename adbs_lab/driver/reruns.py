@@ -1,12 +1,13 @@
 """The MLflow runs of trials a killed driver left behind: closed on --resume, and marked once their trial runs again.
 
 A driver killed after a trial started (its MLflow run made and recorded, adbs_lab/driver/tracker.py) but before Ray
-Tune saved its state comes back without that trial, and --resume runs its configuration again as another Tune trial
-(adbs_lab/search/searcher.py: StudySearch._requeue_orphans): the same identity (Optuna trial, configuration, seed:
-adbs_lab/records/attempts.py) in a run of its own. The first run is an orphan: `close_orphans` closes it KILLED, state
-INTERRUPTED, tag ORPHANED, and takes it out of the study's trial map; when the rerun starts, `supersede` tags the
-orphan adbs.superseded_by with the rerun's run id (the runs file keeps the pair under "superseded"), so the MLflow UI
-says which attempt counts, and every reader of the store counts the rerun alone (attempts.standing).
+Tune saved its state comes back without that trial. Its run is an orphan: `close_orphans` closes it KILLED, state
+INTERRUPTED, tag adbs.orphaned, and takes it out of the study's trial map; no reader counts it (adbs_lab/records/
+attempts.py: standing), as the study's own tables, read from Tune's results, never hold it. --resume runs the trial
+again as another Tune trial where the searcher still needs it (adbs_lab/search/searcher.py:
+StudySearch._requeue_orphans): the same identity (Optuna trial, configuration, seed) in a run of its own; when that
+rerun starts, `supersede` tags the orphan adbs.superseded_by with the rerun's run id (the runs file keeps the pair
+under "superseded"), so the MLflow UI says which run holds the trial.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.records.attempts import SUPERSEDED_BY, Identity, run_identity
+from adbs_lab.records.attempts import ORPHANED, SUPERSEDED_BY, Identity, run_identity
 
-__all__ = ["ORPHANED", "close_orphans", "awaiting_rerun", "supersede"]
-
-ORPHANED = "adbs.orphaned"
-"""MLflow tag of a trial's run that a killed driver left behind (bench/load_check.py counts them)."""
+__all__ = ["close_orphans", "awaiting_rerun", "supersede"]
 
 
 def close_orphans(client, experiment_id: str | None, parent_run_id: str | None, runs: dict[str, Any],
@@ -38,8 +36,8 @@ def close_orphans(client, experiment_id: str | None, parent_run_id: str | None, 
         runs.setdefault("orphaned", {})[tid] = run_id
         runs.get("ended", {}).pop(tid, None)
         client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
-        client.set_tag(run_id, ORPHANED, "started by a driver that was killed before Ray Tune saved this trial; "
-                       "--resume ran its configuration again as another trial")
+        client.set_tag(run_id, ORPHANED, "started by a driver that was killed before Ray Tune saved this trial: not "
+                       "one of the study's trials (--resume runs it again as another trial where the study needs it)")
         client.set_terminated(run_id, status="KILLED")
     return bool(lost)
 

@@ -1,19 +1,21 @@
 """One record per trial: which of a trial's attempts stands.
 
-A study runs each of its trials once, but a driver killed before Ray Tune saved its state runs some of them again
-on --resume: a trial Tune had not recorded is handed out by the searcher again, with the same configuration, seed
-and Optuna trial (adbs_lab/search/searcher.py: StudySearch._requeue_orphans), and runs as another Tune trial in a
-run of its own, while the first attempt's MLflow run stays in the store, closed KILLED with state INTERRUPTED (tag
-adbs.orphaned; adbs_lab/driver/tracker.py). Counted as a trial it is a seed that never was ("3 of 4, 1 interrupted"),
-and a row missing a seed is never ranked (adbs_lab/results/seed_counts.py).
+A study runs each of its trials once, but a driver killed before Ray Tune saved its state leaves behind the trials
+it started since: Tune's restored state does not know them, and their MLflow runs stay in the store, closed KILLED
+with state INTERRUPTED and tag ORPHANED (adbs_lab/driver/reruns.py). --resume hands such a trial out again, with the
+same configuration, seed and Optuna trial (adbs_lab/search/searcher.py: StudySearch._requeue_orphans), and it runs as
+another Tune trial, whose run the orphan's tag SUPERSEDED_BY names; a sample the searcher had already told Optuna is
+not asked for again, and the resumed study samples another configuration in its place. Counted as a trial, an orphan
+is a seed that never was ("3 of 4, 1 interrupted"), and a row missing a seed is never ranked
+(adbs_lab/results/seed_counts.py).
 
 The rule, here and nowhere else: a trial is named by its `identity` (the Optuna trial that asked for it, its
-configuration, which is the table's row, and its seed); of the attempts of one identity, the one started last stands
-and the others are no trial of the study; an attempt marked SUPERSEDED_BY (the rerun's MLflow run id, written by the
-tracker when the rerun starts) never stands. The tracker (marking), the study's own tables (Tune's results:
-adbs_lab/records/trial_records.py: from_results), studies/report.py and studies/paper.py (the store:
-adbs_lab/results/from_store.py) and --plan (the study's files: adbs_lab/driver/run.py: seed_plan) all call `standing`,
-so they cannot count differently; a store written before the tag existed is read by the identity alone.
+configuration, which is the table's row, and its seed); an attempt left behind (ORPHANED, or SUPERSEDED_BY a rerun)
+is no trial of the study, as the study's own tables, read from Tune's results, never hold it; and of the other
+attempts of one identity the one started last stands. The study's own records (adbs_lab/records/trial_records.py:
+from_results), studies/report.py and studies/paper.py (the store: adbs_lab/results/from_store.py) and --plan (the
+study's files: adbs_lab/driver/run.py: seed_plan) all call `standing`, so they cannot count differently; a store
+written before these tags existed is read by the identity alone.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import Any, Protocol, Sequence, TypeVar
 
 import pandas as pd
 
-__all__ = ["SUPERSEDED_BY", "Identity", "identity", "run_label", "run_identity", "standing", "standing_frames"]
+__all__ = ["ORPHANED", "SUPERSEDED_BY", "Identity", "identity", "run_label", "run_identity", "standing", "standing_frames"]
 
+ORPHANED = "adbs.orphaned"
+"""MLflow tag of a trial's run that a killed driver left behind: why (bench/load_check.py counts them)."""
 SUPERSEDED_BY = "adbs.superseded_by"
-"""MLflow tag of an attempt that a rerun of the same trial replaced: the rerun's run id."""
+"""MLflow tag of a run left behind whose trial ran again: the rerun's run id."""
 
 Identity = tuple[int | None, str, int | None]
 """(Optuna trial number, configuration label, seed): one trial of one study run."""
@@ -80,17 +84,18 @@ class Attempt(Protocol):
     started_at: float
     mlflow_run_id: str | None
     superseded_by: str | None
+    orphaned: bool
 
 
 A = TypeVar("A", bound=Attempt)
 
 
-def _standing(keys: Sequence[Identity], starts: Sequence[float], superseded: Sequence[bool]) -> list[int]:
-    """The positions of the attempts that stand, in the order given: no superseded one, and of each identity's
+def _standing(keys: Sequence[Identity], starts: Sequence[float], left_behind: Sequence[bool]) -> list[int]:
+    """The positions of the attempts that stand, in the order given: none left behind, and of each identity's
     others the last started (an unknown start counts as earliest; a tie goes to the later position)."""
     last: dict[Identity, int] = {}
     for i, key in enumerate(keys):
-        if superseded[i]:
+        if left_behind[i]:
             continue
         j = last.get(key)
         if j is None or _start(starts[i]) >= _start(starts[j]):
@@ -111,7 +116,7 @@ def standing(attempts: Sequence[A]) -> list[A]:
     """The attempts that count as the study's trials, one per identity (see the module's docstring), in the order
     given."""
     keys = [identity(a.optuna_trial, a.label, (a.config or {}).get("seed")) for a in attempts]
-    keep = _standing(keys, [a.started_at for a in attempts], [bool(a.superseded_by) for a in attempts])
+    keep = _standing(keys, [a.started_at for a in attempts], [bool(a.superseded_by) or a.orphaned for a in attempts])
     return [attempts[i] for i in keep]
 
 
@@ -122,8 +127,8 @@ def standing_frames(sessions: pd.DataFrame, trials: pd.DataFrame) -> tuple[pd.Da
         return sessions, trials
     column = lambda name: trials[name] if name in trials else pd.Series([None] * len(trials))  # noqa: E731
     keys = [identity(n, lab, s) for n, lab, s in zip(column("optuna_trial"), trials["label"], column("seed"))]
-    superseded = [isinstance(v, str) and bool(v) for v in column("superseded_by")]
-    keep = _standing(keys, list(column("started_at")), superseded)
+    left = [isinstance(v, str) and bool(v) or o is True for v, o in zip(column("superseded_by"), column("orphaned"))]
+    keep = _standing(keys, list(column("started_at")), left)
     if len(keep) == len(trials):
         return sessions, trials
     kept = trials.iloc[keep]

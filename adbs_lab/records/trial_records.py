@@ -102,7 +102,9 @@ class TrialRecord:
     """A shadow: pruned (state PRUNED), but it ran on to its end to measure the pruner (adbs_lab/search/shadows.py);
     its summary is kept in its row for that, and no table of results reads it (they read COMPLETE trials)."""
     superseded_by: str | None = None
-    """The MLflow run of the rerun that replaced this attempt (tag adbs.superseded_by): no trial of the study
+    """The MLflow run of the rerun that replaced this attempt (tag adbs.superseded_by)."""
+    orphaned: bool = False
+    """An attempt a killed driver left behind (tag adbs.orphaned): no trial of the study, superseded or not
     (adbs_lab/records/attempts.py: standing)."""
 
     def ident(self) -> dict[str, Any]:

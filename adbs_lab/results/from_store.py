@@ -366,7 +366,8 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
             error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
             base_boundaries=tags.get("adbs.base_boundaries"),
             embeddings=samples.get(r.info.run_id),
-            shadow=tags.get("adbs.shadow") == "true", superseded_by=tags.get(attempts.SUPERSEDED_BY)))
+            shadow=tags.get("adbs.shadow") == "true", superseded_by=tags.get(attempts.SUPERSEDED_BY),
+            orphaned=attempts.ORPHANED in tags))
     return attempts.standing(out)
 
 
