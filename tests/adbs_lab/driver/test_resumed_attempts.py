@@ -9,8 +9,9 @@ The moments: in a trial's base session, between two looks of --seeds auto (the l
 tracker writes a trial's results. The shapes: a fixed seed list, --seeds auto over rows, a sampled race. After
 --resume, the tables studies/report.py rebuilds from the store (adbs_lab/results/from_store.py) equal the study's
 own (Tune's results), and so do the best configuration and every verdict; the killed attempts are marked superseded
-by their reruns in MLflow; a store written before that tag existed reads the same. studies/report.py over the store,
-with Ray and a real SIGKILL: tests/e2e/test_resumed_attempts.py."""
+by their reruns in MLflow (a race's sample the searcher had told Optuna before the kill is not run again: no reader
+counts its attempt); a store written before those tags existed reads the same. studies/report.py over the store,
+with Ray and a real SIGKILL: tests/e2e/test_sigkill_and_report.py."""
 
 from __future__ import annotations
 
