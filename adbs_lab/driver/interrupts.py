@@ -139,14 +139,15 @@ def ray_starting() -> Iterator[None]:
 PAUSE_KEY = "pause_at"
 
 
-def pause_point(name: str) -> None:
+def pause_point(name: str, **facts: object) -> None:
     """Fault injection for the interruption tests: with ADBS_FAULT_INJECTION {"pause_at": NAME, "marker_dir": DIR}
-    the study writes DIR/paused-NAME and waits here (at most 60 s) for the test's signal. Does nothing otherwise."""
+    the study writes DIR/paused-NAME and waits here (at most 60 s) for the test's signal. Other keys of it name
+    `facts` the point must have ({"pause_at": "base_session", "seed": 2}: a trial of seed 2). Does nothing otherwise."""
     spec = os.environ.get("ADBS_FAULT_INJECTION")
     if not spec or f'"{PAUSE_KEY}"' not in spec:
         return
     f = json.loads(spec)
-    if f.get(PAUSE_KEY) != name:
+    if f.get(PAUSE_KEY) != name or any(f[k] != v for k, v in facts.items() if k in f):
         return
     Path(f["marker_dir"], f"paused-{name}").write_text(str(os.getpid()))
     deadline = time.monotonic() + 60

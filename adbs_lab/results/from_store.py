@@ -21,6 +21,7 @@ from adbs.config import ConfigError, canonical, coerce
 from adbs_lab.results import compare
 from adbs_lab.results import comparisons
 from adbs_lab.stats.looks import Looks
+from adbs_lab.records import attempts
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.results import run_files
@@ -202,13 +203,6 @@ def _config_value(key: str, raw: str) -> Any:
         return raw
 
 
-def _label(run) -> str:
-    tag = run.data.tags.get("adbs.label")
-    if tag is not None:
-        return tag
-    # The run name is describe(config, varying) with the seed last: the label is the rest.
-    words = [w for w in (run.info.run_name or "").split(" ") if not w.startswith("seed=")]
-    return " ".join(words) or "all"
 
 
 BULK_RUNS = 500
@@ -334,7 +328,8 @@ def histories_one_by_one(client, pairs: list[tuple[str, str]]) -> dict[tuple[str
 
 
 def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
-    """The study's nested runs as TrialRecords, from params, tags and metric histories."""
+    """The study's nested runs as TrialRecords, from params, tags and metric histories: one per trial, the attempt
+    that stands where --resume ran a trial again (adbs_lab/records/attempts.py: standing)."""
     runs = [r for r in trial_runs(client, parent) if r.data.tags.get("adbs.role", "trial") == "trial"]
 
     def order(r):  # the study's order: Optuna trial number (Tune's creation order), then start time
@@ -358,7 +353,8 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
                 per_session.setdefault(step, {})[K.LEGACY_NAMES.get(name, name)] = v
         base = history.get((r.info.run_id, K.BASE_PRUNE_VALUE), {})
         out.append(trial_records.TrialRecord(
-            trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
+            trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state,
+            label=attempts.run_label(tags, r.info.run_name),
             config={canonical(k): _config_value(canonical(k), v) for k, v in r.data.params.items()
                     if canonical(k) in CONFIG_COLUMNS},  # runs logged before a field was renamed
             optuna_trial=int(n) if n.isdigit() else None, mlflow_run_id=r.info.run_id,
@@ -370,8 +366,9 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
             error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
             base_boundaries=tags.get("adbs.base_boundaries"),
             embeddings=samples.get(r.info.run_id),
-            shadow=tags.get("adbs.shadow") == "true"))
-    return out
+            shadow=tags.get("adbs.shadow") == "true", superseded_by=tags.get(attempts.SUPERSEDED_BY),
+            orphaned=attempts.ORPHANED in tags))
+    return attempts.standing(out)
 
 
 def _state(run, live: bool) -> str:

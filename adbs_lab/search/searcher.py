@@ -655,6 +655,10 @@ class StudySearch(_LiveStudy, OptunaSearch):
         """Trial `trial_id` runs again (restored by Tune): how it ended before is no longer how it ends."""
         self._ended.pop(trial_id, None)
 
+    def looks_taken(self) -> int:
+        """The looks of --seeds auto (a grid's or a race's) taken so far; 0 for a seed list."""
+        return getattr(self, "_looks_said", 0)
+
 
 def name_metrics(storage: optuna.storages.BaseStorage, study_name: str, objectives: Sequence[Objective]) -> None:
     """Name the study's values after its objectives (optuna-dashboard and Optuna's plots then say `val_avg_acc`, not
