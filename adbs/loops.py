@@ -236,24 +236,11 @@ class _BaseRun:
         correct = torch.zeros((), device=rt.device)
         seen = 0
         for b, (x, y) in enumerate(batches):
-            loss, right, n = self.step(phase, opt, rt.images(x), y.to(rt.device), batch_generator(cfg.seed, epoch, b))
+            loss, right, n = base_step(self, phase, opt, rt.images(x), y.to(rt.device), batch_generator(cfg.seed, epoch, b))
             loss_sum += loss
             correct += right
             seen += n
         return {"loss_sum": loss_sum, "correct": correct, "seen": seen, "images": len(batches.indices), "lr": lr}
-
-    def step(self, phase: Phase, opt, x: torch.Tensor, y: torch.Tensor,
-             g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """One training step: the host's step, ADBS's terms on its loss, backward, the optimiser's step. Returns
-        (loss x images, correct predictions, images scored) with the tensors left on the device: nothing here waits
-        for the GPU (bench/gpu.py --profile traces this step)."""
-        self.rt.step_begin()
-        step = phase.step(self.model, self.head, x, y, g)
-        loss = self.adbs.loss(step.loss)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss.detach() * len(y), (step.scores.argmax(1) == step.targets).sum(), len(step.targets)
 
     def validate(self, phase: Phase, epoch: int, trained: dict[str, Any], t0: float, total: int) -> dict[str, float]:
         """The epoch's curve row: its figures read back (checked finite first), its validation accuracy; keeps the
@@ -313,6 +300,20 @@ class _BaseRun:
             best_epoch=self.best_epoch,
             host_state=cpu_state(self.host.session_state(self.model)),
         )
+
+
+def base_step(run: _BaseRun, phase: Phase, opt, x: torch.Tensor, y: torch.Tensor,
+              g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """One training step of a base run: the host's step, ADBS's terms on its loss, backward, the optimiser's step.
+    Returns (loss x images, correct predictions, images scored) with the tensors left on the device: nothing here
+    waits for the GPU. A module-level name, so bench/gpu_profile.py can wrap it where _BaseRun.train_epoch looks it up."""
+    run.rt.step_begin()
+    step = phase.step(run.model, run.head, x, y, g)
+    loss = run.adbs.loss(step.loss)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.detach() * len(y), (step.scores.argmax(1) == step.targets).sum(), len(step.targets)
 
 
 def _log_base_epoch(hooks: Hooks, row: dict[str, float], total: int) -> None:

@@ -97,7 +97,8 @@ def run(out: Path, *, dry: bool, after: str, hosts: list[str], parts: tuple[str,
             _write(out, res, t0)
         left = list(hosts) if "hosts" in parts else []
         while left and (dry or time.perf_counter() - t0 + HOST_S.get(left[0], 30) <= BUDGET_S):
-            res["hosts"][left[0]] = host_epochs(left.pop(0), data, device, dry)
+            host = left.pop(0)
+            res["hosts"][host] = host_epochs(host, data, device, dry)
             _write(out, res, t0)
     if left:
         print(f"hosts left for time ({BUDGET_S} s): {' '.join(left)}; time them with: python bench/gpu.py --compare "
@@ -188,7 +189,7 @@ def loss_check(after: str, data: dict[str, Any], device: str, dry: bool) -> dict
     steps = LOSS_STEPS_DRY if dry else LOSS_STEPS
     cfgs = [from_dict({**trial_config(s, data, device, dry), "threads": os.cpu_count() or 1}) for s in ("off", "off", after)]
     built = build_data(cfgs[0])
-    step = loops._BaseRun.step
+    step = loops.base_step
     curves: list[list[float]] = []
 
     class Enough(Exception):
@@ -201,7 +202,7 @@ def loss_check(after: str, data: dict[str, Any], device: str, dry: bool) -> dict
             raise Enough
         return got
 
-    loops._BaseRun.step = recorded  # type: ignore[method-assign]  # restored below
+    loops.base_step = recorded  # restored below
     try:
         for cfg in cfgs:
             curves.append([])
@@ -210,7 +211,7 @@ def loss_check(after: str, data: dict[str, Any], device: str, dry: bool) -> dict
             except Enough:
                 pass
     finally:
-        loops._BaseRun.step = step  # type: ignore[method-assign]
+        loops.base_step = step
     noise, diff = relative_difference(curves[0], curves[1]), relative_difference(curves[0], curves[2])
     met = diff <= LOSS_TOLERANCE
     print(f"loss over {steps} steps: fast_step={after} against eager, largest relative difference {diff:.2e} "
@@ -236,7 +237,7 @@ def host_config(host: str, data: dict[str, Any], device: str, dry: bool):
     if host == "orco":
         values["orco.pretrain_epochs"] = EPOCHS
     if dry:  # the same code, smaller: a ConvNet, 2 images a class, fewer target steps and queue slots, small batches
-        values.update({"backbone": "convnet", "base_images_per_class": 2, "val_fraction": 0.02,
+        values.update({"backbone": "convnet", "base_images_per_class": 2,
                        **({"orco.pretrain_batch_size": 64, "orco.target_steps": 10} if host == "orco" else {}),
                        **({"savc.queue_size": 256} if host == "savc" else {})})
     return from_dict(values)

@@ -11,7 +11,7 @@ it had):
      DIR/tests.log;
   2. the current code's figures at 2 base epochs, as the plain benchmark prints them (bench/gpu.py: benchmark):
      the train step alone, one trial, 8 trials packed on the GPU, in the same run;
-  3. a torch.profiler trace of the ADBS base step (adbs/loops.py: the base run's `step`, reached through the real
+  3. a torch.profiler trace of the ADBS base step (adbs/loops.py: base_step, reached through the real
      train_base) at batch 64, the cifar100 preset on the embedded benchmark: schedule wait 1, warm-up 3, active
      10 steps; DIR/trace.json (chrome://tracing, Perfetto), DIR/ops.txt (the profiler's table) and the split
      (`split`): per step the host's wall time, the GPU's kernel time and its share of the wall, kernel and
@@ -108,9 +108,12 @@ def versions(device: str) -> dict[str, Any]:
     if device == "cuda":
         out["card"] = torch.cuda.get_device_name()
         out["cudnn"] = torch.backends.cudnn.version()
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, check=False)
-        out["driver"] = smi.stdout.strip() or smi.stderr.strip()
+        try:
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,memory.total", "--format=csv,noheader"],
+                                 capture_output=True, text=True, check=False, timeout=60)
+            out["driver"] = smi.stdout.strip() or smi.stderr.strip()
+        except (OSError, subprocess.SubprocessError) as e:  # no nvidia-smi: the card's name is still there
+            out["driver"] = f"not read: {e}"
     return out
 
 
@@ -149,8 +152,8 @@ def trace(out: Path, device: str, fast_step: str, dry: bool) -> dict[str, Any]:
     cfg = trace_config(device, fast_step, dry)
     data = build_data(cfg)
     profiled_steps, first_active = sum(SCHEDULE.values()), SCHEDULE["wait"] + SCHEDULE["warmup"]
-    reads, syncs, done = HostReads(), [], [0]
-    step = loops._BaseRun.step
+    reads, syncs, done, failed = HostReads(), [], [0], []
+    step = loops.base_step
 
     class Enough(Exception):
         pass
@@ -165,8 +168,12 @@ def trace(out: Path, device: str, fast_step: str, dry: bool) -> dict[str, Any]:
                 torch.cuda.set_sync_debug_mode("warn")
             try:
                 if counted:
-                    with reads:
-                        got = step(run, *args)
+                    try:
+                        with reads:
+                            got = step(run, *args)
+                    except Exception as e:  # noqa: BLE001 - a compiled step under a TorchFunctionMode: said, not fatal
+                        failed.append(f"{type(e).__name__}: {e}"[:300])
+                        raise Enough from e
                 else:
                     got = step(run, *args)
             finally:
@@ -181,7 +188,7 @@ def trace(out: Path, device: str, fast_step: str, dry: bool) -> dict[str, Any]:
         return got
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    loops._BaseRun.step = profiled  # type: ignore[method-assign]  # restored below
+    loops.base_step = profiled  # restored below
     try:
         with profile(activities=activities, schedule=schedule(**SCHEDULE, repeat=1), record_shapes=False,
                      on_trace_ready=lambda p: p.export_chrome_trace(str(out / "trace.json"))) as prof:
@@ -190,10 +197,11 @@ def trace(out: Path, device: str, fast_step: str, dry: bool) -> dict[str, Any]:
             except Enough:
                 pass
     finally:
-        loops._BaseRun.step = step  # type: ignore[method-assign]
+        loops.base_step = step
     (out / "ops.txt").write_text(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
     got = split(events(prof), SCHEDULE["active"], device)
-    got["host_reads_per_step"] = sum(reads.seen.values()) / READ_STEPS
+    got["host_reads_per_step"] = None if failed else sum(reads.seen.values()) / READ_STEPS
+    got["host_reads_error"] = failed[0] if failed else None
     got["host_reads"] = dict(reads.seen)
     got["sync_warnings_per_step"] = len(syncs) / SCHEDULE["active"] if device == "cuda" else None
     got["sync_warnings"] = sorted(set(syncs))[:10]
@@ -258,8 +266,9 @@ def describe(got: dict[str, Any]) -> str:
              f"host-device synchronisations a step: {got['sync_calls_per_step']:.1f} runtime calls"
              + (f", {got['sync_warnings_per_step']:.1f} sync-debug warnings" if got["sync_warnings_per_step"] is not None
                 else " (CPU: none can happen)")
-             + f"; tensor reads on the host inside the step: {got['host_reads_per_step']:.1f}"
-             + f" ({', '.join(f'{k} x{v}' for k, v in got['host_reads'].items()) or 'none'})",
+             + ("; tensor reads on the host inside the step: " + (
+                 f"{got['host_reads_per_step']:.1f} ({', '.join(f'{k} x{v}' for k, v in got['host_reads'].items()) or 'none'})"
+                 if got["host_reads_error"] is None else f"not counted ({got['host_reads_error']})")),
              f"aten operator calls a step (nested ones included): {got['aten_calls_per_step']:.0f}; top by self host "
              "time (ms a step): "
              + ", ".join(f"{n} {v}" for n, v in list(got["top_ops_ms_per_step"].items())[:5])]

@@ -70,29 +70,31 @@ def test_the_split_of_a_profile():
 
 
 def test_the_base_step_reads_nothing_on_the_host_and_an_epoch_reads_once_with_the_setting_on(monkeypatch):
-    """HostReads over the real base step and the epoch's end (adbs/loops.py), on the CPU: with the setting on, each
-    read would be a host-device synchronisation on a GPU."""
-    counts: dict[str, list[int]] = {"step": [], "validate": []}
-    originals = {name: getattr(loops._BaseRun, name) for name in counts}
+    """HostReads over the real base step (adbs/loops.py: base_step) and the epoch's read-backs (loops.read, the
+    figures; loops.check_finite, the finiteness checks), on the CPU: on a GPU each read is a host-device
+    synchronisation."""
+    counts: dict[str, list[int]] = {}
 
-    def counted(name):
+    def counted(name, original):
         def wrapper(*args, **kwargs):
             reads = gpu_profile.HostReads()
             with reads:
-                got = originals[name](*args, **kwargs)
-            counts[name].append(sum(reads.seen.values()))
+                got = original(*args, **kwargs)
+            counts.setdefault(name, []).append(sum(reads.seen.values()))
             return got
         return wrapper
 
-    for name in counts:
-        monkeypatch.setattr(loops._BaseRun, name, counted(name))
-    cfg = preset("smoke", base_epochs=1, base_images_per_class=4, val_fraction=0.02, threads=1, batch_size=60)
+    for name in ("base_step", "read", "check_finite"):
+        monkeypatch.setattr(loops, name, counted(name, getattr(loops, name)))
+    cfg = preset("smoke", base_epochs=2, base_images_per_class=4, val_fraction=0.02, threads=1, batch_size=60)
     data = build_data(cfg)
     loops.train_base(cfg.replace(fast_step="compile"), data)
-    assert counts["step"] and set(counts["step"]) == {0} and counts["validate"] == [1]
-    counts = {"step": [], "validate": []}
-    loops.train_base(cfg, data)  # off: one read a figure, as before the setting existed
-    assert set(counts["step"]) == {0} and min(counts["validate"]) > 10
+    assert len(counts["base_step"]) == 8 and set(counts["base_step"]) == {0}  # 240 images, batch 60, 2 epochs
+    assert counts["read"] == [1, 1] and "check_finite" not in counts  # one transfer an epoch
+    counts.clear()
+    loops.train_base(cfg, data)  # off: one read a figure and a finiteness check apart, as before the setting
+    assert set(counts["base_step"]) == {0} and counts["check_finite"] == [1, 1, 1, 1]
+    assert counts["read"] == [11, 11]  # loss, correct, validation accuracy, 8 boundary statistics
 
 
 @pytest.mark.slow
