@@ -29,7 +29,8 @@ and runs the rest; base sessions are shared through <storage>/paper_<dataset>/ba
 --seeds applies to every part (default 0: one trial per configuration); --hosts picks the main table's hosts.
 Time: --smoke as measured in studies/times.json (the README quotes it); a rerun of a finished --smoke ~1.5 min
 (checks, report); the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs,
-"25-50 GPU hours", not measured).
+"25-50 GPU hours", not measured), or for cifar100 the GPU-hours from a measurement once studies/gpu_measured.json
+holds one (studies/gpu_hours.py: which parts measured, which extrapolated, on which card).
 Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset; with --name NAME, paper_<dataset>-NAME/, each
 part's folder and Optuna study named <part>-NAME): one folder per part (the study's own files), report.md with every
 table beside the paper's and every figure, figures/ redrawn from the MLflow store, dcs.md and dcs.csv; MLflow: one
@@ -65,12 +66,9 @@ from adbs_lab.driver.preflight import logged_argv  # noqa: E402
 from adbs.redaction import redact, reveal  # noqa: E402
 from search_spaces import hosts as host_spaces  # noqa: E402
 from search_spaces import kshot_grid as kshot_spaces  # noqa: E402
-from studies import ablation, alpha_sweep, hosts, kshot_grid, times  # noqa: E402
+from studies import ablation, alpha_sweep, gpu_hours, hosts, kshot_grid, times  # noqa: E402
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
-GPU_H_PER_100_EPOCHS = (1.0, 2.0)
-"""The studies' own figure for one trial of a paper preset on one GPU (100 base epochs: 1-2 h); not measured on
-the paper's datasets here, so the paper presets' time is printed as an estimate, scaled by base epochs."""
 
 
 def main() -> int:
@@ -97,9 +95,10 @@ def main() -> int:
                               shown=redact(storage),  # printed and logged: no credentials
                               tracking_uri=tracking_store.tracking_uri(opts.tracking_uri), storage=storage)
     checked = whole.check()
-    whole.print_cost(checked, _estimate(opts, dataset), opts.seeds)
+    measurement = _measurement(dataset, opts)
+    whole.print_cost(checked, _estimate(opts, dataset, measurement), opts.seeds)
     if dataset and not opts.smoke:
-        _print_gpu_hours(checked, dataset)
+        _print_gpu_hours(checked, dataset, measurement)
     if opts.dry_run:
         whole.print_dry_run(checked)
         return exits.OK
@@ -179,9 +178,22 @@ def _parts(p, opts: options.StudyOptions, host_list: list[str], dataset: str | N
             for name, (plan, popts) in plans.items()]
 
 
-def _estimate(opts: options.StudyOptions, dataset: str | None):
+def _measurement(dataset: str | None, opts: options.StudyOptions) -> dict | None:
+    """The GPU measurement the paper presets' time is read from (studies/gpu_hours.py), None without one; a file that
+    is not one is named and left out (the estimate is printed), never a reason to refuse the study."""
+    if not dataset or opts.smoke or dataset not in gpu_hours.MEASURED_DATASETS:
+        return None
+    try:
+        return gpu_hours.load()
+    except gpu_hours.MeasurementError as e:
+        print(f"note: {e}; the time below is the estimate", flush=True)
+        return None
+
+
+def _estimate(opts: options.StudyOptions, dataset: str | None, measurement: dict | None = None):
     """A part's time: --smoke as measured (studies/times.json, on a busy machine), the CPU presets from each study's
-    own figure, the paper presets in GPU hours from their base epochs (an estimate)."""
+    own figure, the paper presets in GPU hours: measured epoch times x base epochs where a GPU measurement stands for
+    the dataset (studies/gpu_hours.py), else an estimate from their base epochs."""
     at_once = opts.max_concurrent or max(1, int((os.cpu_count() or 1) // (opts.cpus_per_trial or 1)))
 
     def when(c: compose.Checked) -> str:
@@ -194,19 +206,21 @@ def _estimate(opts: options.StudyOptions, dataset: str | None):
             return (f"~{'-'.join(f'{math.ceil(n / at_once) * est / 60:.0f}' for n in counts)} min ({est:.0f} s a trial "
                     f"as the study measured it, {at_once} at a time)")
         scale = c.trials / (c.fewest or c.trials)  # base epochs are counted at the cap
-        lo, hi = (h * c.base_epochs / 100 for h in GPU_H_PER_100_EPOCHS)
+        if measurement is not None:
+            alone = gpu_hours.measured(c.bases, measurement)["alone_h"]
+            return (f"~{alone / scale:.1f}{'' if scale == 1 else f'-{alone:.1f}'} GPU h alone (measured epoch times on "
+                    f"{measurement['versions']['card']}, extrapolated)")
+        lo, hi = (h * c.base_epochs / 100 for h in gpu_hours.GPU_H_PER_100_EPOCHS)
         return f"~{lo / scale:.0f}-{hi:.0f} GPU h (estimate, up to {c.base_epochs} base epochs)"
 
     return when
 
 
-def _print_gpu_hours(checked: list[compose.Checked], dataset: str) -> None:
-    epochs = sum(c.base_epochs for c in checked if c.state != compose.FINISHED)
-    print(f"estimate (not measured on {dataset} here): {GPU_H_PER_100_EPOCHS[0] * epochs / 100:.0f}-"
-          f"{GPU_H_PER_100_EPOCHS[1] * epochs / 100:.0f} GPU hours for {epochs} base epochs to train, from the studies' "
-          "figure of 1-2 h for a 100-epoch trial on one GPU, counting base sessions the parts share (base_cache) "
-          "once per part; docs/gpu.md's H200 throughput for the baseline (~3,300 images/s) would make it several "
-          "times less, and SAVC, ALICE and OrCo, which train several views per image, more", flush=True)
+def _print_gpu_hours(checked: list[compose.Checked], dataset: str, measurement: dict | None) -> None:
+    """The GPU-hours of the base sessions still to train: measured where studies/gpu_hours.py has a measurement for
+    the dataset, else the estimate (each says which)."""
+    bases = [b for c in checked if c.state != compose.FINISHED for b in c.bases]
+    print(gpu_hours.line(bases, dataset, measurement), flush=True)
 
 
 def _report(whole: compose.Composite, checked: list[compose.Checked], shown: list[str], opts: options.StudyOptions,

@@ -40,7 +40,7 @@ __all__ = ["IGNORED", "DROPPING", "Evaluate", "Memo", "end", "RaceLook", "Step",
            "race", "greedy", "confirm", "trial_counts", "runs_saved"]
 
 IGNORED = ("seed", "split_seed", "device", "threads", "num_workers", "data_on_device", "eval_batch_size",
-           "keep_embeddings", "data_root", "amp")
+           "keep_embeddings", "data_root", "amp", "fast_step")
 """Fields that say where and how a trial runs, not what it computes (the seeds are the study's), never a difference."""
 DROPPING = (Label.WORSE, Label.WORSE_SMALL)
 """The verdicts against the leader that drop a candidate: its interval lies below 0."""
