@@ -95,6 +95,19 @@ def test_every_searched_value_reaches_importance_the_table_pareto_best_config_an
     assert [f.name for f in files] == ["sessions.parquet", "trials.parquet", "table.txt", "best_config.json"]
 
 
+@pytest.mark.parametrize("pair", [(0.012341, 0.012344), (16.00001, 16.00002), (1234567.0, 1234568.0), (0.05, 0.0500001)])
+def test_two_sampled_floats_alike_to_4_digits_are_two_rows(pair):
+    """A sampled float is labelled in full where 4 significant digits would give another value's label too, so the
+    table (which groups by the label) keeps two configurations two rows of their own seeds, and the best
+    configuration is one of them, not a mean of both."""
+    sessions, trials = tr.frames(study(list(pair), "finetune_lr"))
+    assert trials["label"].nunique() == len(pair) * len(ALPHAS)
+    table = tables.paper_table(sessions, trials=trials)
+    assert len(table) == len(pair) * len(ALPHAS) and (table["seeds"] == len(SEEDS)).all()
+    best = tables.best_config(trials)
+    assert best["config"]["finetune_lr"] == pair[0] and best["seeds"] == len(SEEDS)
+
+
 def test_a_trial_missing_a_searched_value_is_still_left_out_and_counted_beside_none():
     """None is a value; a trial whose record lacks the field is not: it is left out and counted, as before."""
     recs = study([None, 80])
