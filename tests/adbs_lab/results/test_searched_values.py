@@ -32,19 +32,19 @@ P = "base_images_per_class"  # the column the generated values sit in: the reade
 OBJS = (Objective("val_avg_acc", "max"), Objective("val_last_novel_acc", "max"))
 
 
-def study(values: list, field: str = P, config=None) -> list[tr.TrialRecord]:
-    """Records of a grid over `values` (in `field`) x ALPHAS x SEEDS: the first value decides (its trials are the
+def study(values: list, field: str = P, config=None, seeds=SEEDS) -> list[tr.TrialRecord]:
+    """Records of a grid over `values` (in `field`) x ALPHAS x `seeds`: the first value decides (its trials are the
     best), alpha adds a little; a second objective prefers the second value, so the Pareto front holds both.
     `config(v, alpha, seed)`: a trial's config (default: Config's defaults with the values set as they are)."""
     rng = np.random.default_rng(1)
     recs = []
-    for i, (k, a, s) in enumerate(itertools.product(range(len(values)), ALPHAS, SEEDS)):
+    for i, (k, a, s) in enumerate(itertools.product(range(len(values)), ALPHAS, seeds)):
         val = 50 + 5 * (k == 0) + 20 * a + rng.normal(0, 0.05)
         cfg = config(values[k], a, s) if config else {**Config().to_dict(), field: values[k], "alpha": a, "seed": s,
                                                       "split_seed": s}
         recs.append(tr.TrialRecord(
             trial_id=f"t{i}", state=K.COMPLETE, label=describe({field: values[k], "alpha": a}, [field, "alpha"]),
-            config=cfg, optuna_trial=i // len(SEEDS),
+            config=cfg, optuna_trial=i // len(seeds),
             summary={"val_avg_acc": val, "val_last_novel_acc": 30 + 5 * (k == 1) - 20 * a},
             sessions=[{"session": 0, "test_acc": val + 10}, {"session": 1, "test_acc": val}]))
     return recs
@@ -161,17 +161,20 @@ def store(tmp_path_factory, empty_mlflow_db):
         def config(v, a, s, field=field):
             return from_dict({field: v, "alpha": a, "seed": s, "split_seed": s}).to_dict()
 
-        studies[i] = study(list(values), field, config)
+        studies[i] = study(list(values), field, config, seeds=(0,))  # one seed: a run per configuration
         _store(uri, f"shape{i}", studies[i])
     return uri, studies
 
 
-@pytest.mark.parametrize("i", range(len(CONFIG_SHAPES)), ids=[f"{f}={v}" for f, v in CONFIG_SHAPES])
-def test_report_from_the_store_and_best_config_fed_back_to_the_commands_keep_every_value(i, store, capsys, tmp_path):
-    """studies/report.py rebuilds the study from the store (MLflow params are texts: the config's own types read
-    them back, 'None' as None for a field that may be None): its trials, importance and best configuration are the
-    study's own; best_config.json, given to `python -m adbs.run --config` and to studies/ablation_path.py --to,
-    sets the field to the best value."""
+IDS_STORE = [f"{f}={v}" for f, v in CONFIG_SHAPES]
+
+
+@pytest.mark.parametrize("i", range(len(CONFIG_SHAPES)), ids=IDS_STORE)
+def test_the_store_and_best_config_fed_back_to_the_commands_keep_every_value(i, store, capsys, tmp_path):
+    """The study rebuilt from the store (MLflow params are texts: the config's own types read them back, 'None' as
+    None for a field that may be None) has the study's own trials, configurations and best configuration;
+    best_config.json, given to `python -m adbs.run --config` and to studies/ablation_path.py --to, sets the field to
+    the best value."""
     from adbs.run import build_parser, config_of
     from adbs_lab.results import from_store
     from mlflow.tracking import MlflowClient
@@ -188,15 +191,6 @@ def test_report_from_the_store_and_best_config_fed_back_to_the_commands_keep_eve
     best = tables.best_config(loaded.trials)
     assert best == tables.best_config(own) and same(best["config"][field], typed[0])
 
-    out = tmp_path / "report"
-    r = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), f"shape{i}", "--tracking-uri", uri,
-                            "--out", str(out)])
-    assert r.returncode == 0, r.stderr[-3000:]
-    report = (out / "report.md").read_text()
-    assert f"| {field} |" in report and f"{len(configs)} complete configurations" in report
-    back = cv.read_parquet(out / "trials.parquet")
-    assert all(same(x, y) for x, y in zip(back[field], own[field]))
-
     tables.write(tmp_path, *tr.frames(studies[i]), "table", best)
     path = tmp_path / "best_config.json"
     cfg = config_of(build_parser().parse_args(["--config", str(path)]))
@@ -208,3 +202,19 @@ def test_report_from_the_store_and_best_config_fed_back_to_the_commands_keep_eve
     assert r.returncode == 0, r.stderr[-2000:]
     said = next(line for line in r.stdout.splitlines() if "differences (" in line)
     assert (field in said) == (not same(typed[0], getattr(from_dict(PRESETS["cpu"]), field))), said
+
+
+@pytest.mark.parametrize("i", range(3), ids=IDS_STORE[:3])  # report.py draws figures: the shapes with None, ~2 s each
+def test_report_py_ranks_the_field_over_every_configuration_and_writes_every_value(i, store, capsys, tmp_path):
+    """`python studies/report.py STUDY` from the store alone: importance over every configuration (None's among
+    them), and trials.parquet read back to the values the study ran."""
+    uri, studies = store
+    field, values = CONFIG_SHAPES[i]
+    _, own = tr.frames(studies[i])
+    r = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), f"shape{i}", "--tracking-uri", uri,
+                            "--out", str(tmp_path)])
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = (tmp_path / "report.md").read_text()
+    assert f"| {field} |" in report and f"{len(values) * len(ALPHAS)} complete configurations" in report
+    back = cv.read_parquet(tmp_path / "trials.parquet")
+    assert all(same(x, y) for x, y in zip(back[field], own[field]))
