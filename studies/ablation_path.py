@@ -239,10 +239,9 @@ class Runner:
         self.opts, self.base = opts, base
 
     def __call__(self, tag: str, configs: dict[str, dict], seeds: list[int]) -> dict[str, dict[int, float]]:
-        import pandas as pd
-
         from adbs_lab import study
         from adbs_lab.driver.preflight import study as typed
+        from adbs_lab.records.config_values import read_parquet
         from adbs_lab.driver.prepared import bad_input
 
         plan = sub_plan({lab: row_overrides(c, self.base) for lab, c in configs.items()})
@@ -255,7 +254,7 @@ class Runner:
             p.where.cleanup()
         if state == "finished":
             print(f"{NAME}: {tag} finished earlier: reused", flush=True)
-            trials = pd.read_parquet(p.dir / "trials.parquet")
+            trials = read_parquet(p.dir / "trials.parquet")
         else:
             out = study.run(plan, sopts.replace(resume=state == "unfinished"))
             assert out is not None, "run returns None only for --dry-run"

@@ -72,9 +72,8 @@ def dry_run(p: Prepared) -> None:
 def seed_plan(p: Prepared) -> None:
     """--plan: the verdicts of the study's finished run in its folder and the seeds that would settle the unresolved
     comparisons, with their cost at the trials' measured times; runs and writes nothing."""
-    import pandas as pd
-
     from adbs_lab.records import attempts
+    from adbs_lab.records.config_values import read_parquet
     from adbs_lab.results import comparisons, tables
 
     if p.where.remote:
@@ -84,8 +83,9 @@ def seed_plan(p: Prepared) -> None:
     if not all(f.is_file() for f in files):
         raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
                               f"run it first, with the same flags (and --name) as this command")
-    # one row per trial, as every reader counts them (a study's own files hold one already)
-    sessions, trials = attempts.standing_frames(*(pd.read_parquet(f) for f in files))
+    # one row per trial, as every reader counts them (a study's own files hold one already); every config value as
+    # written (None, mixed types)
+    sessions, trials = attempts.standing_frames(*(read_parquet(f) for f in files))
     if p.race is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
         from adbs_lab.driver import summarise
         from adbs_lab.search import racing

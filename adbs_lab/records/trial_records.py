@@ -20,6 +20,7 @@ import pandas as pd
 from adbs.config import FIELDS
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.attempts import standing
+from adbs_lab.records.config_values import MISSING, column
 from adbs_lab.records.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS, EMBEDDINGS_KEY, OPTUNA_TRIAL_KEY
 
 __all__ = ["LABEL", "BASE_BOUNDARIES", "SHADOW", "is_shadow_report", "CONFIG_COLUMNS", "IDENT_COLUMNS", "TRIAL_COLUMNS",
@@ -117,7 +118,9 @@ def _flat(v: Any) -> Any:
 
 
 def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sessions, trials) DataFrames: the one schema of sessions.parquet and trials.parquet."""
+    """(sessions, trials) DataFrames: the one schema of sessions.parquet and trials.parquet. A config column holds
+    each trial's value as it is, None included, and MISSING where a record lacks the field
+    (adbs_lab/records/config_values.py: column; pandas alone would read [80, None] as [80.0, NaN])."""
     session_rows, trial_rows = [], []
     for r in records:
         ident = r.ident()
@@ -130,7 +133,17 @@ def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
                            "finished_at": r.finished_at, **summary, "error": r.error,
                            K.WARNING: r.warning if r.state == K.COMPLETE else "", BASE_BOUNDARIES: r.base_boundaries,
                            EMBEDDINGS: r.embeddings, SHADOW: r.shadow})
-    return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
+    return _exact(session_rows), _exact(trial_rows)
+
+
+def _exact(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as a frame, each config column made by config_values.column from the rows' own values."""
+    frame = pd.DataFrame(rows)
+    for k in (k for k in CONFIG_COLUMNS if k in frame):
+        # pandas keeps every value of an object column as it is (an absent key NaN), and a None elsewhere is a NaN
+        if frame[k].dtype != object and frame[k].hasnans:
+            frame[k] = column([row.get(k, MISSING) for row in rows], frame.index)
+    return frame
 
 
 def is_shadow_report(state: str, result: dict | None) -> bool:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from adbs.cells import duration, number
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.config_values import texts
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.search.auto_seeds import differences
 from adbs_lab.stats import planner
@@ -200,7 +201,7 @@ def _pairable(pair: Pair, values: dict, trials: pd.DataFrame | None, label: str)
     keys = [k for k in DATA_KEYS if trials is not None and k in trials]
     if trials is None or label not in trials or not keys:
         return True
-    of = [trials.loc[trials[label] == r, keys].astype(str).drop_duplicates() for r in pair]
+    of = [pd.DataFrame({k: texts(trials.loc[trials[label] == r, k]) for k in keys}).drop_duplicates() for r in pair]
     return len(of[0]) == len(of[1]) == 1 and of[0].iloc[0].tolist() == of[1].iloc[0].tolist()
 
 

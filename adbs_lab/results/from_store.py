@@ -33,6 +33,7 @@ from adbs_lab.results.renderings import (
     render,
     render_plain,
 )
+from adbs_lab.records.config_values import write_parquet
 from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -624,8 +625,8 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "sessions.parquet", out / "trials.parquet"]
-    sessions.to_parquet(files[0], index=False)
-    trials.to_parquet(files[1], index=False)
+    for frame, file in zip((sessions, trials), files):  # as the study writes them (tables.write): every config value
+        write_parquet(frame, file, CONFIG_COLUMNS)
     for f in {"text", fmt}:
         p = out / f"table.{EXT[f]}"
         p.write_text(render(table, f, caption=caption, trials=trials, order=order, notes=notes) + "\n")
