@@ -268,14 +268,14 @@ def main(argv: list[str] | None = None) -> int:
     _check_flags(p, args)
     if args.out is not None and writable.out_dir_problem(args.out):  # before reading the store, not at the write
         raise exits.Exit(exits.REFUSED, f"error: {writable.out_dir_problem(args.out)}")
-    light.doing("while reading the MLflow store or writing the report: run the same command again for the whole "
-                "report")
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     uri = tracking_store.tracking_uri(args.tracking_uri)
     # named before the try, so the table modules load here: an except clause naming a lazy module would load it
     # while a signal's exit passes through it (adbs/light.py: lazy)
     refused = (from_store.ReportError, tracking_store.TrackingError)
+    light.doing("while reading the MLflow store or writing the report: run the same command again for the whole "
+                "report")
     try:
         client, across, paper_run, studies = _read_store(args, uri)
     except refused as e:

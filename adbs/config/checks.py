@@ -1,5 +1,6 @@
-"""Config.validate's checks against the registries: the dataset, the host and its options (against the dataset
-too: Host.check_dataset), the backbone. Config.validate (adbs/config/schema.py) runs them first.
+"""Config.validate's checks against the registries: the host and its options (check_host, first), then the dataset,
+the host against it (Host.check_dataset) and the backbone (check_registries, last: they load torch, so a wrong value
+of any other field is refused before torch loads). Config.validate is adbs/config/schema.py's.
 
 The config is an argument: this module never imports the schema, so the schema imports it and no hook is filled in.
 """
@@ -22,8 +23,16 @@ else:  # imported where the check runs: the backbones and the datasets import to
     data = light.lazy("adbs.data")
 
 
+def check_host(cfg: Config) -> None:
+    """An unknown host or host option raises ConfigError listing the valid ones (the hosts' registry and their
+    options: no torch)."""
+    check_choice("host", cfg.host, host_names())
+    options_class(cfg.host)(**typed_options(cfg.host, parse_options(cfg.host_options))).check(cfg)
+
+
 def check_registries(cfg: Config) -> None:
-    """An unknown dataset, host, host option or backbone raises ConfigError listing the valid ones."""
+    """An unknown dataset or backbone, or a dataset the host cannot take, raises ConfigError listing the valid
+    ones; these registries load torch (Config.validate runs them last)."""
     not_found = data.DataError  # the datasets load here, not in the except clause (adbs/light.py: lazy)
     try:  # MODULE:NAME imports the module that registers dataset NAME (docs/datasets.md)
         dataset = data.import_dataset(cfg.dataset)
@@ -32,8 +41,6 @@ def check_registries(cfg: Config) -> None:
     if dataset not in data.DATASETS:
         raise ConfigError(f"unknown dataset {dataset!r}; valid choices: {', '.join(data.DATASETS)}, or MODULE:NAME "
                           "for a dataset that MODULE registers (docs/datasets.md)")
-    check_choice("host", cfg.host, host_names())
     options = options_class(cfg.host)(**typed_options(cfg.host, parse_options(cfg.host_options)))
-    options.check(cfg)
     get_host(cfg.host).check_dataset(options, data.DATASETS[dataset])  # e.g. OrCo's targets against the classes
     check_choice("backbone", cfg.backbone, tuple(backbones.BACKBONES))

@@ -1,15 +1,18 @@
 """The checks of a study's flags that need neither Ray, MLflow, pandas nor torch: the options themselves
 (StudyOptions.check), the search space's form, --set or a config field flag that sets what the study sets itself
-(its seeds, what it sweeps), and the base config they make (an unknown key, a value of the wrong type).
+(its seeds, what it sweeps), and the base config they make (an unknown key or host, a value of the wrong type).
 adbs_lab/study.py runs them before it loads the driver, so such a refusal answers in well under a second; the
 preflight (adbs_lab/driver/preflight.py: validate) runs them first too, so the dry run and the run refuse the same
-input with the same message."""
+input with the same message. The checks of each configuration against the Config's rules and its data stay in the
+preflight (adbs_lab/driver/preflight.py: _check_configs)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from adbs.config import canonical, coerce
+from adbs.fields import check_choice
+from adbs.hosts import host_names
 from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
 from adbs_lab.search import space as sp
@@ -33,7 +36,10 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
     opts.check()
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
     check_overrides(plan, opts, searched(plan), [canonical(k) for k in opts.config_overrides()])
-    return opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
+    base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
+    # the host by its name, as Config.validate checks it in the preflight (its options against each configuration)
+    check_choice("host", base["host"], host_names())
+    return base
 
 
 def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
