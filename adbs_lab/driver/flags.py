@@ -38,7 +38,8 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
     check_overrides(plan, opts, searched(plan), [canonical(k) for k in opts.config_overrides()])
     base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
     # the host by its name, as Config.validate checks it in the preflight (its options against each configuration)
-    check_choice("host", base["host"], host_names())
+    if "host" in base:  # else the default host
+        check_choice("host", base["host"], host_names())
     return base
 
 

@@ -86,7 +86,7 @@ def test_a_signal_after_the_guard_exits_130_with_one_line(handlers, capsys, sig,
 
 
 def test_a_study_run_takes_over_from_the_guard_and_gives_it_back(handlers, capsys):
-    """adbs_lab/driver/interrupts.py: inside `handling` a signal is the study's (KeyboardInterrupt where it is, the
+    """Inside `handling` (adbs_lab/driver/interrupts.py) a signal is the study's (KeyboardInterrupt where it is, the
     step saying what it was doing); after it, the guard's again, saying that the run ended."""
     from adbs_lab.driver import interrupts
 
@@ -125,7 +125,7 @@ def test_a_second_signal_while_the_first_unwinds_ends_at_once_without_another_li
 @pytest.mark.parametrize("module", ["csv", "email.mime.text", "xml.dom"])
 def test_the_pause_before_an_import_waits_there_for_the_signal(tmp_path, module):
     """ADBS_FAULT_INJECTION {"pause_at": "import MODULE"}: the command stops just before MODULE is first imported
-    (the tests of a signal inside an import: tests/studies/test_interrupted_at_start.py) and exits 130 there."""
+    (tests/studies/test_interrupted_at_start.py stops the commands so) and exits 130 there."""
     code = f"from adbs import light\nlight.guard('__main__')\nimport {module}\nprint('imported')\n"
     env = {**os.environ, "PYTHONPATH": str(REPO),
            "ADBS_FAULT_INJECTION": f'{{"pause_at": "import {module}", "marker_dir": "{tmp_path}"}}'}
