@@ -9,9 +9,9 @@ Every command of the repository (each study script, studies/report.py, studies/p
 
     driver = light.lazy("adbs_lab.driver.run")   # loaded at its first use, after the flags are checked
 
-so its flags are parsed and checked (what needs no store) in a second or less, and a signal at any moment after
-its first statement ends it with exit 130 (adbs/exits.py: INTERRUPTED) and one line on stderr, never by the signal
-(143) or with a traceback. A handler of the command's own takes over where it has one (a study's run:
+so its flags are parsed and checked (what needs no store) before any of those libraries loads, and a signal after
+its first statement, at any moment, ends it with exit 130 (adbs/exits.py: INTERRUPTED) and one line on stderr, never
+by the signal (143) or with a traceback. A handler of the command's own takes over where it has one (a study's run:
 adbs_lab/driver/interrupts.py, whose first Ctrl-C is Tune's graceful stop; the training of `python -m adbs.run`)
 and gives this one back when it ends. Before the first statement is Python's own start (0.11 s of the 0.14-0.18 s
 to the handler, at load average 8.6 on 2 cores; README, "Exit codes"): a signal there still ends the process as the
