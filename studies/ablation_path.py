@@ -28,24 +28,45 @@ Time: --smoke 59 s (4 trials in one Tune run; 2-core CPU, load average 9-11; 98 
 (--dry-run prints the trials; a cached-base trial takes 5-20 s, a new base session about 40 s on 2 idle cores).
 """
 
-import re
+from __future__ import annotations
+
 import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
+
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+import re  # noqa: E402
+import time  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from typing import TYPE_CHECKING, Iterator  # noqa: E402
 
 from adbs import exits  # noqa: E402
 from adbs.redaction import redact  # noqa: E402
 from adbs.config import BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, from_dict, load_file, resolve  # noqa: E402
-from adbs_lab.driver import options  # noqa: E402
+from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
+from adbs_lab.driver import interrupts, options  # noqa: E402
 from adbs_lab.driver.options import StudyInputError  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
+from adbs_lab.driver.prepared import bad_input, fail  # noqa: E402
+from adbs_lab.results import path_report  # noqa: E402
 from adbs_lab.search import path as greedy_path  # noqa: E402
 from adbs_lab.stats.looks import Looks  # noqa: E402
+from adbs_lab.stores import tracking_store  # noqa: E402
+from adbs_lab.stores.study_folder import StudyBusy, StudyFolder  # noqa: E402
 from studies import times  # noqa: E402
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from adbs_lab.driver import preflight
+    from adbs_lab.records import config_values
+else:  # loaded at their first use, once the flags are checked (adbs/light.py)
+    pd = light.lazy("pandas")
+    preflight = light.lazy("adbs_lab.driver.preflight")
+    config_values = light.lazy("adbs_lab.records.config_values")  # pandas
 
 NAME = "ablation_path"
 MAX_SMOKE_DIFFERENCES = 2
@@ -166,8 +187,6 @@ def check_resume(opts: options.StudyOptions, d: list[str]) -> None:
     (study.json), else the run would start from nothing; the run and the dry run refuse alike."""
     if not opts.resume:
         return
-    from adbs_lab.stores.study_folder import StudyFolder
-
     where = StudyFolder(opts.storage, NAME + sub_opts(opts, first_tag(d), list(opts.seeds)).folder)
     try:
         found = where.read_text("study.json")
@@ -182,8 +201,6 @@ def path_folder(opts: options.StudyOptions):
     """The path's own study folder <storage>/ablation_path[-NAME] (its table and report); its lock stands for the
     whole path: the Tune runs' folders beside it (-sKlJ, -confirm) are taken one at a time, so a second run of the
     same path would otherwise start (or move aside, or reuse) the ones the first is not in at that moment."""
-    from adbs_lab.stores.study_folder import StudyFolder
-
     return StudyFolder(opts.storage, NAME + opts.folder)
 
 
@@ -210,9 +227,6 @@ def check_running(opts: options.StudyOptions) -> None:
 def holding(opts: options.StudyOptions) -> Iterator[None]:
     """Hold the path's lock for the whole path (every Tune run and the outputs); taken by another run since
     `check_running`: exit 2, nothing written."""
-    from adbs_lab.driver.prepared import fail
-    from adbs_lab.stores.study_folder import StudyBusy
-
     where = path_folder(opts)
     try:
         lock = where.lock(command_tag(opts.argv), busy_advice(where))
@@ -239,22 +253,17 @@ class Runner:
         self.opts, self.base = opts, base
 
     def __call__(self, tag: str, configs: dict[str, dict], seeds: list[int]) -> dict[str, dict[int, float]]:
-        from adbs_lab import study
-        from adbs_lab.driver.preflight import study as typed
-        from adbs_lab.records.config_values import read_parquet
-        from adbs_lab.driver.prepared import bad_input
-
         plan = sub_plan({lab: row_overrides(c, self.base) for lab, c in configs.items()})
         sopts = sub_opts(self.opts, tag, seeds)
         state = None
         if self.opts.resume:
             with bad_input():
-                p = typed(plan, sopts)
+                p = preflight.study(plan, sopts)
             state = study.held(p)  # "claimed" (interrupted before Tune saved anything): it starts again
             p.where.cleanup()
         if state == "finished":
             print(f"{NAME}: {tag} finished earlier: reused", flush=True)
-            trials = read_parquet(p.dir / "trials.parquet")
+            trials = config_values.read_parquet(p.dir / "trials.parquet")  # every config value as written
         else:
             out = study.run(plan, sopts.replace(resume=state == "unfinished"))
             assert out is not None, "run returns None only for --dry-run"
@@ -269,8 +278,6 @@ class Runner:
 def dry_run(opts: options.StudyOptions, a: dict, b: dict, a_name: str, b_name: str, confirm: list[int],
             looks: Looks) -> None:
     """The checks a run makes before its first trial (the first step's study too), then the count; runs nothing."""
-    from adbs_lab import study
-
     d = greedy_path.differences(a, b)
     base = opts.base_config()
     first = {greedy_path.change_label(f, b.get(f)): {**a, f: b.get(f)} for f in d}
@@ -292,8 +299,6 @@ def dry_run(opts: options.StudyOptions, a: dict, b: dict, a_name: str, b_name: s
 
 def main(opts: options.StudyOptions, extra) -> int:
     """Checks (exit 2 before anything starts), then the greedy path, the confirmation and the outputs."""
-    from adbs_lab.driver.prepared import bad_input
-
     with bad_input():
         confirm, looks = check(opts, extra)
         a, b, a_name, b_name = endpoints(opts, extra)
@@ -302,8 +307,6 @@ def main(opts: options.StudyOptions, extra) -> int:
         if opts.dry_run:
             dry_run(opts, a, b, a_name, b_name, confirm, looks)
             return exits.OK
-    from adbs_lab.driver import interrupts
-
     with holding(opts), interrupts.handling() as ints:  # one handler for the whole path: the steps' runs share it
         try:
             return _path(opts, a, b, a_name, b_name, confirm, looks)
@@ -335,15 +338,10 @@ def _said(step) -> None:
 
 def command_tag(argv: tuple[str, ...]) -> str:
     """The command as the path's MLflow run records it: a --tracking-uri or --optuna-storage password as ***."""
-    from adbs_lab.driver.preflight import logged_argv
-
-    return " ".join(logged_argv(argv))
+    return " ".join(preflight.logged_argv(argv))
 
 
 def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) -> int:
-    from adbs_lab.results import path_report
-    from adbs_lab.stores import tracking_store
-
     folder = Path(opts.storage) / (NAME + opts.folder)
     files = path_report.write(folder, a_name=a_name, b_name=b_name, fields=d, steps=steps, start=start,
                               confirmed=confirmed, objective=OBJECTIVE, delta=opts.resolve, seeds=list(opts.seeds),

@@ -227,8 +227,9 @@ class Config:
         return dataclasses.replace(self, **values.typed(Config, overrides, self.to_dict()))
 
     def validate(self) -> "Config":
-        """Every check that needs no data (dataset-dependent ones live in adbs.data), the registries' first."""
-        checks.check_registries(self)
+        """Every check that needs no data (dataset-dependent ones live in adbs.data): the host's first, the
+        datasets' and backbones' registries last (they load torch: adbs/config/checks.py)."""
+        checks.check_host(self)
         for name, choices in (("variant", VARIANTS), ("schedule", SCHEDULES), ("ic_reduction", IC_REDUCTIONS),
                               ("new_boundary_init", NEW_BOUNDARY_INITS), ("device", DEVICES), ("fast_step", FAST_STEPS),
                               ("synthetic_version", SYNTHETIC_VERSIONS)):
@@ -272,6 +273,7 @@ class Config:
                     "incremental sessions seed with seed * 1000 + session (adbs/sessions.py, adbs/hosts/orco.py)")
         for name in ("split_seed", "synthetic_seed"):  # numpy's SeedSequence takes any int >= 0
             check_range(name, getattr(self, name), 0, None, "numpy seeds its generators with ints >= 0")
+        checks.check_registries(self)  # an unknown dataset said as such, before it is asked for its data_root
         if self.dataset != "synthetic" and not self.data_root:
             raise ConfigError(f"dataset '{self.dataset}' needs data_root (--data-root DIR): the folder holding it "
                               "in the layout the README describes; the default dataset 'synthetic' needs none")

@@ -29,7 +29,7 @@ from adbs_lab.driver.outcome import error_line
 from adbs_lab.driver.preflight import logged_argv
 from adbs_lab.driver.prepared import Prepared, bad_input, fail
 from adbs_lab.driver import interrupts
-from adbs_lab.driver.interrupts import pause_point
+from adbs.light import pause_point
 from adbs_lab.driver.session import disk_full, interrupted, ray_session
 from adbs_lab.stores.paths import code_version
 from adbs_lab.stores.study_folder import StudyFolder

@@ -103,7 +103,8 @@ class Prepared:
     settings: dict[str, Any] = field(default_factory=dict)
     """What the study is launched with (study.json; `claim` writes it for a new study, --resume reads it back)."""
     owned: tuple[str, ...] = ()
-    """Keys of the --config file that the study sets itself (`study_owned`; `note_owned` names them)."""
+    """Keys of the --config file that the study sets itself (adbs_lab/driver/flags.py: study_owned; `note_owned`
+    names them)."""
 
     @property
     def folder(self) -> str:

@@ -26,7 +26,7 @@ from typing import NoReturn
 from adbs.exits import INTERRUPTED, OK, Exit, status
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.claim import claim, study_lock
-from adbs_lab.driver.interrupts import pause_point
+from adbs.light import pause_point
 from adbs_lab.driver.launch import cluster_slots, launch, trial_slots, trials_text
 from adbs_lab.driver.preflight import note_owned, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input

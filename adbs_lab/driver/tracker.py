@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ray.tune import Callback
 
 from adbs_lab.driver import reruns
-from adbs_lab.driver.interrupts import pause_point
+from adbs.light import pause_point
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.attempts import identity
 from adbs_lab.search import tune_staging

@@ -25,6 +25,7 @@ from adbs_lab.records import attempts
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.results import run_files
+from adbs_lab.results.names import EXT
 from adbs_lab.records import trial_records
 from adbs_lab.results import tables
 from adbs_lab.records import metrics_keys as K
@@ -615,9 +616,6 @@ def combined_notes(studies: list[Study]) -> list[str]:
 
 
 # -- everything at once ----------------------------------------------------------------------
-EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
-
-
 def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table: pd.DataFrame, fmt: str, *,
                   caption: str, order: list[str] | None = None, notes: list[str] | tuple[str, ...] = ()
                   ) -> list[Path]:

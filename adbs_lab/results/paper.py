@@ -18,14 +18,13 @@ import pandas as pd
 from adbs_lab.results import from_store
 from adbs_lab.results import renderings
 from adbs_lab.results import run_files
+from adbs_lab.results.names import EMBEDDED
 
-__all__ = ["EXPERIMENT", "ROLE", "EMBEDDED", "PARTS", "NOT_QUOTED", "dcs_table", "render_dcs", "dcs_across",
+__all__ = ["EXPERIMENT", "ROLE", "PARTS", "NOT_QUOTED", "dcs_table", "render_dcs", "dcs_across",
            "write_report", "write_across", "redraw_meta", "log_run", "find", "latest_by_dataset", "by_dataset"]
 
 EXPERIMENT = "paper"
 ROLE = "paper"
-EMBEDDED = "embedded"
-"""The dataset label of a paper study without --dataset (the embedded benchmark; its adbs.dataset tag is empty)."""
 
 PARTS = {
     "hosts": "Main table: the four hosts without and with ADBS (paper Tables 1-3)",

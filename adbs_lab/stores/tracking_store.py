@@ -10,7 +10,7 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import (
     RetryCallState,
@@ -23,7 +23,13 @@ from tenacity import (
 from adbs_lab.stores import paths
 from adbs_lab.stores import db_server
 from adbs_lab.stores.db_server import is_server, locked, patiently, store_down
+from adbs import light
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
+
+if TYPE_CHECKING:
+    import mlflow.tracking as mlflow_tracking
+else:
+    mlflow_tracking = light.lazy("mlflow.tracking")  # MLflow loads where a client is made, not with the URL helpers
 
 LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
 """How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
@@ -124,9 +130,7 @@ def tracking_uri(flag: str | None) -> SecretUrl:
 
 def client(uri: str):
     """An MlflowClient of `uri`, given the real URL of a SecretUrl."""
-    from mlflow.tracking import MlflowClient
-
-    return MlflowClient(reveal(uri))
+    return mlflow_tracking.MlflowClient(reveal(uri))
 
 
 DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")

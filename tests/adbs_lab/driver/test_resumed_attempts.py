@@ -330,7 +330,7 @@ def test_a_named_point_pauses_only_where_its_facts_match(tmp_path, monkeypatch):
     import threading
     import time
 
-    from adbs_lab.driver.interrupts import pause_point
+    from adbs.light import pause_point
     from adbs_lab.search.trainable import FAULT_ENV
 
     monkeypatch.setenv(FAULT_ENV, json.dumps({"pause_at": "base_session", "seed": 2, "marker_dir": str(tmp_path)}))
