@@ -17,9 +17,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from adbs import light
 from adbs.config import Config
+
+if TYPE_CHECKING:
+    from adbs import data, hosts
+else:  # torch: loaded at first use, after studies/paper.py has checked its flags (adbs/light.py)
+    data = light.lazy("adbs.data")
+    hosts = light.lazy("adbs.hosts")
 
 FILE = Path(__file__).with_name("gpu_measured.json")
 MEASURED_DATASETS = ("cifar100",)
@@ -57,11 +64,8 @@ def load(path: Path | None = None) -> dict[str, Any] | None:
 def phase_epochs(cfg: Config) -> dict[str, int]:
     """{phase: base epochs} a trial of `cfg` trains, as its host plans them (adbs/hosts/: Host.phases; OrCo's
     pretraining phase is its own), read without data: the phases need only the dataset's spec."""
-    from adbs.data import get_spec
-    from adbs.hosts import create_host
-
-    spec = get_spec(cfg.dataset)
-    host = create_host(cfg, SimpleNamespace(spec=spec, base_classes=spec.base_classes), None)  # type: ignore[arg-type]
+    spec = data.get_spec(cfg.dataset)
+    host = hosts.create_host(cfg, SimpleNamespace(spec=spec, base_classes=spec.base_classes), None)  # type: ignore[arg-type]
     out: dict[str, int] = {}
     for p in host.phases():
         out[p.name] = out.get(p.name, 0) + p.epochs

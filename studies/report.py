@@ -51,7 +51,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 from adbs import exits, writable  # noqa: E402
-from adbs.redaction import reveal  # noqa: E402
+from adbs.redaction import redact, reveal  # noqa: E402
 from adbs_lab.records import metrics_keys as K  # noqa: E402
 from adbs_lab.results import names  # noqa: E402
 from adbs_lab.results import run_pick  # noqa: E402
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         client, across, paper_run, studies = _read_store(args, uri)
     except refused as e:
-        raise exits.Exit(exits.REFUSED, f"error: {e}") from None
+        raise exits.Exit(exits.REFUSED, f"error: {redact(str(e))}") from None
     if across is not None:
         return _report_across(client, across, args, uri)
     if paper_run is not None:

@@ -36,7 +36,7 @@ from adbs.light import HEAVY
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("adbs", "adbs_lab", "studies", "search_spaces")
 ENTRIES = {**{f"studies.{p.stem}": p for p in sorted((REPO / "studies").glob("*.py"))
-              if p.stem not in ("__init__", "times")},
+              if p.stem not in ("__init__", "times", "gpu_hours")},
            "adbs.run": REPO / "adbs" / "run.py"}
 BEFORE_GUARD = {"import sys", "import os", "from pathlib import Path", "from adbs import light",
                 "from __future__ import annotations"}

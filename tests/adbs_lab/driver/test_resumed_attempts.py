@@ -297,7 +297,7 @@ def test_a_study_killed_and_resumed_reports_from_the_store_what_it_reported_itse
 
 
 def test_the_tracker_pauses_at_the_named_points_where_these_kills_happen(tmp_path, tracking_uri, monkeypatch):
-    """ADBS_FAULT_INJECTION's points in the driver (adbs_lab/driver/interrupts.py: pause_point), where
+    """ADBS_FAULT_INJECTION's points in the driver (adbs/light.py: pause_point), where
     tests/e2e/test_sigkill_and_report.py kills a real driver: in a trial's base session (each base report), while
     writing a trial's results (its end recorded in the runs file, its MLflow tags not yet), between looks (a trial's
     end took a look of --seeds auto); each with the trial's seed, which the injection may name."""
