@@ -461,17 +461,17 @@ def _given(ns: argparse.Namespace, flag: str) -> bool:
     return getattr(ns, flag, None) not in (None, False)
 
 
-def check_name(name: str | None) -> None:
-    """--name: one folder name under --storage (the study's folder, its moved-aside copy and its Optuna study are
-    named by it), never a path out of it; StudyInputError otherwise. Every command that takes --name checks it here
-    (a study's `check`, studies/paper.py)."""
+def check_name(name: str | None, given: str = "--name") -> None:
+    """--name (or `given`: a study script's `Plan(name=...)`, flags.check): one folder name under --storage (the
+    study's folder, its moved-aside copy and its Optuna study), never a path out of it; else StudyInputError."""
+    flag = given.startswith("--")
     if name is not None and (not NAME.match(name) or ".." in name):
-        raise StudyInputError(f"--name {name!r}: a study name is one folder name: letters, digits, '.', "
-                              "'_' and '-', starting with a letter or digit (no '/', no '..')")
+        raise StudyInputError(f"{f'{given} {name!r}' if flag else f'{given}={name!r})'}: a study name is one folder "
+                              "name: letters, digits, '.', '_' and '-', starting with a letter or digit (no '/', no '..')")
     if name is not None and len(name) > MAX_NAME:
-        raise StudyInputError(f"--name is {len(name)} characters long; at most {MAX_NAME}: it names the "
-                              "study's folder (and the folder earlier results are moved to), whose name the "
-                              "filesystem limits; pass a shorter --name")
+        raise StudyInputError(f"{given if flag else given + '=...)'} is {len(name)} characters long; at most {MAX_NAME}: "
+                              "it names the study's folder (and the one earlier results move to), whose name the "
+                              "filesystem limits; pass a shorter one")
 
 
 def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:

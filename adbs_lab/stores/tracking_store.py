@@ -20,12 +20,13 @@ from tenacity import (
     wait_exponential,
 )
 
+from adbs import env
 from adbs_lab.stores import paths
 from adbs_lab.stores import db_server
 from adbs_lab.stores.db_server import is_server, locked, patiently, store_down
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
 
-LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
+LOCKED_WAIT_S = env.seconds("ADBS_MLFLOW_LOCKED_WAIT_S")
 """How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
 
 
