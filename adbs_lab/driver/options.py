@@ -242,7 +242,8 @@ class StudyOptions:
         if not (math.isfinite(self.shadow_share) and 0 <= self.shadow_share <= 1):
             raise StudyInputError(f"--shadow-share {self.shadow_share:g} is out of range; allowed: 0..1, the share of "
                                   "pruned trials that run on to the end (e.g. --shadow-share 0.2; 0: none)")
-        clash = objectives.pruner_problem(self.objectives, self.pruner)
+        clash = objectives.pruner_problem(self.objectives, self.pruner) or objectives.shadow_problem(
+            self.pruner, self.shadow_share, any(a.split("=")[0] == "--shadow-share" for a in self.argv[1:]))
         if clash:
             raise StudyInputError(clash)
         self._check_seeds()
@@ -250,8 +251,7 @@ class StudyOptions:
             raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
                                   "points, and must be > 0 and at most 100 (e.g. --resolve 1.0)")
         if self.reference is not None and not self.reference.strip():
-            raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference "
-                                  "'alpha=0.05'")
+            raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference 'alpha=0.05'")
         if self.plan_only and self.resume:
             raise StudyInputError("--plan reads a finished study and runs nothing: drop --resume")
         if self.num_samples is not None and self.num_samples < 1:
