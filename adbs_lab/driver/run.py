@@ -59,6 +59,8 @@ def dry_run(p: Prepared) -> None:
           f"Optuna storage{', the Ray cluster' if opts.address else ''}"
           f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
           "written", flush=True)
+    if opts.resume:  # what a run of this command would do: continue the trials left, or, finished, run none
+        print(f"a run of this command: {resumed(p)}", flush=True)
     from adbs_lab.results import notes
 
     for line in notes.lines(p.plan, opts, p.base_values):  # a smoke run, settings departing from the defaults
