@@ -124,7 +124,7 @@ def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps:
             confirmed: Sequence[Confirmed], tags: dict[str, str]) -> str:
     """The path's MLflow run (experiment `ablation_path`, beside the parent runs of its steps' Tune runs): a metric
     per step (its objective and Δ, step = its number), the runs racing saved, the outputs as artifacts."""
-    from adbs_lab.stores.tracking_store import artifact_root
+    from adbs_lab.stores.paths import artifact_root
 
     exp = client.get_experiment_by_name(EXPERIMENT)
     exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT,
