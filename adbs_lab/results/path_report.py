@@ -103,8 +103,9 @@ def write(folder: Path, *, a_name: str, b_name: str, fields: Sequence[str], step
               f"{' '.join(map(str, confirm_seeds))}, each step against the one before, paired t-interval at "
               f"95% with Bonferroni over the {len(confirmed)} steps, δ = {delta:g} points.", "",
               table_text(rows, True), "", saved_line(steps) + ".", "",
-              *(["Post-selection: the confirmation seeds include seeds that chose the step, so its Δ is optimistic; "
-                 "rerun with --confirm-seeds of other numbers for an unbiased Δ.", ""] if post else []),
+              *(["Post-selection: the confirmation seeds include seeds that chose the step or one before it (the "
+                 "configuration its Δ is measured against), so its Δ is biased; rerun with --confirm-seeds of other "
+                 "numbers for an unbiased Δ.", ""] if post else []),
               "![path](path.png)", "", f"wall time {wall_s:.0f} s", ""]
     (folder / "report.md").write_text("\n".join(report))
     return [folder / n for n in ("table.txt", "table.md", "path.json", "report.md")] + [png]
