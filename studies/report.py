@@ -45,6 +45,7 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 from adbs_lab.results import across_tasks
 from adbs_lab.results import from_store
 from adbs_lab.results import paper
+from adbs_lab.results import path_report
 from adbs_lab.results import renderings
 from adbs import exits, writable
 from adbs_lab.stores import paths
@@ -106,7 +107,7 @@ def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 def _read_store(args: argparse.Namespace, uri: str):
     """What the command names, read from the store: (client, the paper reports across datasets or None, one paper
-    run or None, the studies)."""
+    run or None, the studies, an ablation path's own run or None)."""
     from mlflow.tracking import MlflowClient
 
     from adbs.redaction import reveal
@@ -123,9 +124,15 @@ def _read_store(args: argparse.Namespace, uri: str):
     across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
+    paths_named = [] if papers or args.datasets else [path_report.find(client, ref, args.name) for ref in args.study]
+    if any(paths_named):  # the path's own run (its experiment also holds the parent runs of its Tune runs)
+        if len(args.study) > 1:
+            raise from_store.ReportError(f"{' '.join(args.study)}: an ablation path's report is its table of steps, "
+                                         "not a table of rows to join others; report the path alone")
+        return client, None, None, [], paths_named[0]
     studies = ([from_store.load_study(client, ref, args.name) for ref in args.study]
                if across is None and paper_run is None else [])
-    return client, across, paper_run, studies
+    return client, across, paper_run, studies, None
 
 
 def _report_across(client, across, args: argparse.Namespace, uri: str) -> int:
@@ -150,6 +157,27 @@ def _report_paper(client, paper_run, args: argparse.Namespace, uri: str) -> int:
     if others:
         print(f"note: this store also holds paper studies of {', '.join(others)}; `python studies/report.py paper "
               "--datasets all` writes every dataset's report and one D_cs table across them")
+    return exits.OK
+
+
+def _report_path(client, run, args: argparse.Namespace) -> int:
+    """An ablation path (studies/ablation_path.py): its table of steps, figure and report as its run logged them;
+    the flags that reshape a table of rows do not apply to it."""
+    given = [f for f, on in (("--paper", args.paper), ("--reference", args.reference is not None),
+                             ("--resolve", args.resolve is not None), ("--metric", args.metric != "test_acc"),
+                             ("--format", args.format not in ("text", "markdown"))) if on]
+    if given:
+        raise exits.Exit(exits.REFUSED, f"error: {', '.join(given)}: an ablation path's report is its table of steps on "
+                         "the validation objective as the path measured it (its Δs and verdicts on the confirmation "
+                         "seeds); drop them (--format text or markdown)")
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"ablation_path-{run.info.run_id[:8]}"
+    files = path_report.redraw(client, run, out)
+    table = out / ("table.md" if args.format == "markdown" else "table.txt")
+    print(f"ablation_path: run '{run.info.run_name}' ({run.info.run_id}; {run_pick.describe(run)}), "
+          f"{run.data.tags.get('adbs.from', '?')} -> {run.data.tags.get('adbs.to', '?')}"
+          + ("" if run.info.status == "FINISHED" else f" (not finished: {run.info.status})") + "\n")
+    print(table.read_text() if table.is_file() else "(its table was not logged)")
+    print(f"wrote {out}: {', '.join(f.name for f in files)}")
     return exits.OK
 
 
@@ -265,9 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     uri = tracking_store.tracking_uri(args.tracking_uri)
     try:
-        client, across, paper_run, studies = _read_store(args, uri)
+        client, across, paper_run, studies, path_run = _read_store(args, uri)
     except (from_store.ReportError, tracking_store.TrackingError) as e:
         raise exits.Exit(exits.REFUSED, f"error: {e}") from None
+    if path_run is not None:
+        return _report_path(client, path_run, args)
     if across is not None:
         return _report_across(client, across, args, uri)
     if paper_run is not None:

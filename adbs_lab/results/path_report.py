@@ -14,9 +14,14 @@ from typing import Any, Sequence
 from adbs_lab.search.path import Confirmed, Step, runs_saved
 from adbs_lab.stats.verdicts import Verdict, printed_ends, wording
 
-__all__ = ["EXPERIMENT", "interval_text", "table_rows", "table_text", "saved_line", "figure", "write", "log_run"]
+__all__ = ["EXPERIMENT", "ROLE", "FILES", "interval_text", "table_rows", "table_text", "saved_line", "figure", "write",
+           "log_run", "find", "redraw"]
 
 EXPERIMENT = "ablation_path"
+ROLE = "ablation_path"
+"""The tag adbs.role of the path's own MLflow run; its experiment also holds the parent runs of the path's Tune runs
+(role study: one race look or the confirmation each, not the path)."""
+FILES = ("table.txt", "table.md", "path.json", "report.md", "path.png")
 
 
 def interval_text(v: Verdict, delta: float) -> str:
@@ -131,7 +136,7 @@ def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps:
     exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT,
                                                                    artifact_location=artifact_root(uri, storage))
     run = client.create_run(exp_id, run_name=f"ablation path {time.strftime('%Y-%m-%d %H:%M')}",
-                            tags={"adbs.role": "ablation_path", **tags})
+                            tags={"adbs.role": ROLE, **tags})
     rid = run.info.run_id
     for c in confirmed:
         client.log_metric(rid, "path/objective", c.mean, step=c.step)
@@ -141,3 +146,39 @@ def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps:
         client.log_artifact(rid, str(f))
     client.set_terminated(rid, "FINISHED")
     return rid
+
+
+def find(client, ref: str, name: str | None = None):
+    """The path run `ref` names (studies/report.py): its run id, or, for the experiment's name, the latest path run
+    of `--name` `name` (adbs_lab/results/run_pick.py; the latest finished one where there is one); None when `ref`
+    names no path (a Tune run of a path is a study of its own: its table, not the path's)."""
+    from adbs_lab.results import from_store, run_pick
+
+    if from_store.RUN_ID.match(ref):
+        try:
+            run = client.get_run(ref)
+        except Exception:  # noqa: BLE001 - not a run id: maybe a study name
+            return None
+        return run if run.data.tags.get("adbs.role") == ROLE else None
+    exp = client.get_experiment_by_name(EXPERIMENT) if ref == EXPERIMENT else None
+    runs = [] if exp is None else from_store.all_runs(client, [exp.experiment_id], f"tags.`adbs.role` = '{ROLE}'")
+    if not runs:
+        return None
+    picked, _ = run_pick.of_name(runs, name)
+    if not picked:
+        raise from_store.ReportError(f"{EXPERIMENT} has no path of --name {name}; its paths' names: "
+                                     f"{', '.join(run_pick.names(runs))}")
+    finished = [r for r in picked if r.info.status == "FINISHED"]
+    return (finished or picked)[-1]
+
+
+def redraw(client, run, out: Path) -> list[Path]:
+    """The path's table, figure, report and path.json as its run logged them (FILES), copied into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    got = []
+    for f in FILES:
+        try:
+            got.append(Path(client.download_artifacts(run.info.run_id, f, str(out))))
+        except Exception:  # noqa: BLE001 - a path run from before one of them was written: the others
+            continue
+    return got
