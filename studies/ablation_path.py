@@ -38,7 +38,7 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs import exits  # noqa: E402
+from adbs import env, exits  # noqa: E402
 from adbs.config import (BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, canonical, from_dict, load_file,  # noqa: E402
                          resolve)
 from adbs_lab.driver import options  # noqa: E402
@@ -152,6 +152,8 @@ def smoke_budget(opts: options.StudyOptions, sides) -> None:
 def check(opts: options.StudyOptions, extra) -> tuple[list[int], Looks]:
     """The flags' own checks; (confirmation seeds, the looks over --seeds)."""
     opts.check()
+    if env.problems():  # a duration from the environment out of its bounds, as each Tune run's checks refuse it
+        raise StudyInputError("; ".join(env.problems()))
     if opts.name and TUNE_RUN_TAG.search(opts.name):
         raise StudyInputError(f"--name {opts.name!r}: {NAME}{opts.folder} is the folder of a Tune run of another path "
                               "(its runs' folders end in -s<K>l<J> and -confirm); pass a --name that does not end so")

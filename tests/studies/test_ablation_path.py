@@ -258,3 +258,13 @@ def test_confirmation_seeds_among_the_selection_seeds_are_said(capsys, files, fl
     notes = [line for line in r.stdout.splitlines() if line.startswith("note: the confirmation seeds")]
     assert notes == ([] if said is None else [notes[0]]) and (said is None or said in notes[0]), r.stdout
     assert said is None or "post-selection" in notes[0]
+
+
+@pytest.mark.parametrize("name, value", [("ADBS_STORE_WAIT_S", "1e12"), ("ADBS_CACHE_LEASE_S", "nan")])
+def test_a_wait_out_of_bounds_is_refused_before_the_path_starts(capsys, monkeypatch, files, name, value):
+    """Each Tune run of the path refused it, but only once the path had started (its lock taken, its first line
+    printed); the path's own checks refuse it first, as its dry run does."""
+    monkeypatch.setenv(name, value)
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"))
+    assert r.returncode == 2 and f"{name}={value!r}" in r.stderr, r.stdout + r.stderr
+    assert "differences (" not in r.stdout and not (files / "runs").exists()
