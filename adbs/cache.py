@@ -52,7 +52,7 @@ from typing import Any
 import torch
 from filelock import FileLock
 
-from adbs import digests, objstore, runtime
+from adbs import digests, env, objstore, runtime
 from adbs.config import Config, options_of, shapes_base
 from adbs.state import base_state, read_base_state
 
@@ -247,7 +247,7 @@ def _features_of(n: int) -> Callable[[dict[str, Any]], None]:
     return check
 
 
-LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "60"))
+LEASE_S = env.seconds("ADBS_CACHE_LEASE_S")
 """Seconds a trainer's lease on an object-store cache key lasts without renewal (renewed every LEASE_S/4)."""
 
 

@@ -14,7 +14,8 @@ A difference is a config field where A and B differ. From A, each step tries eve
 applies the one that does best on the validation objective (val_avg_acc): the candidates race over the --seeds
 (looks at 3, 5, ... seeds, as --seeds auto spends α: docs/statistics.md), a candidate dropped once its paired
 interval against the leader lies below 0. Each step's Δ, interval and verdict then come from --confirm-seeds, which
-chose nothing (Bonferroni over the steps); where they are selection seeds the Δ is marked post-selection. Trials:
+chose nothing (Bonferroni over the steps); where they include seeds that chose a step or one before it, its Δ is
+marked post-selection (a note says so before anything runs). Trials:
 about d^2/2 candidates times seeds for d differences, plus d + 1 configurations on the confirmation seeds
 (--dry-run prints the count); a candidate that only changes session knobs reuses its base session from
 <storage>/base_cache.
@@ -43,9 +44,10 @@ import time  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from typing import TYPE_CHECKING, Iterator  # noqa: E402
 
-from adbs import exits  # noqa: E402
+from adbs import env, exits  # noqa: E402
 from adbs.redaction import redact  # noqa: E402
-from adbs.config import BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, from_dict, load_file, resolve  # noqa: E402
+from adbs.config import (BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, canonical, from_dict, load_file,  # noqa: E402
+                         resolve)
 from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
 from adbs_lab.driver import interrupts, options  # noqa: E402
 from adbs_lab.driver.options import StudyInputError  # noqa: E402
@@ -135,6 +137,8 @@ def endpoints(opts: options.StudyOptions, extra) -> tuple[dict, dict, str, str]:
             a_name += " (released recipe)"
     to = extra.path_to or str(latest_knobs(opts.storage))
     b = config_of(to, opts, "--to")
+    smoke_budget(opts, (("--from", a_name, a, bool(extra.path_from) and Path(extra.path_from).is_file()),
+                        ("--to", to, b, Path(to).is_file())))
     d = greedy_path.differences(a, b)
     if not d:
         raise StudyInputError(f"--from {a_name} and --to {to} are the same configuration (no field differs, seeds and "
@@ -145,9 +149,33 @@ def endpoints(opts: options.StudyOptions, extra) -> tuple[dict, dict, str, str]:
     return a, b, a_name, to
 
 
+BUDGET = tuple(PRESETS["smoke"])
+"""The fields the smoke preset shrinks (epochs, images, sessions): a run's budget, not a knob of its configuration."""
+
+
+def smoke_budget(opts: options.StudyOptions, sides) -> None:
+    """A or B from a file at the smoke preset's budget (a --smoke run's best_config.json) while the other runs a full
+    budget: StudyInputError, since the budget would count as differences of the path (--smoke runs both at it). A
+    preset named as an end is taken as it is: `--from smoke --to cpu` asks for the path between them."""
+    fixed = {canonical(k) for k in opts.config_overrides()}  # set on both sides alike
+    free = [k for k in BUDGET if k not in fixed]
+    small = [(flag, name, file) for flag, name, cfg, file in sides
+             if free and all(cfg.get(k) == PRESETS["smoke"][k] for k in free)]
+    if opts.smoke or len(small) != 1 or not small[0][2]:
+        return
+    flag, name, _ = small[0]
+    shown = ", ".join(f"{k}={PRESETS['smoke'][k]}" for k in free)
+    raise StudyInputError(f"{flag} {name} holds the smoke preset's budget ({shown}): a --smoke run's configuration, "
+                          f"while the other end runs preset {opts.preset_name}'s, so these fields would count as "
+                          "differences of the path, not knobs; pass --smoke to run the path at the smoke budget, or "
+                          "take it from a run without --smoke (python studies/knobs.py)")
+
+
 def check(opts: options.StudyOptions, extra) -> tuple[list[int], Looks]:
     """The flags' own checks; (confirmation seeds, the looks over --seeds)."""
     opts.check()
+    if env.problems():  # a duration from the environment out of its bounds, as each Tune run's checks refuse it
+        raise StudyInputError("; ".join(env.problems()))
     if opts.name and TUNE_RUN_TAG.search(opts.name):
         raise StudyInputError(f"--name {opts.name!r}: {NAME}{opts.folder} is the folder of a Tune run of another path "
                               "(its runs' folders end in -s<K>l<J> and -confirm); pass a --name that does not end so")
@@ -304,6 +332,9 @@ def main(opts: options.StudyOptions, extra) -> int:
         a, b, a_name, b_name = endpoints(opts, extra)
         check_running(opts)  # before --resume's check: the other run may not have written what it looks for yet
         check_resume(opts, greedy_path.differences(a, b))
+        note = greedy_path.confirm_note(list(opts.seeds), confirm)
+        if note:  # the dry run and the run alike
+            print(f"note: {note}", flush=True)
         if opts.dry_run:
             dry_run(opts, a, b, a_name, b_name, confirm, looks)
             return exits.OK

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     import mlflow.tracking as mlflow_tracking
     import pandas as pd
 
-    from adbs_lab.results import across_tasks, figures, from_store, paper, pareto, renderings, tables
+    from adbs_lab.results import across_tasks, figures, from_store, paper, path_report, pareto, renderings, tables
 else:  # pandas and MLflow: loaded at their first use, once the flags are checked (adbs/light.py)
     mlflow_tracking = light.lazy("mlflow.tracking")
     pd = light.lazy("pandas")
@@ -70,6 +70,7 @@ else:  # pandas and MLflow: loaded at their first use, once the flags are checke
     figures = light.lazy("adbs_lab.results.figures")
     from_store = light.lazy("adbs_lab.results.from_store")
     paper = light.lazy("adbs_lab.results.paper")
+    path_report = light.lazy("adbs_lab.results.path_report")
     pareto = light.lazy("adbs_lab.results.pareto")
     renderings = light.lazy("adbs_lab.results.renderings")
     tables = light.lazy("adbs_lab.results.tables")
@@ -126,7 +127,7 @@ def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 def _read_store(args: argparse.Namespace, uri: str):
     """What the command names, read from the store: (client, the paper reports across datasets or None, one paper
-    run or None, the studies)."""
+    run or None, the studies, an ablation path's own run or None)."""
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking_store.check_tracking_uri(uri)
@@ -139,9 +140,15 @@ def _read_store(args: argparse.Namespace, uri: str):
     across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
+    paths_named = [] if papers or args.datasets else [path_report.find(client, ref, args.name) for ref in args.study]
+    if any(paths_named):  # the path's own run (its experiment also holds the parent runs of its Tune runs)
+        if len(args.study) > 1:
+            raise from_store.ReportError(f"{' '.join(args.study)}: an ablation path's report is its table of steps, "
+                                         "not a table of rows to join others; report the path alone")
+        return client, None, None, [], paths_named[0]
     studies = ([from_store.load_study(client, ref, args.name) for ref in args.study]
                if across is None and paper_run is None else [])
-    return client, across, paper_run, studies
+    return client, across, paper_run, studies, None
 
 
 def _report_across(client, across, args: argparse.Namespace, uri: str) -> int:
@@ -166,6 +173,27 @@ def _report_paper(client, paper_run, args: argparse.Namespace, uri: str) -> int:
     if others:
         print(f"note: this store also holds paper studies of {', '.join(others)}; `python studies/report.py paper "
               "--datasets all` writes every dataset's report and one D_cs table across them")
+    return exits.OK
+
+
+def _report_path(client, run, args: argparse.Namespace) -> int:
+    """An ablation path (studies/ablation_path.py): its table of steps, figure and report as its run logged them;
+    the flags that reshape a table of rows do not apply to it."""
+    given = [f for f, on in (("--paper", args.paper), ("--reference", args.reference is not None),
+                             ("--resolve", args.resolve is not None), ("--metric", args.metric != "test_acc"),
+                             ("--format", args.format not in ("text", "markdown"))) if on]
+    if given:
+        raise exits.Exit(exits.REFUSED, f"error: {', '.join(given)}: an ablation path's report is its table of steps on "
+                         "the validation objective as the path measured it (its Δs and verdicts on the confirmation "
+                         "seeds); drop them (--format text or markdown)")
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"ablation_path-{run.info.run_id[:8]}"
+    files = path_report.redraw(client, run, out)
+    table = out / ("table.md" if args.format == "markdown" else "table.txt")
+    print(f"ablation_path: run '{run.info.run_name}' ({run.info.run_id}; {run_pick.describe(run)}), "
+          f"{run.data.tags.get('adbs.from', '?')} -> {run.data.tags.get('adbs.to', '?')}"
+          + ("" if run.info.status == "FINISHED" else f" (not finished: {run.info.status})") + "\n")
+    print(table.read_text() if table.is_file() else "(its table was not logged)")
+    print(f"wrote {out}: {', '.join(f.name for f in files)}")
     return exits.OK
 
 
@@ -277,9 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     light.doing("while reading the MLflow store or writing the report: run the same command again for the whole "
                 "report")
     try:
-        client, across, paper_run, studies = _read_store(args, uri)
+        client, across, paper_run, studies, path_run = _read_store(args, uri)
     except refused as e:
         raise exits.Exit(exits.REFUSED, f"error: {redact(str(e))}") from None
+    if path_run is not None:
+        return _report_path(client, path_run, args)
     if across is not None:
         return _report_across(client, across, args, uri)
     if paper_run is not None:

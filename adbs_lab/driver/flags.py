@@ -8,16 +8,19 @@ preflight (adbs_lab/driver/preflight.py: _check_configs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from adbs import env
 from adbs.config import canonical, coerce
 from adbs.fields import check_choice
 from adbs.hosts import host_names
-from adbs_lab.driver.options import StudyInputError, StudyOptions
+from adbs_lab.driver.options import StudyInputError, StudyOptions, check_name
 from adbs_lab.driver.plan import Plan
 from adbs_lab.search import space as sp
+from adbs_lab.stores import paths
 
-__all__ = ["SEEDED", "check", "searched", "study_owned", "swept_values"]
+__all__ = ["SEEDED", "check", "searched", "study_owned", "swept_values", "shipped_name"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
@@ -34,6 +37,10 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
     Returns the study's base config (preset < study defaults < --config < --set: every key known, every value
     typed), which the preflight goes on from."""
     opts.check()
+    wrong = env.problems()  # a wait of the study's read from the environment (ADBS_*_S)
+    if wrong:
+        raise StudyInputError("; ".join(wrong))
+    check_name(plan.name, "Plan(name")  # a study script's own plan: its folder, as --name's, stays in --storage
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
     check_overrides(plan, opts, searched(plan), [canonical(k) for k in opts.config_overrides()])
     base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
@@ -53,6 +60,22 @@ def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
     if opts.cpus_per_trial is not None:
         own.add("threads")
     return tuple(k for k, _ in opts.config_values if k in own)
+
+
+def shipped_name(plan: Plan, opts: StudyOptions) -> str | None:
+    """The warning for a plan named as a study of the repository's studies/ (its script studies/<name>.py) and run
+    by another command, or None: the two would share the study's folder (`claim` moves the other's results aside),
+    its Optuna study and its MLflow experiment (`studies/report.py NAME` reads the latest run of either). A command
+    of studies/ itself (the script, or studies/paper.py running it as a part) is that study."""
+    script = paths.REPO_ROOT / "studies" / f"{plan.name}.py"
+    ran = Path(opts.argv[0]).resolve() if opts.argv and opts.argv[0] not in ("", "-c", "-") else None
+    if not script.is_file() or (ran is not None and ran.parent == script.parent):
+        return None
+    folder = f"{plan.name}{opts.folder}"
+    return (f"this command's Plan(name={plan.name!r}) is the name of the study studies/{plan.name}.py: they share "
+            f"the MLflow experiment {plan.name!r}" + (f" and the folder {folder} in --storage (a run of either moves "
+            f"the other's results aside)" if not opts.name else "") + f", and `studies/report.py {plan.name}` reads "
+            "the latest run of either; give the plan a name of its own to keep them apart")
 
 
 def check_overrides(plan: Plan, opts: StudyOptions, swept: set[str], set_keys: list[str]) -> None:

@@ -26,7 +26,7 @@ from adbs_lab.records import tune_keys
 from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.stores import db_server, tracking_store
 from adbs_lab.driver.outcome import error_line
-from adbs_lab.driver.preflight import logged_argv
+from adbs_lab.driver.preflight import held as study_held, logged_argv
 from adbs_lab.driver.prepared import Prepared, bad_input, fail
 from adbs_lab.driver import interrupts
 from adbs.light import pause_point
@@ -426,20 +426,20 @@ def ended_so_far(p: Prepared) -> tuple[int, int]:
 
 
 def resumed(p: Prepared) -> str:
-    """What --resume continues, as the resumed run's first line says it (a fresh run's says how many trials it runs):
-    the folder, when its study started (study.json, written by adbs_lab/driver/claim.py) and its trials, e.g.
-    "resuming the study in runs/alpha_sweep started 2026-11-28 10:02: 5 of 12 trials ended, 7 to go (2 continue
-    from their last checkpoint)"."""
+    """What --resume continues, as the resumed run's first line (and its dry run) says it: the folder, when its study
+    started (study.json: adbs_lab/driver/claim.py) and its trials, e.g. "resuming the study in runs/alpha_sweep started
+    2026-11-28 10:02: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)", or that it finished."""
     try:
         held = json.loads(p.where.read_text("study.json") or "{}")
     except ValueError:  # checked before Ray started (adbs_lab/driver/resume.py: check_resume); said there
         held = {}
     started = f" started {held['started']}" if isinstance(held, dict) and held.get("started") else ""
     ended, begun = ended_so_far(p)
+    if study_held(p) == "finished":  # its parent run FINISHED: Tune runs no trial again (--seeds auto: before its cap)
+        return (f"the study in {p.where}{started} finished ({ended} trials ended): nothing to continue, so "
+                "it runs no trial and writes its tables again from them")
     text = f"resuming the study in {p.where}{started}: {ended} of {p.total} trials ended, {p.total - ended} to go"
-    if begun == 1:
-        return text + " (1 continues from its last checkpoint)"
-    return text + (f" ({begun} continue from their last checkpoint)" if begun > 1 else "")
+    return text + (f" ({begun} continue{'s from its' if begun == 1 else ' from their'} last checkpoint)" if begun else "")
 
 
 MEASURED_AT = (2, 2)

@@ -29,7 +29,7 @@ from adbs.redaction import carries_secret, redact
 from adbs_lab.search import space as sp
 from adbs_lab.records import objectives, tune_keys
 from adbs_lab.results import comparisons
-from adbs_lab.stores import db_server, tracking_store
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
@@ -259,8 +259,6 @@ def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, 
 def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     """Every check a run makes before its first trial (see the module's docstring); StudyInputError, ConfigError or
     TrackingError name what is wrong. Writes nothing: `claim` does, under `study_lock`."""
-    if db_server.STORE_WAIT_PROBLEM:
-        raise StudyInputError(db_server.STORE_WAIT_PROBLEM)
     base, configs, gpus = validate(plan, opts)
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     tracking_store.tracking_problem(uri)

@@ -24,10 +24,10 @@ import time
 from typing import NoReturn
 
 from adbs.exits import INTERRUPTED, OK, Exit, status
-from adbs_lab.driver import interrupts
+from adbs_lab.driver import flags, interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs.light import pause_point
-from adbs_lab.driver.launch import cluster_slots, launch, trial_slots, trials_text
+from adbs_lab.driver.launch import cluster_slots, launch, resumed, trial_slots, trials_text
 from adbs_lab.driver.preflight import note_owned, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
@@ -59,6 +59,8 @@ def dry_run(p: Prepared) -> None:
           f"Optuna storage{', the Ray cluster' if opts.address else ''}"
           f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
           "written", flush=True)
+    if opts.resume:  # what a run of this command would do: continue the trials left, or, finished, run none
+        print(f"a run of this command: {resumed(p)}", flush=True)
     from adbs_lab.results import notes
 
     for line in notes.lines(p.plan, opts, p.base_values):  # a smoke run, settings departing from the defaults
@@ -132,6 +134,9 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
         except KeyboardInterrupt:
             interrupted("checking the study (nothing was written)")
         note_owned(p)
+        shared = flags.shipped_name(plan, opts)
+        if shared:  # said by the dry run and the run alike, before anything is claimed
+            print(f"warning: {shared}", file=sys.stderr, flush=True)
         if opts.dry_run:
             p.where.cleanup()
             dry_run(p)

@@ -113,7 +113,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     if premise:  # last before where the runs are: whether pruning on base accuracy was sound
         print("\n" + "\n".join(premise))
     print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
-    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
+    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.opts.storage)}")
     if out.code != OK:
         _print_failed(p, recs, counts)
     return out

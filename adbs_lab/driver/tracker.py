@@ -37,12 +37,12 @@ from adbs_lab.stores.tracking_store import (
     TABLE_MD,
     VIEW_TAG,
     _Patient,
-    artifact_root,
     load_runs,
     note_with_table,
     runs_view,
 )
 from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
+from adbs_lab.stores.paths import artifact_root
 from adbs.redaction import redact, reveal
 from adbs_lab.records.objectives import from_tag
 from adbs_lab.records.tune_keys import LAB_KEYS, SEED_KEY, describe, trial_config
@@ -67,7 +67,7 @@ class MlflowTracker(Callback):
                  varying: list[str], resume: bool, ends=None, storage: str | None = None,
                  description: str = "") -> None:
         """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch);
-        `storage`: the study's --storage, where a database store's artifacts go (tracking_store.artifact_root);
+        `storage`: the study's --storage, where a database store's artifacts go (adbs_lab/stores/paths.py: artifact_root);
         `description`: the parent run's description (Markdown), shown by the MLflow UI above its details."""
         self.uri, self.study, self.folder, self.study_dir = uri, study, folder, Path(study_dir)
         self.storage = storage

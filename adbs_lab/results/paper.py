@@ -188,7 +188,7 @@ def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tag
     where a database store's artifacts go)."""
     import time
 
-    from adbs_lab.stores.tracking_store import artifact_root
+    from adbs_lab.stores.paths import artifact_root
 
     exp = client.get_experiment_by_name(EXPERIMENT)
     exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT, artifact_location=artifact_root(uri, storage))
