@@ -2,7 +2,13 @@
 (numpy and scipy only, never pandas, torch, ray, optuna or mlflow). The package imports nothing, so
 `from adbs_lab.stats import verdicts` is the module. The methods and their references: docs/statistics.md.
 
-    looks        the planned looks (n0, n0 + b, ..., N seeds) and the error rate spent at each (Lan & DeMets 1983)
+    looks        the planned looks (n0, n0 + b, ..., N seeds, then a continuation's up to a horizon) and the error
+                 rate spent at each (Lan & DeMets 1983)
+    continuation where a study pauses, "continue" or "inconclusive at the horizon", the α split over the metrics
+    forecast     where the plan would resolve an open comparison (posterior predictive), and the time it implies
+    confseq      an anytime-valid confidence sequence for a paired mean (Wang & Ramdas 2023), the route not taken
+    workflow     simulated studies followed as their output advises, for the tests and
+                 bench/continuation_simulation.py
     verdicts     one comparison's paired t-interval, Bonferroni over the table, and the verdict read from it
     planner      how many seeds would settle a comparison (Browne 1995's upper bound on σ, c4), and their cost
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
@@ -13,4 +19,5 @@
                  --pruner auto's checks at fixed trial counts
 """
 
-__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise"]
+__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise",
+           "continuation", "forecast", "confseq", "workflow"]
