@@ -191,7 +191,7 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
-                    sampler="GridSampler" if is_grid else "TPESampler", sampler_seed=opts.sampler_seed,
+                    sampler="GridSampler" if is_grid else "TrialSeededTPE", sampler_seed=opts.sampler_seed,
                     pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows,
                     fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
                     n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,
