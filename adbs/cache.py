@@ -6,8 +6,8 @@ session sees, the backbone, the host method and its base options, the variant
 flags, alpha, optimiser settings, epochs, seed, ...), the content of its input
 files (dataset, index lists, pretrained weights: SHA-256, adbs/digests.py), the
 runtime settings that change numbers (adbs/runtime.py: device kind, torch
-version, CPU threads, TF32/AMP on CUDA) and a version of the training code. Fields declared NotBase[...] act only on
-incremental sessions (ways, shots, sessions, fine-tuning epochs/lr,
+version, CPU threads, TF32/AMP/the fast step on CUDA) and a version of the training code. Fields declared
+NotBase[...] act only on incremental sessions (ways, shots, sessions, fine-tuning epochs/lr,
 new-boundary init, ...) or on speed, so e.g. every cell of a k-shot grid shares
 one base session.
 
@@ -52,7 +52,7 @@ from typing import Any
 import torch
 from filelock import FileLock
 
-from adbs import digests, objstore, runtime
+from adbs import digests, env, objstore, runtime
 from adbs.config import Config, options_of, shapes_base
 from adbs.state import base_state, read_base_state
 
@@ -79,10 +79,12 @@ def base_key(cfg: Config, device_kind: str) -> str:
     the IC reduction only when IC is on, milestones only under the milestones schedule, and of the host's
     options those its Options declares Base[...]. The input files enter by content, not by path
     (`input_digests`), and the runtime settings that change numbers enter as adbs/runtime.py: settings gives
-    them (device kind, torch version; CPU threads; TF32, AMP and the GPU model on CUDA).
+    them (device kind, torch version; CPU threads; TF32, AMP, the fast step and the GPU model on CUDA).
     """
     fields: dict[str, Any] = {k: getattr(cfg, k) for k in base_fields()}
-    del fields["variant"], fields["device"], fields["amp"]  # device and AMP: in the runtime settings below
+    # device, AMP and the fast step: in the runtime settings below, which take AMP and the fast step on CUDA only (on
+    # CPU neither changes a number: AMP is GPU only, the fast step's CPU part reads the same figures in one transfer)
+    del fields["variant"], fields["device"], fields["amp"], fields["fast_step"]
     fields["learn_boundaries"] = cfg.learn_boundaries
     fields["alpha"] = cfg.effective_alpha
     fields["ic_reduction"] = cfg.ic_reduction if cfg.effective_alpha else None
@@ -245,7 +247,7 @@ def _features_of(n: int) -> Callable[[dict[str, Any]], None]:
     return check
 
 
-LEASE_S = float(os.environ.get("ADBS_CACHE_LEASE_S", "60"))
+LEASE_S = env.seconds("ADBS_CACHE_LEASE_S")
 """Seconds a trainer's lease on an object-store cache key lasts without renewal (renewed every LEASE_S/4)."""
 
 

@@ -34,15 +34,17 @@ from adbs.data import FSCILData, make_loader
 from adbs.data.augment import batch_generator
 from adbs.hosts import create_host
 from adbs.hosts.interface import Head, Host, Phase
-from adbs.metrics import boundary_stats
+from adbs.metrics import boundary_stat_tensors
 from adbs.runtime import Runtime
 from adbs.state import BaseCheckpoint, BaseSession, Checkpoint, read_checkpoint
 from adbs.trainer import (
     Hooks,
+    NumericalError,
     check_finite,
     class_scores,
     cpu_state,
     extract_features,
+    read,
     seed_everything,
 )
 
@@ -114,9 +116,7 @@ def train_base(cfg: Config, data: FSCILData, hooks: Hooks | None = None,
             t0 = time.perf_counter()
             trained = run.train_epoch(phase, opt, batches, epoch)
             sched.step()
-            check_finite("base training loss", trained.pop("loss_sum"), f"base epoch {epoch}")
-            check_finite("base boundaries m", run.boundaries.detach(), f"base epoch {epoch}")
-            row = run.validate(phase, epoch, trained, t0, total)
+            row = run.validate(phase, epoch, trained, t0, total)  # the epoch's figures read back, checked, recorded
             _log_base_epoch(hooks, row, total)
             if hooks.on_checkpoint and (epoch % max(hooks.checkpoint_every, 1) == 0 or epoch == total):
                 hooks.on_checkpoint(run.checkpoint(epoch, opt, sched, batches).to_dict())
@@ -174,6 +174,7 @@ class _BaseRun:
         seed_everything(cfg.seed)
         host = create_host(cfg, data, rt)
         model = host.build(rt.module(create_backbone(cfg.backbone, pretrained=cfg.pretrained)))
+        rt.speed_up(model.backbone)  # Config.fast_step, after build: a host's copies of the backbone stay eager (SAVC)
         boundaries = torch.ones(model.head.shape[0], device=rt.device)  # the fixed-boundary baseline keeps m = 1
         if cfg.learn_boundaries:
             boundaries = torch.nn.Parameter(boundaries)
@@ -225,7 +226,8 @@ class _BaseRun:
         return opt, sched, batches
 
     def train_epoch(self, phase: Phase, opt, batches, epoch: int) -> dict[str, Any]:
-        """One epoch of the phase's steps with ADBS's terms: its loss sum (a tensor), mean loss, accuracy and lr."""
+        """One epoch of the phase's steps with ADBS's terms: its loss sum and correct count (tensors on the device,
+        nothing read back per step), the images seen and trained on, and the lr."""
         cfg, rt, model = self.cfg, self.rt, self.model
         model.train()
         self.adbs.warm_up(epoch)
@@ -234,32 +236,41 @@ class _BaseRun:
         correct = torch.zeros((), device=rt.device)
         seen = 0
         for b, (x, y) in enumerate(batches):
-            x, y = rt.images(x), y.to(rt.device)
-            step = phase.step(model, self.head, x, y, batch_generator(cfg.seed, epoch, b))
-            loss = self.adbs.loss(step.loss)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            loss_sum += loss.detach() * len(y)
-            correct += (step.scores.argmax(1) == step.targets).sum()
-            seen += len(step.targets)
-        return {"loss_sum": loss_sum, "train_loss": loss_sum.item() / max(len(batches.indices), 1),
-                "train_acc": 100.0 * correct.item() / max(seen, 1), "lr": lr}
+            loss, right, n = base_step(self, phase, opt, rt.images(x), y.to(rt.device), batch_generator(cfg.seed, epoch, b))
+            loss_sum += loss
+            correct += right
+            seen += n
+        return {"loss_sum": loss_sum, "correct": correct, "seen": seen, "images": len(batches.indices), "lr": lr}
 
     def validate(self, phase: Phase, epoch: int, trained: dict[str, Any], t0: float, total: int) -> dict[str, float]:
-        """The epoch's curve row with its validation accuracy; keeps the model when a selecting phase's best so far."""
-        host, cfg, base = self.host, self.cfg, self.data.sessions[0]
+        """The epoch's curve row: its figures read back (checked finite first), its validation accuracy; keeps the
+        model when a selecting phase's best so far. With Runtime.one_transfer every figure comes back in one
+        transfer after the validation pass; else each on its own, the finiteness checked before that pass, as
+        before Config.fast_step existed. The same numbers either way."""
+        host, cfg, base, where = self.host, self.cfg, self.data.sessions[0], f"base epoch {epoch}"
+        checks = {"base training loss": trained["loss_sum"], "base boundaries m": self.boundaries.detach()}
+        if not self.rt.one_transfer:
+            for what, value in checks.items():
+                check_finite(what, value, where)
         vf, vy = extract_features(host, self.model, self.data, self.data.train_pool, base.val, self.rt, cfg)
         with torch.no_grad():
             rows, m = host.val_classifier(self.model, self.head, self.base_features)
             vpred = class_scores(host, vf, rows, m, cfg).argmax(1)
-        val_acc = 100.0 * (vpred == vy).float().mean().item()
-        row = {"epoch": epoch, "train_loss": trained["train_loss"], "train_acc": trained["train_acc"],
+        stats = {k: v for k, v in boundary_stat_tensors(self.boundaries[:host.base_rows], host.base_rows).items()
+                 if "novel" not in k and isinstance(v, torch.Tensor)}  # the base rows' scope is never empty
+        finite = {what: torch.isfinite(v).all() for what, v in checks.items()} if self.rt.one_transfer else {}
+        got = read({"loss_sum": trained["loss_sum"], "correct": trained["correct"], "val": (vpred == vy).float().mean(),
+                    **stats, **finite}, at_once=self.rt.one_transfer)
+        for what in finite:
+            if not got[what]:
+                raise NumericalError(f"{what} became NaN/inf at {where}")
+        val_acc = 100.0 * got["val"]
+        row = {"epoch": epoch, "train_loss": got["loss_sum"] / max(trained["images"], 1),
+               "train_acc": 100.0 * got["correct"] / max(trained["seen"], 1),
                "val_acc": val_acc, "lr": trained["lr"], "epoch_time_s": time.perf_counter() - t0,
                "epochs": total,  # base epochs of all phases: progress lines say "epoch i/N" and an ETA from it
                "reused": 0.0}
-        n_rows = host.base_rows
-        row.update({k: v for k, v in boundary_stats(self.boundaries[:n_rows], n_rows).items() if "novel" not in k})
+        row.update({k: got[k] for k in stats})
         self.curve.append(row)
         if phase.select and val_acc > self.best_acc:
             self.best_acc, self.best_epoch = val_acc, epoch
@@ -289,6 +300,20 @@ class _BaseRun:
             best_epoch=self.best_epoch,
             host_state=cpu_state(self.host.session_state(self.model)),
         )
+
+
+def base_step(run: _BaseRun, phase: Phase, opt, x: torch.Tensor, y: torch.Tensor,
+              g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """One training step of a base run: the host's step, ADBS's terms on its loss, backward, the optimiser's step.
+    Returns (loss x images, correct predictions, images scored) with the tensors left on the device: nothing here
+    waits for the GPU. A module-level name, so bench/gpu_profile.py can wrap it where _BaseRun.train_epoch looks it up."""
+    run.rt.step_begin()
+    step = phase.step(run.model, run.head, x, y, g)
+    loss = run.adbs.loss(step.loss)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.detach() * len(y), (step.scores.argmax(1) == step.targets).sum(), len(step.targets)
 
 
 def _log_base_epoch(hooks: Hooks, row: dict[str, float], total: int) -> None:

@@ -117,20 +117,26 @@ def boundary_stats(boundaries: torch.Tensor, n_base: int) -> dict[str, float]:
     still scaled by |m|, while the released fine-tuning loop multiplies by the signed m
     (docs/boundary-dynamics.md). Novel statistics are NaN while there are no novel classes.
     """
+    return {k: v if isinstance(v, float) else float(v.item()) for k, v in boundary_stat_tensors(boundaries, n_base).items()}
+
+
+def boundary_stat_tensors(boundaries: torch.Tensor, n_base: int) -> dict[str, torch.Tensor | float]:
+    """`boundary_stats` before any is read back: 0-d tensors on the boundaries' device (NaN floats for an empty
+    scope), so a caller can bring them to the host with its other figures in one transfer (adbs/trainer.py: read)."""
     m = boundaries.detach().float()
-    out = {
-        "boundary_mean": m.mean().item(),
-        "boundary_min": m.min().item(),
-        "boundary_max": m.max().item(),
-        "boundary_negative": float((m < 0).sum().item()),
+    out: dict[str, torch.Tensor | float] = {
+        "boundary_mean": m.mean(),
+        "boundary_min": m.min(),
+        "boundary_max": m.max(),
+        "boundary_negative": (m < 0).sum(),
     }
     for scope, part in (("base", m[:n_base]), ("novel", m[n_base:])):
         a = part.abs()
         empty = part.numel() == 0
-        out[f"boundary_{scope}_mean"] = math.nan if empty else part.mean().item()
-        out[f"boundary_{scope}_abs_min"] = math.nan if empty else a.min().item()
-        out[f"boundary_{scope}_abs_mean"] = math.nan if empty else a.mean().item()
-        out[f"boundary_{scope}_abs_max"] = math.nan if empty else a.max().item()
+        out[f"boundary_{scope}_mean"] = math.nan if empty else part.mean()
+        out[f"boundary_{scope}_abs_min"] = math.nan if empty else a.min()
+        out[f"boundary_{scope}_abs_mean"] = math.nan if empty else a.mean()
+        out[f"boundary_{scope}_abs_max"] = math.nan if empty else a.max()
     return out
 
 

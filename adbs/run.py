@@ -18,23 +18,36 @@ this grammar (adbs/config/cli.py): a flag means the same in both.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import signal
-import sys
-import threading
-import time
-import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from pathlib import Path
+from adbs import light
 
-from adbs import departures, digests
-from adbs.cells import number
-from adbs.config import Config, ConfigError, cli, from_typed, load_file, resolve
-from adbs.exits import FAILED, INTERRUPTED, OK, REFUSED, Exit, entry
-from adbs.writable import out_file_problem
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager, nullcontext  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+from adbs import departures, digests  # noqa: E402
+from adbs.cells import number  # noqa: E402
+from adbs.config import Config, ConfigError, cli, from_typed, load_file, resolve  # noqa: E402
+from adbs.exits import FAILED, INTERRUPTED, OK, REFUSED, Exit, entry  # noqa: E402
+from adbs.writable import out_file_problem  # noqa: E402
+
+if TYPE_CHECKING:
+    from adbs import data, runtime, trainer, trial
+else:  # torch: loaded at their first use, once the flags and the config are checked (adbs/light.py)
+    data = light.lazy("adbs.data")
+    runtime = light.lazy("adbs.runtime")
+    trainer = light.lazy("adbs.trainer")
+    trial = light.lazy("adbs.trial")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,12 +137,9 @@ def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
     (adbs.data.preflight_data: every image decoded, each transform tried; remembered by content when the run is
     not a dry run) and the output path. Creates nothing; returns (config, output path, warning lines)."""
     cfg = config_of(args)
-    from adbs.data import preflight_data
-    from adbs.runtime import check_device
-
-    check_device(cfg)
+    runtime.check_device(cfg)
     with digests.read_only() if args.dry_run else nullcontext():  # a dry run records nothing
-        warnings = preflight_data(cfg, remember=not args.dry_run)
+        warnings = data.preflight_data(cfg, remember=not args.dry_run)
     who = "" if cfg.host == "baseline" else f"{cfg.host}-"
     out = Path(args.out or f"results/run-{who}{cfg.variant}-seed{cfg.seed}.json").resolve()
     problem = out_file_problem(out)  # nothing is created here: the run makes the missing folders when it writes
@@ -140,17 +150,12 @@ def preflight(args: argparse.Namespace) -> tuple[Config, Path, list[str]]:
 
 def execute(cfg: Config, args: argparse.Namespace, out: Path) -> None:
     """Train and score the run, print its table, write its result (the output folder is made only now)."""
-    from adbs.trainer import Hooks
-    from adbs.trial import run_trial
-
     log = None if args.quiet else (lambda s: print(s, flush=True))
     if log:
-        from adbs import runtime
-
         log(f"ADBS {cfg.variant} in host {cfg.host} on {cfg.dataset} ({cfg.backbone}), seed {cfg.seed}, "
             f"split seed {cfg.split_seed}; {runtime.describe(cfg, runtime.device_kind(cfg))}")
     t0 = time.perf_counter()
-    result = run_trial(cfg, hooks=Hooks(log=log))
+    result = trial.run_trial(cfg, hooks=trainer.Hooks(log=log))
     print(session_table(result))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")

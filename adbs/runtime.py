@@ -66,6 +66,8 @@ def settings(cfg: Config, kind: str) -> dict[str, Any]:
         out.update(amp=bool(cfg.amp), tf32=CUDA_TF32, cuda=torch.version.cuda,
                    cudnn=torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
                    gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None)
+        if cfg.fast_step != "off":  # compiled kernels round differently; off keeps the key CUDA entries had before
+            out["fast_step"] = cfg.fast_step
     return out
 
 
@@ -74,9 +76,11 @@ def describe(cfg: Config, kind: str) -> str:
     if kind == "cpu":
         n = torch_threads(cfg, kind)
         why = f"threads={cfg.threads}" if cfg.threads else "threads unset: 1 on CPU"
-        return f"cpu, {n} torch thread{'s' * (n != 1)} ({why}; CPU numbers depend on the threads)"
+        fast = (f"; fast_step={cfg.fast_step} is CUDA only: not applied on CPU, where the step stays eager"
+                if cfg.fast_step != "off" else "")
+        return f"cpu, {n} torch thread{'s' * (n != 1)} ({why}; CPU numbers depend on the threads){fast}"
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "cuda"
-    return f"{name}, TF32 {'on' if CUDA_TF32 else 'off'}, amp {'on' if cfg.amp else 'off'}"
+    return f"{name}, TF32 {'on' if CUDA_TF32 else 'off'}, amp {'on' if cfg.amp else 'off'}, fast_step {cfg.fast_step}"
 
 
 def resolve_device(cfg: Config) -> torch.device:
@@ -121,6 +125,11 @@ class Runtime:
         on_device = cfg.data_on_device if cfg.data_on_device is not None else self.cuda
         self.data_device: torch.device | None = self.device if on_device else None
         self.num_workers = cfg.num_workers if cfg.num_workers is not None else default_workers(torch.get_num_threads())
+        self.fast_step = cfg.fast_step if self.cuda else "off"
+        """What of Config.fast_step applies here: its value on CUDA; off on CPU (the compiled step is CUDA only)."""
+        self.one_transfer = cfg.fast_step != "off"
+        """An epoch's figures come back to the host in one transfer (adbs/trainer.py: read), on every device: the
+        numbers are the same as one transfer per figure, only the waits for the GPU are fewer."""
 
     def images(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(self.device, non_blocking=True)
@@ -132,3 +141,31 @@ class Runtime:
 
     def autocast(self):
         return torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else nullcontext()
+
+    def speed_up(self, module: torch.nn.Module) -> torch.nn.Module:
+        """`module` (the base session's backbone) with Config.fast_step applied, in place; unchanged when off or on
+        CPU. compile: its forward through torch.compile (inductor's fused kernels, fewer launches), in training
+        and evaluation; cuda_graphs: its training forward (and so backward) through torch.compile's
+        reduce-overhead mode, which replays the step's kernels as CUDA graphs (one launch instead of hundreds),
+        evaluation left eager: a graph's outputs are overwritten by its next replay, and the evaluation passes
+        keep every batch's features (adbs/trainer.py: extract_features). The forward is replaced on the instance,
+        so state_dict keys, checkpoints and the base-session cache entries stay as they were. Shapes are static
+        (dynamic=False): each batch size compiles once (the last, smaller batch of an epoch too)."""
+        if self.fast_step == "off":
+            return module
+        eager = module.forward
+        if self.fast_step == "compile":
+            fast = torch.compile(eager, dynamic=False)
+        else:
+            graphed = torch.compile(eager, mode="reduce-overhead", dynamic=False)
+
+            def fast(*args: Any, **kwargs: Any) -> Any:
+                return graphed(*args, **kwargs) if module.training else eager(*args, **kwargs)
+        module.__dict__["forward"] = fast  # shadows the class's forward for this instance only
+        return module
+
+    def step_begin(self) -> None:
+        """Before each training step: with cuda_graphs, tell torch a new step begins (the previous step's graph
+        outputs may be overwritten from here on; the trainer keeps none of them)."""
+        if self.fast_step == "cuda_graphs":
+            torch.compiler.cudagraph_mark_step_begin()

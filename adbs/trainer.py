@@ -58,6 +58,15 @@ def check_finite(what: str, value: torch.Tensor, where: str) -> None:
         raise NumericalError(f"{what} became NaN/inf at {where}")
 
 
+def read(values: dict[str, torch.Tensor], *, at_once: bool) -> dict[str, float]:
+    """The values of 0-d tensors on the host, as Python floats: in one transfer (at_once: one wait for the GPU's
+    queue instead of one per value) or each on its own. The same floats either way: float32 and integer counts
+    below 2**53 widen to float64 exactly, as `.item()` gives them."""
+    if not at_once:
+        return {k: float(v.item()) for k, v in values.items()}
+    return dict(zip(values, torch.stack([v.detach().double() for v in values.values()]).tolist()))
+
+
 @torch.no_grad()
 def extract_features(host: Host, model, data: FSCILData, pool, indices, rt: Runtime, cfg: Config, *,
                      train: bool = False, seed: int = 0):

@@ -3,6 +3,9 @@
     python bench/gpu.py                                                   # on a GPU machine
     python bench/gpu.py --official adbs-official      # and the authors' epoch time
     python bench/gpu.py --device cpu --quick                              # the plumbing on a CPU, ~1-2 min
+    python bench/gpu.py --profile --out results/gpu-profile    # the tests, the figures, a trace (bench/gpu_profile.py)
+    python bench/gpu.py --compare --out results/gpu-compare    # Config.fast_step off and on (bench/gpu_compare.py)
+    python bench/gpu.py --profile --dry --out DIR              # either at tiny sizes on the CPU (--compare too)
 
 Prints one line per figure (docs/gpu.md says what each means and what bounds it):
   1. train step alone: images/s of forward + backward + SGD step of the trial's backbone at its batch size on
@@ -16,7 +19,8 @@ Prints one line per figure (docs/gpu.md says what each means and what bounds it)
   4. with --official: the authors' base epoch on the same data, as published (2 x 224 px + 4 x 96 px
      multi-crops, computed and dropped) and without the dropped crops, through bench/vs_official.py's copy,
      patches and command; ours' epoch as a multiple of it.
-Then the issue's targets as ratios. --out writes everything as gpu.json.
+Then the targets as ratios. --out writes everything as gpu.json. --profile and --compare are the two commands
+of docs/gpu.md's measurement ("The two measuring commands"): each prints its expected device time first.
 """
 
 from __future__ import annotations
@@ -158,26 +162,104 @@ def authors_epochs(official: Path, data: dict[str, Any], work: Path, device: str
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available")
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a ConvNet, 12 images per class): the plumbing")
     ap.add_argument("--epochs", type=int, default=None, help="base epochs of each trial (default 4; quick 2)")
     ap.add_argument("--official", type=Path, default=None, help="a checkout of the authors' code (bench/vs_official.py)")
     ap.add_argument("--max-per-gpu", type=int, default=None, help="cap of the packing decision (adbs_lab/cluster/packing.py)")
-    ap.add_argument("--out", type=Path, default=None, help="folder for gpu.json")
+    ap.add_argument("--out", type=Path, default=None, help="folder for gpu.json (with --profile/--compare: required)")
+    ap.add_argument("--profile", action="store_true",
+                    help="the gpu-marked tests, the figures at 2 base epochs (8 packed) and a torch.profiler trace of "
+                         "one ADBS base step (bench/gpu_profile.py)")
+    ap.add_argument("--compare", action="store_true",
+                    help="Config.fast_step off against on in one run: one trial, 8 packed, each host's base epoch on "
+                         "its paper preset, the loss over 100 steps (bench/gpu_compare.py)")
+    ap.add_argument("--dry", action="store_true",
+                    help="with --profile/--compare: the same steps at tiny sizes on the CPU (a ConvNet, a few images "
+                         "and steps): the plumbing, not a measurement")
+    ap.add_argument("--fast-step", choices=["compile", "cuda_graphs", "off"], default=None,
+                    help="--profile: the setting the step is profiled with (default off, the current code); "
+                         "--compare: the setting 'after' (default cuda_graphs)")
+    ap.add_argument("--hosts", nargs="+", default=None, metavar="HOST",
+                    help="--compare: the hosts whose base epoch is timed (default: baseline savc alice orco)")
+    ap.add_argument("--parts", nargs="+", default=None, choices=["trials", "loss", "hosts"],
+                    help="--compare: the parts to run (default all: trials, loss, hosts); an earlier run's figures in "
+                         "--out, on the same card, are kept")
     ap.add_argument("--_trial", nargs=2, help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     a = ap.parse_args(argv)
     if a._trial:
         trial_main(*a._trial)
         return exits.OK
+    if a.profile or a.compare:
+        return measuring_command(ap, a)
+    if a.dry or a.fast_step or a.hosts or a.parts:
+        ap.error("--dry, --fast-step, --hosts and --parts go with --profile or --compare")
 
     import torch
 
-    from adbs.config import preset
-    from adbs_lab.cluster import packing
-
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    check_arguments(ap, a, device)
+    s = {**FULL, **(QUICK if a.quick else {})}
+    res = benchmark(device, s, a.epochs or s["epochs"], official=a.official, max_per_gpu=a.max_per_gpu, quick=a.quick)
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "gpu.json").write_text(json.dumps(res, indent=1, default=str))
+    return exits.OK
+
+
+def measuring_command(ap: argparse.ArgumentParser, a: argparse.Namespace) -> int:
+    """--profile or --compare: the arguments checked here (nothing runs before), then its module's run."""
+    if a.profile and a.compare:
+        ap.error("--profile and --compare are two commands: give one (docs/gpu.md runs them one after the other)")
+    if a.out is None:
+        ap.error(f"{'--profile' if a.profile else '--compare'} writes its figures to a folder: give --out DIR")
+    if a.quick or a.epochs is not None or a.max_per_gpu is not None:
+        ap.error("--quick, --epochs and --max-per-gpu are the plain benchmark's; --profile/--compare fix their sizes "
+                 "(--dry: tiny ones on the CPU)")
+    if a.official is not None:
+        ap.error("--official is the plain benchmark's (the authors' epoch); --profile/--compare do not run it")
+    if a.dry and a.device == "cuda":
+        ap.error("--dry runs on the CPU; leave out --device cuda")
+    import torch
+
+    device = "cpu" if a.dry else (a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device == "cpu" and not a.dry:
+        ap.error("--profile/--compare measure a GPU and torch sees none here" if a.device is None else
+                 "--profile/--compare measure a GPU; on a CPU run them with --dry (the plumbing at tiny sizes)")
+    check_arguments(ap, a, device)
+    if a.profile:
+        if a.hosts or a.parts:
+            ap.error("--hosts and --parts are --compare's")
+        import gpu_profile
+
+        return gpu_profile.run(a.out, dry=a.dry, fast_step=a.fast_step or "off")
+    import gpu_compare
+
+    if a.fast_step == "off":
+        ap.error("--compare --fast-step names the setting 'after'; 'off' is 'before' already")
+    from adbs.hosts import host_names
+
+    hosts = a.hosts or list(gpu_compare.HOSTS)
+    unknown = [h for h in hosts if h not in host_names()]
+    if unknown:
+        ap.error(f"--hosts {' '.join(unknown)}: unknown; the hosts are {', '.join(host_names())}")
+    if gpu_compare.check_out(a.out, a.dry):
+        ap.error(gpu_compare.check_out(a.out, a.dry))
+    parts = tuple(p for p in gpu_compare.PARTS if p in (a.parts or gpu_compare.PARTS))
+    return gpu_compare.run(a.out, dry=a.dry, after=a.fast_step or "cuda_graphs", hosts=hosts, parts=parts)
+
+
+def check_arguments(ap: argparse.ArgumentParser, a: argparse.Namespace, device: str) -> None:
+    """Every check that needs no compute, before any (bad input ends here, exit 2)."""
+    import torch
+
     if device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: torch sees no CUDA GPU; use --device cpu (with --quick)")
     if a.official is not None and not a.official.is_dir():
@@ -198,16 +280,23 @@ def main(argv: list[str] | None = None) -> int:
             check_released_checkout(a.official)
         except ToolError as e:
             ap.error(f"--official {a.official}: {e}")
-    s = {**FULL, **(QUICK if a.quick else {})}
-    epochs = a.epochs or s["epochs"]
-    res: dict[str, Any] = {"device": device, "quick": a.quick}
+
+
+def benchmark(device: str, s: dict[str, Any], epochs: int, *, official: Path | None, max_per_gpu: int | None,
+              quick: bool) -> dict[str, Any]:
+    """The plain benchmark's figures (1-4 of the docstring), printed one a line; returns them."""
+    import torch
+
+    from adbs.config import preset
+    from adbs_lab.cluster import packing
+
+    res: dict[str, Any] = {"device": device, "quick": quick}
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         torch.backends.cudnn.benchmark = True
         res["device_name"] = torch.cuda.get_device_name()
     print(f"device: {res.get('device_name', 'cpu')} ({device}), torch {torch.__version__}, {os.cpu_count()} CPUs",
           flush=True)
-
     base = preset("cifar100").to_dict()
     backbone = s.get("backbone", base["backbone"])
     batch = base["batch_size"]
@@ -257,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({mem['peak_allocated'] / GiB:.2f} allocated) + {mem['context'] / GiB:.2f} GiB context and other "
                   f"use, of {mem['total'] / GiB:.0f} GiB")
             dec = packing.decide(gpu_total_bytes=mem["total"], trial_bytes=trial_bytes, cluster_cpus=cpus,
-                                 cluster_gpus=1, trials=10**6, max_per_gpu=a.max_per_gpu or packing.MAX_PER_GPU)
+                                 cluster_gpus=1, trials=10**6, max_per_gpu=max_per_gpu or packing.MAX_PER_GPU)
             print(dec.line())
             k, k_cpus = dec.trials_per_gpu, dec.cpus_per_trial
         else:
@@ -276,10 +365,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{per_hour_single:.0f} one trial per GPU: {ratio(per_hour_packed, per_hour_single)}x", flush=True)
 
         # 4. the authors' code
-        if a.official is None:
+        if official is None:
             print("authors' code: not run (pass --official PATH)")
         else:
-            au = authors_epochs(a.official, data, work, device, s["official_epochs"])
+            au = authors_epochs(official, data, work, device, s["official_epochs"])
             res["authors"] = au
             print(f"authors' code: {au['published']:.2f} s per base epoch as published, {au['no_dropped_crops']:.2f} s "
                   f"without its dropped crops; ours {ef['epoch_s']:.2f} s: {ratio(au['published'], ef['epoch_s'])}x and "
@@ -292,10 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     print("targets: " + "; ".join(
         f"{name} {got[name]:.2f}x (target {t:.2f}x) {'met' if got[name] >= t else 'NOT met'}" if name in got
         else f"{name}: not run" for name, t in TARGETS.items()))
-    if a.out:
-        a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / "gpu.json").write_text(json.dumps(res, indent=1, default=str))
-    return exits.OK
+    return res
 
 
 if __name__ == "__main__":

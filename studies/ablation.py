@@ -17,11 +17,16 @@ class prototypes, base/novel split); MLflow experiment 'ablation'.
 """
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+from collections.abc import Sequence  # noqa: E402
+
+from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
 from adbs_lab.driver import options  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
@@ -51,5 +56,4 @@ if __name__ == "__main__":
     p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
                    help="extra rows: full ADBS with one finer toggle changed")
     opts, extra = options.parse(p)
-    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     study.main(*plan(opts, extra.toggles))

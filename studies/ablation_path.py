@@ -14,7 +14,8 @@ A difference is a config field where A and B differ. From A, each step tries eve
 applies the one that does best on the validation objective (val_avg_acc): the candidates race over the --seeds
 (looks at 3, 5, ... seeds, as --seeds auto spends α: docs/statistics.md), a candidate dropped once its paired
 interval against the leader lies below 0. Each step's Δ, interval and verdict then come from --confirm-seeds, which
-chose nothing (Bonferroni over the steps); where they are selection seeds the Δ is marked post-selection. Trials:
+chose nothing (Bonferroni over the steps); where they include seeds that chose a step or one before it, its Δ is
+marked post-selection (a note says so before anything runs). Trials:
 about d^2/2 candidates times seeds for d differences, plus d + 1 configurations on the confirmation seeds
 (--dry-run prints the count); a candidate that only changes session knobs reuses its base session from
 <storage>/base_cache.
@@ -28,24 +29,46 @@ Time: --smoke 59 s (4 trials in one Tune run; 2-core CPU, load average 9-11; 98 
 (--dry-run prints the trials; a cached-base trial takes 5-20 s, a new base session about 40 s on 2 idle cores).
 """
 
-import re
+from __future__ import annotations
+
 import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-from adbs import exits  # noqa: E402
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+import re  # noqa: E402
+import time  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from typing import TYPE_CHECKING, Iterator  # noqa: E402
+
+from adbs import env, exits  # noqa: E402
 from adbs.redaction import redact  # noqa: E402
-from adbs.config import BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, from_dict, load_file, resolve  # noqa: E402
-from adbs_lab.driver import options  # noqa: E402
+from adbs.config import (BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, canonical, from_dict, load_file,  # noqa: E402
+                         resolve)
+from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
+from adbs_lab.driver import interrupts, options  # noqa: E402
 from adbs_lab.driver.options import StudyInputError  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
+from adbs_lab.driver.prepared import bad_input, fail  # noqa: E402
+from adbs_lab.results import path_report  # noqa: E402
 from adbs_lab.search import path as greedy_path  # noqa: E402
 from adbs_lab.stats.looks import Looks  # noqa: E402
+from adbs_lab.stores import tracking_store  # noqa: E402
+from adbs_lab.stores.study_folder import StudyBusy, StudyFolder  # noqa: E402
 from studies import times  # noqa: E402
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from adbs_lab.driver import preflight
+    from adbs_lab.records import config_values
+else:  # loaded at their first use, once the flags are checked (adbs/light.py)
+    pd = light.lazy("pandas")
+    preflight = light.lazy("adbs_lab.driver.preflight")
+    config_values = light.lazy("adbs_lab.records.config_values")  # pandas
 
 NAME = "ablation_path"
 MAX_SMOKE_DIFFERENCES = 2
@@ -114,6 +137,8 @@ def endpoints(opts: options.StudyOptions, extra) -> tuple[dict, dict, str, str]:
             a_name += " (released recipe)"
     to = extra.path_to or str(latest_knobs(opts.storage))
     b = config_of(to, opts, "--to")
+    smoke_budget(opts, (("--from", a_name, a, bool(extra.path_from) and Path(extra.path_from).is_file()),
+                        ("--to", to, b, Path(to).is_file())))
     d = greedy_path.differences(a, b)
     if not d:
         raise StudyInputError(f"--from {a_name} and --to {to} are the same configuration (no field differs, seeds and "
@@ -124,9 +149,33 @@ def endpoints(opts: options.StudyOptions, extra) -> tuple[dict, dict, str, str]:
     return a, b, a_name, to
 
 
+BUDGET = tuple(PRESETS["smoke"])
+"""The fields the smoke preset shrinks (epochs, images, sessions): a run's budget, not a knob of its configuration."""
+
+
+def smoke_budget(opts: options.StudyOptions, sides) -> None:
+    """A or B from a file at the smoke preset's budget (a --smoke run's best_config.json) while the other runs a full
+    budget: StudyInputError, since the budget would count as differences of the path (--smoke runs both at it). A
+    preset named as an end is taken as it is: `--from smoke --to cpu` asks for the path between them."""
+    fixed = {canonical(k) for k in opts.config_overrides()}  # set on both sides alike
+    free = [k for k in BUDGET if k not in fixed]
+    small = [(flag, name, file) for flag, name, cfg, file in sides
+             if free and all(cfg.get(k) == PRESETS["smoke"][k] for k in free)]
+    if opts.smoke or len(small) != 1 or not small[0][2]:
+        return
+    flag, name, _ = small[0]
+    shown = ", ".join(f"{k}={PRESETS['smoke'][k]}" for k in free)
+    raise StudyInputError(f"{flag} {name} holds the smoke preset's budget ({shown}): a --smoke run's configuration, "
+                          f"while the other end runs preset {opts.preset_name}'s, so these fields would count as "
+                          "differences of the path, not knobs; pass --smoke to run the path at the smoke budget, or "
+                          "take it from a run without --smoke (python studies/knobs.py)")
+
+
 def check(opts: options.StudyOptions, extra) -> tuple[list[int], Looks]:
     """The flags' own checks; (confirmation seeds, the looks over --seeds)."""
     opts.check()
+    if env.problems():  # a duration from the environment out of its bounds, as each Tune run's checks refuse it
+        raise StudyInputError("; ".join(env.problems()))
     if opts.name and TUNE_RUN_TAG.search(opts.name):
         raise StudyInputError(f"--name {opts.name!r}: {NAME}{opts.folder} is the folder of a Tune run of another path "
                               "(its runs' folders end in -s<K>l<J> and -confirm); pass a --name that does not end so")
@@ -166,8 +215,6 @@ def check_resume(opts: options.StudyOptions, d: list[str]) -> None:
     (study.json), else the run would start from nothing; the run and the dry run refuse alike."""
     if not opts.resume:
         return
-    from adbs_lab.stores.study_folder import StudyFolder
-
     where = StudyFolder(opts.storage, NAME + sub_opts(opts, first_tag(d), list(opts.seeds)).folder)
     try:
         found = where.read_text("study.json")
@@ -182,8 +229,6 @@ def path_folder(opts: options.StudyOptions):
     """The path's own study folder <storage>/ablation_path[-NAME] (its table and report); its lock stands for the
     whole path: the Tune runs' folders beside it (-sKlJ, -confirm) are taken one at a time, so a second run of the
     same path would otherwise start (or move aside, or reuse) the ones the first is not in at that moment."""
-    from adbs_lab.stores.study_folder import StudyFolder
-
     return StudyFolder(opts.storage, NAME + opts.folder)
 
 
@@ -210,9 +255,6 @@ def check_running(opts: options.StudyOptions) -> None:
 def holding(opts: options.StudyOptions) -> Iterator[None]:
     """Hold the path's lock for the whole path (every Tune run and the outputs); taken by another run since
     `check_running`: exit 2, nothing written."""
-    from adbs_lab.driver.prepared import fail
-    from adbs_lab.stores.study_folder import StudyBusy
-
     where = path_folder(opts)
     try:
         lock = where.lock(command_tag(opts.argv), busy_advice(where))
@@ -239,23 +281,17 @@ class Runner:
         self.opts, self.base = opts, base
 
     def __call__(self, tag: str, configs: dict[str, dict], seeds: list[int]) -> dict[str, dict[int, float]]:
-        import pandas as pd
-
-        from adbs_lab import study
-        from adbs_lab.driver.preflight import study as typed
-        from adbs_lab.driver.prepared import bad_input
-
         plan = sub_plan({lab: row_overrides(c, self.base) for lab, c in configs.items()})
         sopts = sub_opts(self.opts, tag, seeds)
         state = None
         if self.opts.resume:
             with bad_input():
-                p = typed(plan, sopts)
+                p = preflight.study(plan, sopts)
             state = study.held(p)  # "claimed" (interrupted before Tune saved anything): it starts again
             p.where.cleanup()
         if state == "finished":
             print(f"{NAME}: {tag} finished earlier: reused", flush=True)
-            trials = pd.read_parquet(p.dir / "trials.parquet")
+            trials = config_values.read_parquet(p.dir / "trials.parquet")  # every config value as written
         else:
             out = study.run(plan, sopts.replace(resume=state == "unfinished"))
             assert out is not None, "run returns None only for --dry-run"
@@ -270,8 +306,6 @@ class Runner:
 def dry_run(opts: options.StudyOptions, a: dict, b: dict, a_name: str, b_name: str, confirm: list[int],
             looks: Looks) -> None:
     """The checks a run makes before its first trial (the first step's study too), then the count; runs nothing."""
-    from adbs_lab import study
-
     d = greedy_path.differences(a, b)
     base = opts.base_config()
     first = {greedy_path.change_label(f, b.get(f)): {**a, f: b.get(f)} for f in d}
@@ -293,18 +327,17 @@ def dry_run(opts: options.StudyOptions, a: dict, b: dict, a_name: str, b_name: s
 
 def main(opts: options.StudyOptions, extra) -> int:
     """Checks (exit 2 before anything starts), then the greedy path, the confirmation and the outputs."""
-    from adbs_lab.driver.prepared import bad_input
-
     with bad_input():
         confirm, looks = check(opts, extra)
         a, b, a_name, b_name = endpoints(opts, extra)
         check_running(opts)  # before --resume's check: the other run may not have written what it looks for yet
         check_resume(opts, greedy_path.differences(a, b))
+        note = greedy_path.confirm_note(list(opts.seeds), confirm)
+        if note:  # the dry run and the run alike
+            print(f"note: {note}", flush=True)
         if opts.dry_run:
             dry_run(opts, a, b, a_name, b_name, confirm, looks)
             return exits.OK
-    from adbs_lab.driver import interrupts
-
     with holding(opts), interrupts.handling() as ints:  # one handler for the whole path: the steps' runs share it
         try:
             return _path(opts, a, b, a_name, b_name, confirm, looks)
@@ -336,15 +369,10 @@ def _said(step) -> None:
 
 def command_tag(argv: tuple[str, ...]) -> str:
     """The command as the path's MLflow run records it: a --tracking-uri or --optuna-storage password as ***."""
-    from adbs_lab.driver.preflight import logged_argv
-
-    return " ".join(logged_argv(argv))
+    return " ".join(preflight.logged_argv(argv))
 
 
 def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) -> int:
-    from adbs_lab.results import path_report
-    from adbs_lab.stores import tracking_store
-
     folder = Path(opts.storage) / (NAME + opts.folder)
     files = path_report.write(folder, a_name=a_name, b_name=b_name, fields=d, steps=steps, start=start,
                               confirmed=confirmed, objective=OBJECTIVE, delta=opts.resolve, seeds=list(opts.seeds),

@@ -23,11 +23,16 @@ alpha_sensitivity.png, optuna.db; MLflow experiment 'alpha_sweep' (parent run + 
 """
 
 import sys
-from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+from typing import Any  # noqa: E402
+
+from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
 from adbs_lab.driver import options  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
@@ -67,7 +72,6 @@ if __name__ == "__main__":
                         f"({' '.join(map(str, spaces.DEFAULT_GRID['alpha']))}), each over every --seeds (--smoke: "
                         f"{' '.join(map(str, spaces.SMOKE_GRID['alpha']))})")
     opts, extra = options.parse(p)
-    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     if extra.grid and opts.num_samples is not None:
         p.error("--grid runs the paper's points and --num-samples asks TPE to pick alphas: choose one")
     study.main(*plan(opts, extra.grid))

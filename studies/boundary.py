@@ -23,6 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
 from adbs_lab.driver import options  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
@@ -48,5 +52,4 @@ def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
 
 if __name__ == "__main__":
     opts, _ = options.parse(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
-    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     study.main(*plan(opts))

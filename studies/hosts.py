@@ -27,8 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
 from adbs.hosts import host_names  # noqa: E402
 from adbs.config import PRESETS  # noqa: E402
+from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
 from adbs_lab.driver import options  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
 from studies import times  # noqa: E402
@@ -74,7 +78,6 @@ if __name__ == "__main__":
     p.add_argument("--hosts", nargs="+", default=spaces.HOSTS, choices=list(host_names()),
                    help="host methods to run (adbs/hosts/), each without and with ADBS")
     opts, extra = options.parse(p)
-    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     try:
         composed = plan(opts, extra.hosts)
     except options.StudyInputError as e:

@@ -35,6 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
 from adbs_lab.driver import options  # noqa: E402
 from adbs import exits  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
@@ -65,7 +69,6 @@ def plan(opts: options.StudyOptions, full_space: bool = False) -> tuple[Plan, op
 
 def main(opts: options.StudyOptions, full_space: bool = False) -> int:
     """The study, then its importance section; the exit code (adbs/exits.py)."""
-    from adbs_lab import study  # Ray, MLflow, pandas: loaded once the flags are checked
     out = study.run(*plan(opts, full_space))
     if out is not None:
         print_importance(out.dir)

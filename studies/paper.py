@@ -29,7 +29,8 @@ and runs the rest; base sessions are shared through <storage>/paper_<dataset>/ba
 --seeds applies to every part (default 0: one trial per configuration); --hosts picks the main table's hosts.
 Time: --smoke as measured in studies/times.json (the README quotes it); a rerun of a finished --smoke ~1.5 min
 (checks, report); the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs,
-"25-50 GPU hours", not measured).
+"25-50 GPU hours", not measured), or for cifar100 the GPU-hours from a measurement once studies/gpu_measured.json
+holds one (studies/gpu_hours.py: which parts measured, which extrapolated, on which card).
 Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset; with --name NAME, paper_<dataset>-NAME/, each
 part's folder and Optuna study named <part>-NAME): one folder per part (the study's own files), report.md with every
 table beside the paper's and every figure, figures/ redrawn from the MLflow store, dcs.md and dcs.csv; MLflow: one
@@ -40,67 +41,96 @@ object-store URL (s3://bucket/prefix?endpoint_override=HOST:PORT, as for every s
 report is drawn in a temporary folder and uploaded beside them, and a rerun reuses what finished there.
 """
 
-import math
+from __future__ import annotations
+
 import os
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
-import pyarrow.fs as pafs  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
 
-from adbs import objstore  # noqa: E402
-from adbs.hosts import host_names  # noqa: E402
-from adbs.config import canonical  # noqa: E402
-from adbs_lab.driver import options  # noqa: E402
+import argparse  # noqa: E402
+import math  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
 from adbs import exits  # noqa: E402
-from adbs_lab.driver import outcome  # noqa: E402
-from adbs_lab.stores import tracking_store
-from adbs_lab.results import paper as paper_report  # noqa: E402
-from adbs_lab.driver import compose  # noqa: E402
-from adbs_lab.driver.preflight import logged_argv  # noqa: E402
+from adbs import objstore  # noqa: E402
+from adbs.config import canonical  # noqa: E402
+from adbs.hosts import host_names  # noqa: E402
 from adbs.redaction import redact, reveal  # noqa: E402
+from adbs_lab import study  # noqa: E402
+from adbs_lab.driver import options  # noqa: E402
+from adbs_lab.driver import outcome  # noqa: E402
+from adbs_lab.driver.plan import Plan  # noqa: E402
+from adbs_lab.results.names import EMBEDDED  # noqa: E402
+from adbs_lab.stores import tracking_store  # noqa: E402
 from search_spaces import hosts as host_spaces  # noqa: E402
 from search_spaces import kshot_grid as kshot_spaces  # noqa: E402
-from studies import ablation, alpha_sweep, hosts, kshot_grid, times  # noqa: E402
+from studies import ablation, alpha_sweep, gpu_hours, hosts, kshot_grid, times  # noqa: E402
+
+if TYPE_CHECKING:
+    import mlflow.tracking as mlflow_tracking
+    import pyarrow.fs as pafs
+
+    from adbs_lab.driver import compose, preflight
+    from adbs_lab.results import paper as paper_report
+else:  # Ray, MLflow, pandas, torch: loaded at their first use, once every part's flags are checked (adbs/light.py)
+    mlflow_tracking = light.lazy("mlflow.tracking")
+    pafs = light.lazy("pyarrow.fs")
+    compose = light.lazy("adbs_lab.driver.compose")
+    preflight = light.lazy("adbs_lab.driver.preflight")
+    paper_report = light.lazy("adbs_lab.results.paper")
 
 DATASETS = ("cifar100", "mini_imagenet", "cub200")
-GPU_H_PER_100_EPOCHS = (1.0, 2.0)
-"""The studies' own figure for one trial of a paper preset on one GPU (100 base epochs: 1-2 h); not measured on
-the paper's datasets here, so the paper presets' time is printed as an estimate, scaled by base epochs."""
 
 
 def main() -> int:
-    """Every part checked and its cost printed before any trains (nothing written), then the parts one after
-    another (adbs_lab/driver/compose.py), then one report from the MLflow store; the worst part's exit code."""
+    """Every part's flags checked (exit 2 before the driver loads), then every part checked and its cost printed
+    before any trains (nothing written), then the parts one after another (adbs_lab/driver/compose.py), then one
+    report from the MLflow store; the worst part's exit code."""
     p = options.parser(__doc__, options.Defaults(pruning=False, seeds=(0,)))
     p.add_argument("--hosts", nargs="+", default=host_spaces.HOSTS, choices=list(host_names()),
                    help=f"host methods of the main table, each without and with ADBS (default: "
                         f"{' '.join(host_spaces.HOSTS)}, the paper's four)")
     opts, extra = options.parse(p)
     try:  # the paper's folder and its parts' are named by --name: one folder name, confined to --storage
-        options.check_name(opts.name, opts.smoke)
+        options.check_name(opts.name, smoke=opts.smoke)
     except options.StudyInputError as e:
         p.error(str(e))
     dataset = _dataset(p, opts)
     t0 = time.time()
-    label = dataset or "embedded"
+    label = dataset or EMBEDDED
     folder = f"paper_{label}{opts.folder}"
     # object store: the parts live under <storage>/<folder>/, the report is drawn here and uploaded there
     remote = objstore.is_url(opts.storage)
     out = None if remote else Path(opts.storage).expanduser().resolve() / folder  # else made for the report
     storage = objstore.join(opts.storage, folder) if remote else str(out)
-    whole = compose.Composite("paper", label, _parts(p, opts, extra.hosts, dataset, storage),
-                              shown=redact(storage),  # printed and logged: no credentials
+    plans = _plans(p, opts, extra.hosts, dataset, storage)
+    study.check_parts("paper", plans)  # what needs no store, before the driver loads
+    return compose.interruptible("paper", lambda: _whole(opts, dataset, label, plans, storage, out, folder, t0))
+
+
+def _whole(opts: options.StudyOptions, dataset: str | None, label: str,
+           plans: dict[str, tuple[Plan, options.StudyOptions]], storage: str, out: Path | None, folder: str,
+           t0: float) -> int:
+    """The parts checked (stores and folders too), run and reported: the worst part's exit code."""
+    # k-shot cells differ in their incremental sessions only: one base session per seed (base_cache)
+    parts = [compose.Part(name, plan, popts, title=paper_report.PARTS[name],
+                          base_free=("ways", "shots") if name == "kshot_grid" else ())
+             for name, (plan, popts) in plans.items()]
+    whole = compose.Composite("paper", label, parts, shown=redact(storage),  # printed and logged: no credentials
                               tracking_uri=tracking_store.tracking_uri(opts.tracking_uri), storage=storage)
     checked = whole.check()
-    whole.print_cost(checked, _estimate(opts, dataset), opts.seeds)
+    measurement = _measurement(dataset, opts)
+    whole.print_cost(checked, _estimate(opts, dataset, measurement), opts.seeds)
     if dataset and not opts.smoke:
-        _print_gpu_hours(checked, dataset)
+        _print_gpu_hours(checked, dataset, measurement)
     if opts.dry_run:
         whole.print_dry_run(checked)
         return exits.OK
@@ -143,9 +173,9 @@ def _dataset(p, opts: options.StudyOptions) -> str | None:
     return dataset
 
 
-def _parts(p, opts: options.StudyOptions, host_list: list[str], dataset: str | None,
-           storage: str) -> list[compose.Part]:
-    """The four part studies, each as its own script plans it, with the paper's options."""
+def _plans(p: argparse.ArgumentParser, opts: options.StudyOptions, host_list: list[str], dataset: str | None,
+           storage: str) -> dict[str, tuple[Plan, options.StudyOptions]]:
+    """The four part studies, each as its own script plans it, with the paper's options: {part: (plan, options)}."""
     # the paper's stated settings (alpha 0.05, base batch 128) on the released code's preset of the dataset
     # Each part is named by the paper's --name (its folder and its Optuna study: two paper studies of other names
     # on one --optuna-storage never share a part), and its advice to continue is the paper's own command.
@@ -174,15 +204,25 @@ def _parts(p, opts: options.StudyOptions, host_list: list[str], dataset: str | N
         print("note: cub200 has about 30 training images per class, too few for the k-shot grid's 10-50 shots; the "
               "paper draws its k-shot figures on miniImageNet (--dataset mini_imagenet), so this run leaves them out",
               flush=True)
-    # k-shot cells differ in their incremental sessions only: one base session per seed (base_cache)
-    return [compose.Part(name, plan, popts, title=paper_report.PARTS[name],
-                         base_free=("ways", "shots") if name == "kshot_grid" else ())
-            for name, (plan, popts) in plans.items()]
+    return plans
 
 
-def _estimate(opts: options.StudyOptions, dataset: str | None):
+def _measurement(dataset: str | None, opts: options.StudyOptions) -> dict | None:
+    """The GPU measurement the paper presets' time is read from (studies/gpu_hours.py), None without one; a file that
+    is not one is named and left out (the estimate is printed), never a reason to refuse the study."""
+    if not dataset or opts.smoke or dataset not in gpu_hours.MEASURED_DATASETS:
+        return None
+    try:
+        return gpu_hours.load()
+    except gpu_hours.MeasurementError as e:
+        print(f"note: {e}; the time below is the estimate", flush=True)
+        return None
+
+
+def _estimate(opts: options.StudyOptions, dataset: str | None, measurement: dict | None = None):
     """A part's time: --smoke as measured (studies/times.json, on a busy machine), the CPU presets from each study's
-    own figure, the paper presets in GPU hours from their base epochs (an estimate)."""
+    own figure, the paper presets in GPU hours: measured epoch times x base epochs where a GPU measurement stands for
+    the dataset (studies/gpu_hours.py), else an estimate from their base epochs."""
     at_once = opts.max_concurrent or max(1, int((os.cpu_count() or 1) // (opts.cpus_per_trial or 1)))
 
     def when(c: compose.Checked) -> str:
@@ -195,19 +235,21 @@ def _estimate(opts: options.StudyOptions, dataset: str | None):
             return (f"~{'-'.join(f'{math.ceil(n / at_once) * est / 60:.0f}' for n in counts)} min ({est:.0f} s a trial "
                     f"as the study measured it, {at_once} at a time)")
         scale = c.trials / (c.fewest or c.trials)  # base epochs are counted at the cap
-        lo, hi = (h * c.base_epochs / 100 for h in GPU_H_PER_100_EPOCHS)
+        if measurement is not None:
+            alone = gpu_hours.measured(c.bases, measurement)["alone_h"]
+            return (f"~{alone / scale:.1f}{'' if scale == 1 else f'-{alone:.1f}'} GPU h alone (measured epoch times on "
+                    f"{measurement['versions']['card']}, extrapolated)")
+        lo, hi = (h * c.base_epochs / 100 for h in gpu_hours.GPU_H_PER_100_EPOCHS)
         return f"~{lo / scale:.0f}-{hi:.0f} GPU h (estimate, up to {c.base_epochs} base epochs)"
 
     return when
 
 
-def _print_gpu_hours(checked: list[compose.Checked], dataset: str) -> None:
-    epochs = sum(c.base_epochs for c in checked if c.state != compose.FINISHED)
-    print(f"estimate (not measured on {dataset} here): {GPU_H_PER_100_EPOCHS[0] * epochs / 100:.0f}-"
-          f"{GPU_H_PER_100_EPOCHS[1] * epochs / 100:.0f} GPU hours for {epochs} base epochs to train, from the studies' "
-          "figure of 1-2 h for a 100-epoch trial on one GPU, counting base sessions the parts share (base_cache) "
-          "once per part; docs/gpu.md's H200 throughput for the baseline (~3,300 images/s) would make it several "
-          "times less, and SAVC, ALICE and OrCo, which train several views per image, more", flush=True)
+def _print_gpu_hours(checked: list[compose.Checked], dataset: str, measurement: dict | None) -> None:
+    """The GPU-hours of the base sessions still to train: measured where studies/gpu_hours.py has a measurement for
+    the dataset, else the estimate (each says which)."""
+    bases = [b for c in checked if c.state != compose.FINISHED for b in c.bases]
+    print(gpu_hours.line(bases, dataset, measurement), flush=True)
 
 
 def _report(whole: compose.Composite, checked: list[compose.Checked], shown: list[str], opts: options.StudyOptions,
@@ -216,14 +258,14 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], shown: lis
     naming the parent runs of the parts `shown` (reused or run, never refused); for an object store, uploaded beside
     the parts."""
     runs = whole.parent_runs(shown)
-    command = " ".join(logged_argv(opts.argv))  # no credentials of an object-store URL
+    command = " ".join(preflight.logged_argv(opts.argv))  # no credentials of an object-store URL
     meta = {"command": f"`{command}`", "dataset": dataset or "embedded synthetic benchmark",
             "preset": next(c.part.opts for c in checked if c.name == "ablation").preset_name,
             "seeds": " ".join(map(str, opts.seeds)),
             "trials": f"{compose.total(checked)} ({compose.to_run(checked)} run by this command)",
             "wall time of this command": f"{(time.time() - t0) / 60:.1f} min", "study folders": whole.shown,
             "tracking URI": whole.tracking_uri}
-    client = MlflowClient(reveal(whole.tracking_uri))  # the SecretUrl's real URL (adbs/redaction.py)
+    client = mlflow_tracking.MlflowClient(reveal(whole.tracking_uri))  # the SecretUrl's real URL (adbs/redaction.py)
     files = paper_report.write_report(client, runs, out, dataset=dataset, meta=meta)
     run_id = paper_report.log_run(client, whole.tracking_uri, dataset=dataset, parts=runs, files=files, root=out,
                                   storage=whole.storage, tags={"adbs.command": command[:7500], "adbs.storage": whole.shown},
@@ -242,4 +284,4 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], shown: lis
 
 
 if __name__ == "__main__":
-    raise SystemExit(exits.status(compose.interruptible, "paper", main))  # an Exit of any step: its line, its code
+    raise SystemExit(exits.status(main))  # an Exit of any step: its line, its code

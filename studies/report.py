@@ -29,31 +29,52 @@ Time: seconds. Writes to --out (default <repo>/results/reports/<study>-<run id>/
 table.txt and table.<format>, sessions.parquet, trials.parquet, the study's figure(s), report.md.
 """
 
-import argparse
-import dataclasses
-import json
-import math
+from __future__ import annotations
+
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from any cwd without installing
 
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import math  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # one embeddings.json download per ablation trial: MLflow would draw a progress bar for each of them
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-from adbs_lab.results import across_tasks
-from adbs_lab.results import from_store
-from adbs_lab.results import paper
-from adbs_lab.results import renderings
-from adbs import exits, writable
-from adbs_lab.stores import paths
-from adbs_lab.results import run_pick
-from adbs_lab.results import tables
-from adbs_lab.stores import tracking_store
-from adbs_lab.records import metrics_keys as K
+from adbs import exits, writable  # noqa: E402
+from adbs.redaction import redact, reveal  # noqa: E402
+from adbs_lab.records import metrics_keys as K  # noqa: E402
+from adbs_lab.results import names  # noqa: E402
+from adbs_lab.results import run_pick  # noqa: E402
+from adbs_lab.stores import paths  # noqa: E402
+from adbs_lab.stores import tracking_store  # noqa: E402
 
+if TYPE_CHECKING:
+    import mlflow.tracking as mlflow_tracking
+    import pandas as pd
+
+    from adbs_lab.results import across_tasks, figures, from_store, paper, path_report, pareto, renderings, tables
+else:  # pandas and MLflow: loaded at their first use, once the flags are checked (adbs/light.py)
+    mlflow_tracking = light.lazy("mlflow.tracking")
+    pd = light.lazy("pandas")
+    across_tasks = light.lazy("adbs_lab.results.across_tasks")
+    figures = light.lazy("adbs_lab.results.figures")
+    from_store = light.lazy("adbs_lab.results.from_store")
+    paper = light.lazy("adbs_lab.results.paper")
+    path_report = light.lazy("adbs_lab.results.path_report")
+    pareto = light.lazy("adbs_lab.results.pareto")
+    renderings = light.lazy("adbs_lab.results.renderings")
+    tables = light.lazy("adbs_lab.results.tables")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
                         "for one table across studies; 'paper' (or a paper run's id) redraws a studies/paper.py report")
     p.add_argument("--tracking-uri", default=None,
                    help=f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {paths.DEFAULT_TRACKING_URI})")
-    p.add_argument("--format", default="text", choices=list(from_store.EXT),
+    p.add_argument("--format", default="text", choices=list(names.EXT),
                    help="table format printed and written (text = exactly what the study printed)")
     p.add_argument("--metric", default="test_acc",
                    help="session metric of the table (default: %(default)s; one of "
@@ -88,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(ablation rows on cifar100, mini_imagenet, cub200; hosts rows on cifar100)")
     p.add_argument("--datasets", nargs="+", default=None, metavar="DATASET",
                    help="with 'paper': the latest paper report of each dataset (cifar100, mini_imagenet, cub200, "
-                        f"{paper.EMBEDDED}; 'all': every one the store holds), and one D_cs table across them")
+                        f"{names.EMBEDDED}; 'all': every one the store holds), and one D_cs table across them")
     return p
 
 
@@ -121,15 +142,11 @@ def _refs(args: argparse.Namespace) -> list[str]:
 
 def _read_store(args: argparse.Namespace, uri: str):
     """What the command names, read from the store: (client, the paper reports across datasets or None, one paper
-    run or None, the studies)."""
-    from mlflow.tracking import MlflowClient
-
-    from adbs.redaction import reveal
-
+    run or None, the studies, an ablation path's own run or None)."""
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking_store.check_tracking_uri(uri)
-    client = MlflowClient(reveal(uri))  # the SecretUrl's real URL (adbs/redaction.py)
+    client = mlflow_tracking.MlflowClient(reveal(uri))  # the SecretUrl's real URL (adbs/redaction.py)
     refs = _refs(args)
     found = [] if args.datasets else [paper.find(client, ref) for ref in refs]
     papers = [run for run in found if run is not None]
@@ -139,9 +156,15 @@ def _read_store(args: argparse.Namespace, uri: str):
     across = (paper.latest_by_dataset(client, args.datasets, paper.EXPERIMENT + _smoke(args)) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
+    paths_named = [] if papers or args.datasets else [path_report.find(client, ref, args.name) for ref in refs]
+    if any(paths_named):  # the path's own run (its experiment also holds the parent runs of its Tune runs)
+        if len(args.study) > 1:
+            raise from_store.ReportError(f"{' '.join(args.study)}: an ablation path's report is its table of steps, "
+                                         "not a table of rows to join others; report the path alone")
+        return client, None, None, [], paths_named[0]
     studies = ([from_store.load_study(client, ref, args.name) for ref in refs]
                if across is None and paper_run is None else [])
-    return client, across, paper_run, studies
+    return client, across, paper_run, studies, None
 
 
 def _report_across(client, across, args: argparse.Namespace, uri: str) -> int:
@@ -163,12 +186,33 @@ def _report_paper(client, paper_run, args: argparse.Namespace, uri: str) -> int:
     print(f"wrote {out}: {', '.join(str(f.relative_to(out)) for f in files)}")
     experiment = client.get_experiment(paper_run.info.experiment_id).name  # paper, or paper-smoke
     others = [d for d in paper.latest_by_dataset(client, ["all"], experiment)
-              if d != (tags.get("adbs.dataset") or paper.EMBEDDED)
+              if d != (tags.get("adbs.dataset") or names.EMBEDDED)
               ] if paper_run.info.status == "FINISHED" else []  # else the store may hold no finished paper study
     if others:
         smoke = " --smoke" if experiment.endswith(paths.SMOKE) else ""
         print(f"note: this store also holds paper studies of {', '.join(others)}; `python studies/report.py paper "
               f"--datasets all{smoke}` writes every dataset's report and one D_cs table across them")
+    return exits.OK
+
+
+def _report_path(client, run, args: argparse.Namespace) -> int:
+    """An ablation path (studies/ablation_path.py): its table of steps, figure and report as its run logged them;
+    the flags that reshape a table of rows do not apply to it."""
+    given = [f for f, on in (("--paper", args.paper), ("--reference", args.reference is not None),
+                             ("--resolve", args.resolve is not None), ("--metric", args.metric != "test_acc"),
+                             ("--format", args.format not in ("text", "markdown"))) if on]
+    if given:
+        raise exits.Exit(exits.REFUSED, f"error: {', '.join(given)}: an ablation path's report is its table of steps on "
+                         "the validation objective as the path measured it (its Δs and verdicts on the confirmation "
+                         "seeds); drop them (--format text or markdown)")
+    out = args.out or paths.REPO_ROOT / "results" / "reports" / f"ablation_path-{run.info.run_id[:8]}"
+    files = path_report.redraw(client, run, out)
+    table = out / ("table.md" if args.format == "markdown" else "table.txt")
+    print(f"ablation_path: run '{run.info.run_name}' ({run.info.run_id}; {run_pick.describe(run)}), "
+          f"{run.data.tags.get('adbs.from', '?')} -> {run.data.tags.get('adbs.to', '?')}"
+          + ("" if run.info.status == "FINISHED" else f" (not finished: {run.info.status})") + "\n")
+    print(table.read_text() if table.is_file() else "(its table was not logged)")
+    print(f"wrote {out}: {', '.join(f.name for f in files)}")
     return exits.OK
 
 
@@ -192,8 +236,6 @@ def _print_runs(studies) -> None:
 
 def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: str) -> int:
     """Several studies: one table of all their rows and one figure."""
-    import pandas as pd
-
     sessions, trials, order, reference = from_store.combine(studies)
     pairs = from_store.combined_pairs(studies)
     if args.reference is not None:  # a row of the table (main checked it)
@@ -220,8 +262,6 @@ def _rows(studies) -> list[str]:
     """The rows of the table the studies make, in its order (across studies, '<study>: <row>'): the study's own
     order, else by the values they swept (alpha_sweep by alpha), never the order the trials ran in."""
     if len(studies) == 1:
-        from adbs_lab.results import figures
-
         return figures.row_order(studies[0].sessions, order=studies[0].order)
     sessions, _, order, _ = from_store.combine(studies)
     ran = set(sessions["label"]) if len(sessions) else set()
@@ -263,8 +303,6 @@ def _report_study(study, args: argparse.Namespace, uri: str) -> int:
     out = args.out or paths.REPO_ROOT / "results" / "reports" / f"{study.name}-{run.run_id[:8]}"
     files = from_store.write(study, table, out, fmt=args.format, uri=uri, paper=args.paper, across=said)
     if study.multi:  # a search of several --objectives: its Pareto front, as the study listed it
-        from adbs_lab.results import pareto
-
         print("\n" + "\n".join(pareto.front_lines(json.loads((out / pareto.PARETO_JSON).read_text()))))
     print(f"\nwrote {out}: {', '.join(f.name for f in files)}")
     return exits.OK
@@ -277,16 +315,20 @@ def main(argv: list[str] | None = None) -> int:
     _check_flags(p, args)
     if args.out is not None and writable.out_dir_problem(args.out):  # before reading the store, not at the write
         raise exits.Exit(exits.REFUSED, f"error: {writable.out_dir_problem(args.out)}")
-
-    import logging
-
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     uri = tracking_store.tracking_uri(args.tracking_uri)
+    # named before the try, so the table modules load here: an except clause naming a lazy module would load it
+    # while a signal's exit passes through it (adbs/light.py: lazy)
+    refused = (from_store.ReportError, tracking_store.TrackingError)
+    light.doing("while reading the MLflow store or writing the report: run the same command again for the whole "
+                "report")
     try:
-        client, across, paper_run, studies = _read_store(args, uri)
-    except (from_store.ReportError, tracking_store.TrackingError) as e:
-        raise exits.Exit(exits.REFUSED, f"error: {e}") from None
+        client, across, paper_run, studies, path_run = _read_store(args, uri)
+    except refused as e:
+        raise exits.Exit(exits.REFUSED, f"error: {redact(str(e))}") from None
+    if path_run is not None:
+        return _report_path(client, path_run, args)
     if across is not None:
         return _report_across(client, across, args, uri)
     if paper_run is not None:

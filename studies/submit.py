@@ -26,22 +26,34 @@ with the job's status (0 = SUCCEEDED). Submitting takes seconds (upload ~1 MB).
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import os
-import re
-import shlex
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from any cwd without installing
 
+from adbs import light  # noqa: E402
+light.guard(__name__)  # from here on SIGINT and SIGTERM end it with exit 130 and one line (adbs/light.py)
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+import time  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
 from adbs import exits  # noqa: E402
 from adbs_lab.cluster import auth  # noqa: E402
 from adbs_lab.driver import outcome  # noqa: E402
 from adbs.redaction import carries_secret, redact  # noqa: E402
+
+if TYPE_CHECKING:
+    from ray import exceptions as ray_exceptions
+    from ray import job_submission
+else:  # Ray's client: loaded at its first use, once the arguments are checked (adbs/light.py)
+    job_submission = light.lazy("ray.job_submission")
+    ray_exceptions = light.lazy("ray.exceptions")  # AuthenticationError: a cluster that wants its token
 
 # Never uploaded: environments, VCS, local results and stores (gitignore syntax, relative to REPO).
 EXCLUDES = ["/.venv/", ".git/", "/runs/", "/results/", "/test-artifacts/", "/mlflow/mlflow.db",
@@ -312,20 +324,20 @@ def main(argv: list[str] | None = None) -> int:
     auth.set_default()  # RAY_AUTH_TOKEN given: token auth on, which the Jobs API then needs (adbs_lab/cluster/auth.py)
     import logging
 
-    from ray.exceptions import AuthenticationError
-    from ray.job_submission import JobSubmissionClient
-
     logging.getLogger("ray").setLevel(logging.WARNING)  # packaging chatter: one line per ignored file
 
     cmd = entrypoint(args)
+    addr = shlex.quote(redact(args.address))
     try:
-        client = JobSubmissionClient(args.address)
+        client = job_submission.JobSubmissionClient(args.address)
+        light.doing(f"while submitting the job: it may have been submitted; `ray job list --address {addr}` lists "
+                    "the cluster's jobs")
         job_id = client.submit_job(entrypoint=shlex.join(cmd), runtime_env=runtime_env(args, env),
                                    submission_id=args.job_id,
                                    metadata={"adbs.study": Path(args.script).stem, "adbs.env": ",".join(sorted(env))})
-    except (ConnectionError, RuntimeError, ValueError, AuthenticationError) as e:
+    except (ConnectionError, RuntimeError, ValueError, ray_exceptions.AuthenticationError) as e:
         raise exits.Exit(exits.REFUSED, f"error: {redact(submit_failure(args.address, e))}") from None
-    addr = shlex.quote(redact(args.address))
+    light.doing(f"after job {job_id} was submitted: it goes on; stop it with: ray job stop --address {addr} {job_id}")
     print(f"submitted job {job_id}: {shlex.join(cmd)}")
     for line in getattr(args, "shipped", []):
         print(line)
@@ -337,9 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dashboard:   {redact(args.address).rstrip('/')}/#/jobs/{job_id}", flush=True)
     if not args.wait:
         return exits.OK
+    light.doing(f"while following job {job_id}: the job goes on; stop it with: ray job stop --address {addr} {job_id}")
     try:
         status = follow(client, job_id)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a Python caller's Ctrl-C (run as a script, the line above is the guard's)
         print(f"\nstopped following; the job goes on. Stop it with: ray job stop --address {addr} {job_id}")
         return exits.INTERRUPTED
     info = client.get_job_info(job_id)

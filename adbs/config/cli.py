@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from adbs import light
 from adbs.config.coercion import field_types
 from adbs.config.docs import field_doc
 from adbs.config.host_options import option_keys
@@ -31,6 +32,11 @@ from adbs.config.schema import FIELDS, Config
 from adbs.config.values import RENAMED
 from adbs.fields import ConfigError
 from adbs.hosts import host_names, options_class
+
+if TYPE_CHECKING:
+    from adbs import data
+else:
+    data = light.lazy("adbs.data")  # the datasets' registry imports torch: loaded only where a --dataset is checked
 
 _HINTS = field_types(Config)
 
@@ -122,9 +128,7 @@ def _not_empty(name: str, valid) -> Any:
 
 
 def _dataset_names() -> list[str]:
-    from adbs.data import DATASETS
-
-    return list(DATASETS)
+    return list(data.DATASETS)
 
 
 _NOT_EMPTY = {"host": _not_empty("host", host_names), "dataset": _not_empty("dataset", _dataset_names)}

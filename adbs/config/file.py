@@ -41,11 +41,19 @@ def load_file(path: str) -> dict[str, Any]:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(f"--config {path} is not valid {'JSON' if path.lower().endswith('.json') else 'YAML'}: "
                           f"{first}") from None
+    if data is None and path.lower().endswith(".json"):  # JSON null: what a study writes when no trial completed
+        raise ConfigError(f"--config {path} holds null, not a mapping of config keys to values: a study's "
+                          "best_config.json is null when none of its trials completed, so it names no configuration; "
+                          "pass a config file, or the best_config.json of a study that ranked one")
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path} must hold a mapping of config keys to values (e.g. `alpha: 0.05`), "
                           f"got a {type(data).__name__}")
+    if "config_label" in data and not isinstance(data.get("config"), dict):  # a study's, without a best
+        why = str(data.get("why") or "it ranked no configuration").strip()
+        raise ConfigError(f"--config {path} is a study's best_config.json that names no configuration ({why[:300]}); "
+                          "pass a config file, or the best_config.json of a study that ranked one")
     if set(STUDY_RESULT_KEYS) <= set(data) and isinstance(data["config"], dict):
         data = data["config"]  # a study's best_config.json: the best trial's resolved config
     try:

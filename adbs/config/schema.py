@@ -33,6 +33,7 @@ SCHEDULES = ("cosine", "milestones")
 IC_REDUCTIONS = ("mean", "sum")
 NEW_BOUNDARY_INITS = ("mean", "abs_mean", "one")
 DEVICES = ("auto", "cpu", "cuda")
+FAST_STEPS = ("off", "compile", "cuda_graphs")  # adbs/runtime.py: Runtime.speed_up
 SYNTHETIC_VERSIONS = (1, 2, 3)  # adbs.data.synthetic.RECIPES
 
 
@@ -153,6 +154,14 @@ class Config:
     """Mixed precision (bfloat16 autocast) on GPU; ignored on CPU. Off by default: the released code trains
     in fp32, and at batch 64 the ResNet-12 step measured slower with bf16 autocast than in fp32 with TF32
     (docs/gpu.md, "Measured"); CUDA runs use TF32 for matmul and convolutions either way."""
+    fast_step: Base[str] = "off"
+    """A faster base-session training step on CUDA: off (eager, as before), compile (torch.compile of the backbone,
+    training and evaluation) or cuda_graphs (the backbone's training forward and backward compiled and replayed as
+    CUDA graphs, torch.compile mode reduce-overhead). Not applied on CPU, where the step stays eager and the run's
+    header says so. Any value but off also brings an epoch's figures (loss, accuracies, finiteness, boundary
+    statistics) back to the host in one transfer instead of one per figure; the CPU numbers are the same to the
+    digit either way (tests/adbs/test_fast_step.py). On CUDA compiled kernels round differently, so it is part of
+    the base-session key there (adbs/runtime.py: settings); docs/gpu.md, "The faster step"."""
     num_workers: NotBase[int | None] = None
     """DataLoader worker processes for file-based datasets (0 = load in the main process; None = one per
     torch thread up to 4 when there are 2 or more threads, i.e. the trial's CPUs under the study platform:
@@ -218,10 +227,11 @@ class Config:
         return dataclasses.replace(self, **values.typed(Config, overrides, self.to_dict()))
 
     def validate(self) -> "Config":
-        """Every check that needs no data (dataset-dependent ones live in adbs.data), the registries' first."""
-        checks.check_registries(self)
+        """Every check that needs no data (dataset-dependent ones live in adbs.data): the host's first, the
+        datasets' and backbones' registries last (they load torch: adbs/config/checks.py)."""
+        checks.check_host(self)
         for name, choices in (("variant", VARIANTS), ("schedule", SCHEDULES), ("ic_reduction", IC_REDUCTIONS),
-                              ("new_boundary_init", NEW_BOUNDARY_INITS), ("device", DEVICES),
+                              ("new_boundary_init", NEW_BOUNDARY_INITS), ("device", DEVICES), ("fast_step", FAST_STEPS),
                               ("synthetic_version", SYNTHETIC_VERSIONS)):
             check_choice(name, getattr(self, name), choices)
         for name in ("shots", "base_epochs", "base_lr", "batch_size", "eval_batch_size", "temperature",
@@ -263,6 +273,7 @@ class Config:
                     "incremental sessions seed with seed * 1000 + session (adbs/sessions.py, adbs/hosts/orco.py)")
         for name in ("split_seed", "synthetic_seed"):  # numpy's SeedSequence takes any int >= 0
             check_range(name, getattr(self, name), 0, None, "numpy seeds its generators with ints >= 0")
+        checks.check_registries(self)  # an unknown dataset said as such, before it is asked for its data_root
         if self.dataset != "synthetic" and not self.data_root:
             raise ConfigError(f"dataset '{self.dataset}' needs data_root (--data-root DIR): the folder holding it "
                               "in the layout the README describes; the default dataset 'synthetic' needs none")

@@ -123,7 +123,7 @@ def probe_memory(config: dict[str, Any], timeout_s: float = 600.0) -> dict[str, 
 def probe_key(config: dict[str, Any]) -> tuple:
     """What decides a trial's GPU memory: configs equal in these share one probe."""
     return tuple(str(config.get(k)) for k in ("dataset", "backbone", "host", "host_options", "batch_size",
-                                               "eval_batch_size", "amp", "data_on_device"))
+                                               "eval_batch_size", "amp", "data_on_device", "fast_step"))
 
 
 def plan(configs: list[dict[str, Any]], *, cluster_cpus: float, cluster_gpus: float, trials: int,

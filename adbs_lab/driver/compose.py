@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Collection
 
-from adbs.config import ConfigError
+from adbs.config import Config, ConfigError
 from adbs.exits import FAILED, INTERRUPTED, REFUSED, Exit
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver import interrupts
@@ -60,6 +60,8 @@ class Checked:
     state: str | None
     fewest: int | None = None
     """With --seeds auto, the trials of the first batch alone (the study may stop there); None: `trials` exactly."""
+    bases: list[Config] = field(default_factory=list)
+    """One config per base session the part trains (what `base_epochs` counts; studies/gpu_hours.py times them)."""
 
     @property
     def count(self) -> str:
@@ -124,7 +126,7 @@ class Composite:
         finally:
             where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
         fewest = p.n_configs * p.looks.n0 if p.looks is not None else None
-        return Checked(part, p.total, sum(c.base_epochs for c in bases), state, fewest)
+        return Checked(part, p.total, sum(c.base_epochs for c in bases), state, fewest, list(bases))
 
     def print_cost(self, checked: list[Checked], estimate: Callable[[Checked], str], seeds) -> None:
         """One line for the whole (trials in all, to run, seeds, where), then one a part: its trials, `estimate`'s

@@ -1,19 +1,26 @@
 """The checks of a study's flags that need neither Ray, MLflow, pandas nor torch: the options themselves
-(StudyOptions.check), the search space's form, and --set or a config field flag that sets what the study sets itself
-(its seeds, what it sweeps). adbs_lab/study.py runs them before it loads the driver, so such a refusal answers in
-well under a second; the preflight (adbs_lab/driver/preflight.py: validate) runs them first too, so the dry run and
-the run refuse the same input with the same message."""
+(StudyOptions.check), the search space's form, --set or a config field flag that sets what the study sets itself
+(its seeds, what it sweeps), and the base config they make (an unknown key or host, a value of the wrong type).
+adbs_lab/study.py runs them before it loads the driver, so such a refusal answers in well under a second; the
+preflight (adbs_lab/driver/preflight.py: validate) runs them first too, so the dry run and the run refuse the same
+input with the same message. The checks of each configuration against the Config's rules and its data stay in the
+preflight (adbs_lab/driver/preflight.py: _check_configs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from adbs.config import canonical
-from adbs_lab.driver.options import StudyInputError, StudyOptions
+from adbs import env
+from adbs.config import canonical, coerce
+from adbs.fields import check_choice
+from adbs.hosts import host_names
+from adbs_lab.driver.options import StudyInputError, StudyOptions, check_name
 from adbs_lab.driver.plan import Plan
 from adbs_lab.search import space as sp
+from adbs_lab.stores import paths
 
-__all__ = ["SEEDED", "check", "searched", "swept_values"]
+__all__ = ["SEEDED", "check", "searched", "study_owned", "swept_values", "shipped_name"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
@@ -25,11 +32,51 @@ def searched(plan: Plan) -> set[str]:
     return set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r}
 
 
-def check(plan: Plan, opts: StudyOptions) -> None:
-    """Every refusal of the flags that needs no heavy library; StudyInputError (or adbs.config's ConfigError)."""
+def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
+    """Every refusal of the flags that needs no heavy library; StudyInputError (or adbs.config's ConfigError).
+    Returns the study's base config (preset < study defaults < --config < --set: every key known, every value
+    typed), which the preflight goes on from."""
     opts.check()
+    wrong = env.problems()  # a wait of the study's read from the environment (ADBS_*_S)
+    if wrong:
+        raise StudyInputError("; ".join(wrong))
+    check_name(plan.name, "Plan(name")  # a study script's own plan: its folder, as --name's, stays in --storage
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
     check_overrides(plan, opts, searched(plan), [canonical(k) for k in opts.config_overrides()])
+    base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
+    # the host by its name, as Config.validate checks it in the preflight (its options against each configuration)
+    if "host" in base:  # else the default host
+        check_choice("host", base["host"], host_names())
+    return base
+
+
+def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
+    """Keys of the --config file that the study sets itself, so the file's values are not used: what it searches
+    (grid axes, distributions, rows), what its space fixes, seed and split_seed (from --seeds), and threads when
+    --cpus-per-trial is given (a trial's threads are its CPUs; the explicit flag wins over the file)."""
+    fixed, grid, dists = sp.split(plan.space)
+    own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | SEEDED
+    own |= {k for k, v in opts.config_values if k in fixed and coerce(k, fixed[k]) != v}  # same value: no news
+    if opts.cpus_per_trial is not None:
+        own.add("threads")
+    return tuple(k for k, _ in opts.config_values if k in own)
+
+
+def shipped_name(plan: Plan, opts: StudyOptions) -> str | None:
+    """The warning for a plan named as a study of the repository's studies/ (its script studies/<name>.py) and run
+    by another command, or None: the two would share the study's folder (`claim` moves the other's results aside),
+    its Optuna study and its MLflow experiment (`studies/report.py NAME` reads the latest run of either). A command
+    of studies/ itself (the script, or studies/paper.py running it as a part) is that study."""
+    script = paths.REPO_ROOT / "studies" / f"{plan.name}.py"
+    ran = Path(opts.argv[0]).resolve() if opts.argv and opts.argv[0] not in ("", "-c", "-") else None
+    if not script.is_file() or (ran is not None and ran.parent == script.parent):
+        return None
+    folder = f"{plan.name}{opts.folder}"
+    smoke = " --smoke" if opts.smoke else ""  # a --smoke run's names (adbs_lab/stores/paths.py: SMOKE)
+    return (f"this command's Plan(name={plan.name!r}) is the name of the study studies/{plan.name}.py: they share "
+            f"the MLflow experiment {opts.experiment(plan.name)!r}" + (f" and the folder {folder} in --storage (a run "
+            f"of either moves the other's results aside)" if not opts.name else "") + f", and `studies/report.py "
+            f"{plan.name}{smoke}` reads the latest run of either; give the plan a name of its own to keep them apart")
 
 
 def check_overrides(plan: Plan, opts: StudyOptions, swept: set[str], set_keys: list[str]) -> None:

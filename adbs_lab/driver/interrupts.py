@@ -1,6 +1,8 @@
 """One handler for SIGINT (Ctrl-C) and SIGTERM (a scheduler's or service manager's stop) from the first line of
 a study's run to its last (adbs_lab/driver/run.py, adbs_lab/driver/compose.py), so an interruption at any step
-ends the study with exit 130 and one line, never by the signal (143) or by a handler of Ray's.
+ends the study with exit 130 and one line, never by the signal (143) or by a handler of Ray's. Before the run, from
+the script's first statement, the command's early handler does the same (adbs/light.py: guard); `handling` takes
+over from it and gives it back when the run ends.
 
 What the handler does depends on the step (`Interrupts.mode`):
 - "raise" (checks, preparing Ray's trials): KeyboardInterrupt where the study is; the step says what it was doing.
@@ -18,16 +20,20 @@ and by ray.shutdown), and Tune's SIGINT handler is turned off (TUNE_DISABLE_SIGI
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
-import time
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-__all__ = ["Interrupts", "handling", "current", "ray_starting", "pause_point", "PAUSE_KEY"]
+from adbs import light
+
+if TYPE_CHECKING:
+    import ray._private.utils as ray_utils
+else:
+    ray_utils = light.lazy("ray._private.utils")  # Ray's start: loaded by the study's launch, not with this module
+
+__all__ = ["Interrupts", "handling", "current", "ray_starting"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _TUNE_SIGINT = "TUNE_DISABLE_SIGINT_HANDLER"
@@ -90,8 +96,9 @@ _CURRENT: Interrupts | None = None
 @contextmanager
 def handling() -> Iterator[Interrupts]:
     """Our handler for SIGINT and SIGTERM for the block (a study's run, a composition of studies); nested blocks
-    share the outer one's. The handlers before are restored after, for Python callers. Off the main thread (a
-    study run from a worker thread) signals cannot be handled: the caller's handlers stay."""
+    share the outer one's. The handlers before are restored after: a script's early one (adbs/light.py: guard),
+    or a Python caller's. Off the main thread (a study run from a worker thread) signals cannot be handled: the
+    caller's handlers stay."""
     global _CURRENT
     if _CURRENT is not None or threading.current_thread() is not threading.main_thread():
         yield current()
@@ -107,6 +114,7 @@ def handling() -> Iterator[Interrupts]:
         _CURRENT = None
         if tune_env == "1" and os.environ.get(_TUNE_SIGINT) == "1":
             os.environ.pop(_TUNE_SIGINT, None)
+        light.doing("after the study's run ended: what it wrote stays as its lines above say")  # the guard's again
         for sig, h in before.items():
             signal.signal(sig, h if h is not None else signal.SIG_DFL)
 
@@ -120,8 +128,6 @@ def current() -> Interrupts:
 def ray_starting() -> Iterator[None]:
     """ray.init without Ray's SIGTERM handler: ours stays, and a signal meanwhile is raised once Ray is up (a
     KeyboardInterrupt inside ray.init can leave its threads to abort the process)."""
-    import ray._private.utils as ray_utils
-
     ints = _CURRENT
     if ints is None:  # no study's handler (a Python caller's own): Ray's as it is
         yield
@@ -134,21 +140,3 @@ def ray_starting() -> Iterator[None]:
     finally:
         ray_utils.set_sigterm_handler = saved
         ints.reinstall()  # whatever else Ray's start set: ours again
-
-
-PAUSE_KEY = "pause_at"
-
-
-def pause_point(name: str) -> None:
-    """Fault injection for the interruption tests: with ADBS_FAULT_INJECTION {"pause_at": NAME, "marker_dir": DIR}
-    the study writes DIR/paused-NAME and waits here (at most 60 s) for the test's signal. Does nothing otherwise."""
-    spec = os.environ.get("ADBS_FAULT_INJECTION")
-    if not spec or f'"{PAUSE_KEY}"' not in spec:
-        return
-    f = json.loads(spec)
-    if f.get(PAUSE_KEY) != name:
-        return
-    Path(f["marker_dir"], f"paused-{name}").write_text(str(os.getpid()))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.05)

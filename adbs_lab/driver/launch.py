@@ -26,10 +26,10 @@ from adbs_lab.records import tune_keys
 from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.stores import db_server, tracking_store
 from adbs_lab.driver.outcome import error_line
-from adbs_lab.driver.preflight import logged_argv
+from adbs_lab.driver.preflight import held as study_held, logged_argv
 from adbs_lab.driver.prepared import Prepared, bad_input, fail
 from adbs_lab.driver import interrupts
-from adbs_lab.driver.interrupts import pause_point
+from adbs.light import pause_point
 from adbs_lab.driver.session import disk_full, interrupted, ray_session
 from adbs_lab.stores.paths import code_version
 from adbs_lab.stores.study_folder import StudyFolder
@@ -130,13 +130,15 @@ def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
 
 
 def sampler(p: Prepared):
-    """Optuna's sampler of the study: a grid's in an order its seed fixes, else TPE with every setting named
-    (adbs_lab/search/sampler.py; tests/adbs_lab/search/test_sampler_settings.py reads them off this object)."""
-    from adbs_lab.search.sampler import tpe
+    """Optuna's sampler of the study: a grid's in an order its seed fixes, else TPE whose every draw is seeded from
+    each trial's number, so a study resumed after its driver was killed draws no value twice, with every setting that
+    decides what it samples named (adbs_lab/search/samplers.py; tests/adbs_lab/search/test_sampler_settings.py reads
+    them off this object)."""
+    from adbs_lab.search.samplers import TrialSeededTPE
     from adbs_lab.search.searcher import StudyGridSampler
 
     return (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed) if p.is_grid
-            else tpe(len(p.objectives), p.sampler_seed))
+            else TrialSeededTPE(seed=p.sampler_seed, n_objectives=len(p.objectives)))
 
 
 def _search(p: Prepared, slots: Slots):
@@ -431,20 +433,20 @@ def ended_so_far(p: Prepared) -> tuple[int, int]:
 
 
 def resumed(p: Prepared) -> str:
-    """What --resume continues, as the resumed run's first line says it (a fresh run's says how many trials it runs):
-    the folder, when its study started (study.json, written by adbs_lab/driver/claim.py) and its trials, e.g.
-    "resuming the study in runs/alpha_sweep started 2026-11-28 10:02: 5 of 12 trials ended, 7 to go (2 continue
-    from their last checkpoint)"."""
+    """What --resume continues, as the resumed run's first line (and its dry run) says it: the folder, when its study
+    started (study.json: adbs_lab/driver/claim.py) and its trials, e.g. "resuming the study in runs/alpha_sweep started
+    2026-11-28 10:02: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)", or that it finished."""
     try:
         held = json.loads(p.where.read_text("study.json") or "{}")
     except ValueError:  # checked before Ray started (adbs_lab/driver/resume.py: check_resume); said there
         held = {}
     started = f" started {held['started']}" if isinstance(held, dict) and held.get("started") else ""
     ended, begun = ended_so_far(p)
+    if study_held(p) == "finished":  # its parent run FINISHED: Tune runs no trial again (--seeds auto: before its cap)
+        return (f"the study in {p.where}{started} finished ({ended} trials ended): nothing to continue, so "
+                "it runs no trial and writes its tables again from them")
     text = f"resuming the study in {p.where}{started}: {ended} of {p.total} trials ended, {p.total - ended} to go"
-    if begun == 1:
-        return text + " (1 continues from its last checkpoint)"
-    return text + (f" ({begun} continue from their last checkpoint)" if begun > 1 else "")
+    return text + (f" ({begun} continue{'s from its' if begun == 1 else ' from their'} last checkpoint)" if begun else "")
 
 
 MEASURED_AT = (2, 2)
@@ -505,10 +507,11 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
 
         print(f"{racing.start_text(p.race)}; a line per look as it happens", flush=True)
     if p.pruner != "none":
-        from adbs_lab.stats.premise import PREMISE_LOWER
+        from adbs_lab.stats.premise import CHECKS, PREMISE_LOWER
 
         gate = (f"it prunes at a base epoch only once Spearman's rho between that epoch's validation accuracy and the "
-                f"objective has a 95% lower bound >= {PREMISE_LOWER:g}; until then every trial runs to the end"
+                f"objective, checked over the first {', '.join(map(str, CHECKS))} trials to end, has a lower bound "
+                f">= {PREMISE_LOWER:g} (95% over the checks together); until then every trial runs to the end"
                 if p.pruner == "auto" else "")
         print(f"pruner {p.pruner}: {gate + '; ' if gate else ''}{p.opts.shadow_share:g} of the trials it stops run on "
               "to the end (shadows, pruned to the search) to measure whether base accuracy predicts the objective",

@@ -247,7 +247,8 @@ class StudyOptions:
         if not (math.isfinite(self.shadow_share) and 0 <= self.shadow_share <= 1):
             raise StudyInputError(f"--shadow-share {self.shadow_share:g} is out of range; allowed: 0..1, the share of "
                                   "pruned trials that run on to the end (e.g. --shadow-share 0.2; 0: none)")
-        clash = objectives.pruner_problem(self.objectives, self.pruner)
+        clash = objectives.pruner_problem(self.objectives, self.pruner) or objectives.shadow_problem(
+            self.pruner, self.shadow_share, any(a.split("=")[0] == "--shadow-share" for a in self.argv[1:]))
         if clash:
             raise StudyInputError(clash)
         self._check_seeds()
@@ -255,8 +256,7 @@ class StudyOptions:
             raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
                                   "points, and must be > 0 and at most 100 (e.g. --resolve 1.0)")
         if self.reference is not None and not self.reference.strip():
-            raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference "
-                                  "'alpha=0.05'")
+            raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference 'alpha=0.05'")
         if self.plan_only and self.resume:
             raise StudyInputError("--plan reads a finished study and runs nothing: drop --resume")
         if self.num_samples is not None and self.num_samples < 1:
@@ -275,7 +275,7 @@ class StudyOptions:
             raise StudyInputError(f"--max-failures must be >= 0, got {self.max_failures}")
         if self.checkpoint_every < 1:
             raise StudyInputError(f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
-        check_name(self.name, self.smoke)
+        check_name(self.name, smoke=self.smoke)
         if self.smoke and self.preset not in SMOKE_PRESETS:
             raise StudyInputError(
                 f"--smoke runs the seconds-long smoke preset on the embedded benchmark and cannot shorten --preset "
@@ -466,20 +466,21 @@ def _given(ns: argparse.Namespace, flag: str) -> bool:
     return getattr(ns, flag, None) not in (None, False)
 
 
-def check_name(name: str | None, smoke: bool = False) -> None:
-    """--name: one folder name under --storage (the study's folder, its moved-aside copy and its Optuna study are
-    named by it), never a path out of it, and not the folder of a --smoke run; StudyInputError otherwise. Every
-    command that takes --name checks it here (a study's `check`, studies/paper.py)."""
-    if name is not None and not smoke and (name == paths.SMOKE[1:] or name.startswith(paths.SMOKE[1:] + "-")):
-        raise StudyInputError(f"--name {name!r}: <study>-{name} is the folder of the study's --smoke runs (with "
+def check_name(name: str | None, given: str = "--name", smoke: bool = False) -> None:
+    """--name (or `given`: a study script's `Plan(name=...)`, flags.check): one folder name under --storage (the
+    study's folder, its moved-aside copy and its Optuna study), never a path out of it, and no --name that makes the
+    folder of the study's --smoke runs (`smoke`: this run is one); else StudyInputError."""
+    flag = given.startswith("--")
+    if flag and name is not None and not smoke and (name == paths.SMOKE[1:] or name.startswith(paths.SMOKE[1:] + "-")):
+        raise StudyInputError(f"{given} {name!r}: <study>-{name} is the folder of the study's --smoke runs (with "
                               "--smoke, --name N makes <study>-smoke-N); pick another name")
     if name is not None and (not NAME.match(name) or ".." in name):
-        raise StudyInputError(f"--name {name!r}: a study name is one folder name: letters, digits, '.', "
-                              "'_' and '-', starting with a letter or digit (no '/', no '..')")
+        raise StudyInputError(f"{f'{given} {name!r}' if flag else f'{given}={name!r})'}: a study name is one folder "
+                              "name: letters, digits, '.', '_' and '-', starting with a letter or digit (no '/', no '..')")
     if name is not None and len(name) > MAX_NAME:
-        raise StudyInputError(f"--name is {len(name)} characters long; at most {MAX_NAME}: it names the "
-                              "study's folder (and the folder earlier results are moved to), whose name the "
-                              "filesystem limits; pass a shorter --name")
+        raise StudyInputError(f"{given if flag else given + '=...)'} is {len(name)} characters long; at most {MAX_NAME}: "
+                              "it names the study's folder (and the one earlier results move to), whose name the "
+                              "filesystem limits; pass a shorter one")
 
 
 def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:

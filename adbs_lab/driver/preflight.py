@@ -29,7 +29,7 @@ from adbs.redaction import carries_secret, redact
 from adbs_lab.search import space as sp
 from adbs_lab.records import objectives, tune_keys
 from adbs_lab.results import comparisons
-from adbs_lab.stores import db_server, tracking_store
+from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
@@ -40,7 +40,7 @@ from adbs_lab.driver import flags
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["validate", "size", "held", "study", "preflight", "note_owned", "study_owned", "row_points",
+__all__ = ["validate", "size", "held", "study", "preflight", "note_owned", "row_points",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
            "auto_looks", "race_top"]
 
@@ -89,9 +89,8 @@ def _cuda() -> bool:
 def validate(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], list[Config], float]:
     """(base config's values, configurations to run, GPUs per trial) or StudyInputError/ConfigError: no side
     effects."""
-    flags.check(plan, opts)  # the light checks, which adbs_lab/study.py also runs before it loads the driver
+    base = flags.check(plan, opts)  # the light checks, which adbs_lab/study.py also runs before it loads the driver
     searched = flags.searched(plan)
-    base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
     set_keys = [canonical(k) for k in opts.config_overrides()]  # --host, --dataset, --data-root and --set
     fixed, _, _ = sp.split(plan.space)
     base = {**base, **{k: v for k, v in fixed.items() if k not in set_keys}}
@@ -143,20 +142,6 @@ def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]
         print(f"warning: {w}", file=sys.stderr, flush=True)
 
 
-def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
-    """Keys of the --config file that the study sets itself, so the file's values are not used: what it searches
-    (grid axes, distributions, rows), what its space fixes, seed and split_seed (from --seeds), and threads when
-    --cpus-per-trial is given (a trial's threads are its CPUs; the explicit flag wins over the file)."""
-    from adbs.config import coerce
-
-    fixed, grid, dists = sp.split(plan.space)
-    own = set(grid) | set(dists) | {k for r in (plan.rows or {}).values() for k in r} | flags.SEEDED
-    own |= {k for k, v in opts.config_values if k in fixed and coerce(k, fixed[k]) != v}  # same value: no news
-    if opts.cpus_per_trial is not None:
-        own.add("threads")
-    return tuple(k for k, _ in opts.config_values if k in own)
-
-
 def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int, looks: Looks | RacePlan | None = None) -> str:
     parts: tuple = (plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
                     sorted((k, repr(v)) for k, v in base.items()), seeds, total)
@@ -206,13 +191,13 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
-                    sampler="GridSampler" if is_grid else "TPESampler", sampler_seed=opts.sampler_seed,
+                    sampler="GridSampler" if is_grid else "TrialSeededTPE", sampler_seed=opts.sampler_seed,
                     pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows,
                     fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
                     n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,
                     where=where, optuna_url=optuna_url,
                     fingerprint=_fingerprint(plan, base, seeds, total, looks or _race(opts, race_looks, varying)),
-                    command=shlex.join(logged_argv(opts.argv)), owned=study_owned(plan, opts),
+                    command=shlex.join(logged_argv(opts.argv)), owned=flags.study_owned(plan, opts),
                     reference=reference, comparisons=tuple(pairs), delta=opts.resolve, looks=looks,
                     race=_race(opts, race_looks, varying), row_labels=tuple(labels))
 
@@ -274,8 +259,6 @@ def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, 
 def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     """Every check a run makes before its first trial (see the module's docstring); StudyInputError, ConfigError or
     TrackingError name what is wrong. Writes nothing: `claim` does, under `study_lock`."""
-    if db_server.STORE_WAIT_PROBLEM:
-        raise StudyInputError(db_server.STORE_WAIT_PROBLEM)
     base, configs, gpus = validate(plan, opts)
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     tracking_store.tracking_problem(uri)

@@ -42,7 +42,8 @@ class Prepared:
     objectives: tuple[Objective, ...]
     """What the search optimises, parsed from --objectives (the default objective when none is given)."""
     sampler: str
-    """Optuna's sampler: GridSampler for a grid (rows included), else TPESampler."""
+    """Optuna's sampler: GridSampler for a grid (rows included), else TrialSeededTPE (TPE, each trial's draws seeded
+    from its number: adbs_lab/search/samplers.py)."""
     sampler_seed: int
     """The seed of the sampler (--sampler-seed)."""
     pruner: str
@@ -103,7 +104,8 @@ class Prepared:
     settings: dict[str, Any] = field(default_factory=dict)
     """What the study is launched with (study.json; `claim` writes it for a new study, --resume reads it back)."""
     owned: tuple[str, ...] = ()
-    """Keys of the --config file that the study sets itself (`study_owned`; `note_owned` names them)."""
+    """Keys of the --config file that the study sets itself (adbs_lab/driver/flags.py: study_owned; `note_owned`
+    names them)."""
 
     @property
     def folder(self) -> str:

@@ -24,10 +24,10 @@ import time
 from typing import NoReturn
 
 from adbs.exits import INTERRUPTED, OK, Exit, status
-from adbs_lab.driver import interrupts
+from adbs_lab.driver import flags, interrupts
 from adbs_lab.driver.claim import claim, study_lock
-from adbs_lab.driver.interrupts import pause_point
-from adbs_lab.driver.launch import cluster_slots, launch, trial_slots, trials_text
+from adbs.light import pause_point
+from adbs_lab.driver.launch import cluster_slots, launch, resumed, trial_slots, trials_text
 from adbs_lab.driver.preflight import note_owned, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
@@ -59,6 +59,8 @@ def dry_run(p: Prepared) -> None:
           f"Optuna storage{', the Ray cluster' if opts.address else ''}"
           f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
           "written", flush=True)
+    if opts.resume:  # what a run of this command would do: continue the trials left, or, finished, run none
+        print(f"a run of this command: {resumed(p)}", flush=True)
     from adbs_lab.results import notes
 
     for line in notes.lines(p.plan, opts, p.base_values):  # a smoke run, settings departing from the defaults
@@ -72,8 +74,8 @@ def dry_run(p: Prepared) -> None:
 def seed_plan(p: Prepared) -> None:
     """--plan: the verdicts of the study's finished run in its folder and the seeds that would settle the unresolved
     comparisons, with their cost at the trials' measured times; runs and writes nothing."""
-    import pandas as pd
-
+    from adbs_lab.records import attempts
+    from adbs_lab.records.config_values import read_parquet
     from adbs_lab.results import comparisons, tables
 
     if p.where.remote:
@@ -84,7 +86,9 @@ def seed_plan(p: Prepared) -> None:
     if not all(f.is_file() for f in files):
         raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
                               f"run it first, with the same flags (and --name, --smoke) as this command")
-    sessions, trials = (pd.read_parquet(f) for f in files)
+    # one row per trial, as every reader counts them (a study's own files hold one already); every config value as
+    # written (None, mixed types)
+    sessions, trials = attempts.standing_frames(*(read_parquet(f) for f in files))
     if p.race is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
         from adbs_lab.driver import summarise
         from adbs_lab.search import racing
@@ -102,8 +106,7 @@ def seed_plan(p: Prepared) -> None:
         print(f"{p.plan.name}: no comparisons to plan (its table compares no rows: no reference row ran, or it "
               "samples its configurations)")
         return
-    print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run, all true together with probability "
-                     "at least 95% (docs/statistics.md)", *comparisons.sentences(compared), ""]
+    print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run", *comparisons.opening(compared)]
                     + (comparisons.plan_lines(compared, comparisons.row_seconds(trials))
                        or ["every comparison is resolved: no more seeds needed"])))
 
@@ -132,6 +135,9 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
         except KeyboardInterrupt:
             interrupted("checking the study (nothing was written)")
         note_owned(p)
+        shared = flags.shipped_name(plan, opts)
+        if shared:  # said by the dry run and the run alike, before anything is claimed
+            print(f"warning: {shared}", file=sys.stderr, flush=True)
         if opts.dry_run:
             p.where.cleanup()
             dry_run(p)

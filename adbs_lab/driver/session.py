@@ -134,13 +134,30 @@ def _start_ray(p: Prepared) -> dict[str, float]:
         ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
                  configure_logging=True, logging_level=logging.WARNING,
                  runtime_env={"env_vars": forward} if forward else None)
-    except Exception as e:  # noqa: BLE001 - ConnectionError, or Ray's AuthenticationError: said, not a traceback
-        if not (isinstance(e, ConnectionError) or auth.refused(e)):
-            raise
-        raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there, or one that refused "
-                              f"this driver ({redact(str(e)).strip().splitlines()[0]}); start one with `ray start "
-                              f"--head`, or drop --address to start a local Ray instance; {auth.HOW}") from None
+    except Exception as e:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, or Ray did not come up
+        if isinstance(e, ConnectionError) or auth.refused(e):  # nothing there, or a cluster that wants its token
+            raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there, or one that "
+                                  f"refused this driver ({redact(str(e)).strip().splitlines()[0]}); start one with "
+                                  f"`ray start --head`, or drop --address to start a local Ray instance; "
+                                  f"{auth.HOW}") from None
+        # its node timed out under load, a process died
+        ray.shutdown()  # what it started of itself
+        raise _NotStarted((redact(str(e)).strip().splitlines() or [type(e).__name__])[0][:300]) from None
     return ray.cluster_resources()
+
+
+class _NotStarted(RuntimeError):
+    """ray.init raised: Ray's start failed (ray/_private/node.py waits 30 s for its raylet, then gives up)."""
+
+
+def _not_started(p: Prepared, why: str) -> NoReturn:
+    """Ray's start failed before this run claimed or wrote anything: one line, exit 2, and the command to run again
+    (--resume's where the study was claimed by an earlier run)."""
+    cmd = resume_command(p.opts) if p.opts.resume else [sys.executable, *(redact(a) for a in p.opts.argv)]
+    what = f"joining the Ray cluster at --address {p.opts.address} failed" if p.opts.address else "Ray did not start"
+    fail(f"{p.plan.name}: {what} ({redact(why)}); nothing of this run was written. A loaded machine can make Ray's "
+         f"start time out: {'continue' if p.opts.resume else 'start it again'} with: {shlex.join(cmd)}"
+         + ("" if p.opts.address else "; or start Ray beforehand (`ray start --head`) and pass --address auto"))
 
 
 
@@ -172,6 +189,8 @@ def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
         interrupted("starting Ray", p)
     except StudyInputError as e:
         fail(str(e))
+    except _NotStarted as e:
+        _not_started(p, str(e))
     try:
         yield res
     except BaseException:

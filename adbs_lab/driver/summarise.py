@@ -102,9 +102,9 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
           + "".join(f", {Path(a).name}" for a in extra) + ")")
     if out.pareto:  # last, where a reader looks for what the study found
         print("\n" + "\n".join(pareto.front_lines(out.pareto)))
-    said = comparisons.sentences(out.table.attrs.get("comparisons") or [])
+    said = comparisons.opening(out.table.attrs.get("comparisons") or [])[:-1]  # the family's heading, a verdict each
     if said:  # and what it concludes, each comparison's verdict (docs/statistics.md)
-        print("\nverdicts (all true together with probability at least 95%; docs/statistics.md):\n" + "\n".join(said))
+        print("\n" + "\n".join(said))
     if auto is not None and p.looks is not None:  # why a --seeds auto study stopped where it did
         from adbs_lab.search.auto_seeds import end_line
 
@@ -113,7 +113,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     if premise:  # last before where the runs are: whether pruning on base accuracy was sound
         print("\n" + "\n".join(premise))
     print(f"MLflow: experiment '{p.opts.experiment(plan.name)}', parent run {tracker.parent_run_id}")
-    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri)}")
+    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.opts.storage)}")
     if out.code != OK:
         _print_failed(p, recs, counts)
     return out

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ray.tune import Callback
 
+from adbs_lab.driver import reruns
+from adbs.light import pause_point
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.attempts import identity
 from adbs_lab.search import tune_staging
 from adbs_lab.stores.tracking_store import (
     EXPERIMENT_KIND,
@@ -34,12 +37,12 @@ from adbs_lab.stores.tracking_store import (
     TABLE_MD,
     VIEW_TAG,
     _Patient,
-    artifact_root,
     load_runs,
     note_with_table,
     runs_view,
 )
 from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
+from adbs_lab.stores.paths import artifact_root
 from adbs.redaction import redact, reveal
 from adbs_lab.records.objectives import from_tag
 from adbs_lab.records.tune_keys import LAB_KEYS, SEED_KEY, describe, trial_config
@@ -65,7 +68,7 @@ class MlflowTracker(Callback):
                  description: str = "", experiment: str | None = None) -> None:
         """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch);
         `experiment`: its MLflow experiment (default `study`; StudyOptions.experiment: `<study>-smoke` for --smoke);
-        `storage`: the study's --storage, where a database store's artifacts go (tracking_store.artifact_root);
+        `storage`: the study's --storage, where a database store's artifacts go (adbs_lab/stores/paths.py: artifact_root);
         `description`: the parent run's description (Markdown), shown by the MLflow UI above its details."""
         self.uri, self.study, self.folder, self.study_dir = uri, study, folder, Path(study_dir)
         self.experiment = experiment or study
@@ -215,31 +218,18 @@ class MlflowTracker(Callback):
     def on_step_begin(self, iteration, trials, **info) -> None:
         """Once per fit: runs of trials that Tune does not know. A driver killed after a trial started (its run
         made and recorded here) but before Tune saved its state comes back without that trial, and --resume runs
-        its configuration again as another trial (adbs_lab/search/searcher.py: _requeue_orphans); the first run would stay
-        RUNNING with part of the metrics beside the new one (bench/load.py --kill). It is closed as KILLED, state
-        INTERRUPTED, tagged adbs.orphaned, and moved out of the trial map."""
+        its configuration again as another trial (adbs_lab/search/searcher.py: _adopt_orphans); the first run would
+        stay RUNNING with part of the metrics beside the new one (bench/load.py --kill). It is closed as KILLED, state
+        INTERRUPTED, tagged adbs.orphaned, moved out of the trial map, and marked superseded when its trial's rerun
+        starts (adbs_lab/driver/reruns.py)."""
         self.flush_waiting()
         if getattr(self, "_orphans_checked", True):
             return
         self._orphans_checked = True
-        known = {t.trial_id for t in trials}
-        lost = {tid: self._runs["trials"].pop(tid) for tid in list(self._runs["trials"]) if tid not in known}
-        # a run made in the store whose id the driver died before recording (killed between create_run and _save)
-        mapped = set(self._runs["trials"].values()) | set(lost.values())
-        for run in self.client.search_runs([self.experiment_id], f"tags.`mlflow.parentRunId` = '{self.parent_run_id}'"
-                                           " and attributes.status = 'RUNNING'", max_results=10000):
-            tid = run.data.tags.get("adbs.trial_id", run.info.run_id)
-            if run.info.run_id not in mapped and tid not in known:
-                lost[tid] = run.info.run_id
-        for tid, run_id in lost.items():
-            self._runs.setdefault("orphaned", {})[tid] = run_id
-            self._runs.get("ended", {}).pop(tid, None)
-            self.client.set_tag(run_id, "adbs.state", K.INTERRUPTED)
-            self.client.set_tag(run_id, "adbs.orphaned", "started by a driver that was killed before Ray Tune saved "
-                                "this trial; --resume ran its configuration again as another trial")
-            self.client.set_terminated(run_id, status="KILLED")
-        if lost:
+        if reruns.close_orphans(self.client, self.experiment_id, self.parent_run_id, self._runs,
+                                {t.trial_id for t in trials}):
             self._save()
+        self._awaiting = reruns.awaiting_rerun(self.client, self._runs)
 
     # -- trial runs ------------------------------------------------------------------
     def trial_run_id(self, trial_id: str) -> str | None:
@@ -273,6 +263,8 @@ class MlflowTracker(Callback):
         self.client.log_batch(run.info.run_id, params=params)
         self._log_trial_artifacts(run.info.run_id, config=cfg.to_dict())
         self._runs["trials"][trial.trial_id] = run.info.run_id
+        reruns.supersede(self.client, self._runs, getattr(self, "_awaiting", {}),  # the attempt a killed driver left
+                         identity(tags["adbs.optuna_trial"], tags["adbs.label"], cfg.seed), run.info.run_id)
         self._save()
 
     def _read_logged_steps(self, trial_id: str, run_id: str) -> None:
@@ -321,6 +313,8 @@ class MlflowTracker(Callback):
             points.extend(metrics)
             if time.monotonic() - since >= self.FLUSH_S:
                 self.flush(trial.trial_id)
+        if kind == K.KIND_BASE:
+            pause_point("base_session", seed=trial_config(trial.config).seed)
 
     def flush(self, trial_id: str | None = None) -> None:
         """Write the metric points waiting for one trial (or for all): a trial's points reach the store before
@@ -364,6 +358,7 @@ class MlflowTracker(Callback):
         self.flush(trial.trial_id)
         self._runs.setdefault("ended", {})[trial.trial_id] = state  # the tables' record (adbs_lab/study.py)
         self._save()
+        pause_point("writing_results", seed=trial_config(trial.config).seed)
         run_id = self.trial_run_id(trial.trial_id)
         if run_id is None:
             return
@@ -397,6 +392,10 @@ class MlflowTracker(Callback):
         if state == K.FAILED and not reason:
             reason = "the trial ended without a finite objective"
         self._end(trial, state, reason=reason)
+        looks = getattr(self.ends, "looks_taken", lambda: 0)()  # --seeds auto: the searcher took a look on its end
+        if looks > getattr(self, "_looks", 0):
+            self._looks = looks
+            pause_point("between_looks", seed=trial_config(trial.config).seed)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         # the full traceback (Tune's error file) goes to MLflow; the terminal shows its last line (adbs_lab/driver/progress.py)

@@ -20,7 +20,7 @@ from typing import Iterable, Literal, Sequence
 from adbs_lab.records import metrics_keys as K
 
 __all__ = ["Objective", "ObjectiveError", "CHOICES", "DEFAULT", "TAG", "parse", "effective", "texts", "PRUNERS", "PRUNED_ON",
-           "no_pruning", "pruner_problem", "from_tag"]
+           "no_pruning", "pruner_problem", "shadow_problem", "from_tag"]
 
 CHOICES = (
     "val_avg_acc", "val_last_acc", "val_pd", "val_last_base_acc", "val_last_novel_acc", "val_mean_base_acc",
@@ -144,6 +144,17 @@ def pruner_problem(given: Sequence[str], pruner: str) -> str | None:
             f"accuracy lags, and that accuracy is part of {PRUNED_ON} only, not of {str(given[0]).rpartition(':')[0]}, "
             f"so it would stop trials on a metric the study does not optimise; drop --pruner (every trial then runs "
             f"to the end), or search {PRUNED_ON}:max")
+
+
+def shadow_problem(pruner: str, share: float, typed: bool) -> str | None:
+    """Why a typed `--shadow-share` cannot go with `pruner`, or None: the share is of the trials the pruner stops
+    (adbs_lab/search/shadows.py), so with no pruner (none: given, the study's default, or set by --objectives) it
+    would change nothing, said or not."""
+    if pruner != "none" or not typed:
+        return None
+    return (f"--shadow-share {share:g}: this run prunes no trial (--pruner none: given, the study's default, or set by "
+            "--objectives), and the share is of the trials the pruner stops, which run on to the end as shadows; drop "
+            "--shadow-share, or pass --pruner auto (or median, halving, hyperband) where the study takes a pruner")
 
 
 def from_tag(tags: dict[str, str]) -> tuple[Objective, ...]:

@@ -19,6 +19,8 @@ import pandas as pd
 
 from adbs.config import FIELDS
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.attempts import standing
+from adbs_lab.records.config_values import MISSING, column
 from adbs_lab.records.metrics_keys import BOUNDARIES_KEY, EMBEDDINGS, EMBEDDINGS_KEY, OPTUNA_TRIAL_KEY
 
 __all__ = ["LABEL", "BASE_BOUNDARIES", "SHADOW", "is_shadow_report", "CONFIG_COLUMNS", "IDENT_COLUMNS", "TRIAL_COLUMNS",
@@ -100,6 +102,11 @@ class TrialRecord:
     shadow: bool = False
     """A shadow: pruned (state PRUNED), but it ran on to its end to measure the pruner (adbs_lab/search/shadows.py);
     its summary is kept in its row for that, and no table of results reads it (they read COMPLETE trials)."""
+    superseded_by: str | None = None
+    """The MLflow run of the rerun that replaced this attempt (tag adbs.superseded_by)."""
+    orphaned: bool = False
+    """An attempt a killed driver left behind (tag adbs.orphaned): no trial of the study, superseded or not
+    (adbs_lab/records/attempts.py: standing)."""
 
     def ident(self) -> dict[str, Any]:
         return {"trial_id": self.trial_id, "state": self.state, LABEL: self.label, "optuna_trial": self.optuna_trial,
@@ -111,7 +118,9 @@ def _flat(v: Any) -> Any:
 
 
 def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sessions, trials) DataFrames: the one schema of sessions.parquet and trials.parquet."""
+    """(sessions, trials) DataFrames: the one schema of sessions.parquet and trials.parquet. A config column holds
+    each trial's value as it is, None included, and MISSING where a record lacks the field
+    (adbs_lab/records/config_values.py: column; pandas alone would read [80, None] as [80.0, NaN])."""
     session_rows, trial_rows = [], []
     for r in records:
         ident = r.ident()
@@ -124,7 +133,17 @@ def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
                            "finished_at": r.finished_at, **summary, "error": r.error,
                            K.WARNING: r.warning if r.state == K.COMPLETE else "", BASE_BOUNDARIES: r.base_boundaries,
                            EMBEDDINGS: r.embeddings, SHADOW: r.shadow})
-    return pd.DataFrame(session_rows), pd.DataFrame(trial_rows)
+    return _exact(session_rows), _exact(trial_rows)
+
+
+def _exact(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as a frame, each config column made by config_values.column from the rows' own values."""
+    frame = pd.DataFrame(rows)
+    for k in (k for k in CONFIG_COLUMNS if k in frame):
+        # pandas keeps every value of an object column as it is (an absent key NaN), and a None elsewhere is a NaN
+        if frame[k].dtype != object and frame[k].hasnans:
+            frame[k] = column([row.get(k, MISSING) for row in rows], frame.index)
+    return frame
 
 
 def is_shadow_report(state: str, result: dict | None) -> bool:
@@ -142,13 +161,14 @@ def base_boundaries(boundaries_json: str | None) -> str | None:
 
 
 def from_results(results, *, varying: list[str], runs: dict[str, Any]) -> list[TrialRecord]:
-    """The records of Ray Tune's results (`runs`: the study's runs file, adbs_lab/driver/tracker.py). A trial Tune made
-    but that never reported (the study was stopped as it was about to start) has no config in its Result (Tune
-    reads it back from the trial's result.json): it never ran, so it has no record and counts as unfinished."""
+    """The records of Ray Tune's results (`runs`: the study's runs file, adbs_lab/driver/tracker.py), one per trial
+    (adbs_lab/records/attempts.py: standing, the rule every reader of trials applies). A trial Tune made but that
+    never reported (the study was stopped as it was about to start) has no config in its Result (Tune reads it back
+    from the trial's result.json): it never ran, so it has no record and counts as unfinished."""
     from adbs_lab.records.tune_keys import CONFIG_KEY
 
-    return [from_tune(r, varying=varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
-            for r in results if CONFIG_KEY in (r.config or {})]
+    return standing([from_tune(r, varying=varying, run_ids=runs["trials"], ended=runs.get("ended", {}))
+                     for r in results if CONFIG_KEY in (r.config or {})])
 
 
 def from_tune(result, *, varying: list[str], run_ids: dict[str, str], ended: dict[str, str]) -> TrialRecord:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from adbs_lab.records.value_text import label
+
 if TYPE_CHECKING:
     from adbs.config import Config
 
@@ -28,7 +30,8 @@ def trial_config(config: dict[str, Any]) -> Config:
 
 
 def describe(config: dict[str, Any], varying: list[str]) -> str:
-    """Run name that says what differs between trials, e.g. `alpha=0.05 seed=2`."""
+    """Run name that says what differs between trials, e.g. `alpha=0.05 seed=2`; a value as value_text.label
+    writes it (`base_images_per_class=None`, `alpha=0.012345678` where 0.01235 would be another value's too)."""
     parts = []
     for k in varying:
         if k not in config:
@@ -38,12 +41,6 @@ def describe(config: dict[str, Any], varying: list[str]) -> str:
             parts.append(str(v))
         elif k == SEED_KEY:
             parts.append(f"seed={v}")
-        else:
-            parts.append(f"{k}={_fmt(v)}")
+        else:  # the label is the row's identity in every table (adbs_lab/results/tables.py groups by it)
+            parts.append(f"{k}={label(v)}")
     return " ".join(parts) or "trial"
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)

@@ -1,9 +1,9 @@
 """The comparisons of a table across tasks: for `studies/report.py A B ...` over datasets or hosts (and
 `studies/report.py hosts`, one study of several hosts or k-shot cells), each comparison
 of the verdict family (adbs_lab/results/comparisons.py: the pairs the table gave verdicts) that ran in two or more
-tasks gets the interquartile mean of each side and the paired probability of improvement, with stratified-bootstrap
-intervals (adbs_lab/stats/aggregate.py; Agarwal et al. 2021, "Deep reinforcement learning at the edge of the
-statistical precipice").
+tasks gets, over its tasks, the per-seed differences X - Y (their interquartile mean and the mean of the task
+means) and the paired probability of improvement, each with its interval (adbs_lab/stats/aggregate.py; after
+Agarwal et al. 2021, "Deep reinforcement learning at the edge of the statistical precipice").
 
 **What a task is.** A comparison X vs Y of the family is the same comparison in several tasks when only the setting
 it ran in differs:
@@ -19,8 +19,9 @@ it ran in differs:
 - a comparison between rows of two different studies (--reference across studies) is a task of its own.
 
 The values are the last session's value of the table's metric per seed, of the complete trials (the verdicts'
-values: comparisons.seed_values); a diverged or failed seed has none and is left out of both statistics, and
-named under its comparison (`left_out`).
+values: comparisons.seed_values), paired seed by seed within a task; a diverged or failed seed has none and is left
+out, and named under its comparison (`left_out`). A task with fewer than MIN_RUNS paired runs is left out of the
+statistics and named in one line (`Across.short`): its spread is unknown, and it would neither widen nor test them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from adbs.cells import number
 from adbs_lab.records.metrics_keys import COMPLETE
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.results.comparisons import ALPHA, Pair, seed_values
-from adbs_lab.stats.aggregate import FEW_RUNS, Interval, improvement_interval, iqm_interval
+from adbs_lab.stats.aggregate import (MIN_RUNS, Interval, differences, improvement_interval, iqm_difference,
+                                      mean_difference, wins_ties)
 
 __all__ = ["WITHOUT", "Across", "task_of", "groups", "across", "left_out", "names", "lines", "table_lines"]
 
@@ -79,37 +81,60 @@ def groups(pairs: Sequence[Pair]) -> dict[Pair, list[tuple[str, Pair]]]:
 
 @dataclass(frozen=True)
 class Across:
-    """One comparison over its tasks: the IQM of each side, the paired probability of improvement."""
+    """One comparison over its tasks: the per-seed differences X - Y (their IQM and the mean of the task means) and
+    the paired probability of improvement, over the tasks with at least MIN_RUNS paired runs."""
 
     key: Pair
     tasks: tuple[str, ...]
-    iqm_x: Interval
-    iqm_y: Interval
-    improvement: Interval
+    """The tasks the statistics are over (at least MIN_RUNS paired runs each)."""
+    iqm: Interval | None
+    """The IQM of the per-seed differences X - Y pooled over `tasks`; None with fewer than 2 such tasks."""
+    mean: Interval | None
+    """The mean over `tasks` of each task's mean difference X - Y."""
+    improvement: Interval | None
+    """The paired probability of improvement P(X > Y) over `tasks`."""
     m: int
-    """How many comparisons across tasks the intervals are adjusted over (Bonferroni)."""
+    """How many comparisons across tasks the intervals are adjusted over (Bonferroni): those with statistics."""
     left_out: str = ""
     """The runs of its rows the statistics left out, each named with its task and why (`left_out`); "" if none."""
+    short: tuple[tuple[str, int], ...] = ()
+    """(task, its paired runs) of the tasks left out for fewer than MIN_RUNS paired runs."""
+    ties: int = 0
+    """Paired runs of `tasks` where X and Y are equal."""
+
+
+def _paired(x: dict, y: dict) -> tuple[list[float], list[float]]:
+    both = sorted(set(x) & set(y))
+    return [x[s] for s in both], [y[s] for s in both]
 
 
 def across(pairs: Sequence[Pair], sessions: pd.DataFrame, trials: pd.DataFrame | None,
            metric: str = "test_acc", label: str = LABEL, alpha: float = ALPHA) -> list[Across]:
     """Every comparison of the family `pairs` (the table's: `table.attrs["comparisons"]`) that ran in two or more
-    tasks, its intervals at 1 - alpha/m for the m such comparisons (Bonferroni, as the table's verdicts)."""
+    tasks. A task with fewer than MIN_RUNS paired runs is left out (`short`); a comparison left with fewer than two
+    tasks has no statistics, and the others' intervals are at 1 - alpha/m for the m comparisons that have them
+    (Bonferroni, as the table's verdicts: a comparison that cannot have an interval claims nothing)."""
     many = {k: v for k, v in groups(pairs).items() if len(v) > 1}
     if not many or sessions.empty:
         return []
     values, states = seed_values(sessions, trials, metric, label)
-    level = 1 - alpha / len(many)
+    kept: dict[Pair, list[tuple[str, tuple[list[float], list[float]]]]] = {}
+    short: dict[Pair, tuple[tuple[str, int], ...]] = {}
+    for key, where in many.items():
+        paired = [(task, _paired(values.get(p[0], {}), values.get(p[1], {}))) for task, p in where]
+        runs = [(task, int(differences([xy])[0].size)) for task, xy in paired]
+        kept[key] = [(task, xy) for (task, xy), (_, n) in zip(paired, runs) if n >= MIN_RUNS]
+        short[key] = tuple((task, n) for task, n in runs if n < MIN_RUNS)
+    m = sum(len(k) >= 2 for k in kept.values())
+    level = 1 - alpha / max(m, 1)
     out = []
     for key, where in many.items():
-        xs = [values.get(p[0], {}) for _, p in where]
-        ys = [values.get(p[1], {}) for _, p in where]
-        paired = [([x[s] for s in sorted(set(x) & set(y))], [y[s] for s in sorted(set(x) & set(y))])
-                  for x, y in zip(xs, ys)]
-        out.append(Across(key, tuple(t for t, _ in where), iqm_interval([list(x.values()) for x in xs], level),
-                          iqm_interval([list(y.values()) for y in ys], level), improvement_interval(paired, level),
-                          len(many), left_out(key, where, values, states)))
+        use = [xy for _, xy in kept[key]] if len(kept[key]) >= 2 else None
+        out.append(Across(key, tuple(t for t, _ in kept[key]), iqm_difference(use, level) if use else None,
+                          mean_difference(use, level) if use else None,
+                          improvement_interval(use, level) if use else None, m,
+                          left_out(key, where, values, states), short[key],
+                          int(wins_ties(use)[1].sum()) if use else 0))
     return out
 
 
@@ -131,11 +156,20 @@ def left_out(key: Pair, where: Sequence[tuple[str, Pair]], values: dict, states:
     return "; ".join(said)
 
 
-def _iv(i: Interval, confidence: str) -> str:
-    per = ", ".join(str(r) for r in i.runs)
+def _ends(i: Interval, signed: bool) -> str:
+    """The interval's ends to 2 decimals, rounded outward (the printed interval holds the computed one)."""
+    lo, hi = math.floor(i.lo * 100 + 1e-9) / 100, math.ceil(i.hi * 100 - 1e-9) / 100
+    return f"{lo:+.2f} to {hi:+.2f}" if signed else f"{lo:.2f} to {hi:.2f}"
+
+
+def _iv(i: Interval, confidence: str, signed: bool = True) -> str:
     if not (math.isfinite(i.lo) and math.isfinite(i.hi)):
-        return f"{number(i.estimate)} (no interval; n={i.n}: {per} per task)"
-    return f"{i.estimate:.2f} ({confidence} CI {i.lo:.2f} to {i.hi:.2f}; n={i.n}: {per} per task)"
+        return f"{number(i.estimate, signed=signed)} (no interval)"
+    return f"{number(i.estimate, signed=signed)} ({confidence} CI {_ends(i, signed)}, {i.method})"
+
+
+def _runs(i: Interval) -> str:
+    return f"n={i.n}: {', '.join(str(r) for r in i.runs)} per task"
 
 
 def names(key: Pair) -> Pair:
@@ -143,28 +177,45 @@ def names(key: Pair) -> Pair:
     return (f"with {key[0]}", WITHOUT) if key[1] == WITHOUT else key
 
 
+def _ties(k: int) -> str:
+    """How the probability of improvement counted ties (seeds where X and Y are equal), said where there were."""
+    if not k:
+        return ""
+    return (f"; {k} tie{'s' * (k != 1)}: half a win in the estimate, a loss for the lower end and a win for the "
+            "upper")
+
+
+def _comparison(r: Across, confidence: str) -> list[str]:
+    """One comparison's lines: the differences, the probability of improvement, what was left out."""
+    x, y = names(r.key)
+    short = "; ".join(f"{task} ({n} run{'s' * (n != 1)})" for task, n in r.short)
+    said = [f"    left out (no value to compare): {r.left_out}"] if r.left_out else []
+    if r.iqm is None or r.mean is None or r.improvement is None:
+        return [f"  {x} vs {y}: fewer than 2 tasks with at least {MIN_RUNS} paired runs; no statistics across tasks"
+                + (f" (left out: {short})" if short else "")] + said
+    out = [f"  {x} vs {y} over {len(r.tasks)} tasks ({', '.join(r.tasks)}):",
+           f"    {x} - {y} per seed, paired within its task: IQM {_iv(r.iqm, confidence)}; mean of the task means "
+           f"{_iv(r.mean, confidence)}; {_runs(r.iqm)}",
+           f"    paired P({x} > {y}) per seed, averaged over tasks: {_iv(r.improvement, confidence, signed=False)}; "
+           f"{_runs(r.improvement)}{_ties(r.ties)}"]
+    if short:
+        out.append(f"    left out (fewer than {MIN_RUNS} paired runs): {short}")
+    return out + said
+
+
 def lines(results: Sequence[Across], metric: str = "test_acc", alpha: float = ALPHA) -> list[str]:
-    """The lines report.py prints under the table (and report.md holds): the method, three lines per comparison,
-    and a warning where a task has fewer than FEW_RUNS runs."""
+    """The lines report.py prints under the table (and report.md holds): the method, then per comparison its
+    differences, its paired probability of improvement and what was left out."""
     if not results:
         return []
     m = results[0].m
     out = [f"across tasks (last-session {metric.replace('_', ' ')}; each study run, and each host or k-shot cell "
-           f"within it, is a task; IQM: interquartile mean of all runs; P(X > Y): per task the share of shared seeds "
-           f"where X beats Y, ties half, averaged over tasks; stratified bootstrap over seeds within tasks"
-           f"{f', Bonferroni over {m} comparisons' if m > 1 else ''}; Agarwal et al. 2021; docs/statistics.md):"]
+           f"within it, is a task; a run is a seed both rows completed, taken as its difference X - Y within its "
+           f"task (tasks at different levels are not pooled); a task with fewer than {MIN_RUNS} paired runs is left "
+           f"out{f'; Bonferroni over {m} comparisons' if m > 1 else ''}; docs/statistics.md):"]
     confidence = f"{1 - alpha:.0%}"
     for r in results:
-        x, y = names(r.key)
-        out.append(f"  {x} vs {y} over {len(r.tasks)} tasks ({', '.join(r.tasks)}):")
-        out.append(f"    IQM {x}: {_iv(r.iqm_x, confidence)}; IQM {y}: {_iv(r.iqm_y, confidence)}")
-        out.append(f"    P({x} > {y}) = {_iv(r.improvement, confidence)}, paired seeds")
-        if r.left_out:
-            out.append(f"    left out (no value to compare): {r.left_out}")
-        few = min((n for i in (r.iqm_x, r.iqm_y, r.improvement) for n in i.runs), default=0)
-        if few < FEW_RUNS:
-            out.append(f"    warning: fewer than {FEW_RUNS} runs per task (the fewest: {few}); with 3 runs per task "
-                       f"these intervals cover 91-93% where they claim 95% (docs/statistics.md)")
+        out += _comparison(r, confidence)
     return out
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from adbs.cells import MISSING, finite, mean_ci
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.config_values import texts
 
 NOT_SWEPT = ("seed", "split_seed", "trial_id", "state", "optuna_trial", "mlflow_run_id", "session")
 """Columns that differ between trials without being what a row is about."""
@@ -41,7 +42,8 @@ def _key(v: Any) -> tuple:
 
 
 def swept_columns(frame: pd.DataFrame, label: str) -> list[str]:
-    """The config columns whose value differs between rows (seeds and bookkeeping columns left out)."""
+    """The config columns whose value differs between rows (seeds and bookkeeping columns left out; None is a value:
+    adbs_lab/records/config_values.py)."""
     if frame.empty or label not in frame:
         return []
     first = frame.drop_duplicates(label)
@@ -50,7 +52,7 @@ def swept_columns(frame: pd.DataFrame, label: str) -> list[str]:
         if c in NOT_SWEPT or c == label or c in K.SESSION_METRICS:
             continue
         try:
-            if first[c].astype(str).nunique() > 1:
+            if texts(first[c]).nunique() > 1:
                 out.append(c)
         except TypeError:  # unhashable cells: not a config value
             continue

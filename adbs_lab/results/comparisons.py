@@ -25,15 +25,17 @@ import pandas as pd
 
 from adbs.cells import duration, number
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.config_values import texts
 from adbs_lab.records.trial_records import LABEL
 from adbs_lab.search.auto_seeds import differences
 from adbs_lab.stats import planner
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts, half_width, printed_ends, welch, wording
+from adbs_lab.stats.verdicts import (CONSERVATIVE_BELOW, TOUCH, Label, Verdict, can_have_interval, family_verdicts,
+                                    half_width, printed_ends, welch, wording)
 
 __all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
-           "sentence", "sentences", "plan_lines", "row_seconds", "cell", "cell_text", "ends", "note", "best_standing",
-           "seed_values"]
+           "sentence", "sentences", "family_heading", "opening", "plan_lines", "row_seconds", "cell", "cell_text",
+           "ends", "note", "best_standing", "seed_values"]
 
 ALPHA = 0.05
 """The family's error rate: every verdict of a table is true together with probability at least 1 - ALPHA."""
@@ -92,6 +94,8 @@ class Compared:
     """The planned looks of a study that added seeds in batches (--seeds auto); None: one look at the seeds run."""
     paired: bool = True
     """False: the rows ran different seeds or different data, and the interval is Welch's over each row's values."""
+    metric: str = "test_acc"
+    """The session metric compared (its last session's value per seed): a table on another one is another family."""
 
     @property
     def resolved(self) -> bool:
@@ -148,26 +152,40 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
     Rows of one study ran the same seed numbers, each an independent replication, so their differences are paired
     seed by seed (valid even where the rows' data differ, e.g. a 10-way row against a 5-way reference: the seeds'
     differences are still independent and alike). `across`: the rows come from several studies (studies/report.py
-    A B), and they pair only where they ran the same seeds on the same data; otherwise Welch (unpaired)."""
+    A B), and they pair only where they ran the same seeds on the same data; otherwise Welch (unpaired); and the
+    family is the comparisons that can have an interval (`_family_size`)."""
     if not pairs or sessions.empty or "seed" not in sessions:  # no seeds, no pairs
         return []
     values, states = seed_values(sessions, trials, metric, label)
     unpaired = [p for p in pairs if across and not _pairable(p, values, trials, label)]
-    diffs, why = {}, {}
+    diffs, why, sides = {}, {}, {}
     for pair in (p for p in pairs if p not in unpaired):
         diffs[name(pair)], why[name(pair)] = _differences(pair, values, states)
-    verdicts = family_verdicts(diffs, looks.alpha if looks else alpha, delta, looks, m=len(pairs))
     for pair in unpaired:  # different seeds or data: Welch over each row's own values
-        a, b = ([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
-        verdicts[name(pair)] = welch(a, b, alpha, len(pairs), delta)
+        sides[name(pair)] = tuple([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
         why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
+    m = _family_size(diffs, sides) if across else len(pairs)
+    verdicts = family_verdicts(diffs, looks.alpha if looks else alpha, delta, looks, m=m)
+    for n, (a, b) in sides.items():
+        verdicts[n] = welch(a, b, alpha, m, delta)
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
     # planned as a study of fixed size (all of α at one look): what a new run with that many seeds would need; a
     # --seeds auto study that stopped at its cap has no later look to plan for
-    plans = planner.plan_family(open_, delta, alpha, m=len(pairs))
+    plans = planner.plan_family(open_, delta, alpha, m=m)
     return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]
                                                           if pair not in unpaired else why[name(pair)]),
-                     len(pairs), delta, plans.get(name(pair)), looks, paired=pair not in unpaired) for pair in pairs]
+                     m, delta, plans.get(name(pair)), looks, paired=pair not in unpaired, metric=metric)
+            for pair in pairs]
+
+
+def _family_size(diffs: Mapping[str, Sequence[float]], sides: Mapping[str, tuple[Sequence[float], ...]]) -> int:
+    """The comparisons of a table across studies that can have an interval (verdicts.can_have_interval: enough
+    finite pairs, or finite runs on each side of an unpaired one): the Bonferroni family. One that cannot is not
+    resolved whatever the level, claims nothing, and would only widen the others (a one-seed k-shot cell, say);
+    at least 1."""
+    finite = [sum(math.isfinite(v) for v in d) for d in diffs.values()]
+    finite += [min(sum(math.isfinite(v) for v in side) for side in ab) for ab in sides.values()]
+    return max(1, sum(can_have_interval(n) for n in finite))
 
 
 DATA_KEYS = ("dataset", "ways", "shots", "sessions", "index_list")
@@ -183,7 +201,7 @@ def _pairable(pair: Pair, values: dict, trials: pd.DataFrame | None, label: str)
     keys = [k for k in DATA_KEYS if trials is not None and k in trials]
     if trials is None or label not in trials or not keys:
         return True
-    of = [trials.loc[trials[label] == r, keys].astype(str).drop_duplicates() for r in pair]
+    of = [pd.DataFrame({k: texts(trials.loc[trials[label] == r, k]) for k in keys}).drop_duplicates() for r in pair]
     return len(of[0]) == len(of[1]) == 1 and of[0].iloc[0].tolist() == of[1].iloc[0].tolist()
 
 
@@ -204,9 +222,11 @@ def _n_text(c: Compared) -> str:
     return ", ".join([f"n={v.n}"] + [f"{k} {why}" for why, k in sorted(c.left_out.items())] + reached)
 
 
-def sentence(c: Compared, metric: str = "test_acc") -> str:
+def sentence(c: Compared, metric: str | None = None) -> str:
     """One line a researcher can quote: "adb+ic vs baseline: -3.40 points in the last session (95% CI -5.30 to
-    -1.50, Bonferroni over 5 comparisons; paired, n=3): worse"."""
+    -1.50, Bonferroni over 5 comparisons; paired, n=3): worse"; the metric named where it is not test_acc
+    (`metric`, default the comparison's own)."""
+    metric = c.metric if metric is None else metric
     v = c.verdict
     what = f"{number(v.estimate, signed=True)} points" if math.isfinite(v.estimate) else "no paired seed"
     where = "in the last session" + ("" if metric == "test_acc" else f" ({metric})")
@@ -214,10 +234,23 @@ def sentence(c: Compared, metric: str = "test_acc") -> str:
         return f"{name(c.pair)}: {what} {where} ({_n_text(c)}: fewer than 2 pairs, no interval): {verdict_text(c)}"
     adjusted = [f"Bonferroni over {c.m} comparisons"] if c.m > 1 else []
     adjusted += [f"α spent over {len(c.looks.sizes)} looks"] if c.looks is not None else []
-    how = "paired" if c.paired else "unpaired (Welch: the rows ran different seeds or data)"
+    how = "paired" if c.paired else "unpaired (Welch: the rows ran different seeds or data" + (
+        f"; conservative df = {v.n - 1}: a side has fewer than {CONSERVATIVE_BELOW} runs)" if v.conservative_df
+        else ")")
     lo, hi = ends(c)
     return (f"{name(c.pair)}: {what} {where} ({_confidence(c)} CI {lo} to {hi}"
-            f"{''.join(', ' + a for a in adjusted)}; {how}, {_n_text(c)}): {verdict_text(c)}")
+            f"{''.join(', ' + a for a in adjusted)}; {how}, {_n_text(c)}): {verdict_text(c)}{_tost(v)}")
+
+
+def _tost(v: Verdict) -> str:
+    """What an equivalence verdict read off the displayed 1 - a interval is: two one-sided tests at a/2 each
+    (Schuirmann 1987), twice as strict as equivalence alone needs (the 1 - 2a interval would do): kept so that one
+    interval gives every verdict (docs/statistics.md)."""
+    if v.verdict is not Label.EQUIVALENT:
+        return ""
+    a = 1 - v.level
+    return (f" (the two one-sided tests read off this interval are each at {a / 2:.2%}: twice as strict as "
+            f"equivalence alone needs, {a:.2%}; docs/statistics.md)")
 
 
 def ends(c: Compared) -> tuple[str, str]:
@@ -240,8 +273,31 @@ def _confidence(c: Compared) -> str:
     return f"{1 - (c.looks.alpha if c.looks is not None else ALPHA):.0%}"
 
 
-def sentences(compared: Sequence[Compared], metric: str = "test_acc") -> list[str]:
+def sentences(compared: Sequence[Compared], metric: str | None = None) -> list[str]:
     return [sentence(c, metric) for c in compared]
+
+
+def family_heading(compared: Sequence[Compared]) -> str:
+    """The line that opens a table's verdicts and names their family: which comparisons hold together (one table on
+    one metric; the family across studies counts only the comparisons that can have an interval), so that verdicts
+    of two tables, or of one table on two metrics (report.py --metric, studies/paper.py's parts), are not read as
+    holding together."""
+    c = compared[0]
+    k, m = len(compared), c.m
+    which = f"the {k} comparison{'s' * (k != 1)} of this table" + (
+        f" ({m} of which can have an interval: the Bonferroni family)" if k != m else "")
+    return (f"verdicts, one family: {which} on the last session's {c.metric}, all true together with probability at "
+            f"least {_confidence(c)}; a verdict of another table, or of this table on another metric, is of another "
+            "family (docs/statistics.md):")
+
+
+def opening(compared: Sequence[Compared], markdown: bool = False) -> list[str]:
+    """A table's opening lines: the family's heading, one sentence per comparison (bullets in Markdown), a blank
+    line; none without comparisons."""
+    if not compared:
+        return []
+    said = sentences(compared)
+    return [family_heading(compared)] + ([f"- {x}" for x in said] if markdown else said) + [""]
 
 
 def row_seconds(trials: pd.DataFrame | None, label: str = LABEL) -> dict[str, float]:
@@ -309,20 +365,33 @@ _BELOW = (Label.WORSE, Label.WORSE_SMALL)
 
 def best_standing(best: str, compared: Sequence[Compared]) -> tuple[bool, list[str]]:
     """Whether the verdicts resolve `best` (the row with the best mean objective) as best, and otherwise the rows it
-    cannot be told from: those compared with it (or with its reference, when it is not compared with them) whose
-    verdict is not a resolved difference. Resolved: `best` is better than every row it is compared with, or worse
-    than none of them and every other row is worse than it. No comparisons: (True, [])."""
+    cannot be told from. A row is resolved below `best` by their own comparison (best better, or the row worse), or
+    through a reference both are compared with: best - row = (best - ref) - (row - ref), so where best's interval
+    against ref lies wholly above the row's (lo of one above hi of the other) best is the better, with the family's
+    guarantee (both intervals cover together). Resolved: every other row is below `best`. Otherwise the rows neither
+    below it nor resolved above it, however they are connected to it (two rows both better than a shared reference
+    are not told apart by that). No comparisons: (True, [])."""
     if not compared:
         return True, []
-    against = {c.pair[1]: c.verdict.verdict for c in compared if c.pair[0] == best}
-    beaten = {c.pair[0]: c.verdict.verdict for c in compared if c.pair[1] == best}
     rows = {r for c in compared for r in c.pair} - {best}
-    ok = all(v in _ABOVE for v in against.values()) and all(v in _BELOW for v in beaten.values()) \
-        and rows <= set(against) | set(beaten)
-    if ok:
-        return True, []
-    tied = [r for r, v in {**against, **beaten}.items() if v not in _ABOVE + _BELOW]
-    for ref in against:  # rows compared only with best's reference, and not resolved there either
-        tied += [c.pair[0] for c in compared if c.pair[1] == ref and c.pair[0] not in tied and c.pair[0] != best
-                 and c.verdict.verdict not in _ABOVE + _BELOW]
-    return False, sorted(set(tied))
+    below: set[str] = set()
+    above: set[str] = set()
+    for c in compared:
+        if best in c.pair:
+            other = c.pair[1] if c.pair[0] == best else c.pair[0]
+            sign = 1 if c.pair[0] == best else -1  # best - other has the verdict's sign (or its opposite)
+            if c.verdict.verdict in (_ABOVE if sign > 0 else _BELOW):
+                below.add(other)
+            elif c.verdict.verdict in (_BELOW if sign > 0 else _ABOVE):
+                above.add(other)
+    against = {c.pair[1]: c.verdict for c in compared if c.pair[0] == best}
+    for c in compared:
+        row, ref = c.pair
+        if row == best or ref not in against or row in below | above:
+            continue
+        if against[ref].lo - c.verdict.hi > TOUCH:  # NaN (no interval) resolves nothing
+            below.add(row)
+        elif against[ref].hi - c.verdict.lo < -TOUCH:
+            above.add(row)
+    ok = rows <= below
+    return ok, [] if ok else sorted(rows - below - above)

@@ -21,9 +21,11 @@ from adbs.config import ConfigError, canonical, coerce
 from adbs_lab.results import compare
 from adbs_lab.results import comparisons
 from adbs_lab.stats.looks import Looks
+from adbs_lab.records import attempts
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
 from adbs_lab.results import run_files
+from adbs_lab.results.names import EXT
 from adbs_lab.records import trial_records
 from adbs_lab.results import tables
 from adbs_lab.records import metrics_keys as K
@@ -32,6 +34,7 @@ from adbs_lab.results.renderings import (
     render,
     render_plain,
 )
+from adbs_lab.records.config_values import write_parquet
 from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -202,13 +205,6 @@ def _config_value(key: str, raw: str) -> Any:
         return raw
 
 
-def _label(run) -> str:
-    tag = run.data.tags.get("adbs.label")
-    if tag is not None:
-        return tag
-    # The run name is describe(config, varying) with the seed last: the label is the rest.
-    words = [w for w in (run.info.run_name or "").split(" ") if not w.startswith("seed=")]
-    return " ".join(words) or "all"
 
 
 BULK_RUNS = 500
@@ -334,7 +330,8 @@ def histories_one_by_one(client, pairs: list[tuple[str, str]]) -> dict[tuple[str
 
 
 def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
-    """The study's nested runs as TrialRecords, from params, tags and metric histories."""
+    """The study's nested runs as TrialRecords, from params, tags and metric histories: one per trial, the attempt
+    that stands where --resume ran a trial again (adbs_lab/records/attempts.py: standing)."""
     runs = [r for r in trial_runs(client, parent) if r.data.tags.get("adbs.role", "trial") == "trial"]
 
     def order(r):  # the study's order: Optuna trial number (Tune's creation order), then start time
@@ -358,7 +355,8 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
                 per_session.setdefault(step, {})[K.LEGACY_NAMES.get(name, name)] = v
         base = history.get((r.info.run_id, K.BASE_PRUNE_VALUE), {})
         out.append(trial_records.TrialRecord(
-            trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state, label=_label(r),
+            trial_id=tags.get("adbs.trial_id", r.info.run_id), state=state,
+            label=attempts.run_label(tags, r.info.run_name),
             config={canonical(k): _config_value(canonical(k), v) for k, v in r.data.params.items()
                     if canonical(k) in CONFIG_COLUMNS},  # runs logged before a field was renamed
             optuna_trial=int(n) if n.isdigit() else None, mlflow_run_id=r.info.run_id,
@@ -370,8 +368,9 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
             error=tags.get("adbs.error"), warning=tags.get("adbs.warning", ""),
             base_boundaries=tags.get("adbs.base_boundaries"),
             embeddings=samples.get(r.info.run_id),
-            shadow=tags.get("adbs.shadow") == "true"))
-    return out
+            shadow=tags.get("adbs.shadow") == "true", superseded_by=tags.get(attempts.SUPERSEDED_BY),
+            orphaned=attempts.ORPHANED in tags))
+    return attempts.standing(out)
 
 
 def _state(run, live: bool) -> str:
@@ -617,9 +616,6 @@ def combined_notes(studies: list[Study]) -> list[str]:
 
 
 # -- everything at once ----------------------------------------------------------------------
-EXT = {"text": "txt", "markdown": "md", "latex": "tex", "csv": "csv"}
-
-
 def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table: pd.DataFrame, fmt: str, *,
                   caption: str, order: list[str] | None = None, notes: list[str] | tuple[str, ...] = ()
                   ) -> list[Path]:
@@ -627,8 +623,8 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "sessions.parquet", out / "trials.parquet"]
-    sessions.to_parquet(files[0], index=False)
-    trials.to_parquet(files[1], index=False)
+    for frame, file in zip((sessions, trials), files):  # as the study writes them (tables.write): every config value
+        write_parquet(frame, file, CONFIG_COLUMNS)
     for f in {"text", fmt}:
         p = out / f"table.{EXT[f]}"
         p.write_text(render(table, f, caption=caption, trials=trials, order=order, notes=notes) + "\n")

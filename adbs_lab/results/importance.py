@@ -33,6 +33,8 @@ import numpy as np
 import pandas as pd
 
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.config_values import column, missing, texts
+from adbs_lab.records.value_text import is_number, plain, text
 from adbs_lab.records.objectives import DEFAULT, Objective, OptunaDirection
 
 MIN_CONFIGS = 8
@@ -66,8 +68,8 @@ conditions, not knobs, and no importance ranks them (a 10-way row averages 4 ses
 
 
 def searched_params(trials: pd.DataFrame) -> list[str]:
-    """The config keys named in the row labels (`alpha=0.05 temperature=16`) whose values differ between trials,
-    data conditions (CONDITIONS) left out."""
+    """The config keys named in the row labels (`alpha=0.05 temperature=16`) whose values differ between trials
+    (None is one of them: adbs_lab/records/config_values.py), data conditions (CONDITIONS) left out."""
     if trials.empty or "label" not in trials:
         return []
     keys: dict[str, None] = {}
@@ -76,7 +78,7 @@ def searched_params(trials: pd.DataFrame) -> list[str]:
             m = _TOKEN.match(word)
             if m and m.group(1) in trials and m.group(1) != "seed" and m.group(1) not in CONDITIONS:
                 keys[m.group(1)] = None
-    return [k for k in keys if trials[k].astype(str).nunique() > 1]
+    return [k for k in keys if texts(trials[k]).nunique() > 1]
 
 
 def configurations(trials: pd.DataFrame, params: list[str], objective: Objective = DEFAULT[0]
@@ -98,21 +100,21 @@ def configurations(trials: pd.DataFrame, params: list[str], objective: Objective
     counts = {"collapsed": int((complete & collapsed & value.notna()).sum()),
               "diverged": int((states == K.DIVERGED).sum()), "pruned": int((states == K.PRUNED).sum()),
               "failed": int((states == K.FAILED).sum()), "without a value": int((complete & value.isna()).sum())}
-    # a trial without a value of a searched parameter has no place in Optuna's distributions (create_trial refuses a
-    # NaN), and pandas keeps it missing through astype(str) (a NaN group number): left out, and counted
-    bare = trials[params].isna().any(axis=1) if params else states != states
+    # a trial without a value of a searched parameter (its record lacks the field; None is a value) has no place
+    # in Optuna's distributions (create_trial refuses a NaN): left out, and counted
+    bare = missing(trials[params]).any(axis=1) if params else states != states
     counts["without a parameter"] = int((complete & value.notna() & bare).sum())
     keep = trials[complete & value.notna() & ~bare]
     if keep.empty or not params:
         return pd.DataFrame(columns=[*params, "objective", "seeds"]), counts
     # one pass: each configuration's first trial and its trials' values, in the order configurations first appear
     # (a pandas group per configuration took 8 s at 5,000); each mean summed as pandas' Series.mean sums
-    group = keep.groupby([keep[p].astype(str) for p in params], sort=False).ngroup().to_numpy()
+    group = keep.groupby([texts(keep[p]) for p in params], sort=False).ngroup().to_numpy()
     by = np.argsort(group, kind="stable")
     vals = keep[obj].astype(float).to_numpy()[by]
     ends = np.searchsorted(group[by], np.arange(group.max() + 2))
     first = keep.iloc[by[ends[:-1]]]
-    rows = {p: [_plain(v) for v in first[p]] for p in params}
+    rows = {p: column([plain(v) for v in first[p]]) for p in params}  # None stays None beside numbers
     return pd.DataFrame({**rows, "objective": [float(vals[a:b].sum() / (b - a)) for a, b in zip(ends[:-1], ends[1:])],
                          "seeds": np.diff(ends).tolist()}), counts
 
@@ -149,12 +151,10 @@ def _spread(vals: pd.Series, every: pd.Series) -> str:
     range), `-` (no trial)."""
     if vals.empty:
         return "-"
-    numeric = pd.to_numeric(every, errors="coerce")
-    if every.astype(str).nunique() > FEW_VALUES and numeric.notna().all() and not every.map(
-            lambda v: isinstance(v, (bool, np.bool_))).any():
+    if texts(every).nunique() > FEW_VALUES and all(map(is_number, every)):
         v = pd.to_numeric(vals, errors="coerce")
         return f"{v.min():.4g} to {v.max():.4g} (median {v.median():.4g})"
-    counts = vals.astype(str).value_counts()
+    counts = texts(vals).value_counts()  # None is a value (adbs_lab/records/config_values.py)
     order = sorted(counts.index, key=lambda x: (float(x) if _number(x) else math.inf, x))
     return ", ".join(f"{x}: {counts[x]}" for x in order)
 
@@ -167,21 +167,18 @@ def _number(x: str) -> bool:
     return True
 
 
-def _plain(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
-
-
 def distributions(configs: pd.DataFrame, params: list[str]) -> dict[str, Any]:
     """An Optuna distribution per parameter spanning the values seen: numbers as ranges (log when they span a
-    factor of 10 or more above 0), anything else as a choice."""
+    factor of 10 or more above 0), anything else (None, bools, texts, numbers beside them) as a choice among their
+    texts (adbs_lab/records/value_text.py: text; Optuna finds a choice by ==, and True == 1 == 1.0)."""
     from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
     out: dict[str, BaseDistribution] = {}
     for p in params:
-        vals = list(configs[p])
-        if all(isinstance(v, (bool, np.bool_)) or isinstance(v, str) or v is None for v in vals):
-            out[p] = CategoricalDistribution(sorted({v for v in vals}, key=str))
-        elif all(isinstance(v, (int, np.integer)) for v in vals):
+        vals = [plain(v) for v in configs[p]]
+        if not all(map(is_number, vals)):
+            out[p] = CategoricalDistribution(sorted({text(v) for v in vals}))
+        elif all(isinstance(v, int) for v in vals):
             out[p] = IntDistribution(int(min(vals)), int(max(vals)))
         else:
             lo, hi = float(min(vals)), float(max(vals))
@@ -212,7 +209,7 @@ def _made(configs: pd.DataFrame, params: list[str], dists: dict[str, Any]) -> li
 def _param(v: Any, dist) -> Any:
     from optuna.distributions import FloatDistribution, IntDistribution
 
-    return float(v) if isinstance(dist, FloatDistribution) else int(v) if isinstance(dist, IntDistribution) else v
+    return float(v) if isinstance(dist, FloatDistribution) else int(v) if isinstance(dist, IntDistribution) else text(v)
 
 
 def _evaluators(n: int) -> dict[str, Any]:
@@ -250,7 +247,7 @@ def analyse(trials: pd.DataFrame, *, objective: Objective = DEFAULT[0], resample
                            "objective": objective, "sample": len(ranked) if len(ranked) < len(configs) else None,
                            "max_configs": max_configs}
     # a parameter that took one value among the complete configurations cannot be ranked
-    varying = [p for p in params if len(ranked) and ranked[p].astype(str).nunique() > 1]
+    varying = [p for p in params if len(ranked) and texts(ranked[p]).nunique() > 1]
     if len(ranked) < MIN_CONFIGS or len(varying) < 2:
         out["too_few"] = True
         return out
@@ -285,7 +282,7 @@ def subsample(configs: pd.DataFrame, params: list[str], limit: int = MAX_CONFIGS
     text), so the same trials give the same sample in whatever order they were read (a study's end or report.py)."""
     if len(configs) <= limit:
         return configs
-    keys = configs[params].astype(str).fillna("nan").agg("\x1f".join, axis=1)  # unique: configurations() grouped by these texts
+    keys = pd.DataFrame({p: texts(configs[p]) for p in params}).agg("\x1f".join, axis=1)  # configurations()' groups
     ordered = configs.iloc[np.argsort(keys.to_numpy(), kind="stable")]
     pick = np.sort(np.random.default_rng(seed).choice(len(ordered), size=limit, replace=False))
     return ordered.iloc[pick].reset_index(drop=True)

@@ -18,15 +18,14 @@ import pandas as pd
 from adbs_lab.results import from_store
 from adbs_lab.results import renderings
 from adbs_lab.results import run_files
+from adbs_lab.results.names import EMBEDDED
 from adbs_lab.stores.paths import SMOKE
 
-__all__ = ["EXPERIMENT", "ROLE", "EMBEDDED", "PARTS", "NOT_QUOTED", "dcs_table", "render_dcs", "dcs_across",
+__all__ = ["EXPERIMENT", "ROLE", "PARTS", "NOT_QUOTED", "dcs_table", "render_dcs", "dcs_across",
            "write_report", "write_across", "redraw_meta", "log_run", "find", "latest_by_dataset", "by_dataset"]
 
 EXPERIMENT = "paper"
 ROLE = "paper"
-EMBEDDED = "embedded"
-"""The dataset label of a paper study without --dataset (the embedded benchmark; its adbs.dataset tag is empty)."""
 
 PARTS = {
     "hosts": "Main table: the four hosts without and with ADBS (paper Tables 1-3)",
@@ -105,7 +104,9 @@ def _write_report(client, parts: dict[str, str], out: Path, *, dataset: str | No
     lines = [f"# ADBS paper reproduction: {dataset or 'embedded benchmark'}", ""]
     lines += [f"- {k}: {v}" for k, v in meta.items()] + [""]
     lines += [("Every table: test accuracy (%) per session, mean ± 95% CI over seeds (selection and pruning used "
-               f"validation accuracy only). Paper numbers: {renderings.PAPER_SOURCE}."), ""]
+               f"validation accuracy only). Paper numbers: {renderings.PAPER_SOURCE}. Each part's verdicts are a "
+               "family of their own, named where its table opens: all true together with probability at least 95%, "
+               "not adjusted for the other parts' verdicts (docs/statistics.md)."), ""]
     if dataset not in renderings.PAPER:
         lines += [(f"The paper reports no numbers for {repr(dataset) if dataset else 'the embedded benchmark'}; the "
                    f"tables beside the paper's need {', '.join(renderings.PAPER)}."), ""]
@@ -188,7 +189,7 @@ def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tag
     `storage`: the parts' --storage, where a database store's artifacts go)."""
     import time
 
-    from adbs_lab.stores.tracking_store import artifact_root
+    from adbs_lab.stores.paths import artifact_root
 
     exp = client.get_experiment_by_name(experiment)
     exp_id = exp.experiment_id if exp else client.create_experiment(experiment, artifact_location=artifact_root(uri, storage))

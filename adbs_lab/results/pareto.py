@@ -83,6 +83,7 @@ def _points(trials, objectives: Sequence[Objective], label: str) -> tuple[list[d
     were compared."""
     from adbs_lab.results import compare
     from adbs_lab.results import seed_counts
+    from adbs_lab.records.config_values import is_missing
     from adbs_lab.records.trial_records import CONFIG_COLUMNS
 
     means = config_means(trials, objectives, label)
@@ -94,7 +95,9 @@ def _points(trials, objectives: Sequence[Objective], label: str) -> tuple[list[d
     points: list[dict[str, Any]] = []
     for lab in _front_of(trials, objectives, label):
         m = means[means[label] == lab].iloc[0]
-        params = {c: _plain(first.at[lab, c]) for c in swept} if first is not None else {}
+        # each searched value as the trial ran it (None is one); a field the trial's record lacks is left out
+        params = ({c: _plain(first.at[lab, c]) for c in swept if not is_missing(first.at[lab, c])}
+                  if first is not None else {})
         points.append({"config_label": lab, "params": params,
                        "values": {o.name: float(m[o.name]) for o in objectives}, "seeds": int(m["seeds"]),
                        "seed_states": seed_counts.states(by_label.get(lab, {}))})

@@ -9,14 +9,27 @@ import math
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from adbs import light
+from adbs_lab.results import run_pick
 from adbs_lab.search.path import Confirmed, Step, runs_saved
 from adbs_lab.stats.verdicts import Verdict, printed_ends, wording
+from adbs_lab.stores.paths import SMOKE
 
-__all__ = ["EXPERIMENT", "interval_text", "table_rows", "table_text", "saved_line", "figure", "write", "log_run"]
+if TYPE_CHECKING:
+    from adbs_lab.results import from_store
+else:  # pandas: loaded where a path run is looked up (studies/ablation_path.py imports this module before its checks)
+    from_store = light.lazy("adbs_lab.results.from_store")
+
+__all__ = ["EXPERIMENT", "ROLE", "FILES", "interval_text", "table_rows", "table_text", "saved_line", "figure", "write",
+           "log_run", "find", "redraw"]
 
 EXPERIMENT = "ablation_path"
+ROLE = "ablation_path"
+"""The tag adbs.role of the path's own MLflow run; its experiment also holds the parent runs of the path's Tune runs
+(role study: one race look or the confirmation each, not the path)."""
+FILES = ("table.txt", "table.md", "path.json", "report.md", "path.png")
 
 
 def interval_text(v: Verdict, delta: float) -> str:
@@ -103,8 +116,9 @@ def write(folder: Path, *, a_name: str, b_name: str, fields: Sequence[str], step
               f"{' '.join(map(str, confirm_seeds))}, each step against the one before, paired t-interval at "
               f"95% with Bonferroni over the {len(confirmed)} steps, δ = {delta:g} points.", "",
               table_text(rows, True), "", saved_line(steps) + ".", "",
-              *(["Post-selection: the confirmation seeds include seeds that chose the step, so its Δ is optimistic; "
-                 "rerun with --confirm-seeds of other numbers for an unbiased Δ.", ""] if post else []),
+              *(["Post-selection: the confirmation seeds include seeds that chose the step or one before it (the "
+                 "configuration its Δ is measured against), so its Δ is biased; rerun with --confirm-seeds of other "
+                 "numbers for an unbiased Δ.", ""] if post else []),
               "![path](path.png)", "", f"wall time {wall_s:.0f} s", ""]
     (folder / "report.md").write_text("\n".join(report))
     return [folder / n for n in ("table.txt", "table.md", "path.json", "report.md")] + [png]
@@ -125,13 +139,13 @@ def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps:
     """The path's MLflow run (in `experiment`: `ablation_path`, `ablation_path-smoke` for --smoke; beside the parent
     runs of its steps' Tune runs): a metric per step (its objective and Δ, step = its number), the runs racing saved,
     the outputs as artifacts."""
-    from adbs_lab.stores.tracking_store import artifact_root
+    from adbs_lab.stores.paths import artifact_root
 
     exp = client.get_experiment_by_name(experiment)
     exp_id = exp.experiment_id if exp else client.create_experiment(experiment,
                                                                    artifact_location=artifact_root(uri, storage))
     run = client.create_run(exp_id, run_name=f"ablation path {time.strftime('%Y-%m-%d %H:%M')}",
-                            tags={"adbs.role": "ablation_path", **tags})
+                            tags={"adbs.role": ROLE, **tags})
     rid = run.info.run_id
     for c in confirmed:
         client.log_metric(rid, "path/objective", c.mean, step=c.step)
@@ -141,3 +155,37 @@ def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps:
         client.log_artifact(rid, str(f))
     client.set_terminated(rid, "FINISHED")
     return rid
+
+
+def find(client, ref: str, name: str | None = None):
+    """The path run `ref` names (studies/report.py): its run id, or, for the experiment's name, the latest path run
+    of `--name` `name` (adbs_lab/results/run_pick.py; the latest finished one where there is one); None when `ref`
+    names no path (a Tune run of a path is a study of its own: its table, not the path's)."""
+    if from_store.RUN_ID.match(ref):
+        try:
+            run = client.get_run(ref)
+        except Exception:  # noqa: BLE001 - not a run id: maybe a study name
+            return None
+        return run if run.data.tags.get("adbs.role") == ROLE else None
+    exp = client.get_experiment_by_name(ref) if ref in (EXPERIMENT, EXPERIMENT + SMOKE) else None  # smoke: --smoke's
+    runs = [] if exp is None else from_store.all_runs(client, [exp.experiment_id], f"tags.`adbs.role` = '{ROLE}'")
+    if not runs:
+        return None
+    picked, _ = run_pick.of_name(runs, name)
+    if not picked:
+        raise from_store.ReportError(f"{ref} has no path of --name {name}; its paths' names: "
+                                     f"{', '.join(run_pick.names(runs))}")
+    finished = [r for r in picked if r.info.status == "FINISHED"]
+    return (finished or picked)[-1]
+
+
+def redraw(client, run, out: Path) -> list[Path]:
+    """The path's table, figure, report and path.json as its run logged them (FILES), copied into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    got = []
+    for f in FILES:
+        try:
+            got.append(Path(client.download_artifacts(run.info.run_id, f, str(out))))
+        except Exception:  # noqa: BLE001 - a path run from before one of them was written: the others
+            continue
+    return got

@@ -21,6 +21,8 @@ from adbs_lab.results import compare
 from adbs_lab.results import comparisons as cmp
 from adbs_lab.results import seed_counts
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.records.config_values import is_missing, write_parquet
+from adbs_lab.records.value_text import plain
 from adbs_lab.stats.looks import Looks
 from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
 
@@ -324,12 +326,11 @@ def format_table(table: pd.DataFrame, *, markdown: bool = False, seconds: dict[s
     note += [FRONT_NOTE] if FRONT in table else []
     note += legend
     table_text = render_cells(head, body, "markdown" if markdown else "text")
-    said, advice = cmp.sentences(compared), cmp.plan_lines(compared, seconds)
+    advice, opening = cmp.plan_lines(compared, seconds), cmp.opening(compared, markdown)  # the family's heading first
     if markdown:
-        opening = ["\n".join(f"- {x}" for x in said), ""] if said else []
         return "\n".join(opening + [table_text] + [line for n in note for line in ("", n)]
                          + (["", "\n".join(advice)] if advice else []))
-    return "\n".join(said + ([""] if said else []) + [table_text] + note + advice)
+    return "\n".join(opening + [table_text] + note + advice)
 
 
 def seeds_cell(row: Any) -> str:
@@ -402,10 +403,6 @@ def departure_lines(trials: pd.DataFrame) -> list[str]:
     return departures.lines(departures.changed(one_value), " in every trial")
 
 
-def _plain(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
-
-
 def annotate(text: str, trials: pd.DataFrame, *, markdown: bool = False, order: list[str] | None = None,
              notes: list[str] | tuple[str, ...] = ()) -> str:
     """The table with the study's `notes` (adbs_lab/results/notes.py: a smoke run, the settings changed from the
@@ -467,7 +464,7 @@ def best_config(trials: pd.DataFrame, objectives: tuple | None = None) -> dict[s
 
 
 def _plain_dict(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: _plain(v) for k, v in d.items()}
+    return {k: plain(v) for k, v in d.items()}
 
 
 def _best_of(t: pd.DataFrame, objs: tuple, trials: pd.DataFrame) -> dict[str, Any] | None:
@@ -509,10 +506,9 @@ def configuration(trial: pd.Series) -> dict[str, Any]:
     whichever seed ran first and names only what applies."""
     from adbs.config import Config
 
-    cfg = {k: (json.loads(trial[k]) if isinstance(trial[k], str) and trial[k].startswith("[") else trial[k])
-           for k in CONFIG_COLUMNS if k in trial}
-    cfg = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in cfg.items()}
-    cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()}
+    # None is a value ("all images"), kept; a field the trial's record lacks is left out: its default applies
+    cfg = {k: plain(json.loads(trial[k]) if isinstance(trial[k], str) and trial[k].startswith("[") else trial[k])
+           for k in CONFIG_COLUMNS if k in trial and not is_missing(trial[k])}
     what = {k: cfg[k] for k in ("schedule", "variant") if cfg.get(k) is not None}  # what inert_fields reads
     drop = set(SEED_FIELDS) | set(Config(**what).inert_fields())
     return {k: v for k, v in cfg.items() if k not in drop}
@@ -523,8 +519,8 @@ def write(study_dir: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table_t
     """Write the study's result files; returns their paths (attached to the parent MLflow run)."""
     files = [study_dir / "sessions.parquet", study_dir / "trials.parquet", study_dir / "table.txt",
              study_dir / "best_config.json"]
-    sessions.to_parquet(files[0], index=False)
-    trials.to_parquet(files[1], index=False)
+    write_parquet(sessions, files[0], CONFIG_COLUMNS)  # every config value as it was (None, mixed types)
+    write_parquet(trials, files[1], CONFIG_COLUMNS)
     files[2].write_text(table_text + "\n")
     files[3].write_text(json.dumps(best if best is not None else no_best(trials), indent=1, default=str) + "\n")
     return files

@@ -17,8 +17,9 @@ an `evaluate` callback: the study's callback runs Ray Tune trials, the tests' a 
   configurations through ablation", Journal of Heuristics 22:431). A step with one candidate left runs nothing.
 - **Confirmation** (`confirm`): every configuration of the path runs on confirmation seeds, and each step's Δ
   (step - the step before, paired by seed) gets its interval and verdict at α / d (Bonferroni over the d steps):
-  those seeds chose nothing, so the Δ is unbiased. Where the confirmation seeds are selection seeds the Δ is
-  labelled post-selection (optimistic: those seeds chose the step).
+  those seeds chose nothing, so the Δ is unbiased. Where the confirmation seeds include seeds that chose the step or
+  one before it (the configuration its Δ is measured against won its race on them) the Δ is labelled
+  post-selection.
 - `evaluate(tag, {label: config}, seeds) -> {label: {seed: value}}` runs every label on every seed (a value NaN
   when the trial did not complete); `Memo` wraps it so a (config, seed) measured once is never run again.
 """
@@ -37,10 +38,10 @@ from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import Label, Verdict, bonferroni, family_verdicts, intervals, label
 
 __all__ = ["IGNORED", "DROPPING", "Evaluate", "Memo", "end", "RaceLook", "Step", "Confirmed", "differences", "change_label",
-           "race", "greedy", "confirm", "trial_counts", "runs_saved"]
+           "race", "greedy", "confirm", "confirm_note", "trial_counts", "runs_saved"]
 
 IGNORED = ("seed", "split_seed", "device", "threads", "num_workers", "data_on_device", "eval_batch_size",
-           "keep_embeddings", "data_root", "amp")
+           "keep_embeddings", "data_root", "amp", "fast_step")
 """Fields that say where and how a trial runs, not what it computes (the seeds are the study's), never a difference."""
 DROPPING = (Label.WORSE, Label.WORSE_SMALL)
 """The verdicts against the leader that drop a candidate: its interval lies below 0."""
@@ -145,7 +146,8 @@ class Confirmed:
     """The step's configuration's mean objective over the confirmation seeds."""
     verdict: Verdict
     post_selection: bool
-    """The confirmation seeds include seeds that chose this step (so the Δ is optimistic)."""
+    """The confirmation seeds include seeds that chose this step or one before it (so the Δ is biased: optimistic
+    where they chose this step, pessimistic where they chose the configuration it is measured against)."""
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -220,9 +222,25 @@ def confirm(a: Mapping[str, Any], steps: Sequence[Step], evaluate: Evaluate, see
     names = list(rows)
     diffs = {names[i]: [got[names[i]][s] - got[names[i - 1]][s] for s in seeds] for i in range(1, len(names))}
     verdicts = family_verdicts(diffs, alpha=alpha, delta=delta) if diffs else {}
+    # Step k's Δ compares its configuration with step k-1's, and the seeds that chose either (every step up to k:
+    # each configuration is the sum of those choices) are biased for both: the one before won its race on them too
+    chose = [set().union(*(set(t.seeds) for t in steps[:i + 1])) for i in range(len(steps))]
     out = [Confirmed(s.k, s.change, _mean([got[f"step {s.k}"][x] for x in seeds]), verdicts[f"step {s.k}"],
-                     bool(set(seeds) & set(s.seeds))) for s in steps]
+                     bool(set(seeds) & chose[i])) for i, s in enumerate(steps)]
     return _mean([got["from"][x] for x in seeds]), out
+
+
+def confirm_note(seeds: Sequence[int], confirm: Sequence[int]) -> str | None:
+    """What the path says before it runs when the confirmation seeds include selection seeds (`confirm` marks the
+    Δs of the steps they chose post-selection), or None."""
+    shared = [s for s in confirm if s in seeds]
+    if not shared:
+        return None
+    which = ("are the selection seeds" if len(shared) == len(confirm) else
+             f"include selection seeds ({' '.join(map(str, shared))})")
+    return (f"the confirmation seeds ({' '.join(map(str, confirm))}) {which}: a step's Δ on seeds that chose it, or "
+            "chose the configuration it is measured against, is biased and marked post-selection; pass "
+            "--confirm-seeds outside --seeds for unbiased Δs")
 
 
 def trial_counts(d: int, looks: Looks, confirm_seeds: int) -> tuple[int, int]:

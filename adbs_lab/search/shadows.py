@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ RECORD_PREFIX = "shadow:"
 """Study user attribute `shadow:<number>`: what the shadow reported after the decision."""
 NOVEL_KEY = "val_last_novel_acc"
 """The novel accuracy the premise is also measured against: last session, validation (summary/<this>)."""
+ENDED_KEY = "ended_at"
+"""A shadow's record: when its objective was recorded (POSIX seconds), the order the premise checks read."""
 SHARE_ATTR, SEED_ATTR = "shadow_share", "shadow_seed"
 """Study user attributes: the share s and the seed of the draws, as the study ran them."""
 
@@ -75,14 +78,37 @@ class Samples:
     novel: list[float] = field(default_factory=list)
     weight: list[float] = field(default_factory=list)
     pruned: list[bool] = field(default_factory=list)
+    ended: list[float] = field(default_factory=list)
+    """When each ended (POSIX seconds): a completed trial when Optuna was told, a shadow when its objective was
+    recorded (`follow`; a record from before that was kept: when it was pruned). `samples` orders by it."""
 
     def at(self, step: int) -> np.ndarray:
         return np.array([c.get(step, math.nan) for c in self.curves], dtype=float)
 
+    def _append(self, curve: dict[int, float], objective: float, novel: float, weight: float, pruned: bool,
+                ended: float) -> None:
+        self.curves.append(curve)
+        self.objective.append(objective)
+        self.novel.append(novel)
+        self.weight.append(weight)
+        self.pruned.append(pruned)
+        self.ended.append(ended)
+
+    def in_end_order(self) -> "Samples":
+        """The same samples in the order they ended (ties by the order read: Optuna's trial number)."""
+        order = sorted(range(len(self.ended)), key=lambda i: (self.ended[i], i))
+        return Samples(*([getattr(self, f)[i] for i in order] for f in
+                         ("curves", "objective", "novel", "weight", "pruned", "ended")))
+
+
+def _ended(t: FrozenTrial) -> float:
+    return t.datetime_complete.timestamp() if t.datetime_complete is not None else math.inf
+
 
 def samples(study: optuna.Study) -> Samples:
     """The completed trials (value = the objective, mean over seeds; base accuracy = what the pruner saw, the first
-    seed's report) and the shadows that ended (weight 1/s), read from the storage."""
+    seed's report) and the shadows that ended (weight 1/s), read from the storage, in trial-number order
+    (`Samples.in_end_order` for the order they ended)."""
     attrs = study.user_attrs
     share = float(attrs.get(SHARE_ATTR) or 0)
     out = Samples()
@@ -91,22 +117,16 @@ def samples(study: optuna.Study) -> Samples:
             if t.values is None or not math.isfinite(t.values[0]):
                 continue
             novel = [float(v) for k, v in t.user_attrs.items() if k.startswith(NOVEL_KEY + ":")]
-            out.curves.append({int(k): float(v) for k, v in t.intermediate_values.items()})
-            out.objective.append(float(t.values[0]))
-            out.novel.append(float(np.mean(novel)) if novel else math.nan)
-            out.weight.append(1.0)
-            out.pruned.append(False)
+            out._append({int(k): float(v) for k, v in t.intermediate_values.items()}, float(t.values[0]),
+                        float(np.mean(novel)) if novel else math.nan, 1.0, False, _ended(t))
             continue
         rec = attrs.get(record_key(t.number))
         if share <= 0 or not rec or rec.get("objective") is None:
             continue
         curve = {int(k): float(v) for k, v in t.intermediate_values.items()}
         curve.update({int(k): float(v) for k, v in (rec.get("curve") or {}).items()})
-        out.curves.append(curve)
-        out.objective.append(float(rec["objective"]))
-        out.novel.append(float(rec["novel"]) if rec.get("novel") is not None else math.nan)
-        out.weight.append(1.0 / share)
-        out.pruned.append(True)
+        out._append(curve, float(rec["objective"]), float(rec["novel"]) if rec.get("novel") is not None else math.nan,
+                    1.0 / share, True, float(rec.get(ENDED_KEY, _ended(t))))
     return out
 
 
@@ -121,26 +141,26 @@ def acting_steps(pruner: str, base_epochs: int) -> list[int]:
 
 
 class AutoPruner(optuna.pruners.BasePruner):
-    """--pruner auto: `inner` (the median pruner) prunes at a base epoch only once Spearman's rho between that
-    epoch's base validation accuracy and the objective, over the completed trials and shadows so far, has a 95%
-    lower bound of at least `lower` on an effective n of at least premise.PREMISE_MIN_N (adbs_lab/stats/premise.py);
-    until then every trial runs on. Its state is the
-    study's storage: nothing of its own to save or restore."""
+    """--pruner auto: `inner` (the median pruner) prunes at a base epoch only once the premise has held there at one
+    of its checks (adbs_lab/stats/premise.py: premise_checks): Spearman's rho between that epoch's base validation
+    accuracy and the objective over the first 10, 20 and 40 completed trials and shadows to end, each check's
+    lower bound at least `lower` at its share of the error, on an effective n of at least premise.PREMISE_MIN_N.
+    Until a check holds every trial runs on; once one has, it prunes there for the rest of the study. Its state is
+    the study's storage (each check is over the trials that ended first, fixed once they have): nothing of its own
+    to save or restore."""
 
     def __init__(self, inner: optuna.pruners.BasePruner, lower: float = pm.PREMISE_LOWER) -> None:
         self._inner = inner
         self._lower = lower
 
-    def holds(self, study: optuna.Study, step: int) -> pm.Correlation:
-        s = samples(study)
-        return pm.correlation(s.at(step), s.objective, s.weight)
+    def holds(self, study: optuna.Study, step: int) -> pm.Check | None:
+        """The check at `step` that switched pruning on there, or None (off so far)."""
+        s = samples(study).in_end_order()
+        return pm.switched_on(pm.premise_checks(s.at(step), s.objective, s.weight, self._lower))
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         step = trial.last_step
-        if step is None:
-            return False
-        c = self.holds(study, step)
-        if not (math.isfinite(c.low) and c.low >= self._lower and c.n_eff >= pm.PREMISE_MIN_N):
+        if step is None or self.holds(study, step) is None:
             return False
         return self._inner.prune(study, trial)
 
@@ -156,6 +176,8 @@ class Premise:
     shadows: int
     complete: int
     share: float
+    switched: dict[int, int] = field(default_factory=dict)
+    """--pruner auto: {base epoch: the trials of the check that switched pruning on there} (AutoPruner's rule)."""
 
 
 def measure(study: optuna.Study, pruner: str, base_epochs: int) -> Premise:
@@ -163,8 +185,11 @@ def measure(study: optuna.Study, pruner: str, base_epochs: int) -> Premise:
     steps = acting_steps(pruner, base_epochs)
     obj = {k: pm.correlation(s.at(k), s.objective, s.weight) for k in steps}
     nov = {k: pm.correlation(s.at(k), s.novel, s.weight) for k in steps}
+    ordered = s.in_end_order()
+    on = {k: pm.switched_on(pm.premise_checks(ordered.at(k), ordered.objective, ordered.weight)) for k in steps}
     return Premise(steps, obj, nov, pm.pruning_regret(s.objective, s.weight, s.pruned), sum(s.pruned),
-                   len(s.pruned) - sum(s.pruned), float(study.user_attrs.get(SHARE_ATTR) or 0))
+                   len(s.pruned) - sum(s.pruned), float(study.user_attrs.get(SHARE_ATTR) or 0),
+                   {k: c.at for k, c in on.items() if c is not None})
 
 
 def _shown(steps: list[int], most: int = 6) -> list[int]:
@@ -190,12 +215,13 @@ def premise_lines(p: Premise, pruner: str) -> list[str]:
         lines.append(f"  last-session novel accuracy ({NOVEL_KEY}): not reported by these trials")
     lines.append(pm.regret_line(p.regret))
     if pruner == "auto":
-        held = [k for k in p.steps if math.isfinite(p.objective[k].low) and p.objective[k].low >= pm.PREMISE_LOWER
-                and p.objective[k].n_eff >= pm.PREMISE_MIN_N]
-        lines.append(f"  --pruner auto: the premise held (lower bound >= {pm.PREMISE_LOWER:g}, effective n >= "
-                     f"{pm.PREMISE_MIN_N}) at "
-                     + (f"base epochs {', '.join(map(str, held))} at the end; until it held there, trials ran to the end"
-                        if held else "no base epoch: it pruned nothing, every trial ran to the end"))
+        held = ", ".join(f"{k} (at {c} trials)" for k, c in p.switched.items())
+        lines.append(f"  --pruner auto: checked at the first {', '.join(map(str, pm.CHECKS))} trials to end (lower "
+                     f"bound >= {pm.PREMISE_LOWER:g} at {pm.check_level():.2%} each: the 2.5% error split over "
+                     f"{len(pm.CHECKS)} checks; effective n >= {pm.PREMISE_MIN_N}); "
+                     + (f"it held at base epochs {held}, which pruned from then on; before that, and at every other "
+                        "epoch, trials ran to the end" if held else
+                        "it held at no base epoch: it pruned nothing, every trial ran to the end"))
     return lines
 
 
@@ -233,5 +259,5 @@ def follow(storage: optuna.storages.BaseStorage, study_id: int, number: int, *, 
     if step is not None and value is not None:
         rec["curve"] = {**(rec.get("curve") or {}), str(step): value}
     if objective is not None:
-        rec["objective"], rec["novel"] = objective, novel
+        rec["objective"], rec["novel"], rec[ENDED_KEY] = objective, novel, time.time()
     storage.set_study_user_attr(study_id, record_key(number), rec)

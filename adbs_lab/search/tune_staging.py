@@ -25,7 +25,9 @@ import time
 
 from filelock import FileLock, Timeout
 
-WAIT_S = float(os.environ.get("ADBS_TUNE_START_WAIT_S", "120"))
+from adbs import env
+
+WAIT_S = env.seconds("ADBS_TUNE_START_WAIT_S")
 MAX_HOLD_S = 30.0
 # not thread-local: the timer thread of `hold` may let it go
 LOCK = FileLock(os.path.join(tempfile.gettempdir(), f"adbs-tune-start-{os.getuid()}.lock"), thread_local=False)

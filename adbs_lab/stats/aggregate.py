@@ -1,27 +1,38 @@
-"""Aggregates over tasks with few runs each: the interquartile mean and the paired probability of improvement,
-with stratified-bootstrap intervals (Agarwal, Schwarzer, Castro, Courville & Bellemare 2021, "Deep reinforcement
-learning at the edge of the statistical precipice", NeurIPS; their library is rliable).
+"""Aggregates of one comparison X vs Y over tasks with few runs each: the interquartile mean and the mean of the
+per-seed differences, and the paired probability of improvement, each with an interval whose coverage holds at 3
+runs per task (measured: docs/statistics.md, tests/adbs_lab/stats/test_aggregate.py).
 
-A *task* is one setting a comparison was run in (a dataset, a host, a k-shot cell: adbs_lab/results/across_tasks.py
-says which); a *run* is one seed of one row in one task. Pure functions of lists of per-task values (numpy, scipy).
+A *task* is one setting the comparison ran in (a dataset, a host, a k-shot cell: adbs_lab/results/across_tasks.py
+says which); a *run* is one seed both rows completed in one task, so X and Y pair seed by seed (the same data draw
+and initialisation). Like is aggregated with like: tasks sit at different levels (datasets tens of points apart),
+so each run enters as its per-seed difference X - Y from its own task's reference row, never as a raw accuracy
+pooled across tasks (whose trim would cut whole datasets; Agarwal, Schwarzer, Castro, Courville & Bellemare 2021,
+"Deep reinforcement learning at the edge of the statistical precipice", NeurIPS, pool normalised scores for that
+reason). A task with fewer than MIN_RUNS runs is left out by the caller, and named.
 
-- **IQM** (interquartile mean): the mean of the middle 50% of all runs of all tasks pooled, i.e. the 25% trimmed mean
-  (`scipy.stats.trim_mean(x, 0.25)`, as rliable computes it). Agarwal et al. recommend it over the mean (one
-  outlying run moves it little) and over the median (it uses half the runs, not one or two, so its interval is
-  narrower at 3-10 runs per task).
-- **Paired probability of improvement**: per task, the share of the seeds both rows ran where X beats Y (a tie
-  counts half), then the mean over tasks. rliable's P(X > Y) compares every run of X with every run of Y
-  (Mann-Whitney); here a seed is the same data draw and initialisation for both rows, so the comparison pairs them,
-  the way the verdicts do (adbs_lab/stats/verdicts.py).
-- **Stratified bootstrap**: resample the runs (for the probability of improvement, the seed pairs) with
-  replacement *within* each task, keeping each task's count, and take the percentile interval of the statistic over
-  the resamples (rliable's default; Efron & Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13).
-  Stratifying keeps every task in every resample, so the interval is about the runs' noise with the tasks fixed.
-  `scipy.stats.bootstrap` resamples whole observations and cannot stratify over tasks of different sizes; rliable
-  itself needs arch (with statsmodels), seaborn and pandas, which this layer never imports; so it is done here in
-  numpy. The plain percentile interval undercovers with few runs per task (84% at 95% with 3 runs in 4 tasks), so
-  its ends are read at Hesterberg's expanded level (`expanded_level`). Measured coverage: docs/statistics.md
-  (adbs_lab/stats/simulate.py: aggregate_coverage).
+- **IQM of the differences** (`iqm_difference`): the 25% trimmed mean of all runs' differences pooled (the
+  interquartile mean Agarwal et al. recommend: one outlying seed moves it little), and Yuen's trimmed-mean
+  t-interval (Tukey & McLaughlin 1963, "Less vulnerable confidence and significance procedures for location based
+  on a single sample: trimming/winsorization 1", Sankhyā A 25:331; Yuen 1974, "The two-sample trimmed t for unequal
+  population variances", Biometrika 61:165): standard error from the winsorized variance, (N - 1) s_w² / (h (h - 1))
+  with h the runs kept, and t with h - 1 degrees of freedom. It treats the pooled runs as one sample of the tasks'
+  mixture, which overstates the variance of a sample stratified by task: conservative.
+- **Mean of the task means** (`mean_difference`): the mean over tasks of each task's mean difference, and its
+  t-interval with Satterthwaite's degrees of freedom (Satterthwaite 1946, "An approximate distribution of estimates
+  of variance components", Biometrics Bulletin 2:110) for the sum of the tasks' variances of the mean.
+- **Paired probability of improvement** (`improvement_interval`): per task the probability that X beats Y on a seed,
+  P(X > Y) + P(X = Y)/2 (a tie counts half), averaged over tasks. Its interval is Clopper & Pearson's (1934, "The use
+  of confidence or fiducial limits illustrated in the case of the binomial", Biometrika 26:404) on the two binomial
+  proportions that bracket it: the lower end bounds P(X > Y) (ties counted as losses), the upper end P(X >= Y)
+  (ties as wins). A half-count is not a binomial count, so it enters no Clopper-Pearson bound; with no tie the two
+  are one. With equal runs per task the counts are pooled over tasks: a sum of Bernoulli trials of different
+  probabilities is more concentrated than the binomial of their mean (Hoeffding 1956, "On the distribution of the
+  number of successes in independent trials", Ann. Math. Statist. 27:713), so the pooled bound holds for the mean
+  over tasks. With unequal runs each task's bounds are at α/T (Bonferroni over the T tasks) and the mean of the
+  bounds bounds the mean. 12 wins of 12 seeds give a lower end of 0.735 at 95%, not 1.
+
+Pure functions on numbers (numpy, scipy); the vectorised forms (`yuen_bounds`, `mean_bounds`, `improvement_bounds`)
+take a leading axis of simulated studies.
 """
 
 from __future__ import annotations
@@ -33,22 +44,22 @@ from typing import Sequence, Union
 import numpy as np
 from scipy import stats
 
-__all__ = ["Runs", "REPS", "FEW_RUNS", "Interval", "iqm", "improvement", "iqm_interval", "improvement_interval",
-           "stratified_statistic", "expanded_level"]
+__all__ = ["Runs", "MIN_RUNS", "TRIM", "Interval", "differences", "wins_ties", "yuen_bounds", "mean_bounds",
+           "improvement_bounds", "iqm_difference", "mean_difference", "improvement_interval"]
 
 Runs = Union[Sequence[float], np.ndarray]
 """One task's values: a run per seed."""
 
-REPS = 5000
-"""Bootstrap resamples: the percentile ends at α/2 = 0.025 then rest on 125 resamples each, and on 25 at a
-Bonferroni-adjusted α/2 of 0.005."""
-FEW_RUNS = 5
-"""Fewer runs than this in some task: the intervals undercover (measured, docs/statistics.md), and the report warns."""
+MIN_RUNS = 3
+"""A task with fewer paired runs is left out of the aggregates (and named): two runs give a spread on one degree of
+freedom, and with a single run the task says nothing of its noise."""
+TRIM = 0.25
+"""The share cut from each end: the interquartile mean."""
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A statistic over tasks and its stratified-bootstrap percentile interval."""
+    """A statistic over tasks and its interval."""
 
     estimate: float
     lo: float
@@ -56,91 +67,125 @@ class Interval:
     level: float
     """The interval's confidence, e.g. 0.95."""
     runs: tuple[int, ...]
-    """The runs (or seed pairs) of each task the statistic used."""
+    """The paired runs of each task the statistic used."""
+    method: str = ""
+    """How the interval was made, as the lines say it."""
 
     @property
     def n(self) -> int:
         return int(sum(self.runs))
 
 
-def _finite(tasks: Sequence[Runs]) -> list[np.ndarray]:
-    """Each task's finite values (a diverged run has none: it is left out, and the caller counts it)."""
-    out = [np.asarray(t, dtype=float) for t in tasks]
-    return [t[np.isfinite(t)] for t in out]
+def differences(pairs: Sequence[tuple[Runs, Runs]]) -> list[np.ndarray]:
+    """Per task the differences x - y of the seed pairs (aligned) where both sides are finite."""
+    out = []
+    for x, y in pairs:
+        a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        ok = np.isfinite(a) & np.isfinite(b)
+        out.append(a[ok] - b[ok])
+    return out
 
 
-def iqm(tasks: Sequence[Runs]) -> float:
-    """The interquartile mean of all runs of all tasks pooled (NaN without a run)."""
-    pooled = np.concatenate(_finite(tasks)) if len(tasks) else np.array([])
-    return float(stats.trim_mean(pooled, 0.25)) if pooled.size else math.nan
+def wins_ties(pairs: Sequence[tuple[Runs, Runs]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(wins, ties, runs) per task: seeds where x > y, x == y, and the finite pairs."""
+    d = differences(pairs)
+    return (np.array([(t > 0).sum() for t in d]), np.array([(t == 0).sum() for t in d]), np.array([t.size for t in d]))
 
 
-def _wins(x: Runs, y: Runs) -> np.ndarray:
-    """Per seed pair: 1 where x beats y, 1/2 on a tie, 0 otherwise; pairs with a non-finite side are left out."""
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = np.isfinite(a) & np.isfinite(b)
-    return (a[ok] > b[ok]) + 0.5 * (a[ok] == b[ok])
+def yuen_bounds(d: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(trimmed mean, lo, hi) over the last axis (all finite, N >= 2): Yuen's trimmed-mean t-interval."""
+    x = np.sort(np.asarray(d, dtype=float), axis=-1)
+    n = x.shape[-1]
+    g = int(TRIM * n)
+    h = n - 2 * g
+    est = x[..., g:n - g].mean(axis=-1)
+    w = np.concatenate([np.repeat(x[..., g:g + 1], g, -1), x[..., g:n - g], np.repeat(x[..., n - g - 1:n - g], g, -1)],
+                       axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt((n - 1) * w.var(axis=-1, ddof=1) / (h * (h - 1)))
+        half = stats.t.ppf(1 - (1 - level) / 2, h - 1) * se if h >= 2 else np.full(np.shape(est), np.nan)
+    return est, est - half, est + half
 
 
-def improvement(pairs: Sequence[tuple[Runs, Runs]]) -> float:
-    """P(X > Y): per task the share of paired seeds where X beats Y (ties half), averaged over the tasks that have a
-    pair. `pairs`: per task (X's values, Y's values), aligned seed by seed."""
-    shares = [w.mean() for w in (_wins(x, y) for x, y in pairs) if w.size]
-    return float(np.mean(shares)) if shares else math.nan
+def mean_bounds(tasks: Sequence[np.ndarray], level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean of the task means, lo, hi) of per-task differences, each shaped (..., runs of that task) with at least
+    2 runs: the t-interval with Satterthwaite's degrees of freedom for the sum of the tasks' variances of the
+    mean (every task without spread: the pooled degrees of freedom)."""
+    n = np.array([t.shape[-1] for t in tasks], dtype=float)
+    means = np.stack([np.asarray(t, dtype=float).mean(axis=-1) for t in tasks], axis=-1)
+    v = np.stack([np.asarray(t, dtype=float).var(axis=-1, ddof=1) for t in tasks], axis=-1) / n
+    est = means.mean(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(v.sum(axis=-1)) / len(tasks)
+        df = v.sum(axis=-1) ** 2 / (v ** 2 / (n - 1)).sum(axis=-1)
+        df = np.where(np.isfinite(df), df, (n - 1).sum())
+        half = stats.t.ppf(1 - (1 - level) / 2, df) * se
+    return est, est - half, est + half
 
 
-def stratified_statistic(tasks: Sequence[np.ndarray], statistic: str, reps: int = REPS,
-                         rng: np.random.Generator | None = None) -> np.ndarray:
-    """`reps` bootstrap replicates of `statistic` ("iqm": of the pooled values; "mean of task means": of the per-task
-    means, for the probability of improvement's per-seed wins), each task's values resampled with replacement within
-    the task, its size kept."""
-    rng = rng if rng is not None else np.random.default_rng(0)
-    draws = [t[rng.integers(0, t.size, size=(reps, t.size))] for t in tasks if t.size]
-    if not draws:
-        return np.full(reps, math.nan)
-    if statistic == "iqm":
-        return stats.trim_mean(np.concatenate(draws, axis=1), 0.25, axis=1)
-    if statistic == "mean of task means":
-        return np.mean([d.mean(axis=1) for d in draws], axis=0)
-    raise ValueError(f"unknown statistic {statistic!r}")
+def _cp_lower(k: np.ndarray, n: np.ndarray, q: float | np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.where(k > 0, stats.beta.ppf(q, np.maximum(k, 1), n - k + 1), 0.0)
 
 
-def expanded_level(level: float, runs: Sequence[int]) -> float:
-    """The percentile level that makes a stratified bootstrap's interval hold `level`: Hesterberg's expanded
-    percentile interval (Hesterberg 2015, "What teachers should know about the bootstrap", The American Statistician
-    69:371), z' = √(n/(n-1)) · t_{1-α/2, df}. The bootstrap's spread uses each task's plug-in variance (divisor n,
-    not n - 1) and normal tails where the runs give a t with df = Σ(n_m - 1); with 3-5 runs per task the plain
-    percentile interval covers 84-90% at 95% (measured, docs/statistics.md). n is the fewest runs of any task
-    (the widest correction); `level` itself when a task has a single run (no df to correct with)."""
-    runs = [r for r in runs if r > 0]  # a task without a run is in no resample: it neither widens nor narrows
-    n, df = min(runs) if runs else 0, sum(r - 1 for r in runs)
-    if n < 2 or df < 1:
-        return level
-    z = math.sqrt(n / (n - 1)) * stats.t.ppf(1 - (1 - level) / 2, df)
-    return float(1 - 2 * stats.norm.sf(z))
+def _cp_upper(k: np.ndarray, n: np.ndarray, q: float | np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.where(k < n, stats.beta.ppf(1 - q, k + 1, np.maximum(n - k, 1)), 1.0)
 
 
-def _interval(estimate: float, boot: np.ndarray, level: float, runs: tuple[int, ...], expand: bool) -> Interval:
-    a = (1 - (expanded_level(level, runs) if expand else level)) / 2
-    ok = boot[np.isfinite(boot)]
-    # one run in every task: each replicate is the estimate itself, a zero-width "interval" that knows no spread
-    if not ok.size or not math.isfinite(estimate) or max(runs, default=0) < 2:
-        return Interval(estimate, math.nan, math.nan, level, runs)
-    return Interval(estimate, float(np.quantile(ok, a)), float(np.quantile(ok, 1 - a)), level, runs)
+def improvement_bounds(wins: np.ndarray, ties: np.ndarray, runs: np.ndarray,
+                       level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(estimate, lo, hi) of the paired probability of improvement from per-task counts shaped (..., tasks) (every
+    task with a run): Clopper-Pearson on P(X > Y) for lo and on P(X >= Y) for hi, pooled over tasks where their runs
+    are equal, else per task at α/T and averaged (module docstring)."""
+    w, t, n = (np.asarray(a, dtype=float) for a in (wins, ties, runs))
+    tasks = n.shape[-1]
+    a = 1 - level
+    est = ((w + t / 2) / n).mean(axis=-1)
+    pooled_lo = _cp_lower(w.sum(-1), n.sum(-1), a / 2)
+    pooled_hi = _cp_upper((w + t).sum(-1), n.sum(-1), a / 2)
+    per_lo = _cp_lower(w, n, a / (2 * tasks)).mean(axis=-1)
+    per_hi = _cp_upper(w + t, n, a / (2 * tasks)).mean(axis=-1)
+    equal = np.all(n == n[..., :1], axis=-1)
+    return est, np.where(equal, pooled_lo, per_lo), np.where(equal, pooled_hi, per_hi)
 
 
-def iqm_interval(tasks: Sequence[Runs], level: float = 0.95, reps: int = REPS, seed: int = 0,
-                 expand: bool = True) -> Interval:
-    """The IQM of the tasks' runs and its stratified-bootstrap percentile interval at `level` (expanded, unless
-    `expand` is False: the plain percentile interval, rliable's, kept to measure what the expansion buys)."""
-    vals = _finite(tasks)
-    boot = stratified_statistic(vals, "iqm", reps, np.random.default_rng(seed))
-    return _interval(iqm(vals), boot, level, tuple(v.size for v in vals), expand)
+def _kept(pairs: Sequence[tuple[Runs, Runs]]) -> list[np.ndarray]:
+    """The tasks' differences, a task with fewer than MIN_RUNS finite pairs left out (the caller names it)."""
+    return [d for d in differences(pairs) if d.size >= MIN_RUNS]
 
 
-def improvement_interval(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95,
-                         reps: int = REPS, seed: int = 0, expand: bool = True) -> Interval:
-    """The paired probability of improvement and its interval: the seed pairs resampled within each task."""
-    wins = [_wins(x, y) for x, y in pairs]
-    boot = stratified_statistic(wins, "mean of task means", reps, np.random.default_rng(seed))
-    return _interval(improvement(pairs), boot, level, tuple(w.size for w in wins), expand)
+def iqm_difference(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> Interval:
+    """The IQM of the per-seed differences X - Y pooled over the tasks with at least MIN_RUNS pairs, and Yuen's
+    interval."""
+    d = _kept(pairs)
+    runs = tuple(x.size for x in d)
+    if not d:
+        return Interval(math.nan, math.nan, math.nan, level, runs, "")
+    est, lo, hi = yuen_bounds(np.concatenate(d), level)
+    return Interval(float(est), float(lo), float(hi), level, runs, "Yuen's trimmed t")
+
+
+def mean_difference(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> Interval:
+    """The mean over the tasks with at least MIN_RUNS pairs of each one's mean difference X - Y, and its
+    Satterthwaite t-interval."""
+    d = _kept(pairs)
+    runs = tuple(x.size for x in d)
+    if not d:
+        return Interval(math.nan, math.nan, math.nan, level, runs, "")
+    est, lo, hi = mean_bounds(d, level)
+    return Interval(float(est), float(lo), float(hi), level, runs, "Satterthwaite t")
+
+
+def improvement_interval(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> Interval:
+    """The paired probability of improvement over the tasks with at least MIN_RUNS pairs, and its Clopper-Pearson
+    bracket."""
+    w, t, n = wins_ties(pairs)
+    keep = n >= MIN_RUNS
+    runs = tuple(int(k) for k in n[keep])
+    if not keep.any():
+        return Interval(math.nan, math.nan, math.nan, level, runs, "")
+    est, lo, hi = improvement_bounds(w[keep], t[keep], n[keep], level)
+    how = "Clopper-Pearson on the wins pooled over tasks" if len(set(runs)) == 1 else \
+        f"Clopper-Pearson per task at 1/{len(runs)} of the error, bounds averaged"
+    return Interval(float(est), float(lo), float(hi), level, runs, how)

@@ -14,6 +14,12 @@ share s of them (the *shadows*, adbs_lab/search/shadows.py) runs on to the end; 
 - `pruning_regret`: the weighted share of pruned trials that would have reached the top 10% of the objective, with
   Clopper & Pearson's (1934) exact interval on n = the pruned trials' Kish n (equal weights when s is fixed: the
   shadows' share and their count).
+- `premise_checks`: --pruner auto's decision. The premise is checked at fixed numbers of trials (CHECKS: the first
+  10, 20 and 40 to end, each check over those trials alone), the one-sided error of the 95% lower bound (2.5%) split
+  equally over the checks (Bonferroni), so over all of them the premise is wrongly taken to hold with probability at
+  most 2.5%; checking one bound again after every trial would spend that error once per trial. Between checks the
+  last check's answer stands: off until one holds, then on for the rest of the study; after the last check nothing
+  changes.
 
 Pure functions on numbers (numpy, scipy); the study's numbers are gathered in adbs_lab/search/shadows.py.
 """
@@ -27,9 +33,10 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["LEVEL", "PREMISE_LOWER", "PREMISE_MIN_N", "TOP_SHARE", "DEFAULT_SHADOW_SHARE", "Correlation", "Regret", "kish_n",
-           "weighted_ranks", "weighted_spearman", "spearman_interval", "correlation", "weighted_quantile",
-           "pruning_regret", "correlation_line", "regret_line"]
+__all__ = ["LEVEL", "PREMISE_LOWER", "PREMISE_MIN_N", "CHECKS", "TOP_SHARE", "DEFAULT_SHADOW_SHARE", "Correlation",
+           "Regret", "Check", "kish_n", "weighted_ranks", "weighted_spearman", "spearman_interval", "correlation",
+           "check_level", "premise_checks", "switched_on", "switched_on_rows", "weighted_quantile", "pruning_regret",
+           "correlation_line", "regret_line"]
 
 LEVEL = 0.95
 """The intervals' confidence level."""
@@ -39,6 +46,9 @@ PREMISE_MIN_N = 10
 """...and once it rests on an effective n of at least this: Fisher's z-interval degenerates for a perfect rank order
 of a handful of trials (4 trials in order by chance: 1 in 24), and Bonett & Wright (2000) checked their variance from
 n = 10 on."""
+CHECKS = (10, 20, 40)
+"""--pruner auto checks the premise at a base epoch once this many trials (completed and shadows, in the order they
+ended) have a value there: each check over exactly those first trials, at `check_level`."""
 TOP_SHARE = 0.10
 """Regret counts pruned trials that would have reached this top share of the objective."""
 DEFAULT_SHADOW_SHARE = 0.2
@@ -130,6 +140,82 @@ def correlation(x: ArrayLike, y: ArrayLike, w: ArrayLike | None = None,
     n_eff = kish_n(wa)
     low, high = spearman_interval(r, n_eff, level)
     return Correlation(r, low, high, len(xa), n_eff)
+
+
+def check_level(level: float = LEVEL, checks: Sequence[int] = CHECKS) -> float:
+    """The confidence of each check's interval: `level`'s error split equally over the checks (its lower bound then
+    errs with probability (1 - level) / 2 / len(checks))."""
+    return 1 - (1 - level) / len(checks)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One premise check of --pruner auto at a base epoch."""
+
+    at: int
+    """The trials it is over: the first `at` to end with a value at that epoch."""
+    correlation: Correlation
+    """Over those trials, its interval at `check_level`."""
+    holds: bool
+    """Its lower bound is at least PREMISE_LOWER on an effective n of at least PREMISE_MIN_N."""
+
+
+def premise_checks(x: ArrayLike, y: ArrayLike, w: ArrayLike | None = None, lower: float = PREMISE_LOWER,
+                   checks: Sequence[int] = CHECKS, level: float = LEVEL) -> list[Check]:
+    """The checks reached: for each count c of `checks` that the pairs (x, y) with both values reach, in the order
+    given (the order the trials ended), the correlation of the first c at `check_level`, and whether it holds."""
+    xa, ya, wa = _arrays(x, y, w)
+    each = check_level(level, checks)
+    out = []
+    for c in sorted(checks):
+        if len(xa) < c:
+            break
+        corr = correlation(xa[:c], ya[:c], wa[:c], each)
+        out.append(Check(c, corr, bool(math.isfinite(corr.low) and corr.low >= lower and corr.n_eff >= PREMISE_MIN_N)))
+    return out
+
+
+def switched_on(checks: Sequence[Check]) -> Check | None:
+    """The first check that held (the pruner is on from it on), or None (off)."""
+    return next((c for c in checks if c.holds), None)
+
+
+def _rho_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """`weighted_spearman` over the last axis of finite (..., n) arrays with positive weights, vectorised."""
+    def ranks(v: np.ndarray) -> np.ndarray:
+        below = ((v[..., None, :] < v[..., :, None]) * w[..., None, :]).sum(-1)
+        return below + ((v[..., None, :] == v[..., :, None]) * w[..., None, :]).sum(-1) / 2
+
+    p = w / w.sum(-1, keepdims=True)
+    rx, ry = ranks(x), ranks(y)
+    dx, dy = rx - (p * rx).sum(-1, keepdims=True), ry - (p * ry).sum(-1, keepdims=True)
+    sxx, syy = (p * dx * dx).sum(-1), (p * dy * dy).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (p * dx * dy).sum(-1) / np.sqrt(sxx * syy)
+    return np.where((sxx > 0) & (syy > 0), np.clip(r, -1.0, 1.0), np.nan)
+
+
+def switched_on_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, lower: float = PREMISE_LOWER,
+                     checks: Sequence[int] = CHECKS, level: float = LEVEL, each: float | None = None) -> np.ndarray:
+    """`premise_checks`' decision for many simulated studies at once (rows of x, y, w: finite, in the order the
+    trials ended): the first check count that held, 0 where none did. `each`: every check's own level instead of
+    `check_level` (to simulate a rule that does not split the error, as a check after every trial at 95%)."""
+    from scipy.stats import norm
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    w = np.ones_like(x) if w is None else np.asarray(w, dtype=float)
+    z = norm.ppf(0.5 + (check_level(level, checks) if each is None else each) / 2)
+    out = np.zeros(x.shape[:-1], dtype=int)
+    for c in sorted(checks, reverse=True):  # the earliest that held wins
+        if x.shape[-1] < c:
+            continue
+        r = _rho_rows(x[..., :c], y[..., :c], w[..., :c])
+        n_eff = w[..., :c].sum(-1) ** 2 / (w[..., :c] ** 2).sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            zr = np.arctanh(np.clip(r, -0.999999, 0.999999))
+            low = np.tanh(zr - z * np.sqrt((1 + r * r / 2) / (n_eff - 3)))
+        out = np.where((low >= lower) & (n_eff >= PREMISE_MIN_N), c, out)
+    return out
 
 
 def weighted_quantile(v: ArrayLike, w: ArrayLike, q: float) -> float:

@@ -1,5 +1,6 @@
 """Simulated studies for the verdicts' error rates, power and coverage (the tests and bench/verdict_simulation.py),
-and for the coverage of the aggregates over tasks (`aggregate_coverage`, adbs_lab/stats/aggregate.py).
+and for the coverage of the aggregates over tasks (`aggregate_coverage`, adbs_lab/stats/aggregate.py, on the
+corners' data of adbs_lab/stats/corners.py).
 
 A study here is one reference row and m rows compared with it, each run on the same N seeds. A seed's value of a
 row is the row's true effect plus noise of scale σ/√2, so a paired difference row - reference has SD σ (normal
@@ -15,7 +16,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from adbs_lab.stats import aggregate
+from adbs_lab.stats import aggregate, corners
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import CODE, Label, bonferroni, intervals, replay
 
@@ -79,24 +80,33 @@ def coverage(d: np.ndarray, looks: Looks, effects: Sequence[float]) -> np.ndarra
     return ok
 
 
-def aggregate_coverage(kind: Literal["iqm", "improvement"], sims: int, tasks: int = 4, runs: int = 10,
-                       reps: int = 1000, expand: bool = True, seed: int = 2026) -> float:
-    """The share of `sims` simulated comparisons over `tasks` tasks of `runs` runs each whose 95% interval covers
-    the truth. IQM: task means spread evenly over [-1, 1], normal runs of SD 1, so the equal mixture's IQM is 0 by
-    symmetry. Probability of improvement: paired differences N(μ_m, 1) with μ_m spread over [-0.5, 1], so the truth
-    is the mean of Φ(μ_m)."""
-    from scipy import stats
-
+def aggregate_coverage(kind: Literal["iqm", "mean", "improvement"], sims: int, runs: Sequence[int] = (10,) * 4,
+                       effects: Sequence[float] = (0.0, 0.5, 1.0, 1.5), sigmas: Sequence[float] | float = 1.0,
+                       noise: corners.Kind = "normal", n_items: int | None = None, level: float = 0.95,
+                       seed: int = 2026) -> float:
+    """The share of `sims` simulated comparisons over tasks (one per entry of `effects`, `runs` paired runs each, at
+    levels tens of points apart: corners.paired_tasks) whose interval at `level` covers the truth: the IQM of the
+    per-seed differences ("iqm": the mixture's, corners.mixture_iqm, each task weighted by its runs), the mean of
+    the task means ("mean": the mean effect), the paired probability of improvement ("improvement": the mean over
+    tasks of P(D > 0) + P(D = 0)/2 for D on the grid of `n_items`, corners.grid_win_tie). Vectorised."""
     rng = np.random.default_rng(seed)
-    hit = 0
-    for i in range(sims):
-        if kind == "iqm":
-            vals = [m + rng.standard_normal(runs) for m in np.linspace(-1, 1, tasks)]
-            iv, truth = aggregate.iqm_interval(vals, 0.95, reps, seed=i, expand=expand), 0.0
-        else:
-            mu = np.linspace(-0.5, 1.0, tasks)
-            pairs = [(m + rng.standard_normal(runs), np.zeros(runs)) for m in mu]
-            iv = aggregate.improvement_interval(pairs, 0.95, reps, seed=i, expand=expand)
-            truth = float(stats.norm.cdf(mu).mean())
-        hit += iv.lo <= truth <= iv.hi
-    return hit / sims
+    tasks = corners.paired_tasks(rng, sims, effects, list(runs), sigmas, noise, n_items=n_items)
+    d = [x - y for x, y in tasks]
+    sig = [float(sigmas)] * len(effects) if isinstance(sigmas, (int, float)) else list(sigmas)
+    if kind == "iqm":
+        if n_items is not None:
+            raise ValueError("the IQM's truth is computed for continuous differences: n_items=None")
+        _, lo, hi = aggregate.yuen_bounds(np.concatenate(d, axis=-1), level)
+        truth = corners.mixture_iqm(effects, sig, noise, weights=list(runs))
+    elif kind == "mean":
+        if n_items is not None:
+            raise ValueError("the mean's truth is computed for continuous differences: n_items=None")
+        _, lo, hi = aggregate.mean_bounds(d, level)
+        truth = float(np.mean(effects))
+    else:
+        wins = np.stack([(x > 0).sum(axis=-1) for x in d], axis=-1)
+        ties = np.stack([(x == 0).sum(axis=-1) for x in d], axis=-1)
+        _, lo, hi = aggregate.improvement_bounds(wins, ties, np.broadcast_to(np.array(runs), wins.shape), level)
+        truth = float(np.mean([w + t / 2 for w, t in (corners.grid_win_tie(e, s, noise, n_items)
+                                                        for e, s in zip(effects, sig))]))
+    return float(np.mean((lo <= truth) & (truth <= hi)))

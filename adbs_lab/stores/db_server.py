@@ -8,37 +8,22 @@ Light: the tenacity retry loop and the standard library, no SQLAlchemy, Optuna o
 
 from __future__ import annotations
 
-import math
-import os
 import sys
 from typing import Any, Callable, TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from adbs import env
 from adbs.redaction import redact
 
-__all__ = ["STORE_WAIT_S", "STORE_WAIT_PROBLEM", "POOL_RECYCLE_S", "CONNECT_TIMEOUT_S", "DOWN_WARNING", "is_server",
+__all__ = ["STORE_WAIT_S", "POOL_RECYCLE_S", "CONNECT_TIMEOUT_S", "DOWN_WARNING", "is_server",
            "locked", "store_down", "engine_kwargs", "patiently"]
 
-def _store_wait(raw: str | None, default: float = 300.0) -> tuple[float, str | None]:
-    """ADBS_STORE_WAIT_S read once: (seconds, None), or (the default, what is wrong) for a value that is not a
-    finite number >= 0 (NaN would never stop the wait; the preflight refuses the run with the returned words)."""
-    if raw is None or raw.strip() == "":
-        return default, None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        return default, (f"ADBS_STORE_WAIT_S={raw!r}: not a number of seconds; give a finite number >= 0 (how long a "
-                         f"study waits for a database server that stopped answering; default {default:.0f}), or unset it")
-    return value, None
-
-
-STORE_WAIT_S, STORE_WAIT_PROBLEM = _store_wait(os.environ.get("ADBS_STORE_WAIT_S"))
+STORE_WAIT_S = env.seconds("ADBS_STORE_WAIT_S")
 """How long one call to a database server that stopped answering (restarted, failed over, unreachable) is retried
 before the study stops (exit 1, with the --resume command): long enough for a restart or a fail-over, short enough
-that a study whose server is gone for good says so within minutes instead of hanging."""
+that a study whose server is gone for good says so within minutes instead of hanging (adbs/env.py bounds it; a
+value out of its bounds is refused before a study starts)."""
 
 POOL_RECYCLE_S = 300
 """A pooled connection older than this is replaced when it is next taken: a firewall or load balancer that drops

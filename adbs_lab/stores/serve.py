@@ -22,13 +22,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from adbs.exits import OK, REFUSED, Exit, entry
 from adbs_lab.stores import db_server, paths
 from adbs.redaction import SecretUrl, carries_secret, redact, redact_url, reveal
 
 __all__ = ["LOOPBACK", "GRACE_S", "RUNS_QUERY", "STORE_ENV", "POOL_RECYCLE_ENV", "parser", "url", "command", "server_env",
-           "port_problem", "experiments", "with_view", "runs_page",
+           "port_problem", "experiments", "with_view", "runs_page", "artifacts",
            "print_studies", "main"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -51,10 +53,12 @@ def parser() -> argparse.ArgumentParser:
                         "sqlite:///<repo>/mlflow/mlflow.db; e.g. postgresql://user@host/db for a shared server, its "
                         "password in ~/.pgpass or PGPASSWORD; a password in the URL is never printed, and reaches "
                         f"the server as ${STORE_ENV}, not on its command line)")
-    p.add_argument("--artifacts-destination", default=str(paths.DEFAULT_ARTIFACT_ROOT),
-                   help="where logged files live (default <repo>/mlflow/artifacts; e.g. s3://bucket/path, its "
-                        "credentials in the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE; "
-                        "a URL with credentials is refused)")
+    p.add_argument("--artifacts-destination", default=None,
+                   help="where logged files live (default: where a study puts them for that store, "
+                        "adbs_lab/stores/paths.py: artifact_root: <repo>/mlflow/artifacts for the project's store and "
+                        "a database server, the folder beside a SQLite file; e.g. s3://bucket/path, its credentials in "
+                        "the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE; a URL with "
+                        "credentials is refused)")
     p.add_argument("--allowed-hosts", default=None,
                    help="Host headers the server accepts (MLflow 3 DNS-rebinding protection; default "
                         "localhost + private IPs); needed when users reach it by a public name")
@@ -98,7 +102,7 @@ def command(args: argparse.Namespace) -> list[str]:
     base = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
     store = [] if STORE_ENV in server_env(args) else ["--backend-store-uri", reveal(args.backend_store_uri)]
     cmd = [*base, "server", *store,
-           "--artifacts-destination", _local_or_uri(args.artifacts_destination),
+           "--artifacts-destination", _local_or_uri(artifacts(args)),
            "--host", args.host, "--port", str(args.port), "--workers", str(args.workers)]
     if args.allowed_hosts:
         cmd += ["--allowed-hosts", args.allowed_hosts]
@@ -106,6 +110,15 @@ def command(args: argparse.Namespace) -> list[str]:
     if extra[:1] == ["--"]:
         extra = extra[1:]
     return cmd + extra
+
+
+def artifacts(args: argparse.Namespace) -> str:
+    """--artifacts-destination, else where a study of this store puts its artifacts (and prints in its command to
+    open the UI): adbs_lab/stores/paths.py: artifact_root, its one owner."""
+    if args.artifacts_destination is not None:
+        return args.artifacts_destination
+    root = paths.artifact_root(reveal(args.backend_store_uri)) or paths.DEFAULT_ARTIFACT_ROOT.as_uri()
+    return url2pathname(urlsplit(root).path)
 
 
 def _local_or_uri(dest: str) -> str:
@@ -118,7 +131,7 @@ def _artifacts_problem(args: argparse.Namespace) -> str | None:
     user of the machine (`ps`), and MLflow reads an object store's credentials from the environment only (its
     s3:// and gs:// artifact stores take the whole KEY:SECRET@bucket for the bucket's name: MLflow's
     utils/data_utils.py: parse_s3_uri)."""
-    dest = args.artifacts_destination
+    dest = artifacts(args)
     if not carries_secret(dest):
         return None
     return (f"--artifacts-destination {redact_url(dest)}: the URL carries credentials, which the server's command "
@@ -304,6 +317,7 @@ def print_studies(uri: str, link: str) -> None:
 @entry
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.artifacts_destination = artifacts(args)
     # the dry run checks what it can without writing (the artifacts URL, the numbers, the port); a run also the
     # stores
     problem = (_artifacts_problem(args) or _check_numbers(args) or _check_port(args)

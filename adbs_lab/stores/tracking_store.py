@@ -10,7 +10,7 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import (
     RetryCallState,
@@ -20,12 +20,19 @@ from tenacity import (
     wait_exponential,
 )
 
+from adbs import env
 from adbs_lab.stores import paths
 from adbs_lab.stores import db_server
 from adbs_lab.stores.db_server import is_server, locked, patiently, store_down
+from adbs import light
 from adbs.redaction import SecretUrl, carries_secret, redact, reveal
 
-LOCKED_WAIT_S = float(os.environ.get("ADBS_MLFLOW_LOCKED_WAIT_S", "300"))
+if TYPE_CHECKING:
+    import mlflow.tracking as mlflow_tracking
+else:
+    mlflow_tracking = light.lazy("mlflow.tracking")  # MLflow loads where a client is made, not with the URL helpers
+
+LOCKED_WAIT_S = env.seconds("ADBS_MLFLOW_LOCKED_WAIT_S")
 """How long a write waits for a locked MLflow store (SQLite: another process holds it) before the study stops."""
 
 
@@ -124,30 +131,14 @@ def tracking_uri(flag: str | None) -> SecretUrl:
 
 def client(uri: str):
     """An MlflowClient of `uri`, given the real URL of a SecretUrl."""
-    from mlflow.tracking import MlflowClient
-
-    return MlflowClient(reveal(uri))
+    return mlflow_tracking.MlflowClient(reveal(uri))
 
 
-DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")
-"""URI schemes of a database server MLflow keeps its runs in (a driver after '+': postgresql+psycopg://)."""
-
-
-def artifact_root(uri: str, storage: str | None = None) -> str | None:
-    """Where an experiment made in tracking store `uri` keeps its artifacts: beside a SQLite store
-    (`<db dir>/artifacts`); for a database server, under the study's --storage (`<storage>/mlflow_artifacts`; the
-    project's mlflow/artifacts when --storage is an object store or not given); None for a tracking server, which
-    decides its own (its --artifacts-destination). Never None for a database: MLflow would put them in ./mlruns of
-    whatever folder the command runs in."""
-    if uri == paths.DEFAULT_TRACKING_URI:
-        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
-    if uri.startswith("sqlite:///"):
-        return (Path(uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
-    if uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
-        if storage and "://" not in storage:  # a folder (an object-store URL is not one MLflow's file store writes)
-            return (Path(storage).expanduser().resolve() / "mlflow_artifacts").as_uri()
-        return paths.DEFAULT_ARTIFACT_ROOT.as_uri()
-    return None
+PROBE_S = 20.0
+"""The most the check of a tracking server (`tracking_problem`) waits for its answer, whatever holds it up: MLflow's
+retries are off and each request gives up after 10 s (`_fail_fast_http`), but neither bounds a name server that does
+not answer (the system resolver's timeouts, tried per server and search domain, add up to minutes) or a server that
+trickles its answer."""
 
 
 @contextmanager
@@ -185,14 +176,35 @@ def tracking_problem(uri: str) -> None:
             raise TrackingError(f"tracking URI {uri!r}: {problem}")
         if not db.is_file() or db.stat().st_size == 0:
             return  # created by check_tracking_uri when the study starts
-    elif uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
+    elif uri.split("://", 1)[0].split("+", 1)[0] in paths.DATABASES:
         _connect(uri, hint)  # MLflow's client would create its tables in an empty database
         return
-    try:
-        with _fail_fast_http():
+    _answers(uri, hint)
+
+
+def _answers(uri: str, hint: str) -> None:
+    """A search of one experiment answered, else TrackingError; from a server over the network (http, https,
+    databricks) within PROBE_S, in a thread of its own, left behind when it does not answer (the command is ending)."""
+    import threading
+
+    failed: list[BaseException] = []
+
+    def search() -> None:
+        try:
             client(uri).search_experiments(max_results=1)
-    except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
-        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {hint}") from None
+        except Exception as e:  # noqa: BLE001 - any failure means the store is unusable
+            failed.append(e)
+
+    probe = threading.Thread(target=search, daemon=True, name="tracking-probe")
+    remote = uri.split("://", 1)[0].lower() in ("http", "https", "databricks")
+    with _fail_fast_http():  # MLflow reads them as a request starts
+        probe.start()
+        probe.join(PROBE_S if remote else None)
+    if probe.is_alive():
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r} did not answer within {PROBE_S:.0f} s (a server or a "
+                            f"name server that does not answer); {hint}")
+    if failed:
+        raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(failed[0])}); {hint}")
 
 
 def _connect(uri: str, hint: str) -> None:
@@ -239,9 +251,10 @@ def check_tracking_uri(uri: str) -> None:
         raise TrackingError(f"tracking URI {redact_uri(uri)!r} is unreachable ({_first_line(e)}); {_hint(uri)}") from None
 
 
-def ui_command(uri: str) -> str:
+def ui_command(uri: str, storage: str | None = None) -> str:
     """The one command that opens the MLflow UI on this store (the project's serve script), as printed: a password
-    in the URL shows as *** (adbs/redaction.py), and a note says where to give it."""
+    in the URL shows as *** (adbs/redaction.py), and a note says where to give it; the artifacts where a study of
+    --storage `storage` put them (adbs_lab/stores/paths.py: artifact_root)."""
     import shlex
     import sys
 
@@ -252,7 +265,7 @@ def ui_command(uri: str) -> str:
         cmd = [sys.executable, str(paths.REPO_ROOT / "mlflow" / "serve.py")]
         if uri != paths.DEFAULT_TRACKING_URI:
             cmd += ["--backend-store-uri", redact_uri(uri)]
-            root = artifact_root(uri)
+            root = paths.artifact_root(uri, storage)
             if root and root.startswith("file://"):  # a path, not the URI's %-escapes ('my%20runs')
                 cmd += ["--artifacts-destination", url2pathname(urlsplit(root).path)]
         note = ("  (*** stands for the password, left out here: type it in, or set $MLFLOW_BACKEND_STORE_URI to the URL "

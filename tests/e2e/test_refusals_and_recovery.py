@@ -294,12 +294,12 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
         assert "Traceback" not in r.stderr and ": started" not in r.stdout
     if other.exists():  # the other store got no experiment of this study
         assert MlflowClient(f"sqlite:///{other}").get_experiment_by_name("alpha_sweep-smoke") is None
-    # another --shadow-share: accepted, dry run and run, since this study (--pruner none) stops no trial to run on
-    dry = _run(resume + ["--shadow-share", "0.5", "--dry-run"])  # a process: it connects to this test's Ray cluster
-    assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
+    # a --shadow-share: refused, as on a new run, since this study (--pruner none) stops no trial to run on
+    r = in_process(capsys, resume + ["--shadow-share", "0.5", "--dry-run"], cwd="/")
+    assert r.returncode == 2 and "this run prunes no trial" in r.stderr, r.stderr[-2000:]
     # settings a resumed study keeps from its first run: said, and ignored
     at = resume.index("--max-concurrent")
-    again = _run([*resume[:at], *resume[at + 2:], "--max-concurrent", "2", "--max-failures", "3", "--shadow-share", "0.5"])
+    again = _run([*resume[:at], *resume[at + 2:], "--max-concurrent", "2", "--max-failures", "3"])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "--max-failures 3 is ignored on --resume" in again.stdout
     assert "--max-concurrent 2 is ignored on --resume" in again.stdout and "1 at a time" in again.stdout

@@ -8,4 +8,5 @@ bench/ starts too are in testing/.
     studies       a running study's first finished trial, and its MLflow runs as the study tests check them
     browser       headless Chromium through Playwright for the UI tests (open_browser)
     smoke_store   one ablation smoke study into a temporary MLflow store, shared by the report and browser tests
+    values        generated config values of every kind a search space may hold, and their comparison
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -19,8 +20,10 @@ from typing import Iterator
 
 @contextmanager
 def _restored(cwd: str | os.PathLike | None) -> Iterator[None]:
-    # the scripts set Ray's and MLflow's variables for their own process; later tests of this worker get none
+    # the scripts set Ray's and MLflow's variables for their own process, and their signal handlers from their first
+    # statement (adbs/light.py: guard); later tests of this worker get none of them
     environ, argv, here = dict(os.environ), list(sys.argv), os.getcwd()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if cwd is not None:
             os.chdir(cwd)
@@ -30,6 +33,9 @@ def _restored(cwd: str | os.PathLike | None) -> Iterator[None]:
         sys.argv[:] = argv
         os.environ.clear()
         os.environ.update(environ)
+        for sig, handler in handlers.items():
+            if handler is not None:  # None: not set from Python, nothing to restore
+                signal.signal(sig, handler)
 
 
 def in_process(capsys, argv: list[str], cwd: str | os.PathLike | None = None) -> SimpleNamespace:

@@ -197,9 +197,17 @@ def test_tests_of_private_helpers_are_few_and_say_so():
     assert len(users) <= 12, f"{len(users)} test files use private names: {sorted(users)}"
 
 
+def _lazy_block(node: ast.If) -> bool:
+    """`if TYPE_CHECKING: <imports> else: <name = light.lazy("module")>...`: modules declared, none imported."""
+    return (ast.unparse(node.test) == "TYPE_CHECKING" and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body)
+            and all(isinstance(n, ast.Assign) and ast.unparse(n.value).startswith("light.lazy(") for n in node.orelse))
+
+
 def _module_level_script(source: str) -> list[str]:
     """Statements at a script's module level other than its docstring, imports, the sys.path line that lets it run
-    from any cwd, named constants, definitions and the `if __name__ == "__main__":` call."""
+    from any cwd, its signal handler (`light.guard(__name__)`, which does nothing when imported: adbs/light.py), its
+    lazy modules (`if TYPE_CHECKING:` imports, else `light.lazy` declarations), named constants, definitions and the
+    `if __name__ == "__main__":` call."""
     found = []
     for node in ast.parse(source).body:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)):
@@ -210,7 +218,10 @@ def _module_level_script(source: str) -> list[str]:
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a docstring
-        if isinstance(node, ast.Expr) and ast.unparse(node).startswith("sys.path.insert(0, "):
+        if isinstance(node, ast.Expr) and (ast.unparse(node).startswith("sys.path.insert(0, ")
+                                           or ast.unparse(node) == "light.guard(__name__)"):
+            continue
+        if isinstance(node, ast.If) and _lazy_block(node):
             continue
         if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'":
             continue
@@ -230,3 +241,7 @@ def test_module_level_script_is_seen():
     assert _module_level_script('"""doc"""\nimport sys\nX = 1\nopts = parse()\nmain()\n'
                                 'if __name__ == "__main__":\n    main()\n') == [
         "line 4: opts = parse()", "line 5: main()"]
+    assert _module_level_script('light.guard(__name__)\nif TYPE_CHECKING:\n    import pandas as pd\nelse:\n'
+                                '    pd = light.lazy("pandas")\nif TYPE_CHECKING:\n    import x\nelse:\n'
+                                '    x = run()\nlight.guard("x")\n') == [
+        "line 6: if TYPE_CHECKING:", "line 10: light.guard('x')"]

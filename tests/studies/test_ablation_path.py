@@ -187,3 +187,84 @@ def test_resume_after_an_interrupt_while_claiming_a_tune_run_starts_that_run(fil
     monkeypatch.setattr(study, "run", run)
     assert mod.Runner(opts, base)("s1l1", configs, [0]) == {"finetune_epochs=0": {0: 1.0}}
     assert started == [False]
+
+
+NO_CONFIGURATION = [
+    None,  # no trial of the study completed (adbs_lab/results/tables.py: write)
+    {"config_label": None, "why": "no configuration completed every seed, and one missing a seed is never ranked",
+     "not_ranked": [{"config_label": "alpha=0.01", "seeds": "1 of 2, 1 failed"}]},
+    {"config_label": None, "why": "kshot_grid varies data conditions (ways, shots), not knobs"},
+]
+
+
+@pytest.mark.parametrize("best", NO_CONFIGURATION, ids=["null", "none ranked", "data conditions"])
+def test_a_best_config_that_names_no_configuration_is_refused_in_words(capsys, tmp_path, best):
+    """--to a best_config.json holding no configuration failed on its key config_label (or, null, read as no values:
+    B the preset itself); it is refused naming why the study chose none, as --config FILE of adbs.run refuses it."""
+    f = tmp_path / "knobs" / "best_config.json"
+    f.parent.mkdir()
+    f.write_text(json.dumps(best))
+    r = _run(capsys, tmp_path, "--to", str(f), "--dry-run")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "names no configuration" in r.stderr and "config_label" not in r.stderr.replace(
+        "a study's best_config.json", ""), r.stderr
+    r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--config", str(f), "--dry-run"])
+    assert r.returncode == 2 and "names no configuration" in r.stderr, r.stderr
+
+
+def _smoke_best(tmp_path, **changes) -> Path:
+    """The best_config.json of a --smoke knobs study: the smoke preset's full config, its budget included."""
+    from adbs.config import from_dict, resolve
+
+    f = tmp_path / "runs" / "knobs" / "best_config.json"  # the latest knobs study: the default B
+    f.parent.mkdir(parents=True, exist_ok=True)
+    config = {**from_dict(resolve("smoke", None, {})).to_dict(), **changes}
+    f.write_text(json.dumps({"config_label": "x", "objective": "summary/val_avg_acc", "config": config}))
+    return f
+
+
+@pytest.mark.parametrize("flags", [[], ["--set", "base_epochs=3"], ["--from", "FILE", "--to", "cpu"]],
+                         ids=["B from knobs --smoke", "one budget field set", "A from knobs --smoke"])
+def test_an_end_at_the_smoke_budget_is_refused_without_smoke(capsys, tmp_path, flags):
+    """A B taken from a --smoke run listed the smoke preset's budget (base epochs, images, sessions) as differences
+    of the path; the path refuses it, naming the budget and the two ways out (--smoke, or B from a full run)."""
+    f = _smoke_best(tmp_path, new_boundary_init="one")
+    r = _run(capsys, tmp_path, *[str(f) if x == "FILE" else x for x in flags], "--dry-run")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "holds the smoke preset's budget (" in r.stderr and "pass --smoke" in r.stderr, r.stderr
+    assert ("base_epochs=2" in r.stderr) == ("base_epochs=3" not in flags), r.stderr
+
+
+def test_a_smoke_path_takes_an_end_at_its_budget_and_presets_are_taken_as_named(capsys, tmp_path):
+    _smoke_best(tmp_path, new_boundary_init="one")
+    r = _run(capsys, tmp_path, "--smoke", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "1 differences (new_boundary_init)" in r.stdout
+    r = _run(capsys, tmp_path, "--from", "smoke", "--to", "cpu", "--dry-run")  # the budget is what is asked about
+    assert r.returncode == 0 and "base_epochs" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--confirm-seeds", "4", "5", "6"], "the confirmation seeds (4 5 6) include selection seeds (4)"),
+    (["--confirm-seeds"], "the confirmation seeds (0 1 2 3 4) are the selection seeds"),
+    (["--seeds", "0", "1", "2", "--confirm-seeds", "2", "1"], "the confirmation seeds (2 1) are the selection seeds"),
+    (["--confirm-seeds", "7", "8", "9"], None),
+])
+def test_confirmation_seeds_among_the_selection_seeds_are_said(capsys, files, flags, said):
+    """--confirm-seeds overlapping --seeds was taken without a word; the dry run (and the run) says the Δs on them
+    are post-selection."""
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"), *flags, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stdout.splitlines() if line.startswith("note: the confirmation seeds")]
+    assert notes == ([] if said is None else [notes[0]]) and (said is None or said in notes[0]), r.stdout
+    assert said is None or "post-selection" in notes[0]
+
+
+@pytest.mark.parametrize("name, value", [("ADBS_STORE_WAIT_S", "1e12"), ("ADBS_CACHE_LEASE_S", "nan")])
+def test_a_wait_out_of_bounds_is_refused_before_the_path_starts(capsys, monkeypatch, files, name, value):
+    """Each Tune run of the path refused it, but only once the path had started (its lock taken, its first line
+    printed); the path's own checks refuse it first, as its dry run does."""
+    monkeypatch.setenv(name, value)
+    r = _run(capsys, files, "--from", str(files / "a.yaml"), "--to", str(files / "b.yaml"))
+    assert r.returncode == 2 and f"{name}={value!r}" in r.stderr, r.stdout + r.stderr
+    assert "differences (" not in r.stdout and not (files / "runs").exists()

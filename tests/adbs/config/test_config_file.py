@@ -11,8 +11,8 @@ import pytest
 
 from adbs.config import Config, ConfigError, from_dict, load_file, resolve
 from adbs_lab import study
+from adbs_lab.driver import flags
 from adbs_lab.driver import options
-from adbs_lab.driver import preflight
 from adbs_lab.stores.paths import REPO_ROOT
 
 
@@ -92,7 +92,7 @@ def test_study_options_read_the_file_once(tmp_path):
     assert base["base_epochs"] == 3 and base["alpha"] == 0.02 and base["sessions"] == 2
     # keys the study sets itself (searched shots, seeds) are the study's, with a note; not an error
     plan = study.Plan(name="t", space={"variant": "adb+ic", "shots": [1, 5]}, space_source="tests")
-    assert preflight.study_owned(plan, opts) == ("shots", "seed")
+    assert flags.study_owned(plan, opts) == ("shots", "seed")
     base, configs, _ = study.validate(plan, opts.replace(gpus_per_trial=0.0))
     assert "shots" not in base and {c.shots for c in configs} == {1, 5} and {c.seed for c in configs} == {0}
     bad = _write(tmp_path, "bad.yaml", "alhpa: 1\n")

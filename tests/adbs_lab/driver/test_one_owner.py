@@ -25,7 +25,7 @@ from adbs_lab import study
 from adbs_lab.driver import options
 from adbs_lab.search import searcher as search
 from adbs_lab.driver import tracker
-from adbs_lab.stores import tracking_store
+from adbs_lab.stores import paths
 from adbs_lab.driver import claim
 from adbs_lab.stores.paths import REPO_ROOT
 
@@ -139,8 +139,8 @@ def test_a_resumed_tracker_logs_to_the_store_this_command_names(tmp_path):
 
 
 def test_a_database_stores_artifacts_under_the_storage_never_the_working_folder(tmp_path):
-    root = tracking_store.artifact_root("postgresql://u:p@db.example/mlflow", str(tmp_path / "runs"))
+    root = paths.artifact_root("postgresql://u:p@db.example/mlflow", str(tmp_path / "runs"))
     assert root == (tmp_path / "runs" / "mlflow_artifacts").as_uri()
-    assert tracking_store.artifact_root("mysql://u:p@db/m", "s3://bucket/runs").startswith("file:///")
-    assert tracking_store.artifact_root("postgresql+psycopg://u@db/m") is not None  # never MLflow's ./mlruns
-    assert tracking_store.artifact_root("http://mlflow.example:5000") is None  # the server decides
+    assert paths.artifact_root("mysql://u:p@db/m", "s3://bucket/runs").startswith("file:///")
+    assert paths.artifact_root("postgresql+psycopg://u@db/m") is not None  # never MLflow's ./mlruns
+    assert paths.artifact_root("http://mlflow.example:5000") is None  # the server decides

@@ -11,7 +11,7 @@ from adbs.exits import Exit
 from adbs_lab import study
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.driver import options
-from adbs_lab.stores import tracking_store
+from adbs_lab.stores import paths, tracking_store
 from adbs_lab.driver import resume
 from adbs_lab.stores.paths import DEFAULT_TRACKING_URI, REPO_ROOT
 from search_spaces import kshot_grid
@@ -95,7 +95,7 @@ def test_unreachable_tracking_uri():
 def test_default_store_is_absolute_under_the_repo(monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert tracking_store.tracking_uri(None) == DEFAULT_TRACKING_URI == f"sqlite:///{REPO_ROOT / 'mlflow' / 'mlflow.db'}"
-    assert tracking_store.artifact_root(DEFAULT_TRACKING_URI) == (REPO_ROOT / "mlflow" / "artifacts").as_uri()
+    assert paths.artifact_root(DEFAULT_TRACKING_URI) == (REPO_ROOT / "mlflow" / "artifacts").as_uri()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////x/y.db")
     assert tracking_store.tracking_uri(None) == "sqlite:////x/y.db"
     assert tracking_store.tracking_uri("http://h:5000") == "http://h:5000"

@@ -7,6 +7,11 @@ import json
 import logging
 from types import SimpleNamespace
 
+import pytest
+
+from adbs_lab import study
+from adbs_lab.driver import options, run
+from adbs_lab.driver.preflight import study as typed
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.launch import resumed
 from adbs_lab.driver.session import env_defaults
@@ -20,7 +25,7 @@ def _resumable(tmp_path, ended: dict[str, str], begun: int):
     (where.local / "study.json").write_text(json.dumps({"study": "alpha_sweep", "started": "2026-11-28 10:02"}))
     runs = {"parent": "p", "trials": {f"t{i}": f"r{i}" for i in range(len(ended) + begun)}, "ended": ended}
     (where.local / tracking_store.RUNS_FILE).write_text(json.dumps(runs))
-    return SimpleNamespace(where=where, dir=where.local, total=12)
+    return SimpleNamespace(where=where, dir=where.local, total=12, fingerprint="not its", tracking_uri="sqlite:///x")
 
 
 def test_a_resumed_run_says_what_it_resumes(tmp_path):
@@ -48,3 +53,41 @@ def test_tunes_own_restore_advice_is_dropped_and_its_other_warnings_kept():
     assert not shown('Training has been interrupted, but the most recent state was saved.\nResume training with: '
                      'Tuner.restore(path="/runs/alpha_sweep/tune", trainable=...)')
     assert shown("Total run time: 3.00 seconds")
+
+
+def _held(p, uri: str, ended: int, begun: int, status: str) -> None:
+    """`p`'s folder as a run of this very study left it: study.json of its fingerprint, the runs file, Ray Tune's
+    state (what Tuner.can_restore looks for) and the parent run in the MLflow store, ended with `status`."""
+    client = tracking_store.client(uri)
+    parent = client.create_run(client.create_experiment("t")).info.run_id
+    client.set_terminated(parent, status)
+    where = p.where
+    (where.local / "tune").mkdir(parents=True)
+    (where.local / "tune" / "tuner.pkl").write_bytes(b"")
+    (where.local / "study.json").write_text(json.dumps({"fingerprint": p.fingerprint, "started": "2026-11-28 10:02"}))
+    runs = {"parent": parent, "trials": {f"t{i}": f"r{i}" for i in range(ended + begun)},
+            "ended": {f"t{i}": "COMPLETE" for i in range(ended)}}
+    (where.local / tracking_store.RUNS_FILE).write_text(json.dumps(runs))
+
+
+@pytest.mark.parametrize("flags, ended, begun, status, said", [
+    ((), 2, 0, "FINISHED", "finished (2 trials ended): nothing to continue, so it runs no trial"),
+    # --seeds auto, stopped before its cap (every comparison resolved): its total is the cap, and none is to go
+    (("--seeds", "auto", "--reference", "alpha=0.01"), 6, 0, "FINISHED", "finished (6 trials ended): nothing to continue"),
+    ((), 1, 1, "KILLED", "resuming the study in"),
+    ((), 0, 0, "KILLED", ": 0 of 2 trials ended, 2 to go"),
+])
+def test_a_resume_dry_run_says_what_the_run_would_do(capsys, tmp_path, tracking_uri, flags, ended, begun, status, said):
+    """--resume --dry-run on a study that finished said it checked "what --resume continues" and nothing more, as if
+    something were left; it says what the run would do: continue the trials left, or, finished, run none."""
+    plan = study.Plan(name="t", space={"variant": "adb+ic", "alpha": [0.01, 0.05]}, space_source="tests")
+    opts = options.parse("t", argv=["--smoke", "--dry-run", "--resume", *flags, "--gpus-per-trial", "0", "--storage",
+                                    str(tmp_path / "runs"), "--tracking-uri", tracking_uri])[0]
+    p = typed(plan, opts)
+    _held(p, tracking_uri, ended, begun, status)
+    capsys.readouterr()
+    run.dry_run(p)
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("a run of this command: "))
+    assert said in line, out
+    assert ("to go" in line) == (status != "FINISHED"), line

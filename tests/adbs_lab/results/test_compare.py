@@ -38,7 +38,7 @@ def test_paired_delta_last_and_its_interval_by_hand():
     assert "+6.00 (+2.41 to +9.59, n=3)" in text and "+5.00 (n < 2: no interval)" in text and "Δlast paired" in text
     # the table opens with one sentence per comparison, its interval the one in the table
     # (the interval 2.4173 .. 9.5827 rounded outward)
-    assert text.splitlines()[1] == ("adb+ic vs baseline: +6.00 points in the last session (95% CI +2.41 to +9.59, "
+    assert text.splitlines()[2] == ("adb+ic vs baseline: +6.00 points in the last session (95% CI +2.41 to +9.59, "
                                     "Bonferroni over 2 comparisons; paired, n=3): better")
 
 

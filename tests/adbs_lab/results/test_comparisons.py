@@ -82,9 +82,12 @@ def test_the_table_opens_with_the_verdicts_and_closes_with_the_plan():
                         pairs=[("adb", "baseline"), ("adb+ic", "baseline"), ("adb+ic", "adb")])
     text = format_table(table, seconds=cmp.row_seconds(t))
     lines = text.splitlines()
-    assert [line.split(":")[0] for line in lines[:3]] == ["adb vs baseline", "adb+ic vs baseline", "adb+ic vs adb"]
-    assert all("Bonferroni over 3 comparisons" in line for line in lines[:3])
-    assert "verdict" in lines[4] and "adjusted over the table's 3 comparisons" in text
+    assert lines[0] == ("verdicts, one family: the 3 comparisons of this table on the last session's test_acc, all "
+                        "true together with probability at least 95%; a verdict of another table, or of this table on "
+                        "another metric, is of another family (docs/statistics.md):")
+    assert [line.split(":")[0] for line in lines[1:4]] == ["adb vs baseline", "adb+ic vs baseline", "adb+ic vs adb"]
+    assert all("Bonferroni over 3 comparisons" in line for line in lines[1:4])
+    assert "verdict" in lines[5] and "adjusted over the table's 3 comparisons" in text
     plan = text[text.index("seeds that would settle"):]
     assert "adb vs baseline: " in plan and "cost on this machine: about" in plan
     # the row's cell is the adjusted interval of the row against its reference
@@ -130,13 +133,33 @@ def test_a_best_row_is_named_only_where_the_verdicts_resolve_it():
     pairs = cmp.family(["alpha=0.01", "alpha=0.02", "alpha=0.05", "alpha=0.1"], "alpha=0.01")
     compared = cmp.compare_rows(s, pairs, trials=t)
     assert [c.verdict.verdict.value for c in compared] == ["not resolved", "better", "not resolved"]
-    # the best mean beats its reference, but is not compared with 0.02 and 0.1, which are not resolved against it
-    assert cmp.best_standing("alpha=0.05", compared) == (False, ["alpha=0.02", "alpha=0.1"])
+    # 0.05 is not compared with 0.02 and 0.1, but through their shared reference: its interval against 0.01 lies
+    # wholly above theirs, so best - row = (best - ref) - (row - ref) > 0 with the family's guarantee
+    by = {c.pair[0]: c.verdict for c in compared}
+    assert by["alpha=0.05"].lo > max(by["alpha=0.02"].hi, by["alpha=0.1"].hi)
+    assert cmp.best_standing("alpha=0.05", compared) == (True, [])
+    # 0.02 is not resolved against 0.01 or 0.1, and is resolved below 0.05 (through 0.01)
     assert cmp.best_standing("alpha=0.02", compared) == (False, ["alpha=0.01", "alpha=0.1"])
     # with every row compared against the best and worse than it: resolved
     direct = cmp.compare_rows(s, [(r, "alpha=0.05") for r in ("alpha=0.01", "alpha=0.02", "alpha=0.1")], trials=t)
     assert all(c.verdict.verdict.value == "worse" for c in direct) and cmp.best_standing("alpha=0.05", direct) == (True, [])
     assert cmp.best_standing("anything", []) == (True, [])
+
+
+def test_two_rows_both_better_than_the_shared_reference_are_rivals():
+    """A and B both better than R, their intervals against R overlapping: the verdicts do not tell A from B, so a
+    best A is not resolved and B is named. f730cc9's best_standing named no rival ((False, []))."""
+    from tests.helpers.old_f730cc9 import old_best_standing
+
+    s, t = _frames({"R": [50, 54, 47, 52, 49], "A": [56, 60.5, 53, 58, 55.5], "B": [55.5, 60, 53.5, 57, 55]})
+    compared = cmp.compare_rows(s, [("A", "R"), ("B", "R")], trials=t)
+    assert [c.verdict.verdict.value for c in compared] == ["better", "better"]
+    assert cmp.best_standing("A", compared) == (False, ["B"])
+    assert old_best_standing("A", compared) == (False, [])
+    # B worse than R while A is better: resolved below A through R (the old rule's case too)
+    s, t = _frames({"R": [50, 54, 47, 52, 49], "A": [56, 60.5, 53, 58, 55.5], "B": [44, 48, 41.5, 46, 43]})
+    compared = cmp.compare_rows(s, [("A", "R"), ("B", "R")], trials=t)
+    assert cmp.best_standing("A", compared) == (True, [])
 
 
 def test_a_comparisons_name_says_the_shared_settings_once():

@@ -169,11 +169,12 @@ def test_each_objective_of_a_multi_objective_study_gets_its_own_ranking_in_its_d
 
 
 def test_a_trial_without_a_value_of_a_searched_parameter_is_left_out_and_counted():
-    """A trial lacking a searched parameter's value (a text or a number: pandas keeps both missing through
-    astype(str)) cannot be placed in Optuna's distributions: configurations() leaves it out and counts it, the
-    header says so, instead of crashing ('arange: cannot compute length') or dropping it unsaid."""
+    """A trial lacking a searched parameter's value (NaN in a text or a number column; None would be a value:
+    tests/adbs_lab/results/test_searched_values.py) cannot be placed in Optuna's distributions: configurations()
+    leaves it out and counts it, the header says so, instead of crashing ('arange: cannot compute length') or
+    dropping it unsaid."""
     obj = "val_avg_acc"  # the default objective (adbs_lab/records/objectives.py: DEFAULT)
-    t = pd.DataFrame({"alpha": [0.1, 0.1, 0.2, np.nan], "loss": ["a", None, "b", "b"], obj: [0.5, 0.6, 0.7, 0.8],
+    t = pd.DataFrame({"alpha": [0.1, 0.1, 0.2, np.nan], "loss": ["a", np.nan, "b", "b"], obj: [0.5, 0.6, 0.7, 0.8],
                       "state": [K.COMPLETE] * 4})
     configs, counts = importance.configurations(t, ["alpha", "loss"])
     assert configs[["alpha", "loss"]].values.tolist() == [[0.1, "a"], [0.2, "b"]] and counts["without a parameter"] == 2

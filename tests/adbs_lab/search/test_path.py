@@ -86,7 +86,7 @@ def test_confirmation_on_selection_seeds_is_labelled_post_selection_and_reuses_t
     steps = greedy(A, B, memo, SEEDS[:3], Looks.fixed(3), delta=1.0)
     before = memo.trials
     _, conf = confirm(A, steps, memo, SEEDS[:3], 0.05, 1.0)
-    assert all(c.post_selection for c in conf[:-1])  # the last step ran nothing on them: chose by elimination
+    assert all(c.post_selection for c in conf)  # the last ran nothing, but the one before it won on those seeds
     assert memo.trials - before == 2 * 3  # only A and B were not measured on those seeds
     # prefetched, A and B run in the first race's call, and the confirmation runs nothing more
     calls.clear()
@@ -98,6 +98,20 @@ def test_confirmation_on_selection_seeds_is_labelled_post_selection_and_reuses_t
     confirm(A, steps, memo, SEEDS[:3], 0.05, 1.0)
     assert len(calls) == n
     assert "(post-selection)" in table_rows(0.0, conf, 1.0)[1][4]
+
+
+@pytest.mark.parametrize("fields", [["x1", "x2"], ["x1", "x2", "x3"], ["x1", "x2", "x3", "x4"]])
+@pytest.mark.parametrize("confirm_seeds, marked", [([0, 1, 2], True), ([2, 100, 101], True), ([100, 101, 102], False)])
+def test_a_step_measured_against_a_configuration_its_seeds_chose_is_post_selection(fields, confirm_seeds, marked):
+    """The last step races nothing (one candidate left), so its Δ was marked unbiased on the selection seeds; yet it is
+    measured against the configuration the step before chose on them: every step's Δ is post-selection where the
+    confirmation seeds include a seed that chose it or any step before it, and none where they include none."""
+    b = {**A, **{f: 1 for f in fields}}
+    memo = Memo(noisy(0.1))
+    steps = greedy(A, b, memo, SEEDS[:3], Looks.fixed(3), delta=1.0)
+    assert len(steps) == len(fields) and steps[-1].looks == ()  # the last step had one candidate: no race
+    _, conf = confirm(A, steps, memo, confirm_seeds, 0.05, 1.0)
+    assert [c.post_selection for c in conf] == [marked] * len(fields)
 
 
 def test_printed_intervals_give_the_printed_verdict():

@@ -1,8 +1,9 @@
 """The sampler a study samples with, read off the object the study builds (adbs_lab/driver/launch.py: sampler, from
 the study's own Prepared; Optuna keeps the settings in attributes of its own, with no public accessor), so that an
-Optuna upgrade that changes a default fails here instead of changing what a study samples: multivariate TPE for one
-objective and independent TPE for several, the constant liar, 10 random startup trials, --sampler-seed as the seed;
-a grid's sampler seeded the same way. No Ray."""
+Optuna upgrade that changes a default fails here instead of changing what a study samples: each trial's TPE with
+multivariate TPE for one objective and independent TPE for several, the constant liar, 10 random startup trials, and
+its seed from --sampler-seed and the trial's number (adbs_lab/search/samplers.py); a grid's sampler seeded by
+--sampler-seed. No Ray."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from optuna.distributions import FloatDistribution
 
 from adbs_lab import study
 from adbs_lab.driver import launch, options
-from adbs_lab.search import sampler as study_sampler
+from adbs_lab.search import samplers
 from adbs_lab.search import space as sp
 
 SAMPLED = study.Plan(name="s", space={"variant": "adb+ic", "alpha": FloatDistribution(0.01, 0.2)}, space_source="tests")
@@ -41,19 +42,22 @@ def _seeded_like(rng: np.random.RandomState, seed: int) -> bool:
 
 def test_a_sampled_study_samples_with_multivariate_tpe_the_constant_liar_and_its_seed(tmp_path):
     sampler, p = _built(tmp_path, SAMPLED, "--sampler-seed", "7")
-    assert type(sampler) is optuna.samplers.TPESampler
-    assert sampler._multivariate is True  # named, not None (Optuna's default, which Optuna 5.0 changed)
-    assert sampler._constant_liar is True
-    assert sampler._n_startup_trials == study_sampler.STARTUP_TRIALS == 10
-    assert sampler._n_ei_candidates == 24 and sampler._group is False
-    assert _seeded_like(sampler._rng.rng, 7) and p.sampler_seed == 7
+    assert type(sampler) is samplers.TrialSeededTPE and p.sampler_seed == 7
+    for number in (0, 5):  # the TPESampler each trial gets
+        tpe = sampler.tpe(number)
+        assert type(tpe) is optuna.samplers.TPESampler
+        assert tpe._multivariate is True  # named, not None (Optuna's default, which Optuna 5.0 changed)
+        assert tpe._constant_liar is True
+        assert tpe._n_startup_trials == samplers.STARTUP_TRIALS == 10
+        assert tpe._n_ei_candidates == 24 and tpe._group is False
+        assert _seeded_like(tpe._rng.rng, samplers.trial_seed(7, number))
 
 
 def test_a_study_of_several_objectives_samples_each_knob_on_its_own(tmp_path):
     sampler, p = _built(tmp_path, SAMPLED, "--objectives", "val_last_base_acc:max", "val_last_novel_acc:max")
     assert len(p.objectives) == 2
-    assert sampler._multivariate is False and sampler._constant_liar is True
-    assert sampler._n_startup_trials == 10
+    tpe = sampler.tpe(0)
+    assert tpe._multivariate is False and tpe._constant_liar is True and tpe._n_startup_trials == 10
 
 
 def test_a_grid_is_sampled_in_an_order_its_seed_fixes(tmp_path):
@@ -65,9 +69,10 @@ def test_a_grid_is_sampled_in_an_order_its_seed_fixes(tmp_path):
 
 @pytest.mark.skipif(not optuna.__version__.startswith("5.0."), reason="the settings are Optuna 5.0's defaults")
 @pytest.mark.parametrize("objectives", [1, 2])
-def test_the_sampler_draws_the_same_configurations_as_optuna_5_0_s_defaults_did(objectives):
-    """Naming the settings changed no study: the same seed draws the same configurations as a TPESampler left to
-    Optuna 5.0's defaults (the release the ranges of pyproject.toml were tested with), past the startup trials."""
+def test_the_named_settings_draw_what_optuna_5_0_s_defaults_did(objectives):
+    """Naming the settings changed no study: a trial's TPE with them draws the same configurations as a TPESampler
+    left to Optuna 5.0's defaults (the release the ranges of pyproject.toml were tested with), past the startup
+    trials; and a sampler pickled before they were named (no settings) samples as one with them."""
     def draws(sampler) -> list[float]:
         st = optuna.create_study(sampler=sampler, directions=["maximize"] * objectives)
         out = []
@@ -77,4 +82,8 @@ def test_the_sampler_draws_the_same_configurations_as_optuna_5_0_s_defaults_did(
             st.tell(t, [t.params["x"] * t.params["y"]] * objectives)
         return out
 
-    assert draws(study_sampler.tpe(objectives, 5)) == draws(optuna.samplers.TPESampler(seed=5))
+    named = optuna.samplers.TPESampler(seed=5, **samplers.tpe_settings(objectives))
+    assert draws(named) == draws(optuna.samplers.TPESampler(seed=5))
+    old = samplers.TrialSeededTPE(seed=5, n_objectives=objectives)
+    del old.settings  # as unpickled from a study started before the settings were named
+    assert draws(old) == draws(samplers.TrialSeededTPE(seed=5, n_objectives=objectives))

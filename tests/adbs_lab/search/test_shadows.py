@@ -134,8 +134,10 @@ def test_auto_prunes_once_base_accuracy_predicts_the_objective(runs):
     before = optuna.create_study(direction="maximize")  # the trials that had ended when it was pruned
     before.add_trials([t for t in study.trials[: pruned[0]] if t.state == TrialState.COMPLETE])
     holds = shadows.AutoPruner(optuna.pruners.MedianPruner()).holds(before, first.last_step)
-    assert holds.low >= pm.PREMISE_LOWER  # it pruned only where the premise held on what it knew then
-    assert holds.n_eff >= pm.PREMISE_MIN_N and pruned[0] >= pm.PREMISE_MIN_N  # it waited for the evidence
+    assert holds is not None and holds.at in pm.CHECKS  # it pruned only where a check held on what it knew then
+    assert holds.correlation.low >= pm.PREMISE_LOWER and holds.correlation.n == holds.at  # over its first trials
+    assert holds.correlation.n_eff >= pm.PREMISE_MIN_N and pruned[0] >= pm.CHECKS[0]  # it waited for the evidence
+    assert shadows.measure(study, "auto", EPOCHS).switched.get(first.last_step) == holds.at  # the end says so
 
 
 def test_a_resumed_auto_pruner_decides_as_the_uninterrupted_one(runs):

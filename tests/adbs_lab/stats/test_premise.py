@@ -1,5 +1,7 @@
 """adbs_lab/stats/premise.py: the weighted Spearman rho, its interval and the pruning regret, against hand
-computations, and the interval's coverage by simulation against a known population rho."""
+computations, and the interval's coverage by simulation against a known population rho; --pruner auto's checks at
+fixed trial counts and their switch-on rate below the threshold (adbs_lab/stats/corners.py: rank_pairs), against
+f730cc9's check after every trial (tests/helpers/old_f730cc9.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, norm, spearmanr
 
+from adbs_lab.stats import corners as C
 from adbs_lab.stats import premise as pm
 
 
@@ -88,3 +91,52 @@ def test_with_shadows_weighted_1_over_s_the_interval_still_covers_the_population
         measured += math.isfinite(c.low)
         hits += c.low <= truth <= c.high
     assert measured == reps and abs(hits / reps - 0.95) <= 0.02, hits / reps
+
+
+# -- --pruner auto: checks at fixed trial counts -------------------------------------------------------------------
+AUTO_SIMS, AUTO_TRIALS = 4000, 80
+
+
+def test_each_check_reads_its_first_trials_at_its_share_of_the_error():
+    """Three checks (10, 20, 40 trials), each over exactly the first trials to end, its interval at 1 - 0.05/3;
+    trials after a check leave it as it was."""
+    rng = np.random.default_rng(11)
+    x, y = C.rank_pairs(rng, 1, 50, 0.9)
+    checks = pm.premise_checks(x[0], y[0])
+    assert [c.at for c in checks] == [10, 20, 40] and pm.check_level() == pytest.approx(1 - 0.05 / 3)
+    for c in checks:
+        ref = pm.correlation(x[0, :c.at], y[0, :c.at], level=1 - 0.05 / 3)
+        assert (c.correlation.r, c.correlation.low) == pytest.approx((ref.r, ref.low))
+        assert c.holds == (ref.low >= pm.PREMISE_LOWER)
+    assert pm.premise_checks(x[0, :45], y[0, :45]) == checks  # trials 41-45 change no check
+    assert [c.at for c in pm.premise_checks(x[0, :19], y[0, :19])] == [10]
+
+
+def test_the_vectorised_decision_is_the_pruners():
+    """switched_on_rows (the simulations) and premise_checks (AutoPruner) agree, with ties and shadows' weights."""
+    rng = np.random.default_rng(5)
+    x, y = C.rank_pairs(rng, 300, 45, 0.85)
+    x = np.round(x, 1)  # ties
+    w = np.where(rng.random(x.shape) < 0.2, 5.0, 1.0)
+    first = [pm.switched_on(pm.premise_checks(x[i], y[i], w[i])) for i in range(300)]
+    assert (pm.switched_on_rows(x, y, w) == [c.at if c else 0 for c in first]).all()
+    assert 0 < np.mean([c is not None for c in first]) < 1
+
+
+@pytest.mark.parametrize("rho", [0.58, 0.63, 0.69])
+def test_auto_switches_on_below_the_threshold_at_most_2_5_percent(rho):
+    """4,000 simulated studies of 80 trials whose population Spearman rho is below 0.7: the share in which a check
+    switched pruning on is at most 2.5% + 2 SE = 2.99%. f730cc9's rule (the 95% bound again after every trial
+    from the 10th on), on the same studies' first 40 trials (half the looks, to keep it quick), exceeds it at
+    rho = 0.63 and 0.69 (3.9% and 7.8%; 4.1% and 10.2% over all 80)."""
+    from tests.helpers.old_f730cc9 import old_premise_switched_on
+
+    x, y = C.rank_pairs(np.random.default_rng(int(rho * 100)), AUTO_SIMS, AUTO_TRIALS, rho)
+    bound = C.rate_bound(0.025, AUTO_SIMS)
+    new = float((pm.switched_on_rows(x, y) > 0).mean())
+    print(f"rho {rho}: switched on in {new:.2%} (bound {bound:.2%})")
+    assert new <= bound, new
+    if rho >= 0.63:
+        old = float(old_premise_switched_on(x[:, :40], y[:, :40]).mean())
+        print(f"  f730cc9's rule over 40 trials: {old:.2%}")
+        assert old > bound, old

@@ -15,6 +15,7 @@ import pytest
 from testing.procs import free_port
 
 from adbs_lab.stores import dashboard
+from tests.helpers.values import SHAPES, generated
 
 ALPHA = {"alpha": optuna.distributions.FloatDistribution(0.0, 1.0)}
 
@@ -182,3 +183,37 @@ def test_a_storage_urls_password_is_never_shown(tmp_path, capsys):
     assert dashboard.main(["postgresql://u:s3cr/et@x@127.0.0.1:1/optuna", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "s3cr" not in err and "127.0.0.1:1" in err, err
+
+
+SERVED_SHAPES = [s for s in SHAPES if s in (("none", "int"), ("none", "int", "int"), ("bool", "str"), ("none", "str", "float"))]
+
+
+@pytest.mark.parametrize("shape", SERVED_SHAPES, ids=["-".join(s) for s in SERVED_SHAPES])
+def test_every_searched_value_is_served_as_the_study_sampled_it(shape, tmp_path):
+    """A study's Optuna storage with a generated categorical (None beside ints, a bool beside a text, ...), as the
+    searcher asks it (adbs_lab/search/space.py: optuna_distributions): the dashboard serves each trial's value as it
+    was sampled, by its choice and its Python type, and ranks the parameters."""
+    import optuna_dashboard
+
+    values = generated(shape, SHAPES.index(shape))
+    space = {"p": optuna.distributions.CategoricalDistribution(tuple(values)),
+             "alpha": optuna.distributions.FloatDistribution(0.01, 0.1)}
+    db = tmp_path / "optuna.db"
+    study = optuna.create_study(study_name="s", storage=f"sqlite:///{db}", direction="maximize",
+                                sampler=optuna.samplers.RandomSampler(seed=0))
+    asked = []
+    for i in range(12):
+        trial = study.ask(space)
+        asked.append(trial.params["p"])
+        study.tell(trial, float(values.index(asked[-1]) + i / 100))
+    storage = dashboard.readonly_storage(dashboard.storage_url(str(db)))
+    app = dashboard.readonly_app(optuna_dashboard.wsgi(storage))
+    status, body = _call(app, "GET", "/api/studies/1")
+    assert status.startswith("200"), body[:500]
+    served = [next(p for p in t["params"] if p["name"] == "p") for t in json.loads(body)["trials"]]
+    assert [(p["param_external_value"], p["param_external_pytyp"]) for p in served] == \
+        [(str(v), str(type(v))) for v in asked]
+    assert [values[p["param_internal_value"]] for p in served] == asked
+    status, body = _call(app, "GET", "/api/studies/1/param_importances")
+    assert status.startswith("200") and {i["name"] for i in json.loads(body)["param_importances"][0]} == {"p", "alpha"}
+    storage.engine.dispose()

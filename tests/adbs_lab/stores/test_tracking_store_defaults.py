@@ -1,9 +1,9 @@
 """What this project relies on of MLflow's stores, checked against the MLflow installed (its tested range:
 pyproject.toml), so an upgrade that moves a default or a folder fails here rather than in a study: MLflow's own
 default store and artifact root follow the working folder, which inside a Ray trial is the trial's folder, so the
-project never leaves either to MLflow (adbs_lab/stores/tracking_store.py: tracking_uri, artifact_root); and a run's
-artifacts land in the folder its artifact URI names, which studies/report.py reads directly
-(adbs_lab/results/from_store.py)."""
+project never leaves either to MLflow (adbs_lab/stores/tracking_store.py: tracking_uri; adbs_lab/stores/paths.py:
+artifact_root); and a run's artifacts land in the folder its artifact URI names, which studies/report.py reads
+directly (adbs_lab/results/from_store.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_artifacts_land_under_the_root_the_tracker_gives_never_the_working_folde
     bare = client.get_experiment(client.create_experiment("bare")).artifact_location
     assert bare == str(work / "mlruns" / client.get_experiment_by_name("bare").experiment_id)
     # the root the tracker passes (adbs_lab/driver/tracker.py: _create_experiment): beside the SQLite store
-    root = tracking_store.artifact_root(uri)
+    root = paths.artifact_root(uri)
     assert root == (tmp_path / "store" / "artifacts").as_uri()
     exp = client.create_experiment("study", artifact_location=root)
     run = client.create_run(exp)

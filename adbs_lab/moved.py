@@ -1,0 +1,29 @@
+"""Module addresses of this repository that moved: `python -m OLD` says where the module went and exits 2 (a
+command typed from older notes, a script, a cron line), and `import OLD` raises ImportError naming the new address.
+An old address imports nothing of the new module (every name has one address: tests/repo/test_one_address.py).
+Standard library and adbs/exits.py only."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import NoReturn
+
+from adbs.exits import REFUSED
+
+__all__ = ["MOVED", "moved"]
+
+MOVED = {"adbs_lab.local_cluster": "adbs_lab.cluster.local_cluster", "adbs_lab.dashboard": "adbs_lab.stores.dashboard",
+         "adbs_lab.serve": "adbs_lab.stores.serve"}
+"""Old address -> new one: the modules with a `python -m` entry point that moved when adbs_lab/ became packages."""
+
+
+def moved(old: str, run_as: str) -> NoReturn:
+    """The whole of an old address's module: `run_as` is its __name__ ("__main__" under `python -m`)."""
+    new = MOVED[old]
+    if run_as != "__main__":
+        raise ImportError(f"{old} moved to {new}: import it from there")
+    args = shlex.join(sys.argv[1:])
+    print(f"error: python -m {old} moved to python -m {new}; run: python -m {new}{' ' + args if args else ''}",
+          file=sys.stderr, flush=True)
+    raise SystemExit(REFUSED)
