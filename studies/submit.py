@@ -328,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cmd = entrypoint(args)
     addr = shlex.quote(redact(args.address))
+    refused = ray_exceptions.AuthenticationError  # read before the try: an except clause must not load a module
     try:
         client = job_submission.JobSubmissionClient(args.address)
         light.doing(f"while submitting the job: it may have been submitted; `ray job list --address {addr}` lists "
@@ -335,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         job_id = client.submit_job(entrypoint=shlex.join(cmd), runtime_env=runtime_env(args, env),
                                    submission_id=args.job_id,
                                    metadata={"adbs.study": Path(args.script).stem, "adbs.env": ",".join(sorted(env))})
-    except (ConnectionError, RuntimeError, ValueError, ray_exceptions.AuthenticationError) as e:
+    except (ConnectionError, RuntimeError, ValueError, refused) as e:
         raise exits.Exit(exits.REFUSED, f"error: {redact(submit_failure(args.address, e))}") from None
     light.doing(f"after job {job_id} was submitted: it goes on; stop it with: ray job stop --address {addr} {job_id}")
     print(f"submitted job {job_id}: {shlex.join(cmd)}")

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
+
+from adbs import light
+
+raylet: Any = light.lazy("ray._raylet")  # Ray's cached config (Cython: no stubs); read again only once Ray is loaded
 
 __all__ = ["TOKEN_VARS", "HOW", "default_mode", "set_default", "refused"]
 
@@ -38,9 +43,7 @@ def set_default() -> None:
         return
     os.environ["RAY_AUTH_MODE"] = default_mode()
     if "ray._raylet" in sys.modules:
-        from ray._raylet import Config  # type: ignore[attr-defined]  # Cython: no stubs
-
-        Config.initialize("")
+        raylet.Config.initialize("")
 
 
 def refused(error: BaseException) -> bool:
