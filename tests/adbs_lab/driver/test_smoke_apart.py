@@ -70,7 +70,7 @@ def test_report_reads_the_studys_own_run_and_the_smoke_run_only_when_asked(tmp_p
 
     def read(*argv: str) -> str:
         args = report._parser().parse_args([*argv, "--tracking-uri", uri])
-        _, _, _, studies = report._read_store(args, uri)
+        studies = report._read_store(args, uri)[3]  # (client, across, paper run, studies, path run)
         return studies[0].parent.info.run_id
 
     assert read("t") == real.parent_run_id  # the smoke run started later, in its own experiment
