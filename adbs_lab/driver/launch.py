@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT", "auto_plan", "trials_text"]
+           "load_factor", "MEASURED_AT", "auto_plan", "trials_text", "sampler"]
 
 
 @dataclass
@@ -129,14 +129,22 @@ def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
     return dataclasses.replace(p.trial, base=dataclasses.replace(p.base, threads=p.threads or max(1, int(slots.cpus))))
 
 
-def _search(p: Prepared, slots: Slots):
-    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper. A
-    sampled search's TPE draws from each trial's number (adbs_lab/search/samplers.py), so a study resumed after its
-    driver was killed draws no value twice."""
+def sampler(p: Prepared):
+    """Optuna's sampler of the study: a grid's in an order its seed fixes, else TPE whose every draw is seeded from
+    each trial's number, so a study resumed after its driver was killed draws no value twice, with every setting that
+    decides what it samples named (adbs_lab/search/samplers.py; tests/adbs_lab/search/test_sampler_settings.py reads
+    them off this object)."""
     from adbs_lab.search.samplers import TrialSeededTPE
+    from adbs_lab.search.searcher import StudyGridSampler
+
+    return (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed) if p.is_grid
+            else TrialSeededTPE(seed=p.sampler_seed, n_objectives=len(p.objectives)))
+
+
+def _search(p: Prepared, slots: Slots):
+    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
     from adbs_lab.search.searcher import (
         BaseEpochStopper,
-        StudyGridSampler,
         StudySearch,
         make_pruner,
         optuna_storage,
@@ -145,12 +153,10 @@ def _search(p: Prepared, slots: Slots):
     opts, where = p.opts, p.where
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
-               if p.is_grid else TrialSeededTPE(seed=p.sampler_seed))
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
-                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(p.seeds),
+                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler(p), seeds=list(p.seeds),
                            trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
                            objectives=p.objectives, auto=auto_plan(p), race=p.race)
@@ -222,7 +228,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
     searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher, storage=opts.storage,
+                                     ends=searcher, storage=opts.storage, experiment=opts.experiment(plan.name),
                                      description=study_description(p, searched, objs))
     progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
                         max_concurrent=slots.max_concurrent, objectives=p.objectives)
@@ -488,6 +494,10 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
         head += "; a time estimate follows the first measured base epoch"
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
+    if p.opts.smoke:  # apart from the study's own runs, in every store (adbs_lab/stores/paths.py: SMOKE)
+        named = f" --name {p.opts.name}" if p.opts.name else ""
+        print(f"smoke run: its results go to {p.where} and MLflow experiment '{p.opts.experiment(p.plan.name)}', apart "
+              f"from the study's own; its report: python studies/report.py {p.plan.name} --smoke{named}", flush=True)
     if p.looks is not None:
         from adbs_lab.search.auto_seeds import start_text
 

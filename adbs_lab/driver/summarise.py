@@ -112,7 +112,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     _print_race(p, out)
     if premise:  # last before where the runs are: whether pruning on base accuracy was sound
         print("\n" + "\n".join(premise))
-    print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
+    print(f"MLflow: experiment '{p.opts.experiment(plan.name)}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.opts.storage)}")
     if out.code != OK:
         _print_failed(p, recs, counts)
@@ -334,7 +334,7 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
                                     objectives=p.objectives, not_drawn=not_drawn)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
-    meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
+    meta = {"MLflow experiment": p.opts.experiment(plan.name), "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
     raced = race_notes(p, out.race)

@@ -467,6 +467,6 @@ def test_the_second_day_study_runs_as_written(ray_address, tmp_path):
                     str(tmp_path / "report")]
         r = subprocess.run(argv, cwd=lab, env=env, capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    table = (tmp_path / "runs" / "my_study" / "table.txt").read_text()
+    table = (tmp_path / "runs" / "my_study-smoke" / "table.txt").read_text()  # a --smoke run (README)
     assert "shots=1" in table and "shots=5" in table and "alpha=0.05" in table
     assert (tmp_path / "report" / "table.txt").read_text().count("alpha=") >= 4
