@@ -17,6 +17,7 @@ from adbs.exits import FAILED, INTERRUPTED, OK, Exit
 from adbs.redaction import redact
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.results import comparisons
+from adbs_lab.results.best import choose as choose_best
 from adbs_lab.results import pareto
 from adbs_lab.driver import outcome
 from adbs_lab.results import run_files
@@ -120,21 +121,11 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
 
 
 def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
-    """best_config.json: the best configuration on the validation objective, said to be resolved or not by the
-    table's verdicts (`resolved_by_verdicts`, and the rows it cannot be told from); for a study whose grid is data
-    conditions (kshot_grid), no best across them, and why."""
-    if p.plan.conditions:
-        return {"config_label": None, "why": f"{p.plan.name} varies data conditions ({', '.join(p.plan.conditions)}), "
-                "not knobs: no configuration is best across them; its verdicts compare the variants within each "
-                "cell (table.txt)"}
-    if race is not None:
+    """best_config.json, as adbs_lab/results/best.py decides it: none for data conditions or a study without
+    verdicts (and why), a race's leader, else the best mean said to be resolved or not by the table's verdicts."""
+    if race is not None and not p.no_best:
         return race_best(trials, p, race)
-    best = tables.best_config(trials, p.objectives) if len(trials) else None
-    compared = table.attrs.get("comparisons") or []
-    if best is None or not compared:
-        return best
-    ok, tied = comparisons.best_standing(str(best["config_label"]), compared)
-    return {**best, "resolved_by_verdicts": ok, **({} if ok else {"indistinguishable_from": tied})}
+    return choose_best(trials, p.objectives, why=p.no_best, compared=table.attrs.get("comparisons") or [])
 
 
 def _print_race(p: Prepared, out: Outcome) -> None:
@@ -277,7 +268,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                                 pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
              if len(sessions) else pd.DataFrame())
     race = race_state(p, trials)
-    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, race)
+    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, race) + ([p.no_best] if p.no_best else [])
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
     best = _best(p, trials, table, race)
@@ -331,7 +322,8 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     plan = p.plan
     not_drawn: list[str] = []
     figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order,
-                                    objectives=p.objectives, not_drawn=not_drawn)
+                                    objectives=p.objectives, not_drawn=not_drawn, conditions=p.conditions,
+                                    baseline=p.reference)  # as studies/report.py draws them (its tag)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
     meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
