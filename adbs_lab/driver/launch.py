@@ -21,7 +21,7 @@ from adbs.config import from_dict
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records import objectives
 from adbs_lab.results import notes as study_notes
-from adbs_lab.results.best import TAG as NO_BEST_TAG, progress_text
+from adbs_lab.results.best import TAG as NO_BEST_TAG, progress_text, tag_value as no_best_tag
 from adbs_lab.search import space as sp
 from adbs_lab.records import tune_keys
 from adbs_lab.driver.tracker import MlflowTracker
@@ -218,7 +218,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
             study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values)
                                                    + ([p.no_best] if p.no_best else [])),  # studies/report.py
-            **({NO_BEST_TAG: p.no_best} if p.no_best else {})}  # studies/report.py names no best either
+            **({NO_BEST_TAG: no_best_tag(p.no_best, p.conditions)} if p.no_best else {})}  # report.py, likewise
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,

@@ -121,11 +121,13 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
 
 
 def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
-    """best_config.json, as adbs_lab/results/best.py decides it: none for data conditions or a study without
-    verdicts (and why), a race's leader, else the best mean said to be resolved or not by the table's verdicts."""
+    """best_config.json, as adbs_lab/results/best.py decides it: none across data conditions, the highest mean not
+    named best in a study without verdicts (and why), a race's leader, else the best mean said to be resolved or not
+    by the table's verdicts."""
     if race is not None and not p.no_best:
         return race_best(trials, p, race)
-    return choose_best(trials, p.objectives, why=p.no_best, compared=table.attrs.get("comparisons") or [])
+    return choose_best(trials, p.objectives, why=p.no_best, across_conditions=bool(p.conditions),
+                       compared=table.attrs.get("comparisons") or [])
 
 
 def _print_race(p: Prepared, out: Outcome) -> None:
@@ -208,7 +210,11 @@ def _print_best(out: Outcome) -> None:
     if out.best and out.best.get("config_label") is None and out.best.get("why"):
         print(f"best configuration: none ({out.best['why']})")
         return
-    if out.best and out.best.get("resolved_by_verdicts") is False:
+    if out.best and out.best.get("named") is False:
+        print(f"best configuration: none named ({out.best['why']}); best_config.json holds the highest mean, "
+              f"{out.best['config_label']} ({out.best['mean_over_seeds']:.2f}; seeds "
+              f"{seed_counts.text(_upper(out.best.get('seed_states') or {}))}), for reference only")
+    elif out.best and out.best.get("resolved_by_verdicts") is False:
         tied = out.best.get("indistinguishable_from") or []
         print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
               f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "

@@ -8,22 +8,25 @@ a best only where verdicts can back or refute it. Two kinds of study name none:
 - a study that makes no verdicts: no reference row (Plan.baseline or Plan.reference_axis, or --reference) and no
   race of a sampled search (--seeds auto): the highest mean of a few seeds is within noise of the next as often as
   not, and nothing says which.
-Both still write best_config.json, naming no configuration (`config_label` null) and saying why (`why`), so a
-script that reads it finds the reason instead of a configuration chosen by noise. The start line, the table's
-notes, the progress lines, best_config.json and report.md (adbs_lab/driver/summarise.py, launch.py, progress.py;
-studies/report.py through the parent run's tag TAG) all read the decision from here."""
+best_config.json says which: across data conditions it names no configuration (`config_label` null, and `why`);
+without verdicts it holds the configuration of the highest mean for reference (as a best the verdicts do not resolve
+does), marked `named: false` with `why`, so `--config best_config.json` still reruns it and nothing reads it as a
+finding. The start line, the table's notes, the progress lines, the closing lines, best_config.json and report.md
+(adbs_lab/driver/summarise.py, launch.py, progress.py; studies/report.py through the parent run's tag TAG) all read
+the decision from here."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 import pandas as pd
 
-__all__ = ["TAG", "withheld", "progress_text", "choose"]
+__all__ = ["TAG", "withheld", "progress_text", "tag_value", "from_tag", "choose"]
 
 TAG = "adbs.no_best"
-"""The MLflow parent run's tag holding why the study names no best (absent where it names one): studies/report.py
-reads it back instead of ranking the rows itself."""
+"""The MLflow parent run's tag holding why the study names no best (JSON {"why": text, "across_conditions": bool};
+absent where it names one): studies/report.py reads it back instead of deciding again (`from_tag`)."""
 
 
 def withheld(study: str, *, conditions: Sequence[str] = (), verdicts: bool) -> str | None:
@@ -49,18 +52,38 @@ def progress_text(conditions: Sequence[str] = (), verdicts: bool = True) -> str 
     return None
 
 
-def choose(trials: pd.DataFrame, objectives: tuple, *, why: str | None,
+def tag_value(why: str, conditions: Sequence[str]) -> str:
+    """TAG's value for a study that names no best for `why` (`conditions`: the data conditions it varies)."""
+    return json.dumps({"why": why, "across_conditions": bool(conditions)})
+
+
+def from_tag(tags: dict[str, str]) -> tuple[str | None, bool]:
+    """(why, across conditions) as a study recorded it in TAG; (None, False) where it names a best."""
+    try:
+        value = json.loads(tags.get(TAG) or "{}")
+    except ValueError:
+        return None, False
+    return (str(value["why"]), bool(value.get("across_conditions"))) if isinstance(value, dict) and value.get(
+        "why") else (None, False)
+
+
+def choose(trials: pd.DataFrame, objectives: tuple, *, why: str | None = None, across_conditions: bool = False,
            compared: Sequence[Any] = ()) -> dict[str, Any] | None:
-    """best_config.json's content: {"config_label": None, "why": why} where a best is withheld (`why`, from
-    `withheld`); else the best mean on the validation objective (adbs_lab/results/tables.py: best_config), said to be
-    resolved or not by the table's verdicts `compared` (`resolved_by_verdicts`, and the rows it cannot be told
-    from); None where no trial completed."""
+    """best_config.json's content. `why` (from `withheld`), across data conditions: {"config_label": None, "why": why};
+    `why` without verdicts: the highest mean's configuration for reference, `named` false; else the best mean on
+    the validation objective (adbs_lab/results/tables.py: best_config), said to be resolved or not by the table's
+    verdicts `compared` (`resolved_by_verdicts`, and the rows it cannot be told from). None where no trial
+    completed."""
     from adbs_lab.results import comparisons, tables
 
-    if why:
+    if why and across_conditions:
         return {"config_label": None, "why": why}
     best = tables.best_config(trials, objectives) if len(trials) else None
-    if best is None or not compared:
+    if best is None:
+        return None
+    if why:
+        return {**best, "named": False, "why": why}
+    if not compared:
         return best
     ok, tied = comparisons.best_standing(str(best["config_label"]), compared)
     return {**best, "resolved_by_verdicts": ok, **({} if ok else {"indistinguishable_from": tied})}

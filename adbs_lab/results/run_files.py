@@ -405,7 +405,9 @@ def _best_lines(best: dict | None, not_ranked: list[dict[str, Any]] | None, no_b
     lines = ["## Best configuration", ""]
     if best and best.get("config_label") is None and best.get("why"):  # a grid of data conditions (kshot_grid)
         return lines + [f"None: {best['why']}.", ""]
-    if best and best.get("resolved_by_verdicts") is False:
+    if best and best.get("named") is False:  # a study without verdicts (adbs_lab/results/best.py)
+        lines += [f"None named: {best['why']}. The highest mean, for reference only:", ""]
+    elif best and best.get("resolved_by_verdicts") is False:
         tied = ", ".join(f"`{r}`" for r in best.get("indistinguishable_from") or []) or "the rows it is compared with"
         lines += [f"None resolved at this budget: the verdicts cannot tell `{best['config_label']}` (the best mean) "
                   f"from {tied}. Its configuration, for reference:", ""]

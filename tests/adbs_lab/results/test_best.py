@@ -74,11 +74,20 @@ def test_a_study_without_a_reference_row_says_so_as_it_starts_and_in_its_dry_run
     assert _prepared(one, tmp_path / "o", tracking_uri).no_best is None
 
 
-def test_best_config_names_no_configuration_without_verdicts(tmp_path, tracking_uri):
+def test_best_config_names_no_best_without_verdicts_nor_across_conditions(tmp_path, tracking_uri, capsys):
+    """Without verdicts best_config.json keeps the highest mean for reference (--config reruns it), marked not named;
+    across data conditions it holds no configuration. The closing line and report.md say the same."""
     trials = _trials({"shots=1 alpha=0.02": [50.0], "shots=1 alpha=0.05": [52.0],
                       "shots=5 alpha=0.02": [60.0], "shots=5 alpha=0.05": [61.0]})
-    chosen = summarise._best(_prepared(BARE, tmp_path, tracking_uri), trials, pd.DataFrame())
-    assert chosen["config_label"] is None and "no reference row" in chosen["why"]
+    bare = summarise._best(_prepared(BARE, tmp_path, tracking_uri), trials, pd.DataFrame())
+    assert bare["named"] is False and "no reference row" in bare["why"] and bare["config_label"] == "shots=5 alpha=0.05"
+    assert "alpha" in bare["config"] and "mean_over_seeds" in bare  # a configuration to rerun, not a finding
+    summarise._print_best(SimpleNamespace(best=bare, trials=trials, pareto=None))
+    said = capsys.readouterr().out
+    assert said.startswith("best configuration: none named (my_study has no reference row") and \
+        "for reference only" in said and "best configuration by" not in said, said
+    md = run_files.report_markdown(study="my_study", table_md="", best=bare, savings=run_files.pruning_savings(trials))
+    assert "None named: my_study has no reference row" in md and "for reference only" in md
     chosen = summarise._best(_prepared(GUARDED, tmp_path / "g", tracking_uri), trials, pd.DataFrame())
     assert chosen["config_label"] is None and "data conditions (shots)" in chosen["why"]
     a = _trials({"alpha=0.02": [50.0, 51.0], "alpha=0.05": [52.0, 53.0]})
@@ -86,6 +95,10 @@ def test_best_config_names_no_configuration_without_verdicts(tmp_path, tracking_
         == "alpha=0.05"
     md = run_files.report_markdown(study="my_study", table_md="", best=chosen, savings=run_files.pruning_savings(trials))
     assert "None: my_study varies data conditions (shots)" in md and "shots=5 alpha=0.05`:" not in md
+    # studies/report.py reads the decision back from the parent run's tag instead of ranking the rows itself
+    for why, cells in (("x has no reference row", False), ("x varies data conditions (shots)", True)):
+        assert best.from_tag({best.TAG: best.tag_value(why, ("shots",) if cells else ())}) == (why, cells)
+    assert best.from_tag({}) == (None, False) and best.from_tag({best.TAG: "not json"}) == (None, False)
 
 
 def _stub(trial_id, config):
