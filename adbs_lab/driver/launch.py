@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT", "auto_plan", "trials_text"]
+           "load_factor", "MEASURED_AT", "auto_plan", "trials_text", "progress_lines"]
 
 
 @dataclass
@@ -242,11 +242,12 @@ def _tracking(p: Prepared, searcher, slots: Slots):
 
 def progress_lines(p: Prepared, ended, max_concurrent: int):
     """The progress callback: a line per trial event, ending with the best so far only where the study names a best
-    (adbs_lab/results/best.py)."""
+    (adbs_lab/results/best.py), and the Pareto front's size of several objectives except across data conditions."""
     from adbs_lab.driver.progress import Progress
 
     return Progress(study=p.plan.name, total=p.total, varying=p.varying, ended=ended, max_concurrent=max_concurrent,
-                    objectives=p.objectives, no_best=progress_text(p.conditions, verdicts=not p.no_best))
+                    objectives=p.objectives,  # several: the front's size, no best (unless across conditions)
+                    no_best=progress_text(p.conditions, verdicts=not p.no_best or len(p.objectives) > 1))
 
 
 def searched_axes(p: Prepared) -> dict[str, str]:

@@ -35,7 +35,8 @@ from adbs_lab.stores.study_folder import StudyFolder
 from adbs_lab.search import racing
 from adbs_lab.search.racing import Race
 
-__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "race_best", "race_state", "race_notes"]
+__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "best_record", "print_best",
+           "race_best", "race_state", "race_notes"]
 
 
 @dataclass
@@ -89,7 +90,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
-    _print_best(out)
+    print_best(out)
     extra = figures_and_report(p, tracker, out)
     premise = pruning_premise(p, tracker, extra, metrics)
     tracker.finish("FINISHED" if out.code == OK else "FAILED", [*out.files, *extra], metrics)
@@ -120,7 +121,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     return out
 
 
-def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
+def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
     """best_config.json, as adbs_lab/results/best.py decides it: none across data conditions, the highest mean not
     named best in a study without verdicts (and why), a race's leader, else the best mean said to be resolved or not
     by the table's verdicts."""
@@ -203,7 +204,7 @@ def race_notes(p: Prepared, race: Race | None) -> list[str]:
             "it on fresh seeds to confirm them (best_config.json: test_post_selection)"]
 
 
-def _print_best(out: Outcome) -> None:
+def print_best(out: Outcome) -> None:
     """The best configuration, and the configurations not ranked because a seed is missing (adbs_lab/results/seed_counts.py),
     with their counts; a study of several objectives lists those under its front instead (pareto.front_lines)."""
     missing = seed_counts.not_ranked(out.trials) if len(out.trials) else []
@@ -277,7 +278,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, race) + ([p.no_best] if p.no_best else [])
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
-    best = _best(p, trials, table, race)
+    best = best_record(p, trials, table, race)
     files = tables.write(p.dir, sessions, trials, table_text, best)
     record = pareto.pareto_record(trials, objs) if multi else None
     if record is not None:

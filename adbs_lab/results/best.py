@@ -18,9 +18,17 @@ the decision from here."""
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import pandas as pd
+from adbs import light
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from adbs_lab.results import comparisons, tables
+else:  # pandas loads with the tables, not with the rule (adbs_lab/driver/prepared.py reads it in light entry points)
+    comparisons = light.lazy("adbs_lab.results.comparisons")
+    tables = light.lazy("adbs_lab.results.tables")
 
 __all__ = ["TAG", "withheld", "progress_text", "tag_value", "from_tag", "choose"]
 
@@ -35,7 +43,7 @@ def withheld(study: str, *, conditions: Sequence[str] = (), verdicts: bool) -> s
     comparisons) or races a sampled search's best samples (--seeds auto)."""
     if conditions:
         return (f"{study} varies data conditions ({', '.join(conditions)}), not knobs: no configuration is best "
-                "across them; its verdicts compare the variants within each cell (table.txt)")
+                "across them; its verdicts compare rows within each cell of them (table.txt)")
     if not verdicts:
         return (f"{study} has no reference row, so it makes no verdicts and names no best: the highest mean over "
                 "a few seeds is not shown to beat the next (give its Plan a reference_axis= or baseline=, or run it "
@@ -67,15 +75,13 @@ def from_tag(tags: dict[str, str]) -> tuple[str | None, bool]:
         "why") else (None, False)
 
 
-def choose(trials: pd.DataFrame, objectives: tuple, *, why: str | None = None, across_conditions: bool = False,
+def choose(trials: "pd.DataFrame", objectives: tuple, *, why: str | None = None, across_conditions: bool = False,
            compared: Sequence[Any] = ()) -> dict[str, Any] | None:
     """best_config.json's content. `why` (from `withheld`), across data conditions: {"config_label": None, "why": why};
     `why` without verdicts: the highest mean's configuration for reference, `named` false; else the best mean on
     the validation objective (adbs_lab/results/tables.py: best_config), said to be resolved or not by the table's
     verdicts `compared` (`resolved_by_verdicts`, and the rows it cannot be told from). None where no trial
     completed."""
-    from adbs_lab.results import comparisons, tables
-
     if why and across_conditions:
         return {"config_label": None, "why": why}
     best = tables.best_config(trials, objectives) if len(trials) else None

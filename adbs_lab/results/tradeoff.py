@@ -122,24 +122,12 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
             _cell_panel(ax, p, refs, label, cell_of)
         else:
             _panel(ax, p, refs, many, label, directions, colors or {})
-        ax.set_title({"val": "validation (used for selection)", "test": "test (reported, never used for selection)"}[
-            split], fontsize=9)
-        if two:
-            ax.set_xlabel(f"{names[split][1]} ({directions[1]}, mean over seeds)")
-            ax.set_ylabel(f"{names[split][0]} ({directions[0]}, mean over seeds)")
-        else:
-            ax.set_xlabel(f"{split} novel accuracy, last session (%)")
-            ax.set_ylabel(f"{split} base accuracy, last session (%)")
-        ax.grid(alpha=0.3)
+        _axes_text(ax, split, names[split] if two else None, directions)
     legend_rows = _legend(fig, axes)
     default = (f"{o1.text} vs {o2.text}: the study's objectives (mean over seeds)" if two else
                "base vs novel accuracy, last session (mean over seeds)")
-    if cell_of:
-        varied = ", ".join(k for k in conditions if any(f"{k}=" in c for c in cell_of.values()))
-        starred = ", its reference starred" if refs else ""
-        title = (f"{title or default}\n(no Pareto front across {varied}: data conditions; each cell's rows "
-                 f"joined{starred})")
-    fig.suptitle(title or default, fontsize=10)
+    fig.suptitle(_cells_title(title or default, conditions, cell_of, refs) if cell_of else title or default,
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0.02 + 0.045 * legend_rows, 1, 1))  # room below the panels for the legend
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -175,6 +163,26 @@ def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str,
                    label=f"{r[label]}{' (baseline)' if ref and r[label] != 'baseline' else ''}", **kw)
     if many:
         ax.scatter([], [], color="C0", label=f"{len(p)} configurations (outlined: on the front)")
+
+
+def _axes_text(ax, split: str, names: tuple[str, str] | None, directions: tuple[str, str]) -> None:
+    """A panel's title and axis labels: the two objectives `names` (up, across), else base and novel accuracy."""
+    ax.set_title({"val": "validation (used for selection)", "test": "test (reported, never used for selection)"}[
+        split], fontsize=9)
+    if names is not None:
+        ax.set_xlabel(f"{names[1]} ({directions[1]}, mean over seeds)")
+        ax.set_ylabel(f"{names[0]} ({directions[0]}, mean over seeds)")
+    else:
+        ax.set_xlabel(f"{split} novel accuracy, last session (%)")
+        ax.set_ylabel(f"{split} base accuracy, last session (%)")
+    ax.grid(alpha=0.3)
+
+
+def _cells_title(title: str, conditions: Sequence[str], cell_of: dict[Any, str], refs: set[str]) -> str:
+    """The title of a figure of several cells: it says why no front is drawn."""
+    varied = ", ".join(k for k in conditions if any(f"{k}=" in c for c in cell_of.values()))
+    starred = ", its reference starred" if refs else ""
+    return f"{title}\n(no Pareto front across {varied}: data conditions; each cell's rows joined{starred})"
 
 
 def _cell_panel(ax, p: pd.DataFrame, refs: set[str], label: str, cell_of: dict[Any, str]) -> None:

@@ -79,19 +79,19 @@ def test_best_config_names_no_best_without_verdicts_nor_across_conditions(tmp_pa
     across data conditions it holds no configuration. The closing line and report.md say the same."""
     trials = _trials({"shots=1 alpha=0.02": [50.0], "shots=1 alpha=0.05": [52.0],
                       "shots=5 alpha=0.02": [60.0], "shots=5 alpha=0.05": [61.0]})
-    bare = summarise._best(_prepared(BARE, tmp_path, tracking_uri), trials, pd.DataFrame())
+    bare = summarise.best_record(_prepared(BARE, tmp_path, tracking_uri), trials, pd.DataFrame())
     assert bare["named"] is False and "no reference row" in bare["why"] and bare["config_label"] == "shots=5 alpha=0.05"
     assert "alpha" in bare["config"] and "mean_over_seeds" in bare  # a configuration to rerun, not a finding
-    summarise._print_best(SimpleNamespace(best=bare, trials=trials, pareto=None))
+    summarise.print_best(SimpleNamespace(best=bare, trials=trials, pareto=None))
     said = capsys.readouterr().out
     assert said.startswith("best configuration: none named (my_study has no reference row") and \
         "for reference only" in said and "best configuration by" not in said, said
     md = run_files.report_markdown(study="my_study", table_md="", best=bare, savings=run_files.pruning_savings(trials))
     assert "None named: my_study has no reference row" in md and "for reference only" in md
-    chosen = summarise._best(_prepared(GUARDED, tmp_path / "g", tracking_uri), trials, pd.DataFrame())
+    chosen = summarise.best_record(_prepared(GUARDED, tmp_path / "g", tracking_uri), trials, pd.DataFrame())
     assert chosen["config_label"] is None and "data conditions (shots)" in chosen["why"]
     a = _trials({"alpha=0.02": [50.0, 51.0], "alpha=0.05": [52.0, 53.0]})
-    assert summarise._best(_prepared(ALPHA, tmp_path / "a", tracking_uri), a, pd.DataFrame())["config_label"] \
+    assert summarise.best_record(_prepared(ALPHA, tmp_path / "a", tracking_uri), a, pd.DataFrame())["config_label"] \
         == "alpha=0.05"
     md = run_files.report_markdown(study="my_study", table_md="", best=chosen, savings=run_files.pruning_savings(trials))
     assert "None: my_study varies data conditions (shots)" in md and "shots=5 alpha=0.05`:" not in md
