@@ -21,6 +21,7 @@ from adbs.config import from_dict
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records import objectives
 from adbs_lab.results import notes as study_notes
+from adbs_lab.results.best import TAG as NO_BEST_TAG, progress_text, tag_value as no_best_tag
 from adbs_lab.search import space as sp
 from adbs_lab.records import tune_keys
 from adbs_lab.driver.tracker import MlflowTracker
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT", "auto_plan", "trials_text", "sampler"]
+           "load_factor", "MEASURED_AT", "auto_plan", "trials_text", "sampler", "progress_lines"]
 
 
 @dataclass
@@ -206,8 +207,6 @@ def trials_text(p: Prepared) -> str:
 def _tracking(p: Prepared, searcher, slots: Slots):
     """The MLflow tracker (parent run; its settings on a new study) and the progress line; both read how a trial
     ended from the searcher (Tune pickles them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
-    from adbs_lab.driver.progress import Progress
-
     opts, plan, where = p.opts, p.plan, p.where
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(),
@@ -223,15 +222,16 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             **({"adbs.looks": json.dumps(dataclasses.asdict(p.looks))} if p.looks is not None else {}),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
-            study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py
+            study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values)
+                                                   + ([p.no_best] if p.no_best else [])),  # studies/report.py
+            **({NO_BEST_TAG: no_best_tag(p.no_best, p.conditions)} if p.no_best else {})}  # report.py, likewise
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
                                      ends=searcher, storage=opts.storage, experiment=opts.experiment(plan.name),
                                      description=study_description(p, searched, objs))
-    progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
-                        max_concurrent=slots.max_concurrent, objectives=p.objectives)
+    progress = progress_lines(p, searcher.ended, slots.max_concurrent)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
                             "study.seeds": json.dumps(list(p.seeds)), "study.trials": p.total,
@@ -244,6 +244,16 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                             "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
                             **{f"base.{k}": v for k, v in p.base_values.items()}})
     return tracker, progress
+
+
+def progress_lines(p: Prepared, ended, max_concurrent: int):
+    """The progress callback: a line per trial event, ending with the best so far only where the study names a best
+    (adbs_lab/results/best.py), and the Pareto front's size of several objectives except across data conditions."""
+    from adbs_lab.driver.progress import Progress
+
+    return Progress(study=p.plan.name, total=p.total, varying=p.varying, ended=ended, max_concurrent=max_concurrent,
+                    objectives=p.objectives,  # several: the front's size, no best (unless across conditions)
+                    no_best=progress_text(p.conditions, verdicts=not p.no_best or len(p.objectives) > 1))
 
 
 def searched_axes(p: Prepared) -> dict[str, str]:
@@ -516,6 +526,6 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
         print(f"pruner {p.pruner}: {gate + '; ' if gate else ''}{p.opts.shadow_share:g} of the trials it stops run on "
               "to the end (shadows, pruned to the search) to measure whether base accuracy predicts the objective",
               flush=True)
-    for line in study_notes.lines(p.plan, p.opts, p.base_values):  # also above the study's tables
+    for line in study_notes.lines(p.plan, p.opts, p.base_values) + ([p.no_best] if p.no_best else []):  # and tables
         print(f"note: {line}", flush=True)
 

@@ -63,7 +63,7 @@ def dry_run(p: Prepared) -> None:
         print(f"a run of this command: {resumed(p)}", flush=True)
     from adbs_lab.results import notes
 
-    for line in notes.lines(p.plan, opts, p.base_values):  # a smoke run, settings departing from the defaults
+    for line in notes.lines(p.plan, opts, p.base_values) + ([p.no_best] if p.no_best else []):  # as a run says
         print(f"note: {line}", flush=True)
     if not opts.resume and p.where.in_use():  # what a run would move aside, said before any run moves it
         from adbs_lab.driver.claim import aside_line

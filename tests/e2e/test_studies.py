@@ -71,7 +71,11 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
 
 
 def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
-    _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1", "--max-concurrent", "2"))
+    r = _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1", "--max-concurrent", "2"))
+    # ways and shots are data conditions: no best across them, so far or at the end (adbs_lab/results/best.py)
+    assert "best val avg acc" not in r.stdout and "| no best across ways, shots (data conditions" in r.stdout
+    assert "best configuration: none (kshot_grid varies data conditions (ways, shots)" in r.stdout
+    assert (storage / "kshot_grid-smoke" / "tradeoff.png").exists()
     client, _, runs = check_nested_with_curves(tracking_uri, "kshot_grid-smoke", 4, 2)
     trials = pd.read_parquet(storage / "kshot_grid-smoke" / "trials.parquet")
     assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (5, 5), (10, 1), (10, 5)]
