@@ -218,6 +218,29 @@ def test_serve_refuses_an_artifacts_destination_with_credentials(shape):
     assert _shows_none(str(e.value))
 
 
+PASSED_ON = [("--default-artifact-root", "{}"), ("--backend-store-uri", "{}"), ("--artifacts-destination={}",),
+             ("--gunicorn-opts", "--forwarded-allow-ips {}"), ("--uvicorn-opts=--root-path {}",)]
+"""Arguments after `--`, which serve.py passes on to `mlflow server`: a URL of its own flags, or inside another's."""
+
+
+@pytest.mark.parametrize("passed", PASSED_ON, ids=[p[0].split("=")[0] for p in PASSED_ON])
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(secret_urls())
+def test_serve_refuses_credentials_in_the_arguments_it_passes_on(passed, shape):
+    """The arguments after `--` went to `mlflow server` as they were: a URL with credentials among them was printed
+    by the dry run (its command line, the secret in clear) and put on the server's command line, which `ps` shows.
+    They are refused as --artifacts-destination's are (exit 2, one line, the secret as ***)."""
+    from adbs_lab.stores import serve
+
+    url, _ = shape
+    extra = ["--", *(a.format(url) for a in passed)]
+    code, out = _serve("--port", str(_free_port()), "--dry-run", *extra)
+    assert code == 2 and out.count("\n") == 1 and _shows_none(out), out
+    with pytest.raises(ValueError) as e:  # never on the server's command line
+        serve.command(serve.parser().parse_args(extra))
+    assert _shows_none(str(e.value))
+
+
 def _submit_module():
     import importlib.util
 
