@@ -41,6 +41,7 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
     if wrong:
         raise StudyInputError("; ".join(wrong))
     check_name(plan.name, "Plan(name")  # a study script's own plan: its folder, as --name's, stays in --storage
+    check_folder(plan, opts)
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
     check_overrides(plan, opts, searched(plan), [canonical(k) for k in opts.config_overrides()])
     base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
@@ -48,6 +49,18 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
     if "host" in base:  # else the default host
         check_choice("host", base["host"], host_names())
     return base
+
+
+def check_folder(plan: Plan, opts: StudyOptions) -> None:
+    """The study's folder (`<storage>/<plan name>[-<--name>]`) is nothing else of the storage: not a folder every
+    study of it shares (a run would move it aside as earlier results), nor another study's lock file."""
+    folder = f"{plan.name}{opts.folder}"
+    taken = paths.folder_taken(folder)
+    if taken:
+        given = f"--name {opts.name!r}" if opts.name else f"Plan(name={plan.name!r})"
+        raise StudyInputError(f"{given}: the study's folder {folder!r} in --storage is the name of {taken}, which a "
+                              "run would take as its own (moving it aside as earlier results); give the study another "
+                              "name")
 
 
 def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:
