@@ -102,6 +102,16 @@ ENTRY_REFUSED = {
     "adbs.run --set bogus=1 (unknown key)": ("-m adbs.run", "--set", "bogus=1"),
     "adbs.run --variant nope (unknown choice)": ("-m adbs.run", "--variant", "nope"),
     "adbs.run --base-epochs 0 (out of range)": ("-m adbs.run", "--base-epochs", "0"),
+    # a store's URL refused by its form alone (before, after torch, Ray and pandas had loaded: 5-20 s at load 4)
+    "ablation.py --tracking-uri sqlite:///rel.db (relative)": ("studies/ablation.py", "--tracking-uri",
+                                                               "sqlite:///rel.db"),
+    "alpha_sweep.py --tracking-uri htp:/x (no such scheme)": ("studies/alpha_sweep.py", "--tracking-uri", "htp:/x"),
+    "paper.py --tracking-uri bogus://h/x (no such scheme)": ("studies/paper.py", "--tracking-uri", "bogus://h/x"),
+    "knobs.py --storage ftp://h/runs (no such scheme)": ("studies/knobs.py", "--storage", "ftp://h/runs"),
+    "boundary.py --storage s3://K:S@b/runs (credentials)": ("studies/boundary.py", "--storage", "s3://K:S@b/runs"),
+    "report.py --tracking-uri htp:/x (no such scheme)": ("studies/report.py", "ablation", "--tracking-uri", "htp:/x"),
+    "report.py --tracking-uri sqlite:////none/m.db (no store)": ("studies/report.py", "ablation", "--tracking-uri",
+                                                                 "sqlite:////nonexistent/adbs/mlflow.db"),
 }
 
 
