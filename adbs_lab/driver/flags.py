@@ -14,7 +14,7 @@ from typing import Any
 
 from adbs import env
 from adbs import objstore as st
-from adbs.redaction import carries_secret, redact
+from adbs.redaction import carries_secret, redact, reveal
 from adbs.config import canonical, coerce
 from adbs.fields import check_choice
 from adbs.hosts import host_names
@@ -71,8 +71,9 @@ def check_store_forms(opts: StudyOptions) -> None:
     """--storage and the tracking URI (--tracking-uri, else $MLFLOW_TRACKING_URI) by their form alone, which needs no
     store: a URL scheme no storage or MLflow store has, credentials in the storage's URL, a relative SQLite path.
     Whether each store can be used is the preflight's (adbs_lab/driver/preflight.py)."""
-    problem = storage_form_problem(opts.storage) or tracking_store.form_problem(
-        tracking_store.tracking_uri(opts.tracking_uri))
+    problem = (storage_form_problem(opts.storage)
+               or tracking_store.form_problem(tracking_store.tracking_uri(opts.tracking_uri))
+               or (optuna_form_problem(opts.optuna_storage) if opts.optuna_storage else None))
     if problem:
         raise StudyInputError(problem)
 
@@ -90,6 +91,25 @@ def storage_form_problem(location: str) -> str | None:
     if "://" in location:
         return (f"--storage {redact(location)}: unsupported URL scheme {st.scheme(location)!r}; pass a folder or an "
                 f"object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
+    return None
+
+
+def optuna_form_problem(url: str) -> str | None:
+    """--optuna-storage by its form: a URL SQLAlchemy has a dialect for (Optuna's RDBStorage opens it), a SQLite file
+    by its absolute path (a relative one is the driver's working folder's: a --resume from another folder would open
+    another database and find none of the study's trials)."""
+    from sqlalchemy.engine.url import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    url = str(reveal(url))
+    usable = "pass sqlite:////ABS/PATH/optuna.db or a database server's URL (postgresql://USER@HOST/DB)"
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_absolute():
+        return (f"--optuna-storage {redact(url)} is relative: the study's --resume from another folder would open "
+                f"another database; {usable}")
+    try:
+        make_url(url).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError):
+        return f"--optuna-storage {redact(url)}: not a database URL Optuna can open (SQLAlchemy has no dialect of it); {usable}"
     return None
 
 

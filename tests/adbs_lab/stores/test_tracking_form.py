@@ -54,3 +54,18 @@ def test_a_relative_sqlite_path_is_refused(uri):
 def test_a_refusal_never_quotes_the_password(uri):
     problem = tracking_store.form_problem(uri)
     assert problem and "s3cr" not in problem, problem
+
+
+@pytest.mark.parametrize("url, refused", [
+    ("sqlite:////abs/optuna.db", False), ("postgresql+psycopg://u@h/db", False), ("mysql+pymysql://u@h/db", False),
+    ("postgresql://u:pw@h/db", False), ("sqlite:///rel.db", True), ("sqlite:///./o.db", True), ("bogus://x", True),
+    ("postgres://u:s3cr%20t@h/db", True), ("notaurl", True),
+])
+def test_the_optuna_storage_by_its_form(url, refused):
+    """--optuna-storage as a study's flags check it (adbs_lab/driver/flags.py: optuna_form_problem): a URL SQLAlchemy
+    has a dialect for, a SQLite file by its absolute path; the refusal never quotes a password."""
+    from adbs_lab.driver.flags import optuna_form_problem
+
+    problem = optuna_form_problem(url)
+    assert (problem is not None) == refused, (url, problem)
+    assert "s3cr" not in (problem or "")
