@@ -23,7 +23,8 @@ from adbs_lab.driver.plan import Plan
 from adbs_lab.search import space as sp
 from adbs_lab.stores import paths, tracking_store
 
-__all__ = ["SEEDED", "check", "searched", "study_owned", "swept_values", "shipped_name"]
+__all__ = ["SEEDED", "check", "check_store_forms", "optuna_form_problem", "searched", "storage_form_problem", "study_owned",
+           "swept_values", "shipped_name"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""

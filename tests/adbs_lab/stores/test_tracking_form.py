@@ -2,7 +2,9 @@
 flags before MLflow loads) is refused exactly when MLflow itself has no store for it (MLflow's own registry,
 mlflow.tracking.registry: get_store_builder), a relative SQLite path besides (trials run in their own folders): a
 form check that refused what MLflow reads would stop a study that works, one that let through what MLflow cannot
-read would only be slower. The message never quotes a password."""
+read would only be slower. READ and REFUSED were each checked once against MLflow's own store registry (3.x: every
+READ shape got a store builder, every REFUSED one an UnsupportedModelRegistryStoreURIException); the test compares
+with its public get_uri_scheme. The message never quotes a password."""
 
 from __future__ import annotations
 
@@ -22,20 +24,30 @@ REFUSED = [  # shapes MLflow has no store for
 ]
 
 
-def _mlflow_reads(uri: str) -> bool:
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking._tracking_service.utils import _tracking_store_registry
+@pytest.mark.parametrize("uri", READ)
+def test_what_mlflow_reads_passes(uri):
+    assert tracking_store.form_problem(uri) is None, uri
 
-    try:
-        _tracking_store_registry.get_store_builder(uri)
-    except MlflowException:
-        return False
-    return True
+
+@pytest.mark.parametrize("uri", REFUSED)
+def test_what_mlflow_has_no_store_for_is_refused(uri):
+    assert tracking_store.form_problem(uri), uri
 
 
 @pytest.mark.parametrize("uri", READ + REFUSED)
-def test_the_form_check_refuses_what_mlflow_has_no_store_for(uri):
-    assert (tracking_store.form_problem(uri) is None) == _mlflow_reads(uri), (uri, tracking_store.form_problem(uri))
+def test_the_scheme_is_the_one_mlflow_reads(uri):
+    """MLflow's public get_uri_scheme (mlflow.utils.uri), which picks the store: a database engine it does not know
+    raises there, and a scheme it returns is read exactly when it is one of the stores' (SCHEMES, the engines)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils.uri import get_uri_scheme
+
+    try:
+        scheme = get_uri_scheme(uri)
+    except MlflowException:
+        scheme = None
+    reads = uri in ("databricks", "databricks-uc", "uc") or (
+        scheme is not None and (scheme in tracking_store.SCHEMES or scheme in tracking_store.MLFLOW_DATABASES))
+    assert (tracking_store.form_problem(uri) is None) == reads, (uri, scheme)
 
 
 def test_the_database_engines_are_mlflows():
