@@ -23,25 +23,9 @@ from adbs_lab.results import seed_counts
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.config_values import is_missing, write_parquet
 from adbs_lab.records.value_text import plain
+from adbs_lab.stats.intervals import DESCRIPTIVE_LEVEL, mean_t
 from adbs_lab.stats.looks import Looks
 from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
-
-
-def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Mean and half-width of the t-distribution confidence interval (n - 1 degrees of freedom; 0 for one value)."""
-    vals = [float(v) for v in values if K.finite(v)]
-    if not vals:
-        return math.nan, math.nan
-    # summed in order, as the tables always printed it: numpy's pairwise sum can round a mean ending in ...5
-    # the other way in the last printed digit
-    mean = sum(vals) / len(vals)
-    if len(vals) == 1:
-        return mean, 0.0
-    # imported here, where an interval is computed: scipy.stats takes ~1 s to import, and a one-seed study's
-    # driver (most smoke and test studies) never needs it
-    from scipy import stats
-
-    return mean, float(stats.t.ppf(0.5 + confidence / 2, len(vals) - 1) * stats.sem(vals))
 
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
@@ -54,8 +38,8 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     the embedded benchmark), a `sessions` column after `seeds` says how many each row's average covers.
 
     Cells are mean over seeds (trials) of `metric` in percent, with the 95% CI half-width
-    (t-distribution) when a row has several seeds. Only COMPLETE trials count. `baseline` is one
-    row every row is compared with, or {row: its reference row} (the hosts study: each host with
+    (adbs_lab/stats/intervals.py: mean_t; unadjusted, descriptive) when a row has several seeds. Only COMPLETE
+    trials count. `baseline` is one row every row is compared with, or {row: its reference row} (the hosts study: each host with
     ADBS against the same host without); rows without a reference get no Delta_last. With `trials`
     (trials.parquet), a `d_cs` column holds each row's class separation after the last session, so the
     geometry the accuracies come from is visible beside them (paper Table 4; docs/metrics.md). `front`: the rows
@@ -178,13 +162,13 @@ def _per_session(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         trials = t.trials_of(row["config"])
         for sess in range(t.n_sessions):
-            row[str(sess)] = ci95(list(trials[sess])) if sess in trials else (math.nan, math.nan)
+            row[str(sess)] = mean_t(list(trials[sess])) if sess in trials else (math.nan, math.nan)
 
 
 def _avg(t: _Table, rows: list[dict[str, Any]]) -> None:
     """Each trial's average over its own sessions (10-way rows have fewer sessions than 5-way ones)."""
     for row in rows:
-        row["avg"] = ci95(list(t.trials_of(row["config"]).mean(axis=1, skipna=True)))
+        row["avg"] = mean_t(list(t.trials_of(row["config"]).mean(axis=1, skipna=True)))
 
 
 # the two other numbers FSCIL papers quote beside the average: the last session's accuracy and the performance drop
@@ -192,13 +176,13 @@ def _avg(t: _Table, rows: list[dict[str, Any]]) -> None:
 
 def _last(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
-        row["last"] = ci95(list(t.trials_of(row["config"])[t.last_session(row["config"])]))
+        row["last"] = mean_t(list(t.trials_of(row["config"])[t.last_session(row["config"])]))
 
 
 def _pd(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         trials = t.trials_of(row["config"])
-        row["pd"] = ci95(list(trials[0] - trials[t.last_session(row["config"])])) if 0 in trials else (math.nan, math.nan)
+        row["pd"] = mean_t(list(trials[0] - trials[t.last_session(row["config"])])) if 0 in trials else (math.nan, math.nan)
 
 
 def _hmean(t: _Table, rows: list[dict[str, Any]]) -> None:
@@ -209,7 +193,7 @@ def _hmean(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         lab, last_col = row["config"], t.last_session(row["config"])
         h = t.by_row_h.get(lab)
-        row["hmean"] = ci95(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
+        row["hmean"] = mean_t(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
 
 
 def _delta_last(t: _Table, rows: list[dict[str, Any]]) -> None:
@@ -243,7 +227,7 @@ def _d_cs(t: _Table, rows: list[dict[str, Any]]) -> None:
         return
     d_cs = {lab: list(values) for lab, values in done.groupby(t.label, sort=False)["d_cs"]}  # one pass, not a mask a row
     for row in rows:
-        row["d_cs"] = ci95(d_cs.get(row["config"], []))
+        row["d_cs"] = mean_t(d_cs.get(row["config"], []))
 
 
 def _seed_states_column(t: _Table, rows: list[dict[str, Any]]) -> None:
@@ -384,8 +368,9 @@ def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int 
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
 
 
-CI_NOTE = ("a ± b: mean over the row's n = seeds trials ± the half-width of its 95% confidence interval "
-           "(t-distribution, n - 1 degrees of freedom); PD = s0 - last session, per trial")
+CI_NOTE = (f"a ± b: mean over the row's n = seeds trials ± the half-width of its {DESCRIPTIVE_LEVEL:.0%} confidence "
+           "interval (t-distribution, n - 1 degrees of freedom; unadjusted, describing the seeds' spread: the verdicts "
+           "carry the family's guarantee); PD = s0 - last session, per trial")
 SESSIONS_NOTE = ("sessions: incremental sessions of each row; its avg is over sessions 0..sessions, so avg compares "
                  "rows with the same sessions only")
 

@@ -32,7 +32,7 @@ __all__ = ["LAST_KEY", "AutoPlan", "Look", "AutoSeeds", "differences", "by_targe
 
 LAST_KEY = K.SUMMARY + "test_last_acc"
 """The trial's last-session test accuracy in its summary report: adbs/metrics.py sets it to the last session's
-test_acc, the value the table's comparisons read from sessions.parquet (compare.last_by_seed)."""
+test_acc, the value the table's comparisons read from sessions.parquet (comparisons.seed_values)."""
 
 
 def differences(pair: tuple[str, str], values: Mapping[str, Mapping[int, float]],

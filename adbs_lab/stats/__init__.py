@@ -2,8 +2,9 @@
 (numpy and scipy only, never pandas, torch, ray, optuna or mlflow). The package imports nothing, so
 `from adbs_lab.stats import verdicts` is the module. The methods and their references: docs/statistics.md.
 
+    intervals    every t-interval printed: paired (Student), unpaired (Welch), a table cell's mean ± half-width
     looks        the planned looks (n0, n0 + b, ..., N seeds) and the error rate spent at each (Lan & DeMets 1983)
-    verdicts     one comparison's paired t-interval, Bonferroni over the table, and the verdict read from it
+    verdicts     one comparison's verdict from its interval, Bonferroni over the table, and the verdict read from it
     planner      how many seeds would settle a comparison (Browne 1995's upper bound on σ, c4), and their cost
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
     simulate     simulated studies (normal and heavy-tailed noise) for the tests and bench/verdict_simulation.py
@@ -13,4 +14,4 @@
                  --pruner auto's checks at fixed trial counts
 """
 
-__all__ = ["looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise"]
+__all__ = ["intervals", "looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise"]

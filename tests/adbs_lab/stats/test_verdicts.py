@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from adbs_lab.stats.intervals import paired_t
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.simulate import Noise, differences, false_verdicts
-from adbs_lab.stats.verdicts import (CODE, LABELS, Label, bonferroni, classify, family_verdicts, intervals, label,
+from adbs_lab.stats.verdicts import (CODE, LABELS, Label, bonferroni, classify, family_verdicts, label,
                                      replay, wording)
 
 ALPHA = 0.05
@@ -63,7 +64,7 @@ def test_the_verdicts_read_the_interval_they_display():
 def test_a_failed_seed_is_left_out_and_counted_and_one_pair_resolves_nothing():
     v = family_verdicts({"a": [1.0, math.nan, 1.2, math.inf, 0.9]}, delta=1.0)["a"]
     assert (v.n, v.n_left_out, v.n_seeds) == (3, 2, 5)
-    est, lo, hi, n, _ = intervals(np.array([1.0, 1.2, 0.9]), 0.05)
+    est, lo, hi, n, _ = paired_t(np.array([1.0, 1.2, 0.9]), 0.05)
     assert (v.estimate, v.lo, v.hi) == pytest.approx((float(est), float(lo), float(hi)))
     single = family_verdicts({"a": [5.0, math.nan], "b": []}, delta=1.0)
     assert single["a"].verdict is Label.NOT_RESOLVED and single["a"].n == 1 and math.isnan(single["a"].lo)
