@@ -130,9 +130,10 @@ def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
 
 
 def _search(p: Prepared, slots: Slots):
-    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
-    import optuna
-
+    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper. A
+    sampled search's TPE draws from each trial's number (adbs_lab/search/samplers.py), so a study resumed after its
+    driver was killed draws no value twice."""
+    from adbs_lab.search.samplers import TrialSeededTPE
     from adbs_lab.search.searcher import (
         BaseEpochStopper,
         StudyGridSampler,
@@ -145,7 +146,7 @@ def _search(p: Prepared, slots: Slots):
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
     sampler = (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
-               if p.is_grid else optuna.samplers.TPESampler(seed=p.sampler_seed))
+               if p.is_grid else TrialSeededTPE(seed=p.sampler_seed))
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),

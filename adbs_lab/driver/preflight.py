@@ -145,8 +145,20 @@ def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]
 def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int, looks: Looks | RacePlan | None = None) -> str:
     parts: tuple = (plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
                     sorted((k, repr(v)) for k, v in base.items()), seeds, total)
-    ident = repr(parts + ((repr(looks),) if looks else ()))  # a study of a seed list keeps its fingerprint
+    ident = repr(parts + ((_repr(looks),) if looks else ()))  # a study of a seed list keeps its fingerprint
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def _repr(plan: Looks | RacePlan) -> str:
+    """The looks' part of the fingerprint, as the code that started a study hashed it: Looks gained a horizon and a
+    reserve (adbs_lab/stats/looks.py), and a plan without them is written without them, so a --seeds auto study
+    started before keeps its fingerprint and --resume continues it."""
+    looks = plan if isinstance(plan, Looks) else plan.looks
+    if looks.horizon is not None or looks.reserve:
+        return repr(plan)
+    old = (f"Looks(n0={looks.n0!r}, batch={looks.batch!r}, max_seeds={looks.max_seeds!r}, alpha={looks.alpha!r}, "
+           f"spending={looks.spending!r})")
+    return repr(plan).replace(repr(looks), old)
 
 
 def logged_argv(argv: tuple[str, ...]) -> list[str]:
@@ -191,7 +203,7 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
-                    sampler="GridSampler" if is_grid else "TPESampler", sampler_seed=opts.sampler_seed,
+                    sampler="GridSampler" if is_grid else "TrialSeededTPE", sampler_seed=opts.sampler_seed,
                     pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows,
                     fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
                     n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,

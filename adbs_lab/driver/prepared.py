@@ -42,7 +42,8 @@ class Prepared:
     objectives: tuple[Objective, ...]
     """What the search optimises, parsed from --objectives (the default objective when none is given)."""
     sampler: str
-    """Optuna's sampler: GridSampler for a grid (rows included), else TPESampler."""
+    """Optuna's sampler: GridSampler for a grid (rows included), else TrialSeededTPE (TPE, each trial's draws seeded
+    from its number: adbs_lab/search/samplers.py)."""
     sampler_seed: int
     """The seed of the sampler (--sampler-seed)."""
     pruner: str

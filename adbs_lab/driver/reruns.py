@@ -4,8 +4,8 @@ A driver killed after a trial started (its MLflow run made and recorded, adbs_la
 Tune saved its state comes back without that trial. Its run is an orphan: `close_orphans` closes it KILLED, state
 INTERRUPTED, tag adbs.orphaned, and takes it out of the study's trial map; no reader counts it (adbs_lab/records/
 attempts.py: standing), as the study's own tables, read from Tune's results, never hold it. --resume runs the trial
-again as another Tune trial where the searcher still needs it (adbs_lab/search/searcher.py:
-StudySearch._requeue_orphans): the same identity (Optuna trial, configuration, seed) in a run of its own; when that
+again as another Tune trial (adbs_lab/search/searcher.py: StudySearch._adopt_orphans: every trial it had asked Optuna
+for, running or told): the same identity (Optuna trial, configuration, seed) in a run of its own; when that
 rerun starts, `supersede` tags the orphan adbs.superseded_by with the rerun's run id (the runs file keeps the pair
 under "superseded"), so the MLflow UI says which run holds the trial.
 """

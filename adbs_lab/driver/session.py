@@ -139,7 +139,7 @@ def _start_ray(p: Prepared) -> dict[str, float]:
                               "instance") from None
     except Exception as e:  # noqa: BLE001 - Ray did not come up: its node timed out under load, a process died
         ray.shutdown()  # what it started of itself
-        raise _NotStarted((str(e).strip().splitlines() or [type(e).__name__])[0][:300]) from None
+        raise _NotStarted((redact(str(e)).strip().splitlines() or [type(e).__name__])[0][:300]) from None
     return ray.cluster_resources()
 
 

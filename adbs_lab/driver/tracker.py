@@ -216,7 +216,7 @@ class MlflowTracker(Callback):
     def on_step_begin(self, iteration, trials, **info) -> None:
         """Once per fit: runs of trials that Tune does not know. A driver killed after a trial started (its run
         made and recorded here) but before Tune saved its state comes back without that trial, and --resume runs
-        its configuration again as another trial (adbs_lab/search/searcher.py: _requeue_orphans); the first run would
+        its configuration again as another trial (adbs_lab/search/searcher.py: _adopt_orphans); the first run would
         stay RUNNING with part of the metrics beside the new one (bench/load.py --kill). It is closed as KILLED, state
         INTERRUPTED, tagged adbs.orphaned, moved out of the trial map, and marked superseded when its trial's rerun
         starts (adbs_lab/driver/reruns.py)."""

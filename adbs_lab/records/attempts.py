@@ -3,10 +3,10 @@
 A study runs each of its trials once, but a driver killed before Ray Tune saved its state leaves behind the trials
 it started since: Tune's restored state does not know them, and their MLflow runs stay in the store, closed KILLED
 with state INTERRUPTED and tag ORPHANED (adbs_lab/driver/reruns.py). --resume hands such a trial out again, with the
-same configuration, seed and Optuna trial (adbs_lab/search/searcher.py: StudySearch._requeue_orphans), and it runs as
-another Tune trial, whose run the orphan's tag SUPERSEDED_BY names; a sample the searcher had already told Optuna is
-not asked for again, and the resumed study samples another configuration in its place. Counted as a trial, an orphan
-is a seed that never was ("3 of 4, 1 interrupted"), and a row missing a seed is never ranked
+same configuration, seed and Optuna trial (adbs_lab/search/searcher.py: StudySearch._adopt_orphans), and it runs as
+another Tune trial, whose run the orphan's tag SUPERSEDED_BY names; so does a sample the searcher had already told
+Optuna, which keeps its told value and gets no other trial for it (adbs_lab/search/orphans.py). Counted as a trial,
+an orphan is a seed that never was ("3 of 4, 1 interrupted"), and a row missing a seed is never ranked
 (adbs_lab/results/seed_counts.py).
 
 The rule, here and nowhere else: a trial is named by its `identity` (the Optuna trial that asked for it, its

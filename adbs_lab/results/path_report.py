@@ -9,10 +9,17 @@ import math
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from adbs import light
+from adbs_lab.results import run_pick
 from adbs_lab.search.path import Confirmed, Step, runs_saved
 from adbs_lab.stats.verdicts import Verdict, printed_ends, wording
+
+if TYPE_CHECKING:
+    from adbs_lab.results import from_store
+else:  # pandas: loaded where a path run is looked up (studies/ablation_path.py imports this module before its checks)
+    from_store = light.lazy("adbs_lab.results.from_store")
 
 __all__ = ["EXPERIMENT", "ROLE", "FILES", "interval_text", "table_rows", "table_text", "saved_line", "figure", "write",
            "log_run", "find", "redraw"]
@@ -152,8 +159,6 @@ def find(client, ref: str, name: str | None = None):
     """The path run `ref` names (studies/report.py): its run id, or, for the experiment's name, the latest path run
     of `--name` `name` (adbs_lab/results/run_pick.py; the latest finished one where there is one); None when `ref`
     names no path (a Tune run of a path is a study of its own: its table, not the path's)."""
-    from adbs_lab.results import from_store, run_pick
-
     if from_store.RUN_ID.match(ref):
         try:
             run = client.get_run(ref)

@@ -46,7 +46,7 @@ from adbs_lab.records.objectives import PRUNERS
 from adbs.redaction import redact, reveal
 from adbs.config import Config
 from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, AutoSeeds, look_line, replay
-from adbs_lab.search import racing
+from adbs_lab.search import orphans, racing
 from adbs_lab.search import shadows
 from adbs_lab.search.space import TrialMaker
 from adbs_lab.records.tune_keys import CONFIG_KEY, SEED_KEY, SEEDS_ATTR, describe
@@ -324,30 +324,26 @@ class StudySearch(_LiveStudy, OptunaSearch):
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as f:
             self.__setstate__(pickle.load(f))
-        self._requeue_orphans()
+        self._adopt_orphans()
 
-    def _requeue_orphans(self) -> None:
-        """Optuna trials left RUNNING by a driver that died between asking Optuna for them and Tune saving its state
-        (the state this searcher was restored from): no Tune trial will ever end them. Left RUNNING, a grid point
-        stays taken for good, and the grid sampler fills the budget by running another point twice (bench/load.py
-        --kill found both); a sampled trial's slot is lost. Put back to WAITING, the next `ask` takes each of them
-        first, with its own number, grid point and sampled values (Optuna keeps them with the trial)."""
-        storage = optuna_storage(self._storage_url)
-        try:
-            study_id = storage.get_study_id_from_name(self._study_name)
-        except KeyError:
-            return
-        orphans = [t.number for t in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,))
-                   if t.number not in self._groups]
-        for number in orphans:
-            storage.set_trial_state_values(storage.get_trial_id_from_study_id_trial_number(study_id, number),
-                                           TrialState.WAITING)
-        if orphans:
-            # The sampler was pickled with the random state of the snapshot: it would draw again exactly what it drew
-            # for the orphans (a TPE start-up value twice). A fresh random state draws new values.
-            sampler = self._sampler
-            assert sampler is not None, "StudySearch is always built with a sampler"
-            sampler.reseed_rng()
+    def _adopt_orphans(self) -> None:
+        """The Optuna trials a driver killed before Tune saved this state had asked for, RUNNING or already told
+        (adbs_lab/search/orphans.py: why they are adopted and run again): each becomes this searcher's again, with
+        its own number, parameters and seeds, every seed still to run (none of its Tune trials was saved), so Optuna
+        gets no second trial for it and the sampler draws nothing for it. Left alone, a told one is a sample Optuna
+        holds and the study never ran (and its grid point runs twice to fill the budget), and a RUNNING one stays
+        taken for good. One told already is not told again (on_trial_complete, _auto_look and _race_look tell only
+        a RUNNING trial)."""
+        found = orphans.left_behind(optuna_storage(self._storage_url), self._study_name, set(self._groups))
+        seeds = self._seeds if not (isinstance(self._space, dict) and SEED_KEY in self._space) else []
+        for t in found:
+            g = self._groups[t.number] = orphans.group(t, seeds=seeds, auto=getattr(self, "_auto", None),
+                                                       race=getattr(self, "_race", None))
+            if racing.RACE_OF in g:
+                self._race_number[g["row"]] = t.number
+        if found:
+            assert self._sampler is not None, "StudySearch is always built with a sampler"
+            orphans.draw_afresh(self._sampler)
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
         """Tune hands over the param space on every run, --resume included. A searcher pickled before it held its
@@ -372,7 +368,12 @@ class StudySearch(_LiveStudy, OptunaSearch):
         # seeds still run but BaseEpochStopper stops them at their first base epoch, so the budget
         # (configurations x seeds) and the Optuna trial's bookkeeping stay exact.
         g = self._groups.get(self._open) if self._open is not None else None
-        if g is None or not g["seeds_left"]:
+        left = None if g is not None and g["seeds_left"] else \
+            next((n for n, h in sorted(self._groups.items()) if h["seeds_left"] or h.get(orphans.RERUN)), None)
+        if left is not None:  # a trial left behind by a killed driver (_adopt_orphans) runs before a new ask
+            self._open, g = left, self._groups[left]
+            g.pop(orphans.RERUN, None)
+        elif g is None or not g["seeds_left"]:
             space = self._space
             # OptunaSearch also takes a list or a define-by-run function; StudySearch passes it a dict of Optuna
             # distributions, which OptunaSearch keeps as a (flattened) dict

@@ -3,8 +3,14 @@
 `from adbs_lab.stats import verdicts` is the module. The methods and their references: docs/statistics.md.
 
     intervals    every t-interval printed: paired (Student), unpaired (Welch), a table cell's mean ± half-width
-    looks        the planned looks (n0, n0 + b, ..., N seeds) and the error rate spent at each (Lan & DeMets 1983)
-    verdicts     one comparison's verdict from its interval, Bonferroni over the table, and the verdict read from it
+    looks        the planned looks (n0, n0 + b, ..., N seeds, then a continuation's up to a horizon) and the error
+                 rate spent at each (Lan & DeMets 1983)
+    continuation where a study pauses, "continue" or "inconclusive at the horizon", the α split over the metrics
+    forecast     where the plan would resolve an open comparison (posterior predictive), and the time it implies
+    confseq      an anytime-valid confidence sequence for a paired mean (Wang & Ramdas 2023), the route not taken
+    workflow     simulated studies followed as their output advises, for the tests and
+                 bench/continuation_simulation.py
+    verdicts     one comparison's verdict from its interval, Bonferroni over the table
     planner      how many seeds would settle a comparison (Browne 1995's upper bound on σ, c4), and their cost
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
     simulate     simulated studies (normal and heavy-tailed noise) for the tests and bench/verdict_simulation.py
@@ -14,4 +20,5 @@
                  --pruner auto's checks at fixed trial counts
 """
 
-__all__ = ["intervals", "looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise"]
+__all__ = ["intervals", "looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise",
+           "continuation", "forecast", "confseq", "workflow"]

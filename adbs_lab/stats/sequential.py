@@ -50,7 +50,8 @@ class NextBatch:
 
 
 def next_look(seeds_run: int, looks: Looks) -> int | None:
-    """The seeds at the first planned look beyond `seeds_run`; None past the cap."""
+    """The seeds at the first planned look beyond `seeds_run`; None past the last look (the cap, or the horizon of a
+    plan that has one: adbs_lab/stats/continuation.py says where each invocation pauses)."""
     return next((n for n in looks.sizes if n > seeds_run), None)
 
 

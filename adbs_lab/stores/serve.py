@@ -131,7 +131,7 @@ def _artifacts_problem(args: argparse.Namespace) -> str | None:
     user of the machine (`ps`), and MLflow reads an object store's credentials from the environment only (its
     s3:// and gs:// artifact stores take the whole KEY:SECRET@bucket for the bucket's name: MLflow's
     utils/data_utils.py: parse_s3_uri)."""
-    dest = args.artifacts_destination
+    dest = artifacts(args)
     if not carries_secret(dest):
         return None
     return (f"--artifacts-destination {redact_url(dest)}: the URL carries credentials, which the server's command "

@@ -5,13 +5,16 @@ trial ends, so a trial started since is unknown to the resumed study; on --resum
 unpickled from tuner.pkl, the searcher restored from its saved state). The kill is SIGKILL's: what the store and
 the files hold stays, what the driver held in memory is gone.
 
-The moments: in a trial's base session, between two looks of --seeds auto (the look just taken), and while the
-tracker writes a trial's results. The shapes: a fixed seed list, --seeds auto over rows, a sampled race. After
---resume, the tables studies/report.py rebuilds from the store (adbs_lab/results/from_store.py) equal the study's
-own (Tune's results), and so do the best configuration and every verdict; the killed attempts are marked superseded
-by their reruns in MLflow (a race's sample the searcher had told Optuna before the kill is not run again: no reader
-counts its attempt); a store written before those tags existed reads the same. studies/report.py over the store,
-with Ray and a real SIGKILL: tests/e2e/test_sigkill_and_report.py."""
+The moments: in a trial's base session, between two looks of --seeds auto (the look just taken), while the tracker
+writes a trial's results, and after the searcher told Optuna the value of a configuration asked for since Tune last
+saved its state. The shapes: a fixed seed list, --seeds auto over rows (both grids), a sampled race, a sampled search
+over a seed list. After --resume, the tables studies/report.py rebuilds from the store (adbs_lab/results/from_store.py)
+equal the study's own (Tune's results), and so do the best configuration and every verdict; the killed attempts are
+marked superseded by their reruns in MLflow (a configuration the searcher had told Optuna runs again too, under its
+own Optuna trial: adbs_lab/search/orphans.py); a store written before those tags existed reads the same. The Optuna
+storage, what optuna-dashboard shows, holds one trial per configuration the study ran, with its seeds and their mean,
+no sampled value twice, trial for trial as the same study run without a kill. studies/report.py over the store, with
+Ray and a real SIGKILL: tests/e2e/test_sigkill_and_report.py."""
 
 from __future__ import annotations
 
@@ -25,17 +28,20 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
 
 from adbs.config import Config
 from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records import objectives, trial_records
-from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY
+from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
+from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY, SEEDS_ATTR
 from adbs_lab.results import from_store, tables
 from adbs_lab.search import space as sp
 from adbs_lab.search import tune_staging
 from adbs_lab.search.auto_seeds import AutoPlan
-from adbs_lab.search.racing import RacePlan
+from adbs_lab.search.racing import RACE_OF, RacePlan
+from adbs_lab.search.samplers import TrialSeededTPE
 from adbs_lab.search.searcher import StudySearch
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stores.tracking_store import load_runs
@@ -56,22 +62,29 @@ class Shape:
 
     name: str
     rows: tuple[str, ...] = ()
+    """The grid's rows; none: a sampled search (Optuna's TPE over alpha)."""
     seeds: tuple[int, ...] = ()
     auto: bool = False
+    race: bool = False
+    """--seeds auto on a sampled search."""
     total: int = 0
     """Tune's num_samples: the trials it makes at most (a seed list's searcher never says it is done)."""
+    told: int = 1
+    """"after_tell": the driver is killed once the searcher has told Optuna this many configurations asked for since
+    Tune last saved its state (a race: the screening's last, whose end named the contenders and made their race's
+    Optuna trials)."""
 
     @property
-    def race(self) -> bool:
+    def sampled(self) -> bool:
         return not self.rows
 
     @property
     def space(self) -> dict:
-        return {"alpha": FloatDistribution(0.01, 0.1, log=True)} if self.race else {ROW_KEY: list(self.rows)}
+        return {"alpha": FloatDistribution(0.01, 0.1, log=True)} if self.sampled else {ROW_KEY: list(self.rows)}
 
     @property
     def varying(self) -> list[str]:
-        return ["alpha" if self.race else ROW_KEY, SEED_KEY]
+        return ["alpha" if self.sampled else ROW_KEY, SEED_KEY]
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
@@ -85,7 +98,11 @@ class Shape:
         if self.race:  # 3 samples on seed 0, the best 2 race on 3 fresh seeds
             plan = RacePlan(looks=Looks(max_seeds=3), top=2, samples=3, delta=1.0, label_keys=("alpha",))
             s = StudySearch(sp.optuna_distributions(self.space), storage_url=url, study_name=STUDY,
-                            sampler=optuna.samplers.TPESampler(seed=0), trial=sp.TrialMaker(BASE), race=plan)
+                            sampler=TrialSeededTPE(seed=0), trial=sp.TrialMaker(BASE), race=plan)
+        elif self.sampled:  # 3 samples x the seed list
+            s = StudySearch(sp.optuna_distributions(self.space), storage_url=url, study_name=STUDY,
+                            sampler=TrialSeededTPE(seed=0), seeds=list(self.seeds),
+                            trial=sp.TrialMaker(BASE))
         else:
             auto = (AutoPlan(looks=Looks(max_seeds=5), rows=self.rows, pairs=self.pairs, delta=1.0,
                              label_keys=(ROW_KEY,)) if self.auto else None)
@@ -98,20 +115,22 @@ class Shape:
     def tags(self) -> dict[str, str]:
         """The parent run's tags that studies/report.py reads the table's layout from (adbs_lab/driver/launch.py)."""
         looks = {"adbs.looks": json.dumps(dataclasses.asdict(self.looks))} if self.looks else {}
-        return {"adbs.baseline": "" if self.race else "ref", "adbs.order": json.dumps(list(self.rows)),
+        return {"adbs.baseline": "" if self.sampled else "ref", "adbs.order": json.dumps(list(self.rows)),
                 "adbs.comparisons": json.dumps([list(p) for p in self.pairs]), "adbs.resolve": "1", **looks,
                 objectives.TAG: json.dumps(objectives.texts(objectives.DEFAULT))}
 
     def table(self, sessions: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
         """The study's table as it makes it (adbs_lab/driver/summarise.py: _tables)."""
-        return tables.paper_table(sessions, baseline=None if self.race else "ref", order=list(self.rows) or None,
+        return tables.paper_table(sessions, baseline=None if self.sampled else "ref", order=list(self.rows) or None,
                                   trials=trials, pairs=list(self.pairs), delta=1.0, looks=self.looks)
 
 
-# a seed list (rows x 2 seeds), --seeds auto over rows (b - ref resolved at the second look), a sampled race
+# a seed list (rows x 2 seeds), --seeds auto over rows (b - ref resolved at the second look), a sampled race, a sampled
+# search over a seed list (3 samples x 2 seeds)
 SHAPES = [Shape("seed_list", rows=("ref", "a", "b"), seeds=(0, 1), total=6),
           Shape("seeds_auto", rows=("ref", "b"), auto=True, total=10),
-          Shape("sampled_race", total=9)]
+          Shape("sampled_race", race=True, total=9, told=2),
+          Shape("sampled", seeds=(0, 1), total=6)]
 
 
 class Killed(BaseException):
@@ -139,7 +158,8 @@ def _reports(trial) -> list[dict]:
 class Study:
     """One study's driver, its Ray Tune played by hand (see the module's docstring)."""
 
-    def __init__(self, shape: Shape, tmp_path, uri: str, kill_at: str | None):
+    def __init__(self, shape: Shape, tmp_path, uri: str | None, kill_at: str | None):
+        """`uri`: the MLflow store; None: no tracker (the study's Optuna storage alone is looked at)."""
         self.shape, self.dir, self.uri, self.kill_at = shape, tmp_path / STUDY, uri, kill_at
         self.trials: dict[str, SimpleNamespace] = {}  # Tune's trials, in the order it made them
         self.reports: dict[str, list[dict]] = {}
@@ -147,13 +167,16 @@ class Study:
         self.checkpoint = str(tmp_path / "searcher.pkl")
         self.clock = 1_000_000
         self.made = 0  # Tune trials made, for their ids
+        self.optuna_url = f"sqlite:///{tmp_path / 'optuna.db'}"
 
-    def tracker(self, searcher, resume: bool) -> MlflowTracker:
+    def tracker(self, searcher, resume: bool):
+        if self.uri is None:
+            return _Untracked()
         return MlflowTracker(uri=self.uri, study=STUDY, folder=STUDY, study_dir=self.dir, run_name="s",
                              tags=self.shape.tags(), varying=self.shape.varying, resume=resume, ends=searcher)
 
     def start(self) -> None:
-        searcher = self.shape.searcher(f"sqlite:///{self.dir.parent / 'optuna.db'}")
+        searcher = self.shape.searcher(self.optuna_url)
         tracker = self.tracker(searcher, resume=False)
         self.tuner_pkl = pickle.dumps((searcher, tracker))  # what Tune keeps of them in tuner.pkl
         self._save(searcher)
@@ -191,7 +214,10 @@ class Study:
                     break
                 trial = self.trials[tid] = SimpleNamespace(trial_id=tid, config=config, last_result=None, ended=False)
             self._run(searcher, tracker, trial)
-            self._save(searcher)  # a trial ended: Tune's next save of its experiment state holds it
+            if self.kill_at != "after_tell" or sum(t.ended for t in self.trials.values()) == 1:
+                # a trial ended: Tune's next save of its experiment state holds it; before "after_tell", Tune saves
+                # after the first trial only (its periodic save outpaced by fast trials, TUNE_GLOBAL_CHECKPOINT_S)
+                self._save(searcher)
         tracker.on_experiment_end(list(self.trials.values()))
 
     def _run(self, searcher, tracker, trial) -> None:
@@ -209,8 +235,16 @@ class Study:
         searcher.on_trial_complete(trial.trial_id, result=trial.last_result)  # Tune tells its searcher first
         tracker.on_trial_complete(0, [], trial)
         trial.ended = True
+        if self.kill_at == "after_tell" and self._told_since_save(trial):
+            raise Killed  # the searcher told Optuna a configuration asked for since Tune last saved its state
         if self.kill_at == "between_looks" and self._looks(searcher) > looks and looks == 0:
             raise Killed  # the first look was taken on this trial's end; the next batch has not started
+
+    def _told_since_save(self, trial) -> bool:
+        """Whether the searcher has told `shape.told` configurations that Tune's saved state does not know."""
+        known = {self.trials[tid].config[OPTUNA_TRIAL_KEY] for tid in self.saved[0]}
+        return sum(number not in known and state != "RUNNING"
+                   for number, state, *_ in optuna_record(self.optuna_url)) >= self.shape.told
 
     def _looks(self, searcher) -> int:
         return len((searcher.race_state() if self.shape.race else searcher.auto_state()).looks) \
@@ -223,6 +257,19 @@ class Study:
                    for tid, t in self.trials.items()]
         recs = trial_records.from_results(results, varying=self.shape.varying, runs=load_runs(self.dir))
         return trial_records.frames(recs)
+
+
+class _Untracked:
+    """No MLflow tracker: Tune's callbacks do nothing."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def optuna_record(url: str) -> list[tuple]:
+    """The study's Optuna trials as the dashboard shows them: number, state, parameters, values, seeds, race_of."""
+    return [(t.number, t.state.name, t.params, t.values, t.user_attrs.get(SEEDS_ATTR), t.user_attrs.get(RACE_OF))
+            for t in optuna.load_study(study_name=STUDY, storage=url).trials if t.state != TrialState.WAITING]
 
 
 def _killed_writing_results(monkeypatch, nth: int) -> None:
@@ -244,9 +291,12 @@ def _identity(run) -> tuple[str, str, str]:
     return run.data.tags["adbs.optuna_trial"], run.data.tags["adbs.label"], run.data.params["seed"]
 
 
-CASES = [(shape, point) for shape in SHAPES for point in ("base_session", "between_looks", "writing_results")
-         if (shape.name, point) not in (("seed_list", "between_looks"),  # a seed list takes no looks
-                                        ("seeds_auto", "writing_results"), ("sampled_race", "base_session"))]
+POINTS = ("base_session", "between_looks", "writing_results", "after_tell")
+CASES = [(shape, point) for shape in SHAPES for point in POINTS
+         if point == "after_tell" or (shape.name, point) in (("seed_list", "base_session"), ("seed_list", "writing_results"),
+                                                             ("seeds_auto", "base_session"), ("seeds_auto", "between_looks"),
+                                                             ("sampled_race", "between_looks"),
+                                                             ("sampled_race", "writing_results"))]
 
 
 @pytest.mark.parametrize("shape,point", CASES, ids=[f"{s.name}-{p}" for s, p in CASES])
@@ -275,19 +325,19 @@ def test_a_study_killed_and_resumed_reports_from_the_store_what_it_reported_itse
     best = tables.best_config(trials, objectives.DEFAULT)
     assert tables.best_config(ours.trials, objectives.DEFAULT)["config_label"] == best["config_label"]
     assert (ours.trials["state"] == K.COMPLETE).all()
+    _optuna_holds_the_study(shape, study, trials, tmp_path)
 
-    # each attempt left behind names the run that holds its trial now, where its trial ran again (a sample the searcher
-    # had told Optuna is not asked for again: another sample took its place)
+    # each attempt left behind names the run that holds its trial now: every one ran again (a configuration the
+    # searcher had told Optuna too)
     standing = {_identity(r): r.info.run_id for r in runs if "adbs.orphaned" not in r.data.tags}
     for r in orphans:
         assert r.info.status == "KILLED" and r.data.tags["adbs.state"] == K.INTERRUPTED
-        assert r.data.tags.get("adbs.superseded_by") == standing.get(_identity(r))
+        assert r.data.tags.get("adbs.superseded_by") == standing[_identity(r)]
     assert load_runs(study.dir).get("superseded", {}) == {
         r.info.run_id: r.data.tags["adbs.superseded_by"] for r in orphans if "adbs.superseded_by" in r.data.tags}
 
     # a store written before adbs.superseded_by existed, then before adbs.orphaned did (its first attempts closed, or
-    # left RUNNING): the same trials, by their identity alone (a sample told before the kill was never run again, and
-    # only its tag says so)
+    # left RUNNING): the same trials, by their identity alone
     expected = tables.format_table(from_store.study_table(ours))
     for tag in ("adbs.superseded_by", "adbs.orphaned"):
         for r in orphans:
@@ -342,3 +392,21 @@ def test_a_named_point_pauses_only_where_its_facts_match(tmp_path, monkeypatch):
     while not (tmp_path / "paused-base_session").exists():
         assert time.monotonic() < deadline, "the point named with its seed did not pause"
         time.sleep(0.02)
+
+
+def _optuna_holds_the_study(shape: Shape, study: Study, trials: pd.DataFrame, tmp_path) -> None:
+    """What optuna-dashboard shows is the study: one Optuna trial per configuration the study ran (a race's contender:
+    its race's trial too), each holding the seeds the study ran it on and told their mean; no sampled value (no grid
+    point) twice; and the storage the one of the same study run without a kill, trial for trial."""
+    record = optuna_record(study.optuna_url)
+    assert [r[0] for r in record] == sorted(set(trials["optuna_trial"].astype(int))), record
+    for number, state, _, values, seeds, _ in record:
+        rows = trials[trials["optuna_trial"] == number]
+        assert sorted(rows["seed"].astype(int)) == sorted(seeds), (number, seeds, rows["seed"].tolist())
+        assert state == "COMPLETE" and values == pytest.approx([rows["val_avg_acc"].mean()]), (number, values)
+    drawn = [json.dumps(params, sort_keys=True) for _, _, params, _, _, race_of in record if race_of is None]
+    assert len(set(drawn)) == len(drawn), drawn
+    (tmp_path / "uninterrupted").mkdir()
+    clean = Study(shape, tmp_path / "uninterrupted", None, None)
+    clean.start()
+    assert record == optuna_record(clean.optuna_url)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from adbs_lab.stats.looks import Looks, spent
+from adbs_lab.stats.looks import Looks, continuable, spent
 
 
 def test_the_looks_are_complete_batches_up_to_the_cap():
@@ -35,5 +35,43 @@ def test_the_spending_functions_by_hand():
 
 @pytest.mark.parametrize("bad", [dict(n0=0), dict(n0=9), dict(batch=0), dict(alpha=0.0), dict(spending="haybittle")])
 def test_a_plan_that_cannot_be_is_refused(bad):
+    with pytest.raises(ValueError):
+        Looks(**bad)
+
+
+def test_a_plan_with_a_horizon_adds_the_continuation_looks_and_keeps_the_cap_a_look():
+    plan = continuable()  # cap 8, horizon 16
+    assert plan.sizes == (3, 5, 7, 8, 10, 12, 14, 16) and plan.last == 16 and Looks().last == 8
+    assert sum(plan.alphas) == pytest.approx(0.05, abs=1e-15) and all(a > 0 for a in plan.alphas)
+    # up to the cap: O'Brien-Fleming at level (1 - r) α over t = n / 8; after it, r α in equal parts
+    r = plan.reserve
+    assert sum(plan.alphas[:4]) == pytest.approx(0.05 * (1 - r), abs=1e-15)
+    assert plan.alphas[0] == pytest.approx(spent(0.05 * (1 - r), 3 / 8, "obrien_fleming"), rel=1e-12)
+    assert plan.alphas[4:] == pytest.approx((0.05 * r / 4,) * 4)
+    assert continuable(cap=9).sizes == (3, 5, 7, 9, 11, 13, 15, 17, 18)
+
+
+def test_a_plan_without_a_horizon_spends_exactly_as_before():
+    # the numbers Looks gave before horizons existed (printed from the parent commit)
+    assert Looks().alphas == (0.001371380669923152, 0.011797097798958683, 0.022976774882599582, 0.013854746648518587)
+    assert Looks(batch=1, spending="pocock").alphas[0] == 0.02486743135240241
+
+
+def test_the_plan_records_as_json_and_refuses_a_record_it_would_not_make():
+    import json
+
+    plan = continuable(cap=9, alpha=0.04, reserve=0.3, reserve_spending="pocock")
+    data = json.loads(json.dumps(plan.to_json()))
+    assert Looks.from_json(data) == plan and data["alphas"] == list(plan.alphas) and data["sizes"][-1] == 18
+    assert Looks.from_json({"n0": 3, "batch": 2, "max_seeds": 8, "alpha": 0.05, "spending": "obrien_fleming"}) == Looks()
+    with pytest.raises(ValueError, match="other code"):
+        Looks.from_json({**data, "alphas": [a * 1.01 for a in data["alphas"]]})
+    with pytest.raises(ValueError, match="unknown fields"):
+        Looks.from_json({**data, "cap": 8})
+
+
+@pytest.mark.parametrize("bad", [dict(horizon=8), dict(horizon=16), dict(horizon=16, reserve=1.0),
+                                 dict(reserve=0.2), dict(horizon=16, reserve=0.2, reserve_spending="linear")])
+def test_a_horizon_that_cannot_be_is_refused(bad):
     with pytest.raises(ValueError):
         Looks(**bad)
