@@ -11,6 +11,7 @@
     workflow     simulated studies followed as their output advises, for the tests and
                  bench/continuation_simulation.py
     verdicts     one comparison's verdict from its interval, Bonferroni over the table
+    policy       a study's verdict policy: its family, α (the level it prints), δ, its looks; its MLflow tags
     planner      how many seeds would settle a comparison (Browne 1995's upper bound on σ, c4), and their cost
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
     simulate     simulated studies (normal and heavy-tailed noise) for the tests and bench/verdict_simulation.py
@@ -20,5 +21,5 @@
                  --pruner auto's checks at fixed trial counts
 """
 
-__all__ = ["intervals", "looks", "verdicts", "planner", "sequential", "simulate", "corners", "aggregate", "premise",
+__all__ = ["intervals", "looks", "verdicts", "policy", "planner", "sequential", "simulate", "corners", "aggregate", "premise",
            "continuation", "forecast", "confseq", "workflow"]
