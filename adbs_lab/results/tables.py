@@ -24,14 +24,13 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.config_values import is_missing, write_parquet
 from adbs_lab.records.value_text import plain
 from adbs_lab.stats.intervals import DESCRIPTIVE_LEVEL, mean_t
-from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.policy import DEFAULT_POLICY, VerdictPolicy
 from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
 
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
                 order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None,
-                front: list[str] | None = None, pairs: list[cmp.Pair] | None = None,
-                delta: float = cmp.DEFAULT_DELTA, looks: Looks | None = None, across: bool = False) -> pd.DataFrame:
+                front: list[str] | None = None, verdicts: VerdictPolicy = DEFAULT_POLICY, across: bool = False) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
     When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
@@ -46,11 +45,12 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     on the Pareto front of a multi-objective search (adbs_lab/results/pareto.py: front_labels), marked '*' in a last
     `front` column; None (a single-objective study): no such column.
 
-    `pairs`: the table's comparisons (adbs_lab/results/comparisons.py: family; default: each row against its
-    reference), each given a verdict at δ = `delta` points (`looks`: read at the planned looks of a study that added
-    seeds in batches, --seeds auto; `across`: rows of several studies, paired only where they ran the same seeds on
-    the same data, comparisons.compare_rows); the row-against-reference ones fill the Δlast paired
-    and verdict columns, and all of them are in `table.attrs["comparisons"]` (format_table's opening lines).
+    `verdicts`: the study's verdict policy (adbs_lab/stats/policy.py): its comparisons (`pairs`; None: each row
+    against its reference, adbs_lab/results/comparisons.py: family), each given a verdict on `metric` at its α and δ
+    (its looks: read at the planned looks of a study that added seeds in batches, --seeds auto; `across`: rows of
+    several studies, paired only where they ran the same seeds on the same data, comparisons.compare_rows); the
+    row-against-reference ones fill the Δlast paired and verdict columns, and all of them are in
+    `table.attrs["comparisons"]` (format_table's opening lines).
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
     if s.empty:
@@ -58,9 +58,9 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     table = _Table.of(s, metric=metric, baseline=baseline, order=order, label=label, trials=trials, front=front)
     known = list(dict.fromkeys([*table.labels, *([str(x) for x in trials[label]] if trials is not None and label in
                                                   trials else [])]))
+    pairs = verdicts.pairs if verdicts.pairs is not None else cmp.family(known, table.reference())
     table = dataclasses.replace(table, compared=cmp.compare_rows(
-        s, pairs if pairs is not None else cmp.family(known, table.reference()), trials=trials, metric=metric,
-        delta=delta, label=label, looks=looks, across=across))
+        s, pairs, trials=trials, policy=dataclasses.replace(verdicts, metric=metric), label=label, across=across))
     rows: list[dict[str, Any]] = [{"config": lab} for lab in table.labels]
     for column in COLUMNS:
         column(table, rows)

@@ -9,7 +9,7 @@ an `evaluate` callback: the study's callback runs Ray Tune trials, the tests' a 
   O'Brien-Fleming-type α spending): at each look the leader is the best mean over the seeds run, and every other
   candidate is compared with it by the paired t-interval of candidate - leader (adbs_lab/stats/intervals.py:
   `paired_t`) at α_k / m, m = every pair of the step's candidates (Bonferroni over pairs, as the race of a sampled
-  search: adbs_lab/search/racing.py, `pairs_m`, since the leader is chosen by the data). A candidate whose interval
+  search: adbs_lab/search/seeds/race.py, `pairs_m`, since the leader is chosen by the data). A candidate whose interval
   lies below 0 (verdict worse, or worse by less than δ) is dropped and runs no more seeds; the step ends when one
   candidate is left or at the cap, and its leader is the step's change. This is racing as in F-race (Birattari,
   Stützle, Paquete & Varrentrapp 2002, GECCO) with paired t-intervals, greedy forward selection over the
@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from adbs_lab.search.racing import pairs_m
+from adbs_lab.search.seeds.race import pairs_m
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.intervals import paired_t
 from adbs_lab.stats.verdicts import Label, Verdict, bonferroni, family_verdicts, label

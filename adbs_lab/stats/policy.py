@@ -28,8 +28,8 @@ from typing import Any, Mapping, Sequence
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import Label
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_DELTA", "MAX_ALPHA", "MAX_DELTA", "TAG", "PAIRS_TAG", "Pair", "VerdictPolicy",
-           "alpha_problem", "delta_problem", "combined"]
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_DELTA", "DEFAULT_POLICY", "MAX_ALPHA", "MAX_DELTA", "TAG", "PAIRS_TAG", "Pair",
+           "VerdictPolicy", "alpha_problem", "delta_problem", "combined"]
 
 DEFAULT_ALPHA = 0.05
 """The family's error rate unless a study is told otherwise (--error-rate)."""
@@ -122,7 +122,8 @@ class VerdictPolicy:
         return dataclasses.replace(self, delta=delta)
 
     def with_pairs(self, pairs: Sequence[Pair] | None, m: int | None = None) -> VerdictPolicy:
-        return dataclasses.replace(self, pairs=None if pairs is None else tuple(tuple(p) for p in pairs), m=m)
+        return dataclasses.replace(self, pairs=None if pairs is None else tuple((str(a), str(b)) for a, b in pairs),
+                                   m=m)
 
     def tags(self) -> dict[str, str]:
         """The study's MLflow tags of this policy: TAG (every field but the pairs) and PAIRS_TAG."""
@@ -150,6 +151,10 @@ class VerdictPolicy:
             return cls(pairs=pairs, **values)
         except (TypeError, ValueError):  # a record this code cannot read: the defaults, with what it can
             return cls(pairs=pairs)
+
+
+DEFAULT_POLICY = VerdictPolicy()
+"""The policy of a study told nothing else (the default of the functions that take one)."""
 
 
 def _pairs(text: str | None) -> tuple[Pair, ...] | None:

@@ -32,8 +32,8 @@ import numpy as np
 from adbs_lab.stats.intervals import MIN_PAIRS, paired_t, welch_t
 from adbs_lab.stats.looks import Looks
 
-__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "wording", "bonferroni",
-           "replay", "family_verdicts", "half_width", "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
+__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "bonferroni",
+           "replay", "family_verdicts", "paired_differences", "half_width", "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
 
 
 class Label(str, enum.Enum):
@@ -122,12 +122,6 @@ def printed_ends(v: Verdict, delta: float) -> tuple[str, str, int]:
     return f"{v.lo:+.8f}", f"{v.hi:+.8f}", 8
 
 
-def wording(verdict: Label, delta: float) -> str:
-    """The label with δ written as the study's number of points: "equivalent within ±1 point"."""
-    unit = "point" if delta == 1 else "points"
-    return verdict.value.replace("δ", f"{delta:g} {unit}")
-
-
 def bonferroni(alpha: float, m: int) -> float:
     """The error rate of each of m intervals so that all cover together with probability ≥ 1 - alpha (Dunn 1961)."""
     if m < 1:
@@ -174,6 +168,20 @@ def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: f
         out[name] = Verdict(estimate=float(r["estimate"]), lo=float(r["lo"]), hi=float(r["hi"]), n=int(r["n"]),
                             n_left_out=int(r["n_left_out"]), level=float(r["level"]), verdict=LABELS[int(r["code"])],
                             look=int(r["look"]), n_seeds=int(r["n_seeds"]))
+    return out
+
+
+def paired_differences(pair: tuple[str, str], values: Mapping[str, Mapping[int, float]],
+                       states: Mapping[str, Mapping[int, str]]) -> list[float]:
+    """The per-seed differences row - reference of `pair` in seed order over the seeds either row ended (`states`:
+    {row: {seed: how it ended}}), NaN where a pair is incomplete (a seed without a finite value in both, `values`:
+    {row: {seed: value}}): the one pairing rule of a table's comparisons and of the looks."""
+    row, ref = pair
+    out: list[float] = []
+    for s in sorted(set(states.get(row, {})) | set(states.get(ref, {}))):
+        a, b = values.get(row, {}).get(s), values.get(ref, {}).get(s)
+        ok = a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
+        out.append(a - b if ok else math.nan)  # type: ignore[operator]
     return out
 
 
