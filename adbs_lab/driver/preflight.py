@@ -310,9 +310,9 @@ def _check_new(p: Prepared) -> dict[str, Any]:
     returns the settings `claim` records in study.json."""
     opts = p.opts
     check_name_free(opts, p.where, p.fingerprint)
-    return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
-            "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
-            "max_failures": opts.max_failures, "objectives": list(opts.objectives), "shadow_share": opts.shadow_share}
+    return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial, "gpus_per_trial": opts.gpus_per_trial,
+            "pruner": opts.pruner, "sampler_seed": opts.sampler_seed, "max_failures": opts.max_failures, "objectives":
+            list(opts.objectives), "shadow_share": opts.shadow_share, "resolve": opts.resolve, "reference": opts.reference}
 
 
 def check_name_free(opts: StudyOptions, where: StudyFolder, fingerprint: str) -> None:
