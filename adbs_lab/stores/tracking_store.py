@@ -293,7 +293,7 @@ def runs_view(params: Sequence[str], metrics: Sequence[str]) -> str:
     selectedColumns, columnOrder, columnWidths): the objectives, the searched parameters and the seed as columns,
     beside a Run Name column wide enough for `alpha=0.05 seed=2` (and objective columns for `summary/val_avg_acc`), then
     the Description. MLflow 3.17 leaves out of a
-    shared view which runs are expanded, so the parent's `+` stays a click (README: Compare trials)."""
+    shared view which runs are expanded, so the parent's `+` stays a click (docs/mlflow-and-reports.md, "Compare trials")."""
     cols = ([f"metrics.`{m}`" for m in metrics] + [f"params.`{k}`" for k in params if k != "seed"]
             + ["params.`seed`", DESCRIPTION_COLUMN])
     widths = {RUN_NAME_COLUMN: 260, DESCRIPTION_COLUMN: 320, **{f"metrics.`{m}`": 180 for m in metrics}}

@@ -1,5 +1,5 @@
-"""Every command of the README's and docs/recipes.md's `bash` blocks, checked, so that a documented command
-that breaks fails CI.
+"""Every command of the `bash` blocks of the README and of the docs pages in DOCS (the recipes and the reference
+pages the README links), checked, so that a documented command that breaks fails CI.
 
 - `python -m adbs.run ...` on the embedded benchmark runs, shortened to one base epoch of 8 images per class and
   one session.
@@ -43,7 +43,15 @@ import pytest
 from tests.helpers.scripts import in_process
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = ["README.md", "docs/recipes.md"]
+DOCS = ["README.md", "docs/recipes.md", "docs/one-run.md", "docs/config.md", "docs/data.md", "docs/studies.md",
+        "docs/tables.md", "docs/mlflow-and-reports.md", "docs/stores.md", "docs/gpu.md", "docs/benchmarks.md",
+        "docs/vs-official.md"]
+NOT_RUN = {
+    "docs/clusters.md": "commands on a running cluster or bucket (`--address auto`, `ray up`, s3:// with credentials)",
+    "docs/datasets.md": "the toy dataset's commands, which the README's docs/data.md runs in the same form",
+    "docs/paper-vs-code.md": "bench/vs_official.py runs over shell variables, hours of the authors' code",
+}
+"""Docs pages with `bash` blocks that this test does not run, and why (test_every_page_with_commands_is_run)."""
 
 
 def doc_commands() -> list[tuple[str, int, str]]:
@@ -92,6 +100,10 @@ EXTERNAL = [
     ("mlflow server", r"^mlflow server ", "MLflow's own server command on a server machine"),
     ("docker", r"^docker build -f deploy/Dockerfile", "tests/repo/test_deploy.py checks deploy/Dockerfile"),
     ("kubectl", r"^(kubectl |sed -i .*deploy/kuberay-rayjob\.yaml)", "tests/repo/test_deploy.py parses the manifests"),
+    ("clone", r"^git clone https://", "clones the authors' code: needs the network"),
+    ("gpu session", r"^OUT=\S+ bash bench/gpu_session\.sh( \w+)?$",
+     "a GPU machine's session of bench/gpu.py (its commands' --help are checked below; tests/bench/test_gpu_modes.py)"),
+    ("copy a measurement", r"^cp results/\S+ studies/gpu_measured\.json$", "copies a GPU session's measurement in"),
 ]
 REAL_DATA = re.compile(r"--dataset (cifar100|mini_imagenet|cub200)|--preset (cifar100|mini_imagenet|cub200)|"
                        r"--data-root|--index-list|index_list=")
@@ -130,6 +142,13 @@ COMMANDS = doc_commands()
 
 def test_the_docs_show_commands():
     assert len(COMMANDS) > 30 and any("studies/alpha_sweep.py" in c for _, _, c in COMMANDS)
+
+
+def test_every_page_with_commands_is_run():
+    """A docs page that shows commands is in DOCS (its commands are checked here) or in NOT_RUN, saying why."""
+    pages = {p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md") if "```bash" in p.read_text()}
+    assert pages - set(DOCS) - set(NOT_RUN) == set(), "add these to DOCS (or NOT_RUN, saying why)"
+    assert all((REPO / name).is_file() for name in DOCS + list(NOT_RUN))
 
 
 def test_every_doc_command_has_a_rule():
