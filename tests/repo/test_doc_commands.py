@@ -45,10 +45,9 @@ from tests.helpers.scripts import in_process
 REPO = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", "docs/recipes.md", "docs/one-run.md", "docs/config.md", "docs/data.md", "docs/studies.md",
         "docs/tables.md", "docs/mlflow-and-reports.md", "docs/stores.md", "docs/gpu.md", "docs/benchmarks.md",
-        "docs/vs-official.md"]
+        "docs/vs-official.md", "docs/datasets.md"]
 NOT_RUN = {
     "docs/clusters.md": "commands on a running cluster or bucket (`--address auto`, `ray up`, s3:// with credentials)",
-    "docs/datasets.md": "the toy dataset's commands, which the README's docs/data.md runs in the same form",
     "docs/paper-vs-code.md": "bench/vs_official.py runs over shell variables, hours of the authors' code",
 }
 """Docs pages with `bash` blocks that this test does not run, and why (test_every_page_with_commands_is_run)."""
@@ -119,8 +118,8 @@ def rule(cmd: str) -> str:
         return "sbatch"
     if re.match(r"^\.venv/bin/python bench/\w+\.py", cmd):
         return "bench"
-    if re.match(r"^(\.venv/bin/python examples/toy_dataset\.py write|PYTHONPATH=examples \.venv/bin/python -m adbs\.run)",
-                cmd):
+    if re.match(r"^(\.venv/bin/python examples/toy_dataset\.py write|PYTHONPATH=examples \.venv/bin/python "
+                r"(-m adbs\.run|studies/\w+\.py))", cmd):
         return "toy dataset"
     if re.match(r"^\.venv/bin/python -m adbs\.run ", cmd):
         return "adbs.run on real data" if REAL_DATA.search(cmd) else "adbs.run"
@@ -428,17 +427,23 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path, m
 
 @pytest.mark.slow
 def test_the_toy_dataset_commands_run(home, tmp_path):
+    """The writer, then a run on what it wrote; a study on it (docs/datasets.md) passes its dry run, in a
+    subprocess that imports the dataset's module from PYTHONPATH as the trials would."""
     cmds = [p.values[0] for p in _by_rule("toy dataset")]
-    assert len(cmds) == 2 and "write" in cmds[0]
+    assert len(cmds) == 3 and "write" in cmds[0] and "studies/ablation.py" in cmds[2]
     for cmd in cmds:
         env_words = []
         while re.match(r"^[A-Z_]+=", cmd):
             word, cmd = cmd.split(" ", 1)
             env_words.append(word.split("=", 1))
         argv = _argv(cmd, home) + (["--out", str(tmp_path / "toy.json")] if "adbs.run" in cmd else [])
+        if "studies/" in cmd:
+            argv = _isolated(argv + ["--dry-run"], tmp_path)
         env = {**_env(home), **{k: str(REPO / v) for k, v in env_words}}
         r = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+        if "studies/" in cmd:
+            assert "dry run: study " in r.stdout, r.stdout[-2000:]
     assert json.loads((tmp_path / "toy.json").read_text())["config"]["dataset"] == "toy_dataset:toy"
 
 
