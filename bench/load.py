@@ -78,8 +78,10 @@ def parser() -> argparse.ArgumentParser:
 
 def study_cmd(i: int, a: argparse.Namespace, b: Backend, address: str) -> list[str]:
     grid = i % 2 == 0
-    cmd = [sys.executable, str(REPO / "bench" / "load_study.py"), "--smoke", "--name", f"s{i}", "--storage", str(b.runs),
-           "--tracking-uri", b.tracking_uri, "--optuna-storage", b.optuna_url, "--address", address,
+    # the smoke preset's tiny trials under the study's own names, which the checks read (--smoke would also name the
+    # folders and experiment load-smoke-...: adbs_lab/stores/paths.py, SMOKE)
+    cmd = [sys.executable, str(REPO / "bench" / "load_study.py"), "--preset", "smoke", "--name", f"s{i}",
+           "--storage", str(b.runs), "--tracking-uri", b.tracking_uri, "--optuna-storage", b.optuna_url, "--address", address,
            "--gpus-per-trial", "0", "--cpus-per-trial", "1", "--max-concurrent", str(a.max_concurrent),
            "--max-failures", "0"]
     if grid:

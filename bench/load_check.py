@@ -374,7 +374,7 @@ def check(b: Backend, runs: list[StudyRun], *, kill: bool, outage: str | None = 
 
 
 def print_summary(name: str, a, b: Backend, runs: list[StudyRun], result: Result, wall: float) -> None:
-    kind = "tracking-only trials" if a.tracking_only else "real --smoke trainings"
+    kind = "tracking-only trials" if a.tracking_only else "real smoke-preset trainings"
     print(f"\n== {name}: {a.studies} studies x {a.trials} trials at once, {kind}"
           f"{', one grid and one sampled driver SIGKILLed and resumed' if a.kill else ''}; wall {wall:.0f} s")
     print(f"{'study':<10}{'kind':<8}{'planned':>8}{'tune':>6}{'ended':>22}{'mlflow':>8}{'params ok':>10}"

@@ -2,7 +2,7 @@
 picking N alphas. The study code is the project's own (adbs_lab/study.py through `study.main`); only the trial may be
 replaced.
 
-    python bench/load_study.py --smoke --seeds 0 1 2 3 4 --name load_0 [--tracking-only] [study flags]
+    python bench/load_study.py --preset smoke --seeds 0 1 2 3 4 --name load_0 [--tracking-only] [study flags]
 
 --tracking-only: each trial is `tracking_trial` (the Plan's trial_fn hook, adbs_lab/driver/plan.py), which trains nothing and
 reports the volume a real trial of the CPU preset reports (about 350 metric points): BASE_EPOCHS base-epoch reports

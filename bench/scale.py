@@ -287,7 +287,8 @@ def dashboard_calls(b: Backend, study_name: str) -> dict:
 
 
 def study_cmd(n: int, a: argparse.Namespace, b: Backend, address: str, folder: str) -> list[str]:
-    return [sys.executable, str(REPO / "bench" / "scale_study.py"), "--smoke", "--trials", str(n), "--name", folder,
+    # the smoke preset under the study's own names (--smoke would name them scale-smoke-...: adbs_lab/stores/paths.py)
+    return [sys.executable, str(REPO / "bench" / "scale_study.py"), "--preset", "smoke", "--trials", str(n), "--name", folder,
             "--storage", str(b.runs), "--tracking-uri", b.tracking_uri, "--optuna-storage", b.optuna_url,
             "--address", address, "--gpus-per-trial", "0", "--cpus-per-trial", "1",
             "--max-concurrent", str(a.concurrent[n]), "--max-failures", "0"]

@@ -2,7 +2,7 @@
 trials (bench/load_study.py: `tracking_trial` reports a real trial's keys and volume, about 350 metric points, in
 about a second, and trains nothing). The study code is the project's own (adbs_lab/study.py through `study.main`).
 
-    python bench/scale_study.py --smoke --trials 100 --name scale [study flags]
+    python bench/scale_study.py --preset smoke --trials 100 --name scale [study flags]
 
 Two searched settings, so the study's end draws what a real search's end draws: importance over both, the
 trade-off and, with --objectives, the Pareto front. The grid is rows x cols = --trials exactly, rows the largest

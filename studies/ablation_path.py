@@ -379,7 +379,8 @@ def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) 
                               confirm_seeds=confirm, wall_s=wall_s)
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     rid = path_report.log_run(tracking_store.client(uri), uri, opts.storage, files, steps, confirmed,
-                              {"adbs.command": command_tag(opts.argv), "adbs.from": a_name, "adbs.to": b_name})
+                              {"adbs.command": command_tag(opts.argv), "adbs.from": a_name, "adbs.to": b_name},
+                              experiment=opts.experiment(path_report.EXPERIMENT))
     print(f"\n{NAME}: {a_name} -> {b_name} ({OBJECTIVE}, Δ on seeds {' '.join(map(str, confirm))})\n")
     print((folder / "table.txt").read_text())
     print(path_report.saved_line(steps))

@@ -8,7 +8,8 @@
 
 Each cell runs the baseline (fixed boundary m = 1) and full ADBS (--variants), and each ADBS row is compared
 with the baseline of its own cell: a verdict per cell ("does ADBS help at k shots?"). Ways and shots are data
-conditions, not knobs: no configuration is named best across them, and no importance ranks them.
+conditions, not knobs: no configuration is named best across them (its progress lines name no best so far either),
+no importance ranks them, and tradeoff.png draws no Pareto front across cells (each cell's rows joined and named).
 Each cell is the full pipeline (base session, then every incremental session); on the embedded
 benchmark (40 novel classes) 10-way gives 4 incremental sessions and 5-way gives 8, so the table's
 avg column covers a different number of sessions per way (its `sessions` column says how many).
@@ -21,7 +22,7 @@ Time: the default run (12 cells, one 8-epoch base session, 2 at a time) and --sm
 studies/times.json (the README's study table quotes them);
 mini_imagenet preset: one base session (~1-2 h on one GPU) plus minutes per cell.
 Writes <storage>/kshot_grid/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
-kshot_5way.png, kshot_10way.png; MLflow experiment 'kshot_grid'.
+kshot_5way.png, kshot_10way.png, tradeoff.png; MLflow experiment 'kshot_grid'.
 """
 
 import sys

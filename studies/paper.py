@@ -35,9 +35,10 @@ Writes <storage>/paper_<dataset>/ (paper_embedded/ without --dataset; with --nam
 part's folder and Optuna study named <part>-NAME): one folder per part (the study's own files), report.md with every
 table beside the paper's and every figure, figures/ redrawn from the MLflow store, dcs.md and dcs.csv; MLflow: one
 experiment per part (hosts, ablation, alpha_sweep, kshot_grid) and the paper run in experiment 'paper' naming them,
-with the report as its artifacts. --storage may be an object-store URL
-(s3://bucket/prefix?endpoint_override=HOST:PORT, as for every study): the parts write there, the report is drawn in
-a temporary folder and uploaded beside them, and a rerun reuses what finished there.
+with the report as its artifacts. --smoke keeps apart from all of that: paper_<dataset>-smoke/, each part as its own
+--smoke run (folder and experiment <part>-smoke), the paper run in experiment 'paper-smoke'. --storage may be an
+object-store URL (s3://bucket/prefix?endpoint_override=HOST:PORT, as for every study): the parts write there, the
+report is drawn in a temporary folder and uploaded beside them, and a rerun reuses what finished there.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def main() -> int:
                         f"{' '.join(host_spaces.HOSTS)}, the paper's four)")
     opts, extra = options.parse(p)
     try:  # the paper's folder and its parts' are named by --name: one folder name, confined to --storage
-        options.check_name(opts.name)
+        options.check_name(opts.name, smoke=opts.smoke)
     except options.StudyInputError as e:
         p.error(str(e))
     dataset = _dataset(p, opts)
@@ -267,7 +268,8 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], shown: lis
     client = mlflow_tracking.MlflowClient(reveal(whole.tracking_uri))  # the SecretUrl's real URL (adbs/redaction.py)
     files = paper_report.write_report(client, runs, out, dataset=dataset, meta=meta)
     run_id = paper_report.log_run(client, whole.tracking_uri, dataset=dataset, parts=runs, files=files, root=out,
-                                  storage=whole.storage, tags={"adbs.command": command[:7500], "adbs.storage": whole.shown})
+                                  storage=whole.storage, tags={"adbs.command": command[:7500], "adbs.storage": whole.shown},
+                                  experiment=opts.experiment(paper_report.EXPERIMENT))
     report_at: Path | str = out / "report.md"
     if objstore.is_url(whole.storage):  # beside the parts, as each study uploads its own report; the staging goes
         fs, path = objstore.open_fs(whole.storage)
@@ -277,8 +279,8 @@ def _report(whole: compose.Composite, checked: list[compose.Checked], shown: lis
     print(f"\n{whole.title}: done in {(time.time() - t0) / 60:.1f} min; report: {report_at}")
     print(f"tables beside the paper: {', '.join(str(f.relative_to(out)) for f in files if f.suffix in ('.md',))}")
     print(f"figures: {', '.join(str(f.relative_to(out)) for f in files if f.suffix == '.png')}")
-    print(f"MLflow: experiment '{paper_report.EXPERIMENT}', run {run_id}; redraw with: python studies/report.py "
-          f"{run_id}")
+    print(f"MLflow: experiment '{opts.experiment(paper_report.EXPERIMENT)}', run {run_id}; redraw with: python "
+          f"studies/report.py {run_id}")
 
 
 if __name__ == "__main__":

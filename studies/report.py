@@ -7,6 +7,7 @@
     python studies/report.py alpha_sweep --tracking-uri sqlite:////abs/laptop/copy/mlflow.db --out DIR
     python studies/report.py ablation boundary                 # two studies in one table and one figure
     python studies/report.py ablation --name try               # the latest run of `ablation.py --name try`
+    python studies/report.py ablation --smoke                  # the latest `ablation.py --smoke` (experiment ablation-smoke)
     python studies/report.py paper --out DIR                   # the latest studies/paper.py report, redrawn
     python studies/report.py paper --datasets all --out DIR    # every dataset's, and one D_cs table across them
 
@@ -91,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default=None,
                    help="the runs of `--name NAME` (a study run beside the default one; default: the default folder's "
                         "runs, so a `--smoke --name try` run is never read by mistake)")
+    p.add_argument("--smoke", action="store_true",
+                   help="the study's --smoke runs, which its name alone never reads: they live in MLflow experiment "
+                        "<study>-smoke (naming that experiment does the same); with 'paper', experiment paper-smoke")
     p.add_argument("--out", type=Path, default=None, help="folder for the rebuilt files")
     p.add_argument("--reference", default=None, metavar="ROW",
                    help="compare every row of the table with this one (its label as the table shows it; across "
@@ -125,6 +129,17 @@ def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                 + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
 
 
+def _smoke(args: argparse.Namespace) -> str:
+    return paths.SMOKE if args.smoke else ""
+
+
+def _refs(args: argparse.Namespace) -> list[str]:
+    """What the command names: run ids as given, study names (and 'paper') as their experiments, `<study>-smoke` with
+    --smoke (adbs_lab/stores/paths.py: SMOKE)."""
+    return [ref if from_store.RUN_ID.match(ref) or ref.endswith(paths.SMOKE) else ref + _smoke(args)
+            for ref in args.study]
+
+
 def _read_store(args: argparse.Namespace, uri: str):
     """What the command names, read from the store: (client, the paper reports across datasets or None, one paper
     run or None, the studies, an ablation path's own run or None)."""
@@ -132,21 +147,22 @@ def _read_store(args: argparse.Namespace, uri: str):
         raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking_store.check_tracking_uri(uri)
     client = mlflow_tracking.MlflowClient(reveal(uri))  # the SecretUrl's real URL (adbs/redaction.py)
-    found = [] if args.datasets else [paper.find(client, ref) for ref in args.study]
+    refs = _refs(args)
+    found = [] if args.datasets else [paper.find(client, ref) for ref in refs]
     papers = [run for run in found if run is not None]
     if papers and len(papers) < len(found):
         raise from_store.ReportError("paper runs and studies cannot share a report: name paper runs only (one per "
                                      "dataset, for the D_cs table across them) or studies only")
-    across = (paper.latest_by_dataset(client, args.datasets) if args.datasets
+    across = (paper.latest_by_dataset(client, args.datasets, paper.EXPERIMENT + _smoke(args)) if args.datasets
               else paper.by_dataset(papers) if len(papers) > 1 else None)
     paper_run = found[0] if len(found) == 1 else None
-    paths_named = [] if papers or args.datasets else [path_report.find(client, ref, args.name) for ref in args.study]
+    paths_named = [] if papers or args.datasets else [path_report.find(client, ref, args.name) for ref in refs]
     if any(paths_named):  # the path's own run (its experiment also holds the parent runs of its Tune runs)
         if len(args.study) > 1:
             raise from_store.ReportError(f"{' '.join(args.study)}: an ablation path's report is its table of steps, "
                                          "not a table of rows to join others; report the path alone")
         return client, None, None, [], paths_named[0]
-    studies = ([from_store.load_study(client, ref, args.name) for ref in args.study]
+    studies = ([from_store.load_study(client, ref, args.name) for ref in refs]
                if across is None and paper_run is None else [])
     return client, across, paper_run, studies, None
 
@@ -168,11 +184,14 @@ def _report_paper(client, paper_run, args: argparse.Namespace, uri: str) -> int:
                                dataset=tags.get("adbs.dataset") or None, meta=paper.redraw_meta(paper_run, uri))
     print(files[0].read_text())
     print(f"wrote {out}: {', '.join(str(f.relative_to(out)) for f in files)}")
-    others = [d for d in paper.latest_by_dataset(client, ["all"]) if d != (tags.get("adbs.dataset") or names.EMBEDDED)
+    experiment = client.get_experiment(paper_run.info.experiment_id).name  # paper, or paper-smoke
+    others = [d for d in paper.latest_by_dataset(client, ["all"], experiment)
+              if d != (tags.get("adbs.dataset") or names.EMBEDDED)
               ] if paper_run.info.status == "FINISHED" else []  # else the store may hold no finished paper study
     if others:
+        smoke = " --smoke" if experiment.endswith(paths.SMOKE) else ""
         print(f"note: this store also holds paper studies of {', '.join(others)}; `python studies/report.py paper "
-              "--datasets all` writes every dataset's report and one D_cs table across them")
+              f"--datasets all{smoke}` writes every dataset's report and one D_cs table across them")
     return exits.OK
 
 

@@ -17,6 +17,9 @@ Secrets (MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_PASSWORD, AWS keys, ...) travel 
 variables of the job: `--env NAME` copies NAME from this shell. They are never put in the command,
 printed, or logged as MLflow params; a URI that carries credentials (user:password@, a token as an http(s)
 user, a secret query or fragment value: adbs/redaction.py) is refused, in the study's arguments and in --address.
+On a cluster with token authentication (every Ray cluster from Ray 2.61), give this command the cluster's token:
+RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) in this shell, which turns RAY_AUTH_MODE=token on unless set (docs/clusters.md,
+"Token authentication"); the job itself runs with the cluster's own.
 Prints the job id and the commands to follow and stop it; `--wait` streams the logs and exits
 with the job's status (0 = SUCCEEDED). Submitting takes seconds (upload ~1 MB).
 """
@@ -41,13 +44,16 @@ import time  # noqa: E402
 from typing import TYPE_CHECKING  # noqa: E402
 
 from adbs import exits  # noqa: E402
+from adbs_lab.cluster import auth  # noqa: E402
 from adbs_lab.driver import outcome  # noqa: E402
 from adbs.redaction import carries_secret, redact  # noqa: E402
 
 if TYPE_CHECKING:
+    from ray import exceptions as ray_exceptions
     from ray import job_submission
 else:  # Ray's client: loaded at its first use, once the arguments are checked (adbs/light.py)
     job_submission = light.lazy("ray.job_submission")
+    ray_exceptions = light.lazy("ray.exceptions")  # AuthenticationError: a cluster that wants its token
 
 # Never uploaded: environments, VCS, local results and stores (gitignore syntax, relative to REPO).
 EXCLUDES = ["/.venv/", ".git/", "/runs/", "/results/", "/test-artifacts/", "/mlflow/mlflow.db",
@@ -315,12 +321,14 @@ def main(argv: list[str] | None = None) -> int:
     except SubmitError as e:
         raise exits.Exit(exits.REFUSED, f"error: {e}") from None
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    auth.set_default()  # RAY_AUTH_TOKEN given: token auth on, which the Jobs API then needs (adbs_lab/cluster/auth.py)
     import logging
 
     logging.getLogger("ray").setLevel(logging.WARNING)  # packaging chatter: one line per ignored file
 
     cmd = entrypoint(args)
     addr = shlex.quote(redact(args.address))
+    refused = ray_exceptions.AuthenticationError  # read before the try: an except clause must not load a module
     try:
         client = job_submission.JobSubmissionClient(args.address)
         light.doing(f"while submitting the job: it may have been submitted; `ray job list --address {addr}` lists "
@@ -328,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         job_id = client.submit_job(entrypoint=shlex.join(cmd), runtime_env=runtime_env(args, env),
                                    submission_id=args.job_id,
                                    metadata={"adbs.study": Path(args.script).stem, "adbs.env": ",".join(sorted(env))})
-    except (ConnectionError, RuntimeError, ValueError) as e:
+    except (ConnectionError, RuntimeError, ValueError, refused) as e:
         raise exits.Exit(exits.REFUSED, f"error: {redact(submit_failure(args.address, e))}") from None
     light.doing(f"after job {job_id} was submitted: it goes on; stop it with: ray job stop --address {addr} {job_id}")
     print(f"submitted job {job_id}: {shlex.join(cmd)}")
@@ -367,6 +375,8 @@ def submit_failure(address: str, error: Exception) -> str:
     """What went wrong when the Jobs API refused or could not be reached, and what to do: the dashboard that answers
     without an agent is a different fault (an agent port taken) from a dashboard that does not answer."""
     first = (str(error).strip().splitlines() or [type(error).__name__])[0][:500]
+    if auth.refused(error):
+        return f"cannot submit to {address}: the cluster refused this client ({first[:200]}); {auth.HOW}"
     if NO_AGENT.lower() in str(error).lower():
         from urllib.parse import urlparse
 
@@ -384,7 +394,7 @@ def submit_failure(address: str, error: Exception) -> str:
                 "cluster started a moment ago may still be starting its agents: then try again in a minute.")
     return (f"cannot submit to {address}: {first}\n"
             "Is the dashboard up (`ray start --head --dashboard-host 0.0.0.0`, needs ray[default]) and reachable "
-            "from here? On a token-auth cluster (RAY_AUTH_MODE=token) set RAY_AUTH_TOKEN or ~/.ray/auth_token.")
+            f"from here? And {auth.HOW}.")
 
 
 def check_study_flags(args: argparse.Namespace) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from adbs.exits import FAILED, OK, REFUSED, Exit, entry
 from adbs.redaction import redact
+from adbs_lab.cluster import auth
 
 GRACE_S = 10.0
 SHARED = Path("/tmp/ray")
@@ -89,7 +90,9 @@ def start_commands(head: str | Path, worker: str | Path, *, port: int = GCS_PORT
 def start(head: str | Path, worker: str | Path, *, port: int = GCS_PORT, dashboard_port: int = DASHBOARD_PORT,
           num_cpus: int = 1, echo: bool = True) -> str:
     """Start the two nodes; returns the dashboard's URL (the Jobs API's --address). StartError if a node fails to
-    start, after stopping what did start."""
+    start, after stopping what did start. With a token in the environment (RAY_AUTH_TOKEN), token authentication on
+    (adbs_lab/cluster/auth.py)."""
+    auth.set_default()
     for argv in start_commands(head, worker, port=port, dashboard_port=dashboard_port, num_cpus=num_cpus):
         if echo:
             print("+ " + shlex.join(argv), flush=True)

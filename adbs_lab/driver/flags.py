@@ -72,10 +72,11 @@ def shipped_name(plan: Plan, opts: StudyOptions) -> str | None:
     if not script.is_file() or (ran is not None and ran.parent == script.parent):
         return None
     folder = f"{plan.name}{opts.folder}"
+    smoke = " --smoke" if opts.smoke else ""  # a --smoke run's names (adbs_lab/stores/paths.py: SMOKE)
     return (f"this command's Plan(name={plan.name!r}) is the name of the study studies/{plan.name}.py: they share "
-            f"the MLflow experiment {plan.name!r}" + (f" and the folder {folder} in --storage (a run of either moves "
-            f"the other's results aside)" if not opts.name else "") + f", and `studies/report.py {plan.name}` reads "
-            "the latest run of either; give the plan a name of its own to keep them apart")
+            f"the MLflow experiment {opts.experiment(plan.name)!r}" + (f" and the folder {folder} in --storage (a run "
+            f"of either moves the other's results aside)" if not opts.name else "") + f", and `studies/report.py "
+            f"{plan.name}{smoke}` reads the latest run of either; give the plan a name of its own to keep them apart")
 
 
 def check_overrides(plan: Plan, opts: StudyOptions, swept: set[str], set_keys: list[str]) -> None:

@@ -21,6 +21,7 @@ from adbs.config import from_dict
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records import objectives
 from adbs_lab.results import notes as study_notes
+from adbs_lab.results.best import TAG as NO_BEST_TAG, progress_text, tag_value as no_best_tag
 from adbs_lab.search import space as sp
 from adbs_lab.records import tune_keys
 from adbs_lab.driver.tracker import MlflowTracker
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT", "auto_plan", "trials_text"]
+           "load_factor", "MEASURED_AT", "auto_plan", "trials_text", "sampler", "progress_lines"]
 
 
 @dataclass
@@ -129,14 +130,22 @@ def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
     return dataclasses.replace(p.trial, base=dataclasses.replace(p.base, threads=p.threads or max(1, int(slots.cpus))))
 
 
-def _search(p: Prepared, slots: Slots):
-    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper. A
-    sampled search's TPE draws from each trial's number (adbs_lab/search/samplers.py), so a study resumed after its
-    driver was killed draws no value twice."""
+def sampler(p: Prepared):
+    """Optuna's sampler of the study: a grid's in an order its seed fixes, else TPE whose every draw is seeded from
+    each trial's number, so a study resumed after its driver was killed draws no value twice, with every setting that
+    decides what it samples named (adbs_lab/search/samplers.py; tests/adbs_lab/search/test_sampler_settings.py reads
+    them off this object)."""
     from adbs_lab.search.samplers import TrialSeededTPE
+    from adbs_lab.search.searcher import StudyGridSampler
+
+    return (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed) if p.is_grid
+            else TrialSeededTPE(seed=p.sampler_seed, n_objectives=len(p.objectives)))
+
+
+def _search(p: Prepared, slots: Slots):
+    """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
     from adbs_lab.search.searcher import (
         BaseEpochStopper,
-        StudyGridSampler,
         StudySearch,
         make_pruner,
         optuna_storage,
@@ -145,12 +154,10 @@ def _search(p: Prepared, slots: Slots):
     opts, where = p.opts, p.where
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
-    sampler = (StudyGridSampler(sp.grid_points(p.space), seed=p.sampler_seed)
-               if p.is_grid else TrialSeededTPE(seed=p.sampler_seed))
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
-                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler, seeds=list(p.seeds),
+                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler(p), seeds=list(p.seeds),
                            trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
                            objectives=p.objectives, auto=auto_plan(p), race=p.race)
@@ -200,8 +207,6 @@ def trials_text(p: Prepared) -> str:
 def _tracking(p: Prepared, searcher, slots: Slots):
     """The MLflow tracker (parent run; its settings on a new study) and the progress line; both read how a trial
     ended from the searcher (Tune pickles them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
-    from adbs_lab.driver.progress import Progress
-
     opts, plan, where = p.opts, p.plan, p.where
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(),
@@ -217,15 +222,16 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             **({"adbs.looks": json.dumps(dataclasses.asdict(p.looks))} if p.looks is not None else {}),
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
-            study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values))}  # studies/report.py
+            study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values)
+                                                   + ([p.no_best] if p.no_best else [])),  # studies/report.py
+            **({NO_BEST_TAG: no_best_tag(p.no_best, p.conditions)} if p.no_best else {})}  # report.py, likewise
     run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher, storage=opts.storage,
+                                     ends=searcher, storage=opts.storage, experiment=opts.experiment(plan.name),
                                      description=study_description(p, searched, objs))
-    progress = Progress(study=plan.name, total=p.total, varying=p.varying, ended=searcher.ended,
-                        max_concurrent=slots.max_concurrent, objectives=p.objectives)
+    progress = progress_lines(p, searcher.ended, slots.max_concurrent)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
                             "study.seeds": json.dumps(list(p.seeds)), "study.trials": p.total,
@@ -238,6 +244,16 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                             "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
                             **{f"base.{k}": v for k, v in p.base_values.items()}})
     return tracker, progress
+
+
+def progress_lines(p: Prepared, ended, max_concurrent: int):
+    """The progress callback: a line per trial event, ending with the best so far only where the study names a best
+    (adbs_lab/results/best.py), and the Pareto front's size of several objectives except across data conditions."""
+    from adbs_lab.driver.progress import Progress
+
+    return Progress(study=p.plan.name, total=p.total, varying=p.varying, ended=ended, max_concurrent=max_concurrent,
+                    objectives=p.objectives,  # several: the front's size, no best (unless across conditions)
+                    no_best=progress_text(p.conditions, verdicts=not p.no_best or len(p.objectives) > 1))
 
 
 def searched_axes(p: Prepared) -> dict[str, str]:
@@ -488,6 +504,10 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
     else:  # no measured figure for this preset on this machine: the first base epoch gives one
         head += "; a time estimate follows the first measured base epoch"
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
+    if p.opts.smoke:  # apart from the study's own runs, in every store (adbs_lab/stores/paths.py: SMOKE)
+        named = f" --name {p.opts.name}" if p.opts.name else ""
+        print(f"smoke run: its results go to {p.where} and MLflow experiment '{p.opts.experiment(p.plan.name)}', apart "
+              f"from the study's own; its report: python studies/report.py {p.plan.name} --smoke{named}", flush=True)
     if p.looks is not None:
         from adbs_lab.search.auto_seeds import start_text
 
@@ -506,6 +526,6 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
         print(f"pruner {p.pruner}: {gate + '; ' if gate else ''}{p.opts.shadow_share:g} of the trials it stops run on "
               "to the end (shadows, pruned to the search) to measure whether base accuracy predicts the objective",
               flush=True)
-    for line in study_notes.lines(p.plan, p.opts, p.base_values):  # also above the study's tables
+    for line in study_notes.lines(p.plan, p.opts, p.base_values) + ([p.no_best] if p.no_best else []):  # and tables
         print(f"note: {line}", flush=True)
 

@@ -203,7 +203,12 @@ class StudyOptions:
 
     @property
     def folder(self) -> str:
-        return "" if self.name is None else f"-{self.name}"
+        """What the study's name gets in its folder and Optuna study: `-smoke` for --smoke, then `-NAME`."""
+        return (paths.SMOKE if self.smoke else "") + ("" if self.name is None else f"-{self.name}")
+
+    def experiment(self, study: str) -> str:
+        """The MLflow experiment of this run of `study`: its name, `<study>-smoke` with --smoke (paths.SMOKE)."""
+        return study + (paths.SMOKE if self.smoke else "")
 
     def config_overrides(self) -> dict[str, str]:
         """--host, --dataset, --data-root, then --set and the field flags, as one dict (later wins), for
@@ -270,7 +275,7 @@ class StudyOptions:
             raise StudyInputError(f"--max-failures must be >= 0, got {self.max_failures}")
         if self.checkpoint_every < 1:
             raise StudyInputError(f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
-        check_name(self.name)
+        check_name(self.name, smoke=self.smoke)
         if self.smoke and self.preset not in SMOKE_PRESETS:
             raise StudyInputError(
                 f"--smoke runs the seconds-long smoke preset on the embedded benchmark and cannot shorten --preset "
@@ -461,10 +466,14 @@ def _given(ns: argparse.Namespace, flag: str) -> bool:
     return getattr(ns, flag, None) not in (None, False)
 
 
-def check_name(name: str | None, given: str = "--name") -> None:
+def check_name(name: str | None, given: str = "--name", smoke: bool = False) -> None:
     """--name (or `given`: a study script's `Plan(name=...)`, flags.check): one folder name under --storage (the
-    study's folder, its moved-aside copy and its Optuna study), never a path out of it; else StudyInputError."""
+    study's folder, its moved-aside copy and its Optuna study), never a path out of it, and no --name that makes the
+    folder of the study's --smoke runs (`smoke`: this run is one); else StudyInputError."""
     flag = given.startswith("--")
+    if flag and name is not None and not smoke and (name == paths.SMOKE[1:] or name.startswith(paths.SMOKE[1:] + "-")):
+        raise StudyInputError(f"{given} {name!r}: <study>-{name} is the folder of the study's --smoke runs (with "
+                              "--smoke, --name N makes <study>-smoke-N); pick another name")
     if name is not None and (not NAME.match(name) or ".." in name):
         raise StudyInputError(f"{f'{given} {name!r}' if flag else f'{given}={name!r})'}: a study name is one folder "
                               "name: letters, digits, '.', '_' and '-', starting with a letter or digit (no '/', no '..')")

@@ -10,6 +10,7 @@ from typing import Any, Iterator, NoReturn
 
 from adbs.config import Config, ConfigError
 from adbs_lab.records.objectives import Objective
+from adbs_lab.results import best
 from adbs_lab.search.space import TrialMaker
 from adbs_lab.stats.looks import Looks
 from adbs_lab.search.racing import RacePlan
@@ -106,6 +107,17 @@ class Prepared:
     owned: tuple[str, ...] = ()
     """Keys of the --config file that the study sets itself (adbs_lab/driver/flags.py: study_owned; `note_owned`
     names them)."""
+
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        """The plan's data conditions this run varies (one cell of kshot_grid varies none: its best is within it)."""
+        return tuple(c for c in self.plan.conditions if c in self.varying)
+
+    @property
+    def no_best(self) -> str | None:
+        """Why the study names no best configuration (adbs_lab/results/best.py: withheld), None where it names one."""
+        return best.withheld(self.plan.name, conditions=self.conditions,
+                             verdicts=bool(self.comparisons) or self.race is not None)
 
     @property
     def folder(self) -> str:

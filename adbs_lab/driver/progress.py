@@ -30,11 +30,14 @@ take minutes and each one prints, while a CPU study's seconds-long epochs stay a
 class Progress(Callback):
     def __init__(self, *, study: str, total: int, varying: list[str], ended: Callable[[object], str],
                  max_concurrent: int = 1, epoch_every_s: float = EPOCH_LINE_EVERY_S,
-                 clock: Callable[[], float] = time.time, objectives: tuple[Objective, ...] = DEFAULT) -> None:
+                 clock: Callable[[], float] = time.time, objectives: tuple[Objective, ...] = DEFAULT,
+                 no_best: str | None = None) -> None:
         """`ended(trial)`: how the trial ended, as the study classified it once (StudySearch.ended); `objectives`:
-        what the search optimises (adbs_lab/records/objectives.py)."""
+        what the search optimises (adbs_lab/records/objectives.py); `no_best`: what the lines end with instead of
+        the best so far, in a study that names no best (adbs_lab/results/best.py: progress_text)."""
         self.study, self.total, self.varying, self.ended = study, total, varying, ended
         self.objectives = tuple(objectives) or DEFAULT
+        self.no_best = no_best
         self.max_concurrent, self.epoch_every_s, self.clock = max(1, max_concurrent), epoch_every_s, clock
         self.t0 = clock()
         self.states: dict[str, str] = {}  # trial id -> final state, as classified when the trial ended
@@ -86,6 +89,9 @@ class Progress(Callback):
     def _best(self, done: list) -> str:
         """The best complete trial so far on the objective, or the trials on the Pareto front of several (trials,
         not configurations: the seeds' means are in the study's table and pareto.json at the end)."""
+        no_best = getattr(self, "no_best", None)  # a Progress unpickled from an older run has none
+        if no_best:
+            return no_best
         objs = self.objectives
         on, values = self._front(done)
         if len(objs) > 1:

@@ -63,7 +63,7 @@ def dry_run(p: Prepared) -> None:
         print(f"a run of this command: {resumed(p)}", flush=True)
     from adbs_lab.results import notes
 
-    for line in notes.lines(p.plan, opts, p.base_values):  # a smoke run, settings departing from the defaults
+    for line in notes.lines(p.plan, opts, p.base_values) + ([p.no_best] if p.no_best else []):  # as a run says
         print(f"note: {line}", flush=True)
     if not opts.resume and p.where.in_use():  # what a run would move aside, said before any run moves it
         from adbs_lab.driver.claim import aside_line
@@ -80,11 +80,12 @@ def seed_plan(p: Prepared) -> None:
 
     if p.where.remote:
         raise StudyInputError(f"--plan reads the study's folder on this machine, and {p.where} is an object store; "
-                              f"`python studies/report.py {p.plan.name}` gives its verdicts from the MLflow store")
+                              f"`python studies/report.py {p.opts.experiment(p.plan.name)}` gives its verdicts from the "
+                              "MLflow store")
     files = [p.dir / "sessions.parquet", p.dir / "trials.parquet"]
     if not all(f.is_file() for f in files):
         raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
-                              f"run it first, with the same flags (and --name) as this command")
+                              f"run it first, with the same flags (and --name, --smoke) as this command")
     # one row per trial, as every reader counts them (a study's own files hold one already); every config value as
     # written (None, mixed types)
     sessions, trials = attempts.standing_frames(*(read_parquet(f) for f in files))

@@ -17,6 +17,7 @@ from typing import Iterator, NoReturn
 
 from adbs.exits import INTERRUPTED, Exit
 from adbs.redaction import redact
+from adbs_lab.cluster import auth
 from adbs_lab.driver import interrupts
 from adbs_lab.driver.prepared import Prepared, fail
 from adbs_lab.driver.options import StudyInputError, resume_command
@@ -56,8 +57,9 @@ def env_defaults() -> None:
     # Telemetry and usage stats off unless the user turned them on.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit.
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # Ray >= 2.59 turns token auth on for local clusters depending on ~/.ray state: be explicit (token when the user
+    # gives one, for a cluster with authentication; adbs_lab/cluster/auth.py)
+    auth.set_default()
     # TUNE_GLOBAL_CHECKPOINT_S: set per study by `checkpoint_period` (the study's size is known only then), unless
     # the user set it; remembered here, before any study of this process set it.
     global _USER_PERIOD
@@ -132,12 +134,13 @@ def _start_ray(p: Prepared) -> dict[str, float]:
         ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
                  configure_logging=True, logging_level=logging.WARNING,
                  runtime_env={"env_vars": forward} if forward else None)
-    except ConnectionError as e:
-        raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there "
-                              f"({redact(str(e)).strip().splitlines()[0]}); "
-                              "start one with `ray start --head`, or drop --address to start a local Ray "
-                              "instance") from None
-    except Exception as e:  # noqa: BLE001 - Ray did not come up: its node timed out under load, a process died
+    except Exception as e:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, or Ray did not come up
+        if isinstance(e, ConnectionError) or auth.refused(e):  # nothing there, or a cluster that wants its token
+            raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there, or one that "
+                                  f"refused this driver ({redact(str(e)).strip().splitlines()[0]}); start one with "
+                                  f"`ray start --head`, or drop --address to start a local Ray instance; "
+                                  f"{auth.HOW}") from None
+        # its node timed out under load, a process died
         ray.shutdown()  # what it started of itself
         raise _NotStarted((redact(str(e)).strip().splitlines() or [type(e).__name__])[0][:300]) from None
     return ray.cluster_resources()

@@ -17,6 +17,7 @@ from adbs.exits import FAILED, INTERRUPTED, OK, Exit
 from adbs.redaction import redact
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.results import comparisons
+from adbs_lab.results.best import choose as choose_best
 from adbs_lab.results import pareto
 from adbs_lab.driver import outcome
 from adbs_lab.results import run_files
@@ -34,7 +35,8 @@ from adbs_lab.stores.study_folder import StudyFolder
 from adbs_lab.search import racing
 from adbs_lab.search.racing import Race
 
-__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "race_best", "race_state", "race_notes"]
+__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "best_record", "print_best",
+           "race_best", "race_state", "race_notes"]
 
 
 @dataclass
@@ -88,7 +90,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     upload(where)  # the tables are safe in the object store before figures and the report are drawn
     print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
-    _print_best(out)
+    print_best(out)
     extra = figures_and_report(p, tracker, out)
     premise = pruning_premise(p, tracker, extra, metrics)
     tracker.finish("FINISHED" if out.code == OK else "FAILED", [*out.files, *extra], metrics)
@@ -112,29 +114,21 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     _print_race(p, out)
     if premise:  # last before where the runs are: whether pruning on base accuracy was sound
         print("\n" + "\n".join(premise))
-    print(f"MLflow: experiment '{plan.name}', parent run {tracker.parent_run_id}")
+    print(f"MLflow: experiment '{p.opts.experiment(plan.name)}', parent run {tracker.parent_run_id}")
     print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.opts.storage)}")
     if out.code != OK:
         _print_failed(p, recs, counts)
     return out
 
 
-def _best(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
-    """best_config.json: the best configuration on the validation objective, said to be resolved or not by the
-    table's verdicts (`resolved_by_verdicts`, and the rows it cannot be told from); for a study whose grid is data
-    conditions (kshot_grid), no best across them, and why."""
-    if p.plan.conditions:
-        return {"config_label": None, "why": f"{p.plan.name} varies data conditions ({', '.join(p.plan.conditions)}), "
-                "not knobs: no configuration is best across them; its verdicts compare the variants within each "
-                "cell (table.txt)"}
-    if race is not None:
+def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
+    """best_config.json, as adbs_lab/results/best.py decides it: none across data conditions, the highest mean not
+    named best in a study without verdicts (and why), a race's leader, else the best mean said to be resolved or not
+    by the table's verdicts."""
+    if race is not None and not p.no_best:
         return race_best(trials, p, race)
-    best = tables.best_config(trials, p.objectives) if len(trials) else None
-    compared = table.attrs.get("comparisons") or []
-    if best is None or not compared:
-        return best
-    ok, tied = comparisons.best_standing(str(best["config_label"]), compared)
-    return {**best, "resolved_by_verdicts": ok, **({} if ok else {"indistinguishable_from": tied})}
+    return choose_best(trials, p.objectives, why=p.no_best, across_conditions=bool(p.conditions),
+                       compared=table.attrs.get("comparisons") or [])
 
 
 def _print_race(p: Prepared, out: Outcome) -> None:
@@ -210,14 +204,18 @@ def race_notes(p: Prepared, race: Race | None) -> list[str]:
             "it on fresh seeds to confirm them (best_config.json: test_post_selection)"]
 
 
-def _print_best(out: Outcome) -> None:
+def print_best(out: Outcome) -> None:
     """The best configuration, and the configurations not ranked because a seed is missing (adbs_lab/results/seed_counts.py),
     with their counts; a study of several objectives lists those under its front instead (pareto.front_lines)."""
     missing = seed_counts.not_ranked(out.trials) if len(out.trials) else []
     if out.best and out.best.get("config_label") is None and out.best.get("why"):
         print(f"best configuration: none ({out.best['why']})")
         return
-    if out.best and out.best.get("resolved_by_verdicts") is False:
+    if out.best and out.best.get("named") is False:
+        print(f"best configuration: none named ({out.best['why']}); best_config.json holds the highest mean, "
+              f"{out.best['config_label']} ({out.best['mean_over_seeds']:.2f}; seeds "
+              f"{seed_counts.text(_upper(out.best.get('seed_states') or {}))}), for reference only")
+    elif out.best and out.best.get("resolved_by_verdicts") is False:
         tied = out.best.get("indistinguishable_from") or []
         print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
               f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "
@@ -277,10 +275,10 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                                 pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
              if len(sessions) else pd.DataFrame())
     race = race_state(p, trials)
-    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, race)
+    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, race) + ([p.no_best] if p.no_best else [])
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
-    best = _best(p, trials, table, race)
+    best = best_record(p, trials, table, race)
     files = tables.write(p.dir, sessions, trials, table_text, best)
     record = pareto.pareto_record(trials, objs) if multi else None
     if record is not None:
@@ -331,10 +329,11 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     plan = p.plan
     not_drawn: list[str] = []
     figs = (run_files.study_figures(plan.name, out.sessions, out.trials, p.dir, order=plan.order,
-                                    objectives=p.objectives, not_drawn=not_drawn)
+                                    objectives=p.objectives, not_drawn=not_drawn, conditions=p.conditions,
+                                    baseline=p.reference)  # as studies/report.py draws them (its tag)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
-    meta = {"MLflow experiment": plan.name, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
+    meta = {"MLflow experiment": p.opts.experiment(plan.name), "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
     raced = race_notes(p, out.race)

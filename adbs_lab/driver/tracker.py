@@ -2,7 +2,7 @@
 
 SQLite does not tolerate many writer processes (mlflow#6490), so trials never touch MLflow;
 their reports reach this callback in the driver. Layout:
-experiment = study name; one parent run per study invocation; one nested run per trial
+experiment = study name (`<study>-smoke` for a --smoke run); one parent run per study invocation; one nested run per trial
 (tag mlflow.parentRunId) with params = the full resolved Config, step metrics base/* (step =
 epoch) and session/* (step = session index), summary/*, and tags adbs.state etc.
 
@@ -65,11 +65,13 @@ class MlflowTracker(Callback):
 
     def __init__(self, *, uri: str, study: str, folder: str, study_dir: Path, run_name: str, tags: dict[str, str],
                  varying: list[str], resume: bool, ends=None, storage: str | None = None,
-                 description: str = "") -> None:
+                 description: str = "", experiment: str | None = None) -> None:
         """`folder`: the study's folder name (study_folder.rebound); `ends`: how trials ended (StudySearch);
+        `experiment`: its MLflow experiment (default `study`; StudyOptions.experiment: `<study>-smoke` for --smoke);
         `storage`: the study's --storage, where a database store's artifacts go (adbs_lab/stores/paths.py: artifact_root);
         `description`: the parent run's description (Markdown), shown by the MLflow UI above its details."""
         self.uri, self.study, self.folder, self.study_dir = uri, study, folder, Path(study_dir)
+        self.experiment = experiment or study
         self.storage = storage
         self.description = description
         self.run_name, self.tags, self.varying = run_name, tags, varying
@@ -90,7 +92,7 @@ class MlflowTracker(Callback):
     def __setstate__(self, state: dict[str, Any]) -> None:
         from adbs_lab.stores.study_folder import rebound
 
-        self.__dict__.update(state)
+        self.__dict__.update({"experiment": state.get("study"), **state})  # pickled before `experiment` existed
         self._client = None
         self._pending = {}
         # --resume elsewhere: this driver's staging folder (study_folder.rebind)
@@ -111,11 +113,10 @@ class MlflowTracker(Callback):
     # -- parent run ------------------------------------------------------------------
     def start(self) -> None:
         """Experiment and parent run; on --resume the interrupted invocation's parent run is reopened."""
-        exp = self.client.get_experiment_by_name(self.study)
+        exp = self.client.get_experiment_by_name(self.experiment)
         self.experiment_id = exp.experiment_id if exp else self._create_experiment()
         if exp is not None and exp.tags.get(EXPERIMENT_KIND) is None:  # made before this tag was set
             self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
-        self._name_experiment()
         runs = load_runs(self.study_dir)
         if self.resume and runs.get("parent"):
             self.parent_run_id = runs["parent"]
@@ -126,17 +127,18 @@ class MlflowTracker(Callback):
                                                **({NOTE: self.description[:NOTE_MAX]} if self.description else {})})
             self.parent_run_id = run.info.run_id
             runs = {"parent": self.parent_run_id, "trials": {}, "ended": {}}
+        self._name_experiment()
         self._runs = runs
         self._save()
 
     def _name_experiment(self) -> None:
         """What the MLflow UI shows of the experiment before any click: the study's description above its runs (this
-        invocation's: several --name studies share one experiment), and the runs-table view with the study's columns
-        (tracking_store.runs_view: the objectives, the searched parameters, the seed), which the links
-        adbs_lab/stores/serve.py prints open."""
+        invocation's: several --name studies share one experiment), and the view of this invocation's trials
+        (tracking_store.runs_view: their session curves; the objectives, the searched parameters, the seed as
+        columns), which the links adbs_lab/stores/serve.py prints open."""
         params = [k for k in self.varying if k not in LAB_KEYS]
         self.client.set_experiment_tag(self.experiment_id, VIEW_TAG,
-                                       runs_view(params, [o.key for o in from_tag(self.tags)]))
+                                       runs_view(params, [o.key for o in from_tag(self.tags)], self.parent_run_id))
         if self.description:
             self.client.set_experiment_tag(self.experiment_id, NOTE, self.description[:NOTE_MAX])
 
@@ -144,10 +146,10 @@ class MlflowTracker(Callback):
         """The study's experiment, made now; when another study of the same name (another --name) made it between
         our look-up and now (two studies started together: bench/load.py found it), that one."""
         try:
-            return self.client.create_experiment(self.study, artifact_location=artifact_root(self.uri, self.storage),
+            return self.client.create_experiment(self.experiment, artifact_location=artifact_root(self.uri, self.storage),
                                                  tags={EXPERIMENT_KIND: MODEL_TRAINING})
         except Exception as e:  # noqa: BLE001 - MlflowException (RESOURCE_ALREADY_EXISTS) or the database's error
-            exp = self.client.get_experiment_by_name(self.study)
+            exp = self.client.get_experiment_by_name(self.experiment)
             if exp is None or "already exists" not in str(e) and "UNIQUE constraint" not in str(e):
                 raise
             return exp.experiment_id

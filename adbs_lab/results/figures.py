@@ -9,7 +9,8 @@ import pandas as pd
 from adbs_lab.records import metrics_keys as K
 
 __all__ = ["alpha_sensitivity", "kshot_curves", "boundary_histograms", "host_curves", "embedding_figures",
-           "row_order", "row_colors", "study_colors", "curve_with_band", "legend_names", "PAIRED", "BAND_NOTE"]
+           "row_order", "row_colors", "study_colors", "curve_with_band", "legend_names", "PAIRED", "BAND_NOTE",
+           "BARS_NOTE"]
 
 
 def row_order(*frames: pd.DataFrame, order: list[str] | None = None, label: str = "label") -> list[str]:
@@ -26,8 +27,13 @@ def row_order(*frames: pd.DataFrame, order: list[str] | None = None, label: str 
 
 PAIRED = "+ADBS"
 """The suffix of a row with ADBS beside its host's row without it (the hosts study: `<host>`, `<host>+ADBS`)."""
-BAND_NOTE = "bands: 95% CI over seeds, t-interval as the table's ±; none for one seed"
-"""What a sessions plot's shaded band is (tables.ci95, the interval the tables print)."""
+BAND_NOTE = ("bands: each row's own 95% CI over seeds (t-interval, the table's ±; none for one seed), unpaired;\n"
+             "the table's verdicts are paired (each seed's difference), so bands may overlap where a verdict is resolved")
+"""What a sessions plot's shaded band is (tables.ci95, the interval the tables print), and why it is not the verdict:
+a verdict's interval is of the paired differences over the seeds two rows share (adbs_lab/results/comparisons.py),
+whose seed-to-seed spread cancels, so it is narrower than the two rows' own intervals suggest."""
+BARS_NOTE = "bars: each alpha's own 95% CI, unpaired;\nthe table's verdicts are paired over the seeds"
+"""The alpha figure's error bars, as BAND_NOTE says of the bands."""
 
 
 def row_colors(labels: list[str]) -> dict[str, str]:
@@ -113,7 +119,8 @@ def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
     ax.margins(y=0.08)  # the top and bottom bars' caps inside the axes, not on their edge
     ax.set_xlabel("alpha (IC loss weight)")
     ax.set_ylabel("average accuracy (%)")
-    ax.set_title("ADBS: sensitivity to alpha")
+    ax.set_title("ADBS: sensitivity to alpha" + (f"\n({BARS_NOTE})" if len(t) and seeds.max() > 1 else ""),
+                 fontsize=10 if not len(t) or seeds.max() == 1 else 8)
     if ax.get_legend_handles_labels()[0]:  # below the axes: it covers no bar
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
     fig.tight_layout()

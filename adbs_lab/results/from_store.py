@@ -19,6 +19,7 @@ import pandas as pd
 
 from adbs.config import ConfigError, canonical, coerce
 from adbs_lab.results import compare
+from adbs_lab.results.best import choose as choose_best, from_tag as no_best_of
 from adbs_lab.results import comparisons
 from adbs_lab.stats.looks import Looks
 from adbs_lab.records import attempts
@@ -572,6 +573,9 @@ def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.Dat
                                     f"parent run {s.parent.info.run_name}, `{s.parent.data.tags.get('adbs.command', '?')}`"
                                     for s in studies}}
     objs, no_best = shared_objectives(studies)
+    withheld = [why for why, _ in map(no_best_of, (s.parent.data.tags for s in studies)) if why]
+    if withheld:  # a study that names no best of its own rows names none across studies either
+        objs, no_best = None, f"(no best configuration across these studies: {withheld[0]})"
     files.append(run_files.write_study_report(out, study=title, table=table, trials=trials,
                                               best=tables.best_config(trials, objs) if objs and len(trials) else None,
                                               figures=figs, meta=meta, no_best=no_best, not_drawn=not_drawn,
@@ -644,7 +648,9 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
                                     baseline=study.baseline, objectives=study.objectives, not_drawn=not_drawn)
             if len(study.sessions) else [])
     beside = paper_beside(table, study.dataset) if paper else None
-    best = tables.best_config(study.trials, study.objectives) if len(study.trials) else None
+    why, cells = no_best_of(study.parent.data.tags)  # as the study decided it (adbs_lab/results/best.py)
+    best = choose_best(study.trials, study.objectives, why=why, across_conditions=cells,
+                       compared=table.attrs.get("comparisons") or [])
     record = pareto_of(study)
     if record is not None:
         files.append(pareto.write_pareto(out, record))

@@ -2,7 +2,7 @@
 the D_cs table, drawn from the MLflow store alone (studies/paper.py writes it after its parts ran;
 studies/report.py redraws it for a finished paper study, on any machine that reaches the store).
 
-A paper study is an MLflow run (experiment `paper`, tag adbs.role=paper) whose tag adbs.parts names the
+A paper study is an MLflow run (experiment `paper`, `paper-smoke` for --smoke; tag adbs.role=paper) whose tag adbs.parts names the
 parent run of each part study ({"hosts": run id, "ablation": ..., ...}); nothing else is stored for it.
 """
 
@@ -19,6 +19,7 @@ from adbs_lab.results import from_store
 from adbs_lab.results import renderings
 from adbs_lab.results import run_files
 from adbs_lab.results.names import EMBEDDED
+from adbs_lab.stores.paths import SMOKE
 
 __all__ = ["EXPERIMENT", "ROLE", "PARTS", "NOT_QUOTED", "dcs_table", "render_dcs", "dcs_across",
            "write_report", "write_across", "redraw_meta", "log_run", "find", "latest_by_dataset", "by_dataset"]
@@ -182,16 +183,16 @@ def redraw_meta(run, uri: str) -> dict[str, str]:
 
 
 def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tags: dict[str, str], files: list[Path],
-            root: Path, storage: str | None = None) -> str:
-    """The paper study's MLflow run (experiment `paper`): the parts' parent runs in a tag, the report as artifacts
-    (beside the store's other artifacts, as the studies' experiments keep theirs; `storage`: the parts' --storage,
-    where a database store's artifacts go)."""
+            root: Path, storage: str | None = None, experiment: str = EXPERIMENT) -> str:
+    """The paper study's MLflow run (in `experiment`: `paper`, or `paper-smoke` for --smoke): the parts' parent runs in
+    a tag, the report as artifacts (beside the store's other artifacts, as the studies' experiments keep theirs;
+    `storage`: the parts' --storage, where a database store's artifacts go)."""
     import time
 
     from adbs_lab.stores.paths import artifact_root
 
-    exp = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT, artifact_location=artifact_root(uri, storage))
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp else client.create_experiment(experiment, artifact_location=artifact_root(uri, storage))
     run = client.create_run(exp_id, run_name=f"paper {dataset or 'embedded'} {time.strftime('%Y-%m-%d %H:%M')}",
                             tags={"adbs.role": ROLE, "adbs.dataset": dataset or "", "adbs.parts": json.dumps(parts),
                                   **tags})
@@ -203,33 +204,34 @@ def log_run(client, uri: str, *, dataset: str | None, parts: dict[str, str], tag
 
 
 def find(client, ref: str):
-    """The paper run `ref` names (its run id), or the latest finished one of experiment `paper`; None when `ref`
-    is neither (then it names an ordinary study)."""
+    """The paper run `ref` names (its run id), or the latest finished one of experiment `paper` (`paper-smoke`: of the
+    --smoke paper studies); None when `ref` is neither (then it names an ordinary study)."""
     if from_store.RUN_ID.match(ref):
         try:
             run = client.get_run(ref)
         except Exception:  # noqa: BLE001 - not a run id: maybe a study name
             return None
         return run if run.data.tags.get("adbs.role") == ROLE else None
-    if ref != EXPERIMENT or client.get_experiment_by_name(EXPERIMENT) is None:
+    if ref not in (EXPERIMENT, EXPERIMENT + SMOKE) or client.get_experiment_by_name(ref) is None:
         return None
-    runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id],
+    runs = client.search_runs([client.get_experiment_by_name(ref).experiment_id],
                               filter_string=f"tags.`adbs.role` = '{ROLE}' and attributes.status = 'FINISHED'",
                               order_by=["attributes.start_time DESC"], max_results=1)
     if not runs:
-        raise from_store.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
+        raise from_store.ReportError(f"experiment {ref!r} holds no finished paper study; run studies/paper.py")
     return runs[0]
 
 
-def latest_by_dataset(client, wanted: list[str]) -> dict:
+def latest_by_dataset(client, wanted: list[str], experiment: str = EXPERIMENT) -> dict:
     """The latest finished paper run of each dataset in `wanted` (labels; ['all']: every dataset the store holds one
-    of, the paper's datasets first, in Table 4's order, then the embedded benchmark)."""
-    exp = client.get_experiment_by_name(EXPERIMENT)
+    of, the paper's datasets first, in Table 4's order, then the embedded benchmark), in `experiment` (`paper`, or
+    `paper-smoke` for the --smoke paper studies)."""
+    exp = client.get_experiment_by_name(experiment)
     runs = [] if exp is None else from_store.all_runs(
         client, [exp.experiment_id], f"tags.`adbs.role` = '{ROLE}' and attributes.status = 'FINISHED'")
     latest = {run.data.tags.get("adbs.dataset") or EMBEDDED: run for run in runs}  # oldest first: the latest wins
     if not latest:
-        raise from_store.ReportError("experiment 'paper' holds no finished paper study; run studies/paper.py")
+        raise from_store.ReportError(f"experiment {experiment!r} holds no finished paper study; run studies/paper.py")
     order = [*renderings.PAPER, EMBEDDED]
     have = sorted(latest, key=lambda d: (order.index(d) if d in order else len(order), d))
     names = have if wanted == ["all"] else list(dict.fromkeys(wanted))

@@ -15,6 +15,7 @@ from adbs import light
 from adbs_lab.results import run_pick
 from adbs_lab.search.path import Confirmed, Step, runs_saved
 from adbs_lab.stats.verdicts import Verdict, printed_ends, wording
+from adbs_lab.stores.paths import SMOKE
 
 if TYPE_CHECKING:
     from adbs_lab.results import from_store
@@ -134,13 +135,14 @@ def _step_record(s: Step, c: Confirmed) -> dict[str, Any]:
 
 
 def log_run(client, uri: str, storage: str | None, files: Sequence[Path], steps: Sequence[Step],
-            confirmed: Sequence[Confirmed], tags: dict[str, str]) -> str:
-    """The path's MLflow run (experiment `ablation_path`, beside the parent runs of its steps' Tune runs): a metric
-    per step (its objective and Δ, step = its number), the runs racing saved, the outputs as artifacts."""
+            confirmed: Sequence[Confirmed], tags: dict[str, str], experiment: str = EXPERIMENT) -> str:
+    """The path's MLflow run (in `experiment`: `ablation_path`, `ablation_path-smoke` for --smoke; beside the parent
+    runs of its steps' Tune runs): a metric per step (its objective and Δ, step = its number), the runs racing saved,
+    the outputs as artifacts."""
     from adbs_lab.stores.paths import artifact_root
 
-    exp = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = exp.experiment_id if exp else client.create_experiment(EXPERIMENT,
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp else client.create_experiment(experiment,
                                                                    artifact_location=artifact_root(uri, storage))
     run = client.create_run(exp_id, run_name=f"ablation path {time.strftime('%Y-%m-%d %H:%M')}",
                             tags={"adbs.role": ROLE, **tags})
@@ -165,13 +167,13 @@ def find(client, ref: str, name: str | None = None):
         except Exception:  # noqa: BLE001 - not a run id: maybe a study name
             return None
         return run if run.data.tags.get("adbs.role") == ROLE else None
-    exp = client.get_experiment_by_name(EXPERIMENT) if ref == EXPERIMENT else None
+    exp = client.get_experiment_by_name(ref) if ref in (EXPERIMENT, EXPERIMENT + SMOKE) else None  # smoke: --smoke's
     runs = [] if exp is None else from_store.all_runs(client, [exp.experiment_id], f"tags.`adbs.role` = '{ROLE}'")
     if not runs:
         return None
     picked, _ = run_pick.of_name(runs, name)
     if not picked:
-        raise from_store.ReportError(f"{EXPERIMENT} has no path of --name {name}; its paths' names: "
+        raise from_store.ReportError(f"{ref} has no path of --name {name}; its paths' names: "
                                      f"{', '.join(run_pick.names(runs))}")
     finished = [r for r in picked if r.info.status == "FINISHED"]
     return (finished or picked)[-1]

@@ -16,7 +16,7 @@ import json
 import math
 import textwrap
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import pandas as pd
 
@@ -138,7 +138,7 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
         s = s[s[label].isin(labels)]  # one pass over the frame, not one per row of the table
     groups = dict(tuple(s.groupby(label, sort=False))) if len(s) else {}
     note = textwrap.fill(note, 90)  # a capped figure's line (curve_rows) in two, on the figure's width
-    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.6 + 0.3 * (note.count("\n") + 1 if note else 0)))
+    fig, ax = plt.subplots(figsize=(5.5 + (2.4 if labels else 0), 3.9 + 0.3 * (note.count("\n") + 1 if note else 0)))
     banded = [figures.curve_with_band(ax, groups.get(lab, s.iloc[:0]), metric, color=colors.get(lab), name=names[lab],
                                       style=(styles or {}).get(lab, "o-")) for lab in labels]
     if len(s):
@@ -226,7 +226,8 @@ def guarded(what: str, draw: Callable[[], _T], not_drawn: list[str]) -> _T | Non
 
 def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
                   order: list[str] | None = None, baseline: str | dict[str, str] | None = None,
-                  objectives: tuple | None = None, not_drawn: list[str] | None = None) -> list[Path]:
+                  objectives: tuple | None = None, not_drawn: list[str] | None = None,
+                  conditions: Sequence[str] = ()) -> list[Path]:
     """The study's figure(s), drawn by the study itself and by studies/report.py from the store alike:
     alpha sensitivity, k-shot curves, the boundary study's histograms, else session curves per row (of a study of
     more than CURVE_ROWS rows, the best of them: `curve_rows`, as the boundary study's histograms); and for
@@ -266,7 +267,8 @@ def study_figures(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, fold
         # the paper's t-SNE and similarity figures compare the fixed boundary with ADBS: the ablation's rows
         draw.update(_embedding_draw(trials, folder, order, not_drawn))
     out = [f for what, d in draw.items() for f in guarded(what, d, not_drawn) or []]
-    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives, not_drawn, colors=colors)
+    return out + beyond_the_table(study, sessions, trials, folder, baseline, objectives, not_drawn, colors=colors,
+                                  conditions=conditions)
 
 
 def _embedding_draw(trials: pd.DataFrame, folder: Path, order: list[str] | None,
@@ -289,8 +291,10 @@ def _embedding_draw(trials: pd.DataFrame, folder: Path, order: list[str] | None,
 
 def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, folder: Path,
                      baseline: str | dict[str, str] | None = None, objectives: tuple | None = None,
-                     not_drawn: list[str] | None = None, colors: dict[str, str] | None = None) -> list[Path]:
-    """Every study's base/novel trade-off figure (adbs_lab/results/tradeoff.py; a study of two --objectives: those two),
+                     not_drawn: list[str] | None = None, colors: dict[str, str] | None = None,
+                     conditions: Sequence[str] = ()) -> list[Path]:
+    """Every study's base/novel trade-off figure (adbs_lab/results/tradeoff.py; a study of two --objectives: those two;
+    no front across `conditions`, the study's data conditions, nor across importance.CONDITIONS),
     and for a study that searched two or more parameters the importance analysis (adbs_lab/results/importance.py:
     importance.md, which write_study_report puts into report.md, and its figures); each `guarded`."""
     from adbs_lab.results import importance
@@ -305,7 +309,8 @@ def beyond_the_table(study: str, sessions: pd.DataFrame, trials: pd.DataFrame, f
         title = f"{study}: base vs novel accuracy, last session (mean over seeds)"
     trade = guarded(tradeoff.TRADEOFF_PNG, lambda: tradeoff.figure(
         sessions, Path(folder) / tradeoff.TRADEOFF_PNG, baseline=baseline, title=title, trials=trials,
-        objectives=objectives, colors=colors, order=list(colors or {})), not_drawn)
+        objectives=objectives, colors=colors, order=list(colors or {}),
+        conditions=tuple(dict.fromkeys((*conditions, *importance.CONDITIONS)))), not_drawn)
     (Path(folder) / importance.IMPORTANCE_MD).unlink(missing_ok=True)  # never a stale one from an earlier draw
     ranked = (guarded("importance analysis (importance.md and its figures)",
                       lambda: importance.write(trials, folder, objectives), not_drawn) or []) if len(trials) else []
@@ -400,7 +405,9 @@ def _best_lines(best: dict | None, not_ranked: list[dict[str, Any]] | None, no_b
     lines = ["## Best configuration", ""]
     if best and best.get("config_label") is None and best.get("why"):  # a grid of data conditions (kshot_grid)
         return lines + [f"None: {best['why']}.", ""]
-    if best and best.get("resolved_by_verdicts") is False:
+    if best and best.get("named") is False:  # a study without verdicts (adbs_lab/results/best.py)
+        lines += [f"None named: {best['why']}. The highest mean, for reference only:", ""]
+    elif best and best.get("resolved_by_verdicts") is False:
         tied = ", ".join(f"`{r}`" for r in best.get("indistinguishable_from") or []) or "the rows it is compared with"
         lines += [f"None resolved at this budget: the verdicts cannot tell `{best['config_label']}` (the best mean) "
                   f"from {tied}. Its configuration, for reference:", ""]

@@ -38,13 +38,19 @@ def describe(parent) -> str:
 
 def of_name(parents: list, name: str | None) -> tuple[list, str | None]:
     """The study runs of `name` (None: the default folder's, else every run when the store has none); with a
-    note when it fell back. A name no run has: an empty list (the caller says which names exist)."""
+    note when it fell back. A name no run has: an empty list (the caller says which names exist). Among them, the
+    runs without --smoke where there are any: a --smoke run logs to experiment `<study>-smoke` (adbs_lab/stores/paths.py:
+    SMOKE), but a store written before that holds them among the study's own runs."""
     if name is not None:
-        return [p for p in parents if name_of(p) == name], None
+        return _real_first([p for p in parents if name_of(p) == name]), None
     default = [p for p in parents if name_of(p) is None]
     if default:
-        return default, None
-    return parents, "no run of the default folder (every run had --name): the latest run of any name"
+        return _real_first(default), None
+    return _real_first(parents), "no run of the default folder (every run had --name): the latest run of any name"
+
+
+def _real_first(runs: list) -> list:
+    return [p for p in runs if not is_smoke(p)] or runs
 
 
 def names(parents: list) -> list[str]:

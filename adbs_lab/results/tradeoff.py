@@ -3,6 +3,9 @@ configuration (mean over its seeds), validation beside test, the Pareto front (n
 both) and the baseline row marked. ADBS moves accuracy between base and novel classes; a table's average hides
 which way a configuration went.
 
+Where the rows differ in a data condition (ways, shots: adbs_lab/results/best.py), no front is drawn: a point of
+one cell is never said to beat one of another; each cell's rows are joined in a colour of their own and named.
+
 Drawn from the sessions table (each trial's own last session), so a store from before the summary/*_last_*
 metrics draws it too.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,6 +61,14 @@ def _test_twin(name: str, trials: pd.DataFrame) -> str:
     return twin if twin in trials else name
 
 
+def cells(labels: Sequence[Any], conditions: Sequence[str]) -> dict[Any, str]:
+    """{row: its cell, as its label names it ("ways=5 shots=1")}: the words key=value of `conditions` in each label;
+    empty where the rows share one cell (then the figure draws the front)."""
+    out = {lab: " ".join(w for w in str(lab).split(" ") if "=" in w and w.split("=", 1)[0] in conditions)
+           for lab in labels}
+    return out if len(set(out.values())) > 1 else {}
+
+
 def baselines(baseline: str | dict[str, str] | None) -> set[str]:
     if not baseline:
         return set()
@@ -67,14 +78,15 @@ def baselines(baseline: str | dict[str, str] | None) -> set[str]:
 def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str] | None = None,
            title: str = "", label: str = "label", trials: pd.DataFrame | None = None,
            objectives: tuple | None = None, colors: dict[str, str] | None = None,
-           order: list[str] | None = None) -> Path | None:
+           order: list[str] | None = None, conditions: Sequence[str] = ()) -> Path | None:
     """tradeoff.png: validation (left, what selection may look at) and test (right, reported only) panels.
 
     With exactly two `objectives` (a study's --objectives, adbs_lab/records/objectives.py) and the `trials` table, the panels
     plot those two (the first up, the second across) and their front in their directions; else the last session's
     base against novel accuracy. With `trials`, only the configurations every seed of which completed are drawn,
     as only they are ranked. Points and legend follow `order` (default: the order of `colors`, the study's rows in its
-    table's order, figures.row_colors); the one legend lies below the panels, covering no point."""
+    table's order, figures.row_colors); the one legend lies below the panels, covering no point. Rows that differ in
+    `conditions` (config keys that set the problem) get no front: each cell's rows are joined and named (`cells`)."""
     from adbs_lab.results.figures import _plt
 
     two = objectives is not None and len(objectives) == 2 and trials is not None and len(trials) > 0
@@ -104,21 +116,18 @@ def figure(sessions: pd.DataFrame, path: Path, *, baseline: str | dict[str, str]
     refs = baselines(baseline)
     # a search (many configurations, or labels naming several knobs): points, not a legend of every configuration
     many = max(len(p) for p in panels.values()) > 12 or any(len(str(x)) > 40 for p in panels.values() for x in p[label])
+    cell_of = cells([x for p in panels.values() for x in p[label]], conditions)
     for ax, (split, p) in zip(axes, panels.items()):
-        _panel(ax, p, refs, many, label, directions, colors or {})
-        ax.set_title({"val": "validation (used for selection)", "test": "test (reported, never used for selection)"}[
-            split], fontsize=9)
-        if two:
-            ax.set_xlabel(f"{names[split][1]} ({directions[1]}, mean over seeds)")
-            ax.set_ylabel(f"{names[split][0]} ({directions[0]}, mean over seeds)")
+        if cell_of:
+            _cell_panel(ax, p, refs, label, cell_of)
         else:
-            ax.set_xlabel(f"{split} novel accuracy, last session (%)")
-            ax.set_ylabel(f"{split} base accuracy, last session (%)")
-        ax.grid(alpha=0.3)
+            _panel(ax, p, refs, many, label, directions, colors or {})
+        _axes_text(ax, split, names[split] if two else None, directions)
     legend_rows = _legend(fig, axes)
     default = (f"{o1.text} vs {o2.text}: the study's objectives (mean over seeds)" if two else
                "base vs novel accuracy, last session (mean over seeds)")
-    fig.suptitle(title or default, fontsize=10)
+    fig.suptitle(_cells_title(title or default, conditions, cell_of, refs) if cell_of else title or default,
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0.02 + 0.045 * legend_rows, 1, 1))  # room below the panels for the legend
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -154,6 +163,39 @@ def _panel(ax, p: pd.DataFrame, refs: set[str], many: bool, label: str,
                    label=f"{r[label]}{' (baseline)' if ref and r[label] != 'baseline' else ''}", **kw)
     if many:
         ax.scatter([], [], color="C0", label=f"{len(p)} configurations (outlined: on the front)")
+
+
+def _axes_text(ax, split: str, names: tuple[str, str] | None, directions: tuple[str, str]) -> None:
+    """A panel's title and axis labels: the two objectives `names` (up, across), else base and novel accuracy."""
+    ax.set_title({"val": "validation (used for selection)", "test": "test (reported, never used for selection)"}[
+        split], fontsize=9)
+    if names is not None:
+        ax.set_xlabel(f"{names[1]} ({directions[1]}, mean over seeds)")
+        ax.set_ylabel(f"{names[0]} ({directions[0]}, mean over seeds)")
+    else:
+        ax.set_xlabel(f"{split} novel accuracy, last session (%)")
+        ax.set_ylabel(f"{split} base accuracy, last session (%)")
+    ax.grid(alpha=0.3)
+
+
+def _cells_title(title: str, conditions: Sequence[str], cell_of: dict[Any, str], refs: set[str]) -> str:
+    """The title of a figure of several cells: it says why no front is drawn."""
+    varied = ", ".join(k for k in conditions if any(f"{k}=" in c for c in cell_of.values()))
+    starred = ", its reference starred" if refs else ""
+    return f"{title}\n(no Pareto front across {varied}: data conditions; each cell's rows joined{starred})"
+
+
+def _cell_panel(ax, p: pd.DataFrame, refs: set[str], label: str, cell_of: dict[Any, str]) -> None:
+    """One panel of rows in several cells: each cell's rows in one colour, joined, named by the cell; no front."""
+    if p.empty:
+        ax.text(0.5, 0.5, "no complete trial with an incremental session", ha="center", transform=ax.transAxes)
+        return
+    for k, (cell, g) in enumerate(p.groupby(p[label].map(cell_of), sort=False)):
+        color = f"C{k % 10}"
+        ax.plot(g["x"], g["y"], "-", color=color, lw=0.8, alpha=0.6)
+        is_ref = g[label].isin(refs)
+        ax.scatter(g.loc[~is_ref, "x"], g.loc[~is_ref, "y"], color=color, marker="o", s=40, label=cell)
+        ax.scatter(g.loc[is_ref, "x"], g.loc[is_ref, "y"], color=color, marker="*", s=140)
 
 
 def _legend(fig, axes) -> int:

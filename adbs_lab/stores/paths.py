@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "DEFAULT_STORAGE", "MLFLOW_DIR", "DEFAULT_TRACKING_URI", "DEFAULT_ARTIFACT_ROOT",
+__all__ = ["REPO_ROOT", "DEFAULT_STORAGE", "MLFLOW_DIR", "DEFAULT_TRACKING_URI", "DEFAULT_ARTIFACT_ROOT", "SMOKE",
            "DATABASES", "artifact_root", "code_version"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -12,6 +12,11 @@ DEFAULT_STORAGE = REPO_ROOT / "runs"
 MLFLOW_DIR = REPO_ROOT / "mlflow"
 DEFAULT_TRACKING_URI = f"sqlite:///{MLFLOW_DIR / 'mlflow.db'}"
 DEFAULT_ARTIFACT_ROOT = MLFLOW_DIR / "artifacts"
+SMOKE = "-smoke"
+"""The end of a --smoke run's names: MLflow experiment `<study>-smoke`, study folder and Optuna study
+`<study>-smoke[-NAME]` (adbs_lab/driver/options.py: StudyOptions.folder, experiment), so a smoke run never sits
+among the study's own runs, moves its folder aside or shares its Optuna study; `studies/paper.py --smoke` logs its
+run in experiment `paper-smoke`."""
 DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")
 """URI schemes of a database server MLflow keeps its runs in (a driver after '+': postgresql+psycopg://)."""
 

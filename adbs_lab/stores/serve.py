@@ -245,10 +245,12 @@ LISTED = 20
 
 
 def runs_page(link: str, experiment_id: str, view: bool = False) -> str:
-    """The experiment's runs page; with `view`, in the study's runs-table view (tracking_store.runs_view)."""
+    """The experiment's runs page; with `view`, in the study's view (tracking_store.runs_view), on its chart view:
+    the session curves of the study's trials."""
     from adbs_lab.stores.tracking_store import VIEW_KEY
 
-    return f"{link}/#/experiments/{experiment_id}/runs{RUNS_QUERY}" + (f"&viewStateShareKey={VIEW_KEY}" if view else "")
+    shown = f"&viewStateShareKey={VIEW_KEY}&compareRunsMode=CHART" if view else ""
+    return f"{link}/#/experiments/{experiment_id}/runs{RUNS_QUERY}{shown}"
 
 
 _ACTIVE = ("SELECT experiment_id, name FROM experiments WHERE lifecycle_stage = 'active' AND name != 'Default' "

@@ -46,7 +46,7 @@ class TrackingError(RuntimeError):
 
 # The experiment's kind, "model training" in MLflow's words, for the MLflow clients and UI versions that read it.
 # MLflow 3.17's UI does not: it opens every experiment in the view of its per-browser GenAI / Model training switch
-# (adbs_lab/stores/serve.py prints runs-page links that set it; README: Compare trials).
+# (adbs_lab/stores/serve.py prints runs-page links that set it; docs/mlflow-and-reports.md, "Compare trials").
 EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 
 
@@ -280,24 +280,54 @@ NOTE = "mlflow.note.content"
 NOTE_MAX = 8000
 """A note is a tag value: at most 8000 characters (MLflow's MAX_TAG_VAL_LENGTH, in its utils/validation.py)."""
 VIEW_KEY = "adbs"
-"""The name of the runs-table view every study's experiment carries (`runs_view`); a link to the runs page opens it
-with `&viewStateShareKey=adbs` (adbs_lab/stores/serve.py: runs_page)."""
+"""The name of the view every study's experiment carries (`runs_view`); a link to the runs page opens it with
+`&viewStateShareKey=adbs` (adbs_lab/stores/serve.py: runs_page)."""
 VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
-"""The experiment tag MLflow's UI reads a shared runs-table view from (its "Share" button writes the same: the key
-given as the page's `viewStateShareKey`)."""
+"""The experiment tag MLflow's UI reads a shared view from (its "Share" button writes the same: the key given as the
+page's `viewStateShareKey`)."""
 RUN_NAME_COLUMN, DESCRIPTION_COLUMN = "attributes.`Run Name`", "attributes.`Description`"
 
 
-def runs_view(params: Sequence[str], metrics: Sequence[str]) -> str:
-    """The study's runs-table view, as MLflow's UI stores a shared one (JSON; its keys are the UI's own view state:
-    selectedColumns, columnOrder, columnWidths): the objectives, the searched parameters and the seed as columns,
-    beside a Run Name column wide enough for `alpha=0.05 seed=2` (and objective columns for `summary/val_avg_acc`), then
-    the Description. MLflow 3.17 leaves out of a
-    shared view which runs are expanded, so the parent's `+` stays a click (docs/mlflow-and-reports.md, "Compare trials")."""
+CURVES = ("test_acc", "test_base_acc", "test_novel_acc", "val_acc")
+"""The session curves of a study's first view (`runs_view`): one chart each, x = session (the metric's step)."""
+CURVES_SECTION = "Session curves"
+TEST_COLUMNS = ("summary/test_last_acc", "summary/test_avg_acc")
+"""The paper's two figures of a trial (last-session and average test accuracy), columns of the view's runs table."""
+
+
+def runs_view(params: Sequence[str], metrics: Sequence[str], parent_run_id: str | None = None) -> str:
+    """The study's view of its experiment, as MLflow's UI stores a shared one (JSON of the UI's own view state, MLflow
+    3.17: the shared keys `selectedColumns` ... `chartsSearchFilter` and the search facets of its experiment page):
+    the trials of invocation `parent_run_id`, grouped by configuration (tag adbs.label; MLflow would show them
+    collapsed under their parent, and a shared view cannot say which runs are expanded), and
+
+    - in the chart view (the link's `compareRunsMode=CHART`: adbs_lab/stores/serve.py, runs_page) first a section
+      CURVES_SECTION, a line chart per metric of CURVES over sessions (x = step = session), a line per configuration
+      (its mean over seeds), then the summary/* charts, and the other session/* and base/* charts folded below;
+    - in the table view the objectives, the searched parameters, the seed and TEST_COLUMNS as columns (each group
+      row the configuration's means, its trials under it), a Run Name column wide enough for `alpha=0.05 seed=2`,
+      then the Description."""
+    tests = [m for m in TEST_COLUMNS if m not in metrics]
     cols = ([f"metrics.`{m}`" for m in metrics] + [f"params.`{k}`" for k in params if k != "seed"]
-            + ["params.`seed`", DESCRIPTION_COLUMN])
-    widths = {RUN_NAME_COLUMN: 260, DESCRIPTION_COLUMN: 320, **{f"metrics.`{m}`": 180 for m in metrics}}
-    return json.dumps({"selectedColumns": cols, "columnOrder": [RUN_NAME_COLUMN, *cols], "columnWidths": widths})
+            + ["params.`seed`", *(f"metrics.`{m}`" for m in tests), DESCRIPTION_COLUMN])
+    widths = {RUN_NAME_COLUMN: 260, DESCRIPTION_COLUMN: 320, **{f"metrics.`{m}`": 180 for m in [*metrics, *tests]}}
+    charts = [{"uuid": f"adbs-{m}", "type": "LINE", "metricSectionId": "adbs-curves", "deleted": False,
+               "isGenerated": False, "metricKey": f"session/{m}",
+               "selectedMetricKeys": [f"session/{m}"], "xAxisKey": "step", "useGlobalXaxisKey": False,
+               "selectedXAxisMetricKey": "", "xAxisScaleType": "linear", "scaleType": "linear", "lineSmoothness": 0,
+               "useGlobalLineSmoothing": False, "yAxisKey": "metric", "yAxisExpressions": [], "ignoreOutliers": False,
+               "runsCountToCompare": 100, "range": {}} for m in CURVES]
+    sections = [{"uuid": f"adbs-{key}", "name": name, "display": shown, "isReordered": True}
+                for key, name, shown in (("curves", CURVES_SECTION, True), ("summary", "summary", True),
+                                         ("session", "session", False), ("base", "base", False))]
+    view: dict[str, Any] = {"selectedColumns": cols, "columnOrder": [RUN_NAME_COLUMN, *cols], "columnWidths": widths,
+                            "compareRunCharts": charts, "compareRunSections": sections, "isAccordionReordered": True,
+                            "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True, "useGroupedValuesInCharts": True,
+                            "groupBy": {"aggregateFunction": "average",
+                                        "groupByKeys": [{"mode": "tag", "groupByData": "adbs.label"}]}}
+    if parent_run_id:
+        view["searchFilter"] = f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
+    return json.dumps(view)
 
 
 TABLE_MD = "table.md"

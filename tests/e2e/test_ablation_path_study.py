@@ -20,7 +20,7 @@ def test_ablation_path_smoke_and_resume(study_cmd, storage, tracking_uri, tmp_pa
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd="/")
     wall = time.time() - t0
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    folder = storage / "ablation_path"
+    folder = storage / "ablation_path-smoke"
     record = json.loads((folder / "path.json").read_text())
     assert [s["field"] for s in record["steps"]] and len(record["steps"]) == 2
     assert {s["field"] for s in record["steps"]} == {"new_boundary_init", "finetune_epochs"}
@@ -30,7 +30,7 @@ def test_ablation_path_smoke_and_resume(study_cmd, storage, tracking_uri, tmp_pa
     assert "racing saved 0 of 2 selection trials" in r.stdout
     assert (folder / "path.png").stat().st_size > 5000 and "![path](path.png)" in (folder / "report.md").read_text()
     client = MlflowClient(tracking_uri)
-    exp = client.get_experiment_by_name("ablation_path")
+    exp = client.get_experiment_by_name("ablation_path-smoke")
     runs = client.search_runs([exp.experiment_id])
     mine = [x for x in runs if x.data.tags.get("adbs.role") == "ablation_path"]
     assert len(mine) == 1 and "path/delta" in mine[0].data.metrics

@@ -44,7 +44,7 @@ def _finish(started: tuple[subprocess.Popen, Path]) -> None:
 
 def _trial_runs(uri):
     client = MlflowClient(uri)
-    exp = client.get_experiment_by_name("alpha_sweep")
+    exp = client.get_experiment_by_name("alpha_sweep-smoke")  # --smoke runs
     return client, [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("adbs.role") == "trial"]
 
 
@@ -63,8 +63,8 @@ def test_killed_worker_resumes_to_identical_results(study_cmd, storage, tracking
     _run(study_cmd("alpha_sweep", *ONE_TRIAL, "--seeds", "0"), env=fault)
     _finish(clean_run)
     assert (marker / "killed-seed0").exists(), "the fault was not injected"
-    crashed = pd.read_parquet(storage / "alpha_sweep" / "sessions.parquet")
-    clean = pd.read_parquet(clean_storage / "alpha_sweep" / "sessions.parquet")
+    crashed = pd.read_parquet(storage / "alpha_sweep-smoke" / "sessions.parquet")
+    clean = pd.read_parquet(clean_storage / "alpha_sweep-smoke" / "sessions.parquet")
 
     cols = ["session", "val_acc", "test_acc", "test_base_acc", "boundary_mean"]
     assert crashed["state"].eq(K.COMPLETE).all()
@@ -89,7 +89,7 @@ def test_nan_diverges_one_trial_with_reason_others_finish(study_cmd, storage, tr
                        "--objectives", "val_last_base_acc:max", "val_avg_acc:max"), env=fault)
     assert "seed=1: DIVERGED: base training loss became NaN/inf" in r.stdout and "diverged 1" in r.stdout
     assert "pruned 1" not in r.stdout
-    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet").set_index("seed")
+    trials = pd.read_parquet(storage / "alpha_sweep-smoke" / "trials.parquet").set_index("seed")
     assert trials.loc[0, "state"] == K.COMPLETE
     assert trials.loc[1, "state"] == K.DIVERGED and "NaN" in trials.loc[1, "error"]
     client, runs = _trial_runs(tracking_uri)
@@ -97,15 +97,15 @@ def test_nan_diverges_one_trial_with_reason_others_finish(study_cmd, storage, tr
     assert by_seed[1].info.status == "FAILED" and "base epoch 1" in by_seed[1].data.tags["adbs.error"]
     assert by_seed[1].data.tags["adbs.state"] == K.DIVERGED
     assert by_seed[0].info.status == "FINISHED"
-    st = optuna.load_study(study_name="alpha_sweep", storage=f"sqlite:///{storage / 'alpha_sweep' / 'optuna.db'}")
+    st = optuna.load_study(study_name="alpha_sweep-smoke", storage=f"sqlite:///{storage / 'alpha_sweep-smoke' / 'optuna.db'}")
     assert [t.state for t in st.trials] == [optuna.trial.TrialState.FAIL]  # a configuration with a failed seed
     parent = next(p for p in client.search_runs([runs[0].info.experiment_id]) if p.data.tags.get("adbs.role") == "study")
     assert parent.data.metrics["study/trials_diverged"] == 1 and parent.data.metrics["study/trials_complete"] == 1
     assert parent.data.metrics["study/trials_failed"] == 0 and parent.info.status == "FINISHED"
-    rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri",
+    rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--smoke", "--tracking-uri",
                           tracking_uri, "--out", str(storage / "report")], capture_output=True, text=True, timeout=300)
     assert rep.returncode == 0 and "1 complete, 1 diverged" in rep.stdout, rep.stdout + rep.stderr
-    _counts_the_diverged_seed(storage / "alpha_sweep", trials.loc[0, "label"])
+    _counts_the_diverged_seed(storage / "alpha_sweep-smoke", trials.loc[0, "label"])
     _counts_the_diverged_seed(storage / "report", trials.loc[0, "label"])
     assert " 1 of 2, 1 diverged " in rep.stdout
 

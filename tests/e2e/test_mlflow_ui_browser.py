@@ -1,11 +1,12 @@
 """The MLflow UI, served by `python mlflow/serve.py` on a smoke study's store, in headless Chromium driven by
 Playwright (Debian's chromium, launched by path: nothing is downloaded; tests/helpers/browser.py): the experiment lists its
 trial runs by names that say what differs, the study's run describes the study and shows its table, the compare
-view of two trials leads to the session accuracy chart (session/test_acc by session), and a fresh browser reaches
-a study's runs by the clicks docs/mlflow-and-reports.md gives (and by the link serve.py prints).
+view of two trials leads to the session accuracy chart (session/test_acc by session), a fresh browser reaches
+a study's runs by the clicks docs/mlflow-and-reports.md gives, and the link serve.py prints opens the study's first view: the
+session curves of its configurations, then its runs table with the columns that matter (tracking_store.runs_view).
 
 Screenshots (kept as test artifacts): <repo>/test-artifacts/mlflow_runs.png, mlflow_study_run.png, mlflow_compare.png,
-mlflow_clicks.png, mlflow_study_view.png.
+mlflow_clicks.png, mlflow_first_view.png, mlflow_study_view.png.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import urllib.request
 import pytest
 from mlflow.tracking import MlflowClient
 
+from adbs_lab.stores import tracking_store
 from tests.helpers.browser import open_browser
 from testing.procs import free_port, wait_http
 from tests.helpers.smoke_store import REPO, smoke_store
@@ -65,7 +67,7 @@ def browser():
 def test_experiment_lists_trials_and_compare_view_shows_session_chart(server, browser):
     base, store, _ = server
     client = MlflowClient(store.uri)
-    exp = client.get_experiment_by_name("ablation")
+    exp = client.get_experiment_by_name("ablation-smoke")  # a --smoke study's experiment
     runs = client.search_runs([exp.experiment_id])
     parent = next(r for r in runs if r.data.tags.get("adbs.role") == "study")
     trials = [r for r in runs if r.data.tags.get("adbs.role") == "trial"]
@@ -135,20 +137,16 @@ EXPAND = """(() => { const b = document.querySelectorAll('button[data-component-
 def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, browser):
     """docs/mlflow-and-reports.md, Compare trials, step 1, as a user makes it: in a fresh browser MLflow 3.17 opens an
     experiment on its GenAI overview (its workflow switch, kept per browser, starts on GenAI); Model training,
-    Experiments and the study's name open the study on its runs. The link serve.py printed beside the study opens them in a fresh
-    browser without a click."""
+    Experiments and the study's name open the study on its runs."""
     base, store, log = server
     readme = " ".join((REPO / "docs" / "mlflow-and-reports.md").read_text().split())
     assert ("click **Model training** in the GenAI / Model training switch at the top of the sidebar, then "
             "**Experiments** and the study's name") in readme  # the clicks below, as the page gives them
     client = MlflowClient(store.uri)
-    exp = client.get_experiment_by_name("ablation")
+    exp = client.get_experiment_by_name("ablation-smoke")
     runs = client.search_runs([exp.experiment_id])
     parent = next(r for r in runs if r.data.tags.get("adbs.role") == "study").info.run_name
     trials = [r.info.run_name for r in runs if r.data.tags.get("adbs.role") == "trial"]
-    # the study's runs-table view (tracking_store.runs_view), shared by key through an experiment tag
-    link = f"{base}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning&viewStateShareKey=adbs"
-    assert f"  ablation  {link}\n" in log.read_text(), log.read_text()[-2000:]
 
     browser.goto(base)  # the URL serve.py prints: MLflow's home page, its sidebar
     assert browser.wait_text("Model training"), browser.text()[:2000]
@@ -156,7 +154,7 @@ def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, bro
     page = browser.page
     page.get_by_role("button", name="Model training", exact=True).click()
     page.locator("nav").get_by_role("link", name="Experiments", exact=True).click()
-    page.get_by_role("link", name="ablation", exact=True).click()
+    page.get_by_role("link", name="ablation-smoke", exact=True).click()
     assert browser.wait_text(parent), browser.text()[:3000]
     assert browser.js("location.hash").startswith(f"#/experiments/{exp.experiment_id}/runs?"), browser.js("location.hash")
     assert browser.js(EXPAND)  # the parent run's `+`, as the page's next sentence says
@@ -165,15 +163,51 @@ def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, bro
     browser.screenshot(ARTIFACTS / "mlflow_clicks.png")
     assert shown, f"trial runs {trials} not listed:\n{browser.text()[:3000]}"
 
-    browser.fresh()
+
+SECTIONS = r"""(() => { const t = document.body.innerText.split('\n').map(s => s.trim());
+                       return t.flatMap((s, i) => /^\(\d+\)$/.test(t[i + 1] || '') ? [[s, t[i + 1]]] : []); })()"""
+"""The chart view's sections in page order, as [title, '(charts)'] (MLflow 3.17 draws the count as its own text)."""
+
+
+def test_the_link_serve_py_prints_opens_the_session_curves_then_the_studys_columns(server, browser):
+    """The link serve.py printed beside the study, in a fresh browser and without a click: first the chart view's
+    section "Session curves", a chart per session metric (x = Step = session) with a line per configuration of the
+    study (its mean over seeds), above the summary metrics, with the 40-odd base/* and session/* charts folded below;
+    then the runs table of the same view: every trial listed, grouped by configuration (no parent to expand), with
+    the objective, the seed and the paper's two test figures as columns and a Run Name column wide enough to read."""
+    base, store, log = server
+    client = MlflowClient(store.uri)
+    exp = client.get_experiment_by_name("ablation-smoke")
+    runs = client.search_runs([exp.experiment_id])
+    trials = [r for r in runs if r.data.tags.get("adbs.role") == "trial"]
+    rows = sorted(r.data.tags["adbs.label"] for r in trials)
+    assert rows == ["adb", "adb+ic", "baseline"]
+    # the study's view (tracking_store.runs_view), shared by key through an experiment tag, on its chart view
+    link = (f"{base}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning&viewStateShareKey=adbs"
+            "&compareRunsMode=CHART")
+    assert f"  ablation-smoke  {link}\n" in log.read_text(), log.read_text()[-2000:]
+
     browser.goto(link)
-    assert browser.wait_text(parent), browser.text()[:3000]
-    assert browser.js(EXPAND) and browser.wait_text(*trials), browser.text()[:3000]
-    assert browser.js("location.hash").startswith(f"#/experiments/{exp.experiment_id}/runs?")
-    # the link opens with the objective, the seed and the description as columns (an ablation's rows are its run
-    # names), and a Run Name column wide enough for a trial's name, in a browser that chose no columns itself
+    legends = [f"{row} (session/{m})" for row in rows for m in tracking_store.CURVES[:3]]
+    drawn = browser.wait_text(tracking_store.CURVES_SECTION, *legends)  # the first three charts, in the first screen
+    browser.js(CLOSE_ASSISTANT)
+    time.sleep(1.0)  # let plotly finish drawing
+    browser.screenshot(ARTIFACTS / "mlflow_first_view.png")
+    assert drawn, browser.text()[:3000]
+    sections = [title for title, _ in browser.js(SECTIONS)]
+    assert sections[:4] == [tracking_store.CURVES_SECTION, "summary", "session", "base"], sections
+    assert browser.js(SECTIONS)[0][1] == f"({len(tracking_store.CURVES)})"
+    titles = browser.js("[...document.querySelectorAll('.js-plotly-plot .xtitle')].map(e => e.textContent)")
+    assert titles and set(titles) == {"Step"}, titles
+
+    browser.fresh()  # the same view's runs table, as its toggle shows it
+    browser.page.set_viewport_size({"width": 2000, "height": 1000})  # the grid draws only the columns in sight
+    browser.goto(link.replace("compareRunsMode=CHART", "compareRunsMode=TABLE"))
+    names = [t.info.run_name for t in trials]
+    assert browser.wait_text(*names), browser.text()[:3000]  # listed without a click: grouped by configuration
     columns = "[...document.querySelectorAll('.ag-header-cell')].map(e => e.getAttribute('col-id'))"
-    want = ["metrics.`summary/val_avg_acc`", "params.`seed`", "attributes.`Description`"]
+    want = ["metrics.`summary/val_avg_acc`", "params.`seed`", "metrics.`summary/test_last_acc`",
+            "metrics.`summary/test_avg_acc`", "attributes.`Description`"]
     assert browser.wait(f"(c => {json.dumps(want)}.every(w => c.includes(w)))({columns})"), browser.js(columns)
     width = browser.js("document.querySelector('.ag-header-cell[col-id=\"attributes.`Run Name`\"]')?.offsetWidth")
     browser.js(CLOSE_ASSISTANT)

@@ -26,7 +26,7 @@ def test_two_objectives_end_to_end(study_cmd, storage, tracking_uri, tmp_path, c
     cmd = study_cmd("alpha_sweep", "--smoke", "--objectives", *OBJECTIVES, "--num-samples", "4")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd="/")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    folder = storage / "alpha_sweep"
+    folder = storage / "alpha_sweep-smoke"
     pareto = json.loads((folder / "pareto.json").read_text())
     assert pareto["objectives"] == OBJECTIVES and pareto["configurations"] == 4 and pareto["front"]
     on = [p["config_label"] for p in pareto["front"]]
@@ -49,15 +49,15 @@ def test_two_objectives_end_to_end(study_cmd, storage, tracking_uri, tmp_path, c
     means = trials.groupby("label")["val_last_base_acc"].mean()
     assert best["config_label"] == on[0] and best["objective"] == "summary/val_last_base_acc"
     assert best["mean_over_seeds"] == means.loc[on].max()
-    st = optuna.load_study(study_name="alpha_sweep", storage=f"sqlite:///{folder / 'optuna.db'}")
+    st = optuna.load_study(study_name="alpha_sweep-smoke", storage=f"sqlite:///{folder / 'optuna.db'}")
     assert len(st.directions) == 2 and all(len(t.values) == 2 for t in st.trials) and len(st.trials) == 4
     client = MlflowClient(tracking_uri)
-    exp = client.get_experiment_by_name("alpha_sweep")
+    exp = client.get_experiment_by_name("alpha_sweep-smoke")
     parent = [x for x in client.search_runs([exp.experiment_id]) if x.data.tags.get("adbs.role") == "study"][0]
     assert json.loads(parent.data.tags["adbs.objectives"]) == OBJECTIVES
     # the report, from the store alone (in this process: no Ray), redraws the same front
     out = tmp_path / "report"
-    rep = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri",
+    rep = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--smoke", "--tracking-uri",
                               tracking_uri, "--out", str(out)], cwd="/")
     assert rep.returncode == 0, rep.stderr[-3000:]
     assert json.loads((out / "pareto.json").read_text()) == pareto

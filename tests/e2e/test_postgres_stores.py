@@ -92,11 +92,11 @@ def test_a_study_logs_through_an_mlflow_server_on_postgres_and_keeps_its_optuna_
                            capture_output=True, text=True, timeout=600, cwd=REPO)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         client = MlflowClient(uri)
-        exp = client.get_experiment_by_name("alpha_sweep")
+        exp = client.get_experiment_by_name("alpha_sweep-smoke")
         runs = client.search_runs([exp.experiment_id], "tags.`adbs.role` = 'trial'")
         assert len(runs) == 2 and {x.info.status for x in runs} == {"FINISHED"}
         assert all(len(x.data.params) > 20 and any(k.startswith("base/") for k in x.data.metrics) for x in runs)
-        trials = optuna.load_study(study_name="alpha_sweep", storage=optuna_db).trials
+        trials = optuna.load_study(study_name="alpha_sweep-smoke", storage=optuna_db).trials
         assert sorted(t.state.name for t in trials) == ["COMPLETE", "COMPLETE"]
         assert sorted(x.data.tags["adbs.optuna_trial"] for x in runs) == sorted(str(t.number) for t in trials)
         assert "experiments" in _tables(mlflow_db)

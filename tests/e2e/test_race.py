@@ -65,7 +65,7 @@ def _script(tmp_path: Path, sleep: float) -> Path:
 
 
 def _seeds(storage: Path) -> dict[str, list[int]]:
-    t = pd.read_parquet(storage / "race" / "trials.parquet")
+    t = pd.read_parquet(storage / "race-smoke" / "trials.parquet")
     assert (t["state"] == K.COMPLETE).all()
     return {row: sorted(int(s) for s in g["seed"]) for row, g in t.groupby("label")}
 
@@ -111,17 +111,17 @@ def test_a_race_killed_after_its_first_race_trial_resumes_to_the_same_verdicts(s
     assert len(verdicts) == 1 and "n=3, reached at look 1 of 1, 3 seeds): worse" in verdicts[0]
     assert f"race stopped after look 1: the leader {contenders[1]} is resolved" in again.stdout
     assert "3 to 9 trials" in before and "--seeds auto (a race): 3 samples on seed 0" in before
-    best = json.loads((storage / "race" / "best_config.json").read_text())
+    best = json.loads((storage / "race-smoke" / "best_config.json").read_text())
     assert best["config_label"] == contenders[1] and best["resolved_by_verdicts"] is True
     assert best["race"]["leader"] == contenders[1] and best["test_post_selection"]["seeds"] == [0, 1, 2, 3]
-    assert "post-selection: the test figures of " + contenders[1] in (storage / "race" / "table.txt").read_text()
-    study = optuna.load_study(study_name="race", storage=f"sqlite:///{storage / 'race' / 'optuna.db'}")
+    assert "post-selection: the test figures of " + contenders[1] in (storage / "race-smoke" / "table.txt").read_text()
+    study = optuna.load_study(study_name="race-smoke", storage=f"sqlite:///{storage / 'race-smoke' / 'optuna.db'}")
     raced = [t for t in study.trials if "race_of" in t.user_attrs]
     assert len(study.trials) == 5 and len(raced) == 2
     assert all(t.user_attrs["seeds"] == [1, 2, 3] and t.state.name == "COMPLETE" for t in raced)
     assert all(t.user_attrs["seeds"] == [0] for t in study.trials if t not in raced)
     out = tmp_path / "report"
-    rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "race", "--tracking-uri", tracking_uri,
+    rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "race", "--smoke", "--tracking-uri", tracking_uri,
                           "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert rep.returncode == 0, rep.stdout[-3000:] + rep.stderr[-3000:]
     for name in ("table.txt", "report.md"):

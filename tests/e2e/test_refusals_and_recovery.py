@@ -50,7 +50,7 @@ def _kill_after_first_trial(cmd: list[str]) -> None:
     proc.wait()
 
 
-def _runs(uri: str, experiment: str = "alpha_sweep"):
+def _runs(uri: str, experiment: str = "alpha_sweep-smoke"):  # GRID is a --smoke run
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id])
@@ -71,14 +71,14 @@ def test_a_second_copy_of_a_running_study_is_refused(study_cmd, storage, trackin
     assert "started" not in second.stdout
     rest, _ = first.communicate(timeout=600)
     assert first.returncode == 0, "".join(seen) + rest
-    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    trials = pd.read_parquet(storage / "alpha_sweep-smoke" / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
-    assert not list(storage.glob("alpha_sweep.2*")), "nothing was moved aside"
+    assert not list(storage.glob("alpha_sweep-smoke.2*")), "nothing was moved aside"
     # beside it, under another name, it runs
     other = _run(study_cmd("alpha_sweep", *GRID, "--name", "second"))
-    assert other.returncode == 0 and (storage / "alpha_sweep-second" / "trials.parquet").exists()
+    assert other.returncode == 0 and (storage / "alpha_sweep-smoke-second" / "trials.parquet").exists()
     # --resume of a study whose optuna.db is gone: refused before Ray
-    (storage / "alpha_sweep" / "optuna.db").unlink()
+    (storage / "alpha_sweep-smoke" / "optuna.db").unlink()
     r = in_process(capsys, cmd + ["--resume"], cwd="/")
     assert r.returncode == 2 and "optuna.db is missing" in r.stderr and "without --resume" in r.stderr
     assert "started" not in r.stdout
@@ -118,16 +118,16 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
     out = _stop_while_a_trial_runs(cmd, signal.SIGTERM, after_finished=True)  # the second trial is running
     assert "the tables of the 1 trial that ended are in" in out  # one finished, one stopped: counted right
     assert "Tuner.restore" not in out  # Ray Tune's own advice: the study's --resume command is the one to use
-    started = json.loads((storage / "alpha_sweep" / "study.json").read_text())["started"]
-    resuming = (f"alpha_sweep: resuming the study in {(storage / 'alpha_sweep').resolve()} started {started}: "
+    started = json.loads((storage / "alpha_sweep-smoke" / "study.json").read_text())["started"]
+    resuming = (f"alpha_sweep: resuming the study in {(storage / 'alpha_sweep-smoke').resolve()} started {started}: "
                 "1 of 2 trials ended, 1 to go")
-    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    trials = pd.read_parquet(storage / "alpha_sweep-smoke" / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).sum() == 1  # the table of what finished is there
     parents, runs = _runs(tracking_uri)
     assert parents[0].info.status == "KILLED" and parents[0].data.metrics["study/trials_complete"] == 1
     assert all(r.info.status != "RUNNING" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
     finished = [r.info.run_name for r in runs if r.data.tags["adbs.state"] == K.COMPLETE]
-    report = [sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--tracking-uri", tracking_uri]
+    report = [sys.executable, str(REPO / "studies" / "report.py"), "alpha_sweep", "--smoke", "--tracking-uri", tracking_uri]
     rep = _run(report + ["--out", str(storage / "report")])
     assert rep.returncode == 0 and "this study did not finish (parent run KILLED)" in rep.stdout, rep.stderr
     bogus = _run(report + ["--metric", "bogus_acc"])
@@ -145,7 +145,7 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_resume(study_cmd, storage, tracking
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"{finished[0]}: started" not in again.stdout
     assert again.stdout.startswith(resuming), again.stdout[:1000]  # its first line says what it resumes
-    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    trials = pd.read_parquet(storage / "alpha_sweep-smoke" / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
     parents, runs = _runs(tracking_uri)
     assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)  # no duplicated run
@@ -201,7 +201,7 @@ def test_a_full_disk_ends_in_a_message_and_resumes(study_cmd, tmp_path, tracking
             assert "Traceback" not in again.stderr
             return
         assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-        trials = pd.read_parquet(mnt / "runs" / "alpha_sweep" / "trials.parquet")
+        trials = pd.read_parquet(mnt / "runs" / "alpha_sweep-smoke" / "trials.parquet")
         assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
@@ -215,12 +215,12 @@ def test_a_study_saved_by_code_that_since_moved_is_refused_before_ray(study_cmd,
 
     cmd = study_cmd("alpha_sweep", *GRID)
     _kill_after_first_trial(cmd)
-    tune_dir = storage / "alpha_sweep" / "tune"
+    tune_dir = storage / "alpha_sweep-smoke" / "tune"
     pickles = [*tune_dir.glob("*.pkl")]
     assert pickles, sorted(p.name for p in tune_dir.iterdir())
     for file in pickles:
         file.write_bytes(renamed(file.read_bytes(), flattened))
-    version = json.loads((storage / "alpha_sweep" / "study.json").read_text())["code_version"]
+    version = json.loads((storage / "alpha_sweep-smoke" / "study.json").read_text())["code_version"]
     r = in_process(capsys, cmd + ["--resume"], cwd="/")
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     lines = [line for line in r.stderr.splitlines() if line.strip()]
@@ -246,7 +246,7 @@ def test_replaced_data_or_more_cpus_miss_the_cache_and_a_trial_is_what_adbs_run_
     cmd = study_cmd("alpha_sweep", *flags)
     first = _run(cmd)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    old = _sessions(storage / "alpha_sweep" / "sessions.parquet", 0.01)
+    old = _sessions(storage / "alpha_sweep-smoke" / "sessions.parquet", 0.01)
     write_synthetic_cifar(data, seed=1)  # other images under the same names and sizes
 
     def single(*extra: str) -> list[float]:
@@ -260,10 +260,10 @@ def test_replaced_data_or_more_cpus_miss_the_cache_and_a_trial_is_what_adbs_run_
     for run, extra, threads in ((2, [], 1), (3, ["--cpus-per-trial", "2"], 2)):
         r = _run(cmd + extra)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-        trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+        trials = pd.read_parquet(storage / "alpha_sweep-smoke" / "trials.parquet")
         assert (trials["base_reused"] == 0).all(), f"run {run}: a base session of other data or threads was reused"
         assert (trials["threads"] == threads).all()
-        got = _sessions(storage / "alpha_sweep" / "sessions.parquet", 0.01)
+        got = _sessions(storage / "alpha_sweep-smoke" / "sessions.parquet", 0.01)
         assert got == single(*(["--threads", str(threads)] if threads != 1 else [])), f"run {run}"
         assert got != old
 
@@ -293,7 +293,7 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
         assert r.returncode == 2 and msg in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
         assert "Traceback" not in r.stderr and ": started" not in r.stdout
     if other.exists():  # the other store got no experiment of this study
-        assert MlflowClient(f"sqlite:///{other}").get_experiment_by_name("alpha_sweep") is None
+        assert MlflowClient(f"sqlite:///{other}").get_experiment_by_name("alpha_sweep-smoke") is None
     # a --shadow-share: refused, as on a new run, since this study (--pruner none) stops no trial to run on
     r = in_process(capsys, resume + ["--shadow-share", "0.5", "--dry-run"], cwd="/")
     assert r.returncode == 2 and "this run prunes no trial" in r.stderr, r.stderr[-2000:]
@@ -303,5 +303,5 @@ def test_resume_keeps_the_stores_pruner_sampler_and_data_of_the_study(study_cmd,
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "--max-failures 3 is ignored on --resume" in again.stdout
     assert "--max-concurrent 2 is ignored on --resume" in again.stdout and "1 at a time" in again.stdout
-    trials = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    trials = pd.read_parquet(storage / "alpha_sweep-smoke" / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all()

@@ -31,7 +31,7 @@ def test_ablation_smoke_from_another_cwd(store):
     from tests.helpers.studies import check_nested_with_curves
 
     assert "Δlast" in store.stdout
-    _, _, trials = check_nested_with_curves(store.uri, "ablation", 3, 3)
+    _, _, trials = check_nested_with_curves(store.uri, "ablation-smoke", 3, 3)
     assert sorted(t.info.run_name for t in trials) == ["adb seed=0", "adb+ic seed=0", "baseline seed=0"]
     sessions = pd.read_parquet(store.study_dir / "sessions.parquet")
     assert set(sessions["label"]) == {"baseline", "adb", "adb+ic"} and len(sessions) == 3 * 3
@@ -49,11 +49,11 @@ def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path)
     store.storage.rename(hidden)
     try:
         out = tmp_path / "report"
-        r = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "ablation", "--tracking-uri",
+        r = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "ablation", "--smoke", "--tracking-uri",
                             store.uri, "--out", str(out), "--paper"], capture_output=True, text=True, timeout=300,
                            cwd="/")
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-        study = from_store.load_study(MlflowClient(store.uri), "ablation")
+        study = from_store.load_study(MlflowClient(store.uri), "ablation-smoke")
     finally:
         hidden.rename(store.storage)
 
@@ -84,7 +84,7 @@ def test_report_rebuilds_the_printed_table_from_the_store_alone(store, tmp_path)
 
 def test_trial_and_study_artifacts_on_the_runs(store, tmp_path):
     client = MlflowClient(store.uri)
-    exp = client.get_experiment_by_name("ablation")
+    exp = client.get_experiment_by_name("ablation-smoke")
     runs = client.search_runs([exp.experiment_id])
     parent = next(r for r in runs if r.data.tags.get("adbs.role") == "study")
     parent_files = {a.path for a in client.list_artifacts(parent.info.run_id)}
@@ -127,11 +127,11 @@ def test_a_study_read_over_an_mlflow_server_gives_the_tables_read_from_its_datab
         one_by_one = []
         real = from_store.histories_one_by_one
         monkeypatch.setattr(from_store, "histories_one_by_one", lambda c, pairs: one_by_one.append(len(pairs)) or real(c, pairs))
-        ours = from_store.load_study(MlflowClient(store.uri), "ablation")  # the database: no HTTP
-        bulk = from_store.load_study(MlflowClient(http), "ablation")
+        ours = from_store.load_study(MlflowClient(store.uri), "ablation-smoke")  # the database: no HTTP
+        bulk = from_store.load_study(MlflowClient(http), "ablation-smoke")
         assert one_by_one == [0]  # every history came in bulk
         monkeypatch.setattr(from_store, "HTTP_BULK", "/ajax-api/2.0/mlflow/metrics/no-such-route")  # a 404 from it
-        single = from_store.load_study(MlflowClient(http), "ablation")
+        single = from_store.load_study(MlflowClient(http), "ablation-smoke")
         trials = [r for r in from_store.all_runs(MlflowClient(store.uri), [ours.parent.info.experiment_id], "")
                   if r.data.tags.get("adbs.role") == "trial"]
         histories = sum(k.startswith(metrics_keys.SESSION) or k == metrics_keys.BASE_PRUNE_VALUE
@@ -142,7 +142,7 @@ def test_a_study_read_over_an_mlflow_server_gives_the_tables_read_from_its_datab
             pd.testing.assert_frame_equal(got.trials, ours.trials)
 
         out = tmp_path / "report"
-        r = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "ablation", "--tracking-uri", http,
+        r = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "ablation", "--smoke", "--tracking-uri", http,
                             "--out", str(out)], capture_output=True, text=True, timeout=300, cwd="/")
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     finally:

@@ -76,15 +76,15 @@ def test_a_study_searching_none_keeps_it_in_every_result(ray_address, storage, t
         assert all(any(same(x, v) for v in values) for x in out.trials[field])
 
     # Optuna holds None as a choice of the grid; importance ranks every field over every configuration
-    st = optuna.load_study(study_name="searched", storage=f"sqlite:///{storage / 'searched' / 'optuna.db'}")
+    st = optuna.load_study(study_name="searched-smoke", storage=f"sqlite:///{storage / 'searched-smoke' / 'optuna.db'}")
     assert all({text(t.params[f]) for t in st.trials} == {text(v) for v in vs} for f, vs in SEARCHED.items())
-    md = (storage / "searched" / "importance.md").read_text()
+    md = (storage / "searched-smoke" / "importance.md").read_text()
     assert md.startswith(f"{n} complete configurations") and "trials left out: none" in md
     assert all(f"| {field} |" in md for field in SEARCHED)
 
-    best = json.loads((storage / "searched" / "best_config.json").read_text())
+    best = json.loads((storage / "searched-smoke" / "best_config.json").read_text())
     assert {f: best["config"][f] for f in SEARCHED} == {**{f: None for f in SEARCHED}, "alpha": 0.05}
-    back = cv.read_parquet(storage / "searched" / "trials.parquet")
+    back = cv.read_parquet(storage / "searched-smoke" / "trials.parquet")
     assert all(same(x, y) for f in SEARCHED for x, y in zip(back[f], out.trials[f]))
 
     # studies/report.py from the store alone: the same configurations, importance and best
@@ -92,12 +92,12 @@ def test_a_study_searching_none_keeps_it_in_every_result(ray_address, storage, t
 
     loaded = from_store.load_study(MlflowClient(tracking_uri), "searched")
     assert tables.best_config(loaded.trials)["config"] == best["config"]
-    r = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "searched", "--tracking-uri",
+    r = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "searched", "--smoke", "--tracking-uri",
                             tracking_uri, "--out", str(tmp_path / "report")])
     assert r.returncode == 0, r.stderr[-3000:]
     report = (tmp_path / "report" / "report.md").read_text()
     assert all(f"| {field} |" in report for field in SEARCHED) and f"{n} complete configurations" in report
 
-    r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--config", str(storage / "searched" / "best_config.json"),
+    r = in_process(capsys, [sys.executable, "-m", "adbs.run", "--config", str(storage / "searched-smoke" / "best_config.json"),
                             "--dry-run"])
     assert r.returncode == 0, r.stderr[-2000:]

@@ -73,9 +73,9 @@ def test_a_password_with_spaces_and_delimiters_shows_nowhere(postgres, ray_addre
                        capture_output=True, text=True, timeout=600, cwd=tmp_path)  # MLflow's ./mlruns: in tmp_path
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert MARK not in r.stdout + r.stderr and "open the MLflow UI" in r.stdout
-    assert (storage / "alpha_sweep" / "report.md").is_file() and _files_holding(storage, MARK) == []
+    assert (storage / "alpha_sweep-smoke" / "report.md").is_file() and _files_holding(storage, MARK) == []
     client = MlflowClient(mlflow_db)
-    exp = client.get_experiment_by_name("alpha_sweep")
+    exp = client.get_experiment_by_name("alpha_sweep-smoke")
     runs = client.search_runs([exp.experiment_id])
     assert runs and all(MARK not in f"{x.data.tags} {x.data.params}" for x in runs)
     shown = {x.data.tags.get("adbs.optuna_storage") for x in runs}
@@ -92,7 +92,7 @@ def test_a_password_with_spaces_and_delimiters_shows_nowhere(postgres, ray_addre
                               start_new_session=True)
     try:
         wait_listening(port, server)
-        assert MlflowClient(f"http://127.0.0.1:{port}").get_experiment_by_name("alpha_sweep") is not None
+        assert MlflowClient(f"http://127.0.0.1:{port}").get_experiment_by_name("alpha_sweep-smoke") is not None
         argv = _argv_below(server.pid)  # serve.py's own holds it: the test typed it there
         assert any("mlflow" in a for a in argv) and not [a for a in argv if MARK in a], argv
     finally:

@@ -66,7 +66,7 @@ def _script(tmp_path: Path, sleep: float) -> Path:
 
 
 def _trials(storage: Path) -> dict[str, list[int]]:
-    t = pd.read_parquet(storage / "auto" / "trials.parquet")
+    t = pd.read_parquet(storage / "auto-smoke" / "trials.parquet")
     assert (t["state"] == K.COMPLETE).all()
     return {row: sorted(g["seed"]) for row, g in t.groupby("label")}
 

@@ -87,7 +87,7 @@ def _killed_then_resumed(cmd: list[str], tmp_path: Path, pause: dict) -> subproc
 
 
 def _reported(capsys, tracking_uri: str, out: Path) -> subprocess.CompletedProcess:
-    rep = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "killed", "--tracking-uri",
+    rep = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "killed", "--smoke", "--tracking-uri",
                               tracking_uri, "--out", str(out)], cwd=REPO)
     assert rep.returncode == 0, rep.stdout[-3000:] + rep.stderr[-3000:]
     return rep
@@ -119,13 +119,13 @@ def test_a_killed_and_resumed_study_is_reported_from_the_store_as_it_reported_it
     out = tmp_path / "report"
     rep = _reported(capsys, tracking_uri, out)
     assert "6 trials (6 complete)" in rep.stdout, rep.stdout[-3000:]  # before: 8 trials (6 complete, 2 interrupted)
-    study_dir = storage / "killed"
+    study_dir = storage / "killed-smoke"
     assert (out / "table.txt").read_text() == (study_dir / "table.txt").read_text()  # the rows, seeds and verdicts
     best = json.loads((study_dir / "best_config.json").read_text())
     ours = from_store.load_study(client, "killed")
     assert tables.best_config(ours.trials, objectives.DEFAULT)["config_label"] == best["config_label"] == "a"
     # the Optuna study, what the dashboard shows: one trial per row, its seeds once each
-    trials = optuna.load_study(study_name="killed", storage=f"sqlite:///{study_dir / 'optuna.db'}").trials
+    trials = optuna.load_study(study_name="killed-smoke", storage=f"sqlite:///{study_dir / 'optuna.db'}").trials
     assert sorted(t.user_attrs["seeds"] for t in trials) == [[0, 1, 2], [0, 1, 2]]
     plan = in_process(capsys, cmd + ["--plan"], cwd=REPO)  # --plan: the verdicts of the study's files
     said = [line for line in again.stdout.splitlines() if line.startswith("a vs ref: ")]
@@ -173,8 +173,8 @@ def test_a_sampled_race_killed_at_its_first_look_holds_one_optuna_trial_per_samp
     # the kill: the race's first look taken (screening samples 1 and 2 told to Optuna, the race's trials made), Tune's
     # state as it was at the start
     again = _killed_then_resumed(cmd, tmp_path, {"pause_at": "between_looks"})
-    study_dir = storage / "killed"
-    trials = optuna.load_study(study_name="killed", storage=f"sqlite:///{study_dir / 'optuna.db'}").trials
+    study_dir = storage / "killed-smoke"
+    trials = optuna.load_study(study_name="killed-smoke", storage=f"sqlite:///{study_dir / 'optuna.db'}").trials
     screening = [t for t in trials if "race_of" not in t.user_attrs]
     raced = [t for t in trials if "race_of" in t.user_attrs]
     assert len(screening) == 3 and len(raced) == 2, [(t.number, t.params, t.user_attrs) for t in trials]

@@ -37,10 +37,10 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     # each running trial reports its base epochs (first and last always), and one estimate follows the first
     assert r.stdout.count(": base epoch 1/2, val acc ") == 2 and r.stdout.count(": base epoch 2/2, val acc ") >= 1
     assert r.stdout.count("estimate from this epoch: base session ~") == 1
-    _, parent, trials = check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 3)
+    _, parent, trials = check_nested_with_curves(tracking_uri, "alpha_sweep-smoke", 2, 3)
     assert parent.data.tags["adbs.search_space"].startswith("search_spaces/alpha_sweep.py:SPACE")
     assert {"adbs.code_version", "adbs.command"} <= set(parent.data.tags)
-    folder = storage / "alpha_sweep"
+    folder = storage / "alpha_sweep-smoke"
     trials_df = pd.read_parquet(folder / "trials.parquet")
     sessions = pd.read_parquet(folder / "sessions.parquet")
     assert len(trials_df) == 2 and (trials_df["variant"] == "adb+ic").all()
@@ -48,7 +48,7 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
     assert len(sessions) == 3 * (trials_df["state"] == K.COMPLETE).sum()
     assert (folder / "alpha_sensitivity.png").stat().st_size > 0
     assert json.loads((folder / "best_config.json").read_text())["config"]["variant"] == "adb+ic"
-    st = optuna.load_study(study_name="alpha_sweep", storage=f"sqlite:///{folder / 'optuna.db'}")
+    st = optuna.load_study(study_name="alpha_sweep-smoke", storage=f"sqlite:///{folder / 'optuna.db'}")
     assert len(st.trials) == 2
     # the written best_config.json is the configuration (no seed, no field it never reads); with one of its
     # trial_seeds it reruns that trial in the single run
@@ -71,9 +71,13 @@ def test_alpha_sweep_smoke(study_cmd, storage, tracking_uri):
 
 
 def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
-    _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1", "--max-concurrent", "2"))
-    client, _, runs = check_nested_with_curves(tracking_uri, "kshot_grid", 4, 2)
-    trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
+    r = _run(study_cmd("kshot_grid", "--smoke", "--set", "sessions=1", "--max-concurrent", "2"))
+    # ways and shots are data conditions: no best across them, so far or at the end (adbs_lab/results/best.py)
+    assert "best val avg acc" not in r.stdout and "| no best across ways, shots (data conditions" in r.stdout
+    assert "best configuration: none (kshot_grid varies data conditions (ways, shots)" in r.stdout
+    assert (storage / "kshot_grid-smoke" / "tradeoff.png").exists()
+    client, _, runs = check_nested_with_curves(tracking_uri, "kshot_grid-smoke", 4, 2)
+    trials = pd.read_parquet(storage / "kshot_grid-smoke" / "trials.parquet")
     assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (5, 5), (10, 1), (10, 5)]
     # the 4 cells share one base session, trained once while another trial ran beside it
     entries = [p for p in (storage / "base_cache").glob("*.json") if ".features-" not in p.name]
@@ -86,18 +90,19 @@ def test_kshot_grid_smoke(study_cmd, storage, tracking_uri):
         reused = client.get_metric_history(r.info.run_id, "base/reused")
         assert reused and {m.value for m in reused} == {r.data.metrics["summary/base_reused"]}
     assert sorted(r.data.metrics["summary/base_reused"] for r in runs) == [0.0, 1.0, 1.0, 1.0]
-    assert (storage / "kshot_grid" / "kshot_5way.png").exists() and (storage / "kshot_grid" / "kshot_10way.png").exists()
+    folder = storage / "kshot_grid-smoke"
+    assert (folder / "kshot_5way.png").exists() and (folder / "kshot_10way.png").exists()
 
 
 def test_alpha_sweep_grid_runs_every_point_over_every_seed(study_cmd, storage, tracking_uri):
     """--grid: no pruner by default, so every alpha ends with all its seeds."""
     _run(study_cmd("alpha_sweep", "--smoke", "--grid", "--seeds", "0", "1", "--set", "sessions=1"))
-    folder = storage / "alpha_sweep"
+    folder = storage / "alpha_sweep-smoke"
     assert json.loads((folder / "study.json").read_text())["settings"]["pruner"] == "none"
     trials = pd.read_parquet(folder / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).all()
     assert sorted(zip(trials["alpha"], trials["seed"])) == [(0.01, 0), (0.01, 1), (0.1, 0), (0.1, 1)]
-    _, parent, _ = check_nested_with_curves(tracking_uri, "alpha_sweep", 4, 2)
+    _, parent, _ = check_nested_with_curves(tracking_uri, "alpha_sweep-smoke", 4, 2)
     assert parent.data.params["study.pruner"] == "none"
 
 
@@ -108,9 +113,9 @@ def test_kshot_sub_grid_from_the_command_line_with_a_config_file(study_cmd, stor
                    "ways: 5          # the study's --ways decides\n")
     r = _run(study_cmd("kshot_grid", "--smoke", "--ways", "5", "10", "--shots", "1", "--config", str(cfg)))
     assert "note: --config" in r.stdout and "sets ways" in r.stdout
-    trials = pd.read_parquet(storage / "kshot_grid" / "trials.parquet")
+    trials = pd.read_parquet(storage / "kshot_grid-smoke" / "trials.parquet")
     assert sorted(zip(trials["ways"], trials["shots"])) == [(5, 1), (10, 1)] and (trials["finetune_epochs"] == 1).all()
-    table = (storage / "kshot_grid" / "table.txt").read_text()
+    table = (storage / "kshot_grid-smoke" / "table.txt").read_text()
     table = table[table.index("config"):]  # below the notes (the smoke banner, the settings changed)
     assert table.splitlines()[0].split()[:3] == ["config", "seeds", "sessions"]
     # config (two words), seeds ("1 of 1": three), then sessions
@@ -122,7 +127,7 @@ def test_kshot_sub_grid_from_the_command_line_with_a_config_file(study_cmd, stor
 def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_uri, tmp_path):
     """The boundary study end to end: diagnostics per epoch and session, collapse warnings everywhere a user looks."""
     r = _run(study_cmd("boundary", "--smoke", "--set", "sessions=1", "--max-concurrent", "1"), timeout=800)
-    folder = storage / "boundary"
+    folder = storage / "boundary-smoke"
     trials = pd.read_parquet(folder / "trials.parquet").set_index("label")
     assert sorted(trials.index) == sorted(["released", "abs_mean_init", "finetune_abs", "abs_base", "lr_scale=0.1",
                                            "warmup=2", "all_remedies", "baseline"])
@@ -134,7 +139,7 @@ def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_ur
     table = (folder / "table.txt").read_text()
     assert "WARNING released seed=0: novel accuracy 0.00 in every incremental session" in table
     assert "WARNING baseline seed=0: novel accuracy" not in table
-    client, _, runs = check_nested_with_curves(tracking_uri, "boundary", 8, 2)
+    client, _, runs = check_nested_with_curves(tracking_uri, "boundary-smoke", 8, 2)
     by_name = {t.info.run_name: t for t in runs}
     assert by_name["released seed=0"].data.tags["adbs.warning"] == trials.loc["released", K.WARNING]
     # boundary diagnostics: per base epoch and per session, in MLflow and in sessions.parquet
@@ -152,7 +157,7 @@ def test_boundary_smoke_diagnostics_and_warnings(study_cmd, storage, tracking_ur
         assert (folder / png).stat().st_size > 0
     # the report rebuilt from the store alone prints the same table, warnings included
     out = tmp_path / "report"
-    _run([sys.executable, str(REPO / "studies" / "report.py"), "boundary", "--tracking-uri", tracking_uri,
+    _run([sys.executable, str(REPO / "studies" / "report.py"), "boundary", "--smoke", "--tracking-uri", tracking_uri,
           "--out", str(out)])
     assert (out / "table.txt").read_text() == table
     assert (out / "boundary_histograms.png").stat().st_size > 0
@@ -162,7 +167,7 @@ def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, trackin
     r = _run(study_cmd("hosts", "--smoke", "--set", "sessions=1", "--set", "savc.queue_size=256",
                        "--max-concurrent", "1"), timeout=800)
     rows = ["baseline", "baseline+ADBS", "SAVC", "SAVC+ADBS", "ALICE", "ALICE+ADBS", "OrCo", "OrCo+ADBS"]
-    folder = storage / "hosts"
+    folder = storage / "hosts-smoke"
     trials = pd.read_parquet(folder / "trials.parquet").set_index("label")
     assert sorted(trials.index) == sorted(rows) and (trials["state"] == K.COMPLETE).all()
     assert trials.loc["SAVC+ADBS", "host"] == "savc" and trials.loc["SAVC+ADBS", "variant"] == "adb+ic"
@@ -173,10 +178,10 @@ def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, trackin
     for row in rows:
         assert f"\n{row} " in table, row
     assert "Δlast" in r.stdout and (folder / "hosts_sessions.png").stat().st_size > 0
-    client, parent, runs = check_nested_with_curves(tracking_uri, "hosts", 8, 2)
+    client, parent, runs = check_nested_with_curves(tracking_uri, "hosts-smoke", 8, 2)
     assert json.loads(parent.data.tags["adbs.baseline"])["SAVC+ADBS"] == "SAVC"
     out = tmp_path / "report"
-    rep = _run([sys.executable, str(REPO / "studies" / "report.py"), "hosts", "--tracking-uri", tracking_uri,
+    rep = _run([sys.executable, str(REPO / "studies" / "report.py"), "hosts", "--smoke", "--tracking-uri", tracking_uri,
                 "--out", str(out), "--paper"])
     assert (out / "table.txt").read_text() == table and "no paper table matches" in rep.stdout
 
@@ -184,7 +189,7 @@ def test_hosts_smoke_each_host_without_and_with_adbs(study_cmd, storage, trackin
 def test_ablation_accepts_host(study_cmd, storage, tracking_uri):
     _run(study_cmd("ablation", "--smoke", "--set", "sessions=1", "--host", "alice", "--max-concurrent", "1"),
          timeout=800)
-    trials = pd.read_parquet(storage / "ablation" / "trials.parquet")
+    trials = pd.read_parquet(storage / "ablation-smoke" / "trials.parquet")
     assert set(trials["host"]) == {"alice"} and sorted(trials["label"]) == ["adb", "adb+ic", "baseline"]
 
 
@@ -210,13 +215,13 @@ def test_pruning_marks_a_tiny_lr_trial_pruned(study_cmd, storage, tracking_uri, 
                     "--host", host)
     cmd[1] = str(script)
     r = _run(cmd, cwd=REPO)
-    st = optuna.load_study(study_name="prune_test", storage=f"sqlite:///{storage / 'prune_test' / 'optuna.db'}")
+    st = optuna.load_study(study_name="prune_test-smoke", storage=f"sqlite:///{storage / 'prune_test-smoke' / 'optuna.db'}")
     states = {t.number: (t.params["base_lr"], t.state) for t in st.trials}
     assert states[2] == (1e-6, optuna.trial.TrialState.PRUNED), (states, r.stdout)
     assert sum(s == optuna.trial.TrialState.COMPLETE for _, s in states.values()) == 2
     pruned = [t for t in st.trials if t.state == optuna.trial.TrialState.PRUNED][0]
     assert max(pruned.intermediate_values) < 3  # stopped during the base session
-    _, _, trials = trial_runs(tracking_uri, "prune_test")
+    _, _, trials = trial_runs(tracking_uri, "prune_test-smoke")
     assert sorted(t.data.tags["adbs.state"] for t in trials) == [K.COMPLETE, K.COMPLETE, K.PRUNED]
     assert "pruned at base epoch" in r.stdout
 
@@ -231,18 +236,18 @@ def test_resume_after_sigkill_does_not_rerun_finished_trials(study_cmd, storage,
 
     r = _run(cmd + ["--resume"])
     assert f"{finished}: started" not in r.stdout, r.stdout
-    client, parent, trials = check_nested_with_curves(tracking_uri, "alpha_sweep", 2, 2)
+    client, parent, trials = check_nested_with_curves(tracking_uri, "alpha_sweep-smoke", 2, 2)
     assert sorted(t.info.run_name for t in trials) == ["alpha=0.01 seed=0", "alpha=0.1 seed=0"]
     assert all(t.info.status == "FINISHED" for t in trials)
     first = [t for t in trials if t.info.run_name == finished][0]
     assert len(client.get_metric_history(first.info.run_id, "session/test_acc")) == 2  # logged once
-    trials_df = pd.read_parquet(storage / "alpha_sweep" / "trials.parquet")
+    trials_df = pd.read_parquet(storage / "alpha_sweep-smoke" / "trials.parquet")
     assert len(trials_df) == 2 and (trials_df["state"] == K.COMPLETE).all()
 
 
 def test_resume_refuses_a_different_study(study_cmd, storage, capsys):
-    (storage / "alpha_sweep").mkdir()
-    (storage / "alpha_sweep" / "study.json").write_text(json.dumps({"study": "alpha_sweep", "fingerprint": "other",
+    (storage / "alpha_sweep-smoke").mkdir()
+    (storage / "alpha_sweep-smoke" / "study.json").write_text(json.dumps({"study": "alpha_sweep", "fingerprint": "other",
                                                                      "command": "something else"}))
     r = in_process(capsys, study_cmd("alpha_sweep", "--smoke", "--resume"))  # refused before Ray
     assert r.returncode == 2

@@ -55,32 +55,32 @@ def test_kshot_grid_on_s3_keeps_results_checkpoints_and_base_cache_in_the_bucket
     bucket = s3.bucket("e2e-kshot")
     url = s3.url(bucket, "runs")
     r = _run(_cmd("kshot_grid", url, tracking_uri, ray_address, "--smoke"), _env(tmp_path / "tmp"))
-    assert f"results: {url}/kshot_grid" not in r.stdout  # the query string stays at the end of the URL
-    assert "results: s3://e2e-kshot/runs/kshot_grid?endpoint_override=" in r.stdout
+    assert f"results: {url}/kshot_grid-smoke" not in r.stdout  # the query string stays at the end of the URL
+    assert "results: s3://e2e-kshot/runs/kshot_grid-smoke?endpoint_override=" in r.stdout
     keys = s3.keys(bucket)
     for name in ("trials.parquet", "sessions.parquet", "table.txt", "best_config.json", "report.md", "optuna.db",
                  "study.json", "mlflow_runs.json"):
-        assert f"runs/kshot_grid/{name}" in keys, (name, keys)
-    assert any(k.startswith("runs/kshot_grid/tune/") and k.endswith("/result.json") for k in keys)
+        assert f"runs/kshot_grid-smoke/{name}" in keys, (name, keys)
+    assert any(k.startswith("runs/kshot_grid-smoke/tune/") and k.endswith("/result.json") for k in keys)
     assert any("/checkpoint_" in k for k in keys)  # trial checkpoints, written by the workers
     # The shared base session trained once, stored in the bucket's cache beside the study.
     bases = [k for k in keys if k.startswith("runs/base_cache/") and k.endswith(".pt") and ".features-" not in k]
     assert len(bases) == 1, bases
-    trials = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/kshot_grid/trials.parquet")))
+    trials = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/kshot_grid-smoke/trials.parquet")))
     assert len(trials) == 4 and (trials["state"] == K.COMPLETE).all()
     assert sorted(trials["base_reused"]) == [0, 1, 1, 1]
     # The uploaded Optuna database is a whole, readable SQLite file.
     db = tmp_path / "optuna.db"
-    db.write_bytes(_read(s3, f"{bucket}/runs/kshot_grid/optuna.db"))
-    st = optuna.load_study(study_name="kshot_grid", storage=f"sqlite:///{db}")
+    db.write_bytes(_read(s3, f"{bucket}/runs/kshot_grid-smoke/optuna.db"))
+    st = optuna.load_study(study_name="kshot_grid-smoke", storage=f"sqlite:///{db}")
     assert len(st.trials) == 4
     # MLflow names the study's storage (without credentials); no staging folder is left behind.
     client = MlflowClient(tracking_uri)
-    exp = client.get_experiment_by_name("kshot_grid")
+    exp = client.get_experiment_by_name("kshot_grid-smoke")
     parent = [x for x in client.search_runs([exp.experiment_id]) if x.data.tags.get("adbs.role") == "study"][0]
-    assert parent.data.tags["adbs.storage"].startswith("s3://e2e-kshot/runs/kshot_grid?endpoint_override=")
-    assert parent.data.tags["adbs.optuna_storage"].startswith("s3://e2e-kshot/runs/kshot_grid/optuna.db?endpoint_override=")
-    assert not list((tmp_path / "tmp").glob("adbs-kshot_grid-*"))
+    assert parent.data.tags["adbs.storage"].startswith("s3://e2e-kshot/runs/kshot_grid-smoke?endpoint_override=")
+    assert parent.data.tags["adbs.optuna_storage"].startswith("s3://e2e-kshot/runs/kshot_grid-smoke/optuna.db?endpoint_override=")
+    assert not list((tmp_path / "tmp").glob("adbs-kshot_grid-smoke-*"))
 
 
 def test_resume_from_the_bucket_alone_then_a_new_run_moves_old_results_aside(s3, tmp_path, ray_address,
@@ -95,37 +95,37 @@ def test_resume_from_the_bucket_alone_then_a_new_run_moves_old_results_aside(s3,
     time.sleep(5)  # Tune saves (and uploads) its experiment state every 2 s
     os.kill(proc.pid, signal.SIGKILL)  # the driver dies: nothing of it survives but the bucket
     proc.wait()
-    staged = list((tmp_path / "tmp").glob("adbs-alpha_sweep-*"))
+    staged = list((tmp_path / "tmp").glob("adbs-alpha_sweep-smoke-*"))
     assert len(staged) == 1 and (staged[0] / "optuna.db").exists()
     shutil.rmtree(staged[0])  # as if resumed from another machine
-    assert "runs/alpha_sweep/tune/study_files/optuna.db" in s3.keys(bucket)
+    assert "runs/alpha_sweep-smoke/tune/study_files/optuna.db" in s3.keys(bucket)
 
     r = _run(cmd + ["--resume"], env)
     assert f"{finished}: started" not in r.stdout, r.stdout  # the finished trial was not run again
-    trials = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep/trials.parquet")))
+    trials = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep-smoke/trials.parquet")))
     assert len(trials) == 2 and (trials["state"] == K.COMPLETE).all(), \
         "\n".join(map(str, trials["error"])) + "\n" + r.stdout[-3000:] + r.stderr[-3000:]
     client = MlflowClient(tracking_uri)
-    exp = client.get_experiment_by_name("alpha_sweep")
+    exp = client.get_experiment_by_name("alpha_sweep-smoke")
     runs = [x for x in client.search_runs([exp.experiment_id]) if x.data.tags.get("adbs.role") == "trial"]
     assert sorted(x.info.run_name for x in runs) == ["alpha=0.01 seed=0", "alpha=0.1 seed=0"]  # no duplicates
     first = [x for x in runs if x.info.run_name == finished][0]
     assert len(client.get_metric_history(first.info.run_id, "session/test_acc")) == 2  # logged once
 
-    # A new run of the same study never overwrites: the old results move to alpha_sweep.<timestamp>.
+    # A new run of the same study never overwrites: the old results move to alpha_sweep-smoke.<timestamp>.
     r = _run(_cmd("alpha_sweep", url, tracking_uri, ray_address, "--smoke", "--set", "sessions=1",
                   "--num-samples", "1"), env)
     # the folder as the storage names it (this local server's endpoint in its query), then what it holds
-    assert re.search(r"s3://e2e-resume/runs/alpha_sweep(\?\S*)? holds a finished study \(2 trials; started ", r.stdout)
-    assert ": moving it to s3://e2e-resume/runs/alpha_sweep." in r.stdout
+    assert re.search(r"s3://e2e-resume/runs/alpha_sweep-smoke(\?\S*)? holds a finished study \(2 trials; started ", r.stdout)
+    assert ": moving it to s3://e2e-resume/runs/alpha_sweep-smoke." in r.stdout
     keys = s3.keys(bucket)
-    moved = {k.split("/")[1] for k in keys if k.startswith("runs/alpha_sweep.")}
+    moved = {k.split("/")[1] for k in keys if k.startswith("runs/alpha_sweep-smoke.")}
     assert len(moved) == 1
     old = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/{moved.pop()}/trials.parquet")))
     assert len(old) == 2 and (old["state"] == K.COMPLETE).all()
-    new = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep/trials.parquet")))
+    new = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep-smoke/trials.parquet")))
     assert len(new) == 1
-    json.loads(_read(s3, f"{bucket}/runs/alpha_sweep/study.json"))
+    json.loads(_read(s3, f"{bucket}/runs/alpha_sweep-smoke/study.json"))
 
 
 def test_bad_object_store_fails_before_any_trial(s3, tmp_path, ray_address, tracking_uri):
@@ -162,8 +162,8 @@ def test_killed_worker_resumes_from_its_checkpoint_in_the_bucket(s3, tmp_path, r
         log.seek(0)
         assert clean_run.returncode == 0, f"exit {clean_run.returncode}\n{log.read()[-8000:]}"
     assert (marker / "killed-seed0").exists(), "the fault was not injected"
-    crashed = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep/sessions.parquet")))
-    clean = pd.read_parquet(clean_dir / "alpha_sweep" / "sessions.parquet")
+    crashed = pd.read_parquet(io.BytesIO(_read(s3, f"{bucket}/runs/alpha_sweep-smoke/sessions.parquet")))
+    clean = pd.read_parquet(clean_dir / "alpha_sweep-smoke" / "sessions.parquet")
     cols = ["session", "val_acc", "test_acc", "test_base_acc", "boundary_mean"]
     assert crashed["state"].eq(K.COMPLETE).all()
     pd.testing.assert_frame_equal(crashed[cols].reset_index(drop=True), clean[cols].reset_index(drop=True))

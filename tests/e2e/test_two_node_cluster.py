@@ -182,7 +182,7 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
     assert str(info.status) == "SUCCEEDED" and info.entrypoint.endswith("--address auto") and SECRET not in info.entrypoint
 
     # Results in the shared storage folder.
-    study = storage / "alpha_sweep"
+    study = storage / "alpha_sweep-smoke"  # a --smoke run's folder (adbs_lab/stores/paths.py: SMOKE)
     trials = pd.read_parquet(study / "trials.parquet")
     assert len(trials) == 2 and (trials["state"] == "COMPLETE").all()
     assert (study / "sessions.parquet").exists() and (study / "table.txt").exists()
@@ -197,7 +197,7 @@ def test_submitted_smoke_study_spreads_over_both_nodes(two_nodes, mlflow_server,
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(mlflow_url)
-    exp = client.get_experiment_by_name("alpha_sweep")
+    exp = client.get_experiment_by_name("alpha_sweep-smoke")
     runs = client.search_runs([exp.experiment_id])
     parents = [x for x in runs if x.data.tags.get("adbs.role") == "study"]
     children = [x for x in runs if x.data.tags.get("adbs.role") == "trial"]
@@ -227,7 +227,7 @@ def test_file_tracking_store_refused_on_the_two_node_cluster(two_nodes, tmp_path
     assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-3000:]
     assert "is a SQLite file on the driver's node, but this Ray cluster has 2 nodes" in r.stderr
     assert "mlflow server" in r.stderr
-    assert not list((tmp_path / "runs").glob("alpha_sweep/tune"))  # no trial started
+    assert not list((tmp_path / "runs").glob("alpha_sweep-smoke/tune"))  # no trial started
     assert dry.returncode == 2 and "dry run:" not in dry.stdout, dry.stdout[-3000:] + dry.stderr[-3000:]
     assert [ln for ln in dry.stderr.splitlines() if ln.startswith("error:")] == \
         [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
@@ -250,8 +250,8 @@ def test_study_on_an_object_store_spreads_over_both_nodes(two_nodes, mlflow_serv
     assert r.returncode == 0, out[-6000:]
     assert "Ray cluster: 2 nodes" in out and "object store, an object written, read back and deleted from all 2 nodes" in out
     keys = s3.keys(bucket)
-    assert "runs/kshot_grid-s3/trials.parquet" in keys and "runs/kshot_grid-s3/optuna.db" in keys
-    results = [k for k in keys if k.startswith("runs/kshot_grid-s3/tune/") and k.endswith("/result.json")]
+    assert "runs/kshot_grid-smoke-s3/trials.parquet" in keys and "runs/kshot_grid-smoke-s3/optuna.db" in keys
+    results = [k for k in keys if k.startswith("runs/kshot_grid-smoke-s3/tune/") and k.endswith("/result.json")]
     assert len(results) == 4
     fs = s3.fs()
     trial_nodes = {json.loads(fs.open_input_stream(f"{bucket}/{k}").read().decode().splitlines()[-1])[NODE_ID_KEY]
@@ -259,7 +259,7 @@ def test_study_on_an_object_store_spreads_over_both_nodes(two_nodes, mlflow_serv
     assert trial_nodes == {node_ids["head"], node_ids["worker"]}, trial_nodes
     import io
 
-    trials = pd.read_parquet(io.BytesIO(fs.open_input_stream(f"{bucket}/runs/kshot_grid-s3/trials.parquet").read()))
+    trials = pd.read_parquet(io.BytesIO(fs.open_input_stream(f"{bucket}/runs/kshot_grid-smoke-s3/trials.parquet").read()))
     assert len(trials) == 4 and (trials["state"] == "COMPLETE").all()
     bases = [k for k in keys if k.startswith("runs/base_cache/") and k.endswith(".pt") and ".features-" not in k]
     assert len(bases) == 1 and int(trials["base_reused"].sum()) >= 2  # one entry; most cells reused it

@@ -27,7 +27,7 @@ class SmokeStore:
 
     @property
     def study_dir(self) -> Path:
-        return self.storage / "ablation"
+        return self.storage / "ablation-smoke"  # a --smoke run's folder (adbs_lab/stores/paths.py: SMOKE)
 
 
 def smoke_store(ray_address: str, tmp_path_factory) -> SmokeStore:

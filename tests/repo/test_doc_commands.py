@@ -491,6 +491,15 @@ def test_the_second_day_study_runs_as_written(ray_address, tmp_path):
                     str(tmp_path / "report")]
         r = subprocess.run(argv, cwd=lab, env=env, capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    table = (tmp_path / "runs" / "my_study" / "table.txt").read_text()
+        if words[2:] == ["--smoke"]:  # it names no best: shots is a data condition (its plan's conditions=)
+            said = "my_study varies data conditions (shots), not knobs: no configuration is best across them"
+            assert f"note: {said}" in r.stdout and f"best configuration: none ({said}" in r.stdout, r.stdout[-3000:]
+            assert "best val avg acc" not in r.stdout and "best configuration by" not in r.stdout
+            assert "| no best across shots" in r.stdout
+    folder = tmp_path / "runs" / "my_study-smoke"  # a --smoke run (README)
+    assert json.loads((folder / "best_config.json").read_text())["config_label"] is None
+    assert "None: my_study varies data conditions (shots)" in (folder / "report.md").read_text()
+    assert "None: my_study varies data conditions (shots)" in (tmp_path / "report" / "report.md").read_text()
+    table = (folder / "table.txt").read_text()
     assert "shots=1" in table and "shots=5" in table and "alpha=0.05" in table
     assert (tmp_path / "report" / "table.txt").read_text().count("alpha=") >= 4

@@ -81,7 +81,7 @@ def test_resume_dry_run_of_one_difference_looks_where_the_run_starts(capsys, tmp
     the dry run with --resume accepts the earlier run there, as the run continues it."""
     (tmp_path / "a.yaml").write_text("alpha: 0.05\n")
     (tmp_path / "b.yaml").write_text("alpha: 0.1\n")
-    earlier = tmp_path / "runs" / "ablation_path-confirm"
+    earlier = tmp_path / "runs" / "ablation_path-smoke-confirm"  # a --smoke path's (adbs_lab/stores/paths.py: SMOKE)
     earlier.mkdir(parents=True)
     (earlier / "study.json").write_text(json.dumps({"study": "ablation_path", "fingerprint": "x"}))
     flags = ["--smoke", "--from", str(tmp_path / "a.yaml"), "--to", str(tmp_path / "b.yaml"), "--resume", "--dry-run"]
@@ -173,8 +173,8 @@ def test_resume_after_an_interrupt_while_claiming_a_tune_run_starts_that_run(fil
     plan = mod.sub_plan({lab: mod.row_overrides(c, base) for lab, c in configs.items()})
     p = study.preflight(plan, mod.sub_opts(opts, "s1l1", [0]).replace(resume=False))
     p.where.cleanup()
-    (storage / "ablation_path-s1l1").mkdir(parents=True)  # what the claim wrote before Ctrl-C
-    (storage / "ablation_path-s1l1" / "study.json").write_text(json.dumps({"fingerprint": p.fingerprint}))
+    (storage / "ablation_path-smoke-s1l1").mkdir(parents=True)  # what the claim wrote before Ctrl-C (a --smoke path)
+    (storage / "ablation_path-smoke-s1l1" / "study.json").write_text(json.dumps({"fingerprint": p.fingerprint}))
     assert study.held(p) == "claimed"
     started = []
 

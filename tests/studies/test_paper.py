@@ -216,18 +216,18 @@ def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3,
     out = r.stdout
     # the plan, with its trial count and time, comes before any training
     assert out.index("4 studies, 11 trials, 11 to run") < out.index("base epoch")
-    assert "report: s3://e2e-paper/runs/paper_embedded/report.md?endpoint_override=" in out
+    assert "report: s3://e2e-paper/runs/paper_embedded-smoke/report.md?endpoint_override=" in out
     keys = set(s3.keys(bucket))
     for part in ("hosts", "ablation", "alpha_sweep", "kshot_grid"):
-        assert f"runs/paper_embedded/{part}/trials.parquet" in keys, part
-    assert {f"runs/paper_embedded/{f}" for f in (
+        assert f"runs/paper_embedded-smoke/{part}-smoke/trials.parquet" in keys, part
+    assert {f"runs/paper_embedded-smoke/{f}" for f in (
         "figures/hosts/hosts_sessions.png", "figures/ablation/tsne.png", "figures/ablation/prototype_similarity.png",
         "figures/alpha_sweep/alpha_sensitivity.png", "figures/kshot_grid/kshot_5way.png",
         "figures/kshot_grid/kshot_10way.png", "report.md", "dcs.md", "dcs.csv")} <= keys
-    assert any(k.startswith("runs/paper_embedded/base_cache/") for k in keys)  # base sessions shared in the bucket
+    assert any(k.startswith("runs/paper_embedded-smoke/base_cache/") for k in keys)  # base sessions shared in the bucket
 
     def read(key: str) -> bytes:
-        with s3.fs().open_input_stream(f"{bucket}/runs/paper_embedded/{key}") as f:
+        with s3.fs().open_input_stream(f"{bucket}/runs/paper_embedded-smoke/{key}") as f:
             return f.read()
 
     text = read("report.md").decode()
@@ -246,17 +246,18 @@ def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3,
     assert "11 trials, 0 to run" in again.stdout and again.stdout.count("; reused") == 4
     assert "base epoch" not in again.stdout
     client = MlflowClient(tracking_uri)
-    runs = client.search_runs([client.get_experiment_by_name("paper").experiment_id])
+    assert client.get_experiment_by_name("paper") is None  # a --smoke paper study: experiment paper-smoke
+    runs = client.search_runs([client.get_experiment_by_name("paper-smoke").experiment_id])
     assert len(runs) == 2 and {r.data.tags["adbs.parts"] for r in runs} == {runs[0].data.tags["adbs.parts"]}
-    assert runs[0].data.tags["adbs.storage"].startswith("s3://e2e-paper/runs/paper_embedded?endpoint_override=")
+    assert runs[0].data.tags["adbs.storage"].startswith("s3://e2e-paper/runs/paper_embedded-smoke?endpoint_override=")
     # its artifacts sit beside the store's others, not in a ./mlruns of whatever folder the command ran in
-    assert client.get_experiment_by_name("paper").artifact_location.endswith("/artifacts")
+    assert client.get_experiment_by_name("paper-smoke").artifact_location.endswith("/artifacts")
 
     # studies/report.py redraws it from the store alone: here the form across datasets (one dataset in this store),
     # which draws each dataset's report as `report.py paper` does
     redrawn = tmp_path / "redrawn"
     rep = subprocess.run([sys.executable, str(REPO / "studies" / "report.py"), "paper", "--datasets", "all",
-                          "--tracking-uri", tracking_uri, "--out", str(redrawn)],
+                          "--smoke", "--tracking-uri", tracking_uri, "--out", str(redrawn)],
                          capture_output=True, text=True, timeout=300, cwd="/")
     assert rep.returncode == 0, rep.stdout[-4000:] + rep.stderr[-4000:]
     assert (redrawn / "embedded" / "dcs.md").read_text() == read("dcs.md").decode()
@@ -264,4 +265,4 @@ def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3,
     assert list(pd.read_csv(redrawn / "dcs.csv").columns) == ["study", "row", "embedded: ours without",
                                                               "embedded: ours with ADBS"]
     assert (redrawn / "embedded" / "figures" / "ablation" / "tsne.png").stat().st_size > 0
-    assert (redrawn / "embedded" / "figures" / "hosts" / "table.txt").read_bytes() == read("hosts/table.txt")
+    assert (redrawn / "embedded" / "figures" / "hosts" / "table.txt").read_bytes() == read("hosts-smoke/table.txt")

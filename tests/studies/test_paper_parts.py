@@ -34,13 +34,13 @@ def test_a_paper_name_out_of_its_storage_is_refused_before_anything_is_written(t
 
 def test_the_dry_run_refuses_a_part_whose_name_the_optuna_storage_holds_and_another_name_is_free(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'o.db'}"
-    optuna.create_study(study_name="ablation", storage=url)  # e.g. a paper study of another --storage
+    optuna.create_study(study_name="ablation-smoke", storage=url)  # e.g. a paper study of another --storage
     r = in_process(capsys, [*PAPER, *_stores(tmp_path), "--optuna-storage", url, "--dry-run"])
     assert r.returncode == 2 and "paper, ablation: Optuna storage" in r.stderr, r.stderr
-    assert "already holds a study named 'ablation'" in r.stderr and "--name NAME" in r.stderr
+    assert "already holds a study named 'ablation-smoke'" in r.stderr and "--name NAME" in r.stderr
     r = in_process(capsys, [*PAPER, *_stores(tmp_path), "--optuna-storage", url, "--name", "b", "--dry-run"])
-    assert r.returncode == 0 and "dry run: study paper (embedded)" in r.stdout, r.stderr  # parts ablation-b, ...
-    assert [s.study_name for s in optuna.get_all_study_summaries(url)] == ["ablation"]
+    assert r.returncode == 0 and "dry run: study paper (embedded)" in r.stdout, r.stderr  # parts ablation-smoke-b, ...
+    assert [s.study_name for s in optuna.get_all_study_summaries(url)] == ["ablation-smoke"]
 
 
 def test_every_part_refused_writes_no_report_and_no_paper_run(tmp_path, capsys, monkeypatch):
@@ -55,7 +55,7 @@ def test_every_part_refused_writes_no_report_and_no_paper_run(tmp_path, capsys, 
     assert r.returncode == 2 and "every part was refused" in r.stderr and "no report was written" in r.stderr
     assert not list(tmp_path.rglob("report.md"))
     db = tmp_path / "m.db"
-    assert not db.exists() or MlflowClient(f"sqlite:///{db}").get_experiment_by_name("paper") is None
+    assert not db.exists() or MlflowClient(f"sqlite:///{db}").get_experiment_by_name("paper-smoke") is None
 
 
 def test_a_part_advises_the_command_of_its_composition():
@@ -82,7 +82,7 @@ def _claimed(tmp_path, capsys, monkeypatch, *extra: str) -> Path:
     with monkeypatch.context() as m:
         m.setattr(compose, "run", run)
         assert in_process(capsys, [*PAPER, *_stores(tmp_path), *extra]).returncode == exits.REFUSED
-    claimed = tmp_path / "shared" / "runs" / "paper_embedded" / "ablation"
+    claimed = tmp_path / "shared" / "runs" / "paper_embedded-smoke" / "ablation-smoke"  # PAPER is --smoke
     assert not claimed.exists()
     claimed.mkdir(parents=True)
     (claimed / "study.json").write_text(json.dumps({"study": "ablation", "fingerprint": prints["ablation"]}))
@@ -127,11 +127,11 @@ def test_a_part_interrupted_while_claiming_its_name_in_a_shared_optuna_storage_s
     took it and how to free it; once deleted, the part is to run."""
     url = f"sqlite:///{tmp_path / 'o.db'}"
     _claimed(tmp_path, capsys, monkeypatch, "--optuna-storage", url)
-    optuna.create_study(study_name="ablation", storage=url)  # what the claim did before study.json
+    optuna.create_study(study_name="ablation-smoke", storage=url)  # what the claim did before study.json
     r = in_process(capsys, [*PAPER, *_stores(tmp_path), "--optuna-storage", url, "--dry-run"])
     assert r.returncode == 2 and "paper, ablation: Optuna storage" in r.stderr, r.stderr
     assert "this study's run in" in r.stderr and "stopped before its first trial" in r.stderr, r.stderr
-    assert "optuna delete-study --study-name ablation" in r.stderr
-    optuna.delete_study(study_name="ablation", storage=url)
+    assert "optuna delete-study --study-name ablation-smoke" in r.stderr
+    optuna.delete_study(study_name="ablation-smoke", storage=url)
     r = in_process(capsys, [*PAPER, *_stores(tmp_path), "--optuna-storage", url, "--dry-run"])
     assert r.returncode == 0 and _doing(r.stdout, "ablation") == ["to run]"], r.stdout + r.stderr

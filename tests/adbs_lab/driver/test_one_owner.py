@@ -98,20 +98,20 @@ def test_a_study_only_in_the_optuna_storage_is_not_advised_to_resume(tmp_path, c
     """The storage holds the name but --storage holds no run of it: --resume would be refused, so the advice is
     another --name or deleting that study (with the command that does)."""
     url = f"sqlite:///{tmp_path / 'o.db'}"
-    optuna.create_study(study_name="alpha_sweep", storage=url)
+    optuna.create_study(study_name="alpha_sweep-smoke", storage=url)  # a --smoke run's name (adbs_lab/stores/paths.py)
     argv = [SWEEP, "--smoke", "--seeds", "0", "--storage", str(tmp_path / "runs"), "--tracking-uri",
             f"sqlite:///{tmp_path / 'm.db'}", "--optuna-storage", url, "--dry-run"]
     r = in_process(capsys, [PY, *argv])
-    assert r.returncode == 2 and "already holds a study named 'alpha_sweep'" in r.stderr
+    assert r.returncode == 2 and "already holds a study named 'alpha_sweep-smoke'" in r.stderr
     assert "--resume" not in r.stderr and "--name NAME" in r.stderr
-    assert "optuna delete-study --study-name alpha_sweep" in r.stderr
+    assert "optuna delete-study --study-name alpha_sweep-smoke" in r.stderr
     r = in_process(capsys, [PY, *argv, "--resume"])  # what the old advice said: refused
     assert r.returncode == 2
 
 
 def test_no_cluster_at_address_is_refused_before_earlier_results_move_or_a_store_is_made(tmp_path, capsys):
     storage = tmp_path / "runs"
-    before = _earlier(storage, "alpha_sweep")
+    before = _earlier(storage, "alpha_sweep-smoke")
     port = free_port()
     r = in_process(capsys, [PY, SWEEP, "--smoke", "--seeds", "0", "--address", f"127.0.0.1:{port}", "--storage",
                             str(storage), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--gpus-per-trial", "0"])

@@ -85,8 +85,8 @@ def _case(name: str, tmp: Path):
     if name == "--resume with nothing to resume":
         return sweep + store + ["--resume"], "no interrupted study to continue"
     if name == "an Optuna storage that holds the study":
-        url = _optuna_db(tmp / "o.db", "alpha_sweep")
-        return sweep + store + ["--optuna-storage", url], "already holds a study named 'alpha_sweep'"
+        url = _optuna_db(tmp / "o.db", "alpha_sweep-smoke")  # a --smoke run's Optuna study
+        return sweep + store + ["--optuna-storage", url], "already holds a study named 'alpha_sweep-smoke'"
     if name == "storage under a file":
         (tmp / "a-file").write_text("x")
         return sweep + ["--storage", str(tmp / "a-file" / "runs"), "--tracking-uri",
@@ -125,7 +125,7 @@ def test_a_running_copy_is_refused_by_the_dry_run_and_the_run(tmp_path, capsys):
 
     argv, _ = _case("--resume with nothing to resume", tmp_path)
     argv = [a for a in argv if a != "--resume"]
-    lock = StudyFolder(str(tmp_path / "runs"), "alpha_sweep").lock("studies/alpha_sweep.py (another copy)")
+    lock = StudyFolder(str(tmp_path / "runs"), "alpha_sweep-smoke").lock("studies/alpha_sweep.py (another copy)")
     try:
         dry = in_process(capsys, [PY, *argv, "--dry-run"])
         real = in_process(capsys, [PY, *argv])
@@ -156,19 +156,19 @@ def test_a_refused_run_leaves_every_store_as_it_found_it(tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
     runs = tmp_path / "runs"
-    (runs / "alpha_sweep").mkdir(parents=True)
-    (runs / "alpha_sweep" / "study.json").write_text(json.dumps({"study": "alpha_sweep", "fingerprint": "x"}))
-    (runs / "alpha_sweep" / "table.txt").write_text("the earlier results\n")
+    (runs / "alpha_sweep-smoke").mkdir(parents=True)
+    (runs / "alpha_sweep-smoke" / "study.json").write_text(json.dumps({"study": "alpha_sweep", "fingerprint": "x"}))
+    (runs / "alpha_sweep-smoke" / "table.txt").write_text("the earlier results\n")
     (runs / "base_cache").mkdir()
     (runs / "base_cache" / "entry.pt").write_bytes(b"\0" * 64)
-    MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").create_experiment("alpha_sweep")
-    url = _optuna_db(tmp_path / "o.db", "alpha_sweep")
+    MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").create_experiment("alpha_sweep-smoke")
+    url = _optuna_db(tmp_path / "o.db", "alpha_sweep-smoke")
     before = _snapshot(tmp_path)
     argv = [str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--seeds", "0", "--storage", str(runs),
             "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--optuna-storage", url]
     for extra in (["--dry-run"], []):
         r = in_process(capsys, [PY, *argv, *extra])
-        assert r.returncode == 2 and "already holds a study named 'alpha_sweep'" in r.stderr
+        assert r.returncode == 2 and "already holds a study named 'alpha_sweep-smoke'" in r.stderr
         assert "moving it to" not in r.stdout
         assert _snapshot(tmp_path) == before
 
@@ -193,20 +193,20 @@ def test_a_failed_trial_exits_1_with_the_others_tables_and_resume_reruns_only_it
     assert "error: ablation failed: 1 trial raised an error" in r.stderr
     assert "  adb seed=0: RuntimeError: injected error at base epoch 1" in r.stderr
     assert "--resume" in r.stderr
-    trials = pd.read_parquet(tmp_path / "runs" / "ablation" / "trials.parquet").set_index("variant")
+    trials = pd.read_parquet(tmp_path / "runs" / "ablation-smoke" / "trials.parquet").set_index("variant")
     assert trials.loc["adb", "state"] == K.FAILED and (trials.drop("adb")["state"] == K.COMPLETE).all()
-    assert (tmp_path / "runs" / "ablation" / "report.md").exists()  # tables, figures and report of what ended
+    assert (tmp_path / "runs" / "ablation-smoke" / "report.md").exists()  # tables, figures and report of what ended
     client = MlflowClient(uri)
-    parent = json.loads((tmp_path / "runs" / "ablation" / "mlflow_runs.json").read_text())["parent"]
+    parent = json.loads((tmp_path / "runs" / "ablation-smoke" / "mlflow_runs.json").read_text())["parent"]
     assert client.get_run(parent).info.status == "FAILED"
-    failed = client.get_run(json.loads((tmp_path / "runs" / "ablation" / "mlflow_runs.json").read_text())
+    failed = client.get_run(json.loads((tmp_path / "runs" / "ablation-smoke" / "mlflow_runs.json").read_text())
                             ["trials"][trials.loc["adb", "trial_id"]])
     assert "RuntimeError: injected error" in failed.data.tags["adbs.error"]
 
     again = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert again.stdout.count(": started |") == 1  # only the failed trial ran again
-    trials = pd.read_parquet(tmp_path / "runs" / "ablation" / "trials.parquet")
+    trials = pd.read_parquet(tmp_path / "runs" / "ablation-smoke" / "trials.parquet")
     assert (trials["state"] == K.COMPLETE).all() and len(trials) == 3
     assert client.get_run(parent).info.status == "FINISHED"
 
@@ -226,7 +226,7 @@ def test_study_flags_out_of_what_optuna_or_torch_take_are_refused_by_the_dry_run
 @pytest.mark.parametrize("damaged", ["{not json", "[1, 2]"])
 def test_a_damaged_study_record_is_named_not_a_traceback(damaged, tmp_path, capsys):
     """study.json is what --resume compares; damaged (a full disk, a hand edit), it is named in one line."""
-    folder = tmp_path / "runs" / "alpha_sweep"
+    folder = tmp_path / "runs" / "alpha_sweep-smoke"
     folder.mkdir(parents=True)
     (folder / "study.json").write_text(damaged)
     argv = [str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--seeds", "0", "--storage",

@@ -52,7 +52,7 @@ def test_a_plan_named_as_a_study_of_the_repository_says_what_it_shares(capsys, t
     assert r.returncode == 0, r.stderr
     warned = [line for line in r.stderr.splitlines() if line.startswith("warning: ") and "Plan(name=" in line]
     assert len(warned) == 1, r.stderr
-    assert f"studies/{name}.py" in warned[0] and f"the MLflow experiment {name!r}" in warned[0]
+    assert f"studies/{name}.py" in warned[0] and f"the MLflow experiment {name + '-smoke'!r}" in warned[0]  # --smoke
     assert ("the folder" in warned[0]) == shares_folder, warned[0]
 
 

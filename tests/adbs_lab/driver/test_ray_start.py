@@ -55,7 +55,7 @@ def test_a_study_whose_ray_does_not_start_ends_in_one_line(capsys, tmp_path, ray
     assert "nothing of this run was written" in errors[0] and "start it again with: " in errors[0]
     assert "--resume" not in errors[0]  # nothing of the study was claimed: it starts again
     assert calls == ["shutdown"]  # what Ray started of itself is stopped
-    where = StudyFolder(str(storage), "alpha_sweep")
+    where = StudyFolder(str(storage), "alpha_sweep-smoke")  # a --smoke run's folder (adbs_lab/stores/paths.py: SMOKE)
     assert StudyLock.held_by(where) is None  # the lock is let go: the next run is not refused as running
     assert not where.local.exists()  # nothing claimed
 

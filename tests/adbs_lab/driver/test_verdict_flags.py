@@ -61,14 +61,14 @@ def _write_study(folder, values: dict[str, list[float]]) -> None:
 
 
 def test_plan_prints_the_verdicts_and_the_seeds_that_would_settle_the_rest(tmp_path, capsys):
-    _write_study(tmp_path / "ablation", {"baseline": [50, 54, 47], "adb": [51, 55.5, 47.5], "adb+ic": [56, 61, 52]})
+    _write_study(tmp_path / "ablation-smoke", {"baseline": [50, 54, 47], "adb": [51, 55.5, 47.5], "adb+ic": [56, 61, 52]})
     p = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan")))
     seed_plan(p)
     out = capsys.readouterr().out
     assert "adb+ic vs adb: +5.00 points in the last session" in out and out.count("Bonferroni over 3") == 3
     assert "adb vs baseline: " in out.split("seeds that would settle")[1]
     assert "cost on this machine: about" in out
-    assert sorted(f.name for f in (tmp_path / "ablation").iterdir()) == ["sessions.parquet", "trials.parquet"]
+    assert sorted(f.name for f in (tmp_path / "ablation-smoke").iterdir()) == ["sessions.parquet", "trials.parquet"]
 
 
 def test_plan_without_a_finished_run_says_so(tmp_path):
@@ -80,7 +80,7 @@ def test_plan_without_a_finished_run_says_so(tmp_path):
 def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, capsys):
     """--plan of a --seeds auto study gives the verdicts its own table gave (at its planned looks), never a
     fixed-size reading of the same trials, and plans the unresolved ones as a study of fixed size."""
-    _write_study(tmp_path / "ablation", {"baseline": [50, 54, 47, 52, 49], "adb": [46.9, 51.1, 43.8, 49.2, 45.9],
+    _write_study(tmp_path / "ablation-smoke", {"baseline": [50, 54, 47, 52, 49], "adb": [46.9, 51.1, 43.8, 49.2, 45.9],
                                          "adb+ic": [47, 51, 44, 49, 46]})
     p = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan", "--seeds", "auto",
                                              "--max-seeds", "5")))
@@ -89,7 +89,7 @@ def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, ca
     assert out.count("α spent over 2 looks") == 3 and "reached at look" in out
     from adbs_lab.results import tables
 
-    sessions, trials = (pd.read_parquet(tmp_path / "ablation" / f) for f in ("sessions.parquet", "trials.parquet"))
+    sessions, trials = (pd.read_parquet(tmp_path / "ablation-smoke" / f) for f in ("sessions.parquet", "trials.parquet"))
     table = tables.paper_table(sessions, baseline="baseline", trials=trials, pairs=list(p.comparisons), looks=p.looks)
     from adbs_lab.results import comparisons
 

@@ -184,3 +184,29 @@ def test_a_trial_without_a_value_of_a_searched_parameter_is_left_out_and_counted
     assert "2 complete without a value of a searched parameter" in head
     picked = importance.subsample(configs, ["alpha", "loss"], limit=1)
     assert picked.equals(importance.subsample(configs.iloc[::-1], ["alpha", "loss"], limit=1))
+
+
+def test_the_ranking_uses_fanova_and_ped_anova_as_named_never_optunas_default(monkeypatch):
+    """Every importance the analysis computes names its evaluator, with the settings the report was written for: an
+    upgrade that changes the default evaluator (Optuna 5.0 made it PED-ANOVA; fANOVA before) or an evaluator's own
+    defaults fails here instead of re-ranking a study's knobs."""
+    import optuna
+    from optuna.importance import FanovaImportanceEvaluator, PedAnovaImportanceEvaluator
+
+    real, used = optuna.importance.get_param_importances, []
+
+    def recording(study, *, evaluator=None, **kw):
+        used.append(evaluator)
+        return real(study, evaluator=evaluator, **kw)
+
+    monkeypatch.setattr(optuna.importance, "get_param_importances", recording)
+    a = importance.analyse(importance_trials(n_a=6, n_b=3), resamples=2)  # 18 configurations
+    assert set(a["importance"]) == {"fANOVA", "PED-ANOVA"}
+    assert used and None not in used and {type(e) for e in used} == {FanovaImportanceEvaluator, PedAnovaImportanceEvaluator}
+    for e in used:
+        if isinstance(e, FanovaImportanceEvaluator):
+            forest = e._evaluator._forest  # Optuna's fANOVA fits a scikit-learn forest with these settings
+            assert (forest.n_estimators, forest.max_depth, forest.random_state) == (importance.FANOVA_TREES, 64, 0)
+            assert (forest.min_samples_split, forest.min_samples_leaf) == (2, 1)
+        else:
+            assert (e._target_quantile, e._region_quantile, e._evaluate_on_local) == (pytest.approx(5 / 18), 1.0, True)

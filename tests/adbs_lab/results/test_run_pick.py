@@ -31,3 +31,20 @@ def test_the_default_folder_unless_a_name_is_given(client):
     assert named.parent.info.run_id == ids["try"] and run_pick.describe(named.parent) == "--name try, a --smoke run"
     with pytest.raises(from_store.ReportError, match="no run of --name nope.*\\(default\\), try"):
         from_store.load_study(c, "ablation", "nope")
+
+
+def test_a_store_from_before_smoke_runs_had_their_experiment_reports_the_real_run(tmp_path):
+    """Stores written before --smoke runs went to experiment `<study>-smoke` hold them among the study's runs:
+    report.py NAME takes the latest run without --smoke there, even when a smoke run came later; a store of smoke
+    runs alone still gives its latest."""
+    c = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = c.create_experiment("ablation")
+    ids = []
+    for cmd in ("python studies/ablation.py", "python studies/ablation.py --smoke"):
+        run = c.create_run(exp, run_name="ablation", tags={"adbs.role": "study", "adbs.study": "ablation",
+                                                          "adbs.command": cmd})
+        c.set_terminated(run.info.run_id)
+        ids.append(run.info.run_id)
+    assert from_store.find_parent(c, "ablation").info.run_id == ids[0]
+    smoke_only = [r for r in from_store.all_runs(c, [exp], "tags.`adbs.role` = 'study'") if run_pick.is_smoke(r)]
+    assert [r.info.run_id for r in run_pick.of_name(smoke_only, None)[0]] == [ids[1]]

@@ -59,7 +59,8 @@ def test_a_tpe_sampler_restored_from_before_its_trials_draws_them_again():
 def test_it_samples_as_a_tpe_sampler_does(multi):
     """The same TPE (its defaults), one seed per trial: a study of both objectives runs, and the model after start-up
     moves the draws towards the optimum as TPE's does."""
-    study = optuna.create_study(sampler=TrialSeededTPE(seed=0), directions=["minimize", "maximize"] if multi
+    study = optuna.create_study(sampler=TrialSeededTPE(seed=0, n_objectives=2 if multi else 1),
+                                directions=["minimize", "maximize"] if multi
                                 else ["minimize"])
     for _ in range(40):
         trial = study.ask(fixed_distributions=SPACE)

@@ -159,25 +159,38 @@ def test_each_study_is_printed_with_its_runs_page_link(tracking_uri, capsys):
     assert serve.experiments(tracking_uri.replace("mlflow.db", "new.db")) == []  # a new store: nothing to list
 
 
-def test_a_study_s_link_opens_its_runs_table_view(tracking_uri, capsys):
-    """An experiment a study logged to carries the runs-table view MLflow's UI shares by key (tracking_store.VIEW_TAG,
-    as its Share button stores one): the link opens it, with the objective, the searched parameters and the seed as
-    columns and a Run Name column wide enough to read; an experiment without it gets the plain link."""
+def test_a_study_s_link_opens_its_view(tracking_uri, capsys):
+    """An experiment a study logged to carries the view MLflow's UI shares by key (tracking_store.VIEW_TAG, as its
+    Share button stores one): the link opens it on its chart view, the session curves first; its runs table has the
+    objective, the searched parameters, the seed and the paper's two test figures as columns and a Run Name column
+    wide enough to read; an experiment without it gets the plain link. tests/e2e/test_mlflow_ui_browser.py checks what
+    the UI makes of it."""
     from mlflow.tracking import MlflowClient
 
     from adbs_lab.stores.tracking_store import VIEW_TAG, runs_view
 
     client = MlflowClient(tracking_uri)
     study, other = client.create_experiment("alpha_sweep"), client.create_experiment("by_hand")
-    client.set_experiment_tag(study, VIEW_TAG, runs_view(["alpha"], ["summary/val_avg_acc"]))
+    client.set_experiment_tag(study, VIEW_TAG, runs_view(["alpha"], ["summary/val_avg_acc"], "p1"))
     assert serve.with_view(tracking_uri) == {study}
     serve.print_studies(tracking_uri, "http://h:5")
     out = capsys.readouterr().out.splitlines()
     assert out[1:] == [f"  by_hand      http://h:5/#/experiments/{other}/runs?workflowType=machine_learning",
                        f"  alpha_sweep  http://h:5/#/experiments/{study}/runs?workflowType=machine_learning"
-                       "&viewStateShareKey=adbs"]
+                       "&viewStateShareKey=adbs&compareRunsMode=CHART"]
     view = json.loads(client.get_experiment(study).tags[VIEW_TAG])
     assert view["selectedColumns"] == ["metrics.`summary/val_avg_acc`", "params.`alpha`", "params.`seed`",
+                                       "metrics.`summary/test_last_acc`", "metrics.`summary/test_avg_acc`",
                                        "attributes.`Description`"]
+    # this invocation's trials, a line (a group row) per configuration, the session curves' section first
+    assert view["searchFilter"] == "tags.`mlflow.parentRunId` = 'p1'"
+    assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "adbs.label"}]
+    assert [c["metricKey"] for c in view["compareRunCharts"]] == ["session/test_acc", "session/test_base_acc",
+                                                                   "session/test_novel_acc", "session/val_acc"]
+    assert {(c["type"], c["xAxisKey"], c["metricSectionId"]) for c in view["compareRunCharts"]} == {
+        ("LINE", "step", view["compareRunSections"][0]["uuid"])}
+    assert [(x["name"], x["display"]) for x in view["compareRunSections"]] == [
+        ("Session curves", True), ("summary", True), ("session", False), ("base", False)]
+    assert view["isAccordionReordered"] and view["runsHiddenMode"] == "SHOW_ALL"
     assert view["columnOrder"] == ["attributes.`Run Name`", *view["selectedColumns"]]
     assert view["columnWidths"]["attributes.`Run Name`"] >= 240

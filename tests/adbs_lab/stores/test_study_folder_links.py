@@ -59,11 +59,11 @@ def test_a_study_refuses_a_linked_lock_with_exit_2(tmp_path, target, capsys):
     from tests.helpers.scripts import in_process
 
     (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / "alpha_sweep.lock").symlink_to(target)
+    (tmp_path / "runs" / "alpha_sweep-smoke.lock").symlink_to(target)  # a --smoke run's lock
     r = in_process(capsys, [sys.executable, str(REPO_ROOT / "studies" / "alpha_sweep.py"), "--smoke", "--storage",
                             str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"])
     assert r.returncode == 2 and "error: the study's lock file" in r.stderr and "Traceback" not in r.stderr, r.stderr
-    assert target.read_text() == "precious" and not (tmp_path / "runs" / "alpha_sweep").exists()
+    assert target.read_text() == "precious" and not (tmp_path / "runs" / "alpha_sweep-smoke").exists()
 
 
 @pytest.mark.parametrize("dangling", [False, True])
