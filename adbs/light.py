@@ -47,7 +47,7 @@ STARTING: Final = "while starting: nothing was started or written"
 libraries."""
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_state = {"doing": STARTING, "signal": ""}
+_state: dict[str, Any] = {"doing": STARTING, "signal": "", "again": False}
 
 
 def guard(name: str) -> None:
@@ -56,10 +56,30 @@ def guard(name: str) -> None:
     one), it installs nothing. Off the main thread, where signals cannot be handled, neither."""
     if name != "__main__" or threading.current_thread() is not threading.main_thread():
         return
-    _state.update(doing=STARTING, signal="")
+    _state.update(doing=STARTING, signal="", again=False)
     for sig in _SIGNALS:
         signal.signal(sig, _handler)
+    sys.unraisablehook = _swallowed(sys.unraisablehook)
     _pause_before_import()
+
+
+def _swallowed(previous: Any) -> Any:
+    """sys.unraisablehook that answers a signal whose exit was swallowed: a handler that runs inside a weakref
+    callback or a __del__ (importlib's module-lock callback while a module imports) raises its Exit there, where Python
+    prints it as "Exception ignored" and goes on, so the command ran on after its "interrupted" line. The exit is
+    raised again in the main thread, from a timer thread, once the callback has returned (no second line)."""
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, Exit) and exc.code == INTERRUPTED and _state["signal"] in ("SIGINT", "SIGTERM"):
+            _state["again"] = True
+            signum = signal.Signals[_state["signal"]]
+            import _thread
+
+            threading.Timer(0.01, _thread.interrupt_main, args=(signum,)).start()
+            return
+        previous(unraisable)
+
+    return hook
 
 
 def doing(what: str) -> None:
@@ -71,6 +91,9 @@ def doing(what: str) -> None:
 def _handler(signum: int, _frame: object) -> None:
     """One line, then exit 130 through SystemExit (adbs/exits.py: Exit), so `finally` blocks and atexit still run;
     a second signal while the first unwinds ends the process at once, without another line."""
+    if _state["again"]:  # the first signal's exit, raised again (`_swallowed`)
+        _state["again"] = False
+        raise Exit(INTERRUPTED)
     if _state["signal"]:
         os._exit(INTERRUPTED)
     _state["signal"] = signal.Signals(signum).name

@@ -22,9 +22,12 @@ every URL `scheme://...` of a text:
   lower-cased and without separators, holds a secret word (`SECRET_WORDS`: password, token, secret, apikey as in
   X-Api-Key, privatekey as in private_key, auth as in Authorization, ...) or is one (`SECRET_NAMES`: key, sig,
   pwd, session, ...):
-  s3://b/runs?secret_key=***, #token=***, ?X-Amz-Signature=***. It runs to the next '&', '#' or whitespace.
+  s3://b/runs?secret_key=***, #token=***, ?X-Amz-Signature=***. It runs to the next '&', '#' or whitespace, past
+  an '@' in it too (http://h:5000/x?token=a@b, which also reads as user h, password 5000/x?token=a, host b).
 - a URL inside another's field: raw (?endpoint_override=http://u:p@h shows as ...=http://***@h) or %-encoded
-  (the whole field value shows as ***).
+  (the whole field value shows as ***); so too a %-encoded field value that holds secret fields of its own, split at
+  '&' and ';' (an ODBC connection string: mssql+pyodbc:///?odbc_connect=DRIVER%3D...%3BPWD%3Dpw shows as
+  ?odbc_connect=***).
 
 A reference without a scheme (the /path?token=... an HTTP library quotes) is read the same way. In a text a URL
 ends at whitespace, except that its password may hold some (see above); `redact_url` reads its whole argument as
@@ -40,8 +43,6 @@ imports nothing of adbs.
 
 from __future__ import annotations
 
-import bisect
-import math
 import re
 from typing import Any
 from urllib.parse import unquote, unquote_plus
@@ -109,11 +110,6 @@ def _merged(spans: list[Span]) -> list[Span]:
     return out
 
 
-def _inside(i: int, spans: list[Span]) -> bool:
-    k = bisect.bisect_right(spans, (i, math.inf)) - 1  # the last span that starts at or before i
-    return k >= 0 and i < spans[k][1]
-
-
 def _userinfo_spans(text: str) -> list[Span]:
     spans = []
     for m in _SCHEME.finditer(text):
@@ -126,19 +122,17 @@ def _userinfo_spans(text: str) -> list[Span]:
     return _merged(spans)
 
 
-def _field_spans(text: str, skip: list[Span], whole: bool) -> list[Span]:
-    """The secret field values of every query and fragment in `text`, outside the user information `skip`."""
+def _field_spans(text: str, whole: bool) -> list[Span]:
+    """The secret field values of every query and fragment in `text`, those inside a URL's user information too: in
+    http://h:5000/x?token=a@b the text up to the '@' reads as a user and password (a password may hold '/', '?' and
+    '='), but it may as well be a host, a path and a query whose token holds an '@', so the 'b' past it is masked too
+    (in doubt, more)."""
     spans, i = [], 0
     while (m := _STARTS.search(text, i)) is not None:
         start = m.start()
-        if _inside(start, skip):
-            i = start + 1
-            continue
         space = None if whole else _SPACE.search(text, start)
         end = len(text) if space is None else space.start()
         for f in _FIELD.finditer(text, start, end):
-            if _inside(f.start(), skip):
-                continue
             stop = min((j for j in (text.find("&", f.end(), end), text.find("#", f.end(), end)) if j >= 0),
                        default=end)
             value = text[f.end():stop]
@@ -149,9 +143,10 @@ def _field_spans(text: str, skip: list[Span], whole: bool) -> list[Span]:
 
 
 def _encoded_secret(value: str) -> bool:
-    """Whether a field value holds a secret once %-decoded (a URL given as a field: ?next=http%3A%2F%2Fu%3Ap%40h),
-    '+' read as itself or as a space."""
-    return any(plain != value and _spans(plain, whole=True) for plain in {_decoded(value), unquote_plus(value)})
+    """Whether a field value holds a secret once %-decoded, '+' read as itself or as a space: a URL given as a field
+    (?next=http%3A%2F%2Fu%3Ap%40h) or fields of its own (SQLAlchemy's mssql+pyodbc:///?odbc_connect=...%3BPWD%3D...,
+    an ODBC connection string: its fields split at ';' as a query's are)."""
+    return any(plain != value and _spans("?" + plain, whole=True) for plain in {_decoded(value), unquote_plus(value)})
 
 
 def _spans(text: str, whole: bool) -> list[Span]:
@@ -159,7 +154,7 @@ def _spans(text: str, whole: bool) -> list[Span]:
     if "://" not in text and "?" not in text and "#" not in text:
         return []
     info = _userinfo_spans(text)
-    return _merged(info + _field_spans(text, info, whole))
+    return _merged(info + _field_spans(text, whole))
 
 
 def _masked(text: str, spans: list[Span]) -> str:

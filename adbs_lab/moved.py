@@ -1,7 +1,8 @@
 """Module addresses of this repository that moved: `python -m OLD` says where the module went and exits 2 (a
 command typed from older notes, a script, a cron line), and `import OLD` raises ImportError naming the new address.
 An old address imports nothing of the new module (every name has one address: tests/repo/test_one_address.py).
-Standard library and adbs/exits.py only."""
+The command it repeats shows a URL's credentials as *** (adbs/redaction.py). Standard library, adbs/exits.py and
+adbs/redaction.py only."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from typing import NoReturn
 
 from adbs.exits import REFUSED
+from adbs.redaction import redact
 
 __all__ = ["MOVED", "moved"]
 
@@ -23,7 +25,7 @@ def moved(old: str, run_as: str) -> NoReturn:
     new = MOVED[old]
     if run_as != "__main__":
         raise ImportError(f"{old} moved to {new}: import it from there")
-    args = shlex.join(sys.argv[1:])
+    args = shlex.join(redact(a) for a in sys.argv[1:])  # a password typed in a URL is not repeated
     print(f"error: python -m {old} moved to python -m {new}; run: python -m {new}{' ' + args if args else ''}",
           file=sys.stderr, flush=True)
     raise SystemExit(REFUSED)

@@ -140,11 +140,17 @@ def _refs(args: argparse.Namespace) -> list[str]:
             for ref in args.study]
 
 
+def _store_form_problem(uri: str) -> str | None:
+    """What is wrong with the store's URL that needs no store to say: its form (tracking_store.form_problem), or a
+    SQLite file that is not there (a report reads a store; it never makes one)."""
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        return f"no tracking store at {redact(uri[len('sqlite:///'):])}; pass --tracking-uri"
+    return tracking_store.form_problem(uri)
+
+
 def _read_store(args: argparse.Namespace, uri: str):
     """What the command names, read from the store: (client, the paper reports across datasets or None, one paper
     run or None, the studies, an ablation path's own run or None)."""
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
-        raise from_store.ReportError(f"no tracking store at {uri[len('sqlite:///'):]}; pass --tracking-uri")
     tracking_store.check_tracking_uri(uri)
     client = mlflow_tracking.MlflowClient(reveal(uri))  # the SecretUrl's real URL (adbs/redaction.py)
     refs = _refs(args)
@@ -318,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     uri = tracking_store.tracking_uri(args.tracking_uri)
+    problem = _store_form_problem(uri)  # what needs no store, refused before pandas and MLflow load
+    if problem:
+        raise exits.Exit(exits.REFUSED, f"error: {problem}")
     # named before the try, so the table modules load here: an except clause naming a lazy module would load it
     # while a signal's exit passes through it (adbs/light.py: lazy)
     refused = (from_store.ReportError, tracking_store.TrackingError)

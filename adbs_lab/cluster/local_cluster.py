@@ -95,7 +95,7 @@ def start(head: str | Path, worker: str | Path, *, port: int = GCS_PORT, dashboa
     auth.set_default()
     for argv in start_commands(head, worker, port=port, dashboard_port=dashboard_port, num_cpus=num_cpus):
         if echo:
-            print("+ " + shlex.join(argv), flush=True)
+            print("+ " + redact(shlex.join(argv)), flush=True)  # a command line, printed by the one rule
         r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
         if r.returncode != 0:
             stop([head, worker], grace_s=3)

@@ -1,6 +1,7 @@
 """The checks of a study's flags that need neither Ray, MLflow, pandas nor torch: the options themselves
 (StudyOptions.check), the search space's form, --set or a config field flag that sets what the study sets itself
-(its seeds, what it sweeps), and the base config they make (an unknown key or host, a value of the wrong type).
+(its seeds, what it sweeps), the base config they make (an unknown key or host, a value of the wrong type), and
+the stores' URLs by their form (`check_store_forms`).
 adbs_lab/study.py runs them before it loads the driver, so such a refusal answers in well under a second; the
 preflight (adbs_lab/driver/preflight.py: validate) runs them first too, so the dry run and the run refuse the same
 input with the same message. The checks of each configuration against the Config's rules and its data stay in the
@@ -12,15 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from adbs import env
+from adbs import objstore as st
+from adbs.redaction import carries_secret, redact, reveal
 from adbs.config import canonical, coerce
 from adbs.fields import check_choice
 from adbs.hosts import host_names
 from adbs_lab.driver.options import StudyInputError, StudyOptions, check_name
 from adbs_lab.driver.plan import Plan
 from adbs_lab.search import space as sp
-from adbs_lab.stores import paths
+from adbs_lab.stores import paths, tracking_store
 
-__all__ = ["SEEDED", "check", "searched", "study_owned", "swept_values", "shipped_name"]
+__all__ = ["SEEDED", "check", "check_store_forms", "optuna_form_problem", "searched", "storage_form_problem", "study_owned",
+           "swept_values", "shipped_name"]
 
 SEEDED = {"seed", "split_seed"}
 """Config fields a study sets from --seeds (adbs_lab/search/space.py: resolve_trial): never typed, searched or fixed."""
@@ -41,6 +45,8 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
     if wrong:
         raise StudyInputError("; ".join(wrong))
     check_name(plan.name, "Plan(name")  # a study script's own plan: its folder, as --name's, stays in --storage
+    check_folder(plan, opts)
+    check_store_forms(opts)
     sp.check(plan.space, source=plan.space_source, rows=plan.rows)
     check_overrides(plan, opts, searched(plan), [canonical(k) for k in opts.config_overrides()])
     base = opts.base_config(plan.cpu_defaults, without=study_owned(plan, opts))
@@ -48,6 +54,64 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
     if "host" in base:  # else the default host
         check_choice("host", base["host"], host_names())
     return base
+
+
+def check_folder(plan: Plan, opts: StudyOptions) -> None:
+    """The study's folder (`<storage>/<plan name>[-<--name>]`) is nothing else of the storage: not a folder every
+    study of it shares (a run would move it aside as earlier results), nor another study's lock file."""
+    folder = f"{plan.name}{opts.folder}"
+    taken = paths.folder_taken(folder)
+    if taken:
+        given = f"--name {opts.name!r}" if opts.name else f"Plan(name={plan.name!r})"
+        raise StudyInputError(f"{given}: the study's folder {folder!r} in --storage is the name of {taken}, which a "
+                              "run would take as its own (moving it aside as earlier results); give the study another "
+                              "name")
+
+
+def check_store_forms(opts: StudyOptions) -> None:
+    """--storage and the tracking URI (--tracking-uri, else $MLFLOW_TRACKING_URI) by their form alone, which needs no
+    store: a URL scheme no storage or MLflow store has, credentials in the storage's URL, a relative SQLite path.
+    Whether each store can be used is the preflight's (adbs_lab/driver/preflight.py)."""
+    problem = (storage_form_problem(opts.storage)
+               or tracking_store.form_problem(tracking_store.tracking_uri(opts.tracking_uri))
+               or (optuna_form_problem(opts.optuna_storage) if opts.optuna_storage else None))
+    if problem:
+        raise StudyInputError(problem)
+
+
+def storage_form_problem(location: str) -> str | None:
+    """--storage by its form: a folder, or an object-store URL without credentials (Ray Tune would write the URL into
+    the study's own files: tuner.pkl, the searcher's state, and Ray's logs)."""
+    if st.is_url(location):
+        if carries_secret(location):
+            return (f"--storage {redact(location)}: the URL carries credentials, which the study would write into "
+                    "its own files in the storage (Ray Tune's tuner.pkl and searcher state) and Ray's logs; drop them "
+                    "from the URL and export them where the study and `ray start` run, e.g. AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY (docs/clusters.md)")
+        return None
+    if "://" in location:
+        return (f"--storage {redact(location)}: unsupported URL scheme {st.scheme(location)!r}; pass a folder or an "
+                f"object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
+    return None
+
+
+def optuna_form_problem(url: str) -> str | None:
+    """--optuna-storage by its form: a URL SQLAlchemy has a dialect for (Optuna's RDBStorage opens it), a SQLite file
+    by its absolute path (a relative one is the driver's working folder's: a --resume from another folder would open
+    another database and find none of the study's trials)."""
+    from sqlalchemy.engine.url import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    url = str(reveal(url))
+    usable = "pass sqlite:////ABS/PATH/optuna.db or a database server's URL (postgresql://USER@HOST/DB)"
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_absolute():
+        return (f"--optuna-storage {redact(url)} is relative: the study's --resume from another folder would open "
+                f"another database; {usable}")
+    try:
+        make_url(url).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError):
+        return f"--optuna-storage {redact(url)}: not a database URL Optuna can open (SQLAlchemy has no dialect of it); {usable}"
+    return None
 
 
 def study_owned(plan: Plan, opts: StudyOptions) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from adbs.config import Config, canonical, from_dict
-from adbs.redaction import carries_secret, redact
+from adbs.redaction import redact
 from adbs_lab.search import space as sp
 from adbs_lab.records import objectives, tune_keys
 from adbs_lab.results import comparisons
@@ -58,21 +58,15 @@ def check_storage_writable(location: str) -> None:
     """--storage: a writable folder (or one that can be created), or an object-store URL this machine can write to."""
     from adbs import objstore as st
 
+    form = flags.storage_form_problem(location)  # its form, checked with the flags too: credentials, a bad scheme
+    if form:
+        raise StudyInputError(form)
     if st.is_url(location):
-        if carries_secret(location):  # Ray Tune pickles the trainable, and the cache URL in it, into the storage
-            raise StudyInputError(f"--storage {redact(location)}: the URL carries credentials, which the study "
-                                  "would write into its own files in the storage (Ray Tune's tuner.pkl and searcher "
-                                  "state) and Ray's logs; drop them from the URL and export them where the study "
-                                  "and `ray start` run, e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                                  "(docs/clusters.md)")
         try:
             st.check_writable(location)
         except st.ObjectStoreError as e:
             raise StudyInputError(f"--storage: {e}") from None
         return
-    if "://" in location:
-        raise StudyInputError(f"--storage {redact(location)}: unsupported URL scheme {st.scheme(location)!r}; pass a "
-                              f"folder or an object-store URL ({', '.join(s + '://' for s in st.OBJECT_STORE_SCHEMES)})")
     problem = folder_problem(Path(location).expanduser().resolve(), f"--storage {location}", create=False)
     if problem:
         raise StudyInputError(problem)

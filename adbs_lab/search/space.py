@@ -20,6 +20,7 @@ from typing import Any
 import optuna.distributions as od
 
 from adbs.config import FIELDS, Config, ConfigError, coerce, from_dict
+from adbs_lab.records import value_text
 from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY
 
 __all__ = ["is_grid", "is_dist", "split", "check", "optuna_distributions", "grid_points", "grid_size", "resolve_trial",
@@ -52,8 +53,7 @@ def check(space: dict[str, Any], *, source: str, rows: dict[str, dict] | None = 
             if is_grid(value):
                 if not value:
                     raise ConfigError(f"grid axis {key!r} is an empty list")
-                for v in value:
-                    coerce(key, v)
+                _check_distinct(key, [coerce(key, v) for v in value])
             elif is_dist(value):
                 if isinstance(value, od.CategoricalDistribution):
                     for v in value.choices:
@@ -65,12 +65,31 @@ def check(space: dict[str, Any], *, source: str, rows: dict[str, dict] | None = 
                 coerce(key, value)
         except ConfigError as e:
             raise ConfigError(f"search space {source}: {e}") from None
+    _, grid, dists = split(space)
     for name, overrides in (rows or {}).items():
         for key, value in overrides.items():
             try:
                 coerce(key, value)
             except ConfigError as e:
                 raise ConfigError(f"search space {source}, row {name!r}: {e}") from None
+            if key in grid or key in dists:  # the row's value would replace every value the space gives it
+                raise ConfigError(f"search space {source}, row {name!r} sets {key!r}, which the space "
+                                  f"{'varies as a grid axis' if key in grid else 'samples'}: every point of the row "
+                                  f"would run {key}={value!r} under the label of its own value; drop {key!r} from "
+                                  "the row or from the space")
+
+
+def _check_distinct(key: str, values: list[Any]) -> None:
+    """Each value of a grid axis, as the trial's Config holds it, once: a value listed twice (0.1 and 0.1, or 16 and
+    16.0 of a float field: adbs/config/coercion.py makes both 16.0) would be two configurations of one, each run over
+    every seed, so one configuration would count each seed twice in its row and be compared with itself."""
+    seen: dict[str, Any] = {}
+    for v in values:
+        t = value_text.text(v)  # one text per value: True and 1, None and "None" stay apart
+        if t in seen:
+            raise ConfigError(f"grid axis {key!r} lists {v!r} twice (as the config holds its values: "
+                              f"{[value_text.text(x) for x in values]}); list each value once")
+        seen[t] = v
 
 
 def optuna_distributions(space: dict[str, Any]) -> dict[str, od.BaseDistribution]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["REPO_ROOT", "DEFAULT_STORAGE", "MLFLOW_DIR", "DEFAULT_TRACKING_URI", "DEFAULT_ARTIFACT_ROOT", "SMOKE",
-           "DATABASES", "artifact_root", "code_version"]
+           "DATABASES", "BASE_CACHE", "STORAGE_ARTIFACTS", "LOCK_SUFFIXES", "folder_taken", "artifact_root",
+           "code_version"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STORAGE = REPO_ROOT / "runs"
@@ -19,6 +20,26 @@ among the study's own runs, moves its folder aside or shares its Optuna study; `
 run in experiment `paper-smoke`."""
 DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")
 """URI schemes of a database server MLflow keeps its runs in (a driver after '+': postgresql+psycopg://)."""
+BASE_CACHE = "base_cache"
+"""The folder of a --storage that holds the base-session cache every study of that storage shares (adbs/cache.py)."""
+STORAGE_ARTIFACTS = "mlflow_artifacts"
+"""The folder of a --storage that holds the MLflow artifacts of its studies' runs (a database server as the store)."""
+LOCK_SUFFIXES = (".lock", ".lock.json")
+"""What a study's lock file and its holder file add to its folder's name, beside it in --storage
+(adbs_lab/stores/study_folder.py: StudyLock)."""
+
+
+def folder_taken(folder: str) -> str | None:
+    """What else of a --storage a study folder named `folder` would be, or None: the storage's shared folders, or
+    another study's lock files (`<name>.lock`, `<name>.lock.json`)."""
+    if folder == BASE_CACHE:
+        return "the base-session cache every study of the storage shares"
+    if folder == STORAGE_ARTIFACTS:
+        return "the MLflow artifacts of every study of the storage"
+    for suffix in LOCK_SUFFIXES:
+        if folder.endswith(suffix) and folder != suffix:
+            return f"the {'lock' if suffix == '.lock' else 'lock-holder'} file of the study {folder[:-len(suffix)]!r}"
+    return None
 
 
 def artifact_root(uri: str, storage: str | None = None) -> str | None:
@@ -34,7 +55,7 @@ def artifact_root(uri: str, storage: str | None = None) -> str | None:
         return (Path(uri[len("sqlite:///"):]).parent / "artifacts").resolve().as_uri()
     if uri.split("://", 1)[0].split("+", 1)[0] in DATABASES:
         if storage and "://" not in storage:  # a folder (an object-store URL is not one MLflow's file store writes)
-            return (Path(storage).expanduser().resolve() / "mlflow_artifacts").as_uri()
+            return (Path(storage).expanduser().resolve() / STORAGE_ARTIFACTS).as_uri()
         return DEFAULT_ARTIFACT_ROOT.as_uri()
     return None
 

@@ -7,7 +7,7 @@
 
 Studies then log over HTTP: `python studies/alpha_sweep.py --tracking-uri http://127.0.0.1:5000`
 (one writer process: the server; what a shared or cluster setup needs). Arguments after `--` go
-to `mlflow server` unchanged (e.g. `-- --workers 2`).
+to `mlflow server` unchanged (e.g. `-- --workers 2`); one with credentials in it is refused.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ POOL_RECYCLE_ENV = "MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE"
 def command(args: argparse.Namespace) -> list[str]:
     """The `mlflow server` command line: nothing secret in it (see server_env; an --artifacts-destination with
     credentials is refused: ValueError, which `main` says as its exit-2 line)."""
-    problem = _artifacts_problem(args)
+    problem = _artifacts_problem(args) or _passed_on_problem(args)
     if problem:
         raise ValueError(problem)
     exe = Path(sys.executable).with_name("mlflow")
@@ -106,10 +106,7 @@ def command(args: argparse.Namespace) -> list[str]:
            "--host", args.host, "--port", str(args.port), "--workers", str(args.workers)]
     if args.allowed_hosts:
         cmd += ["--allowed-hosts", args.allowed_hosts]
-    extra = list(args.extra)
-    if extra[:1] == ["--"]:
-        extra = extra[1:]
-    return cmd + extra
+    return cmd + _passed_on(args)
 
 
 def artifacts(args: argparse.Namespace) -> str:
@@ -139,6 +136,26 @@ def _artifacts_problem(args: argparse.Namespace) -> str | None:
             "the URL without them and give them in the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
             "(or AWS_PROFILE) for s3://, GOOGLE_APPLICATION_CREDENTIALS for gs://, AZURE_STORAGE_CONNECTION_STRING "
             "for wasbs://")
+
+
+def _passed_on(args: argparse.Namespace) -> list[str]:
+    """The arguments after `--`, which go to `mlflow server` as they are."""
+    extra = list(args.extra)
+    return extra[1:] if extra[:1] == ["--"] else extra
+
+
+def _passed_on_problem(args: argparse.Namespace) -> str | None:
+    """An argument after `--` with credentials in it (a URL of `mlflow server`'s own flags, or one inside another's
+    value): refused as --artifacts-destination's are, since it would go on the server's command line (`ps`) and the
+    dry run's printed command."""
+    shown = [redact(a) for a in _passed_on(args) if carries_secret(a)]
+    if not shown:
+        return None
+    return (f"the arguments after -- carry credentials ({' '.join(shown)}), which the server's command line would show "
+            "to every user of this machine (ps); give the store as --backend-store-uri (it reaches the server as "
+            f"${STORE_ENV}, never on its command line) and an object store's credentials in the environment: "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) for s3://, GOOGLE_APPLICATION_CREDENTIALS "
+            "for gs://")
 
 
 def _check_numbers(args: argparse.Namespace) -> str | None:
@@ -320,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     args.artifacts_destination = artifacts(args)
     # the dry run checks what it can without writing (the artifacts URL, the numbers, the port); a run also the
     # stores
-    problem = (_artifacts_problem(args) or _check_numbers(args) or _check_port(args)
+    problem = (_artifacts_problem(args) or _passed_on_problem(args) or _check_numbers(args) or _check_port(args)
                or (None if args.dry_run else _check(args)))
     cmd = [] if problem else command(args)
     if problem is None and args.dry_run:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from adbs import objstore as st
 from adbs.redaction import redact
 from adbs.writable import link_problem, write_no_follow
+from adbs_lab.stores import paths
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -133,7 +134,8 @@ class StudyFolder:
     @property
     def cache_location(self) -> str:
         """The base-session cache beside the study folders, shared by every study in `storage`."""
-        return st.join(self.storage, "base_cache") if self.remote else str(self.local.parent / "base_cache")
+        return (st.join(self.storage, paths.BASE_CACHE) if self.remote
+                else str(self.local.parent / paths.BASE_CACHE))
 
     def cache_problem(self) -> str | None:
         """The refusal when the base-session cache of a local storage is a symbolic link: every study of the

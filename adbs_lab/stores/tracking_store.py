@@ -156,6 +156,47 @@ def _fail_fast_http():
                 os.environ[k] = v
 
 
+SCHEMES = ("", "file", "http", "https", "databricks", "databricks-uc", "uc")
+"""The tracking-store schemes MLflow reads besides its databases' (MLflow's module
+mlflow.tracking._tracking_service.utils: _register_tracking_stores); a plugin's come from its "mlflow.tracking_store"
+entry points."""
+MLFLOW_DATABASES = ("postgresql", "mysql", "sqlite", "mssql")
+"""The database engines MLflow's SQLAlchemy store reads (MLflow's mlflow.store.db.db_types: DATABASE_ENGINES), a driver
+after one '+' (mlflow.utils.uri: extract_db_type_from_uri)."""
+
+
+def form_problem(uri: str) -> str | None:
+    """What is wrong with tracking URI `uri` by its form alone, which needs neither the store nor MLflow (checked with
+    a study's flags, adbs_lab/driver/flags.py, and by `tracking_problem`): a relative SQLite path, or a scheme no
+    tracking store of MLflow's (or of an installed plugin) reads, judged as MLflow picks the store
+    (MLflow's mlflow.tracking.registry: get_store_builder; mlflow.utils.uri: get_uri_scheme). None when MLflow reads it."""
+    from urllib.parse import urlsplit
+
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_absolute():
+        return f"tracking URI {redact_uri(uri)!r} is relative: use an absolute path (trials run in their own folders)"
+    if uri in ("databricks", "databricks-uc", "uc"):
+        return None
+    try:
+        scheme = urlsplit(uri).scheme.lower()
+    except ValueError as e:  # e.g. an unclosed '[' of an IPv6 host
+        return f"tracking URI {redact_uri(uri)!r} is not a URL MLflow can read ({e})"
+    usable = ("an absolute SQLite file (sqlite:////ABS/PATH/mlflow.db), a tracking server (http://HOST:PORT), a "
+              "database server (postgresql://USER@HOST/DB) or a folder")
+    if any(scheme.startswith(db) for db in MLFLOW_DATABASES):
+        engine = scheme.split("+")
+        if len(engine) > 2 or engine[0] not in MLFLOW_DATABASES:
+            return (f"tracking URI {redact_uri(uri)!r}: {scheme!r} is not a database MLflow reads (one of "
+                    f"{', '.join(MLFLOW_DATABASES)}, a driver after '+'); use {usable}")
+        return None
+    if scheme in SCHEMES or (len(scheme) == 1 and scheme.isalpha()):  # a Windows drive letter is a folder's
+        return None
+    from importlib.metadata import entry_points
+
+    if scheme in {e.name for e in entry_points(group="mlflow.tracking_store")}:
+        return None
+    return f"tracking URI {redact_uri(uri)!r}: MLflow has no tracking store of scheme {scheme!r}; use {usable}"
+
+
 def tracking_problem(uri: str) -> None:
     """The checks of `check_tracking_uri` that write nothing (the preflight and --dry-run, adbs_lab/driver/preflight.py):
     a SQLite store that does not exist yet is judged by the folder it would be created in, and an existing one by
@@ -164,10 +205,11 @@ def tracking_problem(uri: str) -> None:
     from adbs_lab.stores.sqlite_kind import sqlite_problem
 
     hint = _hint(uri)
+    form = form_problem(uri)
+    if form:
+        raise TrackingError(form)
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
-        if not db.is_absolute():
-            raise TrackingError(f"tracking URI {uri!r} is relative: use an absolute path (trials run in their own folders)")
         problem = folder_problem(db.parent, f"the folder of tracking store {uri!r}", create=False)
         if problem:
             raise TrackingError(f"{problem}; {hint}")

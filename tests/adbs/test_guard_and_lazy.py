@@ -122,6 +122,37 @@ def test_a_second_signal_while_the_first_unwinds_ends_at_once_without_another_li
     assert r.stderr.strip().splitlines() == ["-c: interrupted (SIGTERM) " + light.STARTING] and not r.stdout
 
 
+SWALLOWED = {  # places where Python prints an exception as "Exception ignored" and goes on
+    "a weakref callback (importlib's module-lock callback)": """
+        class A: pass
+        a = A()
+        keep = weakref.ref(a, lambda _: signal.raise_signal(SIG))
+        del a""",
+    "a __del__": """
+        class A:
+            def __del__(self): signal.raise_signal(SIG)
+        A()""",
+    "a finalizer": """
+        class A: pass
+        a = A()
+        weakref.finalize(a, signal.raise_signal, SIG)
+        del a""",
+}
+
+
+@pytest.mark.parametrize("where", SWALLOWED)
+@pytest.mark.parametrize(("sig", "shown"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
+def test_a_signal_handled_where_python_swallows_exceptions_still_ends_the_command(where, sig, shown):
+    """The handler's exit raised inside a callback is printed as "Exception ignored" and dropped by Python: the command
+    ran on after its "interrupted" line, to exit 0 (adbs/light.py: _swallowed raises it again in the main thread)."""
+    code = "import signal, time, weakref\nfrom adbs import light\nlight.guard('__main__')\n" + f"SIG = {int(sig)}" + \
+        textwrap.dedent(SWALLOWED[where]) + "\ntime.sleep(3)\nprint('still running')\n"
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == exits.INTERRUPTED, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.strip().splitlines() == [f"-c: interrupted ({shown}) " + light.STARTING] and not r.stdout
+
+
 @pytest.mark.parametrize("module", ["csv", "email.mime.text", "xml.dom"])
 def test_the_pause_before_an_import_waits_there_for_the_signal(tmp_path, module):
     """ADBS_FAULT_INJECTION {"pause_at": "import MODULE"}: the command stops just before MODULE is first imported

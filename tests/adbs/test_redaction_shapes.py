@@ -39,6 +39,7 @@ SECRET_FIELDS = ["password", "Password", "PASSWORD", "passwd", "pwd", "pass", "s
                  "JWT", "bearer", "Bearer", "session", "Session", "sessionid", "PHPSESSID", "sig", "SIG",
                  "signature", "X-Amz-Signature", "X-Goog-Signature", "X-Amz-Credential", "credential", "credentials",
                  "pass%77ord", "%70assword", "to%6Ben", "api%2Dkey", "se", "sv", "cookie"]
+ODBC = ["PWD", "Pwd", "Password", "AccessToken", "Authentication_Token"]  # an ODBC string's secret keys
 PLAIN_FIELDS = ["region", "scheme", "endpoint_override", "sslmode", "application_name", "connect_timeout",
                 "target_session_attrs", "sslkey", "passfile", "workflowType", "viewStateShareKey", "mode", "x"]
 SCHEMES = ["s3", "gs", "http", "https", "postgresql", "postgresql+psycopg", "mysql", "mysql+pymysql", "sqlite",
@@ -81,7 +82,8 @@ def secret_urls(draw, nested: bool = True):
     """(url, secret) with the secret in one of the places a URL carries one."""
     scheme, hostport, path, query, fragment = draw(plain_parts())
     user = draw(st.sampled_from(["", "alice", "u", "AKIA0"]).map(str.lower))
-    where = draw(st.sampled_from(["password", "token user", "query", "fragment"] + (["nested", "encoded"] * nested)))
+    where = draw(st.sampled_from(["password", "token user", "query", "fragment"]
+                                 + (["nested", "encoded", "connection string"] * nested)))
     if where == "token user":
         scheme = draw(st.sampled_from(sorted(TOKEN_USER)))
     if where in ("password", "token user"):
@@ -93,6 +95,10 @@ def secret_urls(draw, nested: bool = True):
         inner, secret = draw(secret_urls(nested=False))
         value = inner if where == "nested" else quote(inner, safe="")
         field = f"endpoint_override={value}"
+    elif where == "connection string":  # SQLAlchemy's mssql+pyodbc:///?odbc_connect=<an ODBC string, %-encoded>
+        secret = draw(_secret(VALUE.replace(";", "").replace("=", "")))
+        odbc = f"DRIVER={{ODBC Driver 18}};SERVER={hostport or 'h'};UID={user or 'u'};{draw(st.sampled_from(ODBC))}={secret}"
+        field = f"odbc_connect={quote(odbc, safe='')}"
     else:
         secret = draw(_secret(VALUE))
         field = f"{draw(st.sampled_from(SECRET_FIELDS))}={secret}"
@@ -218,6 +224,29 @@ def test_serve_refuses_an_artifacts_destination_with_credentials(shape):
     assert _shows_none(str(e.value))
 
 
+PASSED_ON = [("--default-artifact-root", "{}"), ("--backend-store-uri", "{}"), ("--artifacts-destination={}",),
+             ("--gunicorn-opts", "--forwarded-allow-ips {}"), ("--uvicorn-opts=--root-path {}",)]
+"""Arguments after `--`, which serve.py passes on to `mlflow server`: a URL of its own flags, or inside another's."""
+
+
+@pytest.mark.parametrize("passed", PASSED_ON, ids=[p[0].split("=")[0] for p in PASSED_ON])
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(secret_urls())
+def test_serve_refuses_credentials_in_the_arguments_it_passes_on(passed, shape):
+    """The arguments after `--` went to `mlflow server` as they were: a URL with credentials among them was printed
+    by the dry run (its command line, the secret in clear) and put on the server's command line, which `ps` shows.
+    They are refused as --artifacts-destination's are (exit 2, one line, the secret as ***)."""
+    from adbs_lab.stores import serve
+
+    url, _ = shape
+    extra = ["--", *(a.format(url) for a in passed)]
+    code, out = _serve("--port", str(_free_port()), "--dry-run", *extra)
+    assert code == 2 and out.count("\n") == 1 and _shows_none(out), out
+    with pytest.raises(ValueError) as e:  # never on the server's command line
+        serve.command(serve.parser().parse_args(extra))
+    assert _shows_none(str(e.value))
+
+
 def _submit_module():
     import importlib.util
 
@@ -328,3 +357,28 @@ def test_every_study_script_dry_run_shows_no_secret(script, tmp_path, capsys):
                             "--storage", str(tmp_path / "runs"), "--tracking-uri", SHAPES["a #token= fragment"],
                             "--optuna-storage", SHAPES["a URL in a query value"]], cwd=tmp_path)
     assert r.returncode == 2 and _shows_none(r.stdout + r.stderr), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("url", [
+    "http://h:5000/x?token=Qj@Vx",  # reads also as user h, password 5000/x?token=Qj, host Vx
+    "s3://db:5432/?password=Qj@Vx&region=r",
+    "postgresql://h:5432/db?sslmode=require&password=Qj@Vx#x",
+    "https://h:443/?a=1&api_key=Qj@Vx@Zq",
+])
+def test_a_field_value_holding_an_at_is_masked_whole(url):
+    """A query after a port reads also as user information up to its last '@': what follows it is the field's too."""
+    for shown in (redact(url), redact(f"error: {url} failed"), str(SecretUrl(url))):
+        assert _shows_none(shown), shown
+
+
+@pytest.mark.parametrize("odbc", [
+    "DRIVER={ODBC Driver 18};SERVER=h;UID=u;PWD=Qj",
+    "Driver={x};Server=h,1433;Uid=u;Password=Qj;Encrypt=yes",
+    "DRIVER={x};SERVER=h;Authentication=ActiveDirectoryPassword;UID=u;PWD={Qj;Vx}",
+])
+def test_an_encoded_connection_string_with_a_password_is_masked(odbc):
+    """SQLAlchemy's way to give MSSQL (one of MLflow's database engines) an ODBC connection string: %-encoded."""
+    url = f"mssql+pyodbc:///?odbc_connect={quote(odbc, safe='')}"
+    assert carries_secret(url)
+    for shown in (redact(url), redact(f"could not open {url}: login failed"), str(SecretUrl(url))):
+        assert _shows_none(shown), shown

@@ -90,7 +90,7 @@ def test_a_study_searching_none_keeps_it_in_every_result(ray_address, storage, t
     # studies/report.py from the store alone: the same configurations, importance and best
     from mlflow.tracking import MlflowClient
 
-    loaded = from_store.load_study(MlflowClient(tracking_uri), "searched")
+    loaded = from_store.load_study(MlflowClient(tracking_uri), "searched-smoke")
     assert tables.best_config(loaded.trials)["config"] == best["config"]
     r = in_process(capsys, [sys.executable, str(REPO / "studies" / "report.py"), "searched", "--smoke", "--tracking-uri",
                             tracking_uri, "--out", str(tmp_path / "report")])

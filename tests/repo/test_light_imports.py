@@ -102,6 +102,25 @@ ENTRY_REFUSED = {
     "adbs.run --set bogus=1 (unknown key)": ("-m adbs.run", "--set", "bogus=1"),
     "adbs.run --variant nope (unknown choice)": ("-m adbs.run", "--variant", "nope"),
     "adbs.run --base-epochs 0 (out of range)": ("-m adbs.run", "--base-epochs", "0"),
+    # a store's URL refused by its form alone (before, after torch, Ray and pandas had loaded: 5-20 s at load 4); a
+    # study's with --dry-run, so that a case not refused checks and exits instead of starting the study
+    "ablation.py --tracking-uri sqlite:///rel.db (relative)": ("studies/ablation.py", "--dry-run", "--tracking-uri",
+                                                               "sqlite:///rel.db"),
+    "alpha_sweep.py --tracking-uri htp:/x (no such scheme)": ("studies/alpha_sweep.py", "--dry-run", "--tracking-uri",
+                                                              "htp:/x"),
+    "paper.py --tracking-uri bogus://h/x (no such scheme)": ("studies/paper.py", "--dry-run", "--tracking-uri",
+                                                             "bogus://h/x"),
+    "knobs.py --storage ftp://h/runs (no such scheme)": ("studies/knobs.py", "--dry-run", "--storage", "ftp://h/runs"),
+    "boundary.py --storage s3://K:S@b/runs (credentials)": ("studies/boundary.py", "--dry-run", "--storage",
+                                                            "s3://K:S@b/runs"),
+    "ablation.py --optuna-storage bogus://x (no such dialect)": ("studies/ablation.py", "--dry-run", "--optuna-storage",
+                                                                 "bogus://x"),
+    "kshot_grid.py --optuna-storage sqlite:///rel.db (relative)": ("studies/kshot_grid.py", "--dry-run",
+                                                                   "--optuna-storage", "sqlite:///rel.db"),
+    "hosts.py --optuna-storage notaurl (no URL)": ("studies/hosts.py", "--dry-run", "--optuna-storage", "notaurl"),
+    "report.py --tracking-uri htp:/x (no such scheme)": ("studies/report.py", "ablation", "--tracking-uri", "htp:/x"),
+    "report.py --tracking-uri sqlite:////none/m.db (no store)": ("studies/report.py", "ablation", "--tracking-uri",
+                                                                 "sqlite:////nonexistent/adbs/mlflow.db"),
 }
 
 

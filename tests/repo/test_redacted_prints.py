@@ -5,7 +5,8 @@ warnings call, an MLflow tag or param write (set_tag, set_experiment_tag, log_pa
 are the study's tags ("adbs.*", "mlflow.*"). What a sink is given must not hold, unredacted:
 
 - a URL-like value: a name or attribute called uri, url, storage, address, dest(ination), store, location,
-  endpoint (or ending in _uri, _url, ...), or anything made of one (uri[9:], uri.strip(), st.join(url, name));
+  endpoint (or ending in _uri, _url, ...), or argv (a command line as typed: sys.argv, opts.argv), or anything made
+  of one (uri[9:], uri.strip(), st.join(url, name), shlex.join(sys.argv[1:]));
 - the text of an exception caught around a use of such a value (`except Exception as e` around MlflowClient(uri):
   MLflow's message quotes the URL it was given), unless every class the handler catches is one of this
   repository's (ROOTS): their messages are made at raise sites this check reads.
@@ -25,9 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 ROOTS = ("adbs", "adbs_lab", "studies", "mlflow/serve.py")
-URL_NAME = re.compile(r"(^|_)(uri|url|urls|storage|address|addr|dest|destination|store|location|endpoint)$")
+URL_NAME = re.compile(r"(^|_)(uri|url|urls|storage|address|addr|dest|destination|store|location|endpoint|argv)$")
 REDACTING = {"redact", "redact_url", "redact_uri", "display", "logged_argv", "_first_line", "ui_command", "SecretUrl",
-             "secret_url", "tracking_uri"}
+             "secret_url", "tracking_uri", "command_tag"}
 """Functions whose result is redacted, or a SecretUrl (checked below at run time)."""
 NO_TEXT = {"len", "type", "bool", "isinstance", "scheme", "is_url", "is_server"}
 """Functions whose result holds no text of their argument (a length, a type, a URL's scheme)."""
@@ -80,6 +81,37 @@ class _Scan:
             return self._safe_local(name, self.parents[scope], seen)
         return bool(values) and name not in seen and all(self._redacted(v, seen | {name}) for v in values)
 
+    def _tainted(self, name: str, at: ast.AST, seen: frozenset) -> bool:
+        """Whether a local `name` of the function around `at` is assigned something that leaks (`args =
+        shlex.join(sys.argv[1:])`, then `print(args)`)."""
+        if name in seen:
+            return False
+        scope = self._scope(at)
+        if scope not in self.parents:  # a module-level name: its constants and imports
+            return False
+        return any(self._carries(v, seen | {name}) for node in ast.walk(scope) for t, v in _assignments(node)
+                   if t == name)
+
+    def _carries(self, e: ast.AST, seen: frozenset) -> bool:
+        """Whether `e` is a URL-like value passed through text operations only (PASSING: a join, a strip, a
+        format, a slice), so that its text is the URL's; a call of anything else is not followed."""
+        if isinstance(e, (ast.Name, ast.Attribute)):
+            return bool(self.leaks(e, seen))
+        if isinstance(e, ast.Subscript):
+            return self._carries(e.value, seen)
+        if isinstance(e, ast.Call):
+            f = _name(e.func)
+            parts = [*e.args, *(k.value for k in e.keywords)]
+            parts += [e.func.value] if isinstance(e.func, ast.Attribute) else []
+            return f in PASSING and any(self._carries(a, seen) for a in parts)
+        if isinstance(e, (ast.GeneratorExp, ast.ListComp)):  # by its elements: (a for a in argv), not redact(a)
+            names = {t.id for g in e.generators if self._carries(g.iter, seen) for t in ast.walk(g.target)
+                     if isinstance(t, ast.Name)}
+            return self._carries(e.elt, seen) or isinstance(e.elt, ast.Name) and e.elt.id in names
+        if isinstance(e, (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Tuple, ast.List, ast.Starred)):
+            return any(self._carries(c, seen) for c in ast.iter_child_nodes(e))
+        return False
+
     def _redacted(self, e: ast.AST, seen: frozenset) -> bool:
         """Whether `e` is known to hold no unredacted URL: made only of redacting calls, self-redacting attributes,
         constants and names that are so (a call this check does not know may return a URL: st.join(storage, x))."""
@@ -105,7 +137,8 @@ class _Scan:
     def leaks(self, e: ast.AST, seen: frozenset = frozenset()) -> list[str]:
         """The parts of expression `e` that are URL-like or a caught exception's text, unredacted."""
         if isinstance(e, ast.Name):
-            bad = (self._url_like(e) or self._caught(e.id, e)) and not self._safe_local(e.id, e, seen)
+            bad = ((self._url_like(e) or self._caught(e.id, e) or self._tainted(e.id, e, seen))
+                   and not self._safe_local(e.id, e, seen))
             return [e.id] if bad else []
         if isinstance(e, ast.Attribute):
             return [ast.unparse(e)] if self._url_like(e) else []
@@ -190,9 +223,14 @@ def test_the_reader_finds_an_unredacted_url_and_passes_a_redacted_one():
            "    except Exception as e:\n"
            "        raise Exit(2, f'cannot open it ({str(e).splitlines()[0]})')\n"
            "    except OwnError as e:\n"
-           "        raise Exit(2, f'{e}')\n")
+           "        raise Exit(2, f'{e}')\n"
+           "def h():\n"
+           "    args = shlex.join(sys.argv[1:])\n"
+           "    print(f'run: python -m new {args}')\n"
+           "    shown = ' '.join(a for a in opts.argv)\n"
+           "    print(shown)\n")
     assert unredacted(bad) == ["2: uri", "3: p.storage", "4: url", "5: args.address", "6: storage_url", "8: addr",
-                               "10: uri", "15: e"]
+                               "10: uri", "15: e", "20: args", "22: shown"]
     good = ("def f(uri, p, e, path):\n"
             "    print(f'store {redact(uri)} {p.tracking_uri} {where}, {path}: {e}')\n"
             "    shown = redact(uri)\n"
@@ -205,7 +243,9 @@ def test_the_reader_finds_an_unredacted_url_and_passes_a_redacted_one():
             "        open(path)\n"
             "    except OSError as e:\n"
             "        print(f'{path}: {e}')\n"
-            "    print(f'{\"cluster\" if p.address else \"\"} {len(uri)} {scheme(uri)!r}')\n")
+            "    print(f'{\"cluster\" if p.address else \"\"} {len(uri)} {scheme(uri)!r}')\n"
+            "    args = shlex.join(redact(a) for a in sys.argv[1:])\n"
+            "    print(f'run: {args}')\n")
     assert unredacted(good) == []
 
 
@@ -246,10 +286,13 @@ def test_the_redacting_functions_and_errors_are_so():
     from adbs_lab.stores import tracking_store
 
     url = "postgresql://u:hunter2@db/x?token=hunter2"
+    from studies.ablation_path import command_tag
+
     said = [redact(url), redact_url(url), tracking_store.redact_uri(url), " ".join(logged_argv(("--x", url))),
+            command_tag(("--x", url)),
             tracking_store.ui_command(url),
             str(SecretUrl(url)), str(secret_url(url)), str(tracking_store.tracking_uri(url)),
             str(tracking_store.TrackingError(f"tracking URI {url} is unreachable"))]
     assert not [s for s in said if "hunter2" in s], said
     assert {"redact", "redact_url", "redact_uri", "display", "logged_argv", "_first_line", "ui_command", "SecretUrl",
-            "secret_url", "tracking_uri"} == REDACTING and REDACTING_ERRORS == {"TrackingError"}
+            "secret_url", "tracking_uri", "command_tag"} == REDACTING and REDACTING_ERRORS == {"TrackingError"}

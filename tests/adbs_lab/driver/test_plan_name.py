@@ -64,3 +64,26 @@ def test_a_plan_of_its_own_name_and_the_studies_themselves_say_nothing_of_it(cap
                             "--gpus-per-trial", "0", "--storage", str(tmp_path / "runs"), "--tracking-uri",
                             f"sqlite:///{tmp_path / 'mlflow.db'}"])
     assert r.returncode == 0 and "Plan(name=" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("name, flags, why", [
+    ("base_cache", (), "the base-session cache"),  # every study of the storage reads and writes it
+    ("mlflow_artifacts", (), "the MLflow artifacts"),  # every study's runs' files, with a database server as store
+    ("ablation.lock", (), "lock"),  # studies/ablation.py's lock file
+    ("mine.lock.json", (), "lock"),  # the lock-holder file of a study named mine
+    ("mine", ("--name", "x.lock"), "lock"),  # mine-x.lock: the lock file of `--name x`
+])
+def test_a_study_folder_named_as_what_the_storage_shares_is_refused(capsys, tmp_path, name, flags, why):
+    """Plan(name="base_cache") made the storage's shared base-session cache its study folder: the dry run said
+    that "earlier results" there would be moved aside (every study's cached base sessions, and, for
+    "mlflow_artifacts", every earlier run's files), and a run moved them. A folder named as a study's lock file
+    ("ablation.lock") takes the lock of that study. Refused as a name out of --storage is, nothing moved."""
+    runs = tmp_path / "work" / "runs"
+    for shared in ("base_cache", "mlflow_artifacts"):
+        (runs / shared / "k").mkdir(parents=True)
+        (runs / shared / "k" / "entry").write_text("kept")
+    r = _own_study(capsys, tmp_path, name, *flags)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "dry run:" not in r.stdout and why in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert sorted(p.name for p in runs.iterdir()) == ["base_cache", "mlflow_artifacts"]
+    assert all((runs / s / "k" / "entry").read_text() == "kept" for s in ("base_cache", "mlflow_artifacts"))

@@ -94,3 +94,38 @@ def test_hosts_rows_are_checked_configs_with_their_references(preset):
         cfg = from_dict({**PRESETS[preset], "data_root": "/d", **rows["OrCo+ADBS"]})
         assert (cfg.schedule, cfg.finetune_epochs, cfg.base_epochs) == ("cosine", 10, 200)
     assert hosts.baselines(hosts.HOSTS)["SAVC+ADBS"] == "SAVC"
+
+
+@pytest.mark.parametrize("key, axis", [
+    ("alpha", [0.1, 0.1]),  # the same float twice
+    ("alpha", [16, 0.05, 16.0]),  # an int and its float: one value of a float field
+    ("base_images_per_class", [None, 40, None]),  # None twice
+    ("data_root", [None, "None"]),  # a str | None field reads the text None as None
+    ("shots", [5, "5"]),  # a text of the same int
+])
+def test_a_grid_axis_listing_a_value_twice_is_refused(key, axis):
+    """Two points of one configuration would each run every seed: its row would count each seed twice and the
+    comparisons would set it against itself. The value as the Config holds it decides (adbs/config/coercion.py)."""
+    with pytest.raises(ConfigError, match=f"grid axis '{key}' lists .* twice"):
+        sp.check({key: axis}, source="test")
+
+
+@pytest.mark.parametrize("key, axis", [("alpha", [0.05, 0.1]), ("base_images_per_class", [None, 40, 80])])
+def test_a_grid_axis_of_distinct_values_passes(key, axis):
+    sp.check({key: axis}, source="test")
+
+
+@pytest.mark.parametrize("space, row", [
+    ({"alpha": [0.01, 0.1]}, {"variant": "adb+ic", "alpha": 0.05}),  # a grid axis
+    ({"shots": [1, 5], "alpha": [0.05]}, {"shots": 5}),  # one of two axes
+    ({"alpha": FloatDistribution(0.01, 0.1, log=True)}, {"alpha": 0.05}),  # a sampled value
+])
+def test_a_row_setting_what_the_space_varies_is_refused(space, row):
+    """The row's value replaces each point's (adbs_lab/search/space.py: resolve_trial): its rows would each run the
+    row's value under the label of another, and count as that many configurations."""
+    with pytest.raises(ConfigError, match="row 'r' sets .*, which the space"):
+        sp.check(space, source="test", rows={"r": row, "free": {"variant": "adb"}})
+
+
+def test_a_row_may_set_what_the_space_fixes():
+    sp.check({"variant": "adb", "alpha": [0.01, 0.1]}, source="test", rows={"r": {"variant": "adb+ic"}})
