@@ -25,7 +25,8 @@ from adbs import exits  # noqa: E402
 from adbs_lab.stats import corners as C  # noqa: E402
 from adbs_lab.stats import premise as pm  # noqa: E402
 from adbs_lab.stats.simulate import aggregate_coverage  # noqa: E402
-from adbs_lab.stats.verdicts import CONSERVATIVE_BELOW, welch_bounds  # noqa: E402
+from adbs_lab.stats.intervals import welch_t  # noqa: E402
+from adbs_lab.stats.verdicts import CONSERVATIVE_BELOW  # noqa: E402
 
 PS = (0.5, 0.7, 0.9, 0.95, 0.977, 0.99, 1.0)
 IMPROVEMENT_CELLS = {"4 x 3 runs": ((3,) * 4, "normal", None), "4 x 10 runs": ((10,) * 4, "normal", None),
@@ -101,9 +102,9 @@ def welch(n: int, seed: int) -> None:
             for below in (0, CONSERVATIVE_BELOW):  # 0: Welch-Satterthwaite at any n; the rule
                 rng = np.random.default_rng(seed + n_a * 100 + n_b)
                 a, b = C.two_samples(rng, n, n_a, n_b, sd_a, sd_b)
-                _, lo, hi, _ = welch_bounds(a, b, err, below)
+                _, lo, hi, _ = welch_t(a, b, err, below)
                 a, b = C.two_samples(rng, n, n_a, n_b, sd_a, sd_b, 3.0)
-                got.append((np.mean((lo > 0) | (hi < 0)), np.mean(welch_bounds(a, b, err, below)[1] > 0)))
+                got.append((np.mean((lo > 0) | (hi < 0)), np.mean(welch_t(a, b, err, below)[1] > 0)))
             miss.append(f"{got[0][0]:.2%} -> {got[1][0]:.2%}")
             power.append(f"{got[0][1]:.1%} -> {got[1][1]:.1%}")
         print(f"| {n_a} vs {n_b}, {sd_a:g}:{sd_b:g} | " + " | ".join(miss + power) + " |")

@@ -43,6 +43,7 @@ from adbs import exits  # noqa: E402
 from adbs.backbones import BACKBONES, convnet, register_backbone  # noqa: E402
 from adbs.config import PRESETS, from_dict  # noqa: E402
 from adbs.data import build_data, synthetic  # noqa: E402
+from adbs_lab.stats.intervals import mean_t  # noqa: E402
 
 if "convnet_leaky" not in BACKBONES:  # this study's factor only, not a CPU preset's backbone
     register_backbone("convnet_leaky")(lambda: convnet(last_activation="leaky_relu"))
@@ -68,19 +69,6 @@ FACTORS: dict[str, tuple[str, dict, dict]] = {
 }
 RELEASED = {"variant": "adb+ic", "boundary_lr_scale": 1.0}
 BASELINE = {"variant": "baseline"}
-
-
-def t_ci(values: list[float]) -> tuple[float, float]:
-    """Mean and 95% half-width (t-distribution; 0 for one value, NaN for none)."""
-    from scipy import stats
-
-    vals = [v for v in values if math.isfinite(v)]
-    if not vals:
-        return math.nan, math.nan
-    mean = statistics.fmean(vals)
-    if len(vals) == 1:
-        return mean, 0.0
-    return mean, float(stats.t.ppf(0.975, len(vals) - 1) * statistics.stdev(vals) / math.sqrt(len(vals)))
 
 
 def config(factor: str, variant: dict, seed: int, threads: int):
@@ -136,8 +124,8 @@ def cell(rows: list[dict], key, fmt: str | None) -> str:
     if fmt is None:
         return f"{int(sum(r[key] for r in rows))} of {len(rows)}"
     if isinstance(key, tuple):
-        return " / ".join(fmt.format(t_ci([r[k] for r in rows])[0]) for k in key)
-    mean, half = t_ci([r[key] for r in rows])
+        return " / ".join(fmt.format(mean_t([r[k] for r in rows])[0]) for k in key)
+    mean, half = mean_t([r[key] for r in rows])
     return fmt.format(mean) + (f" ± {fmt.format(half)}" if len(rows) > 1 else "")
 
 

@@ -30,7 +30,7 @@ What it does, in order (nothing trains before every check has passed):
    (`python -m adbs.run --preset cifar100 --dataset cifar100 --data-root .. --index-list ..
    --variant adb+ic --base-epochs E --seed S`), one run after another, or --jobs at a time.
 5. Parses both (the released log, ours' result JSON) and prints per-session test accuracy means with
-   95% CIs (t-distribution, adbs_lab.results.tables.ci95), ours - released per session with a Welch 95% CI,
+   95% CIs (t-distribution, adbs_lab/stats/intervals.py: mean_t), ours - released per session with a Welch 95% CI,
    the negative base boundaries after base epoch 1 and after the base session (per seed, mean and 95% CI
    per code, ours - released with a Welch 95% CI), per-epoch times, and every setting of ours that
    differs from the released run. Everything goes to --out: vs_official.json, runs.csv, summary.csv,

@@ -56,6 +56,7 @@ from adbs_lab.driver.prepared import bad_input, fail  # noqa: E402
 from adbs_lab.results import path_report  # noqa: E402
 from adbs_lab.search import path as greedy_path  # noqa: E402
 from adbs_lab.stats.looks import Looks  # noqa: E402
+from adbs_lab.stats.policy import VerdictPolicy  # noqa: E402
 from adbs_lab.stores import tracking_store  # noqa: E402
 from adbs_lab.stores.study_folder import StudyBusy, StudyFolder  # noqa: E402
 from studies import times  # noqa: E402
@@ -356,8 +357,9 @@ def _path(opts, a, b, a_name, b_name, confirm, looks) -> int:
     if set(confirm) <= set(opts.seeds[:looks.n0]):  # the confirmation's A and B run in the first race's Tune run
         memo.prefetch({"from (A)": a, "to (B)": greedy_path.end(a, b)})
     steps = greedy_path.greedy(a, b, memo, list(opts.seeds), looks, opts.resolve, on_step=_said)
-    start, confirmed = greedy_path.confirm(a, steps, memo, confirm, 0.05, opts.resolve)
-    return _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, time.time() - t0)
+    verdicts = VerdictPolicy(delta=opts.resolve)  # the confirmation's family: its steps' Δs
+    start, confirmed = greedy_path.confirm(a, steps, memo, confirm, verdicts.alpha, verdicts.delta)
+    return _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, time.time() - t0, verdicts)
 
 
 def _said(step) -> None:
@@ -372,10 +374,10 @@ def command_tag(argv: tuple[str, ...]) -> str:
     return " ".join(preflight.logged_argv(argv))
 
 
-def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s) -> int:
+def _outputs(opts, a_name, b_name, d, steps, start, confirmed, confirm, wall_s, verdicts) -> int:
     folder = Path(opts.storage) / (NAME + opts.folder)
     files = path_report.write(folder, a_name=a_name, b_name=b_name, fields=d, steps=steps, start=start,
-                              confirmed=confirmed, objective=OBJECTIVE, delta=opts.resolve, seeds=list(opts.seeds),
+                              confirmed=confirmed, objective=OBJECTIVE, policy=verdicts, seeds=list(opts.seeds),
                               confirm_seeds=confirm, wall_s=wall_s)
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     rid = path_report.log_run(tracking_store.client(uri), uri, opts.storage, files, steps, confirmed,

@@ -44,7 +44,6 @@ import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import math  # noqa: E402
 from typing import TYPE_CHECKING  # noqa: E402
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -56,6 +55,7 @@ from adbs.redaction import redact, reveal  # noqa: E402
 from adbs_lab.records import metrics_keys as K  # noqa: E402
 from adbs_lab.results import names  # noqa: E402
 from adbs_lab.results import run_pick  # noqa: E402
+from adbs_lab.stats import policy  # noqa: E402
 from adbs_lab.stores import paths  # noqa: E402
 from adbs_lab.stores import tracking_store  # noqa: E402
 
@@ -121,9 +121,8 @@ def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--datasets all already takes every dataset; name datasets or 'all', not both")
     if args.paper and len(args.study) > 1:
         p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
-    if args.resolve is not None and not (math.isfinite(args.resolve) and args.resolve > 0):
-        p.error(f"--resolve {args.resolve:g}: δ is the smallest difference that matters, in accuracy points, and "
-                "must be > 0 (e.g. --resolve 1.0)")
+    if args.resolve is not None and policy.delta_problem(args.resolve):
+        p.error(f"--resolve {args.resolve:g}: {policy.delta_problem(args.resolve)}")
     if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
         p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
                 + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))
@@ -246,10 +245,12 @@ def _report_comparison(studies, ids: list[str], args: argparse.Namespace, uri: s
     pairs = from_store.combined_pairs(studies)
     if args.reference is not None:  # a row of the table (main checked it)
         reference, pairs = args.reference, [(r, args.reference) for r in _rows(studies) if r != args.reference]
-    delta = args.resolve if args.resolve is not None else min(st.delta for st in studies)
+    verdicts = policy.combined([st.verdicts for st in studies]).with_pairs(pairs)  # the smallest α and δ of theirs
+    if args.resolve is not None:
+        verdicts = verdicts.with_delta(args.resolve)
     table = tables.paper_table(sessions, metric=args.metric, baseline=reference or None, order=order,
-                               trials=trials, front=from_store.combined_front(studies), pairs=pairs,
-                               delta=delta, across=True) if len(sessions) else pd.DataFrame()
+                               trials=trials, front=from_store.combined_front(studies), verdicts=verdicts,
+                               across=True) if len(sessions) else pd.DataFrame()
     print(renderings.render(table, args.format, caption=f"{args.metric} (%) per session", trials=trials, order=order,
                             notes=from_store.combined_notes(studies)))
     # the family's comparisons that ran in two or more tasks (datasets, hosts): IQM and P(X > Y) over the tasks
@@ -275,12 +276,14 @@ def _rows(studies) -> list[str]:
 
 
 def _verdict_flags(study, args: argparse.Namespace) -> dict:
-    """The study's comparisons and δ as --reference and --resolve change them."""
-    out: dict = {} if args.resolve is None else {"delta": args.resolve}
+    """The study's reference and verdict policy as --reference and --resolve change them."""
+    verdicts = study.verdicts if args.resolve is None else study.verdicts.with_delta(args.resolve)
+    out: dict = {}
     if args.reference is not None:  # a row of the table (main checked it)
-        out |= {"baseline": args.reference,
-                "pairs": tuple((r, args.reference) for r in _rows([study]) if r != args.reference)}
-    return out
+        out["baseline"] = args.reference
+        verdicts = verdicts.with_pairs([(r, args.reference) for r in _rows([study]) if r != args.reference],
+                                       verdicts.m)
+    return {**out, "verdicts": verdicts}
 
 
 def _report_study(study, args: argparse.Namespace, uri: str) -> int:

@@ -85,11 +85,11 @@ def aside_line(p: Prepared, stamp: str | None = None) -> str:
 
 
 def own_name(p: Prepared) -> None:
-    """Create the study's Optuna study, once (adbs_lab/search/searcher.py: create_study, atomic in the database): of two runs
-    of one name started together on one Optuna storage exactly one gets it; the other is refused here, exit 2,
-    before it writes anything (the preflight's check of the name, which both pass, only reads)."""
+    """Create the study's Optuna study, once (adbs_lab/search/optuna_storage.py: create_study, atomic in the
+    database): of two runs of one name started together on one Optuna storage exactly one gets it; the other is
+    refused here, exit 2, before it writes anything (the preflight's check of the name, which both pass, only reads)."""
     from adbs_lab.driver.preflight import name_taken
-    from adbs_lab.search.searcher import StudyNameTaken, create_study
+    from adbs_lab.search.optuna_storage import StudyNameTaken, create_study
 
     try:
         create_study(p.optuna_url, p.folder, p.objectives)

@@ -125,7 +125,8 @@ class Composite:
                 check_name_free(part.opts, where, p.fingerprint)
         finally:
             where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
-        fewest = p.n_configs * p.looks.n0 if p.looks is not None else None
+        first, most = p.seeding.trials(p.n_configs)
+        fewest = first if first != most else None  # a seed list: exactly its trials
         return Checked(part, p.total, sum(c.base_epochs for c in bases), state, fewest, list(bases))
 
     def print_cost(self, checked: list[Checked], estimate: Callable[[Checked], str], seeds) -> None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT", "auto_plan", "trials_text", "sampler", "progress_lines"]
+           "load_factor", "MEASURED_AT", "trials_text", "sampler", "progress_lines"]
 
 
 @dataclass
@@ -144,12 +144,9 @@ def sampler(p: Prepared):
 
 def _search(p: Prepared, slots: Slots):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
-    from adbs_lab.search.searcher import (
-        BaseEpochStopper,
-        StudySearch,
-        make_pruner,
-        optuna_storage,
-    )
+    from adbs_lab.search.optuna_storage import optuna_storage
+    from adbs_lab.search.searcher import BaseEpochStopper, StudySearch
+    from adbs_lab.search.shadows import make_pruner
 
     opts, where = p.opts, p.where
     trial = trial_maker(p, slots)
@@ -157,10 +154,10 @@ def _search(p: Prepared, slots: Slots):
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
                  **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
-                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler(p), seeds=list(p.seeds),
+                           storage_url=p.optuna_url, study_name=p.folder, sampler=sampler(p), policy=p.seeding,
                            trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
                            snapshot=snapshot,  # object store: optuna.db travels with every Tune state upload
-                           objectives=p.objectives, auto=auto_plan(p), race=p.race)
+                           objectives=p.objectives)
     pruner = make_pruner(p.pruner, p.base.base_epochs)
     stopper = None
     if pruner:
@@ -174,7 +171,7 @@ def _record_shadows(p: Prepared) -> None:
     """The share and seed of the shadows' draws, on the Optuna study (adbs_lab/search/shadows.py reads them back;
     --resume keeps both: RESUME_FIXED)."""
     from adbs_lab.search import shadows
-    from adbs_lab.search.searcher import optuna_storage
+    from adbs_lab.search.optuna_storage import optuna_storage
 
     storage = optuna_storage(p.optuna_url)
     study_id = storage.get_study_id_from_name(p.folder)
@@ -182,26 +179,9 @@ def _record_shadows(p: Prepared) -> None:
     storage.set_study_user_attr(study_id, shadows.SEED_ATTR, int(p.sampler_seed))
 
 
-def auto_plan(p: Prepared):
-    """What the searcher of a --seeds auto study takes its looks on (adbs_lab/search/auto_seeds.py); None for a
-    seed list."""
-    from adbs_lab.search.auto_seeds import AutoPlan
-
-    if p.looks is None:
-        return None
-    return AutoPlan(looks=p.looks, rows=p.row_labels, pairs=tuple(p.comparisons), delta=p.delta,
-                    label_keys=tuple(k for k in p.varying if k != tune_keys.SEED_KEY))
-
-
 def trials_text(p: Prepared) -> str:
-    """`12 trials (4 configurations x 3 seeds)`, or for --seeds auto the range, first batch to cap."""
-    if p.race is not None:
-        return (f"{p.n_configs} to {p.total} trials ({p.n_configs} samples on seed 0, then the best "
-                f"{p.race.top} race on up to {p.race.looks.max_seeds} fresh seeds, --seeds auto)")
-    if p.looks is None:
-        return f"{p.total} trials ({p.n_configs} configurations x {len(p.seeds)} seeds)"
-    return (f"{p.n_configs * p.looks.n0} to {p.total} trials ({p.n_configs} configurations x {p.looks.n0} to "
-            f"{p.looks.max_seeds} seeds, --seeds auto)")
+    """`12 trials (4 configurations x 3 seeds)`, or the range the seed policy may run (first batch to cap)."""
+    return p.seeding.size_text(p.n_configs)
 
 
 def _tracking(p: Prepared, searcher, slots: Slots):
@@ -216,10 +196,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
             "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
                                     else p.optuna_url),
             "adbs.baseline": (json.dumps(p.reference) if isinstance(p.reference, dict) else p.reference or ""),
-            "adbs.comparisons": json.dumps([list(pair) for pair in p.comparisons])[:7500],  # studies/report.py
-            "adbs.resolve": f"{p.delta:g}",
-            # --seeds auto: the planned looks, which the report reads its verdicts at (studies/report.py)
-            **({"adbs.looks": json.dumps(dataclasses.asdict(p.looks))} if p.looks is not None else {}),
+            **p.verdicts.tags(),  # the family, α, δ, the looks: what studies/report.py reads its verdicts at
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
             study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values)
@@ -234,8 +211,8 @@ def _tracking(p: Prepared, searcher, slots: Slots):
     progress = progress_lines(p, searcher.ended, slots.max_concurrent)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
-                            "study.seeds": json.dumps(list(p.seeds)), "study.trials": p.total,
-                            **({"study.seeds_auto": f"looks at {list(p.looks.sizes)}"} if p.looks else {}),
+                            "study.seeds": json.dumps(p.seeding.checked_seeds()), "study.trials": p.total,
+                            **p.seeding.params(),
                             "study.configurations": p.n_configs,
                             "study.sampler": p.sampler,  # as _search builds it
                             "study.pruner": p.pruner,
@@ -276,11 +253,7 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
     axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
     cols = ", ".join([f"`{k}`" for k in searched if k != tune_keys.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
-    seeds = (f"seeds 0, 1, 2, then 2 more at a time for the rows of unresolved comparisons, up to {p.looks.max_seeds} "
-             f"(--seeds auto: {p.n_configs * p.looks.n0} to {p.total} trials)" if p.looks is not None
-             else f"seed 0, then the best {p.race.top} race on fresh seeds up to {p.race.looks.max_seeds} (--seeds "
-                  f"auto: {p.n_configs} to {p.total} trials)" if p.race is not None
-             else f"{p.total} trials over seeds {', '.join(map(str, p.seeds))}")
+    seeds = p.seeding.description(p.n_configs)
     return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {seeds}; objective {named}, the "
             "mean over seeds on validation data.\n\n"
             "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
@@ -348,7 +321,7 @@ def _fit(p: Prepared, tuner) -> dict[str, Any]:
     """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
     (a full disk, a failed MLflow store, or anything else Tune raised, whose traceback is printed once); both end
     with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
-    from adbs_lab.search import searcher as search
+    from adbs_lab.search import optuna_storage as search
 
     _, tune_fs = p.where.tune_location()
     interrupted = failed = None
@@ -392,7 +365,7 @@ class _NotStoreDown(logging.Filter):
     the study says so once, with the --resume command (adbs_lab/driver/summarise.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from adbs_lab.search.searcher import StoreDown
+        from adbs_lab.search.optuna_storage import StoreDown
 
         exc = record.exc_info[1] if record.exc_info else None
         gone = isinstance(exc, tracking_store.TrackingError) and "stopped answering" in str(exc)
@@ -508,14 +481,9 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> 
         named = f" --name {p.opts.name}" if p.opts.name else ""
         print(f"smoke run: its results go to {p.where} and MLflow experiment '{p.opts.experiment(p.plan.name)}', apart "
               f"from the study's own; its report: python studies/report.py {p.plan.name} --smoke{named}", flush=True)
-    if p.looks is not None:
-        from adbs_lab.search.auto_seeds import start_text
-
-        print(f"{start_text(p.looks)}; a line per look as it happens", flush=True)
-    if p.race is not None:
-        from adbs_lab.search import racing
-
-        print(f"{racing.start_text(p.race)}; a line per look as it happens", flush=True)
+    line = p.seeding.start_line(p.n_configs)
+    if line:
+        print(line, flush=True)
     if p.pruner != "none":
         from adbs_lab.stats.premise import CHECKS, PREMISE_LOWER
 

@@ -121,7 +121,7 @@ class StudyOptions:
     seeds 0 1 2, then 2 more at a time for the rows of unresolved comparisons, up to --max-seeds; `auto` on a
     sampled search (--num-samples): each sample on seed 0, then the best --race-top race on fresh seeds"""
     seeds_auto: bool = _flag(flag=None, default=False)
-    """--seeds auto: the seeds follow the looks (adbs_lab/search/auto_seeds.py); `seeds` is then 0 .. max_seeds-1,
+    """--seeds auto: the seeds follow the looks (adbs_lab/search/seeds/until_resolved.py); `seeds` is then 0 .. max_seeds-1,
     the most a row may run."""
     max_seeds: int | None = None
     """with --seeds auto: the most seeds a row runs, at least 3 (default 8); on a sampled search (--num-samples),
@@ -436,7 +436,7 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     auto = seeds is not None and AUTO in seeds
     if auto and list(seeds) != [AUTO]:
         p.error("--seeds auto chooses the seeds itself: pass --seeds auto alone, or a list of seed numbers")
-    if auto:  # every seed a row may run; the looks decide how many it does (adbs_lab/search/auto_seeds.py)
+    if auto:  # every seed a row may run; the looks decide how many it does (adbs_lab/search/seeds/)
         cap = ns.max_seeds if ns.max_seeds is not None and ns.max_seeds >= 3 else DEFAULT_MAX_SEEDS
         seeds = tuple(range(min(cap, MAX_SEEDS + 1)))  # check() refuses a cap above MAX_SEEDS, by its value
     if seeds is None:  # not typed: the study's default, which may follow one of its own flags (--num-samples)

@@ -34,7 +34,11 @@ from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
 from adbs_lab.stats.looks import Looks
-from adbs_lab.search.racing import DEFAULT_TOP, SCREEN_SEED, RacePlan
+from adbs_lab.search.seeds.fixed import SeedList
+from adbs_lab.search.seeds.policy import SeedPolicy
+from adbs_lab.search.seeds.race import DEFAULT_TOP, SampledRace, pairs_m
+from adbs_lab.search.seeds.until_resolved import UntilResolved
+from adbs_lab.stats.policy import VerdictPolicy
 from adbs.writable import folder_problem
 from adbs_lab.driver import flags
 from adbs_lab.driver.plan import Plan
@@ -42,7 +46,7 @@ from adbs_lab.stores.study_folder import StudyFolder
 
 __all__ = ["validate", "size", "held", "study", "preflight", "note_owned", "row_points",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
-           "auto_looks", "race_top"]
+           "seed_policy"]
 
 def check_config_and_data(cfg: Config, remember: bool = True) -> list[str]:
     """The config's checks (its host's against the dataset included), then the data's: the protocol (shots vs
@@ -136,10 +140,12 @@ def _check_configs(opts: StudyOptions, configs: list[Config], searched: set[str]
         print(f"warning: {w}", file=sys.stderr, flush=True)
 
 
-def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int, looks: Looks | RacePlan | None = None) -> str:
+def _fingerprint(plan: Plan, base: dict, seeds: list[int], total: int, identity: str | None = None) -> str:
+    """What makes two runs the same study (study.json; --resume checks it): the plan's name, space and rows, the base
+    config, the seeds checked, the trials, and the seed policy's part (adbs_lab/search/seeds/policy.py: identity)."""
     parts: tuple = (plan.name, sorted((k, repr(v)) for k, v in plan.space.items()), plan.rows,
                     sorted((k, repr(v)) for k, v in base.items()), seeds, total)
-    ident = repr(parts + ((repr(looks),) if looks else ()))  # a study of a seed list keeps its fingerprint
+    ident = repr(parts + ((identity,) if identity else ()))  # a study of a seed list keeps its fingerprint
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
@@ -165,11 +171,9 @@ def study(plan: Plan, opts: StudyOptions) -> Prepared:
 def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[Config], gpus: float,
            uri: str) -> Prepared:
     """The one place the options become the study's facts (Prepared): --objectives parsed, the base made a Config,
-    the space split and sized, the trial maker; a new study flag is read here and nowhere after."""
-    space, is_grid, n_configs, total = size(plan, opts)
-    looks = auto_looks(opts) if is_grid else None
-    race_looks = auto_looks(opts) if not is_grid else None
-    seeds = list(range(looks.max_seeds)) if looks else [SCREEN_SEED] if race_looks else list(opts.seeds)
+    the space split and sized, the seed and verdict policies, the trial maker; a new study flag is read here and
+    nowhere after."""
+    space, is_grid, n_configs = size(plan, opts)
     fixed, grid, dists = sp.split(plan.space)
     varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]
     folder = plan.name + opts.folder
@@ -178,40 +182,41 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
     base_config = from_dict(base)
     reference, pairs = _comparisons(plan, opts, base_config, space, varying)
     labels = [tune_keys.describe(pt, [k for k in varying if k != tune_keys.SEED_KEY]) for pt in row_points(space, varying)]
-    if looks and not pairs:
+    if opts.seeds_auto and is_grid and not pairs:
         raise StudyInputError(f"--seeds auto adds seeds until the table's comparisons are resolved, and this run of "
                               f"{plan.name} compares no rows (no reference row among them); pass --seeds with a list "
                               "of seeds, or --reference ROW")
+    seeding = seed_policy(opts, is_grid, VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs)), tuple(labels),
+                          tuple(k for k in varying if k != tune_keys.SEED_KEY))
+    verdicts = getattr(seeding, "verdicts", VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs)))
+    total = seeding.trials(n_configs)[1]
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
                     sampler="GridSampler" if is_grid else "TrialSeededTPE", sampler_seed=opts.sampler_seed,
-                    pruner=opts.pruner, threads=base_config.threads, seeds=tuple(seeds), rows=plan.rows,
+                    pruner=opts.pruner, threads=base_config.threads, seeding=seeding, rows=plan.rows,
                     fixed=fixed, grid=grid, dists=dists, configs=configs, space=space, is_grid=is_grid,
                     n_configs=n_configs, total=total, varying=varying, gpus_per_trial=gpus, tracking_uri=uri,
                     where=where, optuna_url=optuna_url,
-                    fingerprint=_fingerprint(plan, base, seeds, total, looks or _race(opts, race_looks, varying)),
+                    fingerprint=_fingerprint(plan, base, seeding.checked_seeds(), total, seeding.identity()),
                     command=shlex.join(logged_argv(opts.argv)), owned=flags.study_owned(plan, opts),
-                    reference=reference, comparisons=tuple(pairs), delta=opts.resolve, looks=looks,
-                    race=_race(opts, race_looks, varying), row_labels=tuple(labels))
+                    reference=reference, verdicts=verdicts, row_labels=tuple(labels))
 
 
-def _race(opts: StudyOptions, looks: Looks | None, varying: list[str]) -> RacePlan | None:
-    """The race of a sampled search under --seeds auto (adbs_lab/search/racing.py), on the first objective."""
-    if looks is None:
-        return None
-    first = objectives.effective(opts.objectives)[0]
-    return RacePlan(looks=looks, top=race_top(opts), samples=int(opts.num_samples or 0), delta=opts.resolve,
-                    label_keys=tuple(k for k in varying if k != tune_keys.SEED_KEY),
-                    sign=1.0 if first.direction == "max" else -1.0)
-
-
-def auto_looks(opts: StudyOptions) -> Looks | None:
-    """--seeds auto: the planned looks (a first batch of 3 seeds, 2 more at a time, up to --max-seeds), with the
-    family's α of the verdicts; None for a list of seeds."""
+def seed_policy(opts: StudyOptions, is_grid: bool, verdicts: VerdictPolicy, rows: tuple[str, ...],
+                label_keys: tuple[str, ...]) -> SeedPolicy:
+    """The study's seed policy (adbs_lab/search/seeds/): a fixed list (--seeds), or --seeds auto's looks (a first
+    batch of 3 seeds, 2 more at a time, up to --max-seeds, the family's α) over a grid's rows, or the race of a
+    sampled search on its first objective; `verdicts`: the table's (its comparisons, δ)."""
     if not opts.seeds_auto:
-        return None
-    return Looks(max_seeds=opts.max_seeds or DEFAULT_MAX_SEEDS, alpha=comparisons.ALPHA)
+        return SeedList(tuple(opts.seeds))
+    looks = Looks(max_seeds=opts.max_seeds or DEFAULT_MAX_SEEDS, alpha=verdicts.alpha)
+    if is_grid:
+        return UntilResolved(verdicts.at_looks(looks), rows, label_keys)
+    top = min(opts.race_top or DEFAULT_TOP, int(opts.num_samples or 0))
+    first = objectives.effective(opts.objectives)[0]
+    return SampledRace(verdicts.at_looks(looks).with_pairs((), m=pairs_m(top)), top, int(opts.num_samples or 0),
+                       label_keys, 1.0 if first.direction == "max" else -1.0)
 
 
 def row_points(space: dict[str, Any], varying: list[str]) -> list[dict[str, Any]]:
@@ -299,15 +304,15 @@ def _check_new(p: Prepared) -> dict[str, Any]:
     returns the settings `claim` records in study.json."""
     opts = p.opts
     check_name_free(opts, p.where, p.fingerprint)
-    return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial,
-            "gpus_per_trial": opts.gpus_per_trial, "pruner": opts.pruner, "sampler_seed": opts.sampler_seed,
-            "max_failures": opts.max_failures, "objectives": list(opts.objectives), "shadow_share": opts.shadow_share}
+    return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial, "gpus_per_trial": opts.gpus_per_trial,
+            "pruner": opts.pruner, "sampler_seed": opts.sampler_seed, "max_failures": opts.max_failures, "objectives":
+            list(opts.objectives), "shadow_share": opts.shadow_share, "resolve": opts.resolve, "reference": opts.reference}
 
 
 def check_name_free(opts: StudyOptions, where: StudyFolder, fingerprint: str) -> None:
     """A new study's name must be free in a shared --optuna-storage (a study's own optuna.db is in its folder, which
     `claim` takes under the folder's lock); StudyInputError naming what to do otherwise. Reads only: the name is
-    taken for good when `claim` creates the study (adbs_lab/search/searcher.py: create_study, atomic)."""
+    taken for good when `claim` creates the study (adbs_lab/search/optuna_storage.py: create_study, atomic)."""
     from adbs_lab.stores.sqlite_kind import optuna_studies
 
     if opts.optuna_storage and where.folder in optuna_studies(opts.optuna_storage):
@@ -347,10 +352,8 @@ def _this_study(where: StudyFolder, fingerprint: str) -> bool:
     return bool(held) and held.get("fingerprint") == fingerprint
 
 
-def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int]:
-    """(search space with the row axis, is it a grid, configurations, trials) or StudyInputError; no side effects."""
-    looks = auto_looks(opts)
-    seeds = list(range(looks.max_seeds)) if looks else list(opts.seeds)
+def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int]:
+    """(search space with the row axis, is it a grid, configurations) or StudyInputError; no side effects."""
     _, grid, _ = sp.split(plan.space)
     is_grid = bool(grid) or bool(plan.rows)
     space = dict(plan.space)
@@ -361,21 +364,12 @@ def size(plan: Plan, opts: StudyOptions) -> tuple[dict[str, Any], bool, int, int
     _check_race(plan, opts, is_grid)
     if is_grid and any(a == "--num-samples" or a.startswith("--num-samples=") for a in opts.argv[1:]):
         raise StudyInputError(f"--num-samples: this run of {plan.name} is a grid, which runs every point "
-                              f"({sp.grid_size(space, None)} configurations x {len(seeds)} seeds); drop --num-samples "
-                              "(it sizes sampled studies only)")
+                              f"({sp.grid_size(space, None)} configurations x {len(opts.seeds)} seeds); drop "
+                              "--num-samples (it sizes sampled studies only)")
     if is_grid:
-        n_configs = sp.grid_size(space, None)
-    else:
-        assert opts.num_samples is not None, "a sampled study without --num-samples was refused above"
-        n_configs = int(opts.num_samples)
-    if looks and not is_grid:  # a race: each sample once, then the contenders' fresh seeds up to the cap
-        return space, is_grid, n_configs, n_configs + race_top(opts) * looks.max_seeds
-    return space, is_grid, n_configs, n_configs * len(seeds)
-
-
-def race_top(opts: StudyOptions) -> int:
-    """The contenders of a race (--race-top, default racing.DEFAULT_TOP), at most the samples."""
-    return min(opts.race_top or DEFAULT_TOP, int(opts.num_samples or 0))
+        return space, is_grid, sp.grid_size(space, None)
+    assert opts.num_samples is not None, "a sampled study without --num-samples was refused above"
+    return space, is_grid, int(opts.num_samples)
 
 
 def _check_race(plan: Plan, opts: StudyOptions, is_grid: bool) -> None:

@@ -12,8 +12,8 @@ from adbs.config import Config, ConfigError
 from adbs_lab.records.objectives import Objective
 from adbs_lab.results import best
 from adbs_lab.search.space import TrialMaker
-from adbs_lab.stats.looks import Looks
-from adbs_lab.search.racing import RacePlan
+from adbs_lab.search.seeds.policy import SeedPolicy
+from adbs_lab.stats.policy import VerdictPolicy
 from adbs.exits import REFUSED, Exit
 from adbs_lab.stores import tracking_store
 from adbs_lab.driver.options import StudyInputError, StudyOptions
@@ -51,8 +51,9 @@ class Prepared:
     """The pruner (--pruner, or the study's default for these objectives)."""
     threads: int | None
     """The trials' torch threads as the base sets them (None: from the trial's CPUs, decided in launch)."""
-    seeds: tuple[int, ...]
-    """The repetition seeds (--seeds): each configuration runs once per seed (--seeds auto: at most these)."""
+    seeding: SeedPolicy
+    """Which seeds each configuration runs (adbs_lab/search/seeds/): a fixed list (--seeds), --seeds auto's looks
+    over a grid's rows, or the race of a sampled search's best."""
     rows: dict[str, dict] | None
     """The study's named rows of overrides, or None."""
     fixed: dict[str, Any]
@@ -88,18 +89,10 @@ class Prepared:
     reference: str | dict[str, str] | None = None
     """The row every row is compared with, or {row: its reference} (--reference, else the study's own: the plan's
     baseline, or the preset's value of its reference axis)."""
-    comparisons: tuple[tuple[str, str], ...] = ()
-    """The table's comparisons, (row, the row it is compared with), each given a verdict
-    (adbs_lab/results/comparisons.py: family)."""
-    delta: float = 1.0
-    """δ in accuracy points (--resolve): the verdicts read their intervals against 0 and ±δ."""
-    looks: Looks | None = None
-    """--seeds auto: the planned looks (first batch 3 seeds, 2 more at a time, up to --max-seeds; `seeds` is then
-    0 .. max_seeds-1 and `total` the cap); None: every configuration runs every seed of `seeds`."""
-    race: RacePlan | None = None
-    """--seeds auto on a sampled search: the race of its best samples on fresh seeds (adbs_lab/search/racing.py;
-    `seeds` is then the screening seed 0 and `total` the cap: the samples plus the contenders' most fresh seeds);
-    None otherwise."""
+    verdicts: VerdictPolicy = VerdictPolicy()
+    """The verdict policy (adbs_lab/stats/policy.py): the table's comparisons, (row, the row it is compared with), each
+    given a verdict (adbs_lab/results/comparisons.py: family), α, δ (--resolve) and the looks that share α (--seeds
+    auto's, or a race's)."""
     row_labels: tuple[str, ...] = ()
     """The labels of a grid's rows as the table names them (none for a sampled space)."""
     settings: dict[str, Any] = field(default_factory=dict)
@@ -117,7 +110,7 @@ class Prepared:
     def no_best(self) -> str | None:
         """Why the study names no best configuration (adbs_lab/results/best.py: withheld), None where it names one."""
         return best.withheld(self.plan.name, conditions=self.conditions,
-                             verdicts=bool(self.comparisons) or self.race is not None)
+                             verdicts=bool(self.verdicts.pairs) or self.seeding.chooses)
 
     @property
     def folder(self) -> str:

@@ -27,7 +27,7 @@ from adbs.exits import INTERRUPTED, OK, Exit, status
 from adbs_lab.driver import flags, interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs.light import pause_point
-from adbs_lab.driver.launch import cluster_slots, launch, resumed, trial_slots, trials_text
+from adbs_lab.driver.launch import cluster_slots, launch, resumed, trial_slots
 from adbs_lab.driver.preflight import note_owned, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
@@ -50,9 +50,7 @@ def dry_run(p: Prepared) -> None:
         with ray_session(p) as res:
             trial_slots(p, res, probe=False)
         ray.shutdown()  # disconnects this driver; the cluster runs on
-    size = (f"{p.n_configs} configuration(s) x {len(p.seeds)} seed(s) = {p.total} trials"
-            if p.looks is None and p.race is None else
-            trials_text(p))
+    size = p.seeding.size_text(p.n_configs, dry=True)
     print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {size} on {cfg.dataset} "
           f"({cfg.base_epochs} base epochs each; search space {p.plan.space_source}); flags, config, data, "
           f"storage {p.where}, the MLflow store, the "
@@ -89,18 +87,17 @@ def seed_plan(p: Prepared) -> None:
     # one row per trial, as every reader counts them (a study's own files hold one already); every config value as
     # written (None, mixed types)
     sessions, trials = attempts.standing_frames(*(read_parquet(f) for f in files))
-    if p.race is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
-        from adbs_lab.driver import summarise
-        from adbs_lab.search import racing
+    from adbs_lab.driver import summarise
 
-        race = summarise.race_state(p, trials)
-        if race is not None:
-            said = racing.verdict_lines(race, p.race, p.objectives[0].name)
-            print("\n".join([f"{p.plan.name} ({p.dir}): the race's verdicts of its last run, all true together with "
-                             "probability at least 95% (docs/statistics.md)", *said, racing.end_line(race, p.race)]))
-            return
+    standing = summarise.standing(p, sessions, trials)
+    said = p.seeding.verdict_lines(standing, p.objectives[0].name)
+    if said is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
+        print("\n".join([f"{p.plan.name} ({p.dir}): the race's verdicts of its last run, all true together with "
+                         f"probability at least {p.verdicts.level_text} (docs/statistics.md)", *said,
+                         p.seeding.end_line(standing) or ""]))
+        return
     table = tables.paper_table(sessions, baseline=p.reference, order=p.plan.order, trials=trials,
-                               pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
+                               verdicts=p.verdicts)
     compared = table.attrs.get("comparisons") or []
     if not compared:
         print(f"{p.plan.name}: no comparisons to plan (its table compares no rows: no reference row ran, or it "

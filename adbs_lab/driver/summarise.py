@@ -4,6 +4,7 @@ ended into the exit code (adbs/exits.py: 0 ok, 1 a trial raised or the study fai
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -32,11 +33,12 @@ from adbs_lab.driver.session import disk_full
 from adbs_lab.driver.options import resume_command
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
-from adbs_lab.search import racing
-from adbs_lab.search.racing import Race
+from adbs_lab.search.seeds.policy import Ended, Standing
+from adbs_lab.search.seeds.until_resolved import LAST_KEY
+from adbs_lab.stats.intervals import DESCRIPTIVE_LEVEL
 
-__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "best_record", "print_best",
-           "race_best", "race_state", "race_notes"]
+__all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "standing", "best_record",
+           "print_best"]
 
 
 @dataclass
@@ -56,8 +58,9 @@ class Outcome:
     """The exit code (adbs/exits.py): OK, or FAILED when a trial raised or none completed."""
     pareto: dict | None = None
     """pareto.json's content (adbs_lab/results/pareto.py: pareto_record) of a study of two or more --objectives."""
-    race: Race | None = None
-    """--seeds auto on a sampled search: the race replayed from the trials (adbs_lab/search/racing.py)."""
+    standing: Standing = Standing()
+    """Where the study's seed policy stands, replayed from the trials as the tables read them (`standing`; the
+    searcher took the same looks: adbs_lab/search/seeds/)."""
 
 
 def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
@@ -67,12 +70,9 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     plan, where, tracker = p.plan, p.where, launched.tracker
     recs, out = _tables(p, launched, t0)
     trials, counts = out.trials, _counts(out.trials)
-    auto = auto_state(p, out)
-    # a --seeds auto study runs the trials its looks ask for, not its cap: what is left is the batch under way
-    unfinished = (sum(r.state == K.INTERRUPTED for r in recs) + (p.total - len(recs)) if auto is None else
-                  sum(len(s) for s in auto.missing.values()))
-    if out.race is not None:  # a race ends when its searcher says so: anything short of that is unfinished
-        unfinished = 0 if out.race.done else max(1, sum(len(s) for s in out.race.missing.values()))
+    # what is left: a seed list's trials that did not end; --seeds auto's batch under way (it runs the trials its
+    # looks ask for, not its cap); a race ends when its searcher says so, anything short of that is unfinished
+    unfinished = p.seeding.unfinished(out.standing, sum(r.state == K.INTERRUPTED for r in recs), p.total - len(recs))
     metrics = {"study/trials_complete": counts.get(K.COMPLETE, 0), "study/trials_pruned": counts.get(K.PRUNED, 0),
                "study/trials_diverged": counts.get(K.DIVERGED, 0), "study/trials_failed": counts.get(K.FAILED, 0),
                "study/trials_unfinished": unfinished, "study/wall_time_s": out.wall_s}
@@ -88,7 +88,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
               ended_count(recs), FAILED)
     out.code = outcome.study_code(counts)
     upload(where)  # the tables are safe in the object store before figures and the report are drawn
-    print(f"\n{plan.name}: test accuracy (%) per session, mean ± 95% CI over seeds "
+    print(f"\n{plan.name}: test accuracy (%) per session, mean ± {DESCRIPTIVE_LEVEL:.0%} CI over seeds "
           f"(selection used validation accuracy only)\n{out.table_text}")
     print_best(out)
     extra = figures_and_report(p, tracker, out)
@@ -107,11 +107,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     said = comparisons.opening(out.table.attrs.get("comparisons") or [])[:-1]  # the family's heading, a verdict each
     if said:  # and what it concludes, each comparison's verdict (docs/statistics.md)
         print("\n" + "\n".join(said))
-    if auto is not None and p.looks is not None:  # why a --seeds auto study stopped where it did
-        from adbs_lab.search.auto_seeds import end_line
-
-        print(end_line(auto, p.looks))
-    _print_race(p, out)
+    _print_seeding(p, out)
     if premise:  # last before where the runs are: whether pruning on base accuracy was sound
         print("\n" + "\n".join(premise))
     print(f"MLflow: experiment '{p.opts.experiment(plan.name)}', parent run {tracker.parent_run_id}")
@@ -121,87 +117,61 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     return out
 
 
-def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, race: Race | None = None) -> dict | None:
+def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, standing: Standing) -> dict | None:
     """best_config.json, as adbs_lab/results/best.py decides it: none across data conditions, the highest mean not
-    named best in a study without verdicts (and why), a race's leader, else the best mean said to be resolved or not
-    by the table's verdicts."""
-    if race is not None and not p.no_best:
-        return race_best(trials, p, race)
+    named best in a study without verdicts (and why), the configuration the seed policy chose (a race's leader),
+    else the best mean said to be resolved or not by the table's verdicts."""
+    if not p.no_best:
+        chosen = p.seeding.chosen(standing)
+        if chosen is not None:
+            return _chosen(trials, p, standing, chosen)
     return choose_best(trials, p.objectives, why=p.no_best, across_conditions=bool(p.conditions),
                        compared=table.attrs.get("comparisons") or [])
 
 
-def _print_race(p: Prepared, out: Outcome) -> None:
-    """A raced search's verdicts, each with the n that reached it, and why the race stopped."""
-    if out.race is None or p.race is None:
-        return
-    said = racing.verdict_lines(out.race, p.race, p.objectives[0].name)
+def _print_seeding(p: Prepared, out: Outcome) -> None:
+    """The seed policy's own verdicts (a race's, each with the n that reached it), and why its seeds stopped."""
+    said = p.seeding.verdict_lines(out.standing, p.objectives[0].name)
     if said:
-        print("\nthe race's verdicts (all true together with probability at least 95%; docs/statistics.md):\n"
-              + "\n".join(said))
-    print(racing.end_line(out.race, p.race))
+        print(f"\nthe race's verdicts (all true together with probability at least {p.verdicts.level_text}; "
+              "docs/statistics.md):\n" + "\n".join(said))
+    end = p.seeding.end_line(out.standing)
+    if end:
+        print(end)
 
 
-def race_best(trials: pd.DataFrame, p: Prepared, race: Race) -> dict | None:
-    """best_config.json of a raced search: the race's leader (not the best mean over all samples: a sample that ran
-    only seed 0 is not ranked against the contenders' fresh seeds), whether the race resolved it, and its test
-    figures marked post-selection (racing.post_selection)."""
-    if race.leader is None:
+def _chosen(trials: pd.DataFrame, p: Prepared, standing: Standing, chosen: dict) -> dict | None:
+    """best_config.json of the configuration the seed policy chose (a raced search's leader, not the best mean over
+    all samples: a sample that ran only seed 0 is not ranked against the contenders' fresh seeds), with its keys
+    (whether the race resolved it, its test figures marked post-selection: adbs_lab/search/seeds/race.py)."""
+    if standing.leader is None:
         return None
-    mine = trials[trials[trial_records.LABEL] == race.leader]
-    # Its value is the mean over the fresh seeds the race chose it on: seed 0 screened the contenders and carries
-    # the winner's curse (docs/statistics.md), so pooling it in could rank the leader below a contender it beat
-    # on every fresh seed.
-    fresh = mine[mine["seed"] != racing.SCREEN_SEED] if "seed" in mine else mine
+    mine = trials[trials[trial_records.LABEL] == standing.leader]
+    # Its value is the mean over the seeds the policy chose it on: seed 0 screened the contenders and carries the
+    # winner's curse (docs/statistics.md), so pooling it in could rank the leader below a contender it beat on
+    # every fresh seed.
+    fresh = mine[mine["seed"].isin(standing.seeds(standing.leader))] if "seed" in mine else mine
     best = tables.best_config(fresh if len(fresh) else mine, p.objectives)
-    if best is None:
-        return None
-    open_ = [c for c, v in race.verdicts.items() if v.verdict not in racing.RESOLVING]
-    verdicts = {c: {"verdict": v.verdict.value, "estimate": v.estimate, "lo": v.lo, "hi": v.hi, "n": v.n,
-                    "look": v.look, "n_seeds": v.n_seeds} for c, v in race.verdicts.items()}
-    return {**best, "resolved_by_verdicts": racing.resolved(race), **({"indistinguishable_from": open_} if open_ else {}),
-            "race": {"contenders": list(race.contenders), "leader": race.leader, "verdicts_against_leader": verdicts,
-                     "not_raced": p.race.samples - len(race.contenders) if p.race else 0,
-                     "fresh_seeds": race.targets.get(race.leader, 0), "done": race.done, "why": race.reason},
-            "test_post_selection": racing.post_selection(race)}
+    return None if best is None else {**best, **chosen}
 
 
-def race_state(p: Prepared, trials: pd.DataFrame) -> Race | None:
-    """The race replayed from the trials as the table reads them (the searcher took the same looks:
-    adbs_lab/search/racing.py); None unless --seeds auto raced a sampled search."""
-    if p.race is None:
-        return None
+def standing(p: Prepared, sessions: pd.DataFrame, trials: pd.DataFrame) -> Standing:
+    """Where the seed policy stands, replayed from the trials that ended as the tables read them: each trial's
+    last-session test accuracy (the table's reading, adbs_lab/results/comparisons.py: seed_values) and its first
+    objective (trials.parquet), the policy taking its own (adbs_lab/search/seeds/policy.py: value)."""
+    last, _ = (comparisons.seed_values(sessions, trials, "test_acc", trial_records.LABEL)
+               if len(sessions) else ({}, {}))
     name = p.objectives[0].name
-    screen: dict[str, float] = {}
-    n_screened = 0
-    values: dict[str, dict[int, float]] = {}
-    states: dict[str, dict[int, str]] = {}
     rows = trials[trials["state"].isin(K.ENDED)] if len(trials) and "state" in trials else trials.iloc[:0]
+    ended = []
     for r in rows.to_dict("records"):
         if not K.finite(r.get("seed")):
             continue
         lab, seed, state = str(r[trial_records.LABEL]), int(r["seed"]), str(r["state"])
-        value = float(r[name]) if state == K.COMPLETE and K.finite(r.get(name)) else float("nan")
-        if seed == racing.SCREEN_SEED:
-            n_screened += 1
-            racing.screened(screen, lab, value, p.race.sign)
-        else:
-            states.setdefault(lab, {})[seed] = state
-            if state == K.COMPLETE:
-                values.setdefault(lab, {})[seed] = value
-    return racing.replay(screen, n_screened >= p.race.samples, values, states, p.race)
-
-
-def race_notes(p: Prepared, race: Race | None) -> list[str]:
-    """The lines above a raced search's tables: each verdict against the leader with the n that reached it, and
-    the leader's test figures marked post-selection."""
-    if race is None or p.race is None or race.leader is None:
-        return []
-    seeds = (racing.post_selection(race) or {}).get("seeds", [])
-    return [*racing.verdict_lines(race, p.race, p.objectives[0].name),
-            f"post-selection: the test figures of {race.leader} (the race's leader) are over seeds "
-            f"{', '.join(map(str, seeds))}, every one of which chose it on validation, so they are optimistic; run "
-            "it on fresh seeds to confirm them (best_config.json: test_post_selection)"]
+        objective = [float(r[name])] if state == K.COMPLETE and K.finite(r.get(name)) else None
+        value = p.seeding.value(state, {LAST_KEY: last.get(lab, {}).get(seed, math.nan)}, objective)
+        ended.append(Ended(lab, seed, state, value))
+    return p.seeding.standing(ended)
 
 
 def print_best(out: Outcome) -> None:
@@ -272,13 +242,14 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
     multi = len(objs) > 1  # a front: pareto.json and the table's front column
     front = pareto.front_labels(trials, objs) if multi and len(trials) else None
     table = (tables.paper_table(sessions, baseline=p.reference, order=plan.order, trials=trials, front=front,
-                                pairs=list(p.comparisons), delta=p.delta, looks=p.looks)
+                                verdicts=p.verdicts)
              if len(sessions) else pd.DataFrame())
-    race = race_state(p, trials)
-    notes = study_notes.lines(plan, p.opts, p.base_values) + race_notes(p, race) + ([p.no_best] if p.no_best else [])
+    policy_now = standing(p, sessions, trials)
+    notes = (study_notes.lines(plan, p.opts, p.base_values) + p.seeding.notes(policy_now, objs[0].name)
+             + ([p.no_best] if p.no_best else []))
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
-    best = best_record(p, trials, table, race)
+    best = best_record(p, trials, table, policy_now)
     files = tables.write(p.dir, sessions, trials, table_text, best)
     record = pareto.pareto_record(trials, objs) if multi else None
     if record is not None:
@@ -288,21 +259,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                                     + "\n")
     files.append(p.dir / "table.md")
     return recs, Outcome(plan, p.dir, sessions, trials, table, table_text, best, files, p.where, time.time() - t0,
-                         pareto=record, race=race)
-
-
-def auto_state(p: Prepared, out: Outcome):
-    """A --seeds auto study's looks, replayed from the trials that ended as the table reads them (the searcher took
-    the same ones: adbs_lab/search/auto_seeds.py); None for a seed list."""
-    if p.looks is None:
-        return None
-    from adbs_lab.search.auto_seeds import replay
-
-    # the table's own reading of the seeds (private to comparisons.py, which this layer may read)
-    values, states = (comparisons.seed_values(out.sessions, out.trials, "test_acc", trial_records.LABEL)
-                      if len(out.sessions) else ({}, {}))
-    ended = {row: {s: st for s, st in seeds.items() if st.upper() in K.ENDED} for row, seeds in states.items()}
-    return replay(p.row_labels, values, ended, p.comparisons, p.looks, p.delta)
+                         pareto=record, standing=policy_now)
 
 
 def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
@@ -336,7 +293,7 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     meta = {"MLflow experiment": p.opts.experiment(plan.name), "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
-    raced = race_notes(p, out.race)
+    raced = p.seeding.notes(out.standing, p.objectives[0].name)
     notes = study_notes.lines(plan, p.opts, p.base_values) + raced
     if raced:  # studies/report.py redraws the table's notes from this tag: the race's verdicts and post-selection
         tracker.client.set_tag(tracker.parent_run_id, study_notes.TAG, study_notes.tag_value(notes))
@@ -357,7 +314,7 @@ def pruning_premise(p: Prepared, tracker, extra: list[Path], metrics: dict) -> l
     from mlflow.entities import Metric
 
     from adbs_lab.search import shadows
-    from adbs_lab.search.searcher import optuna_storage
+    from adbs_lab.search.optuna_storage import optuna_storage
 
     try:
         study = optuna.load_study(study_name=p.folder, storage=optuna_storage(p.optuna_url))

@@ -12,13 +12,17 @@ from adbs_lab.records.value_text import label
 if TYPE_CHECKING:
     from adbs.config import Config
 
-__all__ = ["ROW_KEY", "SEED_KEY", "LAB_KEYS", "SEEDS_ATTR", "CONFIG_KEY", "trial_config", "describe"]
+__all__ = ["ROW_KEY", "SEED_KEY", "LAB_KEYS", "SEEDS_ATTR", "RACE_OF", "CONFIG_KEY", "trial_config", "describe"]
 
 ROW_KEY = "row"
 SEED_KEY = "trial_seed"
 LAB_KEYS = (ROW_KEY, SEED_KEY)
 SEEDS_ATTR = "seeds"
 """Optuna user attribute of a trial: the seeds its configuration runs over (its value is the mean over them)."""
+RACE_OF = "race_of"
+"""The user attribute of a race's Optuna trial, and the key of its Tune trials' config: the number of the screening
+trial whose configuration it races (adbs_lab/search/seeds/race.py; the searcher's stopper never prunes such a trial:
+its seed is a paired value)."""
 CONFIG_KEY = "adbs_config"
 """Tune trial-config key holding the trial's resolved Config (adbs_lab/search/searcher.py: StudySearch.suggest puts it
 there, once per trial); the trainable, the tracker and the tables read it (`trial_config`)."""

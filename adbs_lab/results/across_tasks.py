@@ -35,9 +35,10 @@ import pandas as pd
 from adbs.cells import number
 from adbs_lab.records.metrics_keys import COMPLETE
 from adbs_lab.records.trial_records import LABEL
-from adbs_lab.results.comparisons import ALPHA, Pair, seed_values
+from adbs_lab.results.comparisons import seed_values
 from adbs_lab.stats.aggregate import (MIN_RUNS, Interval, differences, improvement_interval, iqm_difference,
                                       mean_difference, wins_ties)
+from adbs_lab.stats.policy import DEFAULT_POLICY, Pair, VerdictPolicy
 
 __all__ = ["WITHOUT", "Across", "task_of", "groups", "across", "left_out", "names", "lines", "table_lines"]
 
@@ -109,11 +110,11 @@ def _paired(x: dict, y: dict) -> tuple[list[float], list[float]]:
 
 
 def across(pairs: Sequence[Pair], sessions: pd.DataFrame, trials: pd.DataFrame | None,
-           metric: str = "test_acc", label: str = LABEL, alpha: float = ALPHA) -> list[Across]:
+           metric: str = "test_acc", label: str = LABEL, policy: VerdictPolicy = DEFAULT_POLICY) -> list[Across]:
     """Every comparison of the family `pairs` (the table's: `table.attrs["comparisons"]`) that ran in two or more
     tasks. A task with fewer than MIN_RUNS paired runs is left out (`short`); a comparison left with fewer than two
-    tasks has no statistics, and the others' intervals are at 1 - alpha/m for the m comparisons that have them
-    (Bonferroni, as the table's verdicts: a comparison that cannot have an interval claims nothing)."""
+    tasks has no statistics, and the others' intervals are at 1 - alpha/m for the m comparisons that have them, alpha
+    the policy's (Bonferroni, as the table's verdicts: a comparison that cannot have an interval claims nothing)."""
     many = {k: v for k, v in groups(pairs).items() if len(v) > 1}
     if not many or sessions.empty:
         return []
@@ -126,7 +127,7 @@ def across(pairs: Sequence[Pair], sessions: pd.DataFrame, trials: pd.DataFrame |
         kept[key] = [(task, xy) for (task, xy), (_, n) in zip(paired, runs) if n >= MIN_RUNS]
         short[key] = tuple((task, n) for task, n in runs if n < MIN_RUNS)
     m = sum(len(k) >= 2 for k in kept.values())
-    level = 1 - alpha / max(m, 1)
+    level = 1 - policy.alpha / max(m, 1)
     out = []
     for key, where in many.items():
         use = [xy for _, xy in kept[key]] if len(kept[key]) >= 2 else None
@@ -203,7 +204,7 @@ def _comparison(r: Across, confidence: str) -> list[str]:
     return out + said
 
 
-def lines(results: Sequence[Across], metric: str = "test_acc", alpha: float = ALPHA) -> list[str]:
+def lines(results: Sequence[Across], metric: str = "test_acc", policy: VerdictPolicy = DEFAULT_POLICY) -> list[str]:
     """The lines report.py prints under the table (and report.md holds): the method, then per comparison its
     differences, its paired probability of improvement and what was left out."""
     if not results:
@@ -213,7 +214,7 @@ def lines(results: Sequence[Across], metric: str = "test_acc", alpha: float = AL
            f"within it, is a task; a run is a seed both rows completed, taken as its difference X - Y within its "
            f"task (tasks at different levels are not pooled); a task with fewer than {MIN_RUNS} paired runs is left "
            f"out{f'; Bonferroni over {m} comparisons' if m > 1 else ''}; docs/statistics.md):"]
-    confidence = f"{1 - alpha:.0%}"
+    confidence = policy.level_text
     for r in results:
         out += _comparison(r, confidence)
     return out
@@ -224,5 +225,7 @@ def table_lines(table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFram
     """`lines` for the comparisons of a table (tables.paper_table: `table.attrs["comparisons"]`, its verdict family)
     that ran in two or more tasks: of several studies (`report.py A B`), or of one study whose hosts or k-shot
     cells are its tasks (`report.py hosts`, `report.py kshot_grid`); [] where none did."""
-    family = [c.pair for c in table.attrs.get("comparisons", [])]
-    return lines(across(family, sessions, trials, metric=metric), metric)
+    compared = table.attrs.get("comparisons", [])
+    policy = compared[0].policy if compared else DEFAULT_POLICY
+    family = [c.pair for c in compared]
+    return lines(across(family, sessions, trials, metric=metric, policy=policy), metric, policy)

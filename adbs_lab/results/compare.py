@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -70,45 +70,6 @@ def sort_by_swept(frame: pd.DataFrame, labels: list[str], label: str) -> list[st
     # column took 2.3 s for 5,000 rows of 3 swept columns (a figure's row_order, the table's row order)
     cells = [first[c].array for c in cols]
     return sorted(labels, key=lambda lab: (tuple(_key(v[at[lab]]) for v in cells), str(lab)))
-
-
-def paired_ci(diffs: list[float]) -> tuple[float, float, int]:
-    """(mean, 95% half-width, n) of per-seed differences; the half-width is NaN for n < 2."""
-    vals = [float(d) for d in diffs if K.finite(d)]
-    if not vals:
-        return math.nan, math.nan, 0
-    mean = sum(vals) / len(vals)  # summed in order, as tables.ci95 does
-    if len(vals) < 2:
-        return mean, math.nan, 1
-    from scipy import stats  # as tables.ci95 (which imports this module, so not from there)
-
-    return mean, float(stats.t.ppf(0.975, len(vals) - 1) * stats.sem(vals)), len(vals)
-
-
-def last_by_seed(sessions: pd.DataFrame, metric: str, label: str) -> dict[str, dict[int, float]]:
-    """{row: {seed: the metric in the trial's own last session}} of the complete trials (one trial per seed)."""
-    s = sessions
-    if "seed" not in s or metric not in s:
-        return {}
-    out: dict[str, dict[int, float]] = {}
-    for (lab, _), t in s.groupby([label, "trial_id"], sort=False):
-        t = t[t[metric].notna()]
-        if t.empty or not K.finite(t["seed"].iloc[0]):
-            continue
-        out.setdefault(lab, {})[int(t["seed"].iloc[0])] = float(t.loc[t["session"].idxmax(), metric])
-    return out
-
-
-def paired_deltas(last: dict[str, dict[int, float]], reference: Mapping[str, str | None]) -> dict[str, tuple]:
-    """{row: (mean, half-width, n)} of row - reference over the seeds both ran; rows without a reference are left
-    out, the reference row itself too (its difference with itself is 0 by definition)."""
-    out = {}
-    for lab, ref in reference.items():
-        if ref is None or ref == lab or lab not in last or ref not in last:
-            continue
-        shared = sorted(set(last[lab]) & set(last[ref]))
-        out[lab] = paired_ci([last[lab][s] - last[ref][s] for s in shared])
-    return out
 
 
 def format_paired(v: Any) -> str:

@@ -6,7 +6,8 @@ table's trials into them and says the results in words.
 - **The family**: each row against its reference (the study's baseline row, each host without ADBS, the preset's
   alpha, or --reference) and against the row it adds one change to (adbs_lab/driver/plan.py: Plan.parents), each
   pair once. The intervals are adjusted for the whole family (Bonferroni), so a verdict holds with the table's
-  other verdicts: all of them are true together with probability at least 95%.
+  other verdicts: all of them are true together with probability at least 1 - α (95% at the default α; the
+  study's verdict policy, adbs_lab/stats/policy.py, holds α, δ and the looks).
 - **The pairs**: a comparison pairs its two rows seed by seed (the same seed is the same data draw and training
   seed), on the last session's value of the table's metric. A seed where either row's trial diverged, failed or
   was pruned leaves its pair out and is counted beside the verdict ("n=5, 1 diverged"); a collapsed seed (a
@@ -27,24 +28,14 @@ from adbs.cells import duration, number
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.config_values import texts
 from adbs_lab.records.trial_records import LABEL
-from adbs_lab.search.auto_seeds import differences
 from adbs_lab.stats import planner
-from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.policy import DEFAULT_POLICY, Pair, VerdictPolicy
 from adbs_lab.stats.verdicts import (CONSERVATIVE_BELOW, TOUCH, Label, Verdict, can_have_interval, family_verdicts,
-                                    half_width, printed_ends, welch, wording)
+                                    half_width, paired_differences, printed_ends, welch)
 
-__all__ = ["ALPHA", "DEFAULT_DELTA", "Pair", "Compared", "family", "name", "compare_rows", "verdict_text",
+__all__ = ["Compared", "family", "name", "compare_rows", "verdict_text",
            "sentence", "sentences", "family_heading", "opening", "plan_lines", "row_seconds", "cell", "cell_text",
            "ends", "note", "best_standing", "seed_values"]
-
-ALPHA = 0.05
-"""The family's error rate: every verdict of a table is true together with probability at least 1 - ALPHA."""
-DEFAULT_DELTA = 1.0
-"""δ in accuracy points (--resolve): a difference inside ±δ is too small to matter."""
-
-Pair = tuple[str, str]
-"""(row, the row it is compared with): the difference is row - that row."""
-
 
 def family(labels: Sequence[str], reference: str | Mapping[str, str] | None,
            parents: Mapping[str, str] | None = None) -> list[Pair]:
@@ -86,20 +77,22 @@ class Compared:
     the seed)."""
     m: int
     """How many comparisons the table's adjustment is over."""
-    delta: float
-    """δ (points) the verdict reads the interval against."""
     plan: planner.SeedPlan | None
     """For an unresolved comparison, the seeds it would need (adbs_lab/stats/planner.py); None when resolved."""
-    looks: Looks | None = None
-    """The planned looks of a study that added seeds in batches (--seeds auto); None: one look at the seeds run."""
+    policy: VerdictPolicy = DEFAULT_POLICY
+    """The verdict policy it was read under: α (the level printed), δ, the looks of a study that added seeds in
+    batches (--seeds auto; None: one look at the seeds run), the metric compared (its last session's value per seed:
+    a table on another one is another family)."""
     paired: bool = True
     """False: the rows ran different seeds or different data, and the interval is Welch's over each row's values."""
-    metric: str = "test_acc"
-    """The session metric compared (its last session's value per seed): a table on another one is another family."""
 
     @property
     def resolved(self) -> bool:
         return self.verdict.verdict is not Label.NOT_RESOLVED
+
+    @property
+    def metric(self) -> str:
+        return self.policy.metric
 
 
 def seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: str, label: str) -> tuple[dict, dict]:
@@ -122,7 +115,7 @@ def seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: str
 
 def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], list[str]]:
     """The per-seed differences row - reference in seed order (NaN where a pair is incomplete: the one pairing rule,
-    adbs_lab/search/auto_seeds.py: differences, which --seeds auto looks with too) and, per seed, why its pair is
+    adbs_lab/stats/verdicts.py: paired_differences, which --seeds auto looks with too) and, per seed, why its pair is
     missing ('' where it is not)."""
     row, ref = pair
     why = []
@@ -132,7 +125,7 @@ def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], l
         ran = (states.get(row, {}).get(s), states.get(ref, {}).get(s))
         why.append("" if complete else next((st for st in ran if st is not None and st != K.COMPLETE),
                                             "not run" if None in ran else "without a finite value"))
-    return differences(pair, values, states), why
+    return paired_differences(pair, values, states), why
 
 
 def _counted(why: Sequence[str]) -> dict[str, int]:
@@ -143,11 +136,11 @@ def _counted(why: Sequence[str]) -> dict[str, int]:
 
 
 def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.DataFrame | None = None,
-                 metric: str = "test_acc", delta: float = DEFAULT_DELTA, alpha: float = ALPHA,
-                 label: str = LABEL, looks: Looks | None = None, across: bool = False) -> list[Compared]:
-    """Every comparison of `pairs` on the last session's `metric`, adjusted over all of them, with a seed plan for
-    each unresolved one. `looks`: a study that added seeds in batches (--seeds auto) reads each comparison at its
-    planned looks, α spent across them (adbs_lab/stats/looks.py), and a verdict keeps the look that reached it.
+                 policy: VerdictPolicy = DEFAULT_POLICY, label: str = LABEL, across: bool = False) -> list[Compared]:
+    """Every comparison of `pairs` on the last session's `policy.metric`, adjusted over all of them at the policy's
+    α and read against its δ, with a seed plan for each unresolved one. `policy.looks`: a study that added seeds in
+    batches (--seeds auto) reads each comparison at its planned looks, α spent across them
+    (adbs_lab/stats/looks.py), and a verdict keeps the look that reached it.
 
     Rows of one study ran the same seed numbers, each an independent replication, so their differences are paired
     seed by seed (valid even where the rows' data differ, e.g. a 10-way row against a 5-way reference: the seeds'
@@ -156,7 +149,7 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
     family is the comparisons that can have an interval (`_family_size`)."""
     if not pairs or sessions.empty or "seed" not in sessions:  # no seeds, no pairs
         return []
-    values, states = seed_values(sessions, trials, metric, label)
+    values, states = seed_values(sessions, trials, policy.metric, label)
     unpaired = [p for p in pairs if across and not _pairable(p, values, trials, label)]
     diffs, why, sides = {}, {}, {}
     for pair in (p for p in pairs if p not in unpaired):
@@ -165,16 +158,16 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
         sides[name(pair)] = tuple([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
         why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
     m = _family_size(diffs, sides) if across else len(pairs)
-    verdicts = family_verdicts(diffs, looks.alpha if looks else alpha, delta, looks, m=m)
+    verdicts = family_verdicts(diffs, policy.alpha, policy.delta, policy.looks, m=m)
     for n, (a, b) in sides.items():
-        verdicts[n] = welch(a, b, alpha, m, delta)
+        verdicts[n] = welch(a, b, policy.alpha, m, policy.delta)
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
     # planned as a study of fixed size (all of α at one look): what a new run with that many seeds would need; a
     # --seeds auto study that stopped at its cap has no later look to plan for
-    plans = planner.plan_family(open_, delta, alpha, m=m)
+    plans = planner.plan_family(open_, policy.delta, policy.alpha, m=m)
     return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]
                                                           if pair not in unpaired else why[name(pair)]),
-                     m, delta, plans.get(name(pair)), looks, paired=pair not in unpaired, metric=metric)
+                     m, plans.get(name(pair)), policy, paired=pair not in unpaired)
             for pair in pairs]
 
 
@@ -211,14 +204,15 @@ def _points(x: float) -> str:
 
 def verdict_text(c: Compared) -> str:
     """The verdict with δ written out: "equivalent within ±1 point", "better, by less than 1 point"."""
-    return wording(c.verdict.verdict, c.delta)
+    return c.policy.wording(c.verdict.verdict)
 
 
 def _n_text(c: Compared) -> str:
     """`n=3`, `n=5, 1 diverged`, and for a study that added seeds in batches the look that reached the verdict."""
     v = c.verdict
-    reached = ([f"reached at look {v.look} of {len(c.looks.sizes)}, {v.n_seeds} seeds" if c.resolved else
-                f"look {v.look} of {len(c.looks.sizes)}, {v.n_seeds} seeds"] if c.looks is not None and v.look else [])
+    looks = c.policy.looks
+    reached = ([f"reached at look {v.look} of {len(looks.sizes)}, {v.n_seeds} seeds" if c.resolved else
+                f"look {v.look} of {len(looks.sizes)}, {v.n_seeds} seeds"] if looks is not None and v.look else [])
     return ", ".join([f"n={v.n}"] + [f"{k} {why}" for why, k in sorted(c.left_out.items())] + reached)
 
 
@@ -233,12 +227,12 @@ def sentence(c: Compared, metric: str | None = None) -> str:
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
         return f"{name(c.pair)}: {what} {where} ({_n_text(c)}: fewer than 2 pairs, no interval): {verdict_text(c)}"
     adjusted = [f"Bonferroni over {c.m} comparisons"] if c.m > 1 else []
-    adjusted += [f"α spent over {len(c.looks.sizes)} looks"] if c.looks is not None else []
+    adjusted += [f"α spent over {len(c.policy.looks.sizes)} looks"] if c.policy.looks is not None else []
     how = "paired" if c.paired else "unpaired (Welch: the rows ran different seeds or data" + (
         f"; conservative df = {v.n - 1}: a side has fewer than {CONSERVATIVE_BELOW} runs)" if v.conservative_df
         else ")")
     lo, hi = ends(c)
-    return (f"{name(c.pair)}: {what} {where} ({_confidence(c)} CI {lo} to {hi}"
+    return (f"{name(c.pair)}: {what} {where} ({c.policy.level_text} CI {lo} to {hi}"
             f"{''.join(', ' + a for a in adjusted)}; {how}, {_n_text(c)}): {verdict_text(c)}{_tost(v)}")
 
 
@@ -255,7 +249,7 @@ def _tost(v: Verdict) -> str:
 
 def ends(c: Compared) -> tuple[str, str]:
     """The interval's ends as printed (`printed_ends`: rounded outward until they give the verdict)."""
-    lo, hi, _ = printed_ends(c.verdict, c.delta)
+    lo, hi, _ = printed_ends(c.verdict, c.policy.delta)
     return lo, hi
 
 
@@ -266,11 +260,6 @@ def cell_text(c: Compared) -> str:
         return f"{number(v.estimate, signed=True)} (n < 2: no interval)" if math.isfinite(v.estimate) else "-"
     lo, hi = ends(c)
     return f"{number(v.estimate, signed=True)} ({lo} to {hi}, n={v.n})"
-
-
-def _confidence(c: Compared) -> str:
-    """The family's confidence: every interval of the table (and of every look) covers together."""
-    return f"{1 - (c.looks.alpha if c.looks is not None else ALPHA):.0%}"
 
 
 def sentences(compared: Sequence[Compared], metric: str | None = None) -> list[str]:
@@ -287,7 +276,7 @@ def family_heading(compared: Sequence[Compared]) -> str:
     which = f"the {k} comparison{'s' * (k != 1)} of this table" + (
         f" ({m} of which can have an interval: the Bonferroni family)" if k != m else "")
     return (f"verdicts, one family: {which} on the last session's {c.metric}, all true together with probability at "
-            f"least {_confidence(c)}; a verdict of another table, or of this table on another metric, is of another "
+            f"least {c.policy.level_text}; a verdict of another table, or of this table on another metric, is of another "
             "family (docs/statistics.md):")
 
 
@@ -316,7 +305,7 @@ def plan_lines(compared: Sequence[Compared], seconds: Mapping[str, float] | None
     open_ = [c for c in compared if c.plan is not None]
     if not open_:
         return []
-    delta = open_[0].delta
+    delta = open_[0].policy.delta
     lines = [f"seeds that would settle the unresolved comparisons (an interval narrower than δ = {_points(delta)}; "
              f"planned on σ's upper 80% bound from the seeds run, the point estimate's plan beside it; "
              f"docs/statistics.md):"]
@@ -351,11 +340,12 @@ def cell(c: Compared) -> tuple[float, float, int]:
 
 def note(compared: Sequence[Compared]) -> str:
     """The table's note on its Δlast paired and verdict columns."""
-    m, delta = compared[0].m, compared[0].delta
+    m, policy = compared[0].m, compared[0].policy
+    delta = policy.delta
     return (f"Δlast paired: mean over the seeds a row and its reference both completed of (row - reference) "
-            f"last-session accuracy (its {1 - ALPHA:.0%} confidence interval, rounded outward, adjusted over the "
+            f"last-session accuracy (its {policy.level_text} confidence interval, rounded outward, adjusted over the "
             f"table's {m} comparison{'s' * (m != 1)} (Bonferroni; t over the per-seed differences"
-            f"{'; α spent over the planned looks of --seeds auto' if compared[0].looks is not None else ''})); verdict: read "
+            f"{'; α spent over the planned looks of --seeds auto' if policy.looks is not None else ''})); verdict: read "
             f"from that interval against 0 and ±δ = {_points(delta)} (--resolve; docs/statistics.md)")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from adbs_lab.records import metrics_keys as K
+from adbs_lab.stats.intervals import mean_t
 
 __all__ = ["alpha_sensitivity", "kshot_curves", "boundary_histograms", "host_curves", "embedding_figures",
            "row_order", "row_colors", "study_colors", "curve_with_band", "legend_names", "PAIRED", "BAND_NOTE",
@@ -29,9 +30,10 @@ PAIRED = "+ADBS"
 """The suffix of a row with ADBS beside its host's row without it (the hosts study: `<host>`, `<host>+ADBS`)."""
 BAND_NOTE = ("bands: each row's own 95% CI over seeds (t-interval, the table's ±; none for one seed), unpaired;\n"
              "the table's verdicts are paired (each seed's difference), so bands may overlap where a verdict is resolved")
-"""What a sessions plot's shaded band is (tables.ci95, the interval the tables print), and why it is not the verdict:
-a verdict's interval is of the paired differences over the seeds two rows share (adbs_lab/results/comparisons.py),
-whose seed-to-seed spread cancels, so it is narrower than the two rows' own intervals suggest."""
+"""What a sessions plot's shaded band is (adbs_lab/stats/intervals.py: mean_t, the interval the tables print), and
+why it is not the verdict: a verdict's interval is of the paired differences over the seeds two rows share
+(adbs_lab/results/comparisons.py), whose seed-to-seed spread cancels, so it is narrower than the two
+rows' own intervals suggest."""
 BARS_NOTE = "bars: each alpha's own 95% CI, unpaired;\nthe table's verdicts are paired over the seeds"
 """The alpha figure's error bars, as BAND_NOTE says of the bands."""
 
@@ -61,10 +63,8 @@ def study_colors(sessions: pd.DataFrame, trials: pd.DataFrame, order: list[str] 
 def curve_with_band(ax, rows: pd.DataFrame, metric: str, *, color: str | None, style: str = "o-",
                     name: str = "") -> bool:
     """One row's mean per session over its seeds, and its 95% confidence band where it has two or more seeds (the
-    table's ± interval, tables.ci95: t-distribution, n - 1 degrees of freedom); True when a band was drawn."""
-    from adbs_lab.results.tables import ci95
-
-    cells = rows.groupby("session")[metric].apply(lambda v: ci95(list(v))).sort_index()
+    table's ± interval, adbs_lab/stats/intervals.py: mean_t, unadjusted); True when a band was drawn."""
+    cells = rows.groupby("session")[metric].apply(lambda v: mean_t(list(v))).sort_index()
     mean, half = [m for m, _ in cells], [h for _, h in cells]
     ax.plot(cells.index, mean, style, color=color, label=name)
     if not any(h > 0 for h in half):  # one seed: no interval, no band
@@ -96,8 +96,6 @@ def _plt():
 def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
     """Average accuracy vs alpha (the paper supplement's figure): val and test, mean over seeds with the 95%
     confidence interval as error bars (t-distribution, as in the tables; none where an alpha has one seed)."""
-    from adbs_lab.results.tables import ci95
-
     plt = _plt()
     t = trials[trials["state"] == K.COMPLETE]
     fig, ax = plt.subplots(figsize=(5, 4.3))
@@ -107,7 +105,7 @@ def alpha_sensitivity(trials: pd.DataFrame, path: Path) -> Path:
         for col, style, name in (("test_avg_acc", "o-", "test avg acc"), ("val_avg_acc", "s--", "val avg acc (objective)")):
             if col not in t:  # a store from before the metric existed
                 continue
-            g = t.groupby("alpha")[col].apply(lambda v: ci95(list(v))).sort_index()
+            g = t.groupby("alpha")[col].apply(lambda v: mean_t(list(v))).sort_index()
             mean, half = [m for m, _ in g], [h for _, h in g]
             label = f"{name}, mean ± 95% CI ({n} seeds)" if seeds.max() > 1 else name
             ax.errorbar(g.index, mean, yerr=half if seeds.max() > 1 else None, fmt=style, capsize=3, label=label)

@@ -21,7 +21,7 @@ from adbs.config import ConfigError, canonical, coerce
 from adbs_lab.results import compare
 from adbs_lab.results.best import choose as choose_best, from_tag as no_best_of
 from adbs_lab.results import comparisons
-from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.policy import Pair, VerdictPolicy
 from adbs_lab.records import attempts
 from adbs_lab.records import objectives
 from adbs_lab.results import pareto
@@ -46,7 +46,9 @@ class ReportError(LookupError):
 
 
 @dataclass
-class Study:
+class Recorded:
+    """A study as its MLflow store holds it: its parent run, its trials' tables and what its tags recorded."""
+
     parent: Any  # mlflow.entities.Run (role=study)
     name: str
     sessions: pd.DataFrame
@@ -58,13 +60,10 @@ class Study:
     notes: tuple[str, ...] = ()
     """The lines the study wrote above its tables (a smoke run, settings changed from its defaults; its parent
     run's tag adbs.notes; adbs_lab/results/notes.py)."""
-    pairs: tuple[tuple[str, str], ...] | None = None
-    """The comparisons its table made (tag adbs.comparisons); None for a study that recorded none (each row
-    against its reference, as its table did then)."""
-    delta: float = comparisons.DEFAULT_DELTA
-    """δ of its verdicts (--resolve; tag adbs.resolve)."""
-    looks: Looks | None = None
-    """The planned looks of a --seeds auto study (tag adbs.looks), its verdicts read at them; None: a seed list."""
+    verdicts: VerdictPolicy = VerdictPolicy()
+    """Its verdict policy as its tags recorded it (adbs_lab/stats/policy.py: VerdictPolicy.from_tags): the
+    comparisons its table made (None for a study that recorded none: each row against its reference, as its table did
+    then), α, δ and the looks of a --seeds auto study, its verdicts read at them."""
 
     @property
     def multi(self) -> bool:
@@ -456,52 +455,28 @@ def _table_layout(parent, study: str) -> tuple[str | None, list[str] | None]:
     return getattr(mod, "BASELINE", None), (list(rows) if isinstance(rows, dict) else None)
 
 
-def load_study(client, ref: str, name: str | None = None) -> Study:
+def load_study(client, ref: str, name: str | None = None) -> Recorded:
     parent = find_parent(client, ref, name)
     name = parent.data.tags.get("adbs.study") or client.get_experiment(parent.info.experiment_id).name
     sessions, trials = trial_frames(client, parent)
     baseline, order = _table_layout(parent, name)
     from adbs_lab.results import notes as study_notes
 
-    pairs, delta = _comparisons(parent.data.tags)
-    return Study(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
-                 tuple(study_notes.from_tag(parent.data.tags)), pairs, delta, _looks(parent.data.tags))
+    return Recorded(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
+                    tuple(study_notes.from_tag(parent.data.tags)), VerdictPolicy.from_tags(parent.data.tags))
 
 
-def _looks(tags: dict[str, str]) -> Looks | None:
-    """A --seeds auto study's planned looks, as its tag recorded them (None: none, or unreadable)."""
-    try:
-        return Looks(**json.loads(tags["adbs.looks"]))
-    except (KeyError, ValueError, TypeError):
-        return None
-
-
-def _comparisons(tags: dict[str, str]) -> tuple[tuple[tuple[str, str], ...] | None, float]:
-    """The comparisons and δ a study's table used (its tags), as the study wrote them."""
-    try:
-        pairs = tuple((str(a), str(b)) for a, b in json.loads(tags["adbs.comparisons"]))
-    except (KeyError, ValueError, TypeError):
-        pairs = None
-    try:
-        delta = float(tags.get("adbs.resolve", comparisons.DEFAULT_DELTA))
-    except ValueError:
-        delta = comparisons.DEFAULT_DELTA
-    return pairs, delta
-
-
-def study_table(study: Study, metric: str = "test_acc") -> pd.DataFrame:
+def study_table(study: Recorded, metric: str = "test_acc") -> pd.DataFrame:
     """Exactly `results.paper_table` as the study calls it."""
     if study.sessions.empty:
         return pd.DataFrame()
     front = pareto.front_labels(study.trials, study.objectives) if study.multi and len(study.trials) else None
     return tables.paper_table(study.sessions, metric=metric, baseline=study.baseline, order=study.order,
-                               trials=study.trials, front=front,
-                               pairs=list(study.pairs) if study.pairs is not None else None, delta=study.delta,
-                               looks=study.looks)
+                               trials=study.trials, front=front, verdicts=study.verdicts)
 
 
 # -- several studies as one table ------------------------------------------------------------
-def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict[str, str]]:
+def combine(studies: list[Recorded]) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict[str, str]]:
     """(sessions, trials, row order, {row: reference row}) of several studies as one: each row becomes
     '<study>: <row>' ('<study> (<run id>): <row>' when a study appears twice, e.g. two runs of `ablation` on
     two presets), and each row keeps the Delta_last reference it has in its own study."""
@@ -524,26 +499,26 @@ def combine(studies: list[Study]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
     return cat(sessions), cat(trials), order, reference
 
 
-def combined_pairs(studies: list[Study]) -> list[comparisons.Pair] | None:
+def combined_pairs(studies: list[Recorded]) -> list[Pair] | None:
     """The comparisons each study's own table made, its rows named as in `combine`; None when no study recorded
     its comparisons (each row against its reference, as `combine` gives them)."""
-    if all(st.pairs is None for st in studies):
+    if all(st.verdicts.pairs is None for st in studies):
         return None
-    out: list[comparisons.Pair] = []
+    out: list[Pair] = []
     for st, prefix in zip(studies, _prefixes(studies)):
         labels = list(dict.fromkeys(st.sessions[trial_records.LABEL])) if len(st.sessions) else []
-        pairs = st.pairs if st.pairs is not None else comparisons.family(labels, st.baseline)
+        pairs = st.verdicts.pairs if st.verdicts.pairs is not None else comparisons.family(labels, st.baseline)
         out += [(f"{prefix}: {a}", f"{prefix}: {b}") for a, b in pairs]
     return out
 
 
-def _prefixes(studies: list[Study]) -> list[str]:
+def _prefixes(studies: list[Recorded]) -> list[str]:
     """Each study's prefix of its rows in a combined table: its name, with its parent run when a name repeats."""
     names = [s.name for s in studies]
     return [s.name if names.count(s.name) == 1 else f"{s.name} ({s.parent.info.run_id[:8]})" for s in studies]
 
 
-def combined_front(studies: list[Study]) -> list[str] | None:
+def combined_front(studies: list[Recorded]) -> list[str] | None:
     """The rows of a combined table (`combine`) on the Pareto front of their own study's --objectives; None when
     no study searched several objectives (the table then has no front column)."""
     if not any(s.multi for s in studies):
@@ -552,7 +527,7 @@ def combined_front(studies: list[Study]) -> list[str] | None:
             for lab in pareto.front_labels(s.trials, s.objectives)]
 
 
-def write_comparison(studies: list[Study], table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame,
+def write_comparison(studies: list[Recorded], table: pd.DataFrame, sessions: pd.DataFrame, trials: pd.DataFrame,
                      out: Path, *, fmt: str, uri: str, metric: str = "test_acc",
                      across: list[str] | tuple[str, ...] = ()) -> list[Path]:
     """One table and one figure (every row's accuracy per session) for several studies, with report.md (and
@@ -587,7 +562,7 @@ STUDY_STYLES = ("o-", "s--", "^:", "D-.")
 """The line style of each study's rows in `report.py A B`'s figure, in the order the studies are named."""
 
 
-def combined_styles(studies: list[Study]) -> tuple[dict[str, str], dict[str, str]]:
+def combined_styles(studies: list[Recorded]) -> tuple[dict[str, str], dict[str, str]]:
     """({row: colour}, {row: line style}) of a combined table's rows (named as in `combine`): each row keeps the colour
     it has in its own study's figures (figures.study_colors), and each study gets a line style of STUDY_STYLES."""
     from adbs_lab.results import figures
@@ -601,7 +576,7 @@ def combined_styles(studies: list[Study]) -> tuple[dict[str, str], dict[str, str
     return colors, styles
 
 
-def shared_objectives(studies: list[Study]) -> tuple[tuple | None, str | None]:
+def shared_objectives(studies: list[Recorded]) -> tuple[tuple | None, str | None]:
     """(the objectives every study searched, None) — the one thing a best across them may be chosen by — or (None,
     why there is no best across them): a best by one study's objective would rank the others' rows by a metric
     they never optimised."""
@@ -614,8 +589,8 @@ def shared_objectives(studies: list[Study]) -> tuple[tuple | None, str | None]:
                   + "), so no one metric ranks all their rows; each study's own report names its best)")
 
 
-def combined_notes(studies: list[Study]) -> list[str]:
-    """Each study's notes (Study.notes) prefixed with its name in a combined table (`combine`)."""
+def combined_notes(studies: list[Recorded]) -> list[str]:
+    """Each study's notes (Recorded.notes) prefixed with its name in a combined table (`combine`)."""
     return [f"{prefix}: {line}" for s, prefix in zip(studies, _prefixes(studies)) for line in s.notes]
 
 
@@ -636,7 +611,7 @@ def _write_tables(out: Path, sessions: pd.DataFrame, trials: pd.DataFrame, table
     return files
 
 
-def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool,
+def write(study: Recorded, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, paper: bool,
           across: list[str] | tuple[str, ...] = ()) -> list[Path]:
     """Tables (chosen format + text), parquet frames, figures and report.md, rebuilt from the store (with `across`,
     the lines of its comparisons across its tasks, hosts or k-shot cells: adbs_lab/results/across_tasks.py)."""
@@ -667,6 +642,6 @@ def write(study: Study, table: pd.DataFrame, out: Path, *, fmt: str, uri: str, p
     return files + ([report] if report else []) + figs
 
 
-def pareto_of(study: Study) -> dict[str, Any] | None:
+def pareto_of(study: Recorded) -> dict[str, Any] | None:
     """pareto.json of a study of two or more objectives, from its trials in the store; None for one objective."""
     return pareto.pareto_record(study.trials, study.objectives) if study.multi else None

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from adbs import light
 from adbs_lab.results import run_pick
 from adbs_lab.search.path import Confirmed, Step, runs_saved
-from adbs_lab.stats.verdicts import Verdict, printed_ends, wording
+from adbs_lab.stats.policy import VerdictPolicy
+from adbs_lab.stats.verdicts import Verdict, printed_ends
 from adbs_lab.stores.paths import SMOKE
 
 if TYPE_CHECKING:
@@ -41,18 +42,18 @@ def interval_text(v: Verdict, delta: float) -> str:
     return f"{v.estimate:+.{d}f} ({lo} to {hi})"
 
 
-def table_rows(start: float, confirmed: Sequence[Confirmed], delta: float) -> list[list[str]]:
+def table_rows(start: float, confirmed: Sequence[Confirmed], policy: VerdictPolicy) -> list[list[str]]:
     """[step, change, objective, Δ with interval, verdict]: step 0 is A, each later row one change."""
     rows = [["0", "(from)", f"{start:.2f}", "", ""]]
     for c in confirmed:
         note = " (post-selection)" if c.post_selection else ""
-        rows.append([str(c.step), c.change, f"{c.mean:.2f}", interval_text(c.verdict, delta),
-                     wording(c.verdict.verdict, delta) + note])
+        rows.append([str(c.step), c.change, f"{c.mean:.2f}", interval_text(c.verdict, policy.delta),
+                     policy.wording(c.verdict.verdict) + note])
     return rows
 
 
-def table_text(rows: list[list[str]], markdown: bool) -> str:
-    head = ["step", "change", "objective", "Δ (95% CI)", "verdict"]
+def table_text(rows: list[list[str]], markdown: bool, policy: VerdictPolicy) -> str:
+    head = ["step", "change", "objective", f"Δ ({policy.level_text} CI)", "verdict"]
     if markdown:
         return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
                          + ["| " + " | ".join(r) + " |" for r in rows])
@@ -67,7 +68,7 @@ def saved_line(steps: Sequence[Step]) -> str:
             f"seed; it ran {sum(s.runs for s in steps)})")
 
 
-def figure(path: Path, start: float, confirmed: Sequence[Confirmed], objective: str) -> Path:
+def figure(path: Path, start: float, confirmed: Sequence[Confirmed], objective: str, policy: VerdictPolicy) -> Path:
     """Left: the objective along the path; right: each step's Δ with its interval (Bonferroni over the steps)."""
     import matplotlib
 
@@ -88,7 +89,7 @@ def figure(path: Path, start: float, confirmed: Sequence[Confirmed], objective: 
             ax2.plot([v.lo, v.hi], [y, y], color="C1" if c.post_selection else "C0")
     ax2.axvline(0, color="grey", lw=0.8)
     ax2.set_yticks(ys, [f"{c.step}. {c.change}" for c in confirmed], fontsize=8)
-    ax2.set_xlabel("Δ, points (95% CI, Bonferroni over the steps; orange: post-selection)", fontsize=8)
+    ax2.set_xlabel(f"Δ, points ({policy.level_text} CI, Bonferroni over the steps; orange: post-selection)", fontsize=8)
     ax2.set_title("each step's change")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -97,15 +98,18 @@ def figure(path: Path, start: float, confirmed: Sequence[Confirmed], objective: 
 
 
 def write(folder: Path, *, a_name: str, b_name: str, fields: Sequence[str], steps: Sequence[Step], start: float,
-          confirmed: Sequence[Confirmed], objective: str, delta: float, seeds: Sequence[int],
+          confirmed: Sequence[Confirmed], objective: str, policy: VerdictPolicy, seeds: Sequence[int],
           confirm_seeds: Sequence[int], wall_s: float) -> list[Path]:
-    """table.txt, table.md, path.png, path.json and report.md in `folder`."""
+    """table.txt, table.md, path.png, path.json and report.md in `folder`; the intervals at the policy's α (its
+    level printed), the verdicts against its δ."""
     folder.mkdir(parents=True, exist_ok=True)
-    rows = table_rows(start, confirmed, delta)
-    (folder / "table.txt").write_text(table_text(rows, False) + "\n")
-    (folder / "table.md").write_text(table_text(rows, True) + "\n")
-    png = figure(folder / "path.png", start, confirmed, objective)
+    rows = table_rows(start, confirmed, policy)
+    (folder / "table.txt").write_text(table_text(rows, False, policy) + "\n")
+    (folder / "table.md").write_text(table_text(rows, True, policy) + "\n")
+    png = figure(folder / "path.png", start, confirmed, objective, policy)
+    delta = policy.delta
     record = {"from": a_name, "to": b_name, "differences": list(fields), "objective": objective, "delta": delta,
+              "alpha": policy.alpha,
               "selection_seeds": list(seeds), "confirmation_seeds": list(confirm_seeds), "wall_s": round(wall_s, 1),
               "runs_saved": runs_saved(steps), "steps": [_step_record(s, c) for s, c in zip(steps, confirmed)]}
     (folder / "path.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
@@ -114,8 +118,8 @@ def write(folder: Path, *, a_name: str, b_name: str, fields: Sequence[str], step
               f"{len(fields)} differences ({', '.join(fields)}); selection on {objective} over seeds "
               f"{' '.join(map(str, seeds))}, racing (docs/statistics.md); Δ on confirmation seeds "
               f"{' '.join(map(str, confirm_seeds))}, each step against the one before, paired t-interval at "
-              f"95% with Bonferroni over the {len(confirmed)} steps, δ = {delta:g} points.", "",
-              table_text(rows, True), "", saved_line(steps) + ".", "",
+              f"{policy.level_text} with Bonferroni over the {len(confirmed)} steps, δ = {delta:g} points.", "",
+              table_text(rows, True, policy), "", saved_line(steps) + ".", "",
               *(["Post-selection: the confirmation seeds include seeds that chose the step or one before it (the "
                  "configuration its Δ is measured against), so its Δ is biased; rerun with --confirm-seeds of other "
                  "numbers for an unbiased Δ.", ""] if post else []),

@@ -121,7 +121,8 @@ def session_curves(sessions: pd.DataFrame, path: Path, title: str, label: str = 
                    colors: dict[str, str] | None = None, styles: dict[str, str] | None = None,
                    note: str = "", rows: list[str] | None = None) -> Path:
     """One curve per configuration (mean over seeds) with its 95% confidence band (the tables' interval,
-    tables.ci95; none for one seed), in the table's row order and the study's row colours (figures.row_colors);
+    adbs_lab/stats/intervals.py: mean_t; none for one seed), in the table's row order and the study's row colours
+    (figures.row_colors);
     `styles`: a line style per row (default solid with dots); `note`: a line under the title; `rows`: draw only these
     rows (`curve_rows`), each named as in a legend of every row (figures.legend_names: `#n` is its table number).
     The legend lies outside the axes, so it covers no curve."""

@@ -23,50 +23,34 @@ from adbs_lab.results import seed_counts
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.config_values import is_missing, write_parquet
 from adbs_lab.records.value_text import plain
-from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.intervals import DESCRIPTIVE_LEVEL, mean_t
+from adbs_lab.stats.policy import DEFAULT_POLICY, VerdictPolicy
 from adbs_lab.records.trial_records import CONFIG_COLUMNS, LABEL
-
-
-def ci95(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Mean and half-width of the t-distribution confidence interval (n - 1 degrees of freedom; 0 for one value)."""
-    vals = [float(v) for v in values if K.finite(v)]
-    if not vals:
-        return math.nan, math.nan
-    # summed in order, as the tables always printed it: numpy's pairwise sum can round a mean ending in ...5
-    # the other way in the last printed digit
-    mean = sum(vals) / len(vals)
-    if len(vals) == 1:
-        return mean, 0.0
-    # imported here, where an interval is computed: scipy.stats takes ~1 s to import, and a one-seed study's
-    # driver (most smoke and test studies) never needs it
-    from scipy import stats
-
-    return mean, float(stats.t.ppf(0.5 + confidence / 2, len(vals) - 1) * stats.sem(vals))
 
 
 def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: str | dict[str, str] | None = None,
                 order: list[str] | None = None, label: str = LABEL, trials: pd.DataFrame | None = None,
-                front: list[str] | None = None, pairs: list[cmp.Pair] | None = None,
-                delta: float = cmp.DEFAULT_DELTA, looks: Looks | None = None, across: bool = False) -> pd.DataFrame:
+                front: list[str] | None = None, verdicts: VerdictPolicy = DEFAULT_POLICY, across: bool = False) -> pd.DataFrame:
     """Rows = configurations, columns = sessions 0..N, average, (Delta_last vs `baseline`), (D_cs).
 
     When rows ran different numbers of incremental sessions (a k-shot grid: 10-way rows 4, 5-way rows 8 on
     the embedded benchmark), a `sessions` column after `seeds` says how many each row's average covers.
 
     Cells are mean over seeds (trials) of `metric` in percent, with the 95% CI half-width
-    (t-distribution) when a row has several seeds. Only COMPLETE trials count. `baseline` is one
-    row every row is compared with, or {row: its reference row} (the hosts study: each host with
+    (adbs_lab/stats/intervals.py: mean_t; unadjusted, descriptive) when a row has several seeds. Only COMPLETE
+    trials count. `baseline` is one row every row is compared with, or {row: its reference row} (the hosts study: each host with
     ADBS against the same host without); rows without a reference get no Delta_last. With `trials`
     (trials.parquet), a `d_cs` column holds each row's class separation after the last session, so the
     geometry the accuracies come from is visible beside them (paper Table 4; docs/metrics.md). `front`: the rows
     on the Pareto front of a multi-objective search (adbs_lab/results/pareto.py: front_labels), marked '*' in a last
     `front` column; None (a single-objective study): no such column.
 
-    `pairs`: the table's comparisons (adbs_lab/results/comparisons.py: family; default: each row against its
-    reference), each given a verdict at δ = `delta` points (`looks`: read at the planned looks of a study that added
-    seeds in batches, --seeds auto; `across`: rows of several studies, paired only where they ran the same seeds on
-    the same data, comparisons.compare_rows); the row-against-reference ones fill the Δlast paired
-    and verdict columns, and all of them are in `table.attrs["comparisons"]` (format_table's opening lines).
+    `verdicts`: the study's verdict policy (adbs_lab/stats/policy.py): its comparisons (`pairs`; None: each row
+    against its reference, adbs_lab/results/comparisons.py: family), each given a verdict on `metric` at its α and δ
+    (its looks: read at the planned looks of a study that added seeds in batches, --seeds auto; `across`: rows of
+    several studies, paired only where they ran the same seeds on the same data, comparisons.compare_rows); the
+    row-against-reference ones fill the Δlast paired and verdict columns, and all of them are in
+    `table.attrs["comparisons"]` (format_table's opening lines).
     """
     s = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
     if s.empty:
@@ -74,9 +58,9 @@ def paper_table(sessions: pd.DataFrame, *, metric: str = "test_acc", baseline: s
     table = _Table.of(s, metric=metric, baseline=baseline, order=order, label=label, trials=trials, front=front)
     known = list(dict.fromkeys([*table.labels, *([str(x) for x in trials[label]] if trials is not None and label in
                                                   trials else [])]))
+    pairs = verdicts.pairs if verdicts.pairs is not None else cmp.family(known, table.reference())
     table = dataclasses.replace(table, compared=cmp.compare_rows(
-        s, pairs if pairs is not None else cmp.family(known, table.reference()), trials=trials, metric=metric,
-        delta=delta, label=label, looks=looks, across=across))
+        s, pairs, trials=trials, policy=dataclasses.replace(verdicts, metric=metric), label=label, across=across))
     rows: list[dict[str, Any]] = [{"config": lab} for lab in table.labels]
     for column in COLUMNS:
         column(table, rows)
@@ -178,13 +162,13 @@ def _per_session(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         trials = t.trials_of(row["config"])
         for sess in range(t.n_sessions):
-            row[str(sess)] = ci95(list(trials[sess])) if sess in trials else (math.nan, math.nan)
+            row[str(sess)] = mean_t(list(trials[sess])) if sess in trials else (math.nan, math.nan)
 
 
 def _avg(t: _Table, rows: list[dict[str, Any]]) -> None:
     """Each trial's average over its own sessions (10-way rows have fewer sessions than 5-way ones)."""
     for row in rows:
-        row["avg"] = ci95(list(t.trials_of(row["config"]).mean(axis=1, skipna=True)))
+        row["avg"] = mean_t(list(t.trials_of(row["config"]).mean(axis=1, skipna=True)))
 
 
 # the two other numbers FSCIL papers quote beside the average: the last session's accuracy and the performance drop
@@ -192,13 +176,13 @@ def _avg(t: _Table, rows: list[dict[str, Any]]) -> None:
 
 def _last(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
-        row["last"] = ci95(list(t.trials_of(row["config"])[t.last_session(row["config"])]))
+        row["last"] = mean_t(list(t.trials_of(row["config"])[t.last_session(row["config"])]))
 
 
 def _pd(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         trials = t.trials_of(row["config"])
-        row["pd"] = ci95(list(trials[0] - trials[t.last_session(row["config"])])) if 0 in trials else (math.nan, math.nan)
+        row["pd"] = mean_t(list(trials[0] - trials[t.last_session(row["config"])])) if 0 in trials else (math.nan, math.nan)
 
 
 def _hmean(t: _Table, rows: list[dict[str, Any]]) -> None:
@@ -209,7 +193,7 @@ def _hmean(t: _Table, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         lab, last_col = row["config"], t.last_session(row["config"])
         h = t.by_row_h.get(lab)
-        row["hmean"] = ci95(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
+        row["hmean"] = mean_t(list(h[last_col])) if h is not None and last_col in h else (math.nan, math.nan)
 
 
 def _delta_last(t: _Table, rows: list[dict[str, Any]]) -> None:
@@ -243,7 +227,7 @@ def _d_cs(t: _Table, rows: list[dict[str, Any]]) -> None:
         return
     d_cs = {lab: list(values) for lab, values in done.groupby(t.label, sort=False)["d_cs"]}  # one pass, not a mask a row
     for row in rows:
-        row["d_cs"] = ci95(d_cs.get(row["config"], []))
+        row["d_cs"] = mean_t(d_cs.get(row["config"], []))
 
 
 def _seed_states_column(t: _Table, rows: list[dict[str, Any]]) -> None:
@@ -384,8 +368,9 @@ def render_cells(head: list[str], body: list[list[str]], fmt: str, *, left: int 
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
 
 
-CI_NOTE = ("a ± b: mean over the row's n = seeds trials ± the half-width of its 95% confidence interval "
-           "(t-distribution, n - 1 degrees of freedom); PD = s0 - last session, per trial")
+CI_NOTE = (f"a ± b: mean over the row's n = seeds trials ± the half-width of its {DESCRIPTIVE_LEVEL:.0%} confidence "
+           "interval (t-distribution, n - 1 degrees of freedom; unadjusted, describing the seeds' spread: the verdicts "
+           "carry the family's guarantee); PD = s0 - last session, per trial")
 SESSIONS_NOTE = ("sessions: incremental sessions of each row; its avg is over sessions 0..sessions, so avg compares "
                  "rows with the same sessions only")
 

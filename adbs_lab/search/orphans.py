@@ -26,10 +26,9 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from adbs_lab.records.tune_keys import SEEDS_ATTR, describe
-from adbs_lab.search import racing
-from adbs_lab.search.auto_seeds import AutoPlan
+from adbs_lab.records.tune_keys import RACE_OF, SEEDS_ATTR
 from adbs_lab.search.samplers import TrialSeededTPE
+from adbs_lab.search.seeds.policy import SeedPolicy
 
 __all__ = ["RERUN", "left_behind", "group", "draw_afresh"]
 
@@ -51,26 +50,21 @@ def left_behind(storage: optuna.storages.BaseStorage, study_name: str, known: se
                   key=lambda t: t.number)
 
 
-def group(trial: FrozenTrial, *, seeds: list[int], auto: AutoPlan | None, race: racing.RacePlan | None) -> dict[str, Any]:
-    """The searcher's record of trial `trial` left behind (StudySearch._groups, in the shape its suggest makes it for
-    the study's mode), every seed still to run: the seeds its user attribute `seeds` names, else those the searcher
-    gives a new one (`seeds`: a seed list's; --seeds auto's first batch; a race's seed 0, or none for a race's trial,
-    whose seeds its looks give). Told already (`told`): --seeds auto's and a race's tell it no more."""
-    race_of = trial.user_attrs.get(racing.RACE_OF)
-    if auto is not None:
-        seeds = list(range(auto.looks.n0))
-    elif race is not None:
-        seeds = [] if race_of is not None else [racing.SCREEN_SEED]
-    mine = [int(s) for s in trial.user_attrs.get(SEEDS_ATTR, seeds)]
-    g: dict[str, Any] = {"params": dict(trial.params), "seeds_left": list(mine), "members": {}}
-    plan = auto or race
-    if plan is not None:
-        g["row"] = describe(dict(trial.params), list(plan.label_keys))
-    if auto is not None or race_of is not None:
-        g.update(seeds=list(mine), told=trial.state.is_finished())
+def group(trial: FrozenTrial, policy: SeedPolicy, *, seed_axis: bool = False) -> dict[str, Any]:
+    """The searcher's record of trial `trial` left behind (StudySearch._groups, in the shape its `_open` makes it),
+    every seed still to run: the seeds its user attribute `seeds` names, else those its seed policy gives such a
+    trial (`SeedPolicy.adopted`: a seed list's; --seeds auto's first batch; a race's seed 0, or none for a race's
+    contender, whose seeds its looks give; none where the seed is a grid axis, `seed_axis`). Told already (`told`):
+    a configuration the policy's standing tells is told no more."""
+    race_of = trial.user_attrs.get(RACE_OF)
+    step = policy.adopted(copy=race_of is not None)
+    mine = [int(s) for s in trial.user_attrs.get(SEEDS_ATTR, [] if seed_axis else step.seeds)]
+    g: dict[str, Any] = {"params": dict(trial.params), "seeds_left": list(mine), "members": {}, "seeds": list(mine),
+                         "row": policy.label(dict(trial.params)), "final": step.final,
+                         "told": step.final and trial.state.is_finished()}
     if race_of is not None:
-        g[racing.RACE_OF] = int(race_of)
-    if plan is None and not mine:
+        g[RACE_OF] = int(race_of)
+    if not mine and not step.final:
         g[RERUN] = True  # a grid point with its seed (a study begun when seeds were a grid axis): run once
     return g
 

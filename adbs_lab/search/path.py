@@ -7,9 +7,9 @@ an `evaluate` callback: the study's callback runs Ray Tune trials, the tests' a 
   configuration with that one field set to B's value). The candidates **race** on the validation objective over
   the selection seeds, in the planned looks of adbs_lab/stats/looks.py (n0 seeds, then batches, up to the cap;
   O'Brien-Fleming-type α spending): at each look the leader is the best mean over the seeds run, and every other
-  candidate is compared with it by the paired t-interval of candidate - leader (adbs_lab/stats/verdicts.py:
-  `intervals`) at α_k / m, m = every pair of the step's candidates (Bonferroni over pairs, as the race of a sampled
-  search: adbs_lab/search/racing.py, `pairs_m`, since the leader is chosen by the data). A candidate whose interval
+  candidate is compared with it by the paired t-interval of candidate - leader (adbs_lab/stats/intervals.py:
+  `paired_t`) at α_k / m, m = every pair of the step's candidates (Bonferroni over pairs, as the race of a sampled
+  search: adbs_lab/search/seeds/race.py, `pairs_m`, since the leader is chosen by the data). A candidate whose interval
   lies below 0 (verdict worse, or worse by less than δ) is dropped and runs no more seeds; the step ends when one
   candidate is left or at the cap, and its leader is the step's change. This is racing as in F-race (Birattari,
   Stützle, Paquete & Varrentrapp 2002, GECCO) with paired t-intervals, greedy forward selection over the
@@ -33,9 +33,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from adbs_lab.search.racing import pairs_m
+from adbs_lab.search.seeds.race import pairs_m
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import Label, Verdict, bonferroni, family_verdicts, intervals, label
+from adbs_lab.stats.intervals import paired_t
+from adbs_lab.stats.verdicts import Label, Verdict, bonferroni, family_verdicts, label
 
 __all__ = ["IGNORED", "DROPPING", "Evaluate", "Memo", "end", "RaceLook", "Step", "Confirmed", "differences", "change_label",
            "race", "greedy", "confirm", "confirm_note", "trial_counts", "runs_saved"]
@@ -179,7 +180,7 @@ def race(tag: str, candidates: dict[str, dict[str, Any]], evaluate: Evaluate, se
         for c in racing:
             if c == leader:
                 continue
-            est, lo, hi, n, left = intervals(np.array([values[c][s] - values[leader][s] for s in upto]), a)
+            est, lo, hi, n, left = paired_t(np.array([values[c][s] - values[leader][s] for s in upto]), a)
             said[c] = Verdict(float(est), float(lo), float(hi), int(n), int(left), 1.0 - a,
                               label(float(lo), float(hi), delta), k, size)
         dropped = tuple(c for c, v in said.items() if v.verdict in DROPPING)

@@ -35,11 +35,12 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from adbs_lab.records.objectives import PRUNERS
 from adbs_lab.stats import premise as pm
 
 __all__ = ["SHADOW_ATTR", "RECORD_PREFIX", "NOVEL_KEY", "SHARE_ATTR", "SEED_ATTR", "chosen", "is_shadow", "record_key",
            "Samples", "samples", "acting_steps", "AutoPruner", "Premise", "measure", "premise_lines", "premise_metrics",
-           "start_record", "follow"]
+           "start_record", "follow", "make_pruner"]
 
 SHADOW_ATTR = "shadow"
 """Optuna trial user attribute of a shadow: {"tune_trial", "seed", "step"}."""
@@ -131,7 +132,7 @@ def samples(study: optuna.Study) -> Samples:
 
 
 def acting_steps(pruner: str, base_epochs: int) -> list[int]:
-    """The base epochs at which `pruner` (adbs_lab/search/searcher.py: make_pruner) may stop a trial: median and auto
+    """The base epochs at which `pruner` (`make_pruner`) may stop a trial: median and auto
     from their warm-up (a quarter of the base epochs) on, halving and hyperband at their rungs (1, 3, 9, ...)."""
     if pruner in ("median", "auto"):
         return list(range(max(1, base_epochs // 4), base_epochs + 1))
@@ -261,3 +262,19 @@ def follow(storage: optuna.storages.BaseStorage, study_id: int, number: int, *, 
     if objective is not None:
         rec["objective"], rec["novel"], rec[ENDED_KEY] = objective, novel, time.time()
     storage.set_study_user_attr(study_id, record_key(number), rec)
+
+
+def make_pruner(name: str, base_epochs: int) -> optuna.pruners.BasePruner | None:
+    """median (warm-up a quarter of the base epochs), auto (the median pruner at a base epoch only once base
+    accuracy there predicts the objective: `AutoPruner`), halving, hyperband, none."""
+    if name == "auto":
+        return AutoPruner(optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=base_epochs // 4))
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=base_epochs // 4)
+    if name == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=base_epochs, reduction_factor=3)
+    if name == "none":
+        return None
+    raise ValueError(f"unknown pruner {name!r}; valid choices: {', '.join(PRUNERS)}")

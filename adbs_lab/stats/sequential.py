@@ -60,7 +60,7 @@ def next_batch(diffs_by_comparison: Mapping[str, Sequence[float]], pairs: Mappin
     """The verdicts after the finished trials and which rows need more seeds. `diffs_by_comparison`: per-seed
     differences row - reference in seed order (NaN for a failed seed), `pairs`: comparison -> (row, reference).
     `m`: the family's size when it holds comparisons not given here (a race's pairs of contenders:
-    adbs_lab/search/racing.py); default, those given."""
+    adbs_lab/search/seeds/race.py); default, those given."""
     verdicts = family_verdicts(diffs_by_comparison, looks.alpha, delta, looks, m)
     open_ = [name for name, v in verdicts.items() if v.verdict is Label.NOT_RESOLVED]
     if not open_:

@@ -2,7 +2,8 @@
 
 - The interval: the paired t-interval of Student (1908) over the per-seed differences row - reference (accuracy
   points), mean ± t_{1-a/2, n-1} s / √n. A seed whose difference is not finite (a diverged or failed trial) is
-  left out and counted; with n < 2 there is no interval and the comparison is not resolved.
+  left out and counted; with n < 2 there is no interval and the comparison is not resolved
+  (adbs_lab/stats/intervals.py: paired_t, the one owner of the t-intervals).
 - The adjustment: Bonferroni (Dunn 1961, "Multiple comparisons among means", JASA 56:52) over the m comparisons of
   a table, a = α_k / m, so the table's intervals cover together with probability ≥ 1 - α; with planned looks
   (adbs_lab/stats/looks.py) α_k is the share of α spent at look k, and the union bound covers every look too.
@@ -27,13 +28,12 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
+from adbs_lab.stats.intervals import MIN_PAIRS, paired_t, welch_t
 from adbs_lab.stats.looks import Looks
 
-__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "wording", "bonferroni",
-           "intervals", "replay", "family_verdicts", "half_width", "CONSERVATIVE_BELOW", "welch_bounds", "welch",
-           "MIN_PAIRS", "can_have_interval"]
+__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "bonferroni",
+           "replay", "family_verdicts", "paired_differences", "half_width", "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
 
 
 class Label(str, enum.Enum):
@@ -79,11 +79,6 @@ class Verdict:
     """An unpaired interval on the conservative degrees of freedom min(n_a, n_b) - 1 (`welch`)."""
 
 
-MIN_PAIRS = 2
-"""The fewest finite pairs a paired interval is made from (for an unpaired one, finite runs on each side); with
-fewer there is no interval and the comparison is not resolved."""
-
-
 def can_have_interval(n: int) -> bool:
     """Whether a comparison of `n` finite pairs (unpaired: the smaller side's finite runs) gets an interval: a family
     across studies counts only those (adbs_lab/results/comparisons.py: compare_rows), as one that cannot claims
@@ -127,32 +122,11 @@ def printed_ends(v: Verdict, delta: float) -> tuple[str, str, int]:
     return f"{v.lo:+.8f}", f"{v.hi:+.8f}", 8
 
 
-def wording(verdict: Label, delta: float) -> str:
-    """The label with δ written as the study's number of points: "equivalent within ±1 point"."""
-    unit = "point" if delta == 1 else "points"
-    return verdict.value.replace("δ", f"{delta:g} {unit}")
-
-
 def bonferroni(alpha: float, m: int) -> float:
     """The error rate of each of m intervals so that all cover together with probability ≥ 1 - alpha (Dunn 1961)."""
     if m < 1:
         raise ValueError(f"a family has at least one comparison, not {m}")
     return alpha / m
-
-
-def intervals(values: np.ndarray, a: float) -> tuple[np.ndarray, ...]:
-    """(estimate, lo, hi, n, n_left_out) of the paired t-interval at error rate a over the last axis of `values`;
-    non-finite values are left out and counted, and n < 2 gives NaN ends."""
-    x = np.asarray(values, dtype=float)
-    ok = np.isfinite(x)
-    n = ok.sum(axis=-1)
-    x0 = np.where(ok, x, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        est = x0.sum(axis=-1) / n
-        var = (np.where(ok, x - est[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1)
-        df = np.where(n >= MIN_PAIRS, n - 1, np.nan)  # no spread from one value: no interval
-        half = stats.t.ppf(1.0 - a / 2.0, df) * np.sqrt(var / n)
-    return est, est - half, est + half, n, x.shape[-1] - n
 
 
 def replay(values: np.ndarray, looks: Looks, m: int, delta: float) -> dict[str, np.ndarray]:
@@ -163,14 +137,14 @@ def replay(values: np.ndarray, looks: Looks, m: int, delta: float) -> dict[str, 
     shape = x.shape[:-1]
     out = {"code": np.full(shape, CODE[Label.NOT_RESOLVED]), "look": np.zeros(shape, dtype=int),
            "n_seeds": np.full(shape, x.shape[-1]), "level": np.full(shape, np.nan)}
-    est, lo, hi, n, left = intervals(x, 1.0)  # the estimate and counts before any look; ends NaN below
+    est, lo, hi, n, left = paired_t(x, 1.0)  # the estimate and counts before any look; ends NaN below
     out.update(estimate=est, lo=np.full(shape, np.nan), hi=np.full(shape, np.nan), n=n, n_left_out=left)
     open_ = np.ones(shape, dtype=bool)
     for k, (size, alpha_k) in enumerate(zip(looks.sizes, looks.alphas), start=1):
         if size > x.shape[-1]:
             break
         a = bonferroni(alpha_k, m)
-        est, lo, hi, n, left = intervals(x[..., :size], a)
+        est, lo, hi, n, left = paired_t(x[..., :size], a)
         code = classify(lo, hi, delta)
         for key, v in (("code", code), ("estimate", est), ("lo", lo), ("hi", hi), ("n", n), ("n_left_out", left),
                        ("look", k), ("n_seeds", size), ("level", 1.0 - a)):
@@ -197,6 +171,20 @@ def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: f
     return out
 
 
+def paired_differences(pair: tuple[str, str], values: Mapping[str, Mapping[int, float]],
+                       states: Mapping[str, Mapping[int, str]]) -> list[float]:
+    """The per-seed differences row - reference of `pair` in seed order over the seeds either row ended (`states`:
+    {row: {seed: how it ended}}), NaN where a pair is incomplete (a seed without a finite value in both, `values`:
+    {row: {seed: value}}): the one pairing rule of a table's comparisons and of the looks."""
+    row, ref = pair
+    out: list[float] = []
+    for s in sorted(set(states.get(row, {})) | set(states.get(ref, {}))):
+        a, b = values.get(row, {}).get(s), values.get(ref, {}).get(s)
+        ok = a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
+        out.append(a - b if ok else math.nan)  # type: ignore[operator]
+    return out
+
+
 def half_width(v: Verdict) -> float:
     """The displayed interval's half-width (NaN with none), for a table cell `estimate ± half-width`."""
     return (v.hi - v.lo) / 2.0 if math.isfinite(v.lo) and math.isfinite(v.hi) else math.nan
@@ -204,29 +192,9 @@ def half_width(v: Verdict) -> float:
 
 CONSERVATIVE_BELOW = 8
 """An unpaired comparison with a side of fewer runs than this takes the conservative degrees of freedom
-min(n_a, n_b) - 1 (`welch`): Welch-Satterthwaite's estimated df undercovers there at Bonferroni levels with unequal
-spreads (5 runs against 8, SDs 3:1, at 0.05/6: 1.2% missed for 0.83% claimed; 8 against 8: 0.82%; measured by
-bench/corner_simulation.py, docs/statistics.md)."""
-
-
-def welch_bounds(a: np.ndarray, b: np.ndarray, err: float,
-                 conservative_below: int = CONSERVATIVE_BELOW) -> tuple[np.ndarray, ...]:
-    """(estimate, lo, hi, df) of the unpaired t-interval for mean(a) - mean(b) at error rate `err` over the last
-    axis (all finite, each side at least 2): Welch's standard error, and the Welch-Satterthwaite degrees of freedom
-    (Welch 1947), or min(n_a, n_b) - 1 where a side has fewer than `conservative_below` runs (Hsu 1938; a
-    conservative interval at any ratio of the variances: Mickey & Brown 1966, "Bounds on the distribution functions
-    of the Behrens-Fisher statistic", Ann. Math. Statist. 37:639)."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    nx, ny = x.shape[-1], y.shape[-1]
-    vx, vy = x.var(axis=-1, ddof=1) / nx, y.var(axis=-1, ddof=1) / ny
-    se = np.sqrt(vx + vy)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ws = (vx + vy) ** 2 / (vx ** 2 / (nx - 1) + vy ** 2 / (ny - 1))
-    df = np.where(se > 0, ws, nx + ny - 2) if min(nx, ny) >= conservative_below else \
-        np.full(np.shape(se), min(nx, ny) - 1.0)
-    half = stats.t.ppf(1.0 - err / 2.0, df) * se
-    est = x.mean(axis=-1) - y.mean(axis=-1)
-    return est, est - half, est + half, df
+min(n_a, n_b) - 1 (`welch`; adbs_lab/stats/intervals.py: welch_t): Welch-Satterthwaite's estimated df undercovers
+there at Bonferroni levels with unequal spreads (5 runs against 8, SDs 3:1, at 0.05/6: 1.2% missed for 0.83% claimed;
+8 against 8: 0.82%; measured by bench/corner_simulation.py, docs/statistics.md)."""
 
 
 def welch(a: Sequence[float], b: Sequence[float], alpha: float, m: int, delta: float) -> Verdict:
@@ -234,8 +202,9 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float, m: int, delta: f
     t-interval for mean(a) - mean(b) (Welch 1947, "The generalization of 'Student's' problem when several different
     population variances are involved", Biometrika 34:28) at alpha / m, with Welch-Satterthwaite degrees of freedom,
     or the conservative min(n_a, n_b) - 1 where a side has fewer than CONSERVATIVE_BELOW finite runs
-    (`welch_bounds`; the verdict says so: `conservative_df`); the verdict read from it by `classify` as for a
-    paired one. `n` is the smaller of the two samples' finite counts; non-finite values are left out and counted."""
+    (adbs_lab/stats/intervals.py: welch_t; the verdict says so: `conservative_df`); the verdict read from it by
+    `classify` as for a paired one. `n` is the smaller of the two samples' finite counts; non-finite values are left
+    out and counted."""
     x, y = (np.asarray(list(v), dtype=float) for v in (a, b))
     fx, fy = x[np.isfinite(x)], y[np.isfinite(y)]
     left = int(len(x) - len(fx) + len(y) - len(fy))
@@ -244,7 +213,7 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float, m: int, delta: f
     lo = hi = math.nan
     conservative = False
     if can_have_interval(min(len(fx), len(fy))):
-        _, lo_, hi_, _ = welch_bounds(fx, fy, a_)
+        _, lo_, hi_, _ = welch_t(fx, fy, a_, CONSERVATIVE_BELOW)
         lo, hi = float(lo_), float(hi_)
         conservative = min(len(fx), len(fy)) < CONSERVATIVE_BELOW
     code = int(classify(lo, hi, delta))  # NaN ends: not resolved

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from . import BASE_CLASSES
-from .stats import ci95, negative_counts, summarize_negatives
+from adbs_lab.stats.intervals import mean_t
+
+from .stats import negative_counts, summarize_negatives
 
 
 def _pm(mean: float, ci: float, n: int = 2) -> str:
@@ -55,7 +57,7 @@ def _accuracy_lines(res: dict[str, Any]) -> list[str]:
                      f"{_flag(r)}")
     s0c = [r["s0_carried"] for r in res["released"] if r.get("s0_carried") is not None]
     if s0c:
-        m, c = ci95(s0c)
+        m, c = mean_t(s0c)
         lines.append(f"released s0 is what it reports, the best test accuracy over the base epochs; the model it "
                      f"carries into the sessions scores {_pm(m, c, len(s0c)).strip()} (ours s0 is that model's)")
     return lines

@@ -1,42 +1,31 @@
-"""Statistics over seeds: means with 95% t intervals (adbs_lab.results.tables.ci95) and ours - released with its
-Welch 95% interval (scipy.stats.ttest_ind), per figure: the sessions' accuracies, average, PD, and the
-negative base boundaries.
+"""Statistics over seeds: means with 95% t intervals (adbs_lab/stats/intervals.py: mean_t) and ours - released with
+its Welch 95% interval (adbs_lab/stats/intervals.py: welch_t, Welch-Satterthwaite df), per figure: the sessions'
+accuracies, average, PD, and the negative base boundaries.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
+from adbs_lab.stats.intervals import mean_t, welch_t
+
 NEGATIVE_FIGURES = {"epoch1": "after base epoch 1", "base": "after the base session"}
 
 
-def ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and 95% half-width (t-distribution; 0 for one value): adbs_lab.results.tables.ci95."""
-    from adbs_lab.results.tables import ci95 as _ci95
-
-    return _ci95(list(values))
-
-
 def welch_ci95(a: list[float], b: list[float]) -> tuple[float, float]:
-    """mean(b) - mean(a) and the half-width of its Welch 95% CI (nan when a side has fewer than 2 values)."""
-    from scipy import stats
-
+    """mean(b) - mean(a) and the half-width of its Welch 95% CI (nan when a side has fewer than 2 values; 0 when
+    neither side spreads)."""
     a, b = [float(v) for v in a], [float(v) for v in b]
     if not a or not b:
         return math.nan, math.nan
     diff = sum(b) / len(b) - sum(a) / len(a)
     if len(a) < 2 or len(b) < 2:
         return diff, math.nan
-    if np.var(a, ddof=1) == 0 and np.var(b, ddof=1) == 0:  # no spread: scipy's interval would be 0/0
-        return diff, 0.0
-    with warnings.catch_warnings():  # one side's values all equal (e.g. the same count every seed): exact here
-        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
-        ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
-    return diff, float((ci.high - ci.low) / 2)
+    _, lo, hi, _ = welch_t(np.array(b), np.array(a), 0.05)
+    return diff, float((hi - lo) / 2)
 
 
 def _rows(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
@@ -56,8 +45,8 @@ def summarize(released: list[dict[str, Any]], ours: list[dict[str, Any]]) -> lis
     ra, oa = _rows(released), _rows(ours)
     rows = []
     for key in [k for k in ra if k in oa]:
-        rm, rc = ci95(ra[key])
-        om, oc = ci95(oa[key])
+        rm, rc = mean_t(ra[key])
+        om, oc = mean_t(oa[key])
         d, dc = welch_ci95(ra[key], oa[key])
         rows.append({"figure": key, "released_mean": rm, "released_ci95": rc, "ours_mean": om, "ours_ci95": oc,
                      "diff": d, "diff_ci95": dc, "n_released": len(ra[key]), "n_ours": len(oa[key]),
@@ -84,8 +73,8 @@ def summarize_negatives(released: list[dict[str, Any]], ours: list[dict[str, Any
         o = [c for c in (negative_counts(x)[key] for x in ours) if c is not None]
         if not r and not o:
             continue
-        rm, rc = ci95(r) if r else (math.nan, math.nan)
-        om, oc = ci95(o) if o else (math.nan, math.nan)
+        rm, rc = mean_t(r) if r else (math.nan, math.nan)
+        om, oc = mean_t(o) if o else (math.nan, math.nan)
         d, dc = welch_ci95(r, o)
         rows.append({"figure": key, "label": label, "released": r, "ours": o, "released_mean": rm,
                      "released_ci95": rc, "ours_mean": om, "ours_ci95": oc, "diff": d, "diff_ci95": dc,

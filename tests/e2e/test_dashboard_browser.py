@@ -113,12 +113,13 @@ def test_a_grid_over_seeds_shows_the_searched_setting_and_the_named_objective(tm
     from adbs_lab.search import space as sp
     from adbs_lab.records import tune_keys
     from adbs_lab.search.searcher import StudySearch
+    from adbs_lab.search.seeds.fixed import SeedList
 
     folder = tmp_path / "runs" / "alpha_sweep"
     folder.mkdir(parents=True)
     space = {"alpha": [0.01, 0.05]}
     search = StudySearch(sp.optuna_distributions(space), storage_url=f"sqlite:///{folder / 'optuna.db'}",
-                         study_name="alpha_sweep", seeds=[0, 1],
+                         study_name="alpha_sweep", policy=SeedList((0, 1)),
                          sampler=optuna.samplers.GridSampler(sp.grid_points(space), seed=0))
     search.set_search_properties(None, None, {})
     for i in range(4):  # 2 alphas x 2 seeds, each Tune trial told as it ends

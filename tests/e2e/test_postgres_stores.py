@@ -107,7 +107,7 @@ def test_a_study_logs_through_an_mlflow_server_on_postgres_and_keeps_its_optuna_
 RACE = """
 import sys, time
 sys.path.insert(0, {repo!r})
-from adbs_lab.search.searcher import optuna_storage
+from adbs_lab.search.optuna_storage import optuna_storage
 import optuna
 while time.time() < {at}:
     time.sleep(0.001)
@@ -118,7 +118,7 @@ print("opened")
 
 def test_studies_opening_one_new_optuna_database_at_once_all_get_it(postgres):
     """Several studies started together on an empty PostgreSQL Optuna storage: each creates Optuna's tables; the
-    ones that lose the race load them instead of failing (adbs_lab/search/searcher.py: _first_open)."""
+    ones that lose the race load them instead of failing (adbs_lab/search/optuna_storage.py: _first_open)."""
     import time
 
     url = postgres.new_database("optuna_race")

@@ -207,18 +207,19 @@ def test_a_trials_optuna_state_is_read_once_when_it_ends(ray_address, storage, t
     (adbs_lab/search/searcher.py). BaseEpochStopper's reads during base epochs are the pruner at work, not counted."""
     from collections import Counter
 
-    from adbs_lab.search import searcher as search
+    from adbs_lab.search import optuna_storage
+    from adbs_lab.search.searcher import StudySearch
 
     reads: Counter = Counter()
-    # private (adbs_lab/search/searcher.py): the one read of a trial's Optuna state, counted
-    real = search._LiveStudy._state
+    # private (adbs_lab/search/optuna_storage.py): the one read of a trial's Optuna state, counted
+    real = optuna_storage._LiveStudy._state
 
     def counted(self, number):
-        if isinstance(self, search.StudySearch):
+        if isinstance(self, StudySearch):
             reads[number] += 1
         return real(self, number)
 
-    monkeypatch.setattr(search._LiveStudy, "_state", counted)
+    monkeypatch.setattr(optuna_storage._LiveStudy, "_state", counted)
     plan = study.Plan(name="reads", space={"variant": "adb+ic", "base_lr": FloatDistribution(1e-4, 0.1, log=True)},
                       space_source="tests:reads", points_to_evaluate=[{"base_lr": 0.1}, {"base_lr": 1e-4}],
                       trial_fn=fake_trial)

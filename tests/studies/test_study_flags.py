@@ -20,6 +20,7 @@ from adbs_lab import study
 from adbs_lab.driver import options
 from adbs_lab.results import tables
 from adbs_lab.driver import launch
+from adbs_lab.search.seeds.fixed import SeedList
 from adbs_lab.stores.paths import REPO_ROOT
 
 
@@ -150,7 +151,7 @@ def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_es
     opts, _ = options.parse(options.parser("t"), argv=argv)
     plan = study.Plan(name="t", space={}, space_source="tests", est_trial_s=40, est_smoke_trial_s=35)
     prepared = SimpleNamespace(plan=plan, opts=opts, total=4, n_configs=4, base=from_dict({}), base_values={},
-                               seeds=opts.seeds, looks=None, race=None, pruner="none", where="runs/t-smoke", no_best=None)
+                               seeding=SeedList(tuple(opts.seeds)), pruner="none", where="runs/t-smoke", no_best=None)
     launch.print_start(prepared, 2)
     out = capsys.readouterr().out
     assert ("on this CPU roughly" in out) == cpu_estimate
@@ -205,7 +206,7 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
     def minutes(base):
         p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60,
                                             est_smoke_trial_s=35), opts=opts, total=4, n_configs=4, base=from_dict(base),
-                            seeds=opts.seeds, looks=None, race=None, pruner="none",
+                            seeding=SeedList(tuple(opts.seeds)), pruner="none",
                             base_values=base, no_best=None)
         launch.print_start(p, 2, load=load)
         return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])

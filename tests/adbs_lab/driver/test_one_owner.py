@@ -23,7 +23,7 @@ from tests.helpers.scripts import in_process
 
 from adbs_lab import study
 from adbs_lab.driver import options
-from adbs_lab.search import searcher as search
+from adbs_lab.search import optuna_storage as search
 from adbs_lab.driver import tracker
 from adbs_lab.stores import paths
 from adbs_lab.driver import claim
@@ -76,7 +76,7 @@ def test_the_optuna_study_is_created_once_whoever_asks_at_the_same_time(tmp_path
     go = time.time() + 6  # every process has imported Optuna by then
     code = textwrap.dedent(f"""
         import time
-        from adbs_lab.search import searcher as search
+        from adbs_lab.search import optuna_storage as search
         search.optuna_storage({url!r})
         time.sleep(max(0.0, {go} - time.time()))
         try:

@@ -1,4 +1,4 @@
-"""--seeds auto on a sampled search (a race, adbs_lab/search/racing.py) as the study typed once holds it, its trial
+"""--seeds auto on a sampled search (a race, adbs_lab/search/seeds/race.py) as the study typed once holds it, its trial
 count, and the combinations refused with one line and exit 2 before anything starts (no Ray here)."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import pytest
 from adbs.exits import REFUSED
 from adbs_lab.driver import options, preflight
 from adbs_lab.driver.options import StudyInputError
+from adbs_lab.search.seeds.fixed import SeedList
+from adbs_lab.search.seeds.race import SampledRace
 from studies import alpha_sweep
 from tests.helpers.scripts import in_process
 
@@ -29,19 +31,21 @@ def _opts(*flags: str) -> options.StudyOptions:
 def test_a_sampled_search_with_seeds_auto_races_its_best_three_up_to_the_cap():
     p = preflight.study(*alpha_sweep.plan(_opts("--smoke", "--num-samples", "4", "--seeds", "auto",
                                                 "--max-seeds", "6")))
-    assert p.race is not None and p.looks is None and p.seeds == (0,)
-    assert (p.race.top, p.race.samples, p.race.m, p.race.looks.sizes, p.race.label_keys) == (3, 4, 3, (3, 5, 6),
-                                                                                              ("alpha",))
+    race = p.seeding
+    assert isinstance(race, SampledRace) and race.checked_seeds() == [0]
+    assert (race.top, race.samples, race.verdicts.m, race.looks.sizes, race.label_keys) == (3, 4, 3, (3, 5, 6),
+                                                                                             ("alpha",))
     assert p.total == 4 + 3 * 6 and p.n_configs == 4
     two = preflight.study(*alpha_sweep.plan(_opts("--smoke", "--num-samples", "4", "--seeds", "auto",
                                                   "--race-top", "2")))
-    assert two.race is not None and two.race.top == 2 and two.race.m == 1 and two.total == 4 + 2 * 8
+    assert isinstance(two.seeding, SampledRace) and two.seeding.top == 2 and two.seeding.verdicts.m == 1
+    assert two.total == 4 + 2 * 8
 
 
 def test_a_sampled_search_without_seeds_auto_is_as_before():
     p = preflight.study(*alpha_sweep.plan(_opts("--smoke", "--num-samples", "4")))
     raced = preflight.study(*alpha_sweep.plan(_opts("--smoke", "--num-samples", "4", "--seeds", "auto")))
-    assert p.race is None and p.looks is None and p.seeds == (0,) and p.total == 4
+    assert p.seeding == SeedList((0,)) and p.total == 4
     assert p.fingerprint != raced.fingerprint  # --resume never continues one as the other
 
 

@@ -71,13 +71,14 @@ def test_a_damaged_state_is_left_to_the_damage_check(tmp_path):
     assert resume.moved_code(where) is None
 
 
-def _resumable(tmp_path, pruner: str, share: float) -> StudyFolder:
+def _resumable(tmp_path, pruner: str, share: float, **more) -> StudyFolder:
     """An interrupted study's folder as check_resume reads it: study.json with its settings, Tune's state (a
     tuner.pkl naming no code), its optuna.db holding the study and its runs file."""
     import optuna
 
     where = _saved_study(tmp_path, {"tuner.pkl": pickle.dumps({}, protocol=5)})
-    settings = {"pruner": pruner, "sampler_seed": 0, "cpus_per_trial": None, "objectives": [], "shadow_share": share}
+    settings = {"pruner": pruner, "sampler_seed": 0, "cpus_per_trial": None, "objectives": [], "shadow_share": share,
+                **more}
     (where.local / "study.json").write_text(json.dumps({"study": "s", "fingerprint": "f", "settings": settings,
                                                         "command": "studies/s.py"}))
     (where.local / "mlflow_runs.json").write_text("{}")
@@ -100,7 +101,8 @@ def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prun
     # there, a later test's searcher of a study 's', unpickled in the same worker, would open this test's optuna.db
     monkeypatch.setattr(study_folder, "_REBOUND", {})  # private
     where = _resumable(tmp_path, pruner, 0.2)
-    opts = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.5)
+    opts = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.5, resolve=1.0,
+                           reference=None)
     p = SimpleNamespace(opts=opts, where=where, fingerprint="f", pruner=pruner, sampler_seed=0,
                         objectives=objectives.effective(()), optuna_url=f"sqlite:///{where.local / 'optuna.db'}",
                         tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -115,3 +117,34 @@ def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prun
     assert "rerun with --shadow-share 0.2" in said
     p.opts.shadow_share = 0.2
     assert resume.check_resume(p)["shadow_share"] == 0.2
+
+
+@pytest.mark.parametrize("given, refused", [({"resolve": 0.5}, "--resolve 0.5 differs from the study's --resolve 1 "),
+                                            ({"reference": "alpha=0.1"},
+                                             "--reference alpha=0.1 differs from the study's --reference (not given)"),
+                                            ({}, None)])
+def test_another_delta_or_reference_is_refused_on_resume(tmp_path, monkeypatch, given, refused):
+    """A --seeds auto study's searcher took its looks at the δ and comparisons it started with, and the summary
+    would replay them at this run's: --resume with another --resolve or --reference is refused, naming the value to
+    rerun with; the same ones are accepted. A study.json from before they were recorded is not checked for them."""
+    from types import SimpleNamespace
+
+    from adbs_lab.records import objectives
+    from adbs_lab.driver.options import StudyInputError
+
+    monkeypatch.setattr(study_folder, "_REBOUND", {})  # private: see the test above
+    where = _resumable(tmp_path, "none", 0.2, resolve=1.0, reference=None)
+    opts = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.2,
+                           **{"resolve": 1.0, "reference": None, **given})
+    p = SimpleNamespace(opts=opts, where=where, fingerprint="f", pruner="none", sampler_seed=0,
+                        objectives=objectives.effective(()), optuna_url=f"sqlite:///{where.local / 'optuna.db'}",
+                        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    if refused is None:
+        assert resume.check_resume(p)["resolve"] == 1.0
+        return
+    with pytest.raises(StudyInputError) as e:
+        resume.check_resume(p)
+    assert refused in str(e.value) and "a study cannot change it midway" in str(e.value)
+    old = _resumable(tmp_path / "old", "none", 0.2)  # study.json without resolve and reference: not checked
+    monkeypatch.setattr(study_folder, "_REBOUND", {})  # private: see the test above
+    assert "resolve" not in resume.check_resume(SimpleNamespace(**{**vars(p), "where": old}))

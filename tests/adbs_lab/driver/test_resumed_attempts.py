@@ -35,16 +35,17 @@ from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records import objectives, trial_records
 from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
-from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY, SEEDS_ATTR
+from adbs_lab.records.tune_keys import RACE_OF, ROW_KEY, SEED_KEY, SEEDS_ATTR
 from adbs_lab.results import from_store, tables
 from adbs_lab.search import space as sp
 from adbs_lab.search import tune_staging
-from adbs_lab.search.auto_seeds import AutoPlan
-from adbs_lab.search.racing import RACE_OF, RacePlan
+from adbs_lab.search.seeds.fixed import SeedList
 from adbs_lab.search.samplers import TrialSeededTPE
 from adbs_lab.search.searcher import StudySearch
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stores.tracking_store import load_runs
+from adbs_lab.stats.policy import VerdictPolicy
+from tests.helpers.seeds import race, until_resolved
 
 STUDY = "s"
 ROWS = {"ref": {"alpha": 0.1}, "a": {"alpha": 0.2}, "b": {"alpha": 0.3}}
@@ -96,19 +97,19 @@ class Shape:
 
     def searcher(self, url: str) -> StudySearch:
         if self.race:  # 3 samples on seed 0, the best 2 race on 3 fresh seeds
-            plan = RacePlan(looks=Looks(max_seeds=3), top=2, samples=3, delta=1.0, label_keys=("alpha",))
+            plan = race(Looks(max_seeds=3), top=2, samples=3, delta=1.0)
             s = StudySearch(sp.optuna_distributions(self.space), storage_url=url, study_name=STUDY,
-                            sampler=TrialSeededTPE(seed=0), trial=sp.TrialMaker(BASE), race=plan)
+                            sampler=TrialSeededTPE(seed=0), trial=sp.TrialMaker(BASE), policy=plan)
         elif self.sampled:  # 3 samples x the seed list
             s = StudySearch(sp.optuna_distributions(self.space), storage_url=url, study_name=STUDY,
-                            sampler=TrialSeededTPE(seed=0), seeds=list(self.seeds),
+                            sampler=TrialSeededTPE(seed=0), policy=SeedList(tuple(self.seeds)),
                             trial=sp.TrialMaker(BASE))
         else:
-            auto = (AutoPlan(looks=Looks(max_seeds=5), rows=self.rows, pairs=self.pairs, delta=1.0,
-                             label_keys=(ROW_KEY,)) if self.auto else None)
+            policy = (until_resolved(Looks(max_seeds=5), self.rows, self.pairs, 1.0, (ROW_KEY,)) if self.auto else
+                      SeedList(tuple(self.seeds)))
             s = StudySearch(sp.optuna_distributions(self.space), storage_url=url, study_name=STUDY,
                             sampler=optuna.samplers.GridSampler(sp.grid_points(self.space), seed=0),
-                            seeds=list(self.seeds), trial=sp.TrialMaker(BASE, ROWS), auto=auto)
+                            policy=policy, trial=sp.TrialMaker(BASE, ROWS))
         s.set_search_properties(None, None, {})
         return s
 
@@ -122,7 +123,7 @@ class Shape:
     def table(self, sessions: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
         """The study's table as it makes it (adbs_lab/driver/summarise.py: _tables)."""
         return tables.paper_table(sessions, baseline=None if self.sampled else "ref", order=list(self.rows) or None,
-                                  trials=trials, pairs=list(self.pairs), delta=1.0, looks=self.looks)
+                                  trials=trials, verdicts=VerdictPolicy(pairs=tuple(self.pairs), looks=self.looks))
 
 
 # a seed list (rows x 2 seeds), --seeds auto over rows (b - ref resolved at the second look), a sampled race, a sampled
@@ -247,8 +248,7 @@ class Study:
                    for number, state, *_ in optuna_record(self.optuna_url)) >= self.shape.told
 
     def _looks(self, searcher) -> int:
-        return len((searcher.race_state() if self.shape.race else searcher.auto_state()).looks) \
-            if self.shape.race or self.shape.auto else 0
+        return len(searcher.standing().looks)
 
     def own_tables(self):
         """The study's own records (adbs_lab/driver/summarise.py: _tables): Tune's results, its runs file."""

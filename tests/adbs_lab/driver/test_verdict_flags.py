@@ -19,19 +19,19 @@ def _opts(*flags: str) -> options.StudyOptions:
 
 def test_the_ablation_compares_each_row_with_the_baseline_and_the_row_it_adds_one_change_to():
     p = preflight.study(*ablation.plan(_opts("--smoke"), ["finetune"]))
-    assert p.reference == "baseline" and p.delta == 1.0
-    assert p.comparisons == (("adb", "baseline"), ("adb+ic", "baseline"), ("adb+ic", "adb"),
+    assert p.reference == "baseline" and p.verdicts.delta == 1.0
+    assert p.verdicts.pairs == (("adb", "baseline"), ("adb+ic", "baseline"), ("adb+ic", "adb"),
                              ("adb+ic -finetune", "baseline"), ("adb+ic -finetune", "adb+ic"))
     b = preflight.study(*boundary.plan(_opts("--smoke")))
-    assert ("warmup=2", "released") in b.comparisons and ("released", "baseline") in b.comparisons
+    assert ("warmup=2", "released") in b.verdicts.pairs and ("released", "baseline") in b.verdicts.pairs
 
 
 def test_alpha_sweep_compares_each_alpha_with_the_presets_unless_told_otherwise():
     p = preflight.study(*alpha_sweep.plan(_opts("--smoke")))
     own = f"alpha={p.base.alpha:.4g}"
-    assert p.reference == own and p.comparisons == (("alpha=0.1", own),)
+    assert p.reference == own and p.verdicts.pairs == (("alpha=0.1", own),)
     q = preflight.study(*alpha_sweep.plan(_opts("--smoke", "--reference", "alpha=0.1", "--resolve", "0.5")))
-    assert q.reference == "alpha=0.1" and q.comparisons == (("alpha=0.01", "alpha=0.1"),) and q.delta == 0.5
+    assert q.reference == "alpha=0.1" and q.verdicts.pairs == (("alpha=0.01", "alpha=0.1"),) and q.verdicts.delta == 0.5
 
 
 @pytest.mark.parametrize("flags,says", [
@@ -90,7 +90,7 @@ def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, ca
     from adbs_lab.results import tables
 
     sessions, trials = (pd.read_parquet(tmp_path / "ablation-smoke" / f) for f in ("sessions.parquet", "trials.parquet"))
-    table = tables.paper_table(sessions, baseline="baseline", trials=trials, pairs=list(p.comparisons), looks=p.looks)
+    table = tables.paper_table(sessions, baseline="baseline", trials=trials, verdicts=p.verdicts)
     from adbs_lab.results import comparisons
 
     assert all(line in out for line in comparisons.sentences(table.attrs["comparisons"]))

@@ -13,6 +13,8 @@ from adbs_lab.records import objectives
 from adbs_lab.results import run_files
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import CONFIG_COLUMNS
+from adbs_lab.search.seeds.fixed import SeedList
+from adbs_lab.search.seeds.policy import Standing
 from tests.helpers.fakes import importance_trials
 
 
@@ -52,9 +54,9 @@ def test_a_report_that_fails_to_write_does_not_raise(tmp_path):
     assert lines == ["report.md: not drawn (ZeroDivisionError: division by zero)"]
 
 
-def _study(name: str, objs: list[str], trials: pd.DataFrame, run_id: str) -> from_store.Study:
+def _study(name: str, objs: list[str], trials: pd.DataFrame, run_id: str) -> from_store.Recorded:
     parent = SimpleNamespace(info=SimpleNamespace(run_id=run_id, run_name=name), data=SimpleNamespace(tags={}))
-    return from_store.Study(parent, name, pd.DataFrame(), trials, None, None, objectives.parse(objs))
+    return from_store.Recorded(parent, name, pd.DataFrame(), trials, None, None, objectives.parse(objs))
 
 
 def test_no_best_across_studies_that_optimised_different_objectives():
@@ -99,9 +101,10 @@ def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypa
     sessions, trials = _constant_search()
     p = SimpleNamespace(plan=SimpleNamespace(name="knobs", order=None), dir=tmp_path,
                         opts=SimpleNamespace(), objectives=objectives.DEFAULT, tracking_uri="sqlite:///m.db", base_values={},
-                        conditions=(), reference=None)
+                        conditions=(), reference=None, seeding=SeedList((0,)))
     tracker = SimpleNamespace(client=SimpleNamespace(get_run=lambda _: _parent()), parent_run_id="f" * 32)
-    out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None, race=None)
+    out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None,
+                          standing=Standing())
     files = summarise.figures_and_report(p, tracker, out)
     assert tmp_path / "report.md" in files and IMPORTANCE_NOT_DRAWN in (tmp_path / "report.md").read_text()
 
@@ -109,6 +112,6 @@ def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypa
 def test_a_report_from_the_store_whose_analysis_fails_is_written(tmp_path):
     """studies/report.py's writer (adbs_lab/results/from_store.py: write) on the same trials."""
     sessions, trials = _constant_search()
-    study = from_store.Study(_parent(), "knobs", sessions, trials, None, None)
+    study = from_store.Recorded(_parent(), "knobs", sessions, trials, None, None)
     files = from_store.write(study, pd.DataFrame(), tmp_path, fmt="text", uri="sqlite:///m.db", paper=False)
     assert tmp_path / "report.md" in files and IMPORTANCE_NOT_DRAWN in (tmp_path / "report.md").read_text()

@@ -12,6 +12,7 @@ from scipy import stats
 
 from adbs_lab.results import comparisons as cmp
 from adbs_lab.results.tables import format_table, paper_table
+from adbs_lab.stats.policy import VerdictPolicy
 from tests.helpers.frames import study_frames as _frames
 
 
@@ -65,7 +66,7 @@ def test_no_printed_verdict_disagrees_with_its_printed_interval():
         delta = float(rng.choice([0.5, 1.0, 2.0]))
         base = rng.normal(50, 2, 4)
         s, t = _frames({"ref": list(base), "row": list(base + rng.normal(rng.normal(0, 2), rng.uniform(0.05, 2), 4))})
-        (c,) = cmp.compare_rows(s, [("row", "ref")], trials=t, delta=delta)
+        (c,) = cmp.compare_rows(s, [("row", "ref")], trials=t, policy=VerdictPolicy(delta=delta))
         lo, hi = c.verdict.lo, c.verdict.hi
         label = c.verdict.verdict.value
         assert {"better": lo > 0 and not (-delta < lo and hi < delta), "worse": hi < 0 and not (-delta < lo and hi < delta),
@@ -79,7 +80,7 @@ def test_no_printed_verdict_disagrees_with_its_printed_interval():
 def test_the_table_opens_with_the_verdicts_and_closes_with_the_plan():
     s, t = _frames({"baseline": [50, 54, 47], "adb": [51, 55.5, 47.5], "adb+ic": [56, 61, 52]})
     table = paper_table(s, baseline="baseline", order=["baseline", "adb", "adb+ic"], trials=t,
-                        pairs=[("adb", "baseline"), ("adb+ic", "baseline"), ("adb+ic", "adb")])
+                        verdicts=VerdictPolicy(pairs=(("adb", "baseline"), ("adb+ic", "baseline"), ("adb+ic", "adb"))))
     text = format_table(table, seconds=cmp.row_seconds(t))
     lines = text.splitlines()
     assert lines[0] == ("verdicts, one family: the 3 comparisons of this table on the last session's test_acc, all "
@@ -116,7 +117,7 @@ def test_with_looks_a_verdict_keeps_the_look_that_reached_it():
     looks = Looks(n0=3, batch=2, max_seeds=5)
     s, t = _frames({"baseline": [50, 54, 47, 52, 49], "big": [80, 85, 76], "small": [50.5, 53, 48.2, 52.4, 49.1]})
     got = {c.pair[0]: c for c in cmp.compare_rows(s, [("big", "baseline"), ("small", "baseline")], trials=t,
-                                                    looks=looks)}
+                                                    policy=VerdictPolicy(looks=looks))}
     big, small = got["big"], got["small"]
     assert big.resolved and big.verdict.look == 1 and big.verdict.n == 3 and big.left_out == {}
     assert "reached at look 1 of 2, 3 seeds" in cmp.sentence(big) and "α spent over 2 looks" in cmp.sentence(big)

@@ -249,14 +249,14 @@ def test_a_combined_table_lists_a_study_without_an_order_by_its_swept_values():
     not the order its trials ran in."""
     from types import SimpleNamespace
 
-    from adbs_lab.results.from_store import Study, combine
+    from adbs_lab.results.from_store import Recorded, combine
 
     alphas = [0.05, 0.1, 0.02, 0.01]  # the trials' order
     sessions = pd.DataFrame([{"label": f"alpha={a:g}", "alpha": a, "trial_id": f"t{i}", "session": 0,
                               "state": K.COMPLETE, "test_acc": 50.0} for i, a in enumerate(alphas)])
     parent = SimpleNamespace(info=SimpleNamespace(run_id="0123456789"))
-    study = Study(parent, "alpha_sweep", sessions, sessions.drop(columns="session"), None, None)
-    order = combine([study, Study(parent, "ablation", sessions.iloc[0:0], sessions.iloc[0:0], None, ["b"])])[2]
+    study = Recorded(parent, "alpha_sweep", sessions, sessions.drop(columns="session"), None, None)
+    order = combine([study, Recorded(parent, "ablation", sessions.iloc[0:0], sessions.iloc[0:0], None, ["b"])])[2]
     assert order == ["alpha_sweep: alpha=0.01", "alpha_sweep: alpha=0.02", "alpha_sweep: alpha=0.05",
                      "alpha_sweep: alpha=0.1", "ablation: b"]
 

@@ -13,6 +13,7 @@ import pytest
 from adbs_lab.results import path_report
 from adbs_lab.search.path import Memo, confirm, greedy
 from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.policy import VerdictPolicy
 from adbs_lab.stores import paths, tracking_store
 from tests.helpers.scripts import in_process
 
@@ -46,7 +47,7 @@ def _path(client, uri: str, folder: Path, command: str, shift: float) -> str:
     steps = greedy(A, b, memo, [0, 1, 2], Looks.fixed(3), delta=1.0)
     start, confirmed = confirm(A, steps, memo, [5, 6, 7], 0.05, 1.0)
     files = path_report.write(folder, a_name="a.yaml", b_name="b.yaml", fields=["x1", "x2"], steps=steps, start=start,
-                              confirmed=confirmed, objective="val_avg_acc", delta=1.0, seeds=[0, 1, 2],
+                              confirmed=confirmed, objective="val_avg_acc", policy=VerdictPolicy(), seeds=[0, 1, 2],
                               confirm_seeds=[5, 6, 7], wall_s=1.0)
     return path_report.log_run(client, uri, str(folder.parent), files, steps, confirmed,
                                {"adbs.command": command, "adbs.from": "a.yaml", "adbs.to": "b.yaml"})

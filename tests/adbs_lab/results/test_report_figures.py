@@ -144,13 +144,13 @@ def test_report_lists_a_sweeps_rows_by_alpha_not_in_the_order_its_trials_ran(rep
 
 
 def test_alpha_sensitivity_leaves_room_above_the_tallest_bar(reports):
-    """The y-limit clears the highest mean + 95% CI half-width (tables.ci95, the interval the bars draw)."""
-    from adbs_lab.results.tables import ci95
+    """The y-limit clears the highest mean + 95% CI half-width (intervals.mean_t, the interval the bars draw)."""
+    from adbs_lab.stats.intervals import mean_t
 
     r = reports["alpha_sweep"]
     trials = pd.read_parquet(r.out / "trials.parquet")
     top = max(m + h for col in ("test_avg_acc", "val_avg_acc")
-              for m, h in trials.groupby("alpha")[col].apply(lambda v: ci95(list(v))))
+              for m, h in trials.groupby("alpha")[col].apply(lambda v: mean_t(list(v))))
     lo, hi = r.figures["alpha_sensitivity.png"].axes[0].get_ylim()
     assert hi > top + 0.02 * (hi - lo)  # headroom, not the edge
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from adbs_lab.records import metrics_keys as K
-from adbs_lab.results.tables import best_config, ci95, format_table, paper_table
+from adbs_lab.results.tables import best_config, format_table, paper_table
 
 
 def _sessions(rows):
@@ -17,14 +17,6 @@ def _sessions(rows):
         for s, a in enumerate(accs):
             out.append({"label": label, "trial_id": trial, "session": s, "test_acc": a, "state": state})
     return pd.DataFrame(out)
-
-
-def test_ci95_t_distribution():
-    # two values 50, 52: mean 51, sd sqrt(2), t_{0.975,1} = 12.7062 -> half width 12.7062 * sqrt(2)/sqrt(2)
-    m, h = ci95([50.0, 52.0])
-    assert m == 51.0 and h == pytest.approx(12.7062, abs=1e-3)
-    assert ci95([3.0]) == (3.0, 0.0)
-    assert math.isnan(ci95([])[0])
 
 
 def test_paper_table_rows_sessions_avg_delta():

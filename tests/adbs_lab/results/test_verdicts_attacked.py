@@ -14,8 +14,9 @@ from scipy import stats
 
 from adbs_lab.results import comparisons as cmp
 from adbs_lab.results.tables import format_table, paper_table
-from adbs_lab.search import auto_seeds
 from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.policy import VerdictPolicy
+from tests.helpers.seeds import auto_standing
 from tests.helpers.frames import study_frames as _frames
 
 HALF3 = stats.t.ppf(0.975, 2) / math.sqrt(3)  # half-width of a 3-seed 95% interval over differences of sd 1
@@ -43,7 +44,7 @@ def test_a_printed_verdict_agrees_with_its_printed_interval(diffs, delta):
     """The sentence rounds the interval's ends to 2 decimals but reads the verdict from the unrounded ends, so
     'better' can stand beside 'CI +0.00 to ...' and 'equivalent within ±1 point' beside 'CI -1.00 to +1.00'."""
     s, t = _frames({"ref": [50.0] * 3, "row": [50.0 + d for d in diffs]})
-    (c,) = cmp.compare_rows(s, [("row", "ref")], trials=t, delta=delta)
+    (c,) = cmp.compare_rows(s, [("row", "ref")], trials=t, policy=VerdictPolicy(delta=delta))
     lo, hi = _printed_interval(cmp.sentence(c))
     assert _agrees(c.verdict.verdict.value, lo, hi, delta), cmp.sentence(c)
 
@@ -79,14 +80,14 @@ def _cross_data():
 
 
 def test_the_searcher_and_the_table_read_a_cross_data_comparison_alike():
-    """--seeds auto: the searcher's looks (auto_seeds.replay) pair every comparison seed by seed, while the table
-    compares rows of different data unpaired (Welch); the searcher stops at look 1 'all resolved' on a comparison
-    the table prints as 'not resolved'."""
+    """--seeds auto: the searcher's looks (adbs_lab/search/seeds/until_resolved.py) pair every comparison seed by seed,
+    while the table compares rows of different data unpaired (Welch); the searcher stops at look 1 'all resolved'
+    on a comparison the table prints as 'not resolved'."""
     s, t = _cross_data()
     looks = Looks(max_seeds=8, alpha=0.05)
-    (c,) = cmp.compare_rows(s, [(R10, R5)], trials=t, looks=looks)
+    (c,) = cmp.compare_rows(s, [(R10, R5)], trials=t, policy=VerdictPolicy(looks=looks))
     values, states = cmp.seed_values(s, t, "test_acc", "label")
-    searcher = auto_seeds.replay([R5, R10], values, states, [(R10, R5)], looks, 1.0)
+    searcher = auto_standing([R5, R10], values, states, [(R10, R5)], looks, 1.0)
     assert (searcher.looks[0].resolved == 1) == c.resolved, (searcher.looks, cmp.sentence(c))
 
 
@@ -95,7 +96,7 @@ def test_an_unpaired_interval_of_a_sequential_study_spends_alpha_over_the_looks(
     (level 0.95 with one comparison) over all 8 seeds, and calls itself 'look 1 of 4'."""
     s, t = _cross_data()
     looks = Looks(max_seeds=8, alpha=0.05)
-    (c,) = cmp.compare_rows(s, [(R10, R5)], trials=t, looks=looks)
+    (c,) = cmp.compare_rows(s, [(R10, R5)], trials=t, policy=VerdictPolicy(looks=looks))
     assert c.verdict.level >= 1 - max(looks.alphas) - 1e-12, (c.verdict, cmp.sentence(c))
 
 

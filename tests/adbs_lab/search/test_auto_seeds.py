@@ -1,5 +1,5 @@
 """--seeds auto's batch logic with fake results, no Ray cluster: the looks replayed from the trials that ended
-(adbs_lab/search/auto_seeds.py), and StudySearch handing out the batches they ask for, telling Optuna each row once,
+(adbs_lab/search/seeds/until_resolved.py), and StudySearch handing out the batches they ask for, telling Optuna each row once,
 and taking the same looks after a restore from its saved state."""
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.tune_keys import ROW_KEY, SEED_KEY, SEEDS_ATTR
 from adbs_lab.results import comparisons
 from adbs_lab.search import space as sp
-from adbs_lab.search.auto_seeds import LAST_KEY, AutoPlan, replay
 from adbs_lab.search.searcher import StudySearch
+from adbs_lab.search.seeds.until_resolved import LAST_KEY
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP
+from adbs_lab.stats.policy import VerdictPolicy
+from tests.helpers.seeds import auto_standing as replay
+from tests.helpers.seeds import until_resolved
 
 LOOKS = Looks(max_seeds=5)
 PAIRS = (("a", "ref"), ("b", "ref"))
@@ -41,7 +44,8 @@ def test_the_looks_resolve_one_comparison_first_and_the_other_with_more_seeds():
     done = replay(ROWS, *_ended({"ref": 5, "a": 3, "b": 5}), PAIRS, LOOKS, 1.0)
     assert done.done and done.reason == ALL_RESOLVED and [k.resolved for k in done.looks] == [1, 2]
     # the table, read at the same looks on the same trials, gives the same verdicts
-    table = comparisons.compare_rows(_sessions({"ref": 5, "a": 3, "b": 5}), list(PAIRS), looks=LOOKS)
+    table = comparisons.compare_rows(_sessions({"ref": 5, "a": 3, "b": 5}), list(PAIRS),
+                                     policy=VerdictPolicy(looks=LOOKS))
     assert [(c.verdict.look, c.verdict.n_seeds, c.resolved) for c in table] == [(1, 3, True), (2, 5, True)]
 
 
@@ -66,9 +70,9 @@ GRID = {ROW_KEY: list(ROWS)}
 
 
 def _searcher(url: str) -> StudySearch:
-    auto = AutoPlan(looks=LOOKS, rows=ROWS, pairs=PAIRS, delta=1.0, label_keys=(ROW_KEY,))
+    auto = until_resolved(LOOKS, ROWS, PAIRS, 1.0, (ROW_KEY,))
     s = StudySearch(sp.optuna_distributions(GRID), storage_url=url, study_name="s",
-                    sampler=optuna.samplers.GridSampler(sp.grid_points(GRID), seed=0), auto=auto)
+                    sampler=optuna.samplers.GridSampler(sp.grid_points(GRID), seed=0), policy=auto)
     s.set_search_properties(None, None, {})
     return s
 
@@ -125,4 +129,4 @@ def test_the_searcher_runs_the_batches_the_looks_ask_for(tmp_path, capsys):
     resumed.on_trial_complete(first[-1][0], _result(first[-1][1]))
     again = _batch(resumed, 200)
     assert sorted((c[ROW_KEY], c[SEED_KEY]) for _, c in again) == [("b", 3), ("b", 4), ("ref", 3), ("ref", 4)]
-    assert resumed.auto_state().looks == s.auto_state().looks[:1]
+    assert resumed.standing().looks == s.standing().looks[:1]

@@ -12,6 +12,7 @@ import pytest
 from adbs_lab.results.path_report import interval_text, saved_line, table_rows
 from adbs_lab.search.path import Memo, confirm, end, differences, greedy, race, runs_saved, trial_counts
 from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.policy import VerdictPolicy
 from adbs_lab.stats.verdicts import label
 
 A = {"x1": 0, "x2": 0, "x3": 0, "x4": 0, "seed": 0, "device": "cpu"}
@@ -76,7 +77,7 @@ def test_confirmation_on_fresh_seeds_is_not_post_selection_and_recovers_the_delt
     for c, t in zip(conf, truth):
         assert not c.post_selection
         assert c.verdict.lo <= t <= c.verdict.hi
-    rows = table_rows(start, conf, 1.0)
+    rows = table_rows(start, conf, VerdictPolicy())
     assert rows[1][4] == "better" and rows[3][4] == "better"
 
 
@@ -97,7 +98,7 @@ def test_confirmation_on_selection_seeds_is_labelled_post_selection_and_reuses_t
     n = len(calls)
     confirm(A, steps, memo, SEEDS[:3], 0.05, 1.0)
     assert len(calls) == n
-    assert "(post-selection)" in table_rows(0.0, conf, 1.0)[1][4]
+    assert "(post-selection)" in table_rows(0.0, conf, VerdictPolicy())[1][4]
 
 
 @pytest.mark.parametrize("fields", [["x1", "x2"], ["x1", "x2", "x3"], ["x1", "x2", "x3", "x4"]])

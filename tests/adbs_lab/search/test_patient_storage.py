@@ -1,6 +1,6 @@
 """The Optuna storage on a PostgreSQL server of this test's own (testing/postgres.py): a connection the server closed
 while idle (idle_session_timeout) is replaced, not failed, and a call made while the server restarts waits for it
-(adbs_lab/search/searcher.py: PatientStorage, adbs_lab/stores/db_server.py). Optuna's storage as it comes loses the
+(adbs_lab/search/optuna_storage.py: PatientStorage, adbs_lab/stores/db_server.py). Optuna's storage as it comes loses the
 idle connection (optuna/optuna#5600: it tests connections before use only on MySQL), which this test shows too."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 import optuna
 import pytest
 
-from adbs_lab.search import searcher
+from adbs_lab.search import optuna_storage as searcher
 from adbs_lab.stores import db_server
 from testing.postgres import PASSWORD
 

@@ -1,5 +1,6 @@
-"""Attacks on the race's printed verdicts (adbs_lab/search/racing.py: verdict_lines): the interval printed beside a
-verdict says that verdict, as the table's sentences guarantee (adbs_lab/results/comparisons.py: ends)."""
+"""Attacks on the race's printed verdicts (adbs_lab/search/seeds/race.py: SampledRace.verdict_lines): the interval
+printed beside a verdict says that verdict, as the table's sentences guarantee (adbs_lab/results/comparisons.py:
+ends)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,21 @@ import re
 
 import pytest
 
-from adbs_lab.search.racing import Race, RacePlan, verdict_lines
+from adbs_lab.search.seeds.policy import Standing
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import Label, Verdict, label
+from tests.helpers.seeds import race
 
 DELTA = 1.0
 
 
 def _line(lo: float, hi: float, top: int = 2) -> tuple[str, Label]:
-    plan = RacePlan(looks=Looks(max_seeds=8, alpha=0.05), top=top, samples=5, delta=DELTA, label_keys=("alpha",))
+    plan = race(Looks(max_seeds=8, alpha=0.05), top=top, samples=5, delta=DELTA)
     v = label(lo, hi, DELTA)
     verdict = Verdict(estimate=(lo + hi) / 2, lo=lo, hi=hi, n=3, n_left_out=0, level=0.99, verdict=v, look=1,
                       n_seeds=3)
-    race = Race(True, ("a", "b"), {"a": 3, "b": 3}, (), {"b": verdict}, "a", True, "all resolved")
-    (line,) = verdict_lines(race, plan, "val_avg_acc")
+    standing = Standing({"a": 3, "b": 3}, (), True, "all resolved", {}, {"b": verdict}, "a", ("a", "b"))
+    (line,) = plan.verdict_lines(standing, "val_avg_acc") or []
     return line, v
 
 

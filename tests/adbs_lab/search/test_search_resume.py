@@ -17,6 +17,7 @@ from adbs_lab.records.tune_keys import SEED_KEY
 from adbs_lab.search import space as sp
 from adbs_lab.search.samplers import TrialSeededTPE
 from adbs_lab.search.searcher import StudySearch
+from adbs_lab.search.seeds.fixed import SeedList
 
 GRID = {"alpha": [0.01, 0.02, 0.05, 0.08]}
 SAMPLED = {"alpha": optuna.distributions.FloatDistribution(0.01, 0.1, log=True)}
@@ -27,7 +28,7 @@ SAMPLERS = {"grid": lambda: optuna.samplers.GridSampler(sp.grid_points(GRID), se
 
 def _searcher(url: str, sampler: str) -> StudySearch:
     s = StudySearch(sp.optuna_distributions(GRID if sampler == "grid" else SAMPLED), storage_url=url, study_name="s",
-                    sampler=SAMPLERS[sampler](), seeds=[0])
+                    sampler=SAMPLERS[sampler](), policy=SeedList((0,)))
     s.set_search_properties(None, None, {})
     return s
 

@@ -12,10 +12,11 @@ from adbs_lab.search import space as sp
 from adbs_lab.records import tune_keys
 from adbs_lab.records.objectives import Objective
 from adbs_lab.search.searcher import StudySearch
+from adbs_lab.search.seeds.fixed import SeedList
 
 
 def _grid_searcher(url: str, space: dict, seeds: list[int], **kw) -> StudySearch:
-    s = StudySearch(sp.optuna_distributions(space), storage_url=url, study_name="s", seeds=seeds,
+    s = StudySearch(sp.optuna_distributions(space), storage_url=url, study_name="s", policy=SeedList(tuple(seeds)),
                     sampler=optuna.samplers.GridSampler(sp.grid_points(space), seed=0), **kw)
     s.set_search_properties(None, None, {})
     return s
@@ -56,7 +57,8 @@ def test_the_study_grid_sampler_hands_out_optunas_points_and_reads_no_trials_whe
     """StudyGridSampler: the same grid points in the same order as Optuna's GridSampler, and telling a trial reads
     none of the study's trials (GridSampler.after_trial read them all to call study.stop(), which raises outside
     study.optimize)."""
-    from adbs_lab.search.searcher import StudyGridSampler, tell
+    from adbs_lab.search.optuna_storage import tell
+    from adbs_lab.search.searcher import StudyGridSampler
 
     grid = {"alpha": [0.01, 0.02, 0.05], "finetune_lr": [0.001, 0.01]}
     points = {}

@@ -1,7 +1,7 @@
-"""adbs_lab/search/searcher.py: optuna_storage: several studies opening one new SQLite Optuna storage at once (a lab's shared
-`--optuna-storage sqlite:///...`, bench/load.py) all get it: SQLAlchemy checks for Optuna's tables and then creates
-them, so two processes can both find none, and the second CREATE TABLE fails with "table studies already exists"
-(found by bench/load.py with 4 studies started together on an idle machine)."""
+"""adbs_lab/search/optuna_storage.py: optuna_storage: several studies opening one new SQLite Optuna storage at once (a
+lab's shared `--optuna-storage sqlite:///...`, bench/load.py) all get it: SQLAlchemy checks for Optuna's tables and
+then creates them, so two processes can both find none, and the second CREATE TABLE fails with "table studies already
+exists" (found by bench/load.py with 4 studies started together on an idle machine)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def test_a_lost_create_table_race_opens_the_winners_tables(tmp_path, monkeypatch
     import optuna
     from sqlalchemy.exc import OperationalError
 
-    from adbs_lab.search import searcher as search
+    from adbs_lab.search import optuna_storage as search
 
     real = optuna.storages.RDBStorage
     calls = []

@@ -18,9 +18,13 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.trial_records import classify, is_shadow_report
 from types import SimpleNamespace
 
-from adbs_lab.search import searcher, shadows
-from adbs_lab.search.searcher import BaseEpochStopper, StudySearch, make_pruner
+from adbs_lab.search import optuna_storage as searcher
+from adbs_lab.search import searcher as search_module
+from adbs_lab.search import shadows
+from adbs_lab.search.searcher import BaseEpochStopper, StudySearch
+from adbs_lab.search.shadows import make_pruner
 from adbs_lab.stats import premise as pm
+from adbs_lab.search.seeds.fixed import SeedList
 
 EPOCHS = 8
 NOVEL = K.SUMMARY + shadows.NOVEL_KEY
@@ -42,7 +46,7 @@ def _study(name: str, *, pruner: str, share: float, premise_holds: bool, n: int 
     `resume_at`: before that trial the stopper is pickled and unpickled, as Tune restores it on --resume."""
     url = f"memory://{name}"
     s = StudySearch({"alpha": FloatDistribution(0.01, 0.1, log=True)}, storage_url=url, study_name=name,
-                    sampler=optuna.samplers.TPESampler(seed=seed), seeds=[0])
+                    sampler=optuna.samplers.TPESampler(seed=seed), policy=SeedList((0,)))
     s.set_search_properties(None, None, {})
     optuna.load_study(study_name=name, storage=searcher.optuna_storage(url)).set_user_attr(shadows.SHARE_ATTR, share)
     stopper = BaseEpochStopper(storage_url=url, study_name=name, pruner=make_pruner(pruner, EPOCHS),
@@ -73,7 +77,9 @@ def _study(name: str, *, pruner: str, share: float, premise_holds: bool, n: int 
 def runs():
     stores: dict[str, optuna.storages.BaseStorage] = {}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(searcher, "optuna_storage", lambda url: stores.setdefault(url, optuna.storages.InMemoryStorage()))
+        memory = lambda url: stores.setdefault(url, optuna.storages.InMemoryStorage())  # noqa: E731
+        for module in (searcher, search_module):  # the storage module's own name and the searcher's import of it
+            mp.setattr(module, "optuna_storage", memory)
         out = {name: _study(name, pruner=pruner, share=share, premise_holds=holds, n=n)
                for name, pruner, share, holds, n in [("plain", "median", 0.0, False, 24),
                                                      ("shadowed", "median", 0.5, False, 24),

@@ -15,8 +15,8 @@ HEAVY = ("pandas", "torch", "ray", "optuna", "mlflow", "adbs")
 
 def test_importing_the_stats_package_loads_no_framework():
     code = ("import json, sys\n"
-            "from adbs_lab.stats import aggregate, confseq, continuation, corners, forecast, looks, planner, premise, "
-            "sequential, simulate, verdicts, workflow\n"
+            "from adbs_lab.stats import aggregate, confseq, continuation, corners, forecast, intervals, looks, planner, "
+            "policy, premise, sequential, simulate, verdicts, workflow\n"
             f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

@@ -75,3 +75,19 @@ def test_the_plan_records_as_json_and_refuses_a_record_it_would_not_make():
 def test_a_horizon_that_cannot_be_is_refused(bad):
     with pytest.raises(ValueError):
         Looks(**bad)
+
+
+def test_the_obrien_fleming_spending_is_scipy_stats_normal_bit_for_bit():
+    """spent() reads the normal tails from scipy.special (ndtr, ndtri), not scipy.stats (a second to import): the
+    same numbers as 2 Φ̄(z_{1-α/2} / √t) by scipy.stats.norm, to the last bit."""
+    import math
+
+    import numpy as np
+    from scipy import stats
+
+    from adbs_lab.stats.looks import spent
+
+    rng = np.random.default_rng(0)
+    for alpha, t in zip(rng.uniform(1e-6, 0.6, 5_000), rng.uniform(0.01, 1.0, 5_000)):
+        assert spent(float(alpha), float(t), "obrien_fleming") == float(
+            2.0 * stats.norm.sf(stats.norm.isf(alpha / 2.0) / math.sqrt(t)))

@@ -13,7 +13,8 @@ from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.planner import (FEWER, TWO_SEEDS, SeedPlan, c4, expected_half_width, extra_cost, levels, plan,
                                     plan_family, sigma_upper, smallest_n)
 from adbs_lab.stats.simulate import differences, run
-from adbs_lab.stats.verdicts import CODE, Label, classify, intervals
+from adbs_lab.stats.intervals import paired_t
+from adbs_lab.stats.verdicts import CODE, Label, classify
 
 N_STUDIES = 2000
 DELTA = 1.0
@@ -41,7 +42,7 @@ def _power_at(n: np.ndarray | int, sigma: float, rng: np.random.Generator, pilot
     if pilot is not None:
         d[:, :, :3] = pilot  # the pilot's seeds are the study's first seeds
     d = np.where(np.arange(n_max) < np.asarray(n)[..., None], d, np.nan)  # each study's seeds beyond its n unused
-    _, lo, hi, _, _ = intervals(d, 0.05 / 3)
+    _, lo, hi, _, _ = paired_t(d, 0.05 / 3)
     return float(np.mean(classify(lo, hi, DELTA) == CODE[Label.BETTER]))
 
 

@@ -1,7 +1,7 @@
-"""The unpaired interval (adbs_lab/stats/verdicts.py: welch, welch_bounds): Welch-Satterthwaite against scipy from
-8 runs a side, the conservative min(n_a, n_b) - 1 degrees of freedom below; its error rate by simulation at 3 runs
-against 8 (and 2, 4, 5, 6 against 8, 3 against 3) with unequal spreads at Bonferroni levels (at most nominal + 2
-Monte Carlo SE, fixed RNG), with the power beside it; the same check fails for f730cc9's interval
+"""The unpaired interval (adbs_lab/stats/verdicts.py: welch; adbs_lab/stats/intervals.py: welch_t): Welch-Satterthwaite
+against scipy from 8 runs a side, the conservative min(n_a, n_b) - 1 degrees of freedom below; its error rate by
+simulation at 3 runs against 8 (and 2, 4, 5, 6 against 8, 3 against 3) with unequal spreads at Bonferroni levels (at
+most nominal + 2 Monte Carlo SE, fixed RNG), with the power beside it; the same check fails for f730cc9's interval
 (tests/helpers/old_f730cc9.py, old_welch_bounds: Welch-Satterthwaite df always). docs/statistics.md has the table
 (bench/corner_simulation.py)."""
 
@@ -14,7 +14,8 @@ import pytest
 from scipy import stats
 
 from adbs_lab.stats import corners as C
-from adbs_lab.stats.verdicts import CONSERVATIVE_BELOW, welch, welch_bounds
+from adbs_lab.stats.intervals import welch_t
+from adbs_lab.stats.verdicts import CONSERVATIVE_BELOW, welch
 from tests.helpers.old_f730cc9 import old_welch_bounds
 
 SIMS = 20000
@@ -25,7 +26,7 @@ def test_from_8_runs_a_side_it_is_scipys_welch_interval():
     rng = np.random.default_rng(1)
     a, b = rng.normal(0, 3, 8), rng.normal(1, 1, 9)
     ref = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.99)
-    _, lo, hi, df = welch_bounds(a, b, 0.01)
+    _, lo, hi, df = welch_t(a, b, 0.01, CONSERVATIVE_BELOW)
     assert (lo, hi) == pytest.approx((ref.low, ref.high)) and df == pytest.approx(stats.ttest_ind(a, b, equal_var=False).df)
     v = welch(list(a), list(b), 0.05, 5, 1.0)
     assert (v.lo, v.hi) == pytest.approx((ref.low, ref.high)) and not v.conservative_df
@@ -52,7 +53,7 @@ def _miss_and_power(bounds, n_a: int, n_b: int, sd_a: float, sd_b: float, err: f
 
 
 def _new(a, b, err):
-    return welch_bounds(a, b, err)[1:3]
+    return welch_t(a, b, err, CONSERVATIVE_BELOW)[1:3]
 
 
 @pytest.mark.parametrize("n_a, n_b, sd_a, sd_b", [(3, 8, 3.0, 1.0), (3, 8, 1.0, 3.0), (3, 8, 1.0, 1.0),

@@ -14,7 +14,7 @@ import sqlalchemy.exc
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import TEMPORARILY_UNAVAILABLE
 
-from adbs_lab.search import searcher as search
+from adbs_lab.search import optuna_storage as search
 from adbs_lab.stores import tracking_store
 from adbs_lab.stores.tracking_store import patient
 

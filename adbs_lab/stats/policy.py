@@ -1,0 +1,187 @@
+"""A study's verdict policy: the one owner of its family guarantee (docs/statistics.md).
+
+`VerdictPolicy` holds which comparisons make the family (`pairs`), which metric decides (`metric`: its last
+session's value), which planned looks share α (`looks`; none: one look at the seeds run), the family's error rate α
+(`alpha`: every verdict the study prints is true together with probability at least 1 - α) and δ (`delta`: each
+interval is read against 0 and ±δ). Every table, sentence, report, look line, race and MLflow tag of a study reads
+them here, and the level a line prints ("95%") is derived from α (`level_text`), never typed.
+
+The study builds its policy once, in its preflight (adbs_lab/driver/preflight.py); a report reads the recorded one back from the
+study's MLflow tags (`from_tags`). A rule the statistics add is a field of this class with its default (the value
+that reproduces what studies did before it), recorded in the tag (`tags` writes every field) and read back with the
+default where an older study's tag lacks it: e.g. the fewest finite pairs a verdict needs, or the split of α between
+the primary and the secondary metrics (adbs_lab/stats/continuation.py: AlphaSplit). A field whose value `--resume`
+may not change carries `metadata={"setting": <its study.json key and option>, "resume": "fixed"}`, which the
+driver reads (study.json's settings, the checks of --resume).
+
+`alpha_problem` and `delta_problem` are the one rule of each value, for the study's options and studies/report.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.verdicts import Label
+
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_DELTA", "DEFAULT_POLICY", "MAX_ALPHA", "MAX_DELTA", "TAG", "PAIRS_TAG", "Pair",
+           "VerdictPolicy", "alpha_problem", "delta_problem", "combined"]
+
+DEFAULT_ALPHA = 0.05
+"""The family's error rate unless a study is told otherwise (--error-rate)."""
+DEFAULT_DELTA = 1.0
+"""δ in accuracy points (--resolve): a difference inside ±δ is too small to matter."""
+MAX_ALPHA = 0.5
+"""The largest family error rate a study takes: beyond it a "verdict" is wrong more often than not."""
+MAX_DELTA = 100.0
+"""The largest δ: accuracies are percentages, so no difference exceeds 100 points."""
+TAG = "adbs.verdicts"
+"""The MLflow tag of a study's parent run that holds its policy (JSON, `tags`)."""
+PAIRS_TAG = "adbs.comparisons"
+"""The tag that holds the family's comparisons (JSON list of [row, reference]), apart from TAG: the list can be long,
+and MLflow cuts a tag at 8,000 characters."""
+OLD_DELTA_TAG, OLD_LOOKS_TAG = "adbs.resolve", "adbs.looks"
+"""Where a study recorded before TAG existed kept δ and its looks (read by `from_tags`)."""
+VERSION = 1
+
+Pair = tuple[str, str]
+"""(row, the row it is compared with): the difference is row - that row."""
+
+
+def alpha_problem(alpha: float) -> str | None:
+    """What is wrong with a family error rate (None: nothing): it must be > 0 and at most MAX_ALPHA."""
+    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and 0 < alpha <= MAX_ALPHA):
+        return (f"the family error rate must be > 0 and at most {MAX_ALPHA:g} (all of a study's verdicts are true "
+                f"together with probability at least 1 - A; e.g. 0.05)")
+    return None
+
+
+def delta_problem(delta: float) -> str | None:
+    """What is wrong with δ (None: nothing): it must be > 0 and at most MAX_DELTA points."""
+    if not (isinstance(delta, (int, float)) and math.isfinite(delta) and 0 < delta <= MAX_DELTA):
+        return (f"δ is the smallest difference that matters, in accuracy points, and must be > 0 and at most "
+                f"{MAX_DELTA:g} (e.g. 1.0)")
+    return None
+
+
+@dataclass(frozen=True)
+class VerdictPolicy:
+    """What a study's verdicts guarantee and how they read (module docstring)."""
+
+    alpha: float = field(default=DEFAULT_ALPHA, metadata={"setting": "error_rate", "resume": "fixed"})
+    """The family error rate: every verdict the study prints (its table's, its looks', its race's) is true together
+    with probability at least 1 - alpha."""
+    delta: float = field(default=DEFAULT_DELTA, metadata={"setting": "resolve", "resume": "fixed"})
+    """δ in accuracy points: each interval is read against 0 and ±δ."""
+    pairs: tuple[Pair, ...] | None = field(default=None, metadata={"setting": "comparisons", "resume": "fixed"})
+    """The family: (row, the row it is compared with), in the table's order. None: each row against its reference
+    (a study recorded before its comparisons were)."""
+    looks: Looks | None = None
+    """The planned looks that share alpha (--seeds auto, a race); None: one look at the seeds run. Their own alpha is
+    this policy's."""
+    m: int | None = None
+    """The family's size where it holds comparisons not in `pairs` (a race: every pair of its contenders); None: the
+    comparisons a table makes."""
+    metric: str = "test_acc"
+    """The deciding metric: its last session's value is what a comparison reads."""
+
+    def __post_init__(self) -> None:
+        for problem in (alpha_problem(self.alpha), delta_problem(self.delta)):
+            if problem:
+                raise ValueError(f"{self}: {problem}")
+        if self.looks is not None and self.looks.alpha != self.alpha:
+            raise ValueError(f"looks spend alpha={self.looks.alpha}, the policy's family error rate is {self.alpha}: "
+                             "one alpha for the family")
+        if self.m is not None and self.m < 1:
+            raise ValueError(f"a family holds at least one comparison, not m={self.m}")
+
+    @property
+    def level(self) -> float:
+        """The family's confidence: every interval of the family covers together with at least this probability."""
+        return 1.0 - self.alpha
+
+    @property
+    def level_text(self) -> str:
+        """The level as the printed lines say it: "95%", "90%", "97.5%"."""
+        return f"{round(100 * self.level, 6):g}%"
+
+    def wording(self, verdict: Label) -> str:
+        """The verdict with δ written as the study's number of points: "equivalent within ±1 point"."""
+        unit = "point" if self.delta == 1 else "points"
+        return verdict.value.replace("δ", f"{self.delta:g} {unit}")
+
+    def at_looks(self, looks: Looks | None) -> VerdictPolicy:
+        """This policy read at planned `looks` (given any alpha: they spend this policy's)."""
+        return dataclasses.replace(self, looks=None if looks is None else dataclasses.replace(looks, alpha=self.alpha))
+
+    def with_delta(self, delta: float) -> VerdictPolicy:
+        return dataclasses.replace(self, delta=delta)
+
+    def with_pairs(self, pairs: Sequence[Pair] | None, m: int | None = None) -> VerdictPolicy:
+        return dataclasses.replace(self, pairs=None if pairs is None else tuple((str(a), str(b)) for a, b in pairs),
+                                   m=m)
+
+    def tags(self) -> dict[str, str]:
+        """The study's MLflow tags of this policy: TAG (every field but the pairs) and PAIRS_TAG."""
+        record = {"version": VERSION, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                                         if f.name != "pairs"}}
+        record["looks"] = None if self.looks is None else dataclasses.asdict(self.looks)
+        return {TAG: json.dumps(record), PAIRS_TAG: json.dumps([list(p) for p in self.pairs or ()])[:7500]}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> VerdictPolicy:
+        """The policy a study recorded (`tags`). A study recorded before TAG: δ from adbs.resolve, its looks from
+        adbs.looks, alpha 0.05 (what every study ran at then); a value it lacks or cannot be read: the default."""
+        pairs = _pairs(tags.get(PAIRS_TAG))
+        try:
+            record = json.loads(tags[TAG])
+            if not isinstance(record, dict):
+                raise ValueError(record)
+        except (KeyError, ValueError, TypeError):
+            record = _old(tags)
+        known = {f.name for f in dataclasses.fields(cls)} - {"pairs"}
+        values: dict[str, Any] = {k: v for k, v in record.items() if k in known}
+        try:
+            looks = values.pop("looks", None)
+            values["looks"] = None if looks is None else Looks(**looks)
+            return cls(pairs=pairs, **values)
+        except (TypeError, ValueError):  # a record this code cannot read: the defaults, with what it can
+            return cls(pairs=pairs)
+
+
+DEFAULT_POLICY = VerdictPolicy()
+"""The policy of a study told nothing else (the default of the functions that take one)."""
+
+
+def _pairs(text: str | None) -> tuple[Pair, ...] | None:
+    try:
+        return tuple((str(a), str(b)) for a, b in json.loads(text or ""))
+    except (ValueError, TypeError):
+        return None
+
+
+def _old(tags: Mapping[str, str]) -> dict[str, Any]:
+    """The policy of a study recorded before TAG, from its tags adbs.resolve and adbs.looks."""
+    out: dict[str, Any] = {}
+    try:
+        out["delta"] = float(tags[OLD_DELTA_TAG])
+    except (KeyError, ValueError):
+        pass
+    try:
+        looks = json.loads(tags[OLD_LOOKS_TAG])
+        Looks(**looks)
+        out["looks"], out["alpha"] = looks, looks.get("alpha", DEFAULT_ALPHA)
+    except (KeyError, ValueError, TypeError):
+        pass
+    return out
+
+
+def combined(policies: Sequence[VerdictPolicy]) -> VerdictPolicy:
+    """The policy of one table over several studies (studies/report.py A B): the smallest alpha and the smallest δ
+    of theirs, one look at the seeds run (their looks are each study's own); the caller gives the pairs."""
+    return VerdictPolicy(alpha=min((p.alpha for p in policies), default=DEFAULT_ALPHA),
+                         delta=min((p.delta for p in policies), default=DEFAULT_DELTA))

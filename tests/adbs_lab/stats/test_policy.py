@@ -1,0 +1,62 @@
+"""The verdict policy (adbs_lab/stats/policy.py): the level it prints derives from α, its MLflow tags round-trip, a
+study recorded before the policy's tag is read from its old tags (δ, looks; α 0.05), and the rules of α and δ."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.policy import (PAIRS_TAG, TAG, VerdictPolicy, alpha_problem, combined, delta_problem)
+from adbs_lab.stats.verdicts import Label
+
+
+@pytest.mark.parametrize("alpha,text", [(0.05, "95%"), (0.1, "90%"), (0.025, "97.5%"), (0.01, "99%"), (0.5, "50%")])
+def test_the_printed_level_is_derived_from_alpha(alpha, text):
+    assert VerdictPolicy(alpha=alpha).level_text == text
+
+
+def test_the_tags_round_trip_every_field():
+    p = VerdictPolicy(alpha=0.1, delta=0.5, pairs=(("a", "b"), ("c", "b")), looks=Looks(max_seeds=5, alpha=0.1),
+                      m=3, metric="val_acc")
+    tags = p.tags()
+    assert set(tags) == {TAG, PAIRS_TAG} and json.loads(tags[PAIRS_TAG]) == [["a", "b"], ["c", "b"]]
+    assert VerdictPolicy.from_tags(tags) == p
+    assert VerdictPolicy.from_tags(VerdictPolicy().tags()) == VerdictPolicy(pairs=())
+
+
+def test_a_study_recorded_before_the_tag_is_read_from_its_old_tags():
+    looks = Looks(max_seeds=6)
+    old = {"adbs.resolve": "0.5", "adbs.looks": json.dumps(looks.__dict__), PAIRS_TAG: '[["a", "b"]]'}
+    assert VerdictPolicy.from_tags(old) == VerdictPolicy(delta=0.5, looks=looks, pairs=(("a", "b"),))
+    assert VerdictPolicy.from_tags({"adbs.resolve": "2"}) == VerdictPolicy(delta=2.0)
+    assert VerdictPolicy.from_tags({}) == VerdictPolicy()
+    assert VerdictPolicy.from_tags({"adbs.resolve": "x", "adbs.looks": "{", TAG: "[1]"}) == VerdictPolicy()
+
+
+def test_a_later_version_is_read_for_the_fields_this_code_knows():
+    tags = {TAG: json.dumps({"version": 2, "alpha": 0.1, "delta": 2.0, "looks": None, "min_pairs": 3})}
+    assert VerdictPolicy.from_tags(tags) == VerdictPolicy(alpha=0.1, delta=2.0)
+
+
+@pytest.mark.parametrize("alpha,ok", [(0.0, False), (-0.1, False), (math.nan, False), (math.inf, False),
+                                      (0.5, True), (0.5000001, False), (1e-9, True)])
+def test_the_rule_of_alpha(alpha, ok):
+    assert (alpha_problem(alpha) is None) is ok
+
+
+@pytest.mark.parametrize("delta,ok", [(0.0, False), (math.nan, False), (math.inf, False), (100.0, True),
+                                      (100.0001, False), (0.001, True)])
+def test_the_rule_of_delta(delta, ok):
+    assert (delta_problem(delta) is None) is ok
+
+
+def test_one_alpha_for_the_family_and_the_wording_of_delta():
+    with pytest.raises(ValueError, match="one alpha for the family"):
+        VerdictPolicy(alpha=0.1, looks=Looks())
+    assert VerdictPolicy(alpha=0.1).at_looks(Looks()).looks == Looks(alpha=0.1)
+    assert VerdictPolicy().wording(Label.EQUIVALENT) == "equivalent within ±1 point"
+    assert VerdictPolicy(delta=0.5).wording(Label.BETTER_SMALL) == "better, by less than 0.5 points"
+    assert combined([VerdictPolicy(delta=2.0), VerdictPolicy(alpha=0.1, delta=0.5)]) == VerdictPolicy(delta=0.5)
