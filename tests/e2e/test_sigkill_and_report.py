@@ -104,7 +104,7 @@ def test_a_killed_and_resumed_study_is_reported_from_the_store_as_it_reported_it
     assert "6 trials in all" in again.stdout, again.stdout[-3000:]
 
     client = MlflowClient(tracking_uri)
-    runs = from_store.trial_runs(client, from_store.find_parent(client, "killed"))
+    runs = from_store.trial_runs(client, from_store.find_parent(client, "killed-smoke"))
     left = [r for r in runs if "adbs.orphaned" in r.data.tags]
     assert sorted(r.data.params["seed"] for r in left) == ["1", "2"], [r.info.run_name for r in runs]
     counted = {r.info.run_id: r for r in runs if r not in left}
