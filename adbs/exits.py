@@ -1,5 +1,5 @@
 """How a command ended, told by its exit code: the same four codes for every study, studies/paper.py,
-studies/submit.py --wait, `python -m adbs.run` and the other commands of the repository (README, "Exit codes").
+studies/submit.py --wait, `python -m adbs.run` and the other commands of the repository (docs/studies.md, "Exit codes").
 
 Every command's `main` runs its work through `status` (or is decorated with `entry`), so a layer anywhere below
 raises `Exit` with a code and an optional message line instead of printing and exiting itself, and the process's

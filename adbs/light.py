@@ -14,7 +14,7 @@ its first statement, at any moment, ends it with exit 130 (adbs/exits.py: INTERR
 by the signal (143) or with a traceback. A handler of the command's own takes over where it has one (a study's run:
 adbs_lab/driver/interrupts.py, whose first Ctrl-C is Tune's graceful stop; the training of `python -m adbs.run`)
 and gives this one back when it ends. Before the first statement is Python's own start (0.11 s of the 0.14-0.18 s
-to the handler, at load average 8.6 on 2 cores; README, "Exit codes"): a signal there still ends the process as the
+to the handler, at load average 8.6 on 2 cores; docs/studies.md, "Exit codes"): a signal there still ends the process as the
 signal does.
 
 `lazy` is the boundary: an entry point declares the heavy modules it uses at its top, and each loads where it is

@@ -15,7 +15,7 @@ dashed without ADBS). On CPU every row runs the calibrated CPU preset, so the ta
 names its one departure from the released code (boundary_lr_scale=0.1, docs/boundary-dynamics.md).
 Time: default run (8 rows x seeds 0 1 = 16 trials, 2 at a time; a SAVC, ALICE or OrCo trial is 4-6x a
 baseline trial) as measured in studies/times.json for the six rows before OrCo (the README's study table quotes
-it); OrCo's four trials add theirs (one OrCo trial: README, "Presets"); --seeds 0 about
+it); OrCo's four trials add theirs (one OrCo trial: docs/config.md, the orco_cpu preset); --seeds 0 about
 half; --smoke ~1.5 min; the paper presets take hours per trial on one GPU (SAVC's CIFAR100 setting is
 600 epochs).
 Writes <storage>/hosts/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,

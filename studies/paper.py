@@ -10,14 +10,14 @@
 without it the embedded synthetic benchmark runs on the CPU presets. The paper's tables and figures come from
 four studies, run one after another with the same options, each exactly as its own script runs it:
 
-  hosts        main table: baseline, SAVC, ALICE and OrCo, each without and with ADBS (studies/hosts.py)
+  hosts        hosts table: baseline, SAVC, ALICE and OrCo, each without and with ADBS (studies/hosts.py)
   ablation     fixed boundary vs ADB vs ADB+IC, with the t-SNE of 6 base + 4 novel classes' features and the
                class-prototype similarity heatmaps (studies/ablation.py)
   alpha_sweep  the alpha curve at the paper's points 0.01 0.02 0.05 0.08 0.1 (studies/alpha_sweep.py --grid)
   kshot_grid   5- and 10-way figures over shots 1 5 10 15 20 50 (studies/kshot_grid.py)
 
 and the D_cs table (class separation without vs with ADBS, for every host and the ablation) is drawn from
-their trials. Each table is printed beside the paper's numbers where this repository quotes them (main table
+their trials. Each table is printed beside the paper's numbers where this repository quotes them (hosts table
 and ablation on CIFAR100, ablation on miniImageNet and CUB200, D_cs; the alpha and k-shot figures are not
 quoted, so they stand alone).
 
@@ -26,7 +26,7 @@ how many trials it will run and how long that takes: measured on this project's 
 presets and --smoke, a labelled estimate for the paper presets on a GPU.
 Rerunning the same command reuses every part that finished, continues an interrupted one (as --resume would)
 and runs the rest; base sessions are shared through <storage>/paper_<dataset>/base_cache.
---seeds applies to every part (default 0: one trial per configuration); --hosts picks the main table's hosts.
+--seeds applies to every part (default 0: one trial per configuration); --hosts picks the hosts table's hosts.
 Time: --smoke as measured in studies/times.json (the README quotes it); a rerun of a finished --smoke ~1.5 min
 (checks, report); the paper presets: the estimate it prints (cifar100, one seed: 28 trials, 2,520 base epochs,
 "25-50 GPU hours", not measured), or for cifar100 the GPU-hours from a measurement once studies/gpu_measured.json
@@ -96,7 +96,7 @@ def main() -> int:
     report from the MLflow store; the worst part's exit code."""
     p = options.parser(__doc__, options.Defaults(pruning=False, seeds=(0,)))
     p.add_argument("--hosts", nargs="+", default=host_spaces.HOSTS, choices=list(host_names()),
-                   help=f"host methods of the main table, each without and with ADBS (default: "
+                   help=f"host methods of the hosts table, each without and with ADBS (default: "
                         f"{' '.join(host_spaces.HOSTS)}, the paper's four)")
     opts, extra = options.parse(p)
     try:  # the paper's folder and its parts' are named by --name: one folder name, confined to --storage
@@ -165,7 +165,7 @@ def _dataset(p, opts: options.StudyOptions) -> str | None:
         p.error(f"--dataset {dataset} needs --data-root DIR, the folder holding it (docs/datasets.md); this command "
                 "downloads nothing")
     if opts.host:
-        p.error("--host: the paper study runs every host in its main table and the other parts on the baseline "
+        p.error("--host: the paper study runs every host in its hosts table and the other parts on the baseline "
                 "host, as the paper does; for one host use studies/ablation.py --host NAME")
     if opts.preset != "cpu":
         p.error("--preset: the paper study uses the CPU presets, or the paper's presets with --dataset; use --set "
@@ -181,7 +181,7 @@ def _plans(p: argparse.ArgumentParser, opts: options.StudyOptions, host_list: li
     # on one --optuna-storage never share a part), and its advice to continue is the paper's own command.
     part_opts = opts.replace(storage=storage, continue_argv=opts.argv,
                              preset=f"{dataset}_paper" if dataset and not opts.smoke else opts.preset)
-    # --set <host>.<option> reaches that host's rows of the main table (the hosts study routes it); the other parts
+    # --set <host>.<option> reaches that host's rows of the hosts table (the hosts study routes it); the other parts
     # run the baseline host, which has no such options.
     baseline_opts = part_opts.replace(overrides=tuple((k, v) for k, v in opts.overrides if "." not in k),
                                       config_values=tuple((k, v) for k, v in opts.config_values if "." not in k))

@@ -49,7 +49,7 @@ class Config:
     dataset: Base[str] = "synthetic"
     """Dataset registry name: synthetic (embedded, offline), cifar100, mini_imagenet, cub200."""
     data_root: Base[str | None] = None
-    """Folder holding the dataset in its community layout (see README); unused by synthetic."""
+    """Folder holding the dataset in its community layout (docs/data.md); unused by synthetic."""
     index_list: Base[str | None] = None
     """Folder with the standard split files session_1.txt.. (the paper's exact 5-shot draws)."""
     ways: NotBase[int | None] = None
@@ -276,7 +276,7 @@ class Config:
         checks.check_registries(self)  # an unknown dataset said as such, before it is asked for its data_root
         if self.dataset != "synthetic" and not self.data_root:
             raise ConfigError(f"dataset '{self.dataset}' needs data_root (--data-root DIR): the folder holding it "
-                              "in the layout the README describes; the default dataset 'synthetic' needs none")
+                              "in the layout docs/data.md describes; the default dataset 'synthetic' needs none")
         return self
 
 

@@ -58,8 +58,14 @@ def check(plan: Plan, opts: StudyOptions) -> dict[str, Any]:
 
 def check_folder(plan: Plan, opts: StudyOptions) -> None:
     """The study's folder (`<storage>/<plan name>[-<--name>]`) is nothing else of the storage: not a folder every
-    study of it shares (a run would move it aside as earlier results), nor another study's lock file."""
-    folder = f"{plan.name}{opts.folder}"
+    study of it shares (a run would move it aside as earlier results), nor another study's lock file. Checked for
+    the folder of the run without --smoke too, so that a --smoke check refuses the name its real run would take."""
+    named = "" if opts.name is None else f"-{opts.name}"
+    for folder in dict.fromkeys((f"{plan.name}{opts.folder}", f"{plan.name}{named}")):
+        _check_taken(plan, opts, folder)
+
+
+def _check_taken(plan: Plan, opts: StudyOptions, folder: str) -> None:
     taken = paths.folder_taken(folder)
     if taken:
         given = f"--name {opts.name!r}" if opts.name else f"Plan(name={plan.name!r})"

@@ -1,6 +1,6 @@
 """A study's exit code from how its trials ended (`study_code`, `why_failed`), several combined (`worst`:
 studies/paper.py's parts), a finished Ray job's (`exit_code_of_job`: studies/submit.py --wait), and the lines that
-name a trial's error. The codes and what each means: adbs/exits.py (README, "Exit codes").
+name a trial's error. The codes and what each means: adbs/exits.py (docs/studies.md, "Exit codes").
 """
 
 from __future__ import annotations

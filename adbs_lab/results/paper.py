@@ -28,7 +28,7 @@ EXPERIMENT = "paper"
 ROLE = "paper"
 
 PARTS = {
-    "hosts": "Main table: the four hosts without and with ADBS (paper Tables 1-3)",
+    "hosts": "Hosts table: the four hosts without and with ADBS (paper Tables 1-3)",
     "ablation": "Ablation: fixed boundary, ADB, ADB+IC (paper's ablation table); t-SNE and prototype similarity",
     "alpha_sweep": "Sensitivity to the IC loss weight alpha (supplement's alpha curve)",
     "kshot_grid": "Practical settings: 5- and 10-way, k-shot (supplement's k-shot figures)",

@@ -255,7 +255,7 @@ def _reachable(uri: str) -> str | None:
 
 # MLflow 3.17's UI opens an experiment in the view of a per-browser setting (the sidebar's GenAI / Model training
 # switch, GenAI in a fresh browser), not by the experiment's mlflow.experimentKind tag; a link that carries this
-# query opens the runs whatever the browser's setting (README: Compare trials).
+# query opens the runs whatever the browser's setting (docs/mlflow-and-reports.md, "Compare trials").
 RUNS_QUERY = "?workflowType=machine_learning"
 LISTED = 20
 """At most this many studies' links are printed at start (the newest)."""

@@ -46,7 +46,7 @@ class TrackingError(RuntimeError):
 
 # The experiment's kind, "model training" in MLflow's words, for the MLflow clients and UI versions that read it.
 # MLflow 3.17's UI does not: it opens every experiment in the view of its per-browser GenAI / Model training switch
-# (adbs_lab/stores/serve.py prints runs-page links that set it; README: Compare trials).
+# (adbs_lab/stores/serve.py prints runs-page links that set it; docs/mlflow-and-reports.md, "Compare trials").
 EXPERIMENT_KIND, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 
 

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python bench/vs_official.py", description=sys.modules[__package__].__doc__.split("\n\n")[0],
-        epilog="The module docstring (bench/vs_official.py) and README.md, 'Against the authors' code', say more.",
+        epilog="The module docstring (bench/vs_official.py) and docs/vs-official.md say more.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--official", required=True, help="a checkout of the authors' ADBS code (never modified)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="training seeds, the same for both codes (>= 1)")

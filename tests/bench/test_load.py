@@ -1,7 +1,7 @@
 """The load check, short (bench/load.py): two studies at once on one tracking store and one Optuna storage, with
 report.py and the MLflow UI reading meanwhile (on SQLite, one grid and one sampled driver SIGKILLed mid-study and
 resumed); nothing may be lost (runs, params, metric points, Optuna trials) or run twice. The full run's figures are in the
-README ("Several studies on one store")."""
+docs/stores.md ("Several studies on one store")."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_two_studies_at_once_lose_nothing_and_a_killed_driver_resumes(backend, t
         if why:
             pytest.skip(why)
     # The kill-and-resume path is the same code on either backend; CI time is tight, so it runs on SQLite only
-    # (bench/load.py --kill runs it on both; its figures are in the README).
+    # (bench/load.py --kill runs it on both; its figures are in docs/stores.md).
     kill = ["--kill"] if backend == "sqlite" else []
     r = subprocess.run([sys.executable, str(REPO / "bench" / "load.py"), "--studies", "2", "--trials", "4",
                         "--tracking-only", *kill, "--backends", backend, "--out", str(tmp_path)],

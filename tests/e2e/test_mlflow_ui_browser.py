@@ -2,7 +2,7 @@
 Playwright (Debian's chromium, launched by path: nothing is downloaded; tests/helpers/browser.py): the experiment lists its
 trial runs by names that say what differs, the study's run describes the study and shows its table, the compare
 view of two trials leads to the session accuracy chart (session/test_acc by session), a fresh browser reaches
-a study's runs by the clicks the README gives, and the link serve.py prints opens the study's first view: the
+a study's runs by the clicks docs/mlflow-and-reports.md gives, and the link serve.py prints opens the study's first view: the
 session curves of its configurations, then its runs table with the columns that matter (tracking_store.runs_view).
 
 Screenshots (kept as test artifacts): <repo>/test-artifacts/mlflow_runs.png, mlflow_study_run.png, mlflow_compare.png,
@@ -135,13 +135,13 @@ EXPAND = """(() => { const b = document.querySelectorAll('button[data-component-
 
 
 def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, browser):
-    """README, Compare trials, step 1, as a user makes it: in a fresh browser MLflow 3.17 opens an experiment on its
-    GenAI overview (its workflow switch, kept per browser, starts on GenAI); Model training, Experiments and the
-    study's name open the study on its runs."""
+    """docs/mlflow-and-reports.md, Compare trials, step 1, as a user makes it: in a fresh browser MLflow 3.17 opens an
+    experiment on its GenAI overview (its workflow switch, kept per browser, starts on GenAI); Model training,
+    Experiments and the study's name open the study on its runs."""
     base, store, log = server
-    readme = " ".join((REPO / "README.md").read_text().split())
+    readme = " ".join((REPO / "docs" / "mlflow-and-reports.md").read_text().split())
     assert ("click **Model training** in the GenAI / Model training switch at the top of the sidebar, then "
-            "**Experiments** and the study's name") in readme  # the clicks below, as the README gives them
+            "**Experiments** and the study's name") in readme  # the clicks below, as the page gives them
     client = MlflowClient(store.uri)
     exp = client.get_experiment_by_name("ablation-smoke")
     runs = client.search_runs([exp.experiment_id])
@@ -157,7 +157,7 @@ def test_a_fresh_browser_reaches_a_study_s_runs_by_the_readme_clicks(server, bro
     page.get_by_role("link", name="ablation-smoke", exact=True).click()
     assert browser.wait_text(parent), browser.text()[:3000]
     assert browser.js("location.hash").startswith(f"#/experiments/{exp.experiment_id}/runs?"), browser.js("location.hash")
-    assert browser.js(EXPAND)  # the parent run's `+`, as the README's next sentence says
+    assert browser.js(EXPAND)  # the parent run's `+`, as the page's next sentence says
     shown = browser.wait_text(*trials)
     browser.js(CLOSE_ASSISTANT)
     browser.screenshot(ARTIFACTS / "mlflow_clicks.png")

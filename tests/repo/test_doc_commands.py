@@ -1,5 +1,5 @@
-"""Every command of the README's and docs/recipes.md's `bash` blocks, checked, so that a documented command
-that breaks fails CI.
+"""Every command of the `bash` blocks of the README and of the docs pages in DOCS (the recipes and the reference
+pages the README links), checked, so that a documented command that breaks fails CI.
 
 - `python -m adbs.run ...` on the embedded benchmark runs, shortened to one base epoch of 8 images per class and
   one session.
@@ -43,7 +43,14 @@ import pytest
 from tests.helpers.scripts import in_process
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = ["README.md", "docs/recipes.md"]
+DOCS = ["README.md", "docs/recipes.md", "docs/one-run.md", "docs/config.md", "docs/data.md", "docs/studies.md",
+        "docs/tables.md", "docs/mlflow-and-reports.md", "docs/stores.md", "docs/gpu.md", "docs/benchmarks.md",
+        "docs/vs-official.md", "docs/datasets.md"]
+NOT_RUN = {
+    "docs/clusters.md": "commands on a running cluster or bucket (`--address auto`, `ray up`, s3:// with credentials)",
+    "docs/paper-vs-code.md": "bench/vs_official.py runs over shell variables, hours of the authors' code",
+}
+"""Docs pages with `bash` blocks that this test does not run, and why (test_every_page_with_commands_is_run)."""
 
 
 def doc_commands() -> list[tuple[str, int, str]]:
@@ -92,6 +99,10 @@ EXTERNAL = [
     ("mlflow server", r"^mlflow server ", "MLflow's own server command on a server machine"),
     ("docker", r"^docker build -f deploy/Dockerfile", "tests/repo/test_deploy.py checks deploy/Dockerfile"),
     ("kubectl", r"^(kubectl |sed -i .*deploy/kuberay-rayjob\.yaml)", "tests/repo/test_deploy.py parses the manifests"),
+    ("clone", r"^git clone https://", "clones the authors' code: needs the network"),
+    ("gpu session", r"^OUT=\S+ bash bench/gpu_session\.sh( \w+)?$",
+     "a GPU machine's session of bench/gpu.py (its commands' --help are checked below; tests/bench/test_gpu_modes.py)"),
+    ("copy a measurement", r"^cp results/\S+ studies/gpu_measured\.json$", "copies a GPU session's measurement in"),
 ]
 REAL_DATA = re.compile(r"--dataset (cifar100|mini_imagenet|cub200)|--preset (cifar100|mini_imagenet|cub200)|"
                        r"--data-root|--index-list|index_list=")
@@ -107,8 +118,8 @@ def rule(cmd: str) -> str:
         return "sbatch"
     if re.match(r"^\.venv/bin/python bench/\w+\.py", cmd):
         return "bench"
-    if re.match(r"^(\.venv/bin/python examples/toy_dataset\.py write|PYTHONPATH=examples \.venv/bin/python -m adbs\.run)",
-                cmd):
+    if re.match(r"^(\.venv/bin/python examples/toy_dataset\.py write|PYTHONPATH=examples \.venv/bin/python "
+                r"(-m adbs\.run|studies/\w+\.py))", cmd):
         return "toy dataset"
     if re.match(r"^\.venv/bin/python -m adbs\.run ", cmd):
         return "adbs.run on real data" if REAL_DATA.search(cmd) else "adbs.run"
@@ -130,6 +141,13 @@ COMMANDS = doc_commands()
 
 def test_the_docs_show_commands():
     assert len(COMMANDS) > 30 and any("studies/alpha_sweep.py" in c for _, _, c in COMMANDS)
+
+
+def test_every_page_with_commands_is_run():
+    """A docs page that shows commands is in DOCS (its commands are checked here) or in NOT_RUN, saying why."""
+    pages = {p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md") if "```bash" in p.read_text()}
+    assert pages - set(DOCS) - set(NOT_RUN) == set(), "add these to DOCS (or NOT_RUN, saying why)"
+    assert all((REPO / name).is_file() for name in DOCS + list(NOT_RUN))
 
 
 def test_every_doc_command_has_a_rule():
@@ -409,17 +427,23 @@ def test_report_commands_and_the_compare_snippet(report_store, home, tmp_path, m
 
 @pytest.mark.slow
 def test_the_toy_dataset_commands_run(home, tmp_path):
+    """The writer, then a run on what it wrote; a study on it (docs/datasets.md) passes its dry run, in a
+    subprocess that imports the dataset's module from PYTHONPATH as the trials would."""
     cmds = [p.values[0] for p in _by_rule("toy dataset")]
-    assert len(cmds) == 2 and "write" in cmds[0]
+    assert len(cmds) == 3 and "write" in cmds[0] and "studies/ablation.py" in cmds[2]
     for cmd in cmds:
         env_words = []
         while re.match(r"^[A-Z_]+=", cmd):
             word, cmd = cmd.split(" ", 1)
             env_words.append(word.split("=", 1))
         argv = _argv(cmd, home) + (["--out", str(tmp_path / "toy.json")] if "adbs.run" in cmd else [])
+        if "studies/" in cmd:
+            argv = _isolated(argv + ["--dry-run"], tmp_path)
         env = {**_env(home), **{k: str(REPO / v) for k, v in env_words}}
         r = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+        if "studies/" in cmd:
+            assert "dry run: study " in r.stdout, r.stdout[-2000:]
     assert json.loads((tmp_path / "toy.json").read_text())["config"]["dataset"] == "toy_dataset:toy"
 
 

@@ -202,7 +202,7 @@ def test_the_latest_paper_run_of_each_dataset_gives_each_report_and_one_dcs_tabl
 def test_paper_smoke_on_an_object_store_then_rerun_reuses_and_report_redraws(s3, ray_address, tracking_uri, tmp_path):
     # On the local S3 server (conftest.s3): each study's own e2e test covers a local --storage
     # (tests/e2e/test_studies.py), and paper.py draws its report in a local folder either way, uploading it here.
-    # The main table with the baseline host only: SAVC, ALICE and OrCo are 10 of --smoke's 14 min on a busy 2-core
+    # The hosts table with the baseline host only: SAVC, ALICE and OrCo are 10 of --smoke's 14 min on a busy 2-core
     # machine, and the hosts study's own test runs them.
     bucket = s3.bucket("e2e-paper")
     url = s3.url(bucket, "runs")

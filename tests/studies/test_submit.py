@@ -231,7 +231,7 @@ def test_no_agent_on_this_machine_says_whether_the_agent_port_is_taken(monkeypat
 
 
 def test_the_jobs_exit_code_is_the_studys():
-    """--wait exits with the study's own code (README, "Exit codes"), read from Ray's message for the job."""
+    """--wait exits with the study's own code (docs/studies.md, "Exit codes"), read from Ray's message for the job."""
     from adbs_lab.driver.outcome import exit_code_of_job
 
     assert exit_code_of_job("Job entrypoint command failed with exit code 2, last available logs ...", "FAILED") == 2

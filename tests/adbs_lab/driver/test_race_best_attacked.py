@@ -24,7 +24,8 @@ def _raced():
              "alpha": float(lab.split("=")[1])} for lab, vs in VALUES.items() for s, v in enumerate(vs)]
     trials = pd.DataFrame(rows)
     policy = race(Looks(max_seeds=3, alpha=0.05), top=2, samples=3, delta=1.0)
-    p = types.SimpleNamespace(seeding=policy, objectives=DEFAULT, plan=types.SimpleNamespace(conditions=()))
+    p = types.SimpleNamespace(seeding=policy, objectives=DEFAULT, plan=types.SimpleNamespace(conditions=()), conditions=(),
+                              no_best=None)
     standing = summarise.standing(p, pd.DataFrame(), trials)
     return trials, p, standing
 

@@ -100,7 +100,8 @@ def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypa
 
     sessions, trials = _constant_search()
     p = SimpleNamespace(plan=SimpleNamespace(name="knobs", order=None), dir=tmp_path,
-                        opts=SimpleNamespace(), objectives=objectives.DEFAULT, tracking_uri="sqlite:///m.db", base_values={},
+                        opts=SimpleNamespace(experiment=lambda study: study),
+                        objectives=objectives.DEFAULT, tracking_uri="sqlite:///m.db", base_values={},
                         conditions=(), reference=None, seeding=SeedList((0,)))
     tracker = SimpleNamespace(client=SimpleNamespace(get_run=lambda _: _parent()), parent_run_id="f" * 32)
     out = SimpleNamespace(sessions=sessions, trials=trials, table=pd.DataFrame(), best=None, pareto=None,

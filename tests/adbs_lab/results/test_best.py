@@ -16,6 +16,7 @@ from adbs_lab.driver import launch, options, run, summarise
 from adbs_lab.driver.preflight import study as typed
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.results import best, figures, run_files, tradeoff
+from adbs_lab.search.seeds.policy import Standing
 
 # the README's own study ("A researcher's second day"), without and with its guards
 BARE = study.Plan(name="my_study", space={"variant": "adb+ic", "shots": [1, 5], "alpha": [0.02, 0.05]},
@@ -56,14 +57,14 @@ def test_the_rule_names_its_reason():
 
 def test_a_study_without_a_reference_row_says_so_as_it_starts_and_in_its_dry_run(tmp_path, tracking_uri, capsys):
     p = _prepared(BARE, tmp_path, tracking_uri)
-    assert p.comparisons == () and "no reference row" in p.no_best
+    assert not p.verdicts.pairs and "no reference row" in p.no_best
     launch.print_start(p, 2)
     run.dry_run(p)
     out = capsys.readouterr().out
     assert out.count("note: my_study has no reference row, so it makes no verdicts and names no best") == 2, out
     # the guarded README study: compared within each shots value, so the reason is its condition, said once each
     g = _prepared(GUARDED, tmp_path / "g", tracking_uri)
-    assert set(g.comparisons) == {("shots=1 alpha=0.05", "shots=1 alpha=0.02"),
+    assert set(g.verdicts.pairs) == {("shots=1 alpha=0.05", "shots=1 alpha=0.02"),
                                   ("shots=5 alpha=0.05", "shots=5 alpha=0.02")}
     assert g.no_best.startswith("my_study varies data conditions (shots)")
     # a reference row and no condition varied: verdicts, and a best they back or not
@@ -79,7 +80,7 @@ def test_best_config_names_no_best_without_verdicts_nor_across_conditions(tmp_pa
     across data conditions it holds no configuration. The closing line and report.md say the same."""
     trials = _trials({"shots=1 alpha=0.02": [50.0], "shots=1 alpha=0.05": [52.0],
                       "shots=5 alpha=0.02": [60.0], "shots=5 alpha=0.05": [61.0]})
-    bare = summarise.best_record(_prepared(BARE, tmp_path, tracking_uri), trials, pd.DataFrame())
+    bare = summarise.best_record(_prepared(BARE, tmp_path, tracking_uri), trials, pd.DataFrame(), Standing())
     assert bare["named"] is False and "no reference row" in bare["why"] and bare["config_label"] == "shots=5 alpha=0.05"
     assert "alpha" in bare["config"] and "mean_over_seeds" in bare  # a configuration to rerun, not a finding
     summarise.print_best(SimpleNamespace(best=bare, trials=trials, pareto=None))
@@ -88,10 +89,10 @@ def test_best_config_names_no_best_without_verdicts_nor_across_conditions(tmp_pa
         "for reference only" in said and "best configuration by" not in said, said
     md = run_files.report_markdown(study="my_study", table_md="", best=bare, savings=run_files.pruning_savings(trials))
     assert "None named: my_study has no reference row" in md and "for reference only" in md
-    chosen = summarise.best_record(_prepared(GUARDED, tmp_path / "g", tracking_uri), trials, pd.DataFrame())
+    chosen = summarise.best_record(_prepared(GUARDED, tmp_path / "g", tracking_uri), trials, pd.DataFrame(), Standing())
     assert chosen["config_label"] is None and "data conditions (shots)" in chosen["why"]
     a = _trials({"alpha=0.02": [50.0, 51.0], "alpha=0.05": [52.0, 53.0]})
-    assert summarise.best_record(_prepared(ALPHA, tmp_path / "a", tracking_uri), a, pd.DataFrame())["config_label"] \
+    assert summarise.best_record(_prepared(ALPHA, tmp_path / "a", tracking_uri), a, pd.DataFrame(), Standing())["config_label"] \
         == "alpha=0.05"
     md = run_files.report_markdown(study="my_study", table_md="", best=chosen, savings=run_files.pruning_savings(trials))
     assert "None: my_study varies data conditions (shots)" in md and "shots=5 alpha=0.05`:" not in md

@@ -132,7 +132,7 @@ def _dot_colors(fig) -> dict[str, tuple]:
 
 
 def test_report_lists_a_sweeps_rows_by_alpha_not_in_the_order_its_trials_ran(reports):
-    """README, "What a table compares": rows in the order of the values they swept. The list of rows a wrong
+    """docs/tables.md, "What a table compares": rows in the order of the values they swept. The list of rows a wrong
     --reference prints, the table and the trade-off figure's legend all read 0.01, 0.02, 0.05, 0.1."""
     expected = ["alpha=0.01", "alpha=0.02", "alpha=0.05", "alpha=0.1"]
     assert reports["refused"].returncode == 2

@@ -47,7 +47,7 @@ def test_a_folder_its_file_its_name_or_a_url_name_the_same_storage(folder, monke
     assert dashboard.storage_url(url) == url
     assert dashboard.storage_url("my study", root=folder.parent) == url  # a study name: its folder in the storage
     monkeypatch.chdir(folder.parent.parent)
-    assert dashboard.storage_url("runs/my study") == url  # the README's relative folder
+    assert dashboard.storage_url("runs/my study") == url  # a relative folder, as the docs give it
     assert dashboard.storage_url("postgresql://u:p@db/optuna") == "postgresql://u:p@db/optuna"  # opened by main
 
 
