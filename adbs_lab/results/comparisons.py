@@ -158,7 +158,7 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
         sides[name(pair)] = tuple([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
         why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
     m = _family_size(diffs, sides) if across else len(pairs)
-    verdicts = family_verdicts(diffs, policy.alpha, policy.delta, policy.looks, m=m)
+    verdicts = family_verdicts(diffs, policy.alpha, policy.delta, policy.looks, m=m, min_pairs=policy.min_pairs)
     for n, (a, b) in sides.items():
         verdicts[n] = welch(a, b, policy.alpha, m, policy.delta)
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}

@@ -40,7 +40,7 @@ import numpy as np
 from adbs_lab.stats.intervals import paired_t, welch_t
 from adbs_lab.stats.looks import Looks
 
-__all__ = ["MIN_PAIRS", "SPREAD_TOL", "spread_floor", "no_spread", "decisive_t", "why_no_interval", "Label",
+__all__ = ["MIN_PAIRS", "LEGACY_MIN_PAIRS", "SPREAD_TOL", "spread_floor", "no_spread", "decisive_t", "why_no_interval", "Label",
            "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "bonferroni", "replay",
            "family_verdicts", "paired_differences", "half_width", "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
 
@@ -91,6 +91,9 @@ class Verdict:
 MIN_PAIRS = 3
 """The fewest finite pairs a verdict (and a plan: adbs_lab/stats/planner.py) is read from; for an unpaired one, the
 finite runs on each side (module docstring)."""
+LEGACY_MIN_PAIRS = 2
+"""The rule before MIN_PAIRS: an interval from 2 finite pairs, and no spread check (what a study recorded before the
+rule read its verdicts by: adbs_lab/stats/policy.py, VerdictPolicy.min_pairs)."""
 SPREAD_TOL = 1e-9
 """Points: differences whose SD is at most this (float rounding of equal differences) do not spread."""
 
@@ -113,18 +116,22 @@ def no_spread(values: np.ndarray, step: float | None = None) -> np.ndarray:
     return (n >= 2) & ~(sd > spread_floor(step))
 
 
-def decisive_t(values: np.ndarray, a: float, step: float | None = None) -> tuple[np.ndarray, ...]:
+def decisive_t(values: np.ndarray, a: float, step: float | None = None,
+               min_pairs: int = MIN_PAIRS) -> tuple[np.ndarray, ...]:
     """`paired_t` as a verdict reads it: (estimate, lo, hi, n, n_left_out), the ends NaN where there are fewer than
-    MIN_PAIRS finite pairs or they do not spread (`no_spread`), so that nothing resolves there."""
+    `min_pairs` finite pairs or they do not spread (`no_spread`), so that nothing resolves there. `min_pairs` =
+    LEGACY_MIN_PAIRS: the rule before, without the spread check (a study recorded under it)."""
     est, lo, hi, n, left = paired_t(values, a)
-    none = (n < MIN_PAIRS) | no_spread(values, step)
+    none = n < min_pairs
+    if min_pairs >= MIN_PAIRS:
+        none = none | no_spread(values, step)
     return est, np.where(none, np.nan, lo), np.where(none, np.nan, hi), n, left
 
 
-def why_no_interval(v: "Verdict") -> str:
+def why_no_interval(v: "Verdict", min_pairs: int = MIN_PAIRS) -> str:
     """Why a verdict has no interval, as its line says: too few pairs, or no spread."""
-    if v.n < MIN_PAIRS:
-        return f"fewer than {MIN_PAIRS} finite pairs, no interval"
+    if v.n < min_pairs:
+        return f"fewer than {min_pairs} finite pairs, no interval"
     return "no spread: every pair's difference is the same, no interval"
 
 
@@ -178,24 +185,24 @@ def bonferroni(alpha: float, m: int) -> float:
     return alpha / m
 
 
-def replay(values: np.ndarray, looks: Looks, m: int, delta: float,
-           step: float | None = None) -> dict[str, np.ndarray]:
+def replay(values: np.ndarray, looks: Looks, m: int, delta: float, step: float | None = None,
+           min_pairs: int = MIN_PAIRS) -> dict[str, np.ndarray]:
     """Every comparison's verdict after the looks its seeds reach (the last axis of `values`, in seed order): at
     look k the interval over the first n_k seeds at error rate α_k / m; the first look that resolves a comparison
     freezes its verdict, interval and n. Before the first look: NaN interval, not resolved, look 0. Nothing
-    resolves from fewer than MIN_PAIRS finite pairs or without spread (`decisive_t`; `step`: the grid's)."""
+    resolves from fewer than `min_pairs` finite pairs or without spread (`decisive_t`; `step`: the grid's)."""
     x = np.asarray(values, dtype=float)
     shape = x.shape[:-1]
     out = {"code": np.full(shape, CODE[Label.NOT_RESOLVED]), "look": np.zeros(shape, dtype=int),
            "n_seeds": np.full(shape, x.shape[-1]), "level": np.full(shape, np.nan)}
-    est, lo, hi, n, left = decisive_t(x, 1.0, step)  # the estimate and counts before any look; ends NaN below
+    est, lo, hi, n, left = decisive_t(x, 1.0, step, min_pairs)  # the estimate and counts before any look; ends NaN below
     out.update(estimate=est, lo=np.full(shape, np.nan), hi=np.full(shape, np.nan), n=n, n_left_out=left)
     open_ = np.ones(shape, dtype=bool)
     for k, (size, alpha_k) in enumerate(zip(looks.sizes, looks.alphas), start=1):
         if size > x.shape[-1]:
             break
         a = bonferroni(alpha_k, m)
-        est, lo, hi, n, left = decisive_t(x[..., :size], a, step)
+        est, lo, hi, n, left = decisive_t(x[..., :size], a, step, min_pairs)
         code = classify(lo, hi, delta)
         for key, v in (("code", code), ("estimate", est), ("lo", lo), ("hi", hi), ("n", n), ("n_left_out", left),
                        ("look", k), ("n_seeds", size), ("level", 1.0 - a)):
@@ -205,7 +212,7 @@ def replay(values: np.ndarray, looks: Looks, m: int, delta: float,
 
 
 def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: float = 0.05, delta: float = 1.0,
-                    looks: Looks | None = None, m: int | None = None) -> dict[str, Verdict]:
+                    looks: Looks | None = None, m: int | None = None, min_pairs: int = MIN_PAIRS) -> dict[str, Verdict]:
     """{comparison: its Verdict} for a table's comparisons, each given its per-seed differences row - reference in
     seed order. Without `looks`, one look at the seeds each comparison has, at alpha / m (a study of fixed size);
     with them, the planned looks (their own alpha is the family's), each at α_k / m. `m`: the family's size when
@@ -215,7 +222,7 @@ def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: f
     for name, diffs in diffs_by_comparison.items():
         x = np.asarray(list(diffs), dtype=float)
         plan = looks if looks is not None else Looks.fixed(max(len(x), 1), alpha)
-        r = replay(x, plan, m, delta)
+        r = replay(x, plan, m, delta, min_pairs=min_pairs)
         out[name] = Verdict(estimate=float(r["estimate"]), lo=float(r["lo"]), hi=float(r["hi"]), n=int(r["n"]),
                             n_left_out=int(r["n_left_out"]), level=float(r["level"]), verdict=LABELS[int(r["code"])],
                             look=int(r["look"]), n_seeds=int(r["n_seeds"]))

@@ -155,7 +155,8 @@ class SampledRace:
             return Standing(done=True, reason=ALL_RESOLVED, leader=contenders[0] if contenders else None,
                             contenders=contenders)
         s = engine.replay(contenders, self.looks.n0, values, states, lambda i: SCREEN_SEED + 1 + i,
-                          engine.LeaderPairs(self.sign), self.looks, self.verdicts.delta, self.verdicts.m)
+                          engine.LeaderPairs(self.sign), self.looks, self.verdicts.delta, self.verdicts.m,
+                          self.verdicts.min_pairs)
         return Standing(s.targets, s.looks, s.done, s.reason, s.missing, s.verdicts, s.leader, contenders,
                         seed_of=s.seed_of)
 
