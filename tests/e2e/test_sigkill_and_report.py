@@ -122,7 +122,7 @@ def test_a_killed_and_resumed_study_is_reported_from_the_store_as_it_reported_it
     study_dir = storage / "killed-smoke"
     assert (out / "table.txt").read_text() == (study_dir / "table.txt").read_text()  # the rows, seeds and verdicts
     best = json.loads((study_dir / "best_config.json").read_text())
-    ours = from_store.load_study(client, "killed")
+    ours = from_store.load_study(client, "killed-smoke")
     assert tables.best_config(ours.trials, objectives.DEFAULT)["config_label"] == best["config_label"] == "a"
     # the Optuna study, what the dashboard shows: one trial per row, its seeds once each
     trials = optuna.load_study(study_name="killed-smoke", storage=f"sqlite:///{study_dir / 'optuna.db'}").trials
@@ -181,7 +181,7 @@ def test_a_sampled_race_killed_at_its_first_look_holds_one_optuna_trial_per_samp
     assert len({t.params["alpha"] for t in screening}) == 3  # no sampled value drawn twice
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     assert sorted(t.user_attrs["seeds"] for t in raced) == [[1, 2, 3], [1, 2, 3]]
-    ours = from_store.load_study(MlflowClient(tracking_uri), "killed")
+    ours = from_store.load_study(MlflowClient(tracking_uri), "killed-smoke")
     assert sorted(ours.trials["optuna_trial"].astype(int)) == [0, 1, 2, 3, 3, 3, 4, 4, 4]  # one record per trial
     for t in trials:  # Optuna's values are the study's: a screening sample's seed 0, a race's mean over its seeds
         rows = ours.trials[ours.trials["optuna_trial"] == t.number]
