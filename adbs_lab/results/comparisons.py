@@ -31,7 +31,7 @@ from adbs_lab.records.trial_records import LABEL
 from adbs_lab.stats import planner
 from adbs_lab.stats.policy import DEFAULT_POLICY, Pair, VerdictPolicy
 from adbs_lab.stats.verdicts import (CONSERVATIVE_BELOW, TOUCH, Label, Verdict, can_have_interval, family_verdicts,
-                                    half_width, paired_differences, printed_ends, welch)
+                                    half_width, paired_differences, printed_ends, welch, why_no_interval)
 
 __all__ = ["Compared", "family", "name", "compare_rows", "verdict_text",
            "sentence", "sentences", "family_heading", "opening", "plan_lines", "row_seconds", "cell", "cell_text",
@@ -158,7 +158,7 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
         sides[name(pair)] = tuple([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
         why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
     m = _family_size(diffs, sides) if across else len(pairs)
-    verdicts = family_verdicts(diffs, policy.alpha, policy.delta, policy.looks, m=m)
+    verdicts = family_verdicts(diffs, policy.alpha, policy.delta, policy.looks, m=m, min_pairs=policy.min_pairs)
     for n, (a, b) in sides.items():
         verdicts[n] = welch(a, b, policy.alpha, m, policy.delta)
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
@@ -225,7 +225,7 @@ def sentence(c: Compared, metric: str | None = None) -> str:
     what = f"{number(v.estimate, signed=True)} points" if math.isfinite(v.estimate) else "no paired seed"
     where = "in the last session" + ("" if metric == "test_acc" else f" ({metric})")
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
-        return f"{name(c.pair)}: {what} {where} ({_n_text(c)}: fewer than 2 pairs, no interval): {verdict_text(c)}"
+        return f"{name(c.pair)}: {what} {where} ({_n_text(c)}: {why_no_interval(v)}): {verdict_text(c)}"
     adjusted = [f"Bonferroni over {c.m} comparisons"] if c.m > 1 else []
     adjusted += [f"α spent over {len(c.policy.looks.sizes)} looks"] if c.policy.looks is not None else []
     how = "paired" if c.paired else "unpaired (Welch: the rows ran different seeds or data" + (
@@ -257,7 +257,8 @@ def cell_text(c: Compared) -> str:
     """The Δlast paired cell: the estimate and the interval the verdict read, as the sentence prints it."""
     v = c.verdict
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
-        return f"{number(v.estimate, signed=True)} (n < 2: no interval)" if math.isfinite(v.estimate) else "-"
+        return (f"{number(v.estimate, signed=True)} (n={v.n}: {why_no_interval(v).split(',')[0]})" if math.isfinite(v.estimate)
+                else "-")
     lo, hi = ends(c)
     return f"{number(v.estimate, signed=True)} ({lo} to {hi}, n={v.n})"
 

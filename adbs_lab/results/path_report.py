@@ -15,7 +15,7 @@ from adbs import light
 from adbs_lab.results import run_pick
 from adbs_lab.search.path import Confirmed, Step, runs_saved
 from adbs_lab.stats.policy import VerdictPolicy
-from adbs_lab.stats.verdicts import Verdict, printed_ends
+from adbs_lab.stats.verdicts import Verdict, printed_ends, why_no_interval
 from adbs_lab.stores.paths import SMOKE
 
 if TYPE_CHECKING:
@@ -35,9 +35,9 @@ FILES = ("table.txt", "table.md", "path.json", "report.md", "path.png")
 
 def interval_text(v: Verdict, delta: float) -> str:
     """`+1.23 (95% CI +0.40 to +2.06)`, the ends rounded outward so they give `v`'s verdict (`printed_ends`), the
-    estimate with as many decimals; no interval with n < 2."""
+    estimate with as many decimals; none from too few pairs or without spread (verdicts.why_no_interval)."""
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
-        return f"{v.estimate:+.2f} (n={v.n}: no interval)"
+        return f"{v.estimate:+.2f} (n={v.n}: {why_no_interval(v)})"
     lo, hi, d = printed_ends(v, delta)
     return f"{v.estimate:+.{d}f} ({lo} to {hi})"
 

@@ -35,8 +35,7 @@ import numpy as np
 
 from adbs_lab.search.seeds.race import pairs_m
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.intervals import paired_t
-from adbs_lab.stats.verdicts import Label, Verdict, bonferroni, family_verdicts, label
+from adbs_lab.stats.verdicts import Label, Verdict, bonferroni, decisive_t, family_verdicts, label
 
 __all__ = ["IGNORED", "DROPPING", "Evaluate", "Memo", "end", "RaceLook", "Step", "Confirmed", "differences", "change_label",
            "race", "greedy", "confirm", "confirm_note", "trial_counts", "runs_saved"]
@@ -180,7 +179,7 @@ def race(tag: str, candidates: dict[str, dict[str, Any]], evaluate: Evaluate, se
         for c in racing:
             if c == leader:
                 continue
-            est, lo, hi, n, left = paired_t(np.array([values[c][s] - values[leader][s] for s in upto]), a)
+            est, lo, hi, n, left = decisive_t(np.array([values[c][s] - values[leader][s] for s in upto]), a)
             said[c] = Verdict(float(est), float(lo), float(hi), int(n), int(left), 1.0 - a,
                               label(float(lo), float(hi), delta), k, size)
         dropped = tuple(c for c, v in said.items() if v.verdict in DROPPING)

@@ -27,17 +27,17 @@ import numpy as np
 from scipy import special, stats
 
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import bonferroni
+from adbs_lab.stats.verdicts import MIN_PAIRS, bonferroni, no_spread
 
-__all__ = ["UPPER", "N_MAX", "TWO_SEEDS", "FEWER", "c4", "sigma_upper", "expected_half_width", "levels", "smallest_n",
+__all__ = ["UPPER", "N_MAX", "FEWER", "NO_SPREAD", "c4", "sigma_upper", "expected_half_width", "levels", "smallest_n",
            "SeedPlan", "plan", "plan_family", "Cost", "extra_cost"]
 
 UPPER = 0.80
 """The confidence of the upper bound on σ the plan uses (Browne 1995)."""
 N_MAX = 100
 """The largest n a study of fixed size is planned to; beyond it the plan says "more than N_MAX"."""
-TWO_SEEDS = "2 seeds: no upper bound on σ (it needs 3); planned on the point estimate"
-FEWER = "fewer than 2 finite pairs: no estimate of σ, no plan"
+FEWER = f"fewer than {MIN_PAIRS} finite pairs: no plan (no verdict is read from fewer)"
+NO_SPREAD = "no spread: every pair's difference is the same, so no estimate of σ and no plan"
 
 
 def c4(n: int) -> float:
@@ -80,9 +80,9 @@ class SeedPlan:
     n: int
     """Finite pairs among them, the sample σ is estimated from."""
     s: float
-    """The paired differences' sample SD (NaN with n < 2)."""
+    """The paired differences' sample SD (NaN with fewer than MIN_PAIRS)."""
     sigma: float
-    """The σ planned on: Browne's upper bound with n ≥ 3, s with n = 2, NaN below."""
+    """The σ planned on: Browne's upper bound (n ≥ MIN_PAIRS and some spread), NaN otherwise."""
     needed: int | None
     """Seeds the comparison needs in all (planned on `sigma`); None: beyond the cap or no plan."""
     needed_point: int | None
@@ -101,12 +101,12 @@ def plan(diffs: Sequence[float], delta: float, level_at: Mapping[int, float]) ->
     x = np.asarray(list(diffs), dtype=float)
     ok = x[np.isfinite(x)]
     n = len(ok)
-    if n < 2:
+    if n < MIN_PAIRS:  # no verdict is read from fewer (adbs_lab/stats/verdicts.py: MIN_PAIRS): no plan either
         return SeedPlan(len(x), n, math.nan, math.nan, None, None, FEWER)
     s = float(np.std(ok, ddof=1))
+    if no_spread(ok):  # a plan from s = 0 would say "enough"
+        return SeedPlan(len(x), n, s, math.nan, None, None, NO_SPREAD)
     point = smallest_n(s, delta, level_at)
-    if n == 2:
-        return SeedPlan(len(x), n, s, s, point, point, TWO_SEEDS)
     upper = sigma_upper(s, n)
     return SeedPlan(len(x), n, s, upper, smallest_n(upper, delta, level_at), point, "")
 

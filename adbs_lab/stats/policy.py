@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import Label
+from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS, MIN_PAIRS, Label
 
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_DELTA", "DEFAULT_POLICY", "MAX_ALPHA", "MAX_DELTA", "TAG", "PAIRS_TAG", "Pair",
            "VerdictPolicy", "alpha_problem", "delta_problem", "combined"]
@@ -88,6 +88,11 @@ class VerdictPolicy:
     comparisons a table makes."""
     metric: str = "test_acc"
     """The deciding metric: its last session's value is what a comparison reads."""
+    min_pairs: int = MIN_PAIRS
+    """The fewest finite pairs a verdict or a plan is read from, with the spread check (adbs_lab/stats/verdicts.py:
+    MIN_PAIRS, no_spread); LEGACY_MIN_PAIRS: the rule of a study recorded before it (2 pairs, no spread check), which
+    a report of that study reads it by (`from_tags`), so its verdicts read as it printed them. A study resumed by this
+    code takes this code's rule: it withholds verdicts the old one gave, which never adds an error."""
 
     def __post_init__(self) -> None:
         for problem in (alpha_problem(self.alpha), delta_problem(self.delta)):
@@ -96,6 +101,9 @@ class VerdictPolicy:
         if self.looks is not None and self.looks.alpha != self.alpha:
             raise ValueError(f"looks spend alpha={self.looks.alpha}, the policy's family error rate is {self.alpha}: "
                              "one alpha for the family")
+        if self.min_pairs not in (LEGACY_MIN_PAIRS, MIN_PAIRS):
+            raise ValueError(f"min_pairs is {MIN_PAIRS} (or {LEGACY_MIN_PAIRS}: a study recorded before that rule), "
+                             f"not {self.min_pairs}")
         if self.m is not None and self.m < 1:
             raise ValueError(f"a family holds at least one comparison, not m={self.m}")
 
@@ -144,7 +152,8 @@ class VerdictPolicy:
         except (KeyError, ValueError, TypeError):
             record = _old(tags)
         known = {f.name for f in dataclasses.fields(cls)} - {"pairs"}
-        values: dict[str, Any] = {k: v for k, v in record.items() if k in known}
+        values: dict[str, Any] = {"min_pairs": LEGACY_MIN_PAIRS,  # a record from before the rule: it read by the old
+                                  **{k: v for k, v in record.items() if k in known}}
         try:
             looks = values.pop("looks", None)
             values["looks"] = None if looks is None else Looks(**looks)

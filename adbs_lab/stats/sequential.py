@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.verdicts import Label, Verdict, family_verdicts
+from adbs_lab.stats.verdicts import MIN_PAIRS, Label, Verdict, family_verdicts
 
 __all__ = ["ALL_RESOLVED", "CAP", "MORE", "DEFAULT_LOOKS", "NextBatch", "next_look", "next_batch"]
 
@@ -56,12 +56,13 @@ def next_look(seeds_run: int, looks: Looks) -> int | None:
 
 
 def next_batch(diffs_by_comparison: Mapping[str, Sequence[float]], pairs: Mapping[str, tuple[str, str]],
-               looks: Looks = DEFAULT_LOOKS, delta: float = 1.0, m: int | None = None) -> NextBatch:
+               looks: Looks = DEFAULT_LOOKS, delta: float = 1.0, m: int | None = None,
+               min_pairs: int = MIN_PAIRS) -> NextBatch:
     """The verdicts after the finished trials and which rows need more seeds. `diffs_by_comparison`: per-seed
     differences row - reference in seed order (NaN for a failed seed), `pairs`: comparison -> (row, reference).
     `m`: the family's size when it holds comparisons not given here (a race's pairs of contenders:
-    adbs_lab/search/seeds/race.py); default, those given."""
-    verdicts = family_verdicts(diffs_by_comparison, looks.alpha, delta, looks, m)
+    adbs_lab/search/seeds/race.py); default, those given. `min_pairs`: the verdict policy's rule of too few pairs."""
+    verdicts = family_verdicts(diffs_by_comparison, looks.alpha, delta, looks, m, min_pairs)
     open_ = [name for name, v in verdicts.items() if v.verdict is Label.NOT_RESOLVED]
     if not open_:
         return NextBatch(True, ALL_RESOLVED, {}, verdicts)

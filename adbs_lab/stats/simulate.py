@@ -18,8 +18,7 @@ import numpy as np
 
 from adbs_lab.stats import aggregate, corners
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.intervals import paired_t
-from adbs_lab.stats.verdicts import CODE, Label, bonferroni, replay
+from adbs_lab.stats.verdicts import CODE, Label, bonferroni, decisive_t, replay
 
 __all__ = ["Noise", "OUTLIER_SHARE", "OUTLIER_SCALE", "noise", "differences", "false_verdicts", "run", "coverage",
            "aggregate_coverage"]
@@ -76,7 +75,7 @@ def coverage(d: np.ndarray, looks: Looks, effects: Sequence[float]) -> np.ndarra
     e = np.asarray(effects, dtype=float)[None, :]
     ok = np.ones(d.shape[:-1], dtype=bool)
     for size, alpha_k in zip(looks.sizes, looks.alphas):
-        _, lo, hi, _, _ = paired_t(d[..., :size], bonferroni(alpha_k, len(effects)))
+        _, lo, hi, _, _ = decisive_t(d[..., :size], bonferroni(alpha_k, len(effects)))
         ok &= (lo <= e) & (e <= hi)
     return ok
 

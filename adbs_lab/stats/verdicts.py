@@ -2,8 +2,16 @@
 
 - The interval: the paired t-interval of Student (1908) over the per-seed differences row - reference (accuracy
   points), mean ± t_{1-a/2, n-1} s / √n. A seed whose difference is not finite (a diverged or failed trial) is
-  left out and counted; with n < 2 there is no interval and the comparison is not resolved
-  (adbs_lab/stats/intervals.py: paired_t, the one owner of the t-intervals).
+  left out and counted (adbs_lab/stats/intervals.py: paired_t, the one owner of the t-intervals).
+- No verdict from too little: with fewer than MIN_PAIRS = 3 finite pairs, or pairs whose differences do not spread
+  (`no_spread`), there is no interval and the comparison is not resolved. Accuracies are counts over a finite
+  evaluation set, so differences lie on a grid of 100 / N points and several can be equal: their s = 0 would give a
+  zero-width interval and an immediate verdict. Under no true difference, a 3-comparison table of 2 seeds on the
+  grid of N = 700 test images gave a false verdict in 11% of tables where 5% were allowed; with both rules, at most
+  α at 2 to 8 seeds and N = 700, 2,000, 10,000 (tests/adbs_lab/stats/test_zero_spread.py, docs/statistics.md).
+  A spread below the grid's own (step / √12, the SD of rounding to the grid) is no spread: on the grid, with at most
+  12 pairs, that is a spread of exactly 0 (one pair off by a step already gives s = step / √n); the step is taken
+  from the evaluation set's size where a caller knows it (`step`), else the spread must be 0 within SPREAD_TOL.
 - The adjustment: Bonferroni (Dunn 1961, "Multiple comparisons among means", JASA 56:52) over the m comparisons of
   a table, a = α_k / m, so the table's intervals cover together with probability ≥ 1 - α; with planned looks
   (adbs_lab/stats/looks.py) α_k is the share of α spent at look k, and the union bound covers every look too.
@@ -29,11 +37,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from adbs_lab.stats.intervals import MIN_PAIRS, paired_t, welch_t
+from adbs_lab.stats.intervals import paired_t, welch_t
 from adbs_lab.stats.looks import Looks
 
-__all__ = ["Label", "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "bonferroni",
-           "replay", "family_verdicts", "paired_differences", "half_width", "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
+__all__ = ["MIN_PAIRS", "LEGACY_MIN_PAIRS", "SPREAD_TOL", "spread_floor", "no_spread", "decisive_t", "why_no_interval", "Label",
+           "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "bonferroni", "replay",
+           "family_verdicts", "paired_differences", "half_width", "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
 
 
 class Label(str, enum.Enum):
@@ -60,9 +69,9 @@ class Verdict:
     estimate: float
     """Mean of the finite per-seed differences row - reference (NaN with none)."""
     lo: float
-    """Lower end of the displayed interval (NaN with n < 2)."""
+    """Lower end of the displayed interval (NaN with fewer than MIN_PAIRS finite pairs, or no spread)."""
     hi: float
-    """Upper end of the displayed interval (NaN with n < 2)."""
+    """Upper end of the displayed interval (NaN as `lo`)."""
     n: int
     """Finite pairs the interval is over."""
     n_left_out: int
@@ -77,6 +86,53 @@ class Verdict:
     """Seeds run (finite or not) at that look."""
     conservative_df: bool = False
     """An unpaired interval on the conservative degrees of freedom min(n_a, n_b) - 1 (`welch`)."""
+
+
+MIN_PAIRS = 3
+"""The fewest finite pairs a verdict (and a plan: adbs_lab/stats/planner.py) is read from; for an unpaired one, the
+finite runs on each side (module docstring)."""
+LEGACY_MIN_PAIRS = 2
+"""The rule before MIN_PAIRS: an interval from 2 finite pairs, and no spread check (what a study recorded before the
+rule read its verdicts by: adbs_lab/stats/policy.py, VerdictPolicy.min_pairs)."""
+SPREAD_TOL = 1e-9
+"""Points: differences whose SD is at most this (float rounding of equal differences) do not spread."""
+
+
+def spread_floor(step: float | None = None) -> float:
+    """The SD at or below which differences do not spread: the grid's rounding SD step / √12 for an evaluation set
+    of step = 100 / N points, else SPREAD_TOL (module docstring)."""
+    return SPREAD_TOL if step is None else max(SPREAD_TOL, step / math.sqrt(12.0))
+
+
+def no_spread(values: np.ndarray, step: float | None = None) -> np.ndarray:
+    """Over the last axis: whether the finite values spread by no more than `spread_floor(step)` (two or more of
+    them; fewer is MIN_PAIRS's case)."""
+    x = np.asarray(values, dtype=float)
+    ok = np.isfinite(x)
+    n = ok.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, x, 0.0).sum(axis=-1) / n
+        sd = np.sqrt((np.where(ok, x - mean[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1))
+    return (n >= 2) & ~(sd > spread_floor(step))
+
+
+def decisive_t(values: np.ndarray, a: float, step: float | None = None,
+               min_pairs: int = MIN_PAIRS) -> tuple[np.ndarray, ...]:
+    """`paired_t` as a verdict reads it: (estimate, lo, hi, n, n_left_out), the ends NaN where there are fewer than
+    `min_pairs` finite pairs or they do not spread (`no_spread`), so that nothing resolves there. `min_pairs` =
+    LEGACY_MIN_PAIRS: the rule before, without the spread check (a study recorded under it)."""
+    est, lo, hi, n, left = paired_t(values, a)
+    none = n < min_pairs
+    if min_pairs >= MIN_PAIRS:
+        none = none | no_spread(values, step)
+    return est, np.where(none, np.nan, lo), np.where(none, np.nan, hi), n, left
+
+
+def why_no_interval(v: "Verdict", min_pairs: int = MIN_PAIRS) -> str:
+    """Why a verdict has no interval, as its line says: too few pairs, or no spread."""
+    if v.n < min_pairs:
+        return f"fewer than {min_pairs} finite pairs, no interval"
+    return "no spread: every pair's difference is the same, no interval"
 
 
 def can_have_interval(n: int) -> bool:
@@ -129,22 +185,24 @@ def bonferroni(alpha: float, m: int) -> float:
     return alpha / m
 
 
-def replay(values: np.ndarray, looks: Looks, m: int, delta: float) -> dict[str, np.ndarray]:
+def replay(values: np.ndarray, looks: Looks, m: int, delta: float, step: float | None = None,
+           min_pairs: int = MIN_PAIRS) -> dict[str, np.ndarray]:
     """Every comparison's verdict after the looks its seeds reach (the last axis of `values`, in seed order): at
     look k the interval over the first n_k seeds at error rate α_k / m; the first look that resolves a comparison
-    freezes its verdict, interval and n. Before the first look: NaN interval, not resolved, look 0."""
+    freezes its verdict, interval and n. Before the first look: NaN interval, not resolved, look 0. Nothing
+    resolves from fewer than `min_pairs` finite pairs or without spread (`decisive_t`; `step`: the grid's)."""
     x = np.asarray(values, dtype=float)
     shape = x.shape[:-1]
     out = {"code": np.full(shape, CODE[Label.NOT_RESOLVED]), "look": np.zeros(shape, dtype=int),
            "n_seeds": np.full(shape, x.shape[-1]), "level": np.full(shape, np.nan)}
-    est, lo, hi, n, left = paired_t(x, 1.0)  # the estimate and counts before any look; ends NaN below
+    est, lo, hi, n, left = decisive_t(x, 1.0, step, min_pairs)  # the estimate and counts before any look; ends NaN below
     out.update(estimate=est, lo=np.full(shape, np.nan), hi=np.full(shape, np.nan), n=n, n_left_out=left)
     open_ = np.ones(shape, dtype=bool)
     for k, (size, alpha_k) in enumerate(zip(looks.sizes, looks.alphas), start=1):
         if size > x.shape[-1]:
             break
         a = bonferroni(alpha_k, m)
-        est, lo, hi, n, left = paired_t(x[..., :size], a)
+        est, lo, hi, n, left = decisive_t(x[..., :size], a, step, min_pairs)
         code = classify(lo, hi, delta)
         for key, v in (("code", code), ("estimate", est), ("lo", lo), ("hi", hi), ("n", n), ("n_left_out", left),
                        ("look", k), ("n_seeds", size), ("level", 1.0 - a)):
@@ -154,7 +212,7 @@ def replay(values: np.ndarray, looks: Looks, m: int, delta: float) -> dict[str, 
 
 
 def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: float = 0.05, delta: float = 1.0,
-                    looks: Looks | None = None, m: int | None = None) -> dict[str, Verdict]:
+                    looks: Looks | None = None, m: int | None = None, min_pairs: int = MIN_PAIRS) -> dict[str, Verdict]:
     """{comparison: its Verdict} for a table's comparisons, each given its per-seed differences row - reference in
     seed order. Without `looks`, one look at the seeds each comparison has, at alpha / m (a study of fixed size);
     with them, the planned looks (their own alpha is the family's), each at α_k / m. `m`: the family's size when
@@ -164,7 +222,7 @@ def family_verdicts(diffs_by_comparison: Mapping[str, Sequence[float]], alpha: f
     for name, diffs in diffs_by_comparison.items():
         x = np.asarray(list(diffs), dtype=float)
         plan = looks if looks is not None else Looks.fixed(max(len(x), 1), alpha)
-        r = replay(x, plan, m, delta)
+        r = replay(x, plan, m, delta, min_pairs=min_pairs)
         out[name] = Verdict(estimate=float(r["estimate"]), lo=float(r["lo"]), hi=float(r["hi"]), n=int(r["n"]),
                             n_left_out=int(r["n_left_out"]), level=float(r["level"]), verdict=LABELS[int(r["code"])],
                             look=int(r["look"]), n_seeds=int(r["n_seeds"]))
@@ -212,7 +270,7 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float, m: int, delta: f
     a_ = bonferroni(alpha, m)
     lo = hi = math.nan
     conservative = False
-    if can_have_interval(min(len(fx), len(fy))):
+    if can_have_interval(min(len(fx), len(fy))) and not (no_spread(fx) and no_spread(fy)):  # neither side spreads: none
         _, lo_, hi_, _ = welch_t(fx, fy, a_, CONSERVATIVE_BELOW)
         lo, hi = float(lo_), float(hi_)
         conservative = min(len(fx), len(fy)) < CONSERVATIVE_BELOW

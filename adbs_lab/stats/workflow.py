@@ -30,8 +30,7 @@ from adbs_lab.stats.forecast import stop_draws
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.planner import N_MAX, UPPER, expected_half_width
 from adbs_lab.stats.simulate import false_verdicts
-from adbs_lab.stats.intervals import paired_t
-from adbs_lab.stats.verdicts import CODE, Label, bonferroni, classify, replay
+from adbs_lab.stats.verdicts import CODE, Label, bonferroni, classify, decisive_t, replay
 
 __all__ = ["Noise", "NOISES", "unit_noise", "differences", "BETTER_CODES", "Secondaries", "advised", "rerun_at_planned_n",
            "rerun_with_larger_cap", "power", "forecast_check"]
@@ -82,7 +81,7 @@ def _secondaries_false(sec: Secondaries, delta: float) -> np.ndarray:
     m, k_sec = sec.effects.shape
     out = []
     for size, alpha_k in zip(sec.looks.sizes, sec.looks.alphas):
-        _, lo, hi, _, _ = paired_t(sec.d[..., :size], bonferroni(alpha_k, m * k_sec))
+        _, lo, hi, _, _ = decisive_t(sec.d[..., :size], bonferroni(alpha_k, m * k_sec))
         out.append(false_verdicts(classify(lo, hi, delta), sec.effects, delta).any(axis=2))  # type: ignore[arg-type]
     return np.stack(out)
 
@@ -136,7 +135,7 @@ def rerun_at_planned_n(d: np.ndarray, effects: Sequence[float], delta: float, al
     `d` needs N_MAX seeds. Returns "false" (either table), "first" (the first table alone) and "n" (0: no rerun)."""
     m = d.shape[1]
     a = bonferroni(alpha, m)
-    _, lo, hi, _, _ = paired_t(d[..., :n0], a)
+    _, lo, hi, _, _ = decisive_t(d[..., :n0], a)
     code = classify(lo, hi, delta)
     first = false_verdicts(code, effects, delta).any(axis=1)
     s = np.std(d[..., :n0], axis=-1, ddof=1)
@@ -145,7 +144,7 @@ def rerun_at_planned_n(d: np.ndarray, effects: Sequence[float], delta: float, al
     false = np.array(first, dtype=bool)
     for size in np.unique(n[n > 0]):
         pick = n == size
-        _, lo2, hi2, _, _ = paired_t(d[pick][..., :size], a)
+        _, lo2, hi2, _, _ = decisive_t(d[pick][..., :size], a)
         false[pick] |= false_verdicts(classify(lo2, hi2, delta), effects, delta).any(axis=1)
     return {"false": false, "first": first, "n": n}
 

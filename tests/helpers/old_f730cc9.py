@@ -140,3 +140,15 @@ def _coverages(sims: int = 1000) -> None:
 
 if __name__ == "__main__":  # .venv/bin/python -m tests.helpers.old_f730cc9 (about a minute)
     _coverages()
+
+
+def old_fixed_table_codes(values: np.ndarray, alpha: float, m: int, delta: float) -> np.ndarray:
+    """f730cc9 verdicts.replay for a fixed table: the paired t-interval at alpha / m from 2 finite pairs on, a zero
+    spread giving a zero-width interval, read by `classify` (unchanged since)."""
+    from adbs_lab.stats.verdicts import classify
+
+    x = np.asarray(values, dtype=float)
+    n = x.shape[-1]
+    est = x.mean(axis=-1)
+    half = stats.t.ppf(1 - alpha / m / 2, n - 1) * x.std(axis=-1, ddof=1) / math.sqrt(n)
+    return classify(est - half, est + half, delta)

@@ -40,7 +40,7 @@ from adbs_lab.search.seeds.until_resolved import looks_identity
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.policy import VerdictPolicy
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP
-from adbs_lab.stats.verdicts import Label, Verdict, printed_ends
+from adbs_lab.stats.verdicts import Label, Verdict, printed_ends, why_no_interval
 
 __all__ = ["DEFAULT_TOP", "SCREEN_SEED", "RESOLVING", "pairs_m", "SampledRace", "screened", "resolved",
            "post_selection"]
@@ -155,7 +155,8 @@ class SampledRace:
             return Standing(done=True, reason=ALL_RESOLVED, leader=contenders[0] if contenders else None,
                             contenders=contenders)
         s = engine.replay(contenders, self.looks.n0, values, states, lambda i: SCREEN_SEED + 1 + i,
-                          engine.LeaderPairs(self.sign), self.looks, self.verdicts.delta, self.verdicts.m)
+                          engine.LeaderPairs(self.sign), self.looks, self.verdicts.delta, self.verdicts.m,
+                          self.verdicts.min_pairs)
         return Standing(s.targets, s.looks, s.done, s.reason, s.missing, s.verdicts, s.leader, contenders,
                         seed_of=s.seed_of)
 
@@ -204,7 +205,7 @@ class SampledRace:
         m = policy.m or 1
         out = []
         for c, v in standing.verdicts.items():
-            ci = f"{policy.level_text} CI {_ends(v, policy.delta)}" if math.isfinite(v.lo) else "n < 2: no interval"
+            ci = f"{policy.level_text} CI {_ends(v, policy.delta)}" if math.isfinite(v.lo) else why_no_interval(v)
             when = f"reached at look {v.look} of {k}" if v.verdict is not Label.NOT_RESOLVED else f"look {v.look} of {k}"
             left = f", {v.n_left_out} left out" if v.n_left_out else ""
             signed = " (signed: + is better)" if self.sign < 0 else ""

@@ -113,7 +113,8 @@ class UntilResolved:
             if e.state == K.COMPLETE:
                 values.setdefault(e.unit, {})[e.seed] = e.value
         return engine.replay(self.rows, self.looks.n0, values, states, lambda i: i,
-                             engine.TablePairs(tuple(self.verdicts.pairs or ())), self.looks, self.verdicts.delta)
+                             engine.TablePairs(tuple(self.verdicts.pairs or ())), self.looks, self.verdicts.delta,
+                             min_pairs=self.verdicts.min_pairs)
 
     def wanted(self, standing: Standing) -> dict[str, list[int]]:
         return {row: standing.seeds(row) for row in self.rows if row in standing.targets}

@@ -118,7 +118,8 @@ class Shape:
         looks = {"adbs.looks": json.dumps(dataclasses.asdict(self.looks))} if self.looks else {}
         return {"adbs.baseline": "" if self.sampled else "ref", "adbs.order": json.dumps(list(self.rows)),
                 "adbs.comparisons": json.dumps([list(p) for p in self.pairs]), "adbs.resolve": "1", **looks,
-                objectives.TAG: json.dumps(objectives.texts(objectives.DEFAULT))}
+                objectives.TAG: json.dumps(objectives.texts(objectives.DEFAULT)),
+                **VerdictPolicy(delta=1.0, pairs=self.pairs, looks=self.looks).tags()}  # as launch.py records it
 
     def table(self, sessions: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
         """The study's table as it makes it (adbs_lab/driver/summarise.py: _tables)."""

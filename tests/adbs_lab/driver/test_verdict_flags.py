@@ -81,7 +81,7 @@ def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, ca
     """--plan of a --seeds auto study gives the verdicts its own table gave (at its planned looks), never a
     fixed-size reading of the same trials, and plans the unresolved ones as a study of fixed size."""
     _write_study(tmp_path / "ablation-smoke", {"baseline": [50, 54, 47, 52, 49], "adb": [46.9, 51.1, 43.8, 49.2, 45.9],
-                                         "adb+ic": [47, 51, 44, 49, 46]})
+                                         "adb+ic": [47.1, 51, 43.8, 49, 46]})
     p = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan", "--seeds", "auto",
                                              "--max-seeds", "5")))
     seed_plan(p)

@@ -14,6 +14,8 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from adbs.config import Config
+from adbs_lab.stats.policy import VerdictPolicy
+from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS
 from adbs_lab.results import from_store
 from adbs_lab.results import renderings
 from adbs_lab.results import run_files
@@ -103,7 +105,9 @@ def test_store_gives_the_table_paper_table_gives_on_the_same_data(store):
     assert study.parent.info.run_id == parent_id and (study.baseline, study.order) == ("baseline", ["baseline", "adb+ic"])
     assert set(study.trials["state"]) == {K.COMPLETE, K.PRUNED}
     assert list(dict.fromkeys(study.sessions["label"])) == ["adb+ic", "baseline"]  # Optuna trial order
-    expected = tables.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"], trials=trials)
+    # its parent run records no verdict policy: a study from before it, read by the rule it printed by (2 pairs)
+    expected = tables.paper_table(rows, baseline="baseline", order=["baseline", "adb+ic"], trials=trials,
+                                  verdicts=VerdictPolicy(min_pairs=LEGACY_MIN_PAIRS))
     got = from_store.study_table(study)
     assert tables.format_table(got) == tables.format_table(expected)
     assert got.loc[0, "d_cs"][0] == pytest.approx(0.86) and got.loc[1, "d_cs"][0] == pytest.approx(0.92)

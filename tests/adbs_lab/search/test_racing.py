@@ -51,7 +51,7 @@ def test_the_top_three_on_the_screening_seed_race_and_a_clear_leader_is_resolved
 
 
 def test_an_unresolved_contender_and_the_leader_run_the_next_batch_and_a_resolved_one_does_not():
-    fresh = {"a": [60.0, 60.1, 59.9, 60.0, 60.0], "b": [55.0, 55.1, 54.9], "c": [59.0, 61.0, 58.0, 60.5, 59.5]}
+    fresh = {"a": [60.0, 60.1, 59.9, 60.0, 60.0], "b": [55.0, 55.11, 54.9], "c": [59.0, 61.0, 58.0, 60.5, 59.5]}
     partial = {lab: {1 + i: v for i, v in enumerate(xs)} for lab, xs in fresh.items()}
     states = {lab: {s: "complete" for s in d} for lab, d in partial.items()}
     first = replay({"a": 3.0, "b": 2.0, "c": 1.0}, True, {k: {s: v for s, v in d.items() if s <= 3}

@@ -1,7 +1,8 @@
 """The looks of --seeds auto and of a race, replayed from the trials that ended, are the ones the code of commit
 0f7bd56 took: its outputs on 60 studies played to their end on random truths (targets, looks, verdicts, the missing
 seeds, why it stopped), at a random point of each and at its end, recorded in data/engine_golden.json (floats
-exactly). A resumed study takes the looks its searcher took before, so these must not move: the seed policies
+exactly), under the rule of too few pairs those studies ran by (adbs_lab/stats/verdicts.py: LEGACY_MIN_PAIRS). The
+engine must take the looks it took before under the same rule, so these must not move: the seed policies
 (adbs_lab/search/seeds/) take them here, through a small adapter from the recorded tables to the trials that
 ended."""
 
@@ -18,6 +19,7 @@ from adbs_lab.search.seeds.race import SampledRace, pairs_m
 from adbs_lab.search.seeds.until_resolved import UntilResolved
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.policy import VerdictPolicy
+from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "engine_golden.json").read_text())
 
@@ -55,7 +57,7 @@ def _ended(values: dict, states: dict) -> list[Ended]:
 
 def auto_out(case: dict) -> dict:
     looks = Looks(**case["looks"])
-    policy = UntilResolved(VerdictPolicy(alpha=looks.alpha, delta=case["delta"],
+    policy = UntilResolved(VerdictPolicy(alpha=looks.alpha, delta=case["delta"], min_pairs=LEGACY_MIN_PAIRS,
                                          pairs=tuple(tuple(p) for p in case["pairs"]), looks=looks),
                            tuple(case["rows"]), ("row",))
     out = policy.standing(_ended(_ints(case["values"]), _ints(case["states"])))
@@ -74,7 +76,8 @@ def race_out(case: dict) -> dict:
     plan = case["plan"]
     looks = Looks(**plan["looks"])
     top = min(plan["top"], plan["samples"])
-    policy = SampledRace(VerdictPolicy(alpha=looks.alpha, delta=plan["delta"], looks=looks, m=pairs_m(top)),
+    policy = SampledRace(VerdictPolicy(alpha=looks.alpha, delta=plan["delta"], looks=looks, m=pairs_m(top),
+                                       min_pairs=LEGACY_MIN_PAIRS),
                          top, plan["samples"], ("alpha",), plan["sign"])
     screen = list(case["screen"].items())[:len(case["screen"]) - (not case["screened"])]  # one short: not screened
     ended = [Ended(lab, 0, "COMPLETE" if math.isfinite(v) else "FAILED", v) for lab, v in screen]

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from adbs_lab.stats.looks import Looks
-from adbs_lab.stats.planner import (FEWER, TWO_SEEDS, SeedPlan, c4, expected_half_width, extra_cost, levels, plan,
+from adbs_lab.stats.planner import (FEWER, NO_SPREAD, SeedPlan, c4, expected_half_width, extra_cost, levels, plan,
                                     plan_family, sigma_upper, smallest_n)
 from adbs_lab.stats.simulate import differences, run
 from adbs_lab.stats.intervals import paired_t
@@ -81,9 +81,11 @@ def test_a_three_seed_pilot_plans_on_browne_bound_and_its_power_is_printed():
     assert power > 0.80 and power >= power_point and n.mean() > n_point.mean()
 
 
-def test_two_seeds_are_flagged_and_one_gives_no_plan():
+def test_fewer_than_three_seeds_or_no_spread_give_no_plan():
     two = plan([0.5, 1.1], DELTA, levels(0.05, 3))
-    assert two.note == TWO_SEEDS and two.sigma == two.s and two.needed == two.needed_point is not None
+    assert two.note == FEWER and two.needed is None and two.extra is None
+    tied = plan([0.5, 0.5, 0.5], DELTA, levels(0.05, 3))  # s = 0 would plan "enough"
+    assert tied.note == NO_SPREAD and tied.needed is None
     three = plan([0.5, 1.1, 0.7], DELTA, levels(0.05, 3))
     assert three.note == "" and three.sigma == pytest.approx(sigma_upper(three.s, 3)) and three.needed > three.needed_point
     one = plan([0.5, math.nan], DELTA, levels(0.05, 3))

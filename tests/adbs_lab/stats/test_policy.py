@@ -9,6 +9,7 @@ import math
 import pytest
 
 from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS
 from adbs_lab.stats.policy import (PAIRS_TAG, TAG, VerdictPolicy, alpha_problem, combined, delta_problem)
 from adbs_lab.stats.verdicts import Label
 
@@ -30,10 +31,16 @@ def test_the_tags_round_trip_every_field():
 def test_a_study_recorded_before_the_tag_is_read_from_its_old_tags():
     looks = Looks(max_seeds=6)
     old = {"adbs.resolve": "0.5", "adbs.looks": json.dumps(looks.__dict__), PAIRS_TAG: '[["a", "b"]]'}
-    assert VerdictPolicy.from_tags(old) == VerdictPolicy(delta=0.5, looks=looks, pairs=(("a", "b"),))
-    assert VerdictPolicy.from_tags({"adbs.resolve": "2"}) == VerdictPolicy(delta=2.0)
-    assert VerdictPolicy.from_tags({}) == VerdictPolicy()
-    assert VerdictPolicy.from_tags({"adbs.resolve": "x", "adbs.looks": "{", TAG: "[1]"}) == VerdictPolicy()
+    legacy = LEGACY_MIN_PAIRS  # recorded before the rule of too few pairs: read by the rule it printed by
+    assert VerdictPolicy.from_tags(old) == VerdictPolicy(delta=0.5, looks=looks, pairs=(("a", "b"),), min_pairs=legacy)
+    assert VerdictPolicy.from_tags({"adbs.resolve": "2"}) == VerdictPolicy(delta=2.0, min_pairs=legacy)
+    assert VerdictPolicy.from_tags({}) == VerdictPolicy(min_pairs=legacy)
+    assert VerdictPolicy.from_tags({"adbs.resolve": "x", "adbs.looks": "{", TAG: "[1]"}) == VerdictPolicy(min_pairs=legacy)
+    recorded_before = {TAG: json.dumps({"version": 1, "alpha": 0.05, "delta": 1.0, "looks": None, "m": None,
+                                        "metric": "test_acc"})}
+    assert VerdictPolicy.from_tags(recorded_before).min_pairs == legacy
+    now = VerdictPolicy(pairs=(("a", "b"),))
+    assert VerdictPolicy.from_tags(now.tags()) == now and now.min_pairs == 3  # this code's rule, recorded
 
 
 def test_a_later_version_is_read_for_the_fields_this_code_knows():

@@ -49,9 +49,6 @@ def test_the_advised_workflow_keeps_every_printed_verdict_true_together(m, truth
     assert r["false"].mean() <= BOUND
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "three seeds whose differences tie on the grid of 100/700 points have a spread near 0 and resolve at the first "
-    "look; it passes once a spread below the grid step / √12 resolves nothing (docs/statistics.md)"))
 def test_no_false_verdict_from_ties_at_the_first_look():
     effects = [0.0] * 12
 
