@@ -186,9 +186,9 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
         raise StudyInputError(f"--seeds auto adds seeds until the table's comparisons are resolved, and this run of "
                               f"{plan.name} compares no rows (no reference row among them); pass --seeds with a list "
                               "of seeds, or --reference ROW")
-    seeding = seed_policy(opts, is_grid, VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs)), tuple(labels),
-                          tuple(k for k in varying if k != tune_keys.SEED_KEY))
-    verdicts = getattr(seeding, "verdicts", VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs)))
+    table_policy = VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs), smoke=opts.smoke)
+    seeding = seed_policy(opts, is_grid, table_policy, tuple(labels), tuple(k for k in varying if k != tune_keys.SEED_KEY))
+    verdicts = getattr(seeding, "verdicts", table_policy)
     total = seeding.trials(n_configs)[1]
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
                     trial=sp.TrialMaker(base_config, plan.rows),

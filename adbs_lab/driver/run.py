@@ -92,8 +92,8 @@ def seed_plan(p: Prepared) -> None:
     standing = summarise.standing(p, sessions, trials)
     said = p.seeding.verdict_lines(standing, p.objectives[0].name)
     if said is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
-        print("\n".join([f"{p.plan.name} ({p.dir}): the race's verdicts of its last run, all true together with "
-                         f"probability at least {p.verdicts.level_text} (docs/statistics.md)", *said,
+        print("\n".join([f"{p.plan.name} ({p.dir}): the race's verdicts of its last run, {p.verdicts.guarantee()} "
+                         "(docs/statistics.md)", *said,
                          p.seeding.end_line(standing) or ""]))
         return
     table = tables.paper_table(sessions, baseline=p.reference, order=p.plan.order, trials=trials,

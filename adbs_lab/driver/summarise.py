@@ -133,8 +133,7 @@ def _print_seeding(p: Prepared, out: Outcome) -> None:
     """The seed policy's own verdicts (a race's, each with the n that reached it), and why its seeds stopped."""
     said = p.seeding.verdict_lines(out.standing, p.objectives[0].name)
     if said:
-        print(f"\nthe race's verdicts (all true together with probability at least {p.verdicts.level_text}; "
-              "docs/statistics.md):\n" + "\n".join(said))
+        print(f"\nthe race's verdicts ({p.verdicts.guarantee()}; docs/statistics.md):\n" + "\n".join(said))
     end = p.seeding.end_line(out.standing)
     if end:
         print(end)

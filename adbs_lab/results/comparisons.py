@@ -276,9 +276,8 @@ def family_heading(compared: Sequence[Compared]) -> str:
     k, m = len(compared), c.m
     which = f"the {k} comparison{'s' * (k != 1)} of this table" + (
         f" ({m} of which can have an interval: the Bonferroni family)" if k != m else "")
-    return (f"verdicts, one family: {which} on the last session's {c.metric}, all true together with probability at "
-            f"least {c.policy.level_text}; a verdict of another table, or of this table on another metric, is of another "
-            "family (docs/statistics.md):")
+    return (f"verdicts, one family: {which} on the last session's {c.metric}, {c.policy.guarantee()}; a verdict of "
+            "another table, or of this table on another metric, is of another family (docs/statistics.md):")
 
 
 def opening(compared: Sequence[Compared], markdown: bool = False) -> list[str]:

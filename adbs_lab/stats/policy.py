@@ -88,6 +88,9 @@ class VerdictPolicy:
     comparisons a table makes."""
     metric: str = "test_acc"
     """The deciding metric: its last session's value is what a comparison reads."""
+    smoke: bool = False
+    """A --smoke run's: its numbers come from a tiny model trained for seconds, so its verdicts are printed under
+    SMOKE_BANNER, never under the family's guarantee (`guarantee`)."""
     min_pairs: int = MIN_PAIRS
     """The fewest finite pairs a verdict or a plan is read from, with the spread check (adbs_lab/stats/verdicts.py:
     MIN_PAIRS, no_spread); LEGACY_MIN_PAIRS: the rule of a study recorded before it (2 pairs, no spread check), which
@@ -116,6 +119,11 @@ class VerdictPolicy:
     def level_text(self) -> str:
         """The level as the printed lines say it: "95%", "90%", "97.5%"."""
         return f"{round(100 * self.level, 6):g}%"
+
+    def guarantee(self) -> str:
+        """What the verdicts' heading says they are: all true together with probability at least the level, or, for
+        a smoke run, SMOKE_BANNER."""
+        return SMOKE_BANNER if self.smoke else f"all true together with probability at least {self.level_text}"
 
     def wording(self, verdict: Label) -> str:
         """The verdict with δ written as the study's number of points: "equivalent within ±1 point"."""
@@ -162,6 +170,10 @@ class VerdictPolicy:
             return cls(pairs=pairs)
 
 
+SMOKE_BANNER = ("smoke run: verdicts not meaningful (--smoke trains a tiny model for seconds to check the pipeline; "
+                "run the study without --smoke for results)")
+"""The heading of a smoke run's verdicts, in place of the family's guarantee."""
+
 DEFAULT_POLICY = VerdictPolicy()
 """The policy of a study told nothing else (the default of the functions that take one)."""
 
@@ -193,4 +205,5 @@ def combined(policies: Sequence[VerdictPolicy]) -> VerdictPolicy:
     """The policy of one table over several studies (studies/report.py A B): the smallest alpha and the smallest δ
     of theirs, one look at the seeds run (their looks are each study's own); the caller gives the pairs."""
     return VerdictPolicy(alpha=min((p.alpha for p in policies), default=DEFAULT_ALPHA),
-                         delta=min((p.delta for p in policies), default=DEFAULT_DELTA))
+                         delta=min((p.delta for p in policies), default=DEFAULT_DELTA),
+                         smoke=any(p.smoke for p in policies))  # a smoke run among them: not meaningful together
