@@ -28,8 +28,8 @@ from typing import Any, Mapping, Sequence
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS, MIN_PAIRS, Label
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_DELTA", "DEFAULT_POLICY", "MAX_ALPHA", "MAX_DELTA", "TAG", "PAIRS_TAG", "Pair",
-           "VerdictPolicy", "alpha_problem", "delta_problem", "combined"]
+__all__ = ["SMOKE_BANNER", "DEFAULT_ALPHA", "DEFAULT_DELTA", "DEFAULT_POLICY", "MAX_ALPHA", "MAX_DELTA", "TAG",
+           "PAIRS_TAG", "Pair", "VerdictPolicy", "alpha_problem", "delta_problem", "combined"]
 
 DEFAULT_ALPHA = 0.05
 """The family's error rate unless a study is told otherwise (--error-rate)."""

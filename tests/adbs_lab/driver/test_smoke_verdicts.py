@@ -11,7 +11,7 @@ from adbs_lab.driver import options, preflight
 from adbs_lab.results import comparisons as cmp
 from adbs_lab.stats.policy import SMOKE_BANNER, VerdictPolicy, combined
 from studies import ablation, alpha_sweep
-from tests.adbs_lab.results.test_comparisons import _frames
+from tests.helpers.frames import study_frames
 
 GUARANTEE = "all true together with probability at least 95%"
 
@@ -33,7 +33,7 @@ def test_a_smoke_run_carries_it_in_its_verdict_policy_and_a_real_one_does_not(tm
 
 @pytest.mark.parametrize("smoke", [True, False])
 def test_the_tables_verdicts_open_under_the_smoke_banner_or_the_guarantee(smoke):
-    s, t = _frames({"baseline": [50, 54, 47], "adb": [46, 51, 44], "adb+ic": [47, 51.5, 44.2]})
+    s, t = study_frames({"baseline": [50, 54, 47], "adb": [46, 51, 44], "adb+ic": [47, 51.5, 44.2]})
     compared = cmp.compare_rows(s, [("adb", "baseline"), ("adb+ic", "baseline")], trials=t,
                                 policy=VerdictPolicy(smoke=smoke))
     head = cmp.opening(compared)[0]
