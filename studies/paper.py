@@ -6,7 +6,7 @@
     python studies/paper.py --dataset cub200 --data-root DIR --seeds 1 2 3   # every table over 3 seeds
     python studies/report.py paper --out DIR                          # redraw the latest paper report from MLflow
 
---dataset is cifar100, mini_imagenet or cub200 (with --data-root, the folder holding it; docs/datasets.md);
+--dataset is cifar100, mini_imagenet or cub200 (with --data-root, the folder holding it; docs/data.md);
 without it the embedded synthetic benchmark runs on the CPU presets. The paper's tables and figures come from
 four studies, run one after another with the same options, each exactly as its own script runs it:
 
@@ -162,7 +162,7 @@ def _dataset(p, opts: options.StudyOptions) -> str | None:
         p.error(f"{source} {dataset!r}: the paper's datasets are {', '.join(DATASETS)}, or synthetic, the embedded "
                 "benchmark (the default)")
     if dataset and not given.get("data_root"):
-        p.error(f"--dataset {dataset} needs --data-root DIR, the folder holding it (docs/datasets.md); this command "
+        p.error(f"--dataset {dataset} needs --data-root DIR, the folder holding it (docs/data.md); this command "
                 "downloads nothing")
     if opts.host:
         p.error("--host: the paper study runs every host in its hosts table and the other parts on the baseline "

@@ -77,13 +77,13 @@ def from_tag(tags: dict[str, str]) -> tuple[str | None, bool]:
 
 def choose(trials: "pd.DataFrame", objectives: tuple, *, why: str | None = None, across_conditions: bool = False,
            compared: Sequence[Any] = ()) -> dict[str, Any] | None:
-    """best_config.json's content. `why` (from `withheld`), across data conditions: {"config_label": None, "why": why};
-    `why` without verdicts: the highest mean's configuration for reference, `named` false; else the best mean on
-    the validation objective (adbs_lab/results/tables.py: best_config), said to be resolved or not by the table's
-    verdicts `compared` (`resolved_by_verdicts`, and the rows it cannot be told from). None where no trial
-    completed."""
+    """best_config.json's content. `why` (from `withheld`), across data conditions: {"config_label": None,
+    "named": False, "why": why}; `why` without verdicts: the highest mean's configuration for reference, `named`
+    false; else the best mean on the validation objective (adbs_lab/results/tables.py: best_config), said to be
+    resolved or not by the table's verdicts `compared` (`resolved_by_verdicts`, and the rows it cannot be told from).
+    None where no trial completed."""
     if why and across_conditions:
-        return {"config_label": None, "why": why}
+        return {"config_label": None, "named": False, "why": why}
     best = tables.best_config(trials, objectives) if len(trials) else None
     if best is None:
         return None

@@ -64,6 +64,8 @@ class Recorded:
     """Its verdict policy as its tags recorded it (adbs_lab/stats/policy.py: VerdictPolicy.from_tags): the
     comparisons its table made (None for a study that recorded none: each row against its reference, as its table did
     then), α, δ and the looks of a --seeds auto study, its verdicts read at them."""
+    experiment: str | None = None
+    """The MLflow experiment its parent run is in (`<study>-smoke` for a --smoke run); None: the study's name."""
 
     @property
     def multi(self) -> bool:
@@ -463,7 +465,8 @@ def load_study(client, ref: str, name: str | None = None) -> Recorded:
     from adbs_lab.results import notes as study_notes
 
     return Recorded(parent, name, sessions, trials, baseline, order, objectives.from_tag(parent.data.tags),
-                    tuple(study_notes.from_tag(parent.data.tags)), VerdictPolicy.from_tags(parent.data.tags))
+                    tuple(study_notes.from_tag(parent.data.tags)), VerdictPolicy.from_tags(parent.data.tags),
+                    experiment=client.get_experiment(parent.info.experiment_id).name)
 
 
 def study_table(study: Recorded, metric: str = "test_acc") -> pd.DataFrame:
@@ -631,8 +634,8 @@ def write(study: Recorded, table: pd.DataFrame, out: Path, *, fmt: str, uri: str
         files.append(pareto.write_pareto(out, record))
     from adbs_lab.results import run_pick
 
-    meta = {"MLflow experiment": study.name, "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id}; "
-                                                           f"{run_pick.describe(study.parent)})",
+    meta = {"MLflow experiment": study.experiment or study.name,
+            "parent run": f"{study.parent.info.run_name} ({study.parent.info.run_id}; {run_pick.describe(study.parent)})",
             "tracking URI": uri, "code version": study.parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{study.parent.data.tags.get('adbs.command', '?')}`"}
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(

@@ -71,11 +71,14 @@ def test_report_reads_the_studys_own_run_and_the_smoke_run_only_when_asked(tmp_p
     def read(*argv: str) -> str:
         args = report._parser().parse_args([*argv, "--tracking-uri", uri])
         studies = report._read_store(args, uri)[3]  # (client, across, paper run, studies, path run)
+        experiments[studies[0].parent.info.run_id] = studies[0].experiment  # what its report.md names
         return studies[0].parent.info.run_id
 
+    experiments: dict[str, str | None] = {}
     assert read("t") == real.parent_run_id  # the smoke run started later, in its own experiment
     assert read("t", "--smoke") == read("t-smoke") == smoke.parent_run_id
     assert read(real.parent_run_id, "--smoke") == real.parent_run_id  # a run id is the run it names
+    assert experiments == {real.parent_run_id: "t", smoke.parent_run_id: "t-smoke"}
     r = in_process(capsys, [sys.executable, str(REPO_ROOT / "studies" / "report.py"), "nope", "--smoke",
                             "--tracking-uri", uri])
     assert r.returncode == 2 and "no study or run 'nope-smoke' in this store; studies here: t, t-smoke" in r.stderr
