@@ -230,7 +230,8 @@ def progress_lines(p: Prepared, ended, max_concurrent: int):
 
     return Progress(study=p.plan.name, total=p.total, varying=p.varying, ended=ended, max_concurrent=max_concurrent,
                     objectives=p.objectives,  # several: the front's size, no best (unless across conditions)
-                    no_best=progress_text(p.conditions, verdicts=not p.no_best or len(p.objectives) > 1))
+                    no_best=progress_text(p.conditions, verdicts=not p.no_best or len(p.objectives) > 1,
+                                          race=p.seeding.chooses and len(p.objectives) == 1))
 
 
 def searched_axes(p: Prepared) -> dict[str, str]:

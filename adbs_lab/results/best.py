@@ -30,7 +30,7 @@ else:  # pandas loads with the tables, not with the rule (adbs_lab/driver/prepar
     comparisons = light.lazy("adbs_lab.results.comparisons")
     tables = light.lazy("adbs_lab.results.tables")
 
-__all__ = ["TAG", "withheld", "progress_text", "tag_value", "from_tag", "choose"]
+__all__ = ["TAG", "RACE_PROGRESS", "withheld", "progress_text", "tag_value", "from_tag", "choose"]
 
 TAG = "adbs.no_best"
 """The MLflow parent run's tag holding why the study names no best (JSON {"why": text, "across_conditions": bool};
@@ -51,12 +51,20 @@ def withheld(study: str, *, conditions: Sequence[str] = (), verdicts: bool) -> s
     return None
 
 
-def progress_text(conditions: Sequence[str] = (), verdicts: bool = True) -> str | None:
-    """The short form the progress lines end with in place of "best ... so far", or None where they name one."""
+RACE_PROGRESS = "best: the race's leader, named when it ends (one trial's value is no best)"
+"""What a race's progress lines end with: its best is the leader its verdicts choose on fresh seeds
+(adbs_lab/search/seeds/race.py), never the highest value of one trial so far."""
+
+
+def progress_text(conditions: Sequence[str] = (), verdicts: bool = True, race: bool = False) -> str | None:
+    """The short form the progress lines end with in place of "best ... so far", or None where they name one.
+    `race`: the seed policy chooses the best (a race), so the lines name none before it does."""
     if conditions:
         return f"no best across {', '.join(conditions)} (data conditions: the table compares within each cell)"
     if not verdicts:
         return "no reference row: no verdicts, no best named"
+    if race:
+        return RACE_PROGRESS
     return None
 
 

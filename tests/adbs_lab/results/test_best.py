@@ -170,3 +170,24 @@ def test_the_figures_bands_say_they_are_unpaired_and_the_verdicts_paired(tmp_pat
     figures.alpha_sensitivity(t, tmp_path / "a.png")
     title = drawn[-1].axes[0].get_title()
     assert "unpaired" in title and "verdicts are paired" in title, title
+
+
+def test_a_races_progress_lines_name_no_best_before_its_leader(tmp_path, tracking_uri, capsys):
+    """A race's best is the leader its verdicts choose on fresh seeds; the highest value of one trial so far (a
+    screening sample on seed 0, or one fresh seed of a contender) is no best, and named none is said instead."""
+    from optuna.distributions import FloatDistribution
+
+    raced = study.Plan(name="my_study", space={"variant": "adb+ic", "alpha": FloatDistribution(0.01, 0.1, log=True)},
+                       space_source="tests")
+    parser = options.parser("t", options.Defaults(num_samples=4))
+    opts = options.parse(parser, argv=["--smoke", "--dry-run", "--gpus-per-trial", "0", "--storage",
+                                       str(tmp_path / "runs"), "--tracking-uri", tracking_uri, "--num-samples", "4",
+                                       "--seeds", "auto"])[0]
+    p = typed(raced, opts)
+    assert p.seeding.chooses and p.no_best is None  # it names a best: its leader, at its end
+    progress = launch.progress_lines(p, lambda t: K.COMPLETE, 2)
+    t = _stub("a", {"alpha": 0.05})
+    t.last_result = {K.OBJECTIVE: 61.0, "summary/test_avg_acc": 61.0, K.REPORT_KIND: K.KIND_SUMMARY}
+    progress.on_trial_complete(0, [t], t)
+    line = capsys.readouterr().out.rstrip()
+    assert line.endswith("| " + best.RACE_PROGRESS) and "best val avg acc" not in line, line
