@@ -113,6 +113,8 @@ def optuna_form_problem(url: str) -> str | None:
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_absolute():
         return (f"--optuna-storage {redact(url)} is relative: the study's --resume from another folder would open "
                 f"another database; {usable}")
+    if url.split("://", 1)[0].lower().split("+")[0] == "postgres":  # SQLAlchemy 1.4 dropped this alias
+        return f"--optuna-storage {redact(url)}: the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://"
     try:
         make_url(url).get_dialect()
     except (ArgumentError, NoSuchModuleError, ValueError):
