@@ -113,8 +113,9 @@ def optuna_form_problem(url: str) -> str | None:
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_absolute():
         return (f"--optuna-storage {redact(url)} is relative: the study's --resume from another folder would open "
                 f"another database; {usable}")
-    if url.split("://", 1)[0].lower().split("+")[0] == "postgres":  # SQLAlchemy 1.4 dropped this alias
-        return f"--optuna-storage {redact(url)}: the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://"
+    alias = paths.alias_problem(url)
+    if alias:
+        return f"--optuna-storage {redact(url)}: {alias}"
     try:
         make_url(url).get_dialect()
     except (ArgumentError, NoSuchModuleError, ValueError):

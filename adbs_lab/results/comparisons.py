@@ -31,7 +31,8 @@ from adbs_lab.records.trial_records import LABEL
 from adbs_lab.stats import planner
 from adbs_lab.stats.policy import DEFAULT_POLICY, Pair, VerdictPolicy
 from adbs_lab.stats.verdicts import (CONSERVATIVE_BELOW, TOUCH, Label, Verdict, can_have_interval, family_verdicts,
-                                    half_width, paired_differences, printed_ends, welch, why_no_interval)
+                                    half_width, no_interval_reason, paired_differences, printed_ends, welch,
+                                    why_no_interval)
 
 __all__ = ["Compared", "family", "name", "compare_rows", "verdict_text",
            "sentence", "sentences", "family_heading", "opening", "plan_lines", "row_seconds", "cell", "cell_text",
@@ -257,8 +258,7 @@ def cell_text(c: Compared) -> str:
     """The Δlast paired cell: the estimate and the interval the verdict read, as the sentence prints it."""
     v = c.verdict
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
-        return (f"{number(v.estimate, signed=True)} (n={v.n}: {why_no_interval(v).split(',')[0]})" if math.isfinite(v.estimate)
-                else "-")
+        return f"{number(v.estimate, signed=True)} (n={v.n}: {no_interval_reason(v)})" if math.isfinite(v.estimate) else "-"
     lo, hi = ends(c)
     return f"{number(v.estimate, signed=True)} ({lo} to {hi}, n={v.n})"
 

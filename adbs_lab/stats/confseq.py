@@ -32,6 +32,7 @@ import math
 import numpy as np
 from scipy import optimize
 
+from adbs_lab.stats.intervals import finite_moments
 from adbs_lab.stats.verdicts import CODE, Label, classify
 
 __all__ = ["martingale", "factor", "tuned_precision", "bounds", "replay"]
@@ -62,12 +63,9 @@ def tuned_precision(n: int, a: float) -> float:
 
 def bounds(values: np.ndarray, a: float, c2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(estimate, lo, hi, n) of CS_n over the last axis of `values` (non-finite values left out; n < 2: no bounds)."""
-    x = np.asarray(values, dtype=float)
-    ok = np.isfinite(x)
-    n = ok.sum(axis=-1)
+    n, est, var = finite_moments(values)
+    s = np.sqrt(var)
     with np.errstate(invalid="ignore", divide="ignore"):
-        est = np.where(ok, x, 0.0).sum(axis=-1) / n
-        s = np.sqrt((np.where(ok, x - est[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1))
         f = factor(np.maximum(n, 2), a, c2)
         half = np.where(n >= 2, np.where(np.isinf(f), np.inf, f * s), np.nan)  # inf · 0 (no spread): the line
     return est, est - half, est + half, n

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 from scipy import special
 
-__all__ = ["DESCRIPTIVE_LEVEL", "MIN_PAIRS", "t_quantile", "paired_t", "welch_t", "mean_t"]
+__all__ = ["DESCRIPTIVE_LEVEL", "MIN_PAIRS", "t_quantile", "finite_moments", "paired_t", "welch_t", "mean_t"]
 
 DESCRIPTIVE_LEVEL = 0.95
 """The level of the per-cell bands of tables and figures: unadjusted, descriptive (the verdicts carry the family's
@@ -39,16 +39,25 @@ def t_quantile(q: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
     return special.stdtrit(df, q)
 
 
+def finite_moments(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, mean, sample variance) of the finite values over the last axis (NaN mean with none, NaN variance with
+    fewer than 2): what every interval over seeds and the spread check read (adbs_lab/stats/verdicts.py: no_spread;
+    adbs_lab/stats/confseq.py)."""
+    x = np.asarray(values, dtype=float)
+    ok = np.isfinite(x)
+    n = ok.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = np.where(ok, x, 0.0).sum(axis=-1) / n
+        var = (np.where(ok, x - est[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1)
+    return n, est, var
+
+
 def paired_t(values: np.ndarray, a: float) -> tuple[np.ndarray, ...]:
     """(estimate, lo, hi, n, n_left_out) of the paired t-interval at error rate a over the last axis of `values`;
     non-finite values are left out and counted, and n < MIN_PAIRS gives NaN ends."""
     x = np.asarray(values, dtype=float)
-    ok = np.isfinite(x)
-    n = ok.sum(axis=-1)
-    x0 = np.where(ok, x, 0.0)
+    n, est, var = finite_moments(x)
     with np.errstate(invalid="ignore", divide="ignore"):
-        est = x0.sum(axis=-1) / n
-        var = (np.where(ok, x - est[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1)
         df = np.where(n >= MIN_PAIRS, n - 1, np.nan)  # no spread from one value: no interval
         half = t_quantile(1.0 - a / 2.0, df) * np.sqrt(var / n)
     return est, est - half, est + half, n, x.shape[-1] - n

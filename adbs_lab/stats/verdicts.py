@@ -37,12 +37,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from adbs_lab.stats.intervals import paired_t, welch_t
+from adbs_lab.stats.intervals import finite_moments, paired_t, welch_t
 from adbs_lab.stats.looks import Looks
 
-__all__ = ["MIN_PAIRS", "LEGACY_MIN_PAIRS", "SPREAD_TOL", "spread_floor", "no_spread", "decisive_t", "why_no_interval", "Label",
-           "LABELS", "CODE", "Verdict", "classify", "label", "printed_ends", "bonferroni", "replay",
-           "family_verdicts", "paired_differences", "half_width", "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
+__all__ = ["MIN_PAIRS", "LEGACY_MIN_PAIRS", "SPREAD_TOL", "spread_floor", "no_spread", "decisive_t",
+           "no_interval_reason", "why_no_interval", "Label", "LABELS", "CODE", "Verdict", "classify", "label",
+           "printed_ends", "bonferroni", "replay", "family_verdicts", "paired_differences", "half_width",
+           "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
 
 
 class Label(str, enum.Enum):
@@ -107,13 +108,8 @@ def spread_floor(step: float | None = None) -> float:
 def no_spread(values: np.ndarray, step: float | None = None) -> np.ndarray:
     """Over the last axis: whether the finite values spread by no more than `spread_floor(step)` (two or more of
     them; fewer is MIN_PAIRS's case)."""
-    x = np.asarray(values, dtype=float)
-    ok = np.isfinite(x)
-    n = ok.sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(ok, x, 0.0).sum(axis=-1) / n
-        sd = np.sqrt((np.where(ok, x - mean[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1))
-    return (n >= 2) & ~(sd > spread_floor(step))
+    n, _, var = finite_moments(values)
+    return (n >= 2) & ~(np.sqrt(var) > spread_floor(step))
 
 
 def decisive_t(values: np.ndarray, a: float, step: float | None = None,
@@ -128,11 +124,16 @@ def decisive_t(values: np.ndarray, a: float, step: float | None = None,
     return est, np.where(none, np.nan, lo), np.where(none, np.nan, hi), n, left
 
 
-def why_no_interval(v: "Verdict", min_pairs: int = MIN_PAIRS) -> str:
-    """Why a verdict has no interval, as its line says: too few pairs, or no spread."""
+def no_interval_reason(v: "Verdict", min_pairs: int = MIN_PAIRS) -> str:
+    """Why a verdict has no interval, as a table cell says it: too few pairs, or no spread."""
     if v.n < min_pairs:
-        return f"fewer than {min_pairs} finite pairs, no interval"
-    return "no spread: every pair's difference is the same, no interval"
+        return f"fewer than {min_pairs} finite pairs"
+    return "no spread: every pair's difference is the same"
+
+
+def why_no_interval(v: "Verdict", min_pairs: int = MIN_PAIRS) -> str:
+    """Why a verdict has no interval, as its line says it."""
+    return f"{no_interval_reason(v, min_pairs)}, no interval"
 
 
 def can_have_interval(n: int) -> bool:

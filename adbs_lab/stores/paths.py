@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["REPO_ROOT", "DEFAULT_STORAGE", "MLFLOW_DIR", "DEFAULT_TRACKING_URI", "DEFAULT_ARTIFACT_ROOT", "SMOKE",
-           "DATABASES", "BASE_CACHE", "STORAGE_ARTIFACTS", "LOCK_SUFFIXES", "folder_taken", "artifact_root",
+           "DATABASES", "alias_problem", "BASE_CACHE", "STORAGE_ARTIFACTS", "LOCK_SUFFIXES", "folder_taken", "artifact_root",
            "code_version"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +20,16 @@ among the study's own runs, moves its folder aside or shares its Optuna study; `
 run in experiment `paper-smoke`."""
 DATABASES = ("postgresql", "postgres", "mysql", "mssql", "oracle")
 """URI schemes of a database server MLflow keeps its runs in (a driver after '+': postgresql+psycopg://)."""
+
+
+def alias_problem(url: str) -> str | None:
+    """What is wrong with a database URL written with a scheme alias no store accepts (postgres://: SQLAlchemy 1.4
+    dropped it, and MLflow and Optuna refuse it), or None: one sentence for every check of a store's URL."""
+    if str(url).split("://", 1)[0].lower().split("+", 1)[0] == "postgres":
+        return "the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://"
+    return None
+
+
 BASE_CACHE = "base_cache"
 """The folder of a --storage that holds the base-session cache every study of that storage shares (adbs/cache.py)."""
 STORAGE_ARTIFACTS = "mlflow_artifacts"

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from adbs.redaction import redact, redact_url, reveal, user_of
+from adbs_lab.stores import paths
 
 __all__ = ["MLFLOW_TABLES", "OPTUNA_TABLES", "WHAT", "sqlite_path", "sqlite_problem", "StoreError",
            "optuna_studies", "database_problem", "database_error"]
@@ -98,9 +99,10 @@ def _engine(url: str):
     """A SQLAlchemy engine that gives up on an unreachable host after CONNECT_TIMEOUT_S, not the OS's minutes."""
     import sqlalchemy
 
+    alias = paths.alias_problem(url)
+    if alias:
+        raise ValueError(alias)
     family = url.split("://", 1)[0].split("+", 1)[0]
-    if family == "postgres":  # SQLAlchemy 1.4 dropped this alias; MLflow and Optuna refuse it too
-        raise ValueError("the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://")
     args = {"connect_timeout": CONNECT_TIMEOUT_S} if family in ("postgresql", "mysql") else {}
     return sqlalchemy.create_engine(reveal(url), connect_args=args)  # a SecretUrl: the URL it hides
 

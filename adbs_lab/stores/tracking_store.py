@@ -182,8 +182,9 @@ def form_problem(uri: str) -> str | None:
         return f"tracking URI {redact_uri(uri)!r} is not a URL MLflow can read ({e})"
     usable = ("an absolute SQLite file (sqlite:////ABS/PATH/mlflow.db), a tracking server (http://HOST:PORT), a "
               "database server (postgresql://USER@HOST/DB) or a folder")
-    if scheme.split("+")[0] == "postgres":  # as the store's own check says it (adbs_lab/stores/sqlite_kind.py)
-        return f"tracking URI {redact_uri(uri)!r}: the scheme postgres:// is not accepted by MLflow or Optuna: write postgresql://"
+    alias = paths.alias_problem(uri)
+    if alias:
+        return f"tracking URI {redact_uri(uri)!r}: {alias}"
     if any(scheme.startswith(db) for db in MLFLOW_DATABASES):
         engine = scheme.split("+")
         if len(engine) > 2 or engine[0] not in MLFLOW_DATABASES:

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from adbs_lab.search.seeds.policy import Ended, Look, Opening, Standing
+from adbs_lab.search.seeds.policy import Ended, Look, Opening, Standing, TableDecides
 
 __all__ = ["SeedList"]
 
 
 @dataclass(frozen=True)
-class SeedList:
+class SeedList(TableDecides):
     """Every configuration over `seeds` (adbs_lab/search/seeds/policy.py: SeedPolicy)."""
-
-    chooses: ClassVar[bool] = False
 
     seeds: tuple[int, ...]
 
@@ -74,12 +72,3 @@ class SeedList:
 
     def unfinished(self, standing: Standing, interrupted: int, not_started: int) -> int:
         return interrupted + not_started
-
-    def verdict_lines(self, standing: Standing, objective: str) -> list[str] | None:
-        return None  # no verdicts of its own: the table's are the study's
-
-    def notes(self, standing: Standing, objective: str) -> list[str]:
-        return []
-
-    def chosen(self, standing: Standing) -> dict[str, Any] | None:
-        return None  # the table ranks the configurations (best_config.json)

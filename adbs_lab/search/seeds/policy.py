@@ -176,6 +176,22 @@ class SeedPolicy(Protocol):
         ranks them; `standing.leader` names it."""
 
 
+class TableDecides:
+    """What a seed policy whose study's table makes the verdicts and ranks the configurations says of its own: no
+    verdicts, no notes, no chosen configuration (a seed list, --seeds auto on a grid; a race chooses its leader)."""
+
+    chooses: ClassVar[bool] = False
+
+    def verdict_lines(self, standing: Standing, objective: str) -> list[str] | None:
+        return None  # no verdicts of its own: the table's are the study's
+
+    def notes(self, standing: Standing, objective: str) -> list[str]:
+        return []
+
+    def chosen(self, standing: Standing) -> dict[str, Any] | None:
+        return None  # the table ranks the configurations (best_config.json)
+
+
 def by_target(nxt: Mapping[str, int]) -> list[tuple[int, list[str]]]:
     """The next batch {unit: seeds it runs to} grouped by that target, smallest first (units in their given order):
     what a look line names after "next:"."""

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.tune_keys import describe
 from adbs_lab.search.seeds import engine
-from adbs_lab.search.seeds.policy import FINISHED, Ended, Look, Opening, Standing, by_target
+from adbs_lab.search.seeds.policy import FINISHED, Ended, Look, Opening, Standing, TableDecides, by_target
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.policy import VerdictPolicy
 from adbs_lab.stats.sequential import ALL_RESOLVED, CAP
@@ -43,10 +43,8 @@ def looks_identity(looks: Looks) -> str:
 
 
 @dataclass(frozen=True)
-class UntilResolved:
+class UntilResolved(TableDecides):
     """The rows of a grid, seeds added until their comparisons are resolved (module docstring)."""
-
-    chooses: ClassVar[bool] = False
 
     verdicts: VerdictPolicy
     """The table's comparisons (`pairs`), α, δ and the planned looks (`looks`, never None here)."""
@@ -148,12 +146,3 @@ class UntilResolved:
     def unfinished(self, standing: Standing, interrupted: int, not_started: int) -> int:
         """The batch under way: a --seeds auto study runs the trials its looks ask for, not its cap."""
         return sum(len(s) for s in standing.missing.values())
-
-    def verdict_lines(self, standing: Standing, objective: str) -> list[str] | None:
-        return None  # no verdicts of its own: the table's are the study's
-
-    def notes(self, standing: Standing, objective: str) -> list[str]:
-        return []
-
-    def chosen(self, standing: Standing) -> dict[str, Any] | None:
-        return None  # the table ranks the configurations (best_config.json)
