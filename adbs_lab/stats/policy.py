@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from adbs_lab.stats.continuation import AlphaSplit
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS, MIN_PAIRS, Label
 
@@ -96,19 +97,32 @@ class VerdictPolicy:
     MIN_PAIRS, no_spread); LEGACY_MIN_PAIRS: the rule of a study recorded before it (2 pairs, no spread check), which
     a report of that study reads it by (`from_tags`), so its verdicts read as it printed them. A study resumed by this
     code takes this code's rule: it withholds verdicts the old one gave, which never adds an error."""
+    split: AlphaSplit | None = None
+    """The split of `alpha` between the primary metric (`metric`, which alone decides when seeds stop) and the
+    secondary metrics read beside it (adbs_lab/stats/continuation.py: AlphaSplit); `looks` then spend the primary's
+    share. None: the primary metric has all of alpha and no secondary metric is read (a study recorded before the
+    split, or one of fixed seeds)."""
 
     def __post_init__(self) -> None:
         for problem in (alpha_problem(self.alpha), delta_problem(self.delta)):
             if problem:
                 raise ValueError(f"{self}: {problem}")
-        if self.looks is not None and self.looks.alpha != self.alpha:
-            raise ValueError(f"looks spend alpha={self.looks.alpha}, the policy's family error rate is {self.alpha}: "
-                             "one alpha for the family")
+        if self.split is not None and not math.isclose(self.split.alpha, self.alpha, rel_tol=1e-12):
+            raise ValueError(f"the split {self.split} sums to {self.split.alpha}, the policy's family error rate is "
+                             f"{self.alpha}: the shares split the family's alpha")
+        if self.looks is not None and self.looks.alpha != self.primary_alpha:
+            raise ValueError(f"looks spend alpha={self.looks.alpha}, the policy's primary metric has {self.primary_alpha}"
+                             f" of the family's {self.alpha}: one alpha for the family")
         if self.min_pairs not in (LEGACY_MIN_PAIRS, MIN_PAIRS):
             raise ValueError(f"min_pairs is {MIN_PAIRS} (or {LEGACY_MIN_PAIRS}: a study recorded before that rule), "
                              f"not {self.min_pairs}")
         if self.m is not None and self.m < 1:
             raise ValueError(f"a family holds at least one comparison, not m={self.m}")
+
+    @property
+    def primary_alpha(self) -> float:
+        """The primary metric's share of alpha: what its looks (or its one look) spend."""
+        return self.alpha if self.split is None else self.split.primary_alpha
 
     @property
     def level(self) -> float:
@@ -131,8 +145,9 @@ class VerdictPolicy:
         return verdict.value.replace("δ", f"{self.delta:g} {unit}")
 
     def at_looks(self, looks: Looks | None) -> VerdictPolicy:
-        """This policy read at planned `looks` (given any alpha: they spend this policy's)."""
-        return dataclasses.replace(self, looks=None if looks is None else dataclasses.replace(looks, alpha=self.alpha))
+        """This policy read at planned `looks` (given any alpha: they spend this policy's primary share)."""
+        return dataclasses.replace(self, looks=None if looks is None else dataclasses.replace(looks,
+                                                                                            alpha=self.primary_alpha))
 
     def with_delta(self, delta: float) -> VerdictPolicy:
         return dataclasses.replace(self, delta=delta)
@@ -146,6 +161,7 @@ class VerdictPolicy:
         record = {"version": VERSION, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                                          if f.name != "pairs"}}
         record["looks"] = None if self.looks is None else dataclasses.asdict(self.looks)
+        record["split"] = None if self.split is None else dataclasses.asdict(self.split)
         return {TAG: json.dumps(record), PAIRS_TAG: json.dumps([list(p) for p in self.pairs or ()])[:7500]}
 
     @classmethod
@@ -165,6 +181,8 @@ class VerdictPolicy:
         try:
             looks = values.pop("looks", None)
             values["looks"] = None if looks is None else Looks(**looks)
+            split = values.pop("split", None)
+            values["split"] = None if split is None else AlphaSplit(**split)
             return cls(pairs=pairs, **values)
         except (TypeError, ValueError):  # a record this code cannot read: the defaults, with what it can
             return cls(pairs=pairs)

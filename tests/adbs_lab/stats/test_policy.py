@@ -67,3 +67,17 @@ def test_one_alpha_for_the_family_and_the_wording_of_delta():
     assert VerdictPolicy().wording(Label.EQUIVALENT) == "equivalent within ±1 point"
     assert VerdictPolicy(delta=0.5).wording(Label.BETTER_SMALL) == "better, by less than 0.5 points"
     assert combined([VerdictPolicy(delta=2.0), VerdictPolicy(alpha=0.1, delta=0.5)]) == VerdictPolicy(delta=0.5)
+
+
+def test_a_split_policy_gives_its_looks_the_primary_share_and_round_trips():
+    from adbs_lab.stats.continuation import AlphaSplit, design
+
+    split = AlphaSplit()
+    p = VerdictPolicy(split=split, pairs=(("a", "b"),)).at_looks(design(1))
+    assert p.alpha == 0.05 and p.primary_alpha == 0.04 and p.looks.alpha == 0.04 and p.level_text == "95%"
+    assert VerdictPolicy.from_tags(p.tags()) == p
+    assert VerdictPolicy.from_tags(VerdictPolicy(pairs=()).tags()).split is None  # a study without one reads none
+    with pytest.raises(ValueError, match="one alpha for the family"):
+        VerdictPolicy(split=split, looks=Looks())  # looks at 0.05 under a primary share of 0.04
+    with pytest.raises(ValueError, match="split the family's alpha"):
+        VerdictPolicy(alpha=0.1, split=split)
