@@ -51,8 +51,11 @@ def plan(opts: options.StudyOptions, toggles: Sequence[str] = ()) -> tuple[Plan,
     ), opts
 
 
+DEFAULTS = options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,), decide=True)
+"""Its shared flags' defaults: without --seeds it adds seeds until its comparisons are resolved."""
+
 if __name__ == "__main__":
-    p = options.parser(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
+    p = options.parser(__doc__, DEFAULTS)
     p.add_argument("--toggles", nargs="*", default=[], choices=list(spaces.TOGGLES),
                    help="extra rows: full ADBS with one finer toggle changed")
     opts, extra = options.parse(p)

@@ -60,13 +60,15 @@ def plan(opts: options.StudyOptions, grid: bool = False) -> tuple[Plan, options.
     ), opts
 
 
+DEFAULTS = options.Defaults(pruner="none", pruner_when=(("num_samples", "auto"),), sample_on_request=True,
+                            seeds=(0, 1, 2), smoke_seeds=(0,), decide=True, seeds_when=(("num_samples", (0,)),))
+"""Its shared flags' defaults: its grid adds seeds until its comparisons are resolved; --num-samples, one seed each."""
+
 if __name__ == "__main__":
     # A grid's points each count: pruning one would drop it (or some of its seeds) from the curve. A TPE search
     # explores alphas: one seed each, and the auto pruner saves the lagging ones' epochs once base accuracy is shown
     # to predict the objective (adbs_lab/search/shadows.py).
-    p = options.parser(__doc__, options.Defaults(pruner="none", pruner_when=(("num_samples", "auto"),),
-                                                 sample_on_request=True, seeds=(0, 1, 2), smoke_seeds=(0,),
-                                                 seeds_when=(("num_samples", (0,)),)))
+    p = options.parser(__doc__, DEFAULTS)
     p.add_argument("--grid", action="store_true",
                    help=f"the paper's 5 alphas {' '.join(map(str, spaces.GRID['alpha']))} instead of the default 4 "
                         f"({' '.join(map(str, spaces.DEFAULT_GRID['alpha']))}), each over every --seeds (--smoke: "

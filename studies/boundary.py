@@ -50,6 +50,9 @@ def plan(opts: options.StudyOptions) -> tuple[Plan, options.StudyOptions]:
     ), opts
 
 
+DEFAULTS = options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,), decide=True)
+"""Its shared flags' defaults: without --seeds it adds seeds until its comparisons are resolved."""
+
 if __name__ == "__main__":
-    opts, _ = options.parse(__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)))
+    opts, _ = options.parse(__doc__, DEFAULTS)
     study.main(*plan(opts))

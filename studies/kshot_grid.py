@@ -68,8 +68,11 @@ def plan(opts: options.StudyOptions, ways: list[int] | None = None, shots: list[
     ), opts
 
 
+DEFAULTS = options.Defaults(pruning=False, seeds=(0, 1, 2), smoke_seeds=(0,), decide=True)
+"""Its shared flags' defaults: without --seeds it adds seeds until its comparisons are resolved."""
+
 if __name__ == "__main__":
-    p = options.parser(__doc__, options.Defaults(pruning=False))
+    p = options.parser(__doc__, DEFAULTS)
     for axis in ("ways", "shots"):
         p.add_argument(f"--{axis}", type=int, nargs="+", choices=spaces.GRID[axis], metavar=axis[:-1].upper(),
                        help=f"run only these {axis} of the grid (any of {' '.join(map(str, spaces.GRID[axis]))}; "

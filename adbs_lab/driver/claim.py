@@ -9,7 +9,9 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from adbs_lab.driver import more_seeds
 from adbs_lab.driver.prepared import Prepared, fail
+from adbs_lab.search.seeds.until_resolved import UntilResolved
 from adbs_lab.stores.paths import code_version
 from adbs_lab.stores.study_folder import StudyBusy, StudyFolder
 
@@ -38,11 +40,20 @@ def claim(p: Prepared) -> None:
     # Tuner.restore unpickles the searcher, stopper and tracker of the driver that started the study, with its
     # paths and stores; it takes no new ones (ray/tune/tuner.py: restore), so they look this driver's up here: the
     # stores this command names, not the ones the interrupted run was started with.
-    rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local), tracking_uri=p.tracking_uri)
+    # A resumed study with a horizon also binds the restored searcher's pause (a continuation's next one, or the one
+    # its interrupted run took): its seed policy takes the looks up to it, as this run's summary does.
+    pause = getattr(p.seeding, "pause", None)
+    rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local), tracking_uri=p.tracking_uri,
+           **({"pause": pause} if p.opts.resume and pause is not None else {}))
     where = p.where
     if p.opts.resume:
         if where.remote:
             where.pull_for_resume()
+        if p.opts.more_seeds:  # the pause this run takes, for the next continuation (adbs_lab/driver/more_seeds.py)
+            ident_file = where.local / "study.json"
+            held = json.loads(ident_file.read_text())
+            ident_file.write_text(json.dumps({**held, more_seeds.PAUSE_KEY: p.seeding.stop}, indent=1))
+            where.push([ident_file])
         return
     if p.opts.optuna_storage:  # a shared storage: the name first, so a run that does not own it moves nothing
         own_name(p)
@@ -56,6 +67,7 @@ def claim(p: Prepared) -> None:
     ident_file = where.local / "study.json"
     ident_file.write_text(json.dumps({"study": p.plan.name, "folder": where.folder, "fingerprint": p.fingerprint,
                                       "command": p.command, "settings": p.settings, "trials": p.total,
+                                      **({more_seeds.PAUSE_KEY: p.seeding.stop} if isinstance(p.seeding, UntilResolved) else {}),
                                       "started": time.strftime("%Y-%m-%d %H:%M"),
                                       "code_version": code_version()}, indent=1))
     where.push([ident_file])

@@ -261,6 +261,25 @@ def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) ->
             f"in the runs table (**Columns**): {cols}.")
 
 
+def reopen_search(where: StudyFolder, total: int) -> None:
+    """--more-seeds: the finished experiment's search state open again for `total` trials in all. Tune saved it with
+    the searcher's FINISHED (its seeds had paused) and the study's trials then as Tune's sample budget
+    (ray/tune/search/search_generator.py: get_state, set_state), and a restored experiment asks its searcher for no
+    trial while either holds; the restored searcher itself takes the next pause (adbs_lab/driver/claim.py: rebind)."""
+    import glob
+
+    import ray.cloudpickle as cloudpickle
+
+    for name in glob.glob(os.path.join(where.local, "tune", "search_gen_state-*.json")):
+        with open(name, "rb") as f:
+            state = cloudpickle.load(f)
+        state.update(finished=False, total_samples=max(int(state.get("total_samples", 0)), total))
+        tmp = f"{name}.tmp"
+        with open(tmp, "wb") as f:
+            cloudpickle.dump(state, f)
+        os.replace(tmp, name)
+
+
 def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
     """A new Tuner, or on --resume the interrupted one restored (Tune unpickles its searcher, stopper and
     callbacks: Tuner.restore takes none, so this run's are not used then; see study_folder.rebind)."""
@@ -278,6 +297,8 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
     param_space = trial_maker(p, slots).param_space()
     storage_path, tune_fs = where.tune_location()
     _loggers(resume=opts.resume)
+    if opts.more_seeds:
+        reopen_search(where, p.total)
     if opts.resume:
         # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
         # what --resume is for; a numerical fault is not an error (the trial ended FAILED) and is not rerun
@@ -426,6 +447,9 @@ def resumed(p: Prepared) -> str:
         held = {}
     started = f" started {held['started']}" if isinstance(held, dict) and held.get("started") else ""
     ended, begun = ended_so_far(p)
+    if p.opts.more_seeds:  # a finished study taken on to its next pause (adbs_lab/driver/more_seeds.py)
+        return (f"continuing the study in {p.where}{started} to {getattr(p.seeding, 'stop', '?')} seeds a row: "
+                f"{ended} trials ended, up to {max(0, p.total - ended)} more for the rows of its open comparisons")
     if study_held(p) == "finished":  # its parent run FINISHED: Tune runs no trial again (--seeds auto: before its cap)
         return (f"the study in {p.where}{started} finished ({ended} trials ended): nothing to continue, so "
                 "it runs no trial and writes its tables again from them")
@@ -451,32 +475,39 @@ def load_factor(load_now: float, cpus: int, running: int, load_then: float = 0.0
     return max(1.0, ratio ** 0.5)
 
 
+def estimate_text(p: Prepared, max_concurrent: int, left: int | None = None, load: float | None = None) -> str:
+    """The time the trials take on this CPU at its load now (`left`: the trials still to run, default the study's
+    most), a range from its fewest trials where the seeds follow the looks; or that the first base epoch gives one
+    (a preset with no measured figure on this machine)."""
+    if p.opts.preset_name not in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
+        return "a time estimate follows the first measured base epoch"
+    from adbs.config import resolve
+
+    # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
+    preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
+    load = os.getloadavg()[0] if load is None else load
+    cpus = os.cpu_count() or 1
+    factor = load_factor(load, cpus, max_concurrent, p.plan.est_load)
+    est = ((p.plan.est_smoke_trial_s if p.opts.smoke else p.plan.est_trial_s)
+           * p.base.base_epochs / max(1, preset_epochs)) * factor
+    most = p.total if left is None else left
+    fewest = min(most, p.seeding.trials(p.n_configs)[0]) if not p.opts.resume else most
+    minutes = [math.ceil(n / max_concurrent) * est / 60 for n in (fewest, most)]
+    span = f"{minutes[1]:.1f}" if fewest == most else f"{minutes[0]:.1f} to {minutes[1]:.1f}"
+    return (f"on this CPU roughly {span} min of training at its load now (load average {load:.1f} on {cpus} CPUs: "
+            f"x{factor:.1f} the time measured at {p.plan.est_load:g}, studies/times.json) (+~30 s to start Ray and "
+            "the MLflow store and write the results)")
+
+
 def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> None:
     """The start line: the trials (or what --resume continues), a time estimate on the CPU presets that follows
     the machine's load (`load`: its load average, read here when None), then the study's notes."""
-    import os
-
     head = f"{p.plan.name}: {trials_text(p)}, {max_concurrent} at a time"
     left = p.total
     if p.opts.resume:
         head = f"{p.plan.name}: {resumed(p)}; {max_concurrent} at a time"
         left = max(0, p.total - ended_so_far(p)[0])
-    if p.opts.preset_name in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
-        from adbs.config import resolve
-
-        # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
-        preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
-        load = os.getloadavg()[0] if load is None else load
-        cpus = os.cpu_count() or 1
-        factor = load_factor(load, cpus, max_concurrent, p.plan.est_load)
-        est = ((p.plan.est_smoke_trial_s if p.opts.smoke else p.plan.est_trial_s)
-               * p.base.base_epochs / max(1, preset_epochs)) * factor
-        head += (f"; on this CPU roughly {math.ceil(left / max_concurrent) * est / 60:.1f} min of training at its "
-                 f"load now (load average {load:.1f} on {cpus} CPUs: x{factor:.1f} the time measured at "
-                 f"{p.plan.est_load:g}, studies/times.json) (+~30 s to start Ray and the MLflow store and write the "
-                 "results)")
-    else:  # no measured figure for this preset on this machine: the first base epoch gives one
-        head += "; a time estimate follows the first measured base epoch"
+    head += "; " + estimate_text(p, max_concurrent, left, load)
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
     if p.opts.smoke:  # apart from the study's own runs, in every store (adbs_lab/stores/paths.py: SMOKE)
         named = f" --name {p.opts.name}" if p.opts.name else ""

@@ -77,6 +77,10 @@ class Defaults:
     seeds_when: tuple[tuple[str, tuple[int, ...]], ...] = ()
     """(study flag, seeds): the default seeds while that flag is given, e.g. (("num_samples", (0,)),): a sampled
     search explores configurations, one seed each, unless --seeds says otherwise."""
+    decide: bool = False
+    """True: without --seeds (and without --smoke or a flag of `seeds_when`) the study adds seeds until its
+    comparisons are resolved, as --seeds auto (the design of adbs_lab/stats/continuation.py: design); `seeds` is
+    then the fixed list it runs where this run compares no rows (no reference among them)."""
 
 
 def _flag(*, flag: str | None = "", dest: str = "", group: str = "", **kw: Any) -> Any:
@@ -123,9 +127,13 @@ class StudyOptions:
     seeds_auto: bool = _flag(flag=None, default=False)
     """--seeds auto: the seeds follow the looks (adbs_lab/search/seeds/until_resolved.py); `seeds` is then 0 .. max_seeds-1,
     the most a row may run."""
+    seeds_default: bool = _flag(flag=None, default=False)
+    """--seeds not given to a study that decides by default (Defaults.decide): `seeds_auto` is on, and `seeds` is
+    the fixed list the study runs where this run compares no rows."""
     max_seeds: int | None = None
-    """with --seeds auto: the most seeds a row runs, at least 3 (default 8); on a sampled search (--num-samples),
-    the most fresh seeds a raced configuration runs beside its screening seed 0"""
+    """with --seeds auto: the most seeds a row runs, at least 3 (default: 8 for up to 3 comparisons, 9 for up to 12,
+    11 for up to 20, where the default's power is simulated: docs/statistics.md); on a sampled search (--num-samples),
+    the most fresh seeds a raced configuration runs beside its screening seed 0 (default 8)"""
     race_top: int | None = None
     """with --seeds auto on a sampled search (--num-samples): how many of the best samples on the validation
     objective race on fresh seeds, at least 2 (default 3; docs/statistics.md)"""
@@ -157,7 +165,11 @@ class StudyOptions:
     """print the verdicts of this study's finished run (the same flags and --name) and the seeds that would settle
     the unresolved ones, with their cost; run nothing"""
     resume: bool = False
-    """continue the interrupted study in the same storage folder"""
+    """continue the interrupted study in the same storage folder (on too with --more-seeds)"""
+    more_seeds: bool = False
+    """continue a finished study whose comparisons were left open at its pause (its cap): their rows run the
+    planned looks after it, up to the next pause, in the same folder, MLflow run and Optuna study, and every verdict
+    stays within the study's guarantee (the plan kept a share of its error rate for them: docs/statistics.md)"""
     cache: bool = _flag(flag="--no-cache", default=True)
     """train every trial's base session itself instead of reusing an identical one (cache: <storage>/base_cache;
     results are identical either way)"""
@@ -258,7 +270,12 @@ class StudyOptions:
         if self.reference is not None and not self.reference.strip():
             raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference 'alpha=0.05'")
         if self.plan_only and self.resume:
-            raise StudyInputError("--plan reads a finished study and runs nothing: drop --resume")
+            raise StudyInputError(f"--plan reads a finished study and runs nothing: drop "
+                                  f"{'--more-seeds' if self.more_seeds else '--resume'}")
+        if self.more_seeds and not self.seeds_auto:
+            raise StudyInputError(f"--more-seeds continues a study whose seeds follow its looks (the default of a "
+                                  f"study that compares rows, or --seeds auto); --seeds {' '.join(map(str, self.seeds))} "
+                                  "runs exactly its seeds: drop --seeds, or start a new study with --name NAME")
         if self.num_samples is not None and self.num_samples < 1:
             raise StudyInputError(f"--num-samples must be >= 1 (configurations to sample), got {self.num_samples}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
@@ -392,6 +409,12 @@ _STUDY_DEFAULTS = ("seeds", "num_samples", "pruner")
 def _default_text(f: dataclasses.Field, d: Defaults) -> str:
     """The default a flag's help states: the study's for _STUDY_DEFAULTS, else the field's (None: the docstring
     says what happens)."""
+    if f.name == "seeds" and d.decide:
+        return (f" (default: auto, seeds until the table's comparisons are resolved, 3 to 8 per row for up to 3 "
+                f"comparisons (9 for up to 12, 11 for up to 20); {' '.join(map(str, d.seeds))} where the run compares "
+                f"no rows; {' '.join(map(str, d.smoke_seeds or d.seeds))} with --smoke"
+                + "".join(f"; {' '.join(map(str, s))} with --{flag.replace('_', '-')}" for flag, s in d.seeds_when)
+                + ")")
     if f.name == "seeds":
         return (f" (default {' '.join(map(str, d.seeds))}"
                 + "".join(f"; {' '.join(map(str, s))} with --{flag.replace('_', '-')}" for flag, s in d.seeds_when)
@@ -439,16 +462,20 @@ def parse(p: argparse.ArgumentParser | str | None = None, defaults: Defaults = D
     if auto:  # every seed a row may run; the looks decide how many it does (adbs_lab/search/seeds/)
         cap = ns.max_seeds if ns.max_seeds is not None and ns.max_seeds >= 3 else DEFAULT_MAX_SEEDS
         seeds = tuple(range(min(cap, MAX_SEEDS + 1)))  # check() refuses a cap above MAX_SEEDS, by its value
+    by_default = False
     if seeds is None:  # not typed: the study's default, which may follow one of its own flags (--num-samples)
-        seeds = (d.smoke_seeds if ns.smoke and d.smoke_seeds else
-                 next((s_ for flag, s_ in d.seeds_when if _given(ns, flag)), d.seeds))
+        when = next((s_ for flag, s_ in d.seeds_when if _given(ns, flag)), None)
+        by_default = d.decide and not ns.smoke and when is None
+        auto = by_default
+        seeds = (d.smoke_seeds if ns.smoke and d.smoke_seeds else when if when is not None else d.seeds)
     num_samples = getattr(ns, "num_samples", None)
     if num_samples is None and d.num_samples is not None and not d.sample_on_request:
         num_samples = d.smoke_num_samples if ns.smoke and d.smoke_num_samples else d.num_samples
     dests = {f.metadata.get("dest", f.name): f.name for f in dataclasses.fields(StudyOptions)}
     opts = StudyOptions(**{**{name: getattr(ns, dest) for dest, name in dests.items() if hasattr(ns, dest)},
                            "overrides": tuple(ns.overrides), "config_values": config_values, "seeds": tuple(seeds),
-                           "seeds_auto": auto, "num_samples": num_samples, "pruner": pruner, "objectives": given_objectives,
+                           "seeds_auto": auto, "seeds_default": by_default, "num_samples": num_samples, "pruner": pruner,
+                           "objectives": given_objectives, "resume": ns.resume or ns.more_seeds,
                            "argv": tuple(sys.argv if argv is None else [sys.argv[0], *argv])})
     extra = argparse.Namespace(**{k: v for k, v in vars(ns).items() if k not in dests and k != "_defaults"})
     if os.environ.get(FLAGS_ONLY_ENV):  # studies/submit.py: do the flags parse here, before the job is sent?
@@ -493,5 +520,12 @@ def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.e
     return [python(), *argv] + ([] if "--resume" in argv else ["--resume"])
 
 
-__all__ = ["MAX_SEEDS", "Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command", "check_name",
-           "FLAGS_ONLY_ENV"]
+def more_seeds_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:
+    """The command that continues this finished study to its next pause, as printed: its own, without --resume or
+    --more-seeds, with --more-seeds (a URL's password shows as ***, as in `resume_command`)."""
+    argv = [redact(a) for a in opts.argv if a not in ("--resume", "--more-seeds")]
+    return [python(), *argv, "--more-seeds"]
+
+
+__all__ = ["MAX_SEEDS", "Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command",
+           "more_seeds_command", "check_name", "FLAGS_ONLY_ENV"]

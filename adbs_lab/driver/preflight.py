@@ -33,14 +33,15 @@ from adbs_lab.stores import tracking_store
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
-from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.continuation import CAP_FOR_FAMILY, AlphaSplit, design
+from adbs_lab.stats.looks import Looks, continuable
 from adbs_lab.search.seeds.fixed import SeedList
 from adbs_lab.search.seeds.policy import SeedPolicy
 from adbs_lab.search.seeds.race import DEFAULT_TOP, SampledRace, pairs_m
 from adbs_lab.search.seeds.until_resolved import UntilResolved
 from adbs_lab.stats.policy import VerdictPolicy
 from adbs.writable import folder_problem
-from adbs_lab.driver import flags
+from adbs_lab.driver import flags, more_seeds
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
@@ -169,7 +170,7 @@ def study(plan: Plan, opts: StudyOptions) -> Prepared:
 
 
 def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[Config], gpus: float,
-           uri: str) -> Prepared:
+           uri: str, legacy: bool = False) -> Prepared:
     """The one place the options become the study's facts (Prepared): --objectives parsed, the base made a Config,
     the space split and sized, the seed and verdict policies, the trial maker; a new study flag is read here and
     nowhere after."""
@@ -182,12 +183,13 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
     base_config = from_dict(base)
     reference, pairs = _comparisons(plan, opts, base_config, space, varying)
     labels = [tune_keys.describe(pt, [k for k in varying if k != tune_keys.SEED_KEY]) for pt in row_points(space, varying)]
-    if opts.seeds_auto and is_grid and not pairs:
+    if opts.seeds_auto and is_grid and not pairs and not opts.seeds_default:
         raise StudyInputError(f"--seeds auto adds seeds until the table's comparisons are resolved, and this run of "
                               f"{plan.name} compares no rows (no reference row among them); pass --seeds with a list "
                               "of seeds, or --reference ROW")
     table_policy = VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs), smoke=opts.smoke)
-    seeding = seed_policy(opts, is_grid, table_policy, tuple(labels), tuple(k for k in varying if k != tune_keys.SEED_KEY))
+    seeding = seed_policy(opts, is_grid, table_policy, tuple(labels), tuple(k for k in varying if k != tune_keys.SEED_KEY),
+                          legacy)
     verdicts = getattr(seeding, "verdicts", table_policy)
     total = seeding.trials(n_configs)[1]
     return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
@@ -203,13 +205,31 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
                     reference=reference, verdicts=verdicts, row_labels=tuple(labels))
 
 
+def deciding(verdicts: VerdictPolicy, cap: int | None = None) -> VerdictPolicy:
+    """The table's policy under the design that decides (adbs_lab/stats/continuation.py: design): α split between
+    last-session accuracy and the secondary metrics, the primary's share spent over looks of 3, 5, ... seeds up to the
+    cap its family size needs (or `cap`, --max-seeds), a quarter of it kept for continuations up to twice the cap."""
+    share = verdicts.alpha / AlphaSplit().alpha  # 1.0 at the default α: the split as simulated, to the bit
+    split = AlphaSplit(AlphaSplit().primary_alpha * share, AlphaSplit().secondary_alpha * share)
+    m = len(verdicts.pairs or ())
+    if cap is None and m <= CAP_FOR_FAMILY[-1][0]:
+        looks = design(max(m, 1), split)
+    else:  # --max-seeds, or a family larger than the simulated ones: the largest simulated cap
+        looks = continuable(cap=cap or CAP_FOR_FAMILY[-1][1], alpha=split.primary_alpha)
+    return dataclasses.replace(verdicts, split=split).at_looks(looks)
+
+
 def seed_policy(opts: StudyOptions, is_grid: bool, verdicts: VerdictPolicy, rows: tuple[str, ...],
-                label_keys: tuple[str, ...]) -> SeedPolicy:
+                label_keys: tuple[str, ...], legacy: bool = False) -> SeedPolicy:
     """The study's seed policy (adbs_lab/search/seeds/): a fixed list (--seeds), or --seeds auto's looks (a first
     batch of 3 seeds, 2 more at a time, up to --max-seeds, the family's α) over a grid's rows, or the race of a
-    sampled search on its first objective; `verdicts`: the table's (its comparisons, δ)."""
-    if not opts.seeds_auto:
-        return SeedList(tuple(opts.seeds))
+    sampled search on its first objective; `verdicts`: the table's (its comparisons, δ). A grid's --seeds auto (and
+    the default of a study that decides) is the design of `deciding`; `legacy`: the plan --seeds auto had before it
+    (one α, no horizon: cap 8 or --max-seeds), for a study started then that --resume continues."""
+    if not opts.seeds_auto or (opts.seeds_default and not (is_grid and verdicts.pairs)):
+        return SeedList(tuple(opts.seeds))  # a fixed list, or the default of a run that compares no rows
+    if is_grid and not legacy:
+        return UntilResolved(deciding(verdicts, opts.max_seeds), rows, label_keys)
     looks = Looks(max_seeds=opts.max_seeds or DEFAULT_MAX_SEEDS, alpha=verdicts.alpha)
     if is_grid:
         return UntilResolved(verdicts.at_looks(looks), rows, label_keys)
@@ -262,12 +282,20 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     uri = tracking_store.tracking_uri(opts.tracking_uri)
     tracking_store.tracking_problem(uri)
     p = _typed(plan, opts, base, configs, gpus, uri)
+    if opts.resume and opts.seeds_auto and p.is_grid and _recorded_fingerprint(p.where) not in (None, p.fingerprint):
+        # a study started when a grid's --seeds auto had one α and no horizon continues by the plan it started with
+        old = _typed(plan, opts, base, configs, gpus, uri, legacy=True)
+        p = old if _recorded_fingerprint(p.where) == old.fingerprint else p
     where = p.where
     try:
         busy = where.running() or (where.cache_problem() if opts.cache else None)
         if busy:
             raise StudyInputError(busy)
         p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p))
+        if opts.resume:
+            p = more_seeds.resumed(p)
+        if opts.more_seeds:
+            p = more_seeds.continued(p, _recorded_standing)
     except BaseException:
         where.cleanup()  # an object store's staging folder, made to read
         raise
@@ -385,6 +413,27 @@ def _check_race(plan: Plan, opts: StudyOptions, is_grid: bool) -> None:
     if int(opts.num_samples or 0) < 2:
         raise StudyInputError(f"--seeds auto: --num-samples {opts.num_samples} gives the race one configuration; "
                               "pass --num-samples 2 or more, or --seeds with a list of seeds")
+
+
+def _recorded_standing(p: Prepared):
+    """The standing of the study's recorded trials (its sessions.parquet and trials.parquet) under `p`'s seed policy,
+    as its summary replays it; None where they are not in a local folder (an object store's study)."""
+    folder = p.where.local
+    if p.where.remote or not (folder / "sessions.parquet").is_file() or not (folder / "trials.parquet").is_file():
+        return None
+    import pandas as pd
+
+    from adbs_lab.driver.summarise import standing
+
+    return standing(p, pd.read_parquet(folder / "sessions.parquet"), pd.read_parquet(folder / "trials.parquet"))
+
+
+def _recorded_fingerprint(where: StudyFolder) -> str | None:
+    """The fingerprint study.json records in `where`, or None (none there, or damaged: check_resume says so)."""
+    try:
+        return json_object(where.read_text("study.json"), "study.json").get("fingerprint")
+    except StudyInputError:
+        return None
 
 
 def held(p: Prepared) -> str | None:

@@ -19,6 +19,8 @@ Python callers; several studies run as one through adbs_lab/driver/compose.py (s
 
 from __future__ import annotations
 
+import os
+
 import sys
 import time
 from typing import NoReturn
@@ -51,6 +53,12 @@ def dry_run(p: Prepared) -> None:
             trial_slots(p, res, probe=False)
         ray.shutdown()  # disconnects this driver; the cluster runs on
     size = p.seeding.size_text(p.n_configs, dry=True)
+    if not opts.resume:  # the time its trials take here, as the start line would say (2 at a time on 2 CPUs)
+        from adbs_lab.driver.launch import estimate_text
+
+        cpus = opts.cpus_per_trial or p.threads or 1  # as launch.resources gives a trial on this machine
+        slots = opts.max_concurrent or max(1, min(int((os.cpu_count() or 1) // cpus), p.total))
+        size += f" ({estimate_text(p, slots)}, {slots} at a time)"
     print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {size} on {cfg.dataset} "
           f"({cfg.base_epochs} base epochs each; search space {p.plan.space_source}); flags, config, data, "
           f"storage {p.where}, the MLflow store, the "

@@ -128,8 +128,13 @@ def _start_ray(p: Prepared) -> dict[str, float]:
 
     if p.opts.address:
         _probe_ray(p.opts.address)
+    if p.opts.cache and IMAGES_ENV not in os.environ:
+        # the trial processes load the embedded benchmark's images one made, instead of each generating them again
+        # (about a quarter of a default CPU trial); the files are checked on every load (adbs/data/image_cache.py)
+        os.environ[IMAGES_ENV] = p.where.images_location
     # Workers of an existing cluster do not inherit this shell's environment: forward what trials read.
-    forward = {k: os.environ[k] for k in (FAULT_ENV,) if k in os.environ}
+    # (a local Ray's workers inherit it, so the images' folder is forwarded only to a cluster's)
+    forward = {k: os.environ[k] for k in (FAULT_ENV,) + ((IMAGES_ENV,) if p.opts.address else ()) if k in os.environ}
     try:
         ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
                  configure_logging=True, logging_level=logging.WARNING,
@@ -144,6 +149,10 @@ def _start_ray(p: Prepared) -> dict[str, float]:
         ray.shutdown()  # what it started of itself
         raise _NotStarted((redact(str(e)).strip().splitlines() or [type(e).__name__])[0][:300]) from None
     return ray.cluster_resources()
+
+
+IMAGES_ENV = "ADBS_SYNTHETIC_CACHE"
+"""adbs/data/synthetic.py: CACHE_ENV (named here so that starting Ray does not import the data code)."""
 
 
 class _NotStarted(RuntimeError):

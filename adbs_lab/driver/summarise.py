@@ -30,12 +30,15 @@ from adbs_lab.records import trial_records
 from adbs_lab.driver.launch import Launched
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.session import disk_full
+from adbs_lab.driver import options
 from adbs_lab.driver.options import resume_command
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 from adbs_lab.search.seeds.policy import Ended, Standing
 from adbs_lab.search.seeds.until_resolved import LAST_KEY
+from adbs_lab.stats.continuation import next_pause
 from adbs_lab.stats.intervals import DESCRIPTIVE_LEVEL
+from adbs_lab.stats.sequential import PAUSE
 
 __all__ = ["Outcome", "summarise", "figures_and_report", "ended_count", "upload", "standing", "best_record",
            "print_best"]
@@ -137,6 +140,12 @@ def _print_seeding(p: Prepared, out: Outcome) -> None:
     end = p.seeding.end_line(out.standing)
     if end:
         print(end)
+    if out.standing.reason == PAUSE:  # "continue": more seeds would help, and the plan kept α for them
+        nxt = next_pause(p.verdicts.looks, p.seeding.stop) if p.verdicts.looks is not None else None
+        print(f"more seeds: {shlex.join(options.more_seeds_command(p.opts))} continues this study (the same folder, "
+              f"MLflow run and Optuna study) on the next unused seeds, to {nxt} a row, within the same guarantee; "
+              "a new run with other seeds or --name would make a second family of verdicts, which it does not cover "
+              "(docs/statistics.md)")
 
 
 def _chosen(trials: pd.DataFrame, p: Prepared, standing: Standing, chosen: dict) -> dict | None:
@@ -189,8 +198,9 @@ def print_best(out: Outcome) -> None:
         print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
               f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "
               f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; "
-              + ("a larger --max-seeds races on)" if out.best.get("race") else "--plan says how many seeds would "
-                 "settle it)"))
+              + ("a larger --max-seeds races on)" if out.best.get("race") else
+                 "--more-seeds continues the study, below)" if getattr(out.standing, "reason", "") == PAUSE else
+                 "--plan says how many seeds would settle it)"))
     elif out.best and out.best.get("race"):
         r = out.best["race"]
         print(f"best configuration by {out.best['objective']}: {out.best['config_label']} "

@@ -31,6 +31,7 @@ when the standing makes it final (adbs_lab/search/seeds/policy.py: Opening.final
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import pickle
@@ -105,12 +106,16 @@ class StudySearch(_LiveStudy, OptunaSearch):
         # bound to the storage of the driver that pickled it. _storage (Optuna's RDBStorage) is rebuilt from
         # _storage_url, which names this driver's database on --resume (study_folder.rebound).
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_live", "_ot_study", "_ot_trials", "_storage")}
+                if k not in ("_live", "_ot_study", "_ot_trials", "_storage", "_restored_policy")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(old_state.upgrade(state))  # a searcher pickled by earlier code: adbs_lab/search/old_state.py
         self._live, self._ot_study, self._ot_trials = None, None, {}
         self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
+        self._restored_policy = self._policy
+        pause = rebound(self._study_name, "pause", None)  # --more-seeds: the looks up to the next pause
+        if pause is not None and getattr(self._policy, "pause", pause) != pause:
+            self._policy = dataclasses.replace(self._policy, pause=pause)
         self._storage = optuna_storage(self._storage_url)
         if self._snapshot:  # the files live in the study's (rebound) staging folder
             self._snapshot = {k: os.path.join(rebound(self._study_name, "study_dir", os.path.dirname(v)), k)
@@ -126,6 +131,9 @@ class StudySearch(_LiveStudy, OptunaSearch):
         with open(checkpoint_path, "rb") as f:
             self.__setstate__(pickle.load(f))
         self._adopt_orphans()
+        if self._policy is not self._restored_policy:  # --more-seeds: the standing asks for the next looks' seeds
+            for unit, want in self._policy.wanted(self.standing()).items():
+                self._run_seeds(unit, want)
 
     def _adopt_orphans(self) -> None:
         """The Optuna trials a driver killed before Tune saved this state had asked for, RUNNING or already told
@@ -382,6 +390,10 @@ class BaseEpochStopper(_LiveStudy, Stopper):
         self.__dict__.update(state)
         self._live = None
         self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
+        self._restored_policy = self._policy
+        pause = rebound(self._study_name, "pause", None)  # --more-seeds: the looks up to the next pause
+        if pause is not None and getattr(self._policy, "pause", pause) != pause:
+            self._policy = dataclasses.replace(self._policy, pause=pause)
 
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(pruner=self._pruner)

@@ -90,6 +90,10 @@ def snapshot_into(directory: str, files: dict[str, str]) -> None:
         os.replace(tmp, out / name)
 
 
+IMAGES = "images"
+"""The folder of a local storage's base-session cache that holds the generated images (`images_location`)."""
+
+
 class StudyFolder:
     """The study's folder `<storage>/<folder>`: a path, or a prefix under an object-store URL.
 
@@ -136,6 +140,16 @@ class StudyFolder:
         """The base-session cache beside the study folders, shared by every study in `storage`."""
         return (st.join(self.storage, paths.BASE_CACHE) if self.remote
                 else str(self.local.parent / paths.BASE_CACHE))
+
+    @property
+    def images_location(self) -> str:
+        """Where the trial processes keep the embedded benchmark's generated images (adbs/data/synthetic.py:
+        CACHE_ENV), so each process after the first loads them instead of generating them again: a folder of the
+        base-session cache for a local storage; for an object store, a folder of this machine's temporary directory
+        (the cache reads local files; each node makes its own)."""
+        if self.remote:
+            return os.path.join(tempfile.gettempdir(), f"adbs-images-{os.getuid()}")
+        return str(Path(self.cache_location) / IMAGES)
 
     def cache_problem(self) -> str | None:
         """The refusal when the base-session cache of a local storage is a symbolic link: every study of the

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from adbs_lab.driver import options
+from adbs_lab.driver import options, preflight
 from adbs_lab.driver.options import StudyInputError
 from adbs_lab.driver.run import run
 from adbs_lab.results import comparisons as cmp
 from adbs_lab.results.tables import paper_table
-from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.policy import VerdictPolicy
 from studies import ablation
 from tests.helpers.frames import study_frames as _frames
@@ -40,8 +39,8 @@ def test_plan_of_a_seeds_auto_study_reads_it_at_its_looks(tmp_path, capsys):
     ('better', reached at look 1 of 2), and says they are all true together with probability ≥ 95%."""
     out = _plan_output(tmp_path, capsys, "--seeds", "auto", "--max-seeds", "4")
     s, t = _frames(VALUES)
-    table = paper_table(s, baseline="baseline", trials=t,
-                        verdicts=VerdictPolicy(pairs=tuple(PAIRS), looks=Looks(max_seeds=4, alpha=0.05)))
+    table = paper_table(s, baseline="baseline", trials=t,  # the design --seeds auto runs (preflight.deciding)
+                        verdicts=preflight.deciding(VerdictPolicy(pairs=tuple(PAIRS)), cap=4))
     for line in cmp.sentences(table.attrs["comparisons"]):  # what the study printed (summarise passes looks)
         assert line in out, (line, out)
 

@@ -85,7 +85,8 @@ def test_study_help_says_what_grid_runs_and_kshot_offers_no_pruner(capsys):
     a = " ".join(_run(capsys, "studies/alpha_sweep.py", "--help").stdout.split())
     assert "the paper's 5 alphas 0.01 0.02 0.05 0.08 0.1 instead of the default 4 (0.01 0.02 0.05 0.1)" in a
     assert "(default: none; auto with --num-samples;" in a and "up to 10 samples are a random search" in a
-    assert "default 0 1 2; 0 with --num-samples" in a
+    assert "(default: auto, seeds until the table's comparisons are resolved, 3 to 8 per row" in a
+    assert "0 1 2 where the run compares no rows; 0 with --smoke; 0 with --num-" in a  # argparse may wrap at a '-'
     both = _run(capsys, "studies/alpha_sweep.py", "--grid", "--num-samples", "3")
     assert both.returncode == 2 and "choose one" in both.stderr
     k = _run(capsys, "studies/kshot_grid.py", "--help").stdout
@@ -118,7 +119,7 @@ def test_kshot_sub_grid_plan(tmp_path):
     assert plan.space == {"ways": [5], "shots": [5, 1], "variant": ["baseline", "adb+ic"]}
     assert plan.space_source == "search_spaces/kshot_grid.py:GRID ways=5 shots=5 1 variant=baseline adb+ic"
     _, configs, _ = study.validate(plan, seen["opts"].replace(gpus_per_trial=0.0, storage=str(tmp_path)))
-    assert sorted((c.ways, c.shots, c.variant) for c in configs) == [
+    assert sorted({(c.ways, c.shots, c.variant) for c in configs}) == [
         (5, 1, "adb+ic"), (5, 1, "baseline"), (5, 5, "adb+ic"), (5, 5, "baseline")]
 
 

@@ -98,11 +98,12 @@ class LeaderPairs:
 
 
 def replay(units: Sequence[str], first: int, values: Values, states: States, seed_at: Callable[[int], int],
-           rule: PairRule, looks: Looks, delta: float, m: int | None = None, min_pairs: int = MIN_PAIRS) -> Standing:
+           rule: PairRule, looks: Looks, delta: float, m: int | None = None, min_pairs: int = MIN_PAIRS,
+           stop: int | None = None) -> Standing:
     """The looks taken on the trials that ended: `values` {unit: {seed: value}} of the complete ones, `states`
     {unit: {seed: how it ended}} of all of them; unit u's seeds are seed_at(0), seed_at(1), ... (a race's fresh
     seeds start at 1); `m`: the family's size when it holds comparisons the looks do not read (a race: every pair of
-    its contenders), else the comparisons read."""
+    its contenders), else the comparisons read; `stop`: the most seeds this invocation runs (sequential.next_batch)."""
     targets = {u: first for u in units}
     taken: list[Look] = []
     verdicts: dict[str, Verdict] = {}
@@ -119,7 +120,7 @@ def replay(units: Sequence[str], first: int, values: Values, states: States, see
         pairs, leader = rule.pairs(units, targets, seen_v)
         diffs = {n: [rule.sign * d for d in paired_differences(p, seen_v, seen_s)][:rule.cut(p, targets)]
                  for n, p in pairs.items()}
-        nb = next_batch(diffs, pairs, looks, delta, m, min_pairs)
+        nb = next_batch(diffs, pairs, looks, delta, m, min_pairs, stop)
         verdicts = dict(nb.verdicts)
         resolved = sum(v.verdict is not Label.NOT_RESOLVED for v in nb.verdicts.values())
         taken.append(Look(len(taken) + 1, rule.size(targets, leader), resolved, len(pairs), dict(nb.seeds), nb.reason,

@@ -49,7 +49,7 @@ class Look:
     next: dict[str, int]
     """{unit: the seeds it runs to} for the next batch; empty when the study stops here."""
     reason: str
-    """adbs_lab/stats/sequential.py: ALL_RESOLVED, CAP or MORE."""
+    """adbs_lab/stats/sequential.py: ALL_RESOLVED, CAP, PAUSE or MORE."""
     leader: str | None = None
     """A race's leader at this look (every other contender is compared with it)."""
 
@@ -65,7 +65,7 @@ class Standing:
     done: bool = False
     """The last look stopped the study: nothing more to run."""
     reason: str = ""
-    """Why it stopped (ALL_RESOLVED or CAP); '' while it runs."""
+    """Why it stopped (ALL_RESOLVED, CAP or PAUSE); '' while it runs."""
     missing: dict[str, list[int]] = field(default_factory=dict)
     """{unit: seeds below its target that have not ended}: the rest of the batch under way."""
     verdicts: dict[str, Verdict] = field(default_factory=dict)

@@ -86,7 +86,8 @@ def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, ca
                                              "--max-seeds", "5")))
     seed_plan(p)
     out = capsys.readouterr().out
-    assert out.count("α spent over 2 looks") == 3 and "reached at look" in out
+    looks = len(p.verdicts.looks.sizes)  # 3, 5 to the cap, then a continuation's 7, 9, 10
+    assert looks == 5 and out.count(f"α spent over {looks} looks") == 3 and "reached at look" in out
     from adbs_lab.results import tables
 
     sessions, trials = (pd.read_parquet(tmp_path / "ablation-smoke" / f) for f in ("sessions.parquet", "trials.parquet"))
