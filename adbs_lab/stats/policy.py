@@ -124,6 +124,32 @@ class VerdictPolicy:
         """The primary metric's share of alpha: what its looks (or its one look) spend."""
         return self.alpha if self.split is None else self.split.primary_alpha
 
+    def secondary_looks(self, n_seeds: int) -> Looks | None:
+        """The plan a secondary metric's intervals are read by, at the secondaries' share of alpha (each interval at
+        α_k / (m · n_secondaries): AlphaSplit.secondary_m): the primary's looks at that share, or one look at the
+        `n_seeds` run; None where no secondary metric is read (no split, or a split without secondaries)."""
+        if self.split is None or self.split.n_secondaries == 0:
+            return None
+        if self.looks is None:
+            return Looks.fixed(max(n_seeds, 1), self.split.secondary_alpha)
+        return self.split.secondary(self.looks)
+
+    def split_text(self, m: int) -> str:
+        """The split of alpha as a note says it once, for a family of m comparisons (none without a split)."""
+        s = self.split
+        if s is None:
+            return ""
+        cs = f"{m} comparison{'s' * (m != 1)}"
+        if self.looks is None:
+            each, each_secondary = f"{s.primary_alpha:g} / {m}", f"{s.secondary_alpha:g} / {s.secondary_m(m)}"
+        else:
+            each = f"α_k / {m}, α_k the share of {s.primary_alpha:g} its look spends"
+            each_secondary = (f"α_k / {s.secondary_m(m)}, α_k the share of {s.secondary_alpha:g} at the look where its "
+                              f"comparison's deciding metric stopped")
+        return (f"α = {self.alpha:g} split {s.primary_alpha:g} to the deciding metric (Bonferroni over {cs}: each "
+                f"interval at {each}) and {s.secondary_alpha:g} over {s.n_secondaries} secondary metrics × {cs} "
+                f"(Bonferroni: each interval at {each_secondary})")
+
     @property
     def level(self) -> float:
         """The family's confidence: every interval of the family covers together with at least this probability."""
