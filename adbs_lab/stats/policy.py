@@ -247,7 +247,12 @@ def _old(tags: Mapping[str, str]) -> dict[str, Any]:
 
 def combined(policies: Sequence[VerdictPolicy]) -> VerdictPolicy:
     """The policy of one table over several studies (studies/report.py A B): the smallest alpha and the smallest δ
-    of theirs, one look at the seeds run (their looks are each study's own); the caller gives the pairs."""
-    return VerdictPolicy(alpha=min((p.alpha for p in policies), default=DEFAULT_ALPHA),
+    of theirs, one look at the seeds run (their looks are each study's own); the split of the study with that alpha
+    where every study has one (its secondary metrics read beside the table's), else none, as before the split; the
+    caller gives the pairs."""
+    least = min(policies, key=lambda p: p.alpha, default=None)
+    split = least.split if least is not None and all(p.split is not None for p in policies) else None
+    return VerdictPolicy(alpha=DEFAULT_ALPHA if least is None else least.alpha,
                          delta=min((p.delta for p in policies), default=DEFAULT_DELTA),
-                         smoke=any(p.smoke for p in policies))  # a smoke run among them: not meaningful together
+                         smoke=any(p.smoke for p in policies),  # a smoke run among them: not meaningful together
+                         split=split)

@@ -150,3 +150,19 @@ def test_a_report_reads_the_same_findings_from_the_recorded_policy():
     old = VerdictPolicy().with_pairs([("adb+ic", "baseline")]).tags()
     assert cmp.findings(paper_table(s, baseline="baseline", trials=t,
                                     verdicts=VerdictPolicy.from_tags(old)).attrs["comparisons"]) == []
+
+
+def test_a_table_across_studies_reads_the_split_where_every_study_has_one():
+    """studies/report.py A B: the combined policy keeps the split of the study with the smallest α where every
+    study has one (none where one was recorded before it); an unpaired comparison's secondaries are Welch's at the
+    secondaries' share over 4 × m."""
+    from adbs_lab.stats.policy import combined
+    assert combined([SPLIT, SPLIT.with_delta(0.5)]).split == AlphaSplit()
+    assert combined([SPLIT, VerdictPolicy()]).split is None
+    s, t = split_frames({"baseline": REF, "adb+ic": ROW})
+    t.loc[t["label"] == "adb+ic", "seed"] += 10  # other seeds: nothing pairs them
+    s.loc[s["label"] == "adb+ic", "seed"] += 10
+    (c,) = cmp.compare_rows(s, [("adb+ic", "baseline")], trials=t, policy=SPLIT, across=True)
+    assert not c.paired and c.verdict.level == pytest.approx(0.96)
+    assert [x.verdict.level for x in c.secondaries] == [pytest.approx(1 - 0.01 / 4)] * 4
+    assert cmp.finding(c).startswith("adb+ic vs baseline (unpaired, n=3): last-session accuracy ")
