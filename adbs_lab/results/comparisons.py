@@ -424,12 +424,12 @@ def findings(compared: Sequence[Compared]) -> list[str]:
         return []
     c = compared[0]
     policy, k, m = c.policy, len(compared), c.m
-    names = [name for name, _, _ in SECONDARY_METRICS[:policy.split.n_secondaries]] if policy.split else []
+    names = [x for x, _, _ in SECONDARY_METRICS[:policy.split.n_secondaries]] if policy.split else []
     which = f"the {k} comparison{'s' * (k != 1)} of this table" + (
         f" ({m} of which can have an interval: the Bonferroni family)" if k != m else "")
-    return ([f"findings, one family: {which}, each on the last session's {c.metric} (which alone decides when seeds "
-             f"stop and which row is best) and on {len(names)} secondary metrics ({', '.join(names)}), "
-             f"{policy.guarantee()} (docs/tables.md):"]
+    return ([f"findings, one family: {which}, {'each ' * (k != 1)}on the last session's {c.metric} (which alone "
+             f"decides when seeds stop and which row is best) and on {len(names)} secondary metrics "
+             f"({', '.join(names)}), {policy.guarantee()} (docs/tables.md):"]
             + [finding(x) for x in compared]
             + [f"{policy.split_text(m)}; every interval is at the family's {policy.level_text} level (all true "
                f"together), and a secondary metric is read at the seeds where its comparison's {c.metric} stopped "

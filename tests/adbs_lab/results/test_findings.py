@@ -166,3 +166,16 @@ def test_a_table_across_studies_reads_the_split_where_every_study_has_one():
     assert not c.paired and c.verdict.level == pytest.approx(0.96)
     assert [x.verdict.level for x in c.secondaries] == [pytest.approx(1 - 0.01 / 4)] * 4
     assert cmp.finding(c).startswith("adb+ic vs baseline (unpaired, n=3): last-session accuracy ")
+
+
+def test_a_smoke_run_says_its_findings_under_the_smoke_banner_and_latex_keeps_them_to_quote():
+    from adbs_lab.results import renderings
+    from adbs_lab.stats.policy import SMOKE_BANNER
+    s, t = split_frames({"baseline": REF, "adb+ic": ROW})
+    table = paper_table(s, baseline="baseline", trials=t,
+                        verdicts=VerdictPolicy(split=AlphaSplit(), smoke=True))
+    first = format_table(table).splitlines()[0]
+    assert first.startswith("findings, one family: ") and first.endswith(f", {SMOKE_BANNER} (docs/tables.md):")
+    assert "95% CI" in cmp.finding(table.attrs["comparisons"][0])  # the level it was read at, even in a smoke run
+    latex = renderings.to_latex(table, "")
+    assert latex.startswith("% findings, one family: ") and "\n% adb+ic vs baseline (3 seeds): last-session" in latex
