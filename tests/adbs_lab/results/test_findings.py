@@ -100,6 +100,10 @@ def test_secondaries_are_read_at_the_look_the_primary_stopped_at():
         assert (sec.verdict.look, sec.verdict.n_seeds, sec.verdict.n) == (1, 3, 3)
         assert sec.verdict.level == pytest.approx(1 - plan.alphas[0] / 4)
     assert c.verdict.level == pytest.approx(1 - looks.alphas[0])
+    assert cmp.findings([c])[-1].startswith(
+        "α = 0.05 split 0.04 to the deciding metric (Bonferroni over 1 comparison: each interval at α_k / 1, α_k the "
+        "share of 0.04 its look spends) and 0.01 over 4 secondary metrics × 1 comparison (Bonferroni: each interval "
+        "at α_k / 4, α_k the share of 0.01 at the look where its comparison's deciding metric stopped); ")
 
 
 def test_nan_novel_accuracy_is_no_value_and_too_few_pairs_give_no_interval():
