@@ -127,7 +127,7 @@ def across(pairs: Sequence[Pair], sessions: pd.DataFrame, trials: pd.DataFrame |
         kept[key] = [(task, xy) for (task, xy), (_, n) in zip(paired, runs) if n >= MIN_RUNS]
         short[key] = tuple((task, n) for task, n in runs if n < MIN_RUNS)
     m = sum(len(k) >= 2 for k in kept.values())
-    level = 1 - policy.alpha / max(m, 1)
+    level = 1 - policy.primary_alpha / max(m, 1)  # the deciding metric's share where the policy splits α
     out = []
     for key, where in many.items():
         use = [xy for _, xy in kept[key]] if len(kept[key]) >= 2 else None

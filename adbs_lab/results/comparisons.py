@@ -14,6 +14,13 @@ table's trials into them and says the results in words.
   warning, not a failure) keeps its value.
 - **The verdict** is read from the interval shown beside it (adbs_lab/stats/verdicts.py: classify), so the two
   never disagree.
+- **The findings**: where the policy splits α between the deciding (primary) metric and secondary ones
+  (adbs_lab/stats/continuation.py: AlphaSplit), each comparison is also read on SECONDARY_METRICS (last-session
+  novel and base accuracy, H last, H averaged over the incremental sessions), each interval at its share of the
+  secondaries' α over n_secondaries × m (Bonferroni), at the seeds and look where the primary metric stopped; the
+  table opens with one sentence per comparison saying all of them (`finding`). The secondaries never decide when
+  seeds stop nor which row is best (those read `Compared.verdict` alone). Without a split: no secondaries, and the
+  lines are those of a study recorded before them.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from adbs.cells import duration, number
@@ -31,12 +39,13 @@ from adbs_lab.records.trial_records import LABEL
 from adbs_lab.stats import planner
 from adbs_lab.stats.policy import DEFAULT_POLICY, Pair, VerdictPolicy
 from adbs_lab.stats.verdicts import (CONSERVATIVE_BELOW, TOUCH, Label, Verdict, can_have_interval, family_verdicts,
-                                    half_width, no_interval_reason, paired_differences, printed_ends, welch,
-                                    why_no_interval)
+                                    half_width, no_interval_reason, paired_differences, printed_ends,
+                                    read_at_look, welch, why_no_interval, LABELS)
 
-__all__ = ["Compared", "family", "name", "compare_rows", "verdict_text",
-           "sentence", "sentences", "family_heading", "opening", "plan_lines", "row_seconds", "cell", "cell_text",
-           "ends", "note", "best_standing", "seed_values"]
+__all__ = ["Compared", "Secondary", "SECONDARY_METRICS", "secondary_values", "finding", "findings", "metric_name",
+           "family", "name", "compare_rows", "verdict_text", "sentence", "sentences", "family_heading", "opening",
+           "quotable", "plan_lines", "row_seconds", "cell", "cell_text", "ends", "note", "best_standing",
+           "seed_values"]
 
 def family(labels: Sequence[str], reference: str | Mapping[str, str] | None,
            parents: Mapping[str, str] | None = None) -> list[Pair]:
@@ -64,6 +73,33 @@ def name(pair: Pair) -> str:
     return f"{pair[0]} vs {pair[1]}"
 
 
+SECONDARY_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("novel accuracy", "novel_acc", "last"),
+    ("base accuracy", "base_acc", "last"),
+    ("H last", "hmean", "last"),
+    ("H averaged", "hmean", "incremental"),
+)
+"""The secondary metrics a comparison is read on where its policy splits α, in the order a finding says them:
+(name, the session column after the deciding metric's split, test_ or val_, and how a trial gives one value:
+"last", its last session's; "incremental", the mean over its sessions with novel classes, those whose novel
+accuracy is a number; session 0 has none, and a NaN novel accuracy is no value, so a trial without such a session
+has none). The columns are adbs/metrics.py's session_accuracies; H is the harmonic mean of base and novel."""
+
+
+@dataclass(frozen=True)
+class Secondary:
+    """One comparison's verdict on one secondary metric."""
+
+    name: str
+    """How the finding names it: "novel accuracy", "H averaged"."""
+    column: str
+    """The session column it reads ("test_novel_acc")."""
+    verdict: Verdict
+    """Its interval (row - reference, points), read at the primary's look, and the verdict read from it."""
+    m: int
+    """How many intervals its Bonferroni adjustment is over: the family's m comparisons × the secondaries."""
+
+
 @dataclass(frozen=True)
 class Compared:
     """One comparison of a table: its verdict, the seeds it left out, and (unresolved) the seeds that would settle
@@ -86,6 +122,8 @@ class Compared:
     a table on another one is another family)."""
     paired: bool = True
     """False: the rows ran different seeds or different data, and the interval is Welch's over each row's values."""
+    secondaries: tuple[Secondary, ...] = ()
+    """Its verdicts on the secondary metrics (SECONDARY_METRICS) where the policy splits α; none without a split."""
 
     @property
     def resolved(self) -> bool:
@@ -112,6 +150,63 @@ def seed_values(sessions: pd.DataFrame, trials: pd.DataFrame | None, metric: str
             if K.finite(seed) and state != K.COMPLETE:
                 states.setdefault(str(lab), {}).setdefault(int(seed), str(state).lower())
     return values, states
+
+
+def secondary_values(sessions: pd.DataFrame, metric: str, label: str = LABEL,
+                     n: int = len(SECONDARY_METRICS)) -> list[tuple[str, str, dict[str, dict[int, float]]]]:
+    """[(name, column, {row: {seed: value}})] of the first `n` SECONDARY_METRICS over the complete trials, for a
+    deciding `metric` of a split (test_acc, val_acc; none for another metric, or a column the sessions lack), NaN
+    where a trial has no value (a last session without novel classes, no incremental session)."""
+    split = metric[: -len("_acc")] if metric in ("test_acc", "val_acc") else None
+    done = sessions[sessions["state"] == K.COMPLETE] if "state" in sessions else sessions
+    if split is None or not len(done):
+        return []
+    wanted = [(name, f"{split}_{col}", how) for name, col, how in SECONDARY_METRICS[:n] if f"{split}_{col}" in done]
+    novel = f"{split}_novel_acc"
+    out: list[tuple[str, str, dict[str, dict[int, float]]]] = [(name, column, {}) for name, column, _ in wanted]
+    for (lab, _), t in done.groupby([label, "trial_id"], sort=False):
+        if not K.finite(t["seed"].iloc[0]):
+            continue
+        seed, last = int(t["seed"].iloc[0]), t.loc[t["session"].idxmax()]
+        with_novel = (t["session"] > 0) & np.isfinite(pd.to_numeric(t[novel], errors="coerce")) if novel in t \
+            else pd.Series(False, index=t.index)
+        for (_, column, how), (_, _, values) in zip(wanted, out):
+            if how == "last":
+                v = float(last[column])
+            else:
+                inc = pd.to_numeric(t.loc[with_novel, column], errors="coerce")
+                v = float(inc.mean(skipna=False)) if len(inc) else math.nan
+            values.setdefault(str(lab), {})[seed] = v
+    return out
+
+
+def _secondaries(sessions: pd.DataFrame, pairs: Sequence[Pair], unpaired: Sequence[Pair],
+                 primary: Mapping[str, Verdict], states: Mapping[str, Mapping[int, str]], policy: VerdictPolicy,
+                 m: int, label: str) -> dict[str, tuple[Secondary, ...]]:
+    """{comparison: its Secondary verdicts} where `policy` splits α: each paired one read by
+    verdicts.read_at_look at the look (and so the seeds) its primary verdict stopped at, on the secondaries' plan
+    (policy.secondary_looks), at α_k / (m · n_secondaries); an unpaired one by Welch at the secondaries' share over
+    the same count; {} without a split."""
+    split = policy.split
+    if split is None or split.n_secondaries == 0:
+        return {}
+    m_sec = split.secondary_m(m)
+    out: dict[str, list[Secondary]] = {name(p): [] for p in pairs}
+    for sec_name, column, values in secondary_values(sessions, policy.metric, label, split.n_secondaries):
+        for pair in pairs:
+            if pair in unpaired:
+                a, b = ([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
+                v = welch(a, b, split.secondary_alpha, m_sec, policy.delta)
+            else:
+                x = np.asarray(paired_differences(pair, values, states), dtype=float)
+                plan = policy.secondary_looks(len(x))
+                assert plan is not None
+                r = read_at_look(x, primary[name(pair)].look, plan, m_sec, policy.delta, min_pairs=policy.min_pairs)
+                v = Verdict(estimate=float(r["estimate"]), lo=float(r["lo"]), hi=float(r["hi"]), n=int(r["n"]),
+                            n_left_out=int(r["n_left_out"]), level=float(r["level"]),
+                            verdict=LABELS[int(r["code"])], look=int(r["look"]), n_seeds=int(r["n_seeds"]))
+            out[name(pair)].append(Secondary(sec_name, column, v, m_sec))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _differences(pair: Pair, values: dict, states: dict) -> tuple[list[float], list[str]]:
@@ -159,16 +254,20 @@ def compare_rows(sessions: pd.DataFrame, pairs: Sequence[Pair], *, trials: pd.Da
         sides[name(pair)] = tuple([values.get(r, {}).get(s, math.nan) for s in sorted(states.get(r, {}))] for r in pair)
         why[name(pair)] = [states[r][s] for r in pair for s in sorted(states.get(r, {})) if states[r][s] != K.COMPLETE]
     m = _family_size(diffs, sides) if across else len(pairs)
-    verdicts = family_verdicts(diffs, policy.alpha, policy.delta, policy.looks, m=m, min_pairs=policy.min_pairs)
+    # the primary metric's share of α (all of it without a split); its looks, where it has them, spend that share
+    verdicts = family_verdicts(diffs, policy.primary_alpha, policy.delta, policy.looks, m=m,
+                               min_pairs=policy.min_pairs)
     for n, (a, b) in sides.items():
-        verdicts[n] = welch(a, b, policy.alpha, m, policy.delta)
+        verdicts[n] = welch(a, b, policy.primary_alpha, m, policy.delta)
+    secondaries = _secondaries(sessions, pairs, unpaired, verdicts, states, policy, m, label)
     open_ = {n: d for n, d in diffs.items() if verdicts[n].verdict is Label.NOT_RESOLVED}
     # planned as a study of fixed size (all of α at one look): what a new run with that many seeds would need; a
     # --seeds auto study that stopped at its cap has no later look to plan for
-    plans = planner.plan_family(open_, policy.delta, policy.alpha, m=m)
+    plans = planner.plan_family(open_, policy.delta, policy.primary_alpha, m=m)
     return [Compared(pair, verdicts[name(pair)], _counted(why[name(pair)][:verdicts[name(pair)].n_seeds]
                                                           if pair not in unpaired else why[name(pair)]),
-                     m, plans.get(name(pair)), policy, paired=pair not in unpaired)
+                     m, plans.get(name(pair)), policy, paired=pair not in unpaired,
+                     secondaries=secondaries.get(name(pair), ()))
             for pair in pairs]
 
 
@@ -280,13 +379,88 @@ def family_heading(compared: Sequence[Compared]) -> str:
             "another table, or of this table on another metric, is of another family (docs/statistics.md):")
 
 
+def metric_name(metric: str) -> str:
+    """How a finding names the deciding metric: "last-session accuracy" (test_acc), else its last session's column."""
+    return "last-session accuracy" if metric == "test_acc" else f"last-session {metric}"
+
+
+def _finding_part(what: str, v: Verdict, policy: VerdictPolicy, n: int | None = None) -> str:
+    """One metric of a finding: "novel accuracy better by 24.10 points (95% CI +18.00 to +30.20)", its verdict in
+    the table's words (policy.wording), its interval at the family's level, rounded outward (printed_ends), and its
+    n where it differs from the comparison's (`n`)."""
+    words = policy.wording(v.verdict)
+    if not math.isfinite(v.estimate):
+        return f"{what} {words} (no paired seed)"
+    est = number(v.estimate, signed=True)
+    count = [] if n is None or v.n == n else [f"n={v.n}"]
+    if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
+        return f"{what} {words} ({', '.join([est, *count])}: {why_no_interval(v, policy.min_pairs)})"
+    lo, hi, _ = printed_ends(v, policy.delta)
+    ci = f"{policy.level_text} CI {lo} to {hi}"
+    if v.verdict in (Label.BETTER, Label.WORSE):
+        return f"{what} {words} by {number(abs(v.estimate))} points ({', '.join([ci, *count])})"
+    return f"{what} {words} ({', '.join([est, ci, *count])})"
+
+
+def finding(c: Compared) -> str:
+    """The comparison in one sentence a researcher can quote, on every metric it is read on: "adb+ic vs baseline
+    (5 seeds): last-session accuracy worse by 3.40 points (95% CI -6.10 to -0.70); novel accuracy better by 24.10
+    points (95% CI +18.00 to +30.20); base accuracy ...; H last ...; H averaged ...". Every interval is at the
+    family's simultaneous level (all of them true together), each metric's share of α given once in the note
+    below the findings (`opening`)."""
+    v = c.verdict
+    left = [f"{k} {why}" for why, k in sorted(c.left_out.items())]
+    seeds = f"{v.n} seed{'s' * (v.n != 1)}" if c.paired else f"unpaired, n={v.n}"
+    parts = [_finding_part(metric_name(c.metric), v, c.policy)]
+    parts += [_finding_part(sec.name, sec.verdict, c.policy, v.n) for sec in c.secondaries]
+    return f"{name(c.pair)} ({', '.join([seeds, *left])}): " + "; ".join(parts)
+
+
+def findings(compared: Sequence[Compared]) -> list[str]:
+    """The findings block of a table whose policy splits α: its heading (the family: the comparisons on the deciding
+    metric and the secondary ones), a `finding` per comparison, and the note that names the split once; [] without
+    a split (a study recorded before it, or of a policy without one: its lines are as they were)."""
+    if not compared or compared[0].policy.split is None:
+        return []
+    c = compared[0]
+    policy, k, m = c.policy, len(compared), c.m
+    names = [x for x, _, _ in SECONDARY_METRICS[:policy.split.n_secondaries]] if policy.split else []
+    which = f"the {k} comparison{'s' * (k != 1)} of this table" + (
+        f" ({m} of which can have an interval: the Bonferroni family)" if k != m else "")
+    return ([f"findings, one family: {which}, {'each ' * (k != 1)}on the last session's {c.metric} (which alone "
+             f"decides when seeds stop and which row is best) and on {len(names)} secondary metrics "
+             f"({', '.join(names)}), {policy.guarantee()} (docs/tables.md):"]
+            + [finding(x) for x in compared]
+            + [f"{policy.split_text(m)}; every interval is at the family's {policy.level_text} level (all true "
+               f"together), and a secondary metric is read at the seeds where its comparison's {c.metric} stopped "
+               "(docs/statistics.md)"])
+
+
+def _detail_heading(compared: Sequence[Compared]) -> str:
+    """The heading of the deciding metric's sentences below the findings (the same family)."""
+    return (f"the last session's {compared[0].metric} in full, of the family above (a verdict of another table, or "
+            "of this table on another --metric, is of another family; docs/statistics.md):")
+
+
 def opening(compared: Sequence[Compared], markdown: bool = False) -> list[str]:
     """A table's opening lines: the family's heading, one sentence per comparison (bullets in Markdown), a blank
-    line; none without comparisons."""
+    line; none without comparisons. A policy that splits α opens with its `findings` (the split's note last), then
+    the deciding metric's sentences under `_detail_heading`."""
     if not compared:
         return []
     said = sentences(compared)
-    return [family_heading(compared)] + ([f"- {x}" for x in said] if markdown else said) + [""]
+    bullets = (lambda lines: [f"- {x}" for x in lines]) if markdown else (lambda lines: list(lines))
+    found = findings(compared)
+    if not found:
+        return [family_heading(compared)] + bullets(said) + [""]
+    return ([found[0]] + bullets(found[1:-1]) + ["", found[-1], "", _detail_heading(compared)] + bullets(said)
+            + [""])
+
+
+def quotable(compared: Sequence[Compared]) -> list[str]:
+    """The lines a rendering keeps as comments to quote (LaTeX): the findings, where there are, then the deciding
+    metric's sentences."""
+    return findings(compared) + sentences(compared)
 
 
 def row_seconds(trials: pd.DataFrame | None, label: str = LABEL) -> dict[str, float]:
@@ -342,10 +516,12 @@ def note(compared: Sequence[Compared]) -> str:
     """The table's note on its Δlast paired and verdict columns."""
     m, policy = compared[0].m, compared[0].policy
     delta = policy.delta
+    share = f"; at the deciding metric's share of α, {policy.primary_alpha:g}" if policy.split is not None else ""
     return (f"Δlast paired: mean over the seeds a row and its reference both completed of (row - reference) "
             f"last-session accuracy (its {policy.level_text} confidence interval, rounded outward, adjusted over the "
             f"table's {m} comparison{'s' * (m != 1)} (Bonferroni; t over the per-seed differences"
-            f"{'; α spent over the planned looks of --seeds auto' if policy.looks is not None else ''})); verdict: read "
+            f"{'; α spent over the planned looks of --seeds auto' if policy.looks is not None else ''}"
+            f"{share})); verdict: read "
             f"from that interval against 0 and ±δ = {_points(delta)} (--resolve; docs/statistics.md)")
 
 

@@ -120,7 +120,7 @@ def to_latex(table: pd.DataFrame, caption: str = "") -> str:
         if tables.FRONT in table:
             cells.append("$\\ast$" if r[tables.FRONT] == "*" else "")
         body.append(cells)
-    said = [f"% {line}" for line in comparisons.sentences(table.attrs.get("comparisons") or [])]  # quotable
+    said = [f"% {line}" for line in comparisons.quotable(table.attrs.get("comparisons") or [])]
     lines = [*said, "\\begin{table}[t]", "\\centering", tables.render_cells(head, body, "latex")]
     if caption:
         lines.append(f"\\caption{{{_tex(caption)}}}")

@@ -124,6 +124,32 @@ class VerdictPolicy:
         """The primary metric's share of alpha: what its looks (or its one look) spend."""
         return self.alpha if self.split is None else self.split.primary_alpha
 
+    def secondary_looks(self, n_seeds: int) -> Looks | None:
+        """The plan a secondary metric's intervals are read by, at the secondaries' share of alpha (each interval at
+        α_k / (m · n_secondaries): AlphaSplit.secondary_m): the primary's looks at that share, or one look at the
+        `n_seeds` run; None where no secondary metric is read (no split, or a split without secondaries)."""
+        if self.split is None or self.split.n_secondaries == 0:
+            return None
+        if self.looks is None:
+            return Looks.fixed(max(n_seeds, 1), self.split.secondary_alpha)
+        return self.split.secondary(self.looks)
+
+    def split_text(self, m: int) -> str:
+        """The split of alpha as a note says it once, for a family of m comparisons (none without a split)."""
+        s = self.split
+        if s is None:
+            return ""
+        cs = f"{m} comparison{'s' * (m != 1)}"
+        if self.looks is None:
+            each, each_secondary = f"{s.primary_alpha:g} / {m}", f"{s.secondary_alpha:g} / {s.secondary_m(m)}"
+        else:
+            each = f"α_k / {m}, α_k the share of {s.primary_alpha:g} its look spends"
+            each_secondary = (f"α_k / {s.secondary_m(m)}, α_k the share of {s.secondary_alpha:g} at the look where its "
+                              f"comparison's deciding metric stopped")
+        return (f"α = {self.alpha:g} split {s.primary_alpha:g} to the deciding metric (Bonferroni over {cs}: each "
+                f"interval at {each}) and {s.secondary_alpha:g} over {s.n_secondaries} secondary metrics × {cs} "
+                f"(Bonferroni: each interval at {each_secondary})")
+
     @property
     def level(self) -> float:
         """The family's confidence: every interval of the family covers together with at least this probability."""
@@ -221,7 +247,12 @@ def _old(tags: Mapping[str, str]) -> dict[str, Any]:
 
 def combined(policies: Sequence[VerdictPolicy]) -> VerdictPolicy:
     """The policy of one table over several studies (studies/report.py A B): the smallest alpha and the smallest δ
-    of theirs, one look at the seeds run (their looks are each study's own); the caller gives the pairs."""
-    return VerdictPolicy(alpha=min((p.alpha for p in policies), default=DEFAULT_ALPHA),
+    of theirs, one look at the seeds run (their looks are each study's own); the split of the study with that alpha
+    where every study has one (its secondary metrics read beside the table's), else none, as before the split; the
+    caller gives the pairs."""
+    least = min(policies, key=lambda p: p.alpha, default=None)
+    split = least.split if least is not None and all(p.split is not None for p in policies) else None
+    return VerdictPolicy(alpha=DEFAULT_ALPHA if least is None else least.alpha,
                          delta=min((p.delta for p in policies), default=DEFAULT_DELTA),
-                         smoke=any(p.smoke for p in policies))  # a smoke run among them: not meaningful together
+                         smoke=any(p.smoke for p in policies),  # a smoke run among them: not meaningful together
+                         split=split)

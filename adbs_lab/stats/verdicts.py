@@ -42,7 +42,7 @@ from adbs_lab.stats.looks import Looks
 
 __all__ = ["MIN_PAIRS", "LEGACY_MIN_PAIRS", "SPREAD_TOL", "spread_floor", "no_spread", "decisive_t",
            "no_interval_reason", "why_no_interval", "Label", "LABELS", "CODE", "Verdict", "classify", "label",
-           "printed_ends", "bonferroni", "replay", "family_verdicts", "paired_differences", "half_width",
+           "printed_ends", "bonferroni", "replay", "read_at_look", "family_verdicts", "paired_differences", "half_width",
            "CONSERVATIVE_BELOW", "welch", "can_have_interval"]
 
 
@@ -209,6 +209,32 @@ def replay(values: np.ndarray, looks: Looks, m: int, delta: float, step: float |
                        ("look", k), ("n_seeds", size), ("level", 1.0 - a)):
             out[key] = np.where(open_, v, out[key])  # a resolved comparison keeps what it had
         open_ &= code == CODE[Label.NOT_RESOLVED]
+    return out
+
+
+def read_at_look(values: np.ndarray, look: np.ndarray | int, looks: Looks, m: int, delta: float,
+                 step: float | None = None, min_pairs: int = MIN_PAIRS) -> dict[str, np.ndarray]:
+    """Every comparison's verdict at one given look of `looks` (`look`, per comparison: 1 = the first batch; 0 or
+    a look its seeds do not reach: none, not resolved): the interval over the first n_k seeds at α_k / m, the same
+    keys as `replay`. How a secondary metric is read: at the look where its comparison's primary metric stopped
+    (`replay`'s "look"), on the secondaries' plan (adbs_lab/stats/continuation.py: AlphaSplit.secondary), so each
+    secondary interval is one of the α_k / m intervals the union bound counts, read once (docs/statistics.md)."""
+    x = np.asarray(values, dtype=float)
+    shape = x.shape[:-1]
+    look = np.broadcast_to(np.asarray(look, dtype=int), shape)
+    est, _, _, n, left = decisive_t(x, 1.0, step, min_pairs)  # before any look: the estimate and counts, no ends
+    out = {"code": np.full(shape, CODE[Label.NOT_RESOLVED]), "look": np.zeros(shape, dtype=int),
+           "n_seeds": np.full(shape, x.shape[-1]), "level": np.full(shape, np.nan), "estimate": est,
+           "lo": np.full(shape, np.nan), "hi": np.full(shape, np.nan), "n": n, "n_left_out": left}
+    for k, (size, alpha_k) in enumerate(zip(looks.sizes, looks.alphas), start=1):
+        here = look == k
+        if size > x.shape[-1] or not here.any():
+            continue
+        a = bonferroni(alpha_k, m)
+        est, lo, hi, n, left = decisive_t(x[..., :size], a, step, min_pairs)
+        for key, v in (("code", classify(lo, hi, delta)), ("estimate", est), ("lo", lo), ("hi", hi), ("n", n),
+                       ("n_left_out", left), ("look", k), ("n_seeds", size), ("level", 1.0 - a)):
+            out[key] = np.where(here, v, out[key])
     return out
 
 

@@ -21,3 +21,28 @@ def study_frames(values: dict[str, list[float | None]], states: dict[tuple[str, 
                     sessions.append({"trial_id": tid, "label": lab, "seed": seed, "session": session,
                                      "test_acc": acc, "state": state})
     return pd.DataFrame(sessions), pd.DataFrame(trials)
+
+
+def split_frames(values: dict[str, list[dict[str, float] | None]], sessions: int = 2):
+    """(sessions, trials) of rows with base, novel and H per session: each seed's dict gives its last session's
+    test_acc, test_base_acc, test_novel_acc, test_hmean (and `h1`: H of session 1, where there are 2 incremental
+    sessions; else the last one's); session 0 has no novel classes (novel and H NaN). None: the trial diverged."""
+    rows, trials = [], []
+    for lab, seeds in values.items():
+        for seed, v in enumerate(seeds):
+            tid = f"{lab}-{seed}"
+            state = K.COMPLETE if v is not None else K.DIVERGED
+            trials.append({"trial_id": tid, "label": lab, "seed": seed, "state": state,
+                           "started_at": 100.0, "finished_at": 110.0})
+            if v is None:
+                continue
+            nan = float("nan")
+            rows.append({"trial_id": tid, "label": lab, "seed": seed, "session": 0, "state": state, "test_acc": 80.0,
+                         "test_base_acc": 80.0, "test_novel_acc": nan, "test_hmean": nan})
+            for session in range(1, sessions + 1):
+                last = session == sessions
+                rows.append({"trial_id": tid, "label": lab, "seed": seed, "session": session, "state": state,
+                             "test_acc": v["test_acc"] + (0 if last else 1), "test_base_acc": v["test_base_acc"],
+                             "test_novel_acc": v["test_novel_acc"],
+                             "test_hmean": v["test_hmean"] if last else v.get("h1", v["test_hmean"])})
+    return pd.DataFrame(rows), pd.DataFrame(trials)
