@@ -23,7 +23,7 @@ from adbs_lab.driver.options import StudyInputError
 from adbs_lab.driver.prepared import Prepared
 from adbs_lab.driver.resume import json_object
 from adbs_lab.search.seeds.until_resolved import UntilResolved
-from adbs_lab.stats.continuation import next_pause
+from adbs_lab.stats.continuation import next_pause, pauses
 from adbs_lab.stats.sequential import PAUSE
 
 __all__ = ["PAUSE_KEY", "continued", "paused_at", "resumed"]
@@ -33,11 +33,12 @@ PAUSE_KEY = "pause"
 
 
 def paused_at(p: Prepared) -> int:
-    """The pause the study's last run took (study.json), its cap where none is recorded."""
+    """The pause the study's last run took (study.json), its cap where none is recorded or the record is not one of
+    the plan's pauses (a hand-edited study.json)."""
     assert isinstance(p.seeding, UntilResolved)
     held = json_object(p.where.read_text("study.json"), p.where.display("study.json"))
     got = held.get(PAUSE_KEY)
-    return got if isinstance(got, int) and got in p.seeding.looks.sizes else p.seeding.looks.max_seeds
+    return got if isinstance(got, int) and got in pauses(p.seeding.looks) else p.seeding.looks.max_seeds
 
 
 def resumed(p: Prepared) -> Prepared:

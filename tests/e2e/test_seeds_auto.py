@@ -105,8 +105,9 @@ def test_seeds_auto_stops_when_resolved_and_resumes_to_the_same_verdicts(study_c
     assert "stopped after look 2: all 2 comparisons resolved at look 2 (5 seeds); 13 trials in all" in out
     assert _trials(storage) == {"ref": [0, 1, 2, 3, 4], "a": [0, 1, 2], "b": [0, 1, 2, 3, 4]}
     verdicts = _verdicts(out)
-    assert len(verdicts) == 2 and "reached at look 1 of 2, 3 seeds): better" in verdicts[0]
-    assert "reached at look 2 of 2, 5 seeds): better" in verdicts[1]
+    # the plan's looks: 3 and 5 seeds to its cap, then 7, 9 and 10 that a continuation (--more-seeds) may take
+    assert len(verdicts) == 2 and "reached at look 1 of 5, 3 seeds): better" in verdicts[0]
+    assert "reached at look 2 of 5, 5 seeds): better" in verdicts[1]
 
     finished = [line.split("]", 1)[1].split(": finished", 1)[0].strip() for line in before.splitlines()
                 if ": finished:" in line]
