@@ -84,7 +84,7 @@ def aside_line(p: Prepared, stamp: str | None = None) -> str:
         state = held(p)
     except Exception:  # noqa: BLE001 - a damaged runs file or an MLflow store that does not answer: no reason given
         state = "unknown"
-    why = ("this run starts the same study (same settings) again from scratch" if state == "finished" else
+    why = (_again(p) if state == "finished" else
            "this run starts it again from scratch; --resume continues it instead" if state == "unfinished" else
            "it stopped before its first trial, with nothing saved to continue: this run starts it again"
            if state == "claimed" else
@@ -94,6 +94,14 @@ def aside_line(p: Prepared, stamp: str | None = None) -> str:
     head = f"{where} holds {held_study(where)}: " + (f"moving it to {dest}" if stamp else
                                                      f"a run of this command would move it to {dest}")
     return f"{head}, since {why}; pass --name NAME to keep both side by side"
+
+
+def _again(p: Prepared) -> str:
+    """Why a finished run of this very study moves aside, and what a new start of it does to the guarantee."""
+    more = isinstance(p.seeding, UntilResolved) and p.seeding.looks.horizon is not None
+    return ("this run starts the same study (same settings) again from scratch, repeating its seeds: its verdicts "
+            "are a new family, not covered together with the earlier run's"
+            + ("; --more-seeds continues that run on new seeds instead" if more else ""))
 
 
 def own_name(p: Prepared) -> None:

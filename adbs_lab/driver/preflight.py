@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -45,7 +46,7 @@ from adbs_lab.driver import flags, more_seeds
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["validate", "size", "held", "study", "preflight", "note_owned", "row_points",
+__all__ = ["validate", "size", "held", "study", "preflight", "note_owned", "note_repeats", "row_points",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
            "seed_policy"]
 
@@ -309,6 +310,37 @@ def note_owned(p: Prepared) -> None:
         print(f"note: --config {p.opts.config_file}: this study sets {', '.join(p.owned)} itself (its search space "
               f"{p.plan.space_source}, --seeds{', --cpus-per-trial' if 'threads' in p.owned else ''}); the file's "
               "values of those keys are not used", flush=True)
+
+
+def same_study_elsewhere(p: Prepared) -> list[str]:
+    """Other folders of a local --storage that hold a run of this very study (study.json of the same fingerprint: the
+    same rows, base config, seeds and design) under another name: a new run repeats their seeds (a seed fixes the
+    data draw and the initialisation), so its verdicts are a second family, which neither guarantee covers together
+    with the other's. Reads study.json files only; none for an object store or a resumed run."""
+    if p.where.remote or p.opts.resume:
+        return []
+    mine = p.where.local.resolve()
+    found = []
+    for ident in sorted(p.where.local.parent.glob("*/study.json")):
+        try:
+            held = json.loads(ident.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(held, dict) and held.get("fingerprint") == p.fingerprint and ident.parent.resolve() != mine:
+            found.append(ident.parent.name)
+    return found
+
+
+def note_repeats(p: Prepared) -> None:
+    """The note of a new run that repeats the seeds of a run of the same study under another name; printed by the
+    dry run and the run alike."""
+    others = same_study_elsewhere(p)
+    if others:
+        more = (" (`--more-seeds` with that run's --name continues it on new seeds within its guarantee)"
+                if getattr(p.seeding, "looks", None) is not None and p.seeding.looks.horizon is not None else "")
+        print(f"note: {', '.join(others)} in {p.where.local.parent} already ran this very study (the same rows, seeds "
+              f"and design); this run repeats those seeds, so its verdicts are a second family: each is true with "
+              f"{p.verdicts.level_text} on its own, and nothing covers the two together{more}", flush=True)
 
 
 def _check_optuna_storage(url: str) -> None:

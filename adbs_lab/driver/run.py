@@ -30,7 +30,7 @@ from adbs_lab.driver import flags, interrupts
 from adbs_lab.driver.claim import claim, study_lock
 from adbs.light import pause_point
 from adbs_lab.driver.launch import cluster_slots, launch, resumed, trial_slots
-from adbs_lab.driver.preflight import note_owned, preflight, study
+from adbs_lab.driver.preflight import note_owned, note_repeats, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
 from adbs_lab.driver.session import env_defaults, interrupted, ray_session
@@ -140,6 +140,7 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
         except KeyboardInterrupt:
             interrupted("checking the study (nothing was written)")
         note_owned(p)
+        note_repeats(p)
         shared = flags.shipped_name(plan, opts)
         if shared:  # said by the dry run and the run alike, before anything is claimed
             print(f"warning: {shared}", file=sys.stderr, flush=True)

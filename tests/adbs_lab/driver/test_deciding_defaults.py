@@ -154,3 +154,18 @@ def test_a_study_started_by_the_plan_before_the_design_resumes_by_it(tmp_path):
 
 def test_the_design_is_what_the_simulations_measured():
     assert math.isclose(sum(design(3).alphas), 0.04) and design(3).sizes == (3, 5, 7, 8, 10, 12, 14, 16)
+
+
+def test_a_new_run_of_the_same_study_under_another_name_says_it_repeats_its_seeds(tmp_path, capsys):
+    first = preflight.study(*ablation.plan(_opts(ablation, "--storage", str(tmp_path))))
+    first.where.local.mkdir(parents=True)
+    (first.where.local / "study.json").write_text(json.dumps({"fingerprint": first.fingerprint}))
+    other = preflight.study(*ablation.plan(_opts(ablation, "--storage", str(tmp_path), "--name", "again")))
+    preflight.note_repeats(other)
+    out = capsys.readouterr().out
+    assert "note: ablation in " in out and "this run repeats those seeds, so its verdicts are a second family" in out
+    assert "`--more-seeds` with that run's --name continues it" in out
+    preflight.note_repeats(first)  # its own folder is not another run
+    fixed = preflight.study(*ablation.plan(_opts(ablation, "--storage", str(tmp_path), "--seeds", "0", "1", "2")))
+    preflight.note_repeats(fixed)  # another design: another fingerprint
+    assert capsys.readouterr().out == ""
