@@ -63,7 +63,8 @@ if TYPE_CHECKING:
     import mlflow.tracking as mlflow_tracking
     import pandas as pd
 
-    from adbs_lab.results import across_tasks, figures, from_store, paper, path_report, pareto, renderings, tables
+    from adbs_lab.results import (across_tasks, figures, from_store, paper, path_report, pareto, renderings, rereading,
+                                  tables)
 else:  # pandas and MLflow: loaded at their first use, once the flags are checked (adbs/light.py)
     mlflow_tracking = light.lazy("mlflow.tracking")
     pd = light.lazy("pandas")
@@ -74,6 +75,7 @@ else:  # pandas and MLflow: loaded at their first use, once the flags are checke
     path_report = light.lazy("adbs_lab.results.path_report")
     pareto = light.lazy("adbs_lab.results.pareto")
     renderings = light.lazy("adbs_lab.results.renderings")
+    rereading = light.lazy("adbs_lab.results.rereading")
     tables = light.lazy("adbs_lab.results.tables")
 
 
@@ -289,8 +291,6 @@ def _report_study(study, args: argparse.Namespace, uri: str) -> int:
     """One study: its table with the verdicts it recorded (beside the paper's with --paper), its files, and its
     Pareto front where it has one. Another --resolve or --reference is a re-reading, printed apart under its own
     heading (adbs_lab/results/rereading.py), never in the place of the study's own verdicts."""
-    from adbs_lab.results import rereading
-
     run = study.parent.info
     table = from_store.study_table(study, metric=args.metric)
     print(renderings.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session",

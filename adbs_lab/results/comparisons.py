@@ -18,6 +18,7 @@ table's trials into them and says the results in words.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -330,7 +331,7 @@ def plan_lines(compared: Sequence[Compared], seconds: Mapping[str, float] | None
         lines.append(f"  all of them: {t[0]:.0f} more trials (90%: {t[1]:.0f} to {t[2]:.0f}), about "
                      f"{duration(sec[0])} (90%: {duration(sec[1])} to {duration(sec[2])}) at each row's measured "
                      f"seconds per trial (a shared reference counted once; a new seed trains its own base sessions); "
-                     f"every forecast one resolved by {_last(looks)} in {total.p_by_horizon:.0%} of draws")
+                     f"every forecast comparison resolved by {_last(looks)} in {total.p_by_horizon:.0%} of draws")
     return lines
 
 
@@ -343,9 +344,15 @@ def forecasts(compared: Sequence[Compared]) -> tuple[Looks, bool, dict[str, fore
         return Looks(), False, {}
     first = open_[0]
     looks, own = forecast.planned_looks(first.policy.looks, first.m, first.policy.split)
-    said = forecast.forecast_family({name(c.pair): c.plan.diffs for c in open_ if c.plan is not None}, looks,
-                                    first.policy.delta, m=first.m)
+    # forecast.forecast_family's streams (comparison k draws from seed k), each forecast computed once per table
+    # however many renderings print it (text, Markdown, report.md)
+    diffs = {name(c.pair): tuple(c.plan.diffs) for c in open_ if c.plan is not None}
+    said = {n: _forecast(d, looks, first.m, first.policy.delta, k) for k, (n, d) in enumerate(diffs.items())}
     return looks, own, said
+
+
+_forecast = functools.lru_cache(maxsize=1024)(forecast.forecast)
+_cap_that_would = functools.lru_cache(maxsize=1024)(forecast.cap_that_would)
 
 
 def _last(looks: Looks) -> str:
@@ -394,7 +401,7 @@ def _plan_text(f: forecast.Forecast, looks: Looks, own: bool, one: forecast.Cost
 def _larger_cap(c: Compared, looks: Looks, delta: float) -> str:
     """Where the looks would not resolve the comparison in ENOUGH of the draws: the cap that would."""
     assert c.plan is not None
-    cap = forecast.cap_that_would(c.plan.diffs, looks, c.m, delta)
+    cap = _cap_that_would(tuple(c.plan.diffs), looks, c.m, delta)
     with_horizon = f" (horizon {2 * cap})" if cap is not None and looks.horizon is not None else ""
     if cap is None:
         return (f"; no cap up to {forecast.MOST} seeds would resolve it in {forecast.ENOUGH:.0%} of draws (its "
