@@ -75,3 +75,14 @@ def test_the_plans_90_percent_interval_holds_the_realised_stop_and_its_median_is
               f"{within[-1]:.3f}", end="")
     assert min(covered) >= 0.85
     assert np.mean(within) >= 0.70
+
+
+def test_a_study_at_the_end_of_its_looks_is_told_so_and_the_cap_a_new_study_would_need():
+    rows = {"ref": [50.0, 54.0, 47.0, 52.0, 49.0], "a": [50.6, 53.5, 47.9, 52.1, 49.8]}
+    s, t = study_frames(rows)
+    policy = VerdictPolicy(pairs=(("a", "ref"),), looks=Looks(max_seeds=5))
+    (c,) = cmp.compare_rows(s, [("a", "ref")], trials=t, policy=policy)
+    lines = cmp.plan_lines([c], cmp.row_seconds(t))
+    assert lines[1] == "  looks: the study's own, as it recorded them (first 3 seeds, 2 more a look, the cap at 5, no horizon)"
+    assert lines[2].startswith("  a vs ref: the study's looks are spent (the last at 5 seeds): no more seeds resolve it "
+                               "under its plan; a new study with a cap of ")
