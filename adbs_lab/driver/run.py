@@ -71,9 +71,10 @@ def dry_run(p: Prepared) -> None:
         print(aside_line(p), flush=True)
 
 
-def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None]:
+def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None, bool]:
     """The verdict policy and reference the study in `p`'s folder ran under, as it recorded them (study.json, else its
-    MLflow parent run's tags: adbs_lab/results/rereading.py: recorded), never this command's flags; StudyInputError
+    MLflow parent run's tags: adbs_lab/results/rereading.py: recorded), never this command's flags, and whether this
+    command names the run's --reference (else its comparisons are another family); StudyInputError
     where the folder holds another study, a run of this one with another seed design, or no record of its policy."""
     from adbs_lab.driver.resume import json_object
     from adbs_lab.results import rereading
@@ -102,11 +103,9 @@ def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None]:
                               f"nor in the MLflow store {tracking_store.redact_uri(p.tracking_uri)} (its parent run); "
                               "pass the --tracking-uri the study ran with, or `python studies/report.py "
                               f"{p.opts.experiment(p.plan.name)} --tracking-uri URI` reads it from that store")
-    if "baseline" in held:
-        return policy, held["baseline"]
+    same = (held.get("settings") or {}).get("reference") == p.opts.reference  # this command names the run's
     # a study.json from before it recorded its reference: this command's, where it names the run's --reference
-    same = (held.get("settings") or {}).get("reference") == p.opts.reference
-    return policy, p.reference if same else None
+    return policy, held["baseline"] if "baseline" in held else p.reference if same else None, same
 
 
 def seed_plan(p: Prepared) -> None:
@@ -126,7 +125,7 @@ def seed_plan(p: Prepared) -> None:
     if not all(f.is_file() for f in files):
         raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
                               f"run it first, with the same flags (and --name, --smoke) as this command")
-    verdicts, baseline = _recorded(p)
+    verdicts, baseline, same_reference = _recorded(p)
     # one row per trial, as every reader counts them (a study's own files hold one already); every config value as
     # written (None, mixed types)
     sessions, trials = attempts.standing_frames(*(read_parquet(f) for f in files))
@@ -149,7 +148,9 @@ def seed_plan(p: Prepared) -> None:
         print(f"{p.plan.name}: no comparisons to plan (its table compares no rows: no reference row ran, or it "
               "samples its configurations)")
         return
-    again = rereading.lines(verdicts, p.verdicts, read)
+    # what this command asks of the run: another δ (--resolve), and other comparisons only where --reference differs
+    asked = p.verdicts if not same_reference else verdicts.with_delta(p.verdicts.delta)
+    again = rereading.lines(verdicts, asked, read)
     print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run, as it recorded them",
                      *comparisons.opening(compared)]
                     + (comparisons.plan_lines(compared, comparisons.row_seconds(trials))
