@@ -1,4 +1,5 @@
-"""A verdict for every comparison a study's table makes, and the seeds that would settle the unresolved ones.
+"""A verdict for every comparison a study's table makes, and where the sequential design would stop the unresolved
+ones (the plan: `plan_lines`).
 
 The statistics are adbs_lab/stats/ (docs/statistics.md names the methods and their references); this module reads a
 table's trials into them and says the results in words.
@@ -68,8 +69,8 @@ def name(pair: Pair) -> str:
 
 @dataclass(frozen=True)
 class Compared:
-    """One comparison of a table: its verdict, the seeds it left out, and (unresolved) the seeds that would settle
-    it."""
+    """One comparison of a table: its verdict, the seeds it left out, and (unresolved) its per-seed differences for
+    the plan."""
 
     pair: Pair
     """(row, reference): the difference is row - reference."""
@@ -81,7 +82,8 @@ class Compared:
     m: int
     """How many comparisons the table's adjustment is over."""
     plan: planner.SeedPlan | None
-    """For an unresolved comparison, the seeds it would need (adbs_lab/stats/planner.py); None when resolved."""
+    """For an unresolved comparison, its per-seed differences (`diffs`, which the plan forecasts from: `forecasts`)
+    and the fixed-size plan of adbs_lab/stats/planner.py, which no line prints; None when resolved."""
     policy: VerdictPolicy = DEFAULT_POLICY
     """The verdict policy it was read under: α (the level printed), δ, the looks of a study that added seeds in
     batches (--seeds auto; None: one look at the seeds run), the metric compared (its last session's value per seed:
