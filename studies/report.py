@@ -63,7 +63,8 @@ if TYPE_CHECKING:
     import mlflow.tracking as mlflow_tracking
     import pandas as pd
 
-    from adbs_lab.results import across_tasks, figures, from_store, paper, path_report, pareto, renderings, tables
+    from adbs_lab.results import (across_tasks, figures, from_store, paper, path_report, pareto, renderings, rereading,
+                                  tables)
 else:  # pandas and MLflow: loaded at their first use, once the flags are checked (adbs/light.py)
     mlflow_tracking = light.lazy("mlflow.tracking")
     pd = light.lazy("pandas")
@@ -74,6 +75,7 @@ else:  # pandas and MLflow: loaded at their first use, once the flags are checke
     path_report = light.lazy("adbs_lab.results.path_report")
     pareto = light.lazy("adbs_lab.results.pareto")
     renderings = light.lazy("adbs_lab.results.renderings")
+    rereading = light.lazy("adbs_lab.results.rereading")
     tables = light.lazy("adbs_lab.results.tables")
 
 
@@ -275,25 +277,33 @@ def _rows(studies) -> list[str]:
     return [r for r in dict.fromkeys([*order, *(sessions["label"] if len(sessions) else [])]) if r in ran]
 
 
-def _verdict_flags(study, args: argparse.Namespace) -> dict:
-    """The study's reference and verdict policy as --reference and --resolve change them."""
+def _asked(study, args: argparse.Namespace):
+    """(the verdict policy --resolve and --reference ask of the study, the reference they name): the study's recorded
+    policy as the flags change it; what the study recorded where they change nothing."""
     verdicts = study.verdicts if args.resolve is None else study.verdicts.with_delta(args.resolve)
-    out: dict = {}
-    if args.reference is not None:  # a row of the table (main checked it)
-        out["baseline"] = args.reference
-        verdicts = verdicts.with_pairs([(r, args.reference) for r in _rows([study]) if r != args.reference],
-                                       verdicts.m)
-    return {**out, "verdicts": verdicts}
+    if args.reference is None:
+        return verdicts, study.baseline
+    pairs = [(r, args.reference) for r in _rows([study]) if r != args.reference]
+    return verdicts.with_pairs(pairs, verdicts.m), args.reference
 
 
 def _report_study(study, args: argparse.Namespace, uri: str) -> int:
-    """One study: its table (beside the paper's with --paper), its files, and its Pareto front where it has one."""
+    """One study: its table with the verdicts it recorded (beside the paper's with --paper), its files, and its
+    Pareto front where it has one. Another --resolve or --reference is a re-reading, printed apart under its own
+    heading (adbs_lab/results/rereading.py), never in the place of the study's own verdicts."""
     run = study.parent.info
-    if args.reference is not None or args.resolve is not None:
-        study = dataclasses.replace(study, **_verdict_flags(study, args))
     table = from_store.study_table(study, metric=args.metric)
     print(renderings.render(table, args.format, caption=f"{study.name}: {args.metric} (%) per session",
                             trials=study.trials, order=study.order, notes=study.notes))
+    asked, reference = _asked(study, args)
+
+    def read(verdicts):
+        other = dataclasses.replace(study, baseline=reference, verdicts=verdicts)
+        return from_store.study_table(other, metric=args.metric).attrs.get("comparisons") or []
+
+    again = rereading.lines(study.verdicts, asked, read) if len(study.sessions) else []
+    if again:
+        print("\n".join(again))
     if args.paper:
         beside = renderings.paper_beside(table, study.dataset)
         if beside is None:

@@ -64,9 +64,14 @@ def claim(p: Prepared) -> None:
     where.prepare()
     if not p.opts.optuna_storage:  # the folder's own optuna.db, new: the folder's lock makes the name this run's
         own_name(p)
+    from adbs_lab.results import rereading
+
     ident_file = where.local / "study.json"
+    # the verdict policy and reference as the study starts with them: what --plan reads its verdicts by, whatever
+    # flags the command that reads them passes (adbs_lab/results/rereading.py)
     ident_file.write_text(json.dumps({"study": p.plan.name, "folder": where.folder, "fingerprint": p.fingerprint,
                                       "command": p.command, "settings": p.settings, "trials": p.total,
+                                      rereading.RECORD_KEY: rereading.record(p.verdicts), "baseline": p.reference,
                                       **({more_seeds.PAUSE_KEY: p.seeding.stop} if isinstance(p.seeding, UntilResolved) else {}),
                                       "started": time.strftime("%Y-%m-%d %H:%M"),
                                       "code_version": code_version()}, indent=1))

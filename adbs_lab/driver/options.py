@@ -159,11 +159,12 @@ class StudyOptions:
     reference: the baseline row, each host without ADBS, the preset's alpha)"""
     resolve: float = 1.0
     """δ in accuracy points, the smallest difference that matters: each comparison's verdict reads its interval
-    against 0 and ±δ (better, worse, equivalent within ±δ, better or worse by less than δ, not resolved), and the
-    seed planner plans for an interval narrower than δ (docs/statistics.md)"""
+    against 0 and ±δ (better, worse, equivalent within ±δ, better or worse by less than δ, not resolved; with --plan,
+    a finished study's intervals re-read against ±δ, below its own verdicts; docs/statistics.md)"""
     plan_only: bool = _flag(flag="--plan", default=False)
-    """print the verdicts of this study's finished run (the same flags and --name) and the seeds that would settle
-    the unresolved ones, with their cost; run nothing"""
+    """print the verdicts of this study's finished run (the same flags and --name), as the run recorded them, and
+    where the sequential design would stop the unresolved ones (seeds, trials, time); another --resolve or
+    --reference is printed below them as a re-reading; run nothing"""
     resume: bool = False
     """continue the interrupted study in the same storage folder (on too with --more-seeds)"""
     more_seeds: bool = False

@@ -37,6 +37,8 @@ from adbs_lab.driver.session import env_defaults, interrupted, ray_session
 from adbs_lab.driver.summarise import Outcome, summarise
 from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
+from adbs_lab.driver.resume import mlflow_has_run
+from adbs_lab.stats.policy import VerdictPolicy
 
 __all__ = ["seed_plan", "run", "code", "main", "dry_run"]
 
@@ -77,12 +79,51 @@ def dry_run(p: Prepared) -> None:
         print(aside_line(p), flush=True)
 
 
+def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None, bool]:
+    """The verdict policy and reference the study in `p`'s folder ran under, as it recorded them (study.json, else its
+    MLflow parent run's tags: adbs_lab/results/rereading.py: recorded), never this command's flags, and whether this
+    command names the run's --reference (else its comparisons are another family); StudyInputError
+    where the folder holds another study, a run of this one with another seed design, or no record of its policy."""
+    from adbs_lab.driver.resume import json_object
+    from adbs_lab.results import rereading
+    from adbs_lab.stores import tracking_store
+
+    held = json_object(p.where.read_text("study.json"), p.where.display("study.json"))
+    if not held:
+        raise StudyInputError(f"--plan: {p.dir} holds no study.json, the record of the study's run (its verdict "
+                              "policy); run the study first, with the same flags (and --name, --smoke) as this command")
+    if held.get("fingerprint") != p.fingerprint:  # its seeds, looks, space or base config are not this command's
+        raise StudyInputError(
+            f"--plan reads a study's run as it ran, and {p.dir} holds a run of other seeds, looks or settings than "
+            f"this command's ({held.get('command', '?')}); rerun --plan with that command's flags (another --resolve "
+            "or --reference is then printed as a re-reading, apart from its verdicts)")
+
+    def parent_tags() -> dict[str, str] | None:
+        parent = json_object(p.where.read_text(tracking_store.RUNS_FILE),
+                             p.where.display(tracking_store.RUNS_FILE)).get("parent")
+        if not parent or not mlflow_has_run(p.tracking_uri, parent):
+            return None
+        return dict(tracking_store.client(p.tracking_uri).get_run(parent).data.tags)
+
+    policy = rereading.recorded(held, parent_tags)
+    if policy is None:
+        raise StudyInputError(f"--plan: the verdict policy of the run in {p.dir} is recorded neither in its study.json "
+                              f"nor in the MLflow store {tracking_store.redact_uri(p.tracking_uri)} (its parent run); "
+                              "pass the --tracking-uri the study ran with, or `python studies/report.py "
+                              f"{p.opts.experiment(p.plan.name)} --tracking-uri URI` reads it from that store")
+    same = (held.get("settings") or {}).get("reference") == p.opts.reference  # this command names the run's
+    # a study.json from before it recorded its reference: this command's, where it names the run's --reference
+    return policy, held["baseline"] if "baseline" in held else p.reference if same else None, same
+
+
 def seed_plan(p: Prepared) -> None:
-    """--plan: the verdicts of the study's finished run in its folder and the seeds that would settle the unresolved
-    comparisons, with their cost at the trials' measured times; runs and writes nothing."""
+    """--plan: the verdicts of the study's finished run in its folder, read by the verdict policy the run recorded
+    (never this command's flags: another --resolve or --reference is printed apart, as a re-reading), and where the
+    sequential design would stop the unresolved comparisons, with their cost at the trials' measured times; runs
+    and writes nothing."""
     from adbs_lab.records import attempts
     from adbs_lab.records.config_values import read_parquet
-    from adbs_lab.results import comparisons, tables
+    from adbs_lab.results import comparisons, rereading, tables
 
     if p.where.remote:
         raise StudyInputError(f"--plan reads the study's folder on this machine, and {p.where} is an object store; "
@@ -92,6 +133,7 @@ def seed_plan(p: Prepared) -> None:
     if not all(f.is_file() for f in files):
         raise StudyInputError(f"--plan: {p.dir} holds no finished run of study {p.plan.name} (no sessions.parquet); "
                               f"run it first, with the same flags (and --name, --smoke) as this command")
+    verdicts, baseline, same_reference = _recorded(p)
     # one row per trial, as every reader counts them (a study's own files hold one already); every config value as
     # written (None, mixed types)
     sessions, trials = attempts.standing_frames(*(read_parquet(f) for f in files))
@@ -100,20 +142,27 @@ def seed_plan(p: Prepared) -> None:
     standing = summarise.standing(p, sessions, trials)
     said = p.seeding.verdict_lines(standing, p.objectives[0].name)
     if said is not None:  # a raced search: its race's verdicts replayed from the trials, as the study printed them
-        print("\n".join([f"{p.plan.name} ({p.dir}): the race's verdicts of its last run, {p.verdicts.guarantee()} "
+        print("\n".join([f"{p.plan.name} ({p.dir}): the race's verdicts of its last run, {verdicts.guarantee()} "
                          "(docs/statistics.md)", *said,
                          p.seeding.end_line(standing) or ""]))
         return
-    table = tables.paper_table(sessions, baseline=p.reference, order=p.plan.order, trials=trials,
-                               verdicts=p.verdicts)
-    compared = table.attrs.get("comparisons") or []
+
+    def read(policy: VerdictPolicy) -> list:
+        table = tables.paper_table(sessions, baseline=baseline, order=p.plan.order, trials=trials, verdicts=policy)
+        return table.attrs.get("comparisons") or []
+
+    compared = read(verdicts)
     if not compared:
         print(f"{p.plan.name}: no comparisons to plan (its table compares no rows: no reference row ran, or it "
               "samples its configurations)")
         return
-    print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run", *comparisons.opening(compared)]
+    # what this command asks of the run: another δ (--resolve), and other comparisons only where --reference differs
+    asked = p.verdicts if not same_reference else verdicts.with_delta(p.verdicts.delta)
+    again = rereading.lines(verdicts, asked, read)
+    print("\n".join([f"{p.plan.name} ({p.dir}): the verdicts of its last run, as it recorded them",
+                     *comparisons.opening(compared)]
                     + (comparisons.plan_lines(compared, comparisons.row_seconds(trials))
-                       or ["every comparison is resolved: no more seeds needed"])))
+                       or ["every comparison is resolved: no more seeds needed"]) + again))
 
 
 def run(plan: Plan, opts: StudyOptions) -> Outcome | None:

@@ -4,7 +4,8 @@ nothing; pandas and matplotlib load with the modules that draw.
 
     seed_counts  how many seeds of a row completed, and what became of the others
     compare      paired differences and intervals, which rows may be ranked together
-    comparisons  the table's comparisons: a verdict each (adbs_lab/stats/), the seeds that would settle the rest
+    comparisons  the table's comparisons: a verdict each (adbs_lab/stats/), where the design would stop the rest
+    rereading    a finished study's recorded verdict policy, and another δ or reference asked of it
     across_tasks a comparison over the tasks it ran in (datasets, hosts): IQM, paired probability of improvement
     tables       the study's table (mean ± 95% CI per session), best_config.json
     renderings   a table in text, Markdown, LaTeX and CSV, and beside the paper's numbers

@@ -1,4 +1,5 @@
-"""A verdict for every comparison a study's table makes, and the seeds that would settle the unresolved ones.
+"""A verdict for every comparison a study's table makes, and where the sequential design would stop the unresolved
+ones (the plan: `plan_lines`).
 
 The statistics are adbs_lab/stats/ (docs/statistics.md names the methods and their references); this module reads a
 table's trials into them and says the results in words.
@@ -25,6 +26,7 @@ table's trials into them and says the results in words.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -36,7 +38,8 @@ from adbs.cells import duration, number
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.config_values import texts
 from adbs_lab.records.trial_records import LABEL
-from adbs_lab.stats import planner
+from adbs_lab.stats import forecast, planner
+from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.policy import DEFAULT_POLICY, Pair, VerdictPolicy
 from adbs_lab.stats.verdicts import (CONSERVATIVE_BELOW, TOUCH, Label, Verdict, can_have_interval, family_verdicts,
                                     half_width, no_interval_reason, paired_differences, printed_ends,
@@ -44,7 +47,7 @@ from adbs_lab.stats.verdicts import (CONSERVATIVE_BELOW, TOUCH, Label, Verdict, 
 
 __all__ = ["Compared", "Secondary", "SECONDARY_METRICS", "secondary_values", "finding", "findings", "metric_name",
            "family", "name", "compare_rows", "verdict_text", "sentence", "sentences", "family_heading", "opening",
-           "quotable", "plan_lines", "row_seconds", "cell", "cell_text", "ends", "note", "best_standing",
+           "quotable", "plan_lines", "forecasts", "row_seconds", "cell", "cell_text", "ends", "note", "best_standing",
            "seed_values"]
 
 def family(labels: Sequence[str], reference: str | Mapping[str, str] | None,
@@ -102,8 +105,8 @@ class Secondary:
 
 @dataclass(frozen=True)
 class Compared:
-    """One comparison of a table: its verdict, the seeds it left out, and (unresolved) the seeds that would settle
-    it."""
+    """One comparison of a table: its verdict, the seeds it left out, and (unresolved) its per-seed differences for
+    the plan."""
 
     pair: Pair
     """(row, reference): the difference is row - reference."""
@@ -115,7 +118,8 @@ class Compared:
     m: int
     """How many comparisons the table's adjustment is over."""
     plan: planner.SeedPlan | None
-    """For an unresolved comparison, the seeds it would need (adbs_lab/stats/planner.py); None when resolved."""
+    """For an unresolved comparison, its per-seed differences (`diffs`, which the plan forecasts from: `forecasts`)
+    and the fixed-size plan of adbs_lab/stats/planner.py, which no line prints; None when resolved."""
     policy: VerdictPolicy = DEFAULT_POLICY
     """The verdict policy it was read under: α (the level printed), δ, the looks of a study that added seeds in
     batches (--seeds auto; None: one look at the seeds run), the metric compared (its last session's value per seed:
@@ -474,37 +478,111 @@ def row_seconds(trials: pd.DataFrame | None, label: str = LABEL) -> dict[str, fl
 
 
 def plan_lines(compared: Sequence[Compared], seconds: Mapping[str, float] | None = None) -> list[str]:
-    """The seed planner's advice under the table: for each unresolved comparison the seeds it would need in all
-    (on σ's upper 80% bound, and on its point estimate), and what they would cost at the rows' measured times."""
+    """The plan under the table: for each unresolved comparison, where the sequential design would stop it (the
+    median and 90% prediction interval of the seeds at its stop, adbs_lab/stats/forecast.py: forecast), the trials and
+    time on this machine (`seconds`: each row's measured seconds per trial), how often the cap and the horizon resolve
+    it, and where they would not in ENOUGH of the draws, the cap that would (forecast.cap_that_would). The looks are
+    the study's recorded ones where it has them, else the design a deciding study of the family's size would run
+    (forecast.planned_looks). A prediction from the seeds run, not a verdict; no forecast from fewer than 3 finite
+    pairs or pairs without spread. It replaces the plan on σ's upper 80% bound (adbs_lab/stats/planner.py), which
+    aimed at an interval narrower than δ whatever the truth and asked about ten times the seeds the looks stop at."""
     open_ = [c for c in compared if c.plan is not None]
     if not open_:
         return []
-    delta = open_[0].policy.delta
-    lines = [f"seeds that would settle the unresolved comparisons (an interval narrower than δ = {_points(delta)}; "
-             f"planned on σ's upper 80% bound from the seeds run, the point estimate's plan beside it; "
-             f"docs/statistics.md):"]
-    for c in open_:
-        p = c.plan
-        assert p is not None
-        lines.append(f"  {name(c.pair)}: " + _plan_text(p))
+    first = open_[0]
+    delta = first.policy.delta
+    names = {name(c.pair): c for c in open_}
+    looks, own, said = forecasts(open_)
     timed = seconds is not None and all(row in seconds for c in open_ for row in c.pair)
-    cost = planner.extra_cost({name(c.pair): c.plan for c in open_ if c.plan is not None},
-                              {name(c.pair): c.pair for c in open_}, seconds) if timed and seconds else None
-    if cost is not None and cost.seeds_by_row:
-        rows = ", ".join(f"{k} more of {row}" for row, k in cost.seeds_by_row.items() if k)
-        lines.append(f"  cost on this machine: about {duration(cost.seconds)} of trials ({rows}; at each row's "
-                     "measured seconds per trial; a new seed trains its own base sessions)")
+    lines = [f"where the sequential design would stop the unresolved comparisons (a forecast from the seeds run, not a "
+             f"verdict: the seeds at the stop, median and {forecast.LEVEL:.0%} prediction interval over the "
+             f"posterior predictive; docs/statistics.md, \"Reading the plan\"):",
+             f"  looks: {_looks_text(looks, own, first.m)}"]
+    for n, c in names.items():
+        one = forecast.cost({n: said[n]}, {n: c.pair}, seconds or {}, looks) if timed and said[n].draws.size else None
+        lines.append(f"  {n}: " + _plan_text(said[n], looks, own, one, c, delta))
+    total = forecast.cost(said, {n: c.pair for n, c in names.items()}, seconds or {}, looks) if timed else None
+    if total is not None and len(said) > 1 and len(total.unforecast) < len(said):
+        t, sec = total.trials, total.seconds
+        lines.append(f"  all of them: {t[0]:.0f} more trials (90%: {t[1]:.0f} to {t[2]:.0f}), about "
+                     f"{duration(sec[0])} (90%: {duration(sec[1])} to {duration(sec[2])}) at each row's measured "
+                     f"seconds per trial (a shared reference counted once; a new seed trains its own base sessions); "
+                     f"every forecast comparison resolved by {_last(looks)} in {total.p_by_horizon:.0%} of draws")
     return lines
 
 
-def _plan_text(p: planner.SeedPlan) -> str:
-    if p.needed is None and p.needed_point is None:
-        return p.note or f"more than {planner.N_MAX} seeds"
-    need = f"{p.needed} seeds in all ({p.extra} more)" if p.needed is not None else f"more than {planner.N_MAX} seeds"
-    point = f"{p.needed_point} on the point estimate" if p.needed_point is not None else ""
-    return "; ".join(x for x in (need, point, p.note) if x)
+def forecasts(compared: Sequence[Compared]) -> tuple[Looks, bool, dict[str, forecast.Forecast]]:
+    """(the looks the plan replays, whether they are the study's own, {comparison: its Forecast}) for a table's
+    unresolved comparisons, as `plan_lines` prints them: forecast.planned_looks of the family's recorded looks, size
+    and split; each forecast from the comparison's per-seed differences (its SeedPlan's), at the table's δ and m."""
+    open_ = [c for c in compared if c.plan is not None]
+    if not open_:
+        return Looks(), False, {}
+    first = open_[0]
+    looks, own = forecast.planned_looks(first.policy.looks, first.m, first.policy.split)
+    # forecast.forecast_family's streams (comparison k draws from seed k), each forecast computed once per table
+    # however many renderings print it (text, Markdown, report.md)
+    diffs = {name(c.pair): tuple(c.plan.diffs) for c in open_ if c.plan is not None}
+    said = {n: _forecast(d, looks, first.m, first.policy.delta, k) for k, (n, d) in enumerate(diffs.items())}
+    return looks, own, said
 
 
+_forecast = functools.lru_cache(maxsize=1024)(forecast.forecast)
+_cap_that_would = functools.lru_cache(maxsize=1024)(forecast.cap_that_would)
+
+
+def _last(looks: Looks) -> str:
+    return f"the horizon of {looks.horizon}" if looks.horizon is not None else f"the cap of {looks.max_seeds}"
+
+
+def _looks_text(looks: Looks, own: bool, m: int) -> str:
+    """Which looks the forecast replays, in words."""
+    shape = (f"first {looks.n0} seeds, {looks.batch} more a look, the cap at {looks.max_seeds}"
+             + (f", continuations to the horizon of {looks.horizon}" if looks.horizon is not None else ", no horizon"))
+    if own:
+        return f"the study's own, as it recorded them ({shape})"
+    return (f"the sequential design a deciding study of {m} comparison{'s' * (m != 1)} would run ({shape}; "
+            "adbs_lab/stats/continuation.py: design), over the seeds run")
+
+
+def _plan_text(f: forecast.Forecast, looks: Looks, own: bool, one: forecast.Cost | None, c: Compared, delta: float) -> str:
+    """One comparison's forecast in words: "stops at 5 seeds (90%: 3 to 9); 4 more trials, about 3 min; by the cap
+    of 8 in 83% of draws"."""
+    if f.median is None:
+        return f.note
+    if f.note == forecast.RESOLVED:  # the design's looks over the seeds run already resolve it (a study of fixed seeds)
+        return (f"stops at {f.median:.0f} seeds, among the seeds run: the design's looks over them would resolve it (no "
+                "more seeds; a reading of another family than the table's)")
+    assert f.lo is not None and f.hi is not None and f.p_by_horizon is not None
+    if f.seeds_run >= looks.last:
+        head = (f"the study's looks are spent (the last at {looks.last} seeds): no more seeds resolve it under its plan"
+                if own else f"the design's looks end at {looks.last} seeds, no more than the seeds run")
+        return head + _larger_cap(c, looks, delta)
+    hi = f"{f.hi:.0f}" if math.isfinite(f.hi) else f"beyond {looks.last}"
+    stop = (f"stops at {f.median:.0f} seeds (90%: {f.lo:.0f} to {hi})" if math.isfinite(f.median)
+            else f"not resolved by {_last(looks)} in most draws (90%: from {f.lo:.0f} seeds to beyond)"
+            if math.isfinite(f.lo) else f"not resolved by {_last(looks)} in {1 - f.p_by_horizon:.0%} of draws")
+    parts = [stop]
+    if one is not None:
+        parts.append(f"{one.trials[0]:.0f} more trials, about {duration(one.seconds[0])}")
+    by_cap = float((f.draws <= looks.max_seeds).mean())
+    where = f"by the cap of {looks.max_seeds} in {by_cap:.0%} of draws"
+    if looks.horizon is not None:
+        where += f", by the horizon of {looks.horizon} in {f.p_by_horizon:.0%}"
+    parts.append(where)
+    text = "; ".join(parts)
+    return text + (_larger_cap(c, looks, delta) if f.p_by_horizon < forecast.ENOUGH else "")
+
+
+def _larger_cap(c: Compared, looks: Looks, delta: float) -> str:
+    """Where the looks would not resolve the comparison in ENOUGH of the draws: the cap that would."""
+    assert c.plan is not None
+    cap = _cap_that_would(tuple(c.plan.diffs), looks, c.m, delta)
+    with_horizon = f" (horizon {2 * cap})" if cap is not None and looks.horizon is not None else ""
+    if cap is None:
+        return (f"; no cap up to {forecast.MOST} seeds would resolve it in {forecast.ENOUGH:.0%} of draws (its "
+                "difference may lie near 0 or ±δ, where more seeds barely help)")
+    return f"; a new study with a cap of {cap}{with_horizon} would resolve it by its cap in {forecast.ENOUGH:.0%}"
 
 
 def cell(c: Compared) -> tuple[float, float, int]:

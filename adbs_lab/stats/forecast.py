@@ -22,11 +22,14 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+import dataclasses
+
+from adbs_lab.stats.continuation import CAP_FOR_FAMILY, AlphaSplit, design
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import CODE, Label, replay
 
-__all__ = ["MIN_PAIRS", "LEVEL", "DRAWS", "FEWER", "NO_SPREAD", "RESOLVED", "stop_draws", "Forecast", "forecast",
-           "forecast_family", "Cost", "cost"]
+__all__ = ["MIN_PAIRS", "LEVEL", "DRAWS", "FEWER", "NO_SPREAD", "RESOLVED", "ENOUGH", "MOST", "stop_draws", "Forecast",
+           "forecast", "forecast_family", "Cost", "cost", "planned_looks", "cap_that_would"]
 
 MIN_PAIRS = 3
 """The fewest finite pairs a forecast is made from."""
@@ -37,6 +40,10 @@ DRAWS = 4000
 FEWER = "fewer than 3 finite pairs: no forecast (the spread of 2 seeds says almost nothing about σ)"
 NO_SPREAD = "the finite pairs have no spread (s = 0): no forecast"
 RESOLVED = "resolved: no more seeds"
+ENOUGH = 0.80
+"""The predictive probability at which a cap or horizon is said to resolve a comparison (`cap_that_would`)."""
+MOST = 100
+"""The largest cap `cap_that_would` tries: beyond it, "no cap up to MOST"."""
 
 
 def stop_draws(diffs: np.ndarray, looks: Looks, m: int, delta: float, rng: np.random.Generator,
@@ -153,3 +160,55 @@ def cost(forecasts: Mapping[str, Forecast], pairs: Mapping[str, tuple[str, str]]
     t_q, s_q = np.quantile(trials, q), np.quantile(seconds, q)
     return Cost(tuple(float(v) for v in t_q), tuple(float(v) for v in s_q), float(by.mean()),  # type: ignore[arg-type]
                 unforecast)
+
+
+def planned_looks(looks: Looks | None, m: int, split: AlphaSplit | None = None) -> tuple[Looks, bool]:
+    """The looks a forecast replays, and whether they are the study's own: the study's recorded looks where it has
+    them (its verdict policy's `looks`), else the design a deciding study of m comparisons would run
+    (adbs_lab/stats/continuation.py: design, at the split's primary share, AlphaSplit() by default); a family larger
+    than the designs simulated takes the largest simulated cap (CAP_FOR_FAMILY)."""
+    if looks is not None:
+        return looks, True
+    return design(min(m, CAP_FOR_FAMILY[-1][0]), split), False
+
+
+def _with_cap(looks: Looks, cap: int) -> Looks:
+    """`looks` with cap `cap`: the same first batch, batch, spending and reserve; a horizon twice the cap where
+    `looks` has one (adbs_lab/stats/looks.py: continuable)."""
+    return dataclasses.replace(looks, max_seeds=cap, horizon=None if looks.horizon is None else 2 * cap)
+
+
+def cap_that_would(diffs: Sequence[float], looks: Looks, m: int, delta: float = 1.0, seed: int = 0,
+                   draws: int = 1000, enough: float = ENOUGH, most: int = MOST) -> int | None:
+    """The smallest cap C > looks.max_seeds (in steps of its batch; `looks` otherwise as it is, a horizon 2C where it
+    has one) whose looks resolve the comparison by C in at least `enough` of the posterior predictive draws (as
+    `stop_draws` makes them: one draw of (μ, σ) and of the unseen seeds serves every cap, so the caps are compared
+    on the same futures); None when no cap up to `most` does, or without a forecast (fewer than MIN_PAIRS finite
+    pairs, no spread). A prediction, not a plan that keeps a guarantee: a study given a larger cap after it saw
+    these seeds spends α the recorded plan does not have, so the cap is for a new study (or one planned so)."""
+    x = np.asarray(list(diffs), dtype=float)
+    ok = x[np.isfinite(x)]
+    if len(ok) < MIN_PAIRS or float(np.ptp(ok)) == 0.0:
+        return None
+    rng = np.random.default_rng(seed)
+    n, mean = len(ok), float(ok.mean())
+    ss = float(((ok - mean) ** 2).sum())
+    sigma = np.sqrt(ss / rng.chisquare(n - 1, draws))
+    mu = mean + sigma / np.sqrt(n) * rng.standard_normal(draws)
+    longest = 2 * most
+    z = rng.standard_normal((draws, max(longest - len(x), 0)))
+    full = np.concatenate([np.broadcast_to(x, (draws, len(x))), mu[:, None] + sigma[:, None] * z], axis=-1)
+    def enough_by(cap: int) -> bool:
+        r = replay(full[:, :cap], _with_cap(looks, cap), m, delta)
+        return float((r["code"] != CODE[Label.NOT_RESOLVED]).mean()) >= enough
+
+    caps = list(range(looks.max_seeds + looks.batch, most + 1, looks.batch))
+    if not caps or not enough_by(caps[-1]):
+        return None
+    # the share resolved grows with the cap, nearly always (more seeds; a larger cap spends less α at its early looks
+    # under O'Brien-Fleming, so not strictly): bisected for the first cap that does
+    lo, hi = 0, len(caps) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough_by(caps[mid]) else (mid + 1, hi)
+    return caps[lo]

@@ -89,6 +89,9 @@ class SeedPlan:
     """The same planned on s itself, beside it."""
     note: str
     """Why the plan is weaker than usual ('' when it is not)."""
+    diffs: tuple[float, ...] = ()
+    """The per-seed differences it was made from, in seed order (NaN: a failed seed), which the forecast of the
+    table's plan replays (adbs_lab/stats/forecast.py; adbs_lab/results/comparisons.py: plan_lines)."""
 
     @property
     def extra(self) -> int | None:
@@ -102,13 +105,13 @@ def plan(diffs: Sequence[float], delta: float, level_at: Mapping[int, float]) ->
     ok = x[np.isfinite(x)]
     n = len(ok)
     if n < MIN_PAIRS:  # no verdict is read from fewer (adbs_lab/stats/verdicts.py: MIN_PAIRS): no plan either
-        return SeedPlan(len(x), n, math.nan, math.nan, None, None, FEWER)
+        return SeedPlan(len(x), n, math.nan, math.nan, None, None, FEWER, tuple(x))
     s = float(np.std(ok, ddof=1))
     if no_spread(ok):  # a plan from s = 0 would say "enough"
-        return SeedPlan(len(x), n, s, math.nan, None, None, NO_SPREAD)
+        return SeedPlan(len(x), n, s, math.nan, None, None, NO_SPREAD, tuple(x))
     point = smallest_n(s, delta, level_at)
     upper = sigma_upper(s, n)
-    return SeedPlan(len(x), n, s, upper, smallest_n(upper, delta, level_at), point, "")
+    return SeedPlan(len(x), n, s, upper, smallest_n(upper, delta, level_at), point, "", tuple(x))
 
 
 def plan_family(diffs_by_comparison: Mapping[str, Sequence[float]], delta: float = 1.0, alpha: float = 0.05,

@@ -13,6 +13,7 @@ from adbs_lab.results.tables import paper_table
 from adbs_lab.stats.policy import VerdictPolicy
 from studies import ablation
 from tests.helpers.frames import study_frames as _frames
+from tests.helpers.recorded import write_record
 
 BASE = [50.0, 54.0, 47.0, 52.0]
 VALUES = {"baseline": BASE, "adb": [b + d for b, d in zip(BASE, [5.0, 5.1, 4.9, 1.0])],
@@ -29,6 +30,7 @@ def _plan_output(tmp_path, capsys, *flags: str) -> str:
     opts, extra = options.parse(ablation.__doc__, options.Defaults(seeds=(0, 1, 2), smoke_seeds=(0,)),
                                 argv=["--plan", "--storage", str(tmp_path),
                                       "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", *flags])
+    write_record(preflight.study(*ablation.plan(opts)))  # the run of this very command, finished
     run(*ablation.plan(opts))
     return capsys.readouterr().out
 

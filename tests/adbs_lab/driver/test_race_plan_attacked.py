@@ -8,6 +8,7 @@ import pandas as pd
 
 from adbs_lab.driver import options, preflight, run
 from studies import alpha_sweep
+from tests.helpers.recorded import write_record
 
 SAMPLED = options.Defaults(pruner="none", pruner_when=(("num_samples", "median"),), sample_on_request=True,
                            seeds=(0, 1, 2), smoke_seeds=(0,), seeds_when=(("num_samples", (0,)),))
@@ -30,6 +31,7 @@ def test_plan_of_a_finished_race_prints_its_verdicts_or_says_where_they_are(tmp_
     p.dir.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(trials).to_parquet(p.dir / "trials.parquet")
     pd.DataFrame(sessions).to_parquet(p.dir / "sessions.parquet")
+    write_record(p)
     run.seed_plan(p)
     out = capsys.readouterr().out
     assert "(race leader)" in out or "table.txt" in out, out

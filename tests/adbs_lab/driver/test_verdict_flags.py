@@ -11,6 +11,7 @@ from adbs_lab.driver.options import StudyInputError
 from adbs_lab.driver.run import seed_plan
 from adbs_lab.records import metrics_keys as K
 from studies import ablation, alpha_sweep, boundary
+from tests.helpers.recorded import write_record
 
 
 def _opts(*flags: str) -> options.StudyOptions:
@@ -60,15 +61,17 @@ def _write_study(folder, values: dict[str, list[float]]) -> None:
     pd.DataFrame(trials).to_parquet(folder / "trials.parquet")
 
 
-def test_plan_prints_the_verdicts_and_the_seeds_that_would_settle_the_rest(tmp_path, capsys):
+def test_plan_prints_the_verdicts_and_where_the_design_would_stop_the_rest(tmp_path, capsys):
     _write_study(tmp_path / "ablation-smoke", {"baseline": [50, 54, 47], "adb": [51, 55.5, 47.5], "adb+ic": [56, 61, 52]})
     p = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan")))
+    write_record(p)
     seed_plan(p)
     out = capsys.readouterr().out
     assert "adb+ic vs adb: +5.00 points in the last session" in out and out.count("Bonferroni over 3") == 3
-    assert "adb vs baseline: " in out.split("seeds that would settle")[1]
-    assert "cost on this machine: about" in out
-    assert sorted(f.name for f in (tmp_path / "ablation-smoke").iterdir()) == ["sessions.parquet", "trials.parquet"]
+    assert "adb vs baseline: stops at " in out.split("where the sequential design would stop")[1]
+    assert "more trials, about" in out
+    assert sorted(f.name for f in (tmp_path / "ablation-smoke").iterdir()) == ["sessions.parquet", "study.json",
+                                                                               "trials.parquet"]
 
 
 def test_plan_without_a_finished_run_says_so(tmp_path):
@@ -79,11 +82,12 @@ def test_plan_without_a_finished_run_says_so(tmp_path):
 
 def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, capsys):
     """--plan of a --seeds auto study gives the verdicts its own table gave (at its planned looks), never a
-    fixed-size reading of the same trials, and plans the unresolved ones as a study of fixed size."""
+    fixed-size reading of the same trials, and forecasts the unresolved ones at its own looks."""
     _write_study(tmp_path / "ablation-smoke", {"baseline": [50, 54, 47, 52, 49], "adb": [46.9, 51.1, 43.8, 49.2, 45.9],
                                          "adb+ic": [47.1, 51, 43.8, 49, 46]})
     p = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan", "--seeds", "auto",
                                              "--max-seeds", "5")))
+    write_record(p)
     seed_plan(p)
     out = capsys.readouterr().out
     looks = len(p.verdicts.looks.sizes)  # 3, 5 to the cap, then a continuation's 7, 9, 10

@@ -89,8 +89,8 @@ def test_the_table_opens_with_the_verdicts_and_closes_with_the_plan():
     assert [line.split(":")[0] for line in lines[1:4]] == ["adb vs baseline", "adb+ic vs baseline", "adb+ic vs adb"]
     assert all("Bonferroni over 3 comparisons" in line for line in lines[1:4])
     assert "verdict" in lines[5] and "adjusted over the table's 3 comparisons" in text
-    plan = text[text.index("seeds that would settle"):]
-    assert "adb vs baseline: " in plan and "cost on this machine: about" in plan
+    plan = text[text.index("where the sequential design would stop"):]
+    assert re.search(r"adb vs baseline: stops at \d+ seeds \(90%: \d+ to [^)]+\); \d+ more trials, about", plan), plan
     # the row's cell is the adjusted interval of the row against its reference
     row = table.set_index("config").loc["adb+ic"]
     c = next(c for c in table.attrs["comparisons"] if c.pair == ("adb+ic", "baseline"))
@@ -105,7 +105,7 @@ def test_row_seconds_is_the_mean_time_of_completed_trials():
 def test_two_seeds_get_no_plan_and_say_why():
     s, t = _frames({"baseline": [50, 54], "adb": [51, 52]})
     (c,) = cmp.compare_rows(s, [("adb", "baseline")], trials=t)
-    assert c.plan is not None and "fewer than 3 finite pairs: no plan" in "\n".join(cmp.plan_lines([c]))
+    assert c.plan is not None and "adb vs baseline: fewer than 3 finite pairs: no forecast" in "\n".join(cmp.plan_lines([c]))
 
 
 def test_with_looks_a_verdict_keeps_the_look_that_reached_it():

@@ -71,3 +71,23 @@ def test_the_time_counts_a_shared_reference_once_and_leaves_out_what_has_no_fore
     assert c.trials[0] == pytest.approx(np.quantile(trials, 0.5)) and c.trials[1] <= c.trials[0] <= c.trials[2]
     seconds = 10 * ends["a vs ref"] + 20 * ends["b vs ref"] + 30 * np.maximum(ends["a vs ref"], ends["b vs ref"])
     assert c.seconds[0] == pytest.approx(np.quantile(seconds, 0.5))
+
+
+def test_the_cap_that_would_is_the_first_that_resolves_in_80_percent_of_the_same_draws():
+    """cap_that_would bisects over the caps; a scan of every cap on the same draws gives the same first cap."""
+    import dataclasses
+
+    from adbs_lab.stats.forecast import ENOUGH, cap_that_would
+
+    x = [0.9, 1.4, 0.2]
+    cap = cap_that_would(x, LOOKS, 3, seed=5, draws=400, most=40)
+    assert cap is not None and cap > LOOKS.max_seeds
+    rng = np.random.default_rng(5)  # the draws cap_that_would makes, in its order
+    ok = np.asarray(x)
+    sigma = np.sqrt(((ok - ok.mean()) ** 2).sum() / rng.chisquare(2, 400))
+    mu = ok.mean() + sigma / np.sqrt(3) * rng.standard_normal(400)
+    full = np.concatenate([np.broadcast_to(ok, (400, 3)), mu[:, None] + sigma[:, None] * rng.standard_normal((400, 77))], -1)
+    share = {c: float((replay(full[:, :c], dataclasses.replace(LOOKS, max_seeds=c, horizon=2 * c), 3, 1.0)["code"]
+                       != CODE[Label.NOT_RESOLVED]).mean()) for c in range(LOOKS.max_seeds + 2, 41, 2)}
+    assert cap == next(c for c, p in share.items() if p >= ENOUGH)
+    assert cap_that_would([0.5, 0.5, 0.5], LOOKS, 3) is None and cap_that_would([0.3, 0.5], LOOKS, 3) is None
