@@ -1,6 +1,7 @@
 """ablation: baseline vs ADB vs ADB+IC (the paper's ablation table, with Delta_last), over seeds.
 
-    python studies/ablation.py                                   # 3 rows x seeds 0 1 2 on the embedded benchmark
+    python studies/ablation.py                                   # 3 rows, seeds added until it decides (3 to 8)
+    python studies/ablation.py --seeds 0 1 2                     # a fixed design: exactly these seeds
     python studies/ablation.py --seeds 1 2 3 --toggles abs_boundary new_boundary_init boundary_weight_decay
     python studies/ablation.py --preset cifar100 --data-root DIR --seeds 1 2 3   # paper's Table, GPU
 
@@ -8,7 +9,9 @@ Rows: baseline (fixed boundary m = 1), adb (learnable boundaries, alpha = 0), ad
 ADBS), plus one row per --toggles entry (full ADBS with one change; see search_spaces/ablation.py).
 Each (row, seed) is one trial running the full pipeline; the table shows mean ± 95% CI over seeds
 and Delta_last = last-session gain over the baseline row.
-Time: the default run (9 trials, 8 base epochs, 2 at a time) and --smoke as measured in studies/times.json (the
+Without --seeds it adds seeds until its comparisons are resolved, pausing at 8 (docs/studies.md, "Seeds until
+resolved"; --more-seeds continues it). Time: its first batch (9 trials, 8 base epochs, 2 at a time) and --smoke as
+measured in studies/times.json (the
 README's study table quotes them); cifar100 preset ~1-2 h per trial on one GPU.
 Writes <storage>/ablation/: sessions.parquet, trials.parquet, table.txt/.md (the ablation table),
 best_config.json, ablation_sessions.png, and the paper's feature figures: tsne.png (t-SNE of 6 base and

@@ -1,7 +1,7 @@
 """alpha_sweep: how sensitive is ADBS to the IC loss weight alpha?
 
-    python studies/alpha_sweep.py                      # alphas 0.01 0.02 0.05 0.1 x seeds 0 1 2: the curve with error bars
-    python studies/alpha_sweep.py --grid               # the paper's 5 points 0.01 0.02 0.05 0.08 0.1 x seeds 0 1 2
+    python studies/alpha_sweep.py                      # alphas 0.01 0.02 0.05 0.1 x 3 to 8 seeds: the curve, error bars
+    python studies/alpha_sweep.py --grid               # the paper's 5 points 0.01 0.02 0.05 0.08 0.1 x 3 to 8 seeds
     python studies/alpha_sweep.py --num-samples 20     # Optuna's TPE picks 20 alphas in [0.01, 0.1], median pruning
     python studies/alpha_sweep.py --num-samples 8 --objectives val_last_base_acc:max val_last_novel_acc:max
                                                        # the base/novel trade-off: a Pareto front, no pruning

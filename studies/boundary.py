@@ -1,7 +1,7 @@
 """boundary: what the released boundary recipe does, what each remedy changes, against the fixed-boundary baseline.
 
-    python studies/boundary.py                                    # 8 rows x seeds 0 1 2, embedded benchmark, CPU
-    python studies/boundary.py --seeds 0 1 2 3 4                  # more seeds
+    python studies/boundary.py                                    # 8 rows, seeds added until resolved (3 to 11), CPU
+    python studies/boundary.py --seeds 0 1 2 3 4                  # a fixed design: exactly these seeds
     python studies/boundary.py --preset cifar100 --data-root DIR  # the paper's CIFAR100 settings, GPU
 
 Rows (search_spaces/boundary.py): `released` (the authors' code: signed m everywhere it is
@@ -12,7 +12,7 @@ against the baseline, and warnings name the trials whose novel classes are never
 seen classes are never predicted. boundary_histograms.png shows the base boundaries m after the
 base session per row (how many crossed zero); boundary_sessions.png the session curves.
 Rows that differ only after the base session share one base session per seed (adbs/cache.py).
-Time: the default run (24 trials, 15 base sessions trained, 2 at a time) as measured in studies/times.json (the
+Time: its first batch (24 trials, 15 base sessions trained, 2 at a time) as measured in studies/times.json (the
 README's study table quotes it); --smoke ~1-2 min; --preset cifar100 ~1-2 h per base session on one GPU.
 Writes <storage>/boundary/: sessions.parquet, trials.parquet (with base_boundaries, warning),
 table.txt/.md, boundary_histograms.png, boundary_sessions.png; MLflow experiment 'boundary'.

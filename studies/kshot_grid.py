@@ -1,9 +1,9 @@
 """kshot_grid: ADBS under the paper's practical settings, ways {5, 10} x shots {1, 5, 10, 15, 20, 50}.
 
-    python studies/kshot_grid.py                       # 12 cells x (baseline, adb+ic) on the embedded benchmark, CPU
+    python studies/kshot_grid.py                       # 12 cells x (baseline, adb+ic), seeds until each cell decides
     python studies/kshot_grid.py --variants adb+ic     # ADBS alone in each cell (the paper's figures)
     python studies/kshot_grid.py --ways 5 --shots 1 5  # a sub-grid: 2 cells
-    python studies/kshot_grid.py --seeds 1 2 3         # each cell over 3 seeds (few-shot draws)
+    python studies/kshot_grid.py --seeds 0             # a fixed design: one seed per cell (no verdicts)
     python studies/kshot_grid.py --preset mini_imagenet --data-root DIR   # the paper's setting, GPU
 
 Each cell runs the baseline (fixed boundary m = 1) and full ADBS (--variants), and each ADBS row is compared
@@ -18,7 +18,9 @@ No pruning: every cell is a result (the study takes no --pruner).
 because the grid sets ways and shots itself.
 Ways and shots only change the incremental sessions, so all cells of a variant share ONE base session: the
 first cell trains it, the others load it from <storage>/base_cache (--no-cache trains it per cell).
-Time: the default run (12 cells, one 8-epoch base session, 2 at a time) and --smoke (4 cells) as measured in
+Without --seeds each cell runs seeds 0 1 2, then 2 more at a time for the cells still open, up to 9 (a verdict
+per cell; its cells share one base session per variant and seed). Time: seed 0 alone (--seeds 0: 12 cells, one
+8-epoch base session, 2 at a time) and --smoke (4 cells) as measured in
 studies/times.json (the README's study table quotes them);
 mini_imagenet preset: one base session (~1-2 h on one GPU) plus minutes per cell.
 Writes <storage>/kshot_grid/: sessions.parquet, trials.parquet, table.txt/.md, best_config.json,
