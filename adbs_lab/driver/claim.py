@@ -49,7 +49,7 @@ def claim(p: Prepared) -> None:
     if p.opts.resume:
         if where.remote:
             where.pull_for_resume()
-        if p.opts.more_seeds:  # the pause this run takes, for the next continuation (adbs_lab/driver/more_seeds.py)
+        if p.opts.more_seeds and isinstance(p.seeding, UntilResolved):  # its pause, for the next continuation
             ident_file = where.local / "study.json"
             held = json.loads(ident_file.read_text())
             ident_file.write_text(json.dumps({**held, more_seeds.PAUSE_KEY: p.seeding.stop}, indent=1))

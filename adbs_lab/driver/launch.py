@@ -265,7 +265,7 @@ def reopen_search(where: StudyFolder, total: int) -> None:
     """--more-seeds: the finished experiment's search state open again for `total` trials in all. Tune saved it with
     the searcher's FINISHED (its seeds had paused) and the study's trials then as Tune's sample budget
     (ray/tune/search/search_generator.py: get_state, set_state), and a restored experiment asks its searcher for no
-    trial while either holds; the restored searcher itself takes the next pause (adbs_lab/driver/claim.py: rebind)."""
+    trial while either holds; the restored searcher itself takes the next pause (adbs_lab/stores/study_folder.py: rebind)."""
     import glob
 
     import ray.cloudpickle as cloudpickle

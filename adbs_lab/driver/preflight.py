@@ -46,7 +46,7 @@ from adbs_lab.driver import flags, more_seeds
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["validate", "size", "held", "study", "preflight", "note_owned", "note_repeats", "row_points",
+__all__ = ["validate", "size", "held", "study", "preflight", "deciding", "note_owned", "note_repeats", "row_points",
            "logged_argv", "check_config_and_data", "check_storage_writable", "check_name_free", "name_taken",
            "seed_policy"]
 
@@ -162,12 +162,13 @@ def logged_argv(argv: tuple[str, ...]) -> list[str]:
 
 
 
-def study(plan: Plan, opts: StudyOptions) -> Prepared:
+def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Prepared:
     """The study typed once, from `validate`'s checks alone (a part of studies/paper.py before any part runs:
     adbs_lab/driver/compose.py); `preflight` adds the checks of the stores, the folder and --resume. Writes nothing;
-    for an object store, the caller cleans `where` up."""
+    for an object store, the caller cleans `where` up. `legacy`: a grid's --seeds auto by the plan it had before plans
+    had a horizon (`seed_policy`), as --resume takes it for a study started then."""
     base, configs, gpus = validate(plan, opts)
-    return _typed(plan, opts, base, configs, gpus, tracking_store.tracking_uri(opts.tracking_uri))
+    return _typed(plan, opts, base, configs, gpus, tracking_store.tracking_uri(opts.tracking_uri), legacy)
 
 
 def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[Config], gpus: float,
@@ -295,8 +296,6 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
         p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p))
         if opts.resume:
             p = more_seeds.resumed(p)
-        if opts.more_seeds:
-            p = more_seeds.continued(p, _recorded_standing)
     except BaseException:
         where.cleanup()  # an object store's staging folder, made to read
         raise
@@ -337,7 +336,7 @@ def note_repeats(p: Prepared) -> None:
     others = same_study_elsewhere(p)
     if others:
         more = (" (`--more-seeds` with that run's --name continues it on new seeds within its guarantee)"
-                if getattr(p.seeding, "looks", None) is not None and p.seeding.looks.horizon is not None else "")
+                if isinstance(p.seeding, UntilResolved) and p.seeding.looks.horizon is not None else "")
         print(f"note: {', '.join(others)} in {p.where.local.parent} already ran this very study (the same rows, seeds "
               f"and design); this run repeats those seeds, so its verdicts are a second family: each is true with "
               f"{p.verdicts.level_text} on its own, and nothing covers the two together{more}", flush=True)
@@ -445,19 +444,6 @@ def _check_race(plan: Plan, opts: StudyOptions, is_grid: bool) -> None:
     if int(opts.num_samples or 0) < 2:
         raise StudyInputError(f"--seeds auto: --num-samples {opts.num_samples} gives the race one configuration; "
                               "pass --num-samples 2 or more, or --seeds with a list of seeds")
-
-
-def _recorded_standing(p: Prepared):
-    """The standing of the study's recorded trials (its sessions.parquet and trials.parquet) under `p`'s seed policy,
-    as its summary replays it; None where they are not in a local folder (an object store's study)."""
-    folder = p.where.local
-    if p.where.remote or not (folder / "sessions.parquet").is_file() or not (folder / "trials.parquet").is_file():
-        return None
-    import pandas as pd
-
-    from adbs_lab.driver.summarise import standing
-
-    return standing(p, pd.read_parquet(folder / "sessions.parquet"), pd.read_parquet(folder / "trials.parquet"))
 
 
 def _recorded_fingerprint(where: StudyFolder) -> str | None:

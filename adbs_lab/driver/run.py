@@ -34,13 +34,26 @@ from adbs_lab.driver.preflight import note_owned, note_repeats, preflight, study
 from adbs_lab.driver.prepared import Prepared, bad_input
 from adbs_lab.driver.resume import resume_notes
 from adbs_lab.driver.session import env_defaults, interrupted, ray_session
+from adbs_lab.driver import more_seeds
 from adbs_lab.driver.summarise import Outcome, summarise
+from adbs_lab.driver.summarise import standing as summarise_standing
 from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
 from adbs_lab.driver.resume import mlflow_has_run
 from adbs_lab.stats.policy import VerdictPolicy
 
 __all__ = ["seed_plan", "run", "code", "main", "dry_run"]
+
+
+def recorded_standing(p: Prepared):
+    """The standing of the study's recorded trials (its sessions.parquet and trials.parquet) under `p`'s seed policy,
+    as its summary replays it; None where they are not in a local folder (an object store's study)."""
+    folder = p.where.local
+    if p.where.remote or not (folder / "sessions.parquet").is_file() or not (folder / "trials.parquet").is_file():
+        return None
+    import pandas as pd
+
+    return summarise_standing(p, pd.read_parquet(folder / "sessions.parquet"), pd.read_parquet(folder / "trials.parquet"))
 
 
 def dry_run(p: Prepared) -> None:
@@ -185,6 +198,8 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
         try:
             with bad_input():
                 p = preflight(plan, opts)
+                if opts.more_seeds:  # the next pause, or why there is none (adbs_lab/driver/more_seeds.py)
+                    p = more_seeds.continued(p, recorded_standing)
             pause_point("preflight")
         except KeyboardInterrupt:
             interrupted("checking the study (nothing was written)")

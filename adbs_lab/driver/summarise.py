@@ -35,7 +35,7 @@ from adbs_lab.driver.options import resume_command
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 from adbs_lab.search.seeds.policy import Ended, Standing
-from adbs_lab.search.seeds.until_resolved import LAST_KEY
+from adbs_lab.search.seeds.until_resolved import LAST_KEY, UntilResolved
 from adbs_lab.stats.continuation import next_pause
 from adbs_lab.stats.intervals import DESCRIPTIVE_LEVEL
 from adbs_lab.stats.sequential import PAUSE
@@ -140,8 +140,8 @@ def _print_seeding(p: Prepared, out: Outcome) -> None:
     end = p.seeding.end_line(out.standing)
     if end:
         print(end)
-    if out.standing.reason == PAUSE:  # "continue": more seeds would help, and the plan kept α for them
-        nxt = next_pause(p.verdicts.looks, p.seeding.stop) if p.verdicts.looks is not None else None
+    if out.standing.reason == PAUSE and isinstance(p.seeding, UntilResolved):  # "continue": the plan kept α for it
+        nxt = next_pause(p.seeding.looks, p.seeding.stop)
         print(f"more seeds: {shlex.join(options.more_seeds_command(p.opts))} continues this study (the same folder, "
               f"MLflow run and Optuna study) on the next unused seeds, to {nxt} a row, within the same guarantee; "
               "a new run with other seeds or --name would make a second family of verdicts, which it does not cover "

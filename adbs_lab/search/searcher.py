@@ -115,7 +115,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._restored_policy = self._policy
         pause = rebound(self._study_name, "pause", None)  # --more-seeds: the looks up to the next pause
         if pause is not None and getattr(self._policy, "pause", pause) != pause:
-            self._policy = dataclasses.replace(self._policy, pause=pause)
+            self._policy = dataclasses.replace(self._policy, pause=pause)  # type: ignore[type-var]  # a dataclass
         self._storage = optuna_storage(self._storage_url)
         if self._snapshot:  # the files live in the study's (rebound) staging folder
             self._snapshot = {k: os.path.join(rebound(self._study_name, "study_dir", os.path.dirname(v)), k)
@@ -390,10 +390,6 @@ class BaseEpochStopper(_LiveStudy, Stopper):
         self.__dict__.update(state)
         self._live = None
         self._storage_url = rebound(self._study_name, "optuna_url", self._storage_url)
-        self._restored_policy = self._policy
-        pause = rebound(self._study_name, "pause", None)  # --more-seeds: the looks up to the next pause
-        if pause is not None and getattr(self._policy, "pause", pause) != pause:
-            self._policy = dataclasses.replace(self._policy, pause=pause)
 
     def _study(self, **kwargs: Any) -> optuna.Study:
         return super()._study(pruner=self._pruner)

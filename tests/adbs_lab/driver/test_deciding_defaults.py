@@ -136,8 +136,7 @@ def test_a_study_started_by_the_plan_before_the_design_resumes_by_it(tmp_path):
                  f"sqlite:///{tmp_path / 'mlflow.db'}")
     plan = ablation.plan(opts)[0]
     new = preflight.study(plan, opts)
-    base, configs, gpus = preflight.validate(plan, opts)
-    old = preflight._typed(plan, opts, base, configs, gpus, new.tracking_uri, legacy=True)
+    old = preflight.study(plan, opts, legacy=True)
     assert old.fingerprint != new.fingerprint and old.verdicts.looks == Looks(alpha=0.05)
     assert old.verdicts.split is None
     folder = tmp_path / "ablation"

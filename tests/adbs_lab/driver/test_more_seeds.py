@@ -70,8 +70,7 @@ def test_what_cannot_be_continued_is_refused(tmp_path, case, fragment):
 
 def test_a_study_of_the_plan_before_horizons_is_refused(tmp_path):
     p = _prepared(tmp_path)
-    base, configs, gpus = preflight.validate(p.plan, p.opts)
-    old = preflight._typed(p.plan, p.opts, base, configs, gpus, p.tracking_uri, legacy=True)
+    old = preflight.study(p.plan, p.opts, legacy=True)
     assert old.seeding.looks.horizon is None
     with pytest.raises(StudyInputError, match="no planned looks after its last seeds"):
         more_seeds.continued(old, _standing(OPEN, 8))
