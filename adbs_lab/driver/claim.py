@@ -52,7 +52,8 @@ def claim(p: Prepared) -> None:
         if p.opts.more_seeds and isinstance(p.seeding, UntilResolved):  # its pause, for the next continuation
             ident_file = where.local / "study.json"
             held = json.loads(ident_file.read_text())
-            ident_file.write_text(json.dumps({**held, more_seeds.PAUSE_KEY: p.seeding.stop}, indent=1))
+            ident_file.write_text(json.dumps({**held, more_seeds.PAUSE_KEY: p.seeding.stop, "trials": p.total},
+                                             indent=1))
             where.push([ident_file])
         return
     if p.opts.optuna_storage:  # a shared storage: the name first, so a run that does not own it moves nothing

@@ -25,6 +25,7 @@ from adbs_lab.driver.resume import json_object
 from adbs_lab.search.seeds.until_resolved import UntilResolved
 from adbs_lab.stats.continuation import next_pause, pauses
 from adbs_lab.stats.sequential import PAUSE
+from adbs_lab.stats.verdicts import Label
 
 __all__ = ["PAUSE_KEY", "continued", "paused_at", "resumed"]
 
@@ -33,12 +34,20 @@ PAUSE_KEY = "pause"
 
 
 def paused_at(p: Prepared) -> int:
-    """The pause the study's last run took (study.json), its cap where none is recorded or the record is not one of
-    the plan's pauses (a hand-edited study.json)."""
+    """The pause the study's last run took (study.json), its cap where none is recorded (a study started before the
+    record); StudyInputError where the record is not one of the plan's pauses (a hand-edited study.json), which would
+    replay the study at another pause than its trials ran to."""
     assert isinstance(p.seeding, UntilResolved)
     held = json_object(p.where.read_text("study.json"), p.where.display("study.json"))
-    got = held.get(PAUSE_KEY)
-    return got if isinstance(got, int) and got in pauses(p.seeding.looks) else p.seeding.looks.max_seeds
+    if PAUSE_KEY not in held:
+        return p.seeding.looks.max_seeds
+    got, allowed = held[PAUSE_KEY], pauses(p.seeding.looks)
+    if isinstance(got, bool) or not isinstance(got, int) or got not in allowed:
+        raise StudyInputError(f"{p.where.display('study.json')}: its {PAUSE_KEY!r} is {got!r}, not one of the plan's "
+                              f"pauses ({', '.join(map(str, allowed))} seeds a row): the study records there where its "
+                              "last run stopped adding seeds; restore the value it wrote (the largest number of seeds a "
+                              "row of an open comparison ran, if that is one of them)")
+    return got
 
 
 def resumed(p: Prepared) -> Prepared:
@@ -82,4 +91,10 @@ def continued(p: Prepared, standing_of) -> Prepared:
                               "its open comparisons are inconclusive at the horizon (the plan has no error rate left "
                               "for more seeds)")
     more = dataclasses.replace(seeding, pause=nxt)
-    return dataclasses.replace(p, seeding=more, total=more.trials(p.n_configs)[1])
+    total = more.trials(p.n_configs)[1]
+    if standing is not None:  # at most: the trials run, and the rows of the open comparisons to the next pause
+        pairs = dict(zip((f"{a} vs {b}" for a, b in seeding.verdicts.pairs or ()), seeding.verdicts.pairs or ()))
+        rows = {row for name, v in standing.verdicts.items() if v.verdict is Label.NOT_RESOLVED
+                for row in pairs.get(name, ())}
+        total = min(total, sum(standing.targets.values()) + len(rows) * (nxt - before))
+    return dataclasses.replace(p, seeding=more, total=total)

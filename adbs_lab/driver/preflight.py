@@ -293,7 +293,12 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
         busy = where.running() or (where.cache_problem() if opts.cache else None)
         if busy:
             raise StudyInputError(busy)
-        p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p))
+        try:
+            p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p))
+        except StudyInputError as e:  # --resume's checks, said for the flag this command gave
+            said = str(e).replace("no interrupted study to continue", "no study to continue").replace("--resume",
+                                                                                                      "--more-seeds")
+            raise (StudyInputError(said) if opts.more_seeds else e) from None
         if opts.resume:
             p = more_seeds.resumed(p)
     except BaseException:

@@ -51,6 +51,8 @@ class Progress(Callback):
     def setup(self, stop: Stopper | None = None, num_samples: int | None = None,
               total_num_samples: int | None = None, **info: Any) -> None:
         self.t0 = self.clock()
+        if total_num_samples and total_num_samples > self.total:  # restored by --more-seeds: its new budget
+            self.total = total_num_samples
 
     def _stamp(self) -> str:
         el = int(self.clock() - self.t0)

@@ -41,7 +41,13 @@ def test_a_paused_study_takes_its_next_pause(tmp_path):
     p = _prepared(tmp_path)
     assert p.seeding.stop == 8
     more = more_seeds.continued(p, _standing(OPEN, 8))
-    assert more.seeding.pause == 12 and more.total == 3 * 12 and more.fingerprint == p.fingerprint
+    assert more.seeding.pause == 12 and more.fingerprint == p.fingerprint
+    # at most the trials run and 4 more seeds for each row of an open comparison (here all three rows)
+    assert more.total == 3 * 8 + 3 * 4
+    c = _prepared(tmp_path / "c")
+    standing = _standing(OPEN, 8, resolved_too=True)
+    ran = sum(standing(c).targets.values())  # adb+ic's comparisons resolved early: it stopped adding seeds there
+    assert ran < 24 and more_seeds.continued(c, standing).total == ran + 2 * 4  # adb vs baseline open: its two rows
     last = more_seeds.continued(_prepared(tmp_path / "b", pause=12), _standing(OPEN, 12))
     assert last.seeding.pause == 16
 
@@ -49,7 +55,7 @@ def test_a_paused_study_takes_its_next_pause(tmp_path):
 def test_a_resumed_continuation_keeps_the_pause_its_run_took(tmp_path):
     p = _prepared(tmp_path, "--resume", pause=12)
     assert p.seeding.stop == 12 and p.total == 36
-    assert _prepared(tmp_path / "b", "--resume", pause=7).seeding.stop == 8  # not one of the plan's pauses: the cap
+    assert _prepared(tmp_path / "b", "--resume").seeding.stop == 8  # none recorded (a study started before): the cap
 
 
 @pytest.mark.parametrize("case, fragment", [
@@ -66,6 +72,16 @@ def test_what_cannot_be_continued_is_refused(tmp_path, case, fragment):
         p, standing = _prepared(tmp_path, pause=12), _standing(OPEN, 9)  # its continuation stopped at 9 seeds of 12
     with pytest.raises(StudyInputError, match=fragment):
         more_seeds.continued(p, standing)
+
+
+@pytest.mark.parametrize("pause", ["5", -1, 4, None, True, 10**9])
+def test_a_hand_edited_pause_is_refused_with_the_plans_pauses(tmp_path, pause):
+    opts, _ = options.parse(options.parser("t", ablation.DEFAULTS), argv=["--storage", str(tmp_path)])
+    p = preflight.study(*ablation.plan(opts))
+    p.where.local.mkdir(parents=True)
+    (p.where.local / "study.json").write_text(json.dumps({"fingerprint": p.fingerprint, more_seeds.PAUSE_KEY: pause}))
+    with pytest.raises(StudyInputError, match=r"not one of the plan's pauses \(8, 12, 16 seeds a row\)"):
+        more_seeds.resumed(p)
 
 
 def test_a_study_of_the_plan_before_horizons_is_refused(tmp_path):
@@ -87,3 +103,16 @@ def test_the_flag_needs_looks_and_the_printed_command_has_it_once():
                                                               "--more-seeds"]
     with pytest.raises(StudyInputError, match="drop --more-seeds"):
         dataclasses.replace(opts, plan_only=True).check()
+    smoke, _ = options.parse(options.parser("t", ablation.DEFAULTS), argv=["--smoke", "--more-seeds"])
+    with pytest.raises(StudyInputError, match=r"the study's default with --smoke\): pass --seeds auto"):
+        smoke.check()
+
+
+def test_a_restored_progress_line_counts_against_the_continuations_budget():
+    from adbs_lab.driver.progress import Progress
+
+    line = Progress(study="s", total=9, varying=[], ended=lambda t: "")
+    line.setup(total_num_samples=13)  # Tune's sample budget, reopened by --more-seeds (launch.reopen_search)
+    assert line.total == 13
+    line.setup(total_num_samples=5)
+    assert line.total == 13
