@@ -273,15 +273,6 @@ class StudyOptions:
         if self.plan_only and self.resume:
             raise StudyInputError(f"--plan reads a finished study and runs nothing: drop "
                                   f"{'--more-seeds' if self.more_seeds else '--resume'}")
-        if self.more_seeds and not self.seeds_auto:
-            typed = any(a == "--seeds" or a.startswith("--seeds=") for a in self.argv[1:])
-            which = (f"--seeds {' '.join(map(str, self.seeds))} runs exactly its seeds: drop --seeds" if typed else
-                     f"this run's seeds are a fixed list ({' '.join(map(str, self.seeds))}, the study's default "
-                     f"{'with --smoke' if self.smoke else 'here'}): pass --seeds auto (with --smoke too, for a smoke "
-                     "study that ran with it)")
-            raise StudyInputError(f"--more-seeds continues a study whose seeds follow its looks (the default of a "
-                                  f"study that compares rows, or --seeds auto); {which}, or start a new study with "
-                                  "--name NAME")
         if self.num_samples is not None and self.num_samples < 1:
             raise StudyInputError(f"--num-samples must be >= 1 (configurations to sample), got {self.num_samples}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
@@ -310,7 +301,16 @@ class StudyOptions:
                                   "of them")
 
     def _check_seeds(self) -> None:
-        """--seeds and --max-seeds."""
+        """--seeds, --max-seeds and --more-seeds."""
+        if self.more_seeds and not self.seeds_auto:
+            typed = any(a == "--seeds" or a.startswith("--seeds=") for a in self.argv[1:])
+            which = (f"--seeds {' '.join(map(str, self.seeds))} runs exactly its seeds: drop --seeds" if typed else
+                     f"this run's seeds are a fixed list ({' '.join(map(str, self.seeds))}, the study's default "
+                     f"{'with --smoke' if self.smoke else 'here'}): pass --seeds auto (with --smoke too, for a smoke "
+                     "study that ran with it)")
+            raise StudyInputError(f"--more-seeds continues a study whose seeds follow its looks (the default of a "
+                                  f"study that compares rows, or --seeds auto); {which}, or start a new study with "
+                                  "--name NAME")
         if self.max_seeds is not None and not self.seeds_auto:
             raise StudyInputError(f"--max-seeds {self.max_seeds}: it caps --seeds auto; pass --seeds auto too, or drop "
                                   "--max-seeds (a seed list runs exactly its seeds)")
