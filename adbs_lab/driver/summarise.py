@@ -152,8 +152,8 @@ def _chosen(trials: pd.DataFrame, p: Prepared, standing: Standing, chosen: dict)
     """best_config.json of the configuration the seed policy chose (a raced search's leader, not the best mean over
     all samples: a sample that ran only seed 0 is not ranked against the contenders' fresh seeds), with its keys
     (whether the race resolved it, its test figures marked post-selection: adbs_lab/search/seeds/race.py)."""
-    if standing.leader is None:
-        return None
+    if standing.leader is None:  # a race with no leader says why (its `why`); none chosen otherwise
+        return chosen if chosen.get("why") else None
     mine = trials[trials[trial_records.LABEL] == standing.leader]
     # Its value is the mean over the seeds the policy chose it on: seed 0 screened the contenders and carries the
     # winner's curse (docs/statistics.md), so pooling it in could rank the leader below a contender it beat on
@@ -196,7 +196,9 @@ def print_best(out: Outcome) -> None:
     elif out.best and out.best.get("resolved_by_verdicts") is False:
         tied = out.best.get("indistinguishable_from") or []
         print(f"best configuration: none resolved at this budget: {out.best['config_label']} has the best mean "
-              f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}), but the verdicts cannot tell it from "
+              f"{out.best['objective']} ({out.best['mean_over_seeds']:.2f}"
+              f"{', post-selection: the race chose it on these seeds' if out.best.get('race') else ''}), but the "
+              "verdicts cannot tell it from "
               f"{', '.join(tied) or 'the rows it is compared with'} (best_config.json holds it; "
               + ("a larger --max-seeds races on)" if out.best.get("race") else
                  "--more-seeds continues the study, below)" if getattr(out.standing, "reason", "") == PAUSE else
@@ -204,7 +206,8 @@ def print_best(out: Outcome) -> None:
     elif out.best and out.best.get("race"):
         r = out.best["race"]
         print(f"best configuration by {out.best['objective']}: {out.best['config_label']} "
-              f"({out.best['mean_over_seeds']:.2f} over seeds {', '.join(map(str, out.best['trial_seeds']))}), the "
+              f"({out.best['mean_over_seeds']:.2f} over seeds {', '.join(map(str, out.best['trial_seeds']))}, "
+              "post-selection: the race chose it on them), the "
               f"race's leader, resolved against the other {len(r['contenders']) - 1} contender"
               f"{'s' * (len(r['contenders']) != 2)} at "
               f"{r['fresh_seeds']} fresh seeds; its test figures are post-selection (best_config.json)")

@@ -414,7 +414,9 @@ def _best_lines(best: dict | None, not_ranked: list[dict[str, Any]] | None, no_b
                   f"from {tied}. Its configuration, for reference:", ""]
     if best:
         lines += [f"`{best['config_label']}`: {best['objective']} = {best['mean_over_seeds']:.2f} "
-                  f"(mean over {best['seeds']} seed(s); {_seeds_said(best)})", "", "```json",
+                  f"(mean over {best['seeds']} seed(s); {_seeds_said(best)}"
+                  f"{'; post-selection: the race chose it on these seeds' if best.get('race') else ''})", "",
+                  "```json",
                   json.dumps(best["config"], indent=1, sort_keys=True, default=str), "```", ""]
         if best.get("per_group"):  # rows of different ways/sessions average over different sessions
             within = ", ".join(f"{k} {v}" for k, v in best["compared_within"].items())

@@ -12,8 +12,10 @@ resumed searcher and the summary take the same looks.
 Two pair rules:
 - `TablePairs`: the table's comparisons, fixed before any seed runs (the rows of --seeds auto);
 - `LeaderPairs`: every other unit against the leader, the best mean over the seeds run among the units at the
-  largest target (ties: the earlier unit), each pair read at the last look both have all the seeds of: a race
-  (adbs_lab/search/seeds/race.py) and the ablation path's steps.
+  largest target with every one of those seeds finite (ties: the earlier unit), each pair read at the last look both
+  have all the seeds of: a race (adbs_lab/search/seeds/race.py). A unit with a failed or diverged seed at the look
+  cannot lead it (its mean would stand on fewer seeds than the look's); where no unit can, the study stops with no
+  leader (NO_LEADER).
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.sequential import next_batch
 from adbs_lab.stats.verdicts import MIN_PAIRS, Label, Verdict, paired_differences
 
-__all__ = ["PairRule", "TablePairs", "LeaderPairs", "replay"]
+__all__ = ["NO_LEADER", "PairRule", "TablePairs", "LeaderPairs", "replay"]
+
+NO_LEADER = "no leader"
+"""Why a study of a leader rule stopped when no unit had every seed of the look finite (`LeaderPairs.cannot_lead`)."""
 
 Values = Mapping[str, Mapping[int, float]]
 States = Mapping[str, Mapping[int, str]]
@@ -51,6 +56,11 @@ class PairRule(Protocol):
     def size(self, targets: Mapping[str, int], leader: str | None) -> int:
         """A look's seeds, as its line names them."""
 
+    def cannot_lead(self, units: Sequence[str], targets: Mapping[str, int],
+                    values: Values) -> tuple[tuple[str, int, int], ...]:
+        """(unit, finite seeds, the look's seeds) of each unit that could lead the look but for too few finite
+        seeds; () for a rule without a leader."""
+
 
 @dataclass(frozen=True)
 class TablePairs:
@@ -69,32 +79,53 @@ class TablePairs:
     def size(self, targets: Mapping[str, int], leader: str | None) -> int:
         return max(targets.values(), default=0)
 
+    def cannot_lead(self, units: Sequence[str], targets: Mapping[str, int],
+                    values: Values) -> tuple[tuple[str, int, int], ...]:
+        return ()
+
 
 @dataclass(frozen=True)
 class LeaderPairs:
     """Every other unit against the leader, named by the unit, each pair read at the last look both have all the
     seeds of (never an earlier look's seeds at a later look's level, so every interval read is one of the family's);
-    a look's size is the leader's seeds."""
+    a look's size is the leader's seeds. Only a unit with every seed of the look finite may lead it: a mean over the
+    one finite seed of three (two failed or diverged) is no mean over the look's seeds, and as the best of several
+    it would win by its noise; with none, there is no leader (pairs: {}, None)."""
 
     sign: float = 1.0
 
+    def _racing(self, units: Sequence[str], targets: Mapping[str, int]) -> list[str]:
+        most = max(targets.values())
+        return [u for u in units if targets[u] == most]
+
+    @staticmethod
+    def _finite(u: str, values: Values) -> list[float]:
+        return [v for v in values.get(u, {}).values() if math.isfinite(v)]
+
     def pairs(self, units: Sequence[str], targets: Mapping[str, int],
               values: Values) -> tuple[dict[str, tuple[str, str]], str | None]:
-        most = max(targets.values())
-        racing = [u for u in units if targets[u] == most]
+        racing = self._racing(units, targets)
+        able = [u for u in racing if len(self._finite(u, values)) >= targets[u]]
+        if not able:
+            return {}, None
 
-        def score(u: str) -> float:  # a unit without a finite value ranks last
-            xs = [self.sign * v for v in values.get(u, {}).values() if math.isfinite(v)]
-            return sum(xs) / len(xs) if xs else -math.inf
+        def score(u: str) -> float:
+            xs = [self.sign * v for v in self._finite(u, values)]
+            return sum(xs) / len(xs)
 
-        leader = max(racing, key=lambda u: (score(u), -racing.index(u)))
+        leader = max(able, key=lambda u: (score(u), -able.index(u)))  # ties: the earlier unit
         return {u: (u, leader) for u in units if u != leader}, leader
 
     def cut(self, pair: tuple[str, str], targets: Mapping[str, int]) -> int | None:
         return min(targets[pair[0]], targets[pair[1]])
 
     def size(self, targets: Mapping[str, int], leader: str | None) -> int:
-        return targets[leader] if leader is not None else 0
+        return targets[leader] if leader is not None else max(targets.values(), default=0)
+
+    def cannot_lead(self, units: Sequence[str], targets: Mapping[str, int],
+                    values: Values) -> tuple[tuple[str, int, int], ...]:
+        return tuple((u, len(self._finite(u, values)), targets[u]) for u in self._racing(units, targets)
+                     if len(self._finite(u, values)) < targets[u])
 
 
 def replay(units: Sequence[str], first: int, values: Values, states: States, seed_at: Callable[[int], int],
@@ -118,13 +149,17 @@ def replay(units: Sequence[str], first: int, values: Values, states: States, see
         seen_v = {u: {s: v for s, v in values.get(u, {}).items() if s in window[u]} for u in units}
         seen_s = {u: {s: v for s, v in states.get(u, {}).items() if s in window[u]} for u in units}
         pairs, leader = rule.pairs(units, targets, seen_v)
+        unable = rule.cannot_lead(units, targets, seen_v)
+        if leader is None and unable:  # a leader rule with no unit able to lead: nothing to compare with
+            taken.append(Look(len(taken) + 1, rule.size(targets, None), 0, 0, {}, NO_LEADER, None, unable))
+            return Standing(dict(targets), tuple(taken), True, NO_LEADER, {}, {}, None, seed_of=seed_of)
         diffs = {n: [rule.sign * d for d in paired_differences(p, seen_v, seen_s)][:rule.cut(p, targets)]
                  for n, p in pairs.items()}
         nb = next_batch(diffs, pairs, looks, delta, m, min_pairs, stop)
         verdicts = dict(nb.verdicts)
         resolved = sum(v.verdict is not Label.NOT_RESOLVED for v in nb.verdicts.values())
         taken.append(Look(len(taken) + 1, rule.size(targets, leader), resolved, len(pairs), dict(nb.seeds), nb.reason,
-                          leader))
+                          leader, unable))
         if nb.done:
             return Standing(dict(targets), tuple(taken), True, nb.reason, {}, verdicts, leader, seed_of=seed_of)
         targets.update({u: max(targets.get(u, 0), n) for u, n in nb.seeds.items()})

@@ -52,6 +52,9 @@ class Look:
     """adbs_lab/stats/sequential.py: ALL_RESOLVED, CAP, PAUSE or MORE."""
     leader: str | None = None
     """A race's leader at this look (every other contender is compared with it)."""
+    cannot_lead: tuple[tuple[str, int, int], ...] = ()
+    """(contender, finite seeds, the look's seeds) of each contender of a race that could not lead this look: fewer
+    finite seeds than the look's (adbs_lab/search/seeds/engine.py: LeaderPairs)."""
 
 
 @dataclass(frozen=True)

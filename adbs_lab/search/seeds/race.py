@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.tune_keys import describe
 from adbs_lab.search.seeds import engine
+from adbs_lab.search.seeds.engine import NO_LEADER
 from adbs_lab.search.seeds.policy import FINISHED, Ended, Look, Opening, Standing, by_target
 from adbs_lab.search.seeds.until_resolved import looks_identity
 from adbs_lab.stats.looks import Looks
@@ -164,8 +165,15 @@ class SampledRace:
         return {c: standing.seeds(c) for c in standing.contenders} if standing.screened else {}
 
     def look_line(self, look: Look) -> str:
-        """"race look 1 of at most 2 at 3 fresh seeds: leader a; 1 of 2 resolved against it; next: a, b to 5"."""
-        head = (f"race look {look.k} of at most {len(self.looks.sizes)} at {look.n} fresh seeds: leader {look.leader}; "
+        """"race look 1 of at most 2 at 3 fresh seeds: leader a; 1 of 2 resolved against it; next: a, b to 5", with
+        each contender that could not lead for a failed or diverged seed ("c: 1 of 3 seeds finite, cannot lead at
+        this look"), or "no leader" where none could."""
+        where = f"race look {look.k} of at most {len(self.looks.sizes)} at {look.n} fresh seeds"
+        unable = "; ".join(f"{c}: {f} of {n} seeds finite, cannot lead at this look" for c, f, n in look.cannot_lead)
+        if look.reason == NO_LEADER:
+            return (f"{where}: no leader ({unable}); stop: no contender has all {look.n} fresh seeds of the look "
+                    "finite, so none is chosen")
+        head = (f"{where}: leader {look.leader}{f' ({unable})' if unable else ''}; "
                 f"{look.resolved} of {look.m} contenders resolved against it")
         if look.reason == ALL_RESOLVED:
             return f"{head}; stop: the leader is resolved"
@@ -186,6 +194,10 @@ class SampledRace:
         if not standing.looks:
             return f"--seeds auto: no race ({len(standing.contenders)} configuration completed its screening seed)"
         last = standing.looks[-1]
+        if standing.reason == NO_LEADER:
+            return (f"--seeds auto: race stopped after look {last.k} with no leader: no contender has all {last.n} "
+                    f"fresh seeds of the look finite (failed or diverged seeds), so none is chosen; {self.samples} + "
+                    f"{sum(standing.targets.values())} trials in all")
         others = "the other contender" if last.m == 1 else f"the other {last.m} contenders"
         why = (f"the leader {standing.leader} is resolved against {others} at look {last.k} ({last.n} fresh seeds)"
                if standing.reason == ALL_RESOLVED else
@@ -229,7 +241,17 @@ class SampledRace:
     def chosen(self, standing: Standing) -> dict[str, Any]:
         """best_config.json's race keys beside the leader's figures (adbs_lab/driver/summarise.py: the leader, not
         the best mean over all samples: a sample that ran only seed 0 is not ranked against the fresh seeds); {}
-        without a leader (no configuration completed its screening seed): none is chosen."""
+        without a leader (no configuration completed its screening seed): none is chosen; a race that stopped with
+        no leader (no contender had every seed of a look finite) says so in `why`.
+
+        `validation_post_selection` marks the leader's validation mean over the fresh seeds (`mean_over_seeds`) as
+        the test figures are marked: the leader is the best of several noisy means on those seeds, so its mean is
+        biased upward (the expected maximum of k means, e.g. 0.846 standard errors above the truth for 3 equal
+        contenders: tests/adbs_lab/search/test_race_leader.py)."""
+        if standing.reason == NO_LEADER:
+            return {"config_label": None, "why": "the race has no leader: no contender had all "
+                    f"{standing.looks[-1].n} fresh seeds of look {standing.looks[-1].k} finite (failed or diverged "
+                    "seeds)"}
         if standing.leader is None:
             return {}
         open_ = [c for c, v in standing.verdicts.items() if v.verdict not in RESOLVING]
@@ -240,7 +262,11 @@ class SampledRace:
                          "verdicts_against_leader": verdicts, "not_raced": self.samples - len(standing.contenders),
                          "fresh_seeds": standing.targets.get(standing.leader, 0), "done": standing.done,
                          "why": standing.reason},
-                "test_post_selection": post_selection(standing)}
+                "test_post_selection": post_selection(standing),
+                "validation_post_selection": {
+                    "seeds": standing.seeds(standing.leader), "mean_over_seeds": "post-selection",
+                    "why": "the race chose the leader as the best mean over these seeds, so its mean over them is "
+                           "biased upward (the best of several noisy means)"}}
 
 
 def resolved(standing: Standing) -> bool:
