@@ -91,7 +91,9 @@ def test_the_leaders_validation_mean_is_labelled_post_selection(resolved, capsys
                                                standing=None))
     (line,) = [x for x in capsys.readouterr().out.splitlines() if "60.00" in x]
     assert re.search(r"\(60\.00[^)]*post-selection", line), line
-    (md,) = [x for x in run_files._best_lines(_best(resolved), None, None) if "60.00" in x]
+    report = run_files.report_markdown(study="race", table_md="", best=_best(resolved),
+                                       savings={"trials": 3, "pruned": 0, "base_epochs_run": 0, "base_epochs_planned": 0})
+    (md,) = [x for x in report.splitlines() if "60.00" in x]
     assert "post-selection" in md, md
 
 
