@@ -12,13 +12,29 @@ from adbs_lab.records.value_text import label
 if TYPE_CHECKING:
     from adbs.config import Config
 
-__all__ = ["ROW_KEY", "SEED_KEY", "LAB_KEYS", "SEEDS_ATTR", "RACE_OF", "CONFIG_KEY", "trial_config", "describe"]
+__all__ = ["ROW_KEY", "SEED_KEY", "LAB_KEYS", "SEEDS_ATTR", "SEEDS_DONE_ATTR", "SEEDS_MEAN_ATTR", "seed_attr", "RACE_OF",
+           "CONFIG_KEY", "trial_config", "describe"]
 
 ROW_KEY = "row"
 SEED_KEY = "trial_seed"
 LAB_KEYS = (ROW_KEY, SEED_KEY)
 SEEDS_ATTR = "seeds"
 """Optuna user attribute of a trial: the seeds its configuration runs over (its value is the mean over them)."""
+SEEDS_DONE_ATTR = "seeds_done"
+"""Optuna user attribute of a RUNNING trial: how many of its seeds have ended (adbs_lab/search/searcher.py:
+StudySearch._show_seed), so a grid's row shows its progress before it has a value."""
+SEEDS_MEAN_ATTR = "seeds_mean"
+"""Optuna user attribute of a RUNNING trial: the mean over its seeds that completed so far, per objective (one number
+for one objective; None while none completed). When the trial is told with every seed complete, it is the value
+Optuna is told."""
+
+
+def seed_attr(seed: int) -> str:
+    """The Optuna user attribute of a trial holding seed `seed`'s value once that seed's Tune trial ended (its
+    objective's value, a list of them for several objectives, or the state it ended in where it did not complete)."""
+    return f"seed:{seed}"
+
+
 RACE_OF = "race_of"
 """The user attribute of a race's Optuna trial, and the key of its Tune trials' config: the number of the screening
 trial whose configuration it races (adbs_lab/search/seeds/race.py; the searcher's stopper never prunes such a trial:

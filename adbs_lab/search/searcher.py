@@ -7,7 +7,8 @@ replace that:
 - `StudySearch`, an OptunaSearch subclass: asks Optuna for one configuration per Optuna
   trial, runs it over the seeds its seed policy names (adbs_lab/search/seeds/: one Tune trial
   per seed; Optuna is told the mean over seeds, like ray.tune.search.Repeater), never tells a
-  placeholder as a final value, and tells FAIL for failed trials.
+  placeholder as a final value, and tells FAIL for failed trials. Each seed's value goes on its configuration's
+  Optuna trial as a user attribute as soon as the seed ends (`_show_seed`), for optuna-dashboard to show.
 - `BaseEpochStopper`, a Tune Stopper: on every *base-epoch* report it calls Optuna's
   trial.report(base val acc, step=epoch) and should_prune(); on a prune it tells Optuna
   PRUNED and stops the Tune trial. Session and summary reports are never pruned on.
@@ -50,7 +51,8 @@ from adbs_lab.records import metrics_keys as K
 from adbs_lab.records.metrics_keys import OPTUNA_TRIAL_KEY
 from adbs_lab.records.objectives import DEFAULT, Objective
 from adbs_lab.records.trial_records import classify, objective
-from adbs_lab.records.tune_keys import CONFIG_KEY, RACE_OF, SEED_KEY, SEEDS_ATTR
+from adbs_lab.records.tune_keys import (CONFIG_KEY, RACE_OF, SEED_KEY, SEEDS_ATTR, SEEDS_DONE_ATTR, SEEDS_MEAN_ATTR,
+                                       seed_attr)
 from adbs_lab.search import old_state, orphans, shadows
 from adbs_lab.search.optuna_storage import _LiveStudy, name_metrics, optuna_storage, stops_when_down, tell
 from adbs_lab.search.seeds.fixed import SeedList
@@ -239,6 +241,8 @@ class StudySearch(_LiveStudy, OptunaSearch):
         self._ended[trial_id] = classify(result, error=error, pruned=held == TrialState.PRUNED,
                                          shadow=held == TrialState.PRUNED and self._shadow(number, trial_id))
         g["members"][trial_id] = (self._ended[trial_id], self._values(result))
+        if held == TrialState.RUNNING:  # a finished trial's attributes cannot be written (and it has its value)
+            self._show_seed(number, trial_id)
         self._look(trial_id, result)
         if g["final"] or any(v is None for v in g["members"].values()) or g["seeds_left"]:
             return  # told when the policy makes it final; or other seeds of this configuration still to come
@@ -269,6 +273,34 @@ class StudySearch(_LiveStudy, OptunaSearch):
             g["told"] = True
             if self._state(n) == TrialState.RUNNING:  # not told PRUNED by the stopper, nor before a --resume
                 self._tell_group(n)
+
+    def _show_seed(self, number: int, trial_id: str) -> None:
+        """Configuration `number`'s seed run by Tune trial `trial_id` ended: its value goes on the configuration's
+        Optuna trial at once, with how many of its seeds ended and their mean so far, so optuna-dashboard shows a
+        grid's rows as their seeds end (a row is told only when all its seeds have, or when --seeds auto's looks make
+        it final: many minutes of a RUNNING trial without a value otherwise).
+
+        User attributes, not trial.report(value, step=seed index): the intermediate values are the pruner's base
+        epochs (BaseEpochStopper reports step=epoch on the same trial, and a median pruner compares every trial's
+        value at a step), so seed values there would be read as base accuracies wherever a pruner runs; report()
+        also keeps the first value of a step (a seed rerun after a kill could not replace its value) and refuses
+        a study of several objectives. An attribute per seed (tune_keys.seed_attr) is written again by the seed's
+        rerun (--resume), so none is duplicated or lost; the count and the mean are over the seeds this searcher
+        saw end (`members`, kept with its state), the same mean `_tell_group` tells."""
+        seed = self._seed_of.get(trial_id)
+        if seed is None:
+            return  # a configuration whose seed is a grid axis runs once: its value comes with its end
+        g = self._groups[number]
+        state, values = g["members"][trial_id]
+        if state not in K.ENDED:
+            return  # interrupted: it runs again
+        storage, trial_id_ = optuna_storage(self._storage_url), self._storage_trial_id(number)
+        shown = _shown(values) if state == K.COMPLETE and values else state
+        storage.set_trial_user_attr(trial_id_, seed_attr(seed), shown)
+        ended = [m for m in g["members"].values() if m is not None and m[0] in K.ENDED]  # None: still running
+        done = [v for st, v in ended if st == K.COMPLETE and v]
+        storage.set_trial_user_attr(trial_id_, SEEDS_DONE_ATTR, len(ended))
+        storage.set_trial_user_attr(trial_id_, SEEDS_MEAN_ATTR, _shown(_mean_over(done)) if done else None)
 
     def _run_seeds(self, unit: str, want: list[int]) -> None:
         """`unit` runs the seeds `want`: more handed out to its configuration (a copy of its screened one made first,
@@ -308,7 +340,7 @@ class StudySearch(_LiveStudy, OptunaSearch):
         else:
             # one mean over the seeds per objective; an objective the trial could not measure (NaN: e.g. novel
             # accuracy without an incremental session) leaves the configuration without a value: FAIL
-            means = [sum(v[i] for v in values) / len(values) for i in range(len(values[0]))]
+            means = _mean_over(values)
             if not all(math.isfinite(m) for m in means):
                 tell(study, number, state=TrialState.FAIL)
             else:
@@ -356,6 +388,18 @@ class StudyGridSampler(optuna.samplers.GridSampler):
     def after_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
         return None
+
+
+def _mean_over(values: Sequence[Sequence[float]]) -> list[float]:
+    """The mean of each objective over the seeds' `values` (one list per seed, one value per objective)."""
+    return [sum(v[i] for v in values) / len(values) for i in range(len(values[0]))]
+
+
+def _shown(means: Sequence[float]) -> float | None | list[float | None]:
+    """A value as a user attribute holds it: one number for one objective, else a list; a non-finite one as None (JSON
+    has no NaN, and optuna-dashboard reads the attributes as JSON)."""
+    shown = [float(m) if math.isfinite(m) else None for m in means]
+    return shown[0] if len(shown) == 1 else shown
 
 
 def _seed(config: dict) -> int | None:

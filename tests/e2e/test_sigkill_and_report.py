@@ -127,6 +127,9 @@ def test_a_killed_and_resumed_study_is_reported_from_the_store_as_it_reported_it
     # the Optuna study, what the dashboard shows: one trial per row, its seeds once each
     trials = optuna.load_study(study_name="killed-smoke", storage=f"sqlite:///{study_dir / 'optuna.db'}").trials
     assert sorted(t.user_attrs["seeds"] for t in trials) == [[0, 1, 2], [0, 1, 2]]
+    for t in trials:  # each seed's value as it ended (after the kill: its rerun's, in the same key), and their mean
+        assert sorted(k for k in t.user_attrs if k.startswith("seed:")) == ["seed:0", "seed:1", "seed:2"], t.user_attrs
+        assert t.user_attrs["seeds_done"] == 3 and t.user_attrs["seeds_mean"] == t.value, (t.user_attrs, t.value)
     plan = in_process(capsys, cmd + ["--plan"], cwd=REPO)  # --plan: the verdicts of the study's files
     said = [line for line in again.stdout.splitlines() if line.startswith("a vs ref: ")]
     assert plan.returncode == 0 and said and said[0] in plan.stdout, plan.stdout + plan.stderr

@@ -78,3 +78,53 @@ def test_the_study_grid_sampler_hands_out_optunas_points_and_reads_no_trials_whe
     assert points[StudyGridSampler] == points[optuna.samplers.GridSampler]
     assert sorted(tuple(p.values()) for p in points[StudyGridSampler]) == sorted(
         (a, lr) for a in grid["alpha"] for lr in grid["finetune_lr"])
+
+
+def _attrs(url: str) -> tuple[optuna.trial.TrialState, dict]:
+    (t,) = optuna.load_study(study_name="s", storage=url).trials
+    return t.state, {k: v for k, v in t.user_attrs.items() if k != tune_keys.SEEDS_ATTR}
+
+
+def test_a_rows_seeds_show_on_its_running_optuna_trial_as_they_end(tmp_path):
+    """What optuna-dashboard shows of a grid's row while its seeds run (StudySearch._show_seed): each seed's value as
+    it ends, how many ended and their mean, on the RUNNING trial; its value, told once every seed ended, is the mean
+    as before. A seed run again (after a kill) writes its own attribute again: one per seed, the rerun's value."""
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    s = _grid_searcher(url, {"alpha": [0.01]}, [0, 1, 2])
+    tids = {s.suggest(f"t{i}")[tune_keys.SEED_KEY]: f"t{i}" for i in range(3)}
+    s.on_trial_complete(tids[1], _summary(61.0))
+    state, attrs = _attrs(url)
+    assert state == optuna.trial.TrialState.RUNNING
+    assert attrs == {tune_keys.seed_attr(1): 61.0, tune_keys.SEEDS_DONE_ATTR: 1, tune_keys.SEEDS_MEAN_ATTR: 61.0}
+    s.on_trial_complete(tids[0], _summary(60.0))
+    s.reopen(tids[0])  # Tune runs it again (restored after a kill): its rerun's value replaces the first
+    s.on_trial_complete(tids[0], _summary(59.0))
+    state, attrs = _attrs(url)
+    assert state == optuna.trial.TrialState.RUNNING
+    assert attrs == {tune_keys.seed_attr(0): 59.0, tune_keys.seed_attr(1): 61.0, tune_keys.SEEDS_DONE_ATTR: 2,
+                     tune_keys.SEEDS_MEAN_ATTR: 60.0}
+    s.on_trial_complete(tids[2], _summary(63.0))
+    (t,) = optuna.load_study(study_name="s", storage=url).trials
+    assert t.state == optuna.trial.TrialState.COMPLETE and t.value == (59.0 + 61.0 + 63.0) / 3
+    assert t.user_attrs[tune_keys.SEEDS_MEAN_ATTR] == t.value and t.user_attrs[tune_keys.SEEDS_DONE_ATTR] == 3
+    assert t.user_attrs[tune_keys.seed_attr(2)] == 63.0 and t.user_attrs[tune_keys.SEEDS_ATTR] == [0, 1, 2]
+
+
+def test_a_failed_seed_shows_its_state_and_the_mean_of_several_objectives_is_one_per_objective(tmp_path):
+    """A seed that did not complete shows the state it ended in and stays out of the mean; with several objectives a
+    seed's value and the mean are one number per objective (None where one was not measured: JSON has no NaN). The
+    row is told FAIL at the end, as before."""
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    objectives = (Objective("val_avg_acc", "max"), Objective("d_cs", "min"))
+    s = _grid_searcher(url, {"alpha": [0.01]}, [0, 1, 2], objectives=objectives)
+    tids = {s.suggest(f"t{i}")[tune_keys.SEED_KEY]: f"t{i}" for i in range(3)}
+    s.on_trial_complete(tids[0], {**_summary(60.0), "summary/d_cs": 0.5})
+    s.on_trial_complete(tids[1], {K.REPORT_KIND: K.KIND_FAILED})
+    state, attrs = _attrs(url)
+    assert state == optuna.trial.TrialState.RUNNING
+    assert attrs == {tune_keys.seed_attr(0): [60.0, 0.5], tune_keys.seed_attr(1): K.DIVERGED,
+                     tune_keys.SEEDS_DONE_ATTR: 2, tune_keys.SEEDS_MEAN_ATTR: [60.0, 0.5]}
+    s.on_trial_complete(tids[2], _summary(62.0))  # d_cs not measured
+    (t,) = optuna.load_study(study_name="s", storage=url).trials
+    assert t.state == optuna.trial.TrialState.FAIL and t.user_attrs[tune_keys.seed_attr(2)] == [62.0, None]
+    assert t.user_attrs[tune_keys.SEEDS_MEAN_ATTR] == [61.0, None]
