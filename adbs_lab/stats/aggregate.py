@@ -44,6 +44,8 @@ from typing import Sequence, Union
 import numpy as np
 from scipy import stats
 
+from adbs_lab.stats.verdicts import spread_floor
+
 __all__ = ["Runs", "MIN_RUNS", "TRIM", "Interval", "differences", "wins_ties", "yuen_bounds", "mean_bounds",
            "improvement_bounds", "iqm_difference", "mean_difference", "improvement_interval"]
 
@@ -93,7 +95,8 @@ def wins_ties(pairs: Sequence[tuple[Runs, Runs]]) -> tuple[np.ndarray, np.ndarra
 
 
 def yuen_bounds(d: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(trimmed mean, lo, hi) over the last axis (all finite, N >= 2): Yuen's trimmed-mean t-interval."""
+    """(trimmed mean, lo, hi) over the last axis (all finite, N >= 2): Yuen's trimmed-mean t-interval; NaN ends
+    where the winsorized values do not spread (adbs_lab/stats/verdicts.py: spread_floor)."""
     x = np.sort(np.asarray(d, dtype=float), axis=-1)
     n = x.shape[-1]
     g = int(TRIM * n)
@@ -102,15 +105,20 @@ def yuen_bounds(d: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np
     w = np.concatenate([np.repeat(x[..., g:g + 1], g, -1), x[..., g:n - g], np.repeat(x[..., n - g - 1:n - g], g, -1)],
                        axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        se = np.sqrt((n - 1) * w.var(axis=-1, ddof=1) / (h * (h - 1)))
+        sw = w.std(axis=-1, ddof=1)
+        se = np.sqrt((n - 1) * sw ** 2 / (h * (h - 1)))
         half = stats.t.ppf(1 - (1 - level) / 2, h - 1) * se if h >= 2 else np.full(np.shape(est), np.nan)
+    # differences on the accuracy grid often tie through the middle half: a zero-width interval there missed the
+    # grid's IQM in 46% of comparisons (tests/adbs_lab/stats/test_attack_corners.py); no spread, no interval
+    half = np.where(sw > spread_floor(), half, np.nan)
     return est, est - half, est + half
 
 
 def mean_bounds(tasks: Sequence[np.ndarray], level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean of the task means, lo, hi) of per-task differences, each shaped (..., runs of that task) with at least
     2 runs: the t-interval with Satterthwaite's degrees of freedom for the sum of the tasks' variances of the
-    mean (every task without spread: the pooled degrees of freedom)."""
+    mean; NaN ends where no task spreads (adbs_lab/stats/verdicts.py: spread_floor), as a zero-width interval
+    would claim its level with nothing to rest on."""
     n = np.array([t.shape[-1] for t in tasks], dtype=float)
     means = np.stack([np.asarray(t, dtype=float).mean(axis=-1) for t in tasks], axis=-1)
     v = np.stack([np.asarray(t, dtype=float).var(axis=-1, ddof=1) for t in tasks], axis=-1) / n
@@ -118,8 +126,9 @@ def mean_bounds(tasks: Sequence[np.ndarray], level: float) -> tuple[np.ndarray, 
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt(v.sum(axis=-1)) / len(tasks)
         df = v.sum(axis=-1) ** 2 / (v ** 2 / (n - 1)).sum(axis=-1)
-        df = np.where(np.isfinite(df), df, (n - 1).sum())
         half = stats.t.ppf(1 - (1 - level) / 2, df) * se
+    spread = np.any(np.sqrt(v * n) > spread_floor(), axis=-1)
+    half = np.where(spread, half, np.nan)
     return est, est - half, est + half
 
 

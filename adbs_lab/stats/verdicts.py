@@ -170,8 +170,10 @@ def label(lo: float, hi: float, delta: float) -> Label:
 def printed_ends(v: Verdict, delta: float) -> tuple[str, str, int]:
     """The interval's ends as printed, and their decimals: rounded outward (the printed interval holds the computed
     one), with as many decimals as it takes for the printed ends to give `v`'s verdict (2, or more where an end is
-    within rounding of 0 or ±δ), so a verdict never stands beside a printed interval that says otherwise."""
-    for d in range(2, 7):
+    within rounding of 0 or ±δ), so a verdict never stands beside a printed interval that says otherwise. Up to 17
+    decimals: an end resolves once it clears 0 or ±δ by TOUCH, 1e-9, and at 6 an end 1.5e-9 above 0 printed
+    +0.00000000 beside "better" (tests/adbs_lab/stats/test_attack_corners.py)."""
+    for d in range(2, 18):
         k = 10 ** d
         lo, hi = math.floor(v.lo * k) / k, math.ceil(v.hi * k) / k
         if label(lo, hi, delta) is v.verdict:
