@@ -164,8 +164,8 @@ def _ends(i: Interval, signed: bool) -> str:
 
 
 def _iv(i: Interval, confidence: str, signed: bool = True) -> str:
-    if not (math.isfinite(i.lo) and math.isfinite(i.hi)):
-        return f"{number(i.estimate, signed=signed)} (no interval)"
+    if not (math.isfinite(i.lo) and math.isfinite(i.hi)):  # why, where the statistic says (aggregate.NO_SPREAD)
+        return f"{number(i.estimate, signed=signed)} ({i.method or 'no interval'})"
     return f"{number(i.estimate, signed=signed)} ({confidence} CI {_ends(i, signed)}, {i.method})"
 
 

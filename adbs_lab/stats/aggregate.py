@@ -46,7 +46,7 @@ from scipy import stats
 
 from adbs_lab.stats.verdicts import spread_floor
 
-__all__ = ["Runs", "MIN_RUNS", "TRIM", "Interval", "differences", "wins_ties", "yuen_bounds", "mean_bounds",
+__all__ = ["Runs", "MIN_RUNS", "TRIM", "NO_SPREAD", "Interval", "differences", "wins_ties", "yuen_bounds", "mean_bounds",
            "improvement_bounds", "iqm_difference", "mean_difference", "improvement_interval"]
 
 Runs = Union[Sequence[float], np.ndarray]
@@ -57,6 +57,9 @@ MIN_RUNS = 3
 freedom, and with a single run the task says nothing of its noise."""
 TRIM = 0.25
 """The share cut from each end: the interquartile mean."""
+NO_SPREAD = "no spread: the differences it rests on are all the same, no interval"
+"""An aggregate's `method` where its differences do not spread (`yuen_bounds`, `mean_bounds`): the line says why,
+as a verdict's does (adbs_lab/stats/verdicts.py: why_no_interval)."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ def iqm_difference(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> I
     if not d:
         return Interval(math.nan, math.nan, math.nan, level, runs, "")
     est, lo, hi = yuen_bounds(np.concatenate(d), level)
-    return Interval(float(est), float(lo), float(hi), level, runs, "Yuen's trimmed t")
+    return Interval(float(est), float(lo), float(hi), level, runs, "Yuen's trimmed t" if np.isfinite(lo) else NO_SPREAD)
 
 
 def mean_difference(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> Interval:
@@ -183,7 +186,7 @@ def mean_difference(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> 
     if not d:
         return Interval(math.nan, math.nan, math.nan, level, runs, "")
     est, lo, hi = mean_bounds(d, level)
-    return Interval(float(est), float(lo), float(hi), level, runs, "Satterthwaite t")
+    return Interval(float(est), float(lo), float(hi), level, runs, "Satterthwaite t" if np.isfinite(lo) else NO_SPREAD)
 
 
 def improvement_interval(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> Interval:

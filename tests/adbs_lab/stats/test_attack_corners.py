@@ -137,3 +137,15 @@ def test_held_probability_of_improvement_at_exactly_zero_and_a_premise_on_a_cons
     p = aggregate.improvement_interval([([0.0] * 3, [1.0] * 3)] * 4)
     assert p.estimate == 0.0 and p.lo == 0.0 and p.hi == pytest.approx(1 - 0.025 ** (1 / 12))
     assert not premise.premise_checks(np.zeros(10), np.arange(10.0))[0].holds  # rho undefined: off
+
+
+def test_an_aggregate_without_an_interval_says_why_in_its_line():
+    """A verdict's line says why it has no interval (verdicts.why_no_interval); the line across tasks does too."""
+    from adbs_lab.results.across_tasks import Across, lines
+
+    flat = [([1.0] * 3, [0.0] * 3)] * 4
+    iqm, mean = aggregate.iqm_difference(flat), aggregate.mean_difference(flat)
+    assert iqm.method == mean.method == aggregate.NO_SPREAD
+    r = Across(("a", "b"), ("t1", "t2", "t3", "t4"), iqm, mean, aggregate.improvement_interval(flat), 1)
+    text = "\n".join(lines([r]))
+    assert text.count(f"+1.00 ({aggregate.NO_SPREAD})") == 2, text
