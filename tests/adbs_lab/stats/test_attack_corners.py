@@ -149,3 +149,17 @@ def test_an_aggregate_without_an_interval_says_why_in_its_line():
     r = Across(("a", "b"), ("t1", "t2", "t3", "t4"), iqm, mean, aggregate.improvement_interval(flat), 1)
     text = "\n".join(lines([r]))
     assert text.count(f"+1.00 ({aggregate.NO_SPREAD})") == 2, text
+
+
+@pytest.mark.xfail(strict=True, reason="the mean of task means takes Satterthwaite's df, which is too generous where "
+                   "one task of 3 runs carries most of the variance (4 tasks x 3 runs, SDs 4, 0.3, 0.3, 0.3: 96.9% "
+                   "at 98.33%, 93.7% at 95%; also 3 runs against 10, 10, 10): the corner rule 6 fixed for Welch. The "
+                   "fix there, min(n_t) - 1 df below 8 runs, covers here (99.2%) but widens alike tasks of 3 runs "
+                   "1.7 to 2.2 times, a power trade-off to measure and decide, not a small change")
+def test_the_mean_of_task_means_covers_where_one_small_task_dominates_the_variance():
+    level, sims = 1 - 0.05 / 3, 8000
+    tasks = corners.paired_tasks(np.random.default_rng(6004), sims, [0.0] * 4, [3] * 4, [4.0, 0.3, 0.3, 0.3])
+    _, lo, hi = aggregate.mean_bounds([x - y for x, y in tasks], level)
+    cover = float(((lo <= 0) & (0 <= hi)).mean())
+    print(f"\nmean of task means, one dominant task of 3 runs: covered {cover:.4f} at {level:.4f}")
+    assert cover >= coverage_floor(level, sims)
