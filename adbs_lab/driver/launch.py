@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
            "load_factor", "load_range", "niced", "MEASURED_AT", "CACHED_TRIAL_S", "RAY_NICENESS", "trials_text", "sampler",
-           "progress_lines", "base_sessions"]
+           "progress_lines", "base_sessions", "estimate_text", "trial_maker"]
 
 
 @dataclass

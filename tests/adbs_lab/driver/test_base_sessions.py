@@ -15,7 +15,8 @@ from adbs_lab.search import space as sp
 from adbs_lab.search.seeds.fixed import SeedList
 
 
-def _prepared(space, tmp_path, tracking_uri, *flags, defaults=options.Defaults()):
+def _prepared(space, tmp_path, tracking_uri, *flags, defaults=None):
+    defaults = defaults or options.Defaults()
     plan = study.Plan(name="bases", space=space, space_source="tests")
     opts = options.parse("t", defaults, argv=["--smoke", "--gpus-per-trial", "0", "--storage", str(tmp_path / "runs"),
                                     "--tracking-uri", tracking_uri, *flags])[0]
