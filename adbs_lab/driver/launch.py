@@ -480,11 +480,13 @@ MEASURED_AT = (2, 2)
 """(CPUs, trials at a time) of the measured times of studies/times.json: two trials sharing two cores."""
 
 CACHED_TRIAL_S = 8.0
-"""Seconds of a CPU-preset trial whose base session the cache holds, in a fresh process as Ray Tune starts each
-trial: loading the images and the base session, and the incremental sessions. Measured on the 2-core machine at load
-average 1.3-3.4, one trial at a time (2026-12-03): 8.1 s against 54.8 s for the same trial training its base session
-(52.4 s against 1.0 s in one process, where the images were already loaded); --smoke 7.2 s against 10.7 s. About
-the same for every preset's CPU figure, as the incremental sessions do not follow the base epochs."""
+"""Seconds of a CPU-preset trial whose base session the cache holds, in a fresh process (Ray Tune runs each trial
+in its own): the images, the base session loaded, the incremental sessions. Measured with adbs.trial.run_trial and a
+BaseCache on the 2-core machine at load average 1.3-3.4, one trial at a time (2026-12-03): 8.1 s against 54.8 s for
+the same trial training its base session (1.0 s against 52.4 s in one process, the images already in memory);
+--smoke 7.2 s against 10.7 s. Those fresh processes generated the images; a study's trials load them from its
+images folder (adbs_lab/driver/session.py: IMAGES_ENV), so 8 s is on the high side. The same figure for every base
+epochs setting: the incremental sessions do not follow the base epochs."""
 
 RAY_NICENESS = 15
 """The nice value Ray gives its worker processes (trials) unless RAY_worker_niceness says otherwise: Ray's
