@@ -151,6 +151,16 @@ class BaseCache:
         state = self._read(key, read_base_state)  # another format (adbs/state.py: FORMAT): discarded, trained again
         return None if state is None else read_base_state(state)
 
+    def holds(self, key: str) -> bool:
+        """Whether the cache holds an entry of `key` (its manifest names it), its payload unread and unchecked: what
+        a study's time estimate counts before its trials start (adbs_lab/driver/base_sessions.py), where reading
+        every payload would cost seconds a trial pays anyway; `load` checks it."""
+        manifest = self.files.read(f"{key}.json")
+        try:
+            return manifest is not None and json.loads(manifest).get("key") == key
+        except (ValueError, AttributeError):  # damaged, or not an object: `load` discards it, the trial trains
+            return False
+
     def store(self, key: str, base, meta: dict[str, Any] | None = None) -> None:
         self._write(key, base_state(base), meta)
 

@@ -38,8 +38,11 @@ from adbs_lab.stores.study_folder import StudyFolder
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
+    from adbs_lab.driver.base_sessions import BaseSessions
+
 __all__ = ["Launched", "Slots", "cluster_slots", "launch", "trial_slots", "resources", "print_start", "resumed",
-           "load_factor", "MEASURED_AT", "trials_text", "sampler", "progress_lines"]
+           "load_factor", "load_range", "niced", "MEASURED_AT", "CACHED_TRIAL_S", "RAY_NICENESS", "trials_text", "sampler",
+           "progress_lines", "base_sessions", "estimate_text", "trial_maker"]
 
 
 @dataclass
@@ -78,10 +81,11 @@ def launch(p: Prepared, slots: Slots) -> Launched:
         tracking_store.check_tracking_uri(p.tracking_uri)  # a new SQLite store gets its schema here, in one process
     tracker = None
     try:  # Ray is up; to Tune's fit: an interruption here ends the study with its line (no trial ran yet)
-        print_start(p, slots.max_concurrent)
+        bases = base_sessions(p, slots)
+        print_start(p, slots.max_concurrent, bases=bases)
         pause_point("ray_started")
         searcher, stopper = _search(p, slots)
-        tracker, progress = _tracking(p, searcher, slots)
+        tracker, progress = _tracking(p, searcher, slots, bases)
         tuner = _tuner(p, slots, searcher, stopper, [tracker, progress])
     except KeyboardInterrupt:
         if tracker is not None:
@@ -121,6 +125,18 @@ def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots
                   f"the interrupted run's limit, {held}", flush=True)
         max_concurrent = held
     return Slots(gpus, cpus, max_concurrent)
+
+
+def base_sessions(p: Prepared, slots: Slots) -> BaseSessions | None:
+    """The base sessions the study's trials will train (adbs_lab/driver/base_sessions.py: count), for the time
+    estimates; None where that cannot be told, or telling it failed: an estimate never stops a study."""
+    from adbs_lab.driver.base_sessions import count
+
+    try:
+        return count(p, trial_maker(p, slots))
+    except Exception as e:  # noqa: BLE001 - a file the key reads is unreadable: the trial says so, not the estimate
+        logging.getLogger(__name__).debug("base sessions not counted: %s", e)
+        return None
 
 
 def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
@@ -184,9 +200,10 @@ def trials_text(p: Prepared) -> str:
     return p.seeding.size_text(p.n_configs)
 
 
-def _tracking(p: Prepared, searcher, slots: Slots):
-    """The MLflow tracker (parent run; its settings on a new study) and the progress line; both read how a trial
-    ended from the searcher (Tune pickles them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
+def _tracking(p: Prepared, searcher, slots: Slots, bases: BaseSessions | None = None):
+    """The MLflow tracker (parent run; its settings on a new study) and the progress line (`bases`: the base
+    sessions its trials will train, for its estimate); both read how a trial ended from the searcher (Tune pickles
+    them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
     opts, plan, where = p.opts, p.plan, p.where
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(),
@@ -208,7 +225,7 @@ def _tracking(p: Prepared, searcher, slots: Slots):
                                      run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
                                      ends=searcher, storage=opts.storage, experiment=opts.experiment(plan.name),
                                      description=study_description(p, searched, objs))
-    progress = progress_lines(p, searcher.ended, slots.max_concurrent)
+    progress = progress_lines(p, searcher.ended, slots.max_concurrent, bases)
     if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
                             "study.seeds": json.dumps(p.seeding.checked_seeds()), "study.trials": p.total,
@@ -223,12 +240,14 @@ def _tracking(p: Prepared, searcher, slots: Slots):
     return tracker, progress
 
 
-def progress_lines(p: Prepared, ended, max_concurrent: int):
+def progress_lines(p: Prepared, ended, max_concurrent: int, bases: BaseSessions | None = None):
     """The progress callback: a line per trial event, ending with the best so far only where the study names a best
-    (adbs_lab/results/best.py), and the Pareto front's size of several objectives except across data conditions."""
+    (adbs_lab/results/best.py), and the Pareto front's size of several objectives except across data conditions;
+    its estimate from the first base epoch counts the base sessions still to train (`bases`, where told)."""
     from adbs_lab.driver.progress import Progress
 
     return Progress(study=p.plan.name, total=p.total, varying=p.varying, ended=ended, max_concurrent=max_concurrent,
+                    to_train=None if bases is None else bases.to_train,
                     objectives=p.objectives,  # several: the front's size, no best (unless across conditions)
                     no_best=progress_text(p.conditions, verdicts=not p.no_best or len(p.objectives) > 1,
                                           race=p.seeding.chooses and len(p.objectives) == 1))
@@ -460,25 +479,63 @@ def resumed(p: Prepared) -> str:
 MEASURED_AT = (2, 2)
 """(CPUs, trials at a time) of the measured times of studies/times.json: two trials sharing two cores."""
 
+CACHED_TRIAL_S = 8.0
+"""Seconds of a CPU-preset trial whose base session the cache holds, in a fresh process (Ray Tune runs each trial
+in its own): the images, the base session loaded, the incremental sessions. Measured with adbs.trial.run_trial and a
+BaseCache on the 2-core machine at load average 1.3-3.4, one trial at a time (2026-12-03): 8.1 s against 54.8 s for
+the same trial training its base session (1.0 s against 52.4 s in one process, the images already in memory);
+--smoke 7.2 s against 10.7 s. Those fresh processes generated the images; a study's trials load them from its
+images folder (adbs_lab/driver/session.py: IMAGES_ENV), so 8 s is on the high side. The same figure for every base
+epochs setting: the incremental sessions do not follow the base epochs."""
+
+RAY_NICENESS = 15
+"""The nice value Ray gives its worker processes (trials) unless RAY_worker_niceness says otherwise: Ray's
+src/ray/common/ray_config_def.h: worker_niceness (15), "so that the OS prioritizes CPU for other processes over
+worker"; a local Ray's worker printed os.nice(0) = 15 beside a driver at 0 (ray 2.60, 2026-12-03)."""
+
 
 def load_factor(load_now: float, cpus: int, running: int, load_then: float = 0.0) -> float:
+    """How many times longer a CPU trial takes now than when its time was measured, at the least (load_range)."""
+    return load_range(load_now, cpus, running, load_then)[0]
+
+
+def load_range(load_now: float, cpus: int, running: int, load_then: float = 0.0) -> tuple[float, float]:
     """How many times longer a CPU trial takes now than when its time was measured (MEASURED_AT, at load average
-    `load_then`): the square root of the ratio of a trial's share of the CPUs then and now, with `running` trials
-    beside the load of `load_now` (one thread each: adbs/runtime.py); at least 1. The square root because the load
-    average counts processes that wait more than they compute: on the 2-core machine of studies/times.json the
-    ablation took 1.7x its idle time at load average 2-5 (445 s, not 263 s) and an alpha_sweep --smoke trial 1.6x
-    at 12.8, where the plain ratio says 2.5x and 7.4x."""
+    `load_then`), as a rough range (low, high), each at least 1, from r, the ratio of a trial's share of the CPUs
+    then and now with `running` trials beside the load of `load_now` (one thread each: adbs/runtime.py).
+
+    low = sqrt(r): the load average counts processes that wait more than they compute. On the 2-core machine of
+    studies/times.json the ablation took 1.7x its idle time at load average 2-5 (445 s, not 263 s) and an
+    alpha_sweep --smoke trial 1.6x at 12.8, where r says 2.5x and 7.4x.
+    high = r: the other jobs compute, and the trials get at most a share of the CPUs equal to theirs. At most,
+    because Ray runs the trials at nice 15 (RAY_NICENESS) and other jobs at 0: Linux's scheduler weighs a nice-15
+    process 36 against 1024, so a trial gets about the CPU the other jobs leave idle, which no load average says.
+    Studies at load average 7-41 took 47, 51 and 26 min where sqrt(r) had said 7.3, 9.2 and 6.8 (3.8-6.4x),
+    while r is 2.1-4.6x sqrt(r) at those loads (2 CPUs, 2 trials, measured at 0): beyond even r at the lower
+    loads, so the start line says the time can be longer still (estimate_text). Without the nice
+    (RAY_worker_niceness=0) high is r as well: equal priority shares the CPUs as r says, or better."""
     def share(load: float, trials: int, cores: int) -> float:
         return min(1.0, cores / max(1e-9, load + trials))
 
     ratio = share(load_then, MEASURED_AT[1], MEASURED_AT[0]) / share(load_now, running, max(1, cpus))
-    return max(1.0, ratio ** 0.5)
+    return max(1.0, ratio ** 0.5), max(1.0, ratio)
 
 
-def estimate_text(p: Prepared, max_concurrent: int, left: int | None = None, load: float | None = None) -> str:
+def niced() -> bool:
+    """Whether Ray runs the trial processes below the driver's priority (RAY_worker_niceness unset: RAY_NICENESS)."""
+    try:
+        return int(os.environ.get("RAY_worker_niceness", RAY_NICENESS)) > 0
+    except ValueError:
+        return True
+
+
+def estimate_text(p: Prepared, max_concurrent: int, left: int | None = None, load: float | None = None,
+                  bases: BaseSessions | None = None) -> str:
     """The time the trials take on this CPU at its load now (`left`: the trials still to run, default the study's
-    most), a range from its fewest trials where the seeds follow the looks; or that the first base epoch gives one
-    (a preset with no measured figure on this machine)."""
+    most), a rough range from its fewest trials at the low load factor to its most at the high (load_range); or that
+    the first base epoch gives one (a preset with no measured figure on this machine). `bases`: the base sessions
+    the trials will train (adbs_lab/driver/base_sessions.py); a trial that loads its base session counts
+    CACHED_TRIAL_S, not a whole trial's time (22 of 24 trials of a k-shot grid did)."""
     if p.opts.preset_name not in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
         return "a time estimate follows the first measured base epoch"
     from adbs.config import resolve
@@ -487,27 +544,40 @@ def estimate_text(p: Prepared, max_concurrent: int, left: int | None = None, loa
     preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
     load = os.getloadavg()[0] if load is None else load
     cpus = os.cpu_count() or 1
-    factor = load_factor(load, cpus, max_concurrent, p.plan.est_load)
+    low, high = load_range(load, cpus, max_concurrent, p.plan.est_load)
     est = ((p.plan.est_smoke_trial_s if p.opts.smoke else p.plan.est_trial_s)
-           * p.base.base_epochs / max(1, preset_epochs)) * factor
+           * p.base.base_epochs / max(1, preset_epochs))
     most = p.total if left is None else left
     fewest = min(most, p.seeding.trials(p.n_configs)[0]) if not p.opts.resume else most
-    minutes = [math.ceil(n / max_concurrent) * est / 60 for n in (fewest, most)]
-    span = f"{minutes[1]:.1f}" if fewest == most else f"{minutes[0]:.1f} to {minutes[1]:.1f}"
+    minutes = [_trial_minutes(n, max_concurrent, est, bases) * f for n, f in ((fewest, low), (most, high))]
+    span = f"{minutes[1]:.1f}" if f"{minutes[0]:.1f}" == f"{minutes[1]:.1f}" else f"{minutes[0]:.1f} to {minutes[1]:.1f}"
+    factor = f"x{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"x{low:.1f} to x{high:.1f}"
+    reused = (f"; {bases.reusing} of {bases.trials} trials load their base session, trained before or by another "
+              "trial") if bases is not None and bases.reusing else ""
+    longer = (", longer still where other jobs keep the CPUs busy: Ray runs the trials at nice "
+              f"{os.environ.get('RAY_worker_niceness', RAY_NICENESS)}, below them" if niced() and high > 1 else "")
     return (f"on this CPU roughly {span} min of training at its load now (load average {load:.1f} on {cpus} CPUs: "
-            f"x{factor:.1f} the time measured at {p.plan.est_load:g}, studies/times.json) (+~30 s to start Ray and "
-            "the MLflow store and write the results)")
+            f"{factor} the time measured at {p.plan.est_load:g}, studies/times.json{longer}{reused}) (+~30 s to "
+            "start Ray and the MLflow store and write the results)")
 
 
-def print_start(p: Prepared, max_concurrent: int, load: float | None = None) -> None:
+def _trial_minutes(n: int, max_concurrent: int, est: float, bases: BaseSessions | None) -> float:
+    """Minutes of `n` trials of `est` s, `max_concurrent` at a time, at the load they were measured at; those that
+    load their base session (`bases`) at CACHED_TRIAL_S each."""
+    training = n if bases is None else min(n, bases.to_train)
+    return (math.ceil(training / max_concurrent) * est + (n - training) * min(est, CACHED_TRIAL_S) / max_concurrent) / 60
+
+
+def print_start(p: Prepared, max_concurrent: int, load: float | None = None, bases: BaseSessions | None = None) -> None:
     """The start line: the trials (or what --resume continues), a time estimate on the CPU presets that follows
-    the machine's load (`load`: its load average, read here when None), then the study's notes."""
+    the machine's load (`load`: its load average, read here when None) and the base sessions the cache provides
+    (`bases`: estimate_text), then the study's notes."""
     head = f"{p.plan.name}: {trials_text(p)}, {max_concurrent} at a time"
     left = p.total
     if p.opts.resume:
         head = f"{p.plan.name}: {resumed(p)}; {max_concurrent} at a time"
         left = max(0, p.total - ended_so_far(p)[0])
-    head += "; " + estimate_text(p, max_concurrent, left, load)
+    head += "; " + estimate_text(p, max_concurrent, left, load, bases)
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
     if p.opts.smoke:  # apart from the study's own runs, in every store (adbs_lab/stores/paths.py: SMOKE)
         named = f" --name {p.opts.name}" if p.opts.name else ""

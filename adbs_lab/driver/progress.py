@@ -31,13 +31,16 @@ class Progress(Callback):
     def __init__(self, *, study: str, total: int, varying: list[str], ended: Callable[[object], str],
                  max_concurrent: int = 1, epoch_every_s: float = EPOCH_LINE_EVERY_S,
                  clock: Callable[[], float] = time.time, objectives: tuple[Objective, ...] = DEFAULT,
-                 no_best: str | None = None) -> None:
+                 no_best: str | None = None, to_train: int | None = None) -> None:
         """`ended(trial)`: how the trial ended, as the study classified it once (StudySearch.ended); `objectives`:
         what the search optimises (adbs_lab/records/objectives.py); `no_best`: what the lines end with instead of
-        the best so far, in a study that names no best (adbs_lab/results/best.py: progress_text)."""
+        the best so far, in a study that names no best (adbs_lab/results/best.py: progress_text); `to_train`: the
+        base sessions the trials will train, the others loading theirs from the cache (adbs_lab/driver/
+        base_sessions.py), None where that is not told before they start."""
         self.study, self.total, self.varying, self.ended = study, total, varying, ended
         self.objectives = tuple(objectives) or DEFAULT
         self.no_best = no_best
+        self.to_train = to_train
         self.max_concurrent, self.epoch_every_s, self.clock = max(1, max_concurrent), epoch_every_s, clock
         self.t0 = clock()
         self.states: dict[str, str] = {}  # trial id -> final state, as classified when the trial ended
@@ -141,7 +144,7 @@ class Progress(Callback):
         """A line per base epoch of a running trial (throttled): epoch i/N, validation accuracy, s/epoch, ETA."""
         if result.get(K.REPORT_KIND) != K.KIND_BASE or not K.finite(result.get(K.BASE_STEP)):
             return
-        if result.get(K.BASE + "reused") == 1:  # a cached base session replayed in a moment: said once, no epochs
+        if result.get(K.REUSED) == 1:  # a cached base session replayed in a moment: said once, no epochs
             if trial.trial_id not in self.cached:
                 self.cached.add(trial.trial_id)
                 print(f"{self._stamp()} {self._name(trial)}: base session from cache (an earlier "
@@ -170,14 +173,23 @@ class Progress(Callback):
         print(f"{self._stamp()} {self._name(trial)}: {', '.join(parts)}", flush=True)
         if per is not None and not self.estimated:
             self.estimated = True
-            earlier = getattr(self, "earlier", ())  # a callback pickled before `earlier` existed lacks it
-            left = self.total - len(earlier)
-            waves = -(-left // self.max_concurrent)
-            trials = f"{left} trials to go" if earlier else f"{self.total} trials"
-            print(f"{self._stamp()} estimate from this epoch: base session ~{duration(n * per)} per trial "
-                  f"({n} epochs x {per:.1f} s); {trials}, {self.max_concurrent} at a time: ~"
-                  f"{duration(waves * n * per)} of base sessions in all (less where base sessions are reused or "
-                  "trials pruned; the incremental sessions add a little)", flush=True)
+            self._estimate(n, per)
+
+    def _estimate(self, n: int, per: float) -> None:
+        """The study's time from its first measured base epoch (`n` epochs of `per` s): the base sessions still to
+        train, not those the cache provides (`to_train`, else less the trials seen loading theirs so far)."""
+        earlier = getattr(self, "earlier", ())  # a callback pickled before `earlier` existed lacks it
+        left = self.total - len(earlier)
+        to_train = getattr(self, "to_train", None)  # likewise
+        training = max(1, min(left, to_train) if to_train is not None else left - len(self.cached))
+        waves = -(-training // self.max_concurrent)
+        trials = f"{left} trials to go" if earlier else f"{self.total} trials"
+        if training < left:  # the others load theirs: trained by an earlier study or trial (adbs/cache.py)
+            trials += f", {training} of them training a base session (the other {left - training} load theirs)"
+        print(f"{self._stamp()} estimate from this epoch: base session ~{duration(n * per)} per trial "
+              f"({n} epochs x {per:.1f} s); {trials}, {self.max_concurrent} at a time: ~"
+              f"{duration(waves * n * per)} of base sessions in all (less where trials are pruned; the incremental "
+              "sessions add a little)", flush=True)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         result = trial.last_result or {}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BASE", "SESSION", "SUMMARY", "OBJECTIVE", "MODE", "BASE_STEP", "BASE_PRUNE_VALUE", "SESSION_STEP",
+__all__ = ["BASE", "SESSION", "SUMMARY", "OBJECTIVE", "MODE", "BASE_STEP", "BASE_PRUNE_VALUE", "REUSED", "SESSION_STEP",
            "REPORT_KIND", "KIND_BASE", "KIND_SESSION", "KIND_SUMMARY", "KIND_FAILED", "ERROR", "WARNING",
            "SESSION_METRICS", "LEGACY_NAMES", "COMPLETE", "PRUNED", "FAILED", "DIVERGED", "ENDED", "INTERRUPTED",
            "RUNNING", "base", "session", "summary", "strip", "finite", "BOUNDARIES_KEY", "EMBEDDINGS_KEY",
@@ -38,6 +38,8 @@ BASE_STEP = "base/epoch"
 """Step of a base-epoch report (1-based epoch)."""
 BASE_PRUNE_VALUE = "base/val_acc"
 """What the pruner sees per base epoch: validation accuracy of the base session."""
+REUSED = "base/reused"
+"""1 on a base epoch replayed from a base session the cache held (adbs/trial.py: run_trial), 0 on one trained."""
 SESSION_STEP = "session/session"
 """Step of a session report (0 = base)."""
 

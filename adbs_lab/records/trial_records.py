@@ -35,7 +35,7 @@ CONFIG_COLUMNS = list(FIELDS)
 IDENT_COLUMNS = ["trial_id", "state", LABEL, "optuna_trial", "mlflow_run_id"]
 SHADOW = "shadow"
 """trials.parquet column (and MLflow tag adbs.shadow): True for a pruned trial that ran on as a shadow."""
-TRIAL_COLUMNS = [*IDENT_COLUMNS, *CONFIG_COLUMNS, "base_epochs_run", "started_at", "finished_at", "error",
+TRIAL_COLUMNS = [*IDENT_COLUMNS, *CONFIG_COLUMNS, "base_epochs_run", "base_epochs_reused", "started_at", "finished_at", "error",
                  K.WARNING, BASE_BOUNDARIES, SHADOW]
 """trials.parquet: these columns, then the trial's summary/* metrics (without prefix) of complete trials."""
 
@@ -88,6 +88,9 @@ class TrialRecord:
     optuna_trial: int | None = None
     mlflow_run_id: str | None = None
     base_epochs_run: int = 0
+    base_epochs_reused: int = 0
+    """Of `base_epochs_run`, those replayed from a base session the cache held (adbs/trial.py: reported with
+    base/reused = 1): loaded in a moment, not trained (report.md counts the two apart)."""
     started_at: float = math.nan
     finished_at: float = math.nan
     summary: dict[str, float] = field(default_factory=dict)
@@ -129,7 +132,8 @@ def frames(records: list[TrialRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
             m = {k: s[k] for k in K.SESSION_METRICS if k in s}
             session_rows.append({**ident, **cfg, "session": int(s["session"]), **m})
         summary = r.summary if r.state == K.COMPLETE or r.shadow else {}
-        trial_rows.append({**ident, **cfg, "base_epochs_run": r.base_epochs_run, "started_at": r.started_at,
+        trial_rows.append({**ident, **cfg, "base_epochs_run": r.base_epochs_run,
+                           "base_epochs_reused": r.base_epochs_reused, "started_at": r.started_at,
                            "finished_at": r.finished_at, **summary, "error": r.error,
                            K.WARNING: r.warning if r.state == K.COMPLETE else "", BASE_BOUNDARIES: r.base_boundaries,
                            EMBEDDINGS: r.embeddings, SHADOW: r.shadow})
@@ -202,6 +206,8 @@ def from_tune(result, *, varying: list[str], run_ids: dict[str, str], ended: dic
             rec.sessions.append(m)
         base = df[df[K.REPORT_KIND] == K.KIND_BASE]
         rec.base_epochs_run = int(base[K.BASE_STEP].max()) if len(base) else 0
+        reused = base[base[K.REUSED] == 1] if K.REUSED in base else base.iloc[:0]
+        rec.base_epochs_reused = int(reused[K.BASE_STEP].max()) if len(reused) else 0
     if df is not None and {"timestamp", "time_total_s"} <= set(df.columns) and len(df):
         # Tune's `timestamp` has 1 s resolution; bench/bench.py uses these spans for throughput.
         rec.started_at = float((df["timestamp"] - df["time_total_s"]).min())

@@ -363,6 +363,8 @@ def records_from_runs(client, parent) -> list[trial_records.TrialRecord]:
                     if canonical(k) in CONFIG_COLUMNS},  # runs logged before a field was renamed
             optuna_trial=int(n) if n.isdigit() else None, mlflow_run_id=r.info.run_id,
             base_epochs_run=max(base) if base else 0,
+            # a cached base session replays all its epochs at once, each with base/reused = 1 (adbs/trial.py)
+            base_epochs_reused=max(base) if base and r.data.metrics.get(K.REUSED) == 1 else 0,
             started_at=r.info.start_time / 1000 if r.info.start_time else math.nan,
             finished_at=r.info.end_time / 1000 if r.info.end_time else math.nan,
             summary=K.strip(K.SUMMARY, r.data.metrics),

@@ -328,12 +328,20 @@ def _space_baseline(study: str) -> str | dict[str, str] | None:
 
 
 def pruning_savings(trials: pd.DataFrame) -> dict[str, Any]:
-    """How many trials were pruned and the base epochs (and roughly the seconds) they did not run."""
+    """How many trials were pruned and the base epochs (and roughly the seconds) they did not run; of the base epochs
+    run, those reused: replayed from a base session the cache held, not trained (trials.parquet's base_epochs_reused;
+    a table written before that column counts a complete trial's epochs reused by its summary's base_reused)."""
     if trials.empty or "state" not in trials:
-        return {"trials": 0, "pruned": 0, "base_epochs_planned": 0, "base_epochs_run": 0, "base_epochs_saved": 0,
-                "seconds_saved_est": None}
+        return {"trials": 0, "pruned": 0, "base_epochs_planned": 0, "base_epochs_run": 0, "base_epochs_reused": 0,
+                "base_epochs_saved": 0, "seconds_saved_est": None}
     planned = pd.to_numeric(trials["base_epochs"], errors="coerce").fillna(0)
     run = pd.to_numeric(trials.get("base_epochs_run", planned), errors="coerce").fillna(0)
+    if "base_epochs_reused" in trials:
+        reused = pd.to_numeric(trials["base_epochs_reused"], errors="coerce").fillna(0)
+    elif "base_reused" in trials:
+        reused = run.where(pd.to_numeric(trials["base_reused"], errors="coerce").fillna(0) == 1, 0)
+    else:
+        reused = run * 0
     pruned = trials["state"] == K.PRUNED
     saved = int((planned - run)[pruned].clip(lower=0).sum())
     seconds = None
@@ -346,7 +354,8 @@ def pruning_savings(trials: pd.DataFrame) -> dict[str, Any]:
             "failed": int((trials["state"] == K.FAILED).sum()),
             "diverged": int((trials["state"] == K.DIVERGED).sum()),
             "base_epochs_planned": int(planned.sum()), "base_epochs_run": int(run.sum()),
-            "base_epochs_saved": saved, "seconds_saved_est": seconds}
+            "base_epochs_reused": int(reused.clip(upper=run).sum()), "base_epochs_saved": saved,
+            "seconds_saved_est": seconds}
 
 
 LEADS_WITH_IMPORTANCE = ("knobs",)
@@ -446,14 +455,23 @@ def _pareto_lines(pareto: dict[str, Any] | None) -> list[str]:
 
 
 def _pruning_lines(s: dict[str, Any]) -> list[str]:
-    """report.md's pruning section: what the trials ended as, and the base epochs pruning saved."""
+    """report.md's pruning section: what the trials ended as, the base epochs trained and those reused from the
+    base-session cache (a reused base session replays its epochs in a moment: counting them as run overstated the
+    work done), and the base epochs pruning saved."""
     saved = (f"pruning saved {s['base_epochs_saved']} base epochs"
              + (f" (≈ {s['seconds_saved_est']:.0f} s of trial time at the complete trials' pace)"
                 if s.get("seconds_saved_est") else "") + " and every incremental session of the pruned trials."
              if s["pruned"] else "no trial was pruned.")
     return ["## Pruning", "",
             f"{s['trials']} trials: {s['pruned']} pruned, {s.get('diverged', 0)} diverged, {s.get('failed', 0)} failed. "
-            f"Base epochs run {s['base_epochs_run']} of {s['base_epochs_planned']} planned; {saved}", ""]
+            f"{_base_epochs_text(s)}; {saved}", ""]
+
+
+def _base_epochs_text(s: dict[str, Any]) -> str:
+    """"Base epochs trained 16, reused from the cache 176, of 192 planned" (pruning_savings' counts)."""
+    reused = int(s.get("base_epochs_reused") or 0)
+    return (f"Base epochs trained {s['base_epochs_run'] - reused}, reused from the cache {reused} (adbs/cache.py), "
+            f"of {s['base_epochs_planned']} planned")
 
 
 def _seeds_said(best: dict[str, Any]) -> str:

@@ -210,14 +210,34 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
                             seeding=SeedList(tuple(opts.seeds)), pruner="none",
                             base_values=base, no_best=None)
         launch.print_start(p, 2, load=load)
-        return float(capsys.readouterr().out.split("roughly ")[1].split(" min")[0])
+        span = capsys.readouterr().out.split("roughly ")[1].split(" min")[0].split(" to ")
+        return float(span[-1]) if len(span) == 1 else tuple(map(float, span))
 
     load = 0.0
     assert minutes({"base_epochs": 16}) == pytest.approx(2 * minutes({}))
     idle = minutes({})
     load = 3.0  # three busy cores beside two trials on this machine's CPUs: each trial gets a smaller share
-    assert minutes({}) == pytest.approx(idle * launch.load_factor(3.0, os.cpu_count() or 1, 2), rel=0.05)
+    low, high = launch.load_range(3.0, os.cpu_count() or 1, 2)
+    assert minutes({}) == pytest.approx((idle * low, idle * high), rel=0.05)
     assert launch.load_factor(3.0, 2, 2) == pytest.approx(2.5 ** 0.5) and launch.load_factor(0.0, 16, 2) == 1.0
+
+
+def test_the_start_lines_range_runs_from_the_square_root_to_the_plain_share_ratio(capsys, monkeypatch):
+    """Studies at load average 7-41 took 3.8-6.4x what the square-root model said: Ray runs the trials at nice 15
+    (launch.RAY_NICENESS), so busy CPUs slow them more than their load share; the line gives the range up to the
+    plain ratio of the shares and says it can be longer still while the trials are niced."""
+    assert launch.load_range(3.0, 2, 2) == pytest.approx((2.5 ** 0.5, 2.5))
+    assert launch.load_range(41.0, 2, 2) == pytest.approx((21.5 ** 0.5, 21.5))
+    assert launch.load_range(0.0, 16, 2) == (1.0, 1.0)
+    opts, _ = options.parse(options.parser("t"), argv=[])
+    p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60), opts=opts, total=4,
+                        n_configs=4, base=from_dict({}), seeding=SeedList(tuple(opts.seeds)))
+    monkeypatch.delenv("RAY_worker_niceness", raising=False)
+    text = launch.estimate_text(p, 2, load=41.0)
+    assert "x4.6 to x21.5 the time measured at 0" in text and "Ray runs the trials at nice 15" in text
+    monkeypatch.setenv("RAY_worker_niceness", "0")
+    assert "nice" not in launch.estimate_text(p, 2, load=41.0)
+    assert "roughly" in launch.estimate_text(p, 2, load=0.0) and "nice" not in launch.estimate_text(p, 2, load=0.0)
 
 
 @pytest.mark.parametrize("script", ["alpha_sweep.py", "ablation.py", "kshot_grid.py", "boundary.py", "hosts.py"])

@@ -194,3 +194,23 @@ def test_the_front_so_far_matches_the_front_of_every_complete_trial(capsys):
                                      "(val_last_base_acc:max, val_pd:min)"), line
             else:
                 assert line.endswith(f"| best val_pd {values[on[0]][0]:.2f} (alpha={done[on[0]].config['alpha']})")
+
+
+def test_the_estimate_counts_only_the_base_sessions_still_to_train(capsys):
+    """"~57 min of base sessions in all" with 2 left to train ended 11 min later: the trials that load their base
+    session from the cache (told before they start: adbs_lab/driver/base_sessions.py) are not counted."""
+    p = Progress(study="s", total=24, varying=["alpha"], ended=lambda t: classify(t.last_result), max_concurrent=2,
+                 clock=Clock(), to_train=2)
+    a = SimpleNamespace(trial_id="a", config={"alpha": 0.05})
+    p.on_trial_result(0, [a], a, _epoch(1, 120.0, n=100))
+    assert ("24 trials, 2 of them training a base session (the other 22 load theirs), 2 at a time: ~3.3 h of base "
+            "sessions in all") in capsys.readouterr().out
+    # not told before (a sampled space): less the trials seen loading theirs so far
+    q = _progress(Clock())
+    c = SimpleNamespace(trial_id="c", config={"alpha": 0.2})
+    p_c = [_epoch(e, 0.01, n=3, reused=1.0) for e in (1, 2, 3)]
+    for r in p_c:
+        q.on_trial_result(0, [a, c], c, r)
+    q.on_trial_result(0, [a, c], a, _epoch(1, 120.0, n=100))
+    assert "4 trials, 3 of them training a base session (the other 1 load theirs), 2 at a time: ~6.7 h" in \
+        capsys.readouterr().out

@@ -313,3 +313,24 @@ def test_the_study_run_describes_the_study_and_ends_with_its_table(tmp_path):
     assert note.index("| alpha=0.01 | 1.91 |") < note.index(guide)
     long = note_with_table(head, "| a |\n" + "| 1.00 |\n" * 3000)  # over a tag's 8000 characters: whole lines only
     assert len(long) <= NOTE_MAX and long.endswith("under this run's Artifacts)") and "| 1.00 |\n\n(the" in long
+
+
+def test_a_trials_base_epochs_replayed_from_the_cache_are_counted_apart_from_those_trained():
+    """A trial whose base session came from the cache replays its epochs with base/reused = 1 (adbs/trial.py):
+    trials.parquet counts them as reused (report.md: "Base epochs trained ..., reused from the cache ...")."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from adbs.config import Config
+    from adbs_lab.records.trial_records import from_results
+    from adbs_lab.records.tune_keys import CONFIG_KEY
+
+    def result(trial_id: str, reused: float):
+        rows = pd.DataFrame({K.REPORT_KIND: [K.KIND_BASE] * 3, K.BASE_STEP: [1, 2, 3], K.REUSED: [reused] * 3})
+        return SimpleNamespace(config={CONFIG_KEY: Config(seed=int(reused))}, metrics={**SUMMARY, "trial_id": trial_id},
+                               metrics_dataframe=rows, error=None, path=f"/x/{trial_id}")
+
+    recs = from_results([result("t1", 0.0), result("t2", 1.0)], varying=["seed"], runs={"trials": {}, "ended": {}})
+    _, trials = frames(recs)
+    assert list(trials["base_epochs_run"]) == [3, 3] and list(trials["base_epochs_reused"]) == [0, 3]

@@ -56,6 +56,21 @@ def test_pruning_savings_counts_base_epochs_not_run():
     assert s["seconds_saved_est"] == pytest.approx(120.0)  # 10 s per epoch of the complete trial x 12
     md = run_files.report_markdown(study="alpha_sweep", table_md="| t |", best=None, savings=s, figures=["a.png"])
     assert "2 pruned" in md and "saved 12 base epochs" in md and "![a.png](a.png)" in md
+    assert "Base epochs trained 19, reused from the cache 0 (adbs/cache.py), of 40 planned" in md
+
+
+def test_report_md_counts_base_epochs_reused_from_the_cache_apart_from_those_trained():
+    """22 of 24 trials loaded their base session from the cache: report.md said "192 of 192 base epochs run"."""
+    reused = [8] * 22 + [0, 0]
+    trials = pd.DataFrame({"state": [K.COMPLETE] * 24, "base_epochs": [8] * 24, "base_epochs_run": [8] * 24,
+                           "base_epochs_reused": reused})
+    s = run_files.pruning_savings(trials)
+    assert (s["base_epochs_run"], s["base_epochs_reused"]) == (192, 176)
+    md = run_files.report_markdown(study="kshot_grid", table_md="| t |", best=None, savings=s)
+    assert "Base epochs trained 16, reused from the cache 176 (adbs/cache.py), of 192 planned" in md
+    # a trials.parquet written before base_epochs_reused: a complete trial's summary base_reused says it
+    older = trials.drop(columns="base_epochs_reused").assign(base_reused=[1.0] * 22 + [0.0, 0.0])
+    assert run_files.pruning_savings(older)["base_epochs_reused"] == 176
 
 
 # -- a store in the tracker's layout ----------------------------------------------------------
@@ -80,6 +95,8 @@ def store(tmp_path_factory):
                 "adbs.state": K.COMPLETE if accs else K.PRUNED}
         run = c.create_run(exp, run_name=f"{variant} seed={seed}", tags=tags)  # no adbs.label: from the name
         metrics = [Metric(K.BASE_PRUNE_VALUE, 10.0 * e, 0, e) for e in range(1, 3 if accs is None else 5)]
+        # seed 1's base sessions came from the cache: replayed epochs, each with base/reused = 1 (adbs/trial.py)
+        metrics += [Metric(K.REUSED, float(seed == 1), 0, e) for e in range(1, 3 if accs is None else 5)]
         for s, a in enumerate(accs or []):
             metrics += [Metric("session/test_acc", a, 0, s), Metric("session/val_acc", a + 1, 0, s)]
             rows.append({"trial_id": f"t{number}", "state": K.COMPLETE, "label": variant, "seed": seed, "session": s,
@@ -113,6 +130,8 @@ def test_store_gives_the_table_paper_table_gives_on_the_same_data(store):
     assert got.loc[0, "d_cs"][0] == pytest.approx(0.86) and got.loc[1, "d_cs"][0] == pytest.approx(0.92)
     assert list(got["config"]) == ["baseline", "adb+ic"] and got.loc[1, "delta_last"] == pytest.approx(57.5 - 51.0)
     assert study.trials.set_index("trial_id").loc["t4", "base_epochs_run"] == 2
+    reused = study.trials.set_index("seed")["base_epochs_reused"]
+    assert list(reused[1]) == [4, 4] and list(reused[0]) == [0, 0]  # seed 1's epochs replayed from the cache
     saved = run_files.pruning_savings(study.trials)
     assert (saved["pruned"], saved["base_epochs_saved"]) == (1, 2)
     assert study.trials["alpha"].map(type).eq(float).all() and study.trials["seed"].map(type).eq(int).all()
