@@ -185,7 +185,9 @@ class Progress(Callback):
         waves = -(-training // self.max_concurrent)
         trials = f"{left} trials to go" if earlier else f"{self.total} trials"
         if training < left:  # the others load theirs: trained by an earlier study or trial (adbs/cache.py)
-            trials += f", {training} of them training a base session (the other {left - training} load theirs)"
+            others = left - training
+            trials += (f", {training} of them training a base session "
+                       f"({'the other one loads its own' if others == 1 else f'the other {others} load theirs'})")
         print(f"{self._stamp()} estimate from this epoch: base session ~{duration(n * per)} per trial "
               f"({n} epochs x {per:.1f} s); {trials}, {self.max_concurrent} at a time: ~"
               f"{duration(waves * n * per)} of base sessions in all (less where trials are pruned; the incremental "

@@ -212,5 +212,5 @@ def test_the_estimate_counts_only_the_base_sessions_still_to_train(capsys):
     for r in p_c:
         q.on_trial_result(0, [a, c], c, r)
     q.on_trial_result(0, [a, c], a, _epoch(1, 120.0, n=100))
-    assert "4 trials, 3 of them training a base session (the other 1 load theirs), 2 at a time: ~6.7 h" in \
+    assert "4 trials, 3 of them training a base session (the other one loads its own), 2 at a time: ~6.7 h" in \
         capsys.readouterr().out
