@@ -58,11 +58,10 @@ def count(p: Prepared, trial: TrialMaker) -> BaseSessions | None:
         return BaseSessions(len(configs), len(configs))
     from adbs.cache import BaseCache
 
-    where = p.where.cache_location
+    where, distinct = p.where.cache_location, set(keys(configs, "cpu"))
     if not p.where.remote and not os.path.isdir(where):  # no study trained one here yet: none held
-        return BaseSessions(len(configs), len(set(keys(configs, "cpu"))))
+        return BaseSessions(len(configs), len(distinct))
     cache = BaseCache(where)
-    distinct = set(keys(configs, "cpu"))
     return BaseSessions(len(configs), sum(not cache.holds(k) for k in distinct))
 
 
