@@ -47,14 +47,14 @@ def count(p: Prepared, trial: TrialMaker) -> BaseSessions | None:
     decided as it goes), --resume (some trials ended already) or a device that is not this machine's CPU (a GPU
     study's estimate follows its first base epoch). Without the cache (--no-cache) every trial trains its own."""
     seeds = getattr(p.seeding, "seeds", None)
-    if not getattr(p, "is_grid", False) or seeds is None or p.opts.resume:
+    if not getattr(p, "is_grid", False) or seeds is None or p.run.resume:
         return None
     from adbs_lab.search import space as sp
 
     configs = sp.configs_to_check(trial, p.space, list(seeds))
     if any(c.device == "cuda" for c in configs) or (configs and _kind(configs[0]) != "cpu"):
         return None
-    if not p.opts.cache:
+    if not p.run.cache:
         return BaseSessions(len(configs), len(configs))
     from adbs.cache import BaseCache
 

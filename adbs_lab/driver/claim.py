@@ -44,26 +44,26 @@ def claim(p: Prepared) -> None:
     # its interrupted run took): its seed policy takes the looks up to it, as this run's summary does.
     pause = getattr(p.seeding, "pause", None)
     rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local), tracking_uri=p.tracking_uri,
-           **({"pause": pause} if p.opts.resume and pause is not None else {}))
+           **({"pause": pause} if p.run.resume and pause is not None else {}))
     where = p.where
-    if p.opts.resume:
+    if p.run.resume:
         if where.remote:
             where.pull_for_resume()
-        if p.opts.more_seeds and isinstance(p.seeding, UntilResolved):  # its pause, for the next continuation
+        if p.run.more_seeds and isinstance(p.seeding, UntilResolved):  # its pause, for the next continuation
             ident_file = where.local / "study.json"
             held = json.loads(ident_file.read_text())
             ident_file.write_text(json.dumps({**held, more_seeds.PAUSE_KEY: p.seeding.stop, "trials": p.total},
                                              indent=1))
             where.push([ident_file])
         return
-    if p.opts.optuna_storage:  # a shared storage: the name first, so a run that does not own it moves nothing
+    if p.run.optuna_storage:  # a shared storage: the name first, so a run that does not own it moves nothing
         own_name(p)
     if where.in_use():
         stamp = where.aside_stamp()
         print(aside_line(p, stamp), flush=True)
         where.move_aside(stamp)
     where.prepare()
-    if not p.opts.optuna_storage:  # the folder's own optuna.db, new: the folder's lock makes the name this run's
+    if not p.run.optuna_storage:  # the folder's own optuna.db, new: the folder's lock makes the name this run's
         own_name(p)
     from adbs_lab.results import rereading
 

@@ -23,12 +23,12 @@ import re
 import sys
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from adbs.config import PRESETS, ConfigError, cli, load_file, preset_for, resolve
 from adbs.exits import OK, Exit
 from adbs.config.docs import read_field_docs
-from adbs.redaction import redact, secret_url
+from adbs.redaction import secret_url
 from adbs_lab.records import objectives
 from adbs_lab.stores import paths
 
@@ -516,22 +516,4 @@ def check_name(name: str | None, given: str = "--name", smoke: bool = False) -> 
                               "filesystem limits; pass a shorter one")
 
 
-def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:
-    """The command that continues this study, as printed: its own with --resume, or, for a part of a composition,
-    the composition's (`continue_argv`), so a part and its composition give one advice. A URL's password shows as
-    *** (adbs/redaction.py), to be typed again or kept out of the URL (~/.pgpass, PGPASSWORD)."""
-    if opts.continue_argv is not None:
-        return [python(), *[redact(a) for a in opts.continue_argv]]
-    argv = [redact(a) for a in opts.argv]
-    return [python(), *argv] + ([] if "--resume" in argv else ["--resume"])
-
-
-def more_seeds_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:
-    """The command that continues this finished study to its next pause, as printed: its own, without --resume or
-    --more-seeds, with --more-seeds (a URL's password shows as ***, as in `resume_command`)."""
-    argv = [redact(a) for a in opts.argv if a not in ("--resume", "--more-seeds")]
-    return [python(), *argv, "--more-seeds"]
-
-
-__all__ = ["MAX_SEEDS", "Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command",
-           "more_seeds_command", "check_name", "FLAGS_ONLY_ENV"]
+__all__ = ["MAX_SEEDS", "Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "check_name", "FLAGS_ONLY_ENV"]

@@ -28,10 +28,8 @@ from adbs_lab.results import tables
 from adbs_lab.stores import tracking_store
 from adbs_lab.records import trial_records
 from adbs_lab.driver.launch import Launched
-from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.prepared import Prepared, more_seeds_command, resume_command
 from adbs_lab.driver.session import disk_full
-from adbs_lab.driver import options
-from adbs_lab.driver.options import resume_command
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 from adbs_lab.search.seeds.policy import Ended, Standing
@@ -113,8 +111,8 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     _print_seeding(p, out)
     if premise:  # last before where the runs are: whether pruning on base accuracy was sound
         print("\n" + "\n".join(premise))
-    print(f"MLflow: experiment '{p.opts.experiment(plan.name)}', parent run {tracker.parent_run_id}")
-    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.opts.storage)}")
+    print(f"MLflow: experiment '{p.experiment}', parent run {tracker.parent_run_id}")
+    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.run.storage)}")
     if out.code != OK:
         _print_failed(p, recs, counts)
     return out
@@ -142,7 +140,7 @@ def _print_seeding(p: Prepared, out: Outcome) -> None:
         print(end)
     if out.standing.reason == PAUSE and isinstance(p.seeding, UntilResolved):  # "continue": the plan kept α for it
         nxt = next_pause(p.seeding.looks, p.seeding.stop)
-        print(f"more seeds: {shlex.join(options.more_seeds_command(p.opts))} continues this study (the same folder, "
+        print(f"more seeds: {shlex.join(more_seeds_command(p.run))} continues this study (the same folder, "
               f"MLflow run and Optuna study) on the next unused seeds, to {nxt} a row, within the same guarantee; "
               "a new run with other seeds or --name would make a second family of verdicts, which it does not cover "
               "(docs/statistics.md)")
@@ -236,7 +234,7 @@ def _print_failed(p: Prepared, recs: list, counts: dict[str, int]) -> None:
     if failed:
         print(f"tracebacks: MLflow tag adbs.error of each trial's run, and error.txt in its folder under "
               f"{p.where.display('tune')}\nrun the failed trials again (the others are kept): "
-              f"{shlex.join(resume_command(p.opts))}", file=sys.stderr, flush=True)
+              f"{shlex.join(resume_command(p.run))}", file=sys.stderr, flush=True)
 
 
 def _counts(trials: pd.DataFrame) -> dict[str, int]:
@@ -257,7 +255,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                                 verdicts=p.verdicts)
              if len(sessions) else pd.DataFrame())
     policy_now = standing(p, sessions, trials)
-    notes = (study_notes.lines(plan, p.opts, p.base_values) + p.seeding.notes(policy_now, objs[0].name)
+    notes = (list(p.notes) + p.seeding.notes(policy_now, objs[0].name)
              + ([p.no_best] if p.no_best else []))
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
@@ -286,7 +284,7 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
     upload(p.where)
     head = "stopped" if code == INTERRUPTED else "error: failed after it started"
     print(f"\n{p.plan.name} {head} ({why}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
-          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True,
+          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.run))}", flush=True,
           file=sys.stdout if code == INTERRUPTED else sys.stderr)
     raise Exit(code)
 
@@ -302,11 +300,11 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
                                     baseline=p.reference)  # as studies/report.py draws them (its tag)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
-    meta = {"MLflow experiment": p.opts.experiment(plan.name), "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
+    meta = {"MLflow experiment": p.experiment, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
     raced = p.seeding.notes(out.standing, p.objectives[0].name)
-    notes = study_notes.lines(plan, p.opts, p.base_values) + raced
+    notes = list(p.notes) + raced
     if raced:  # studies/report.py redraws the table's notes from this tag: the race's verdicts and post-selection
         tracker.client.set_tag(tracker.parent_run_id, study_notes.TAG, study_notes.tag_value(notes))
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
@@ -376,4 +374,4 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
         launched.tracker.close_open_runs()
         launched.tracker.finish("FAILED")
         raise Exit(FAILED, f"\nerror: no space left in {p.where} while writing the study's tables ({e}); free "
-                           f"space, then continue with: {shlex.join(resume_command(p.opts))}") from None
+                           f"space, then continue with: {shlex.join(resume_command(p.run))}") from None

@@ -119,9 +119,10 @@ def _prepared(*args: str, configs=None, base=None):
     from types import SimpleNamespace
 
     from adbs_lab.driver.options import StudyOptions
+    from adbs_lab.driver.prepared import RunSettings
 
     opts = StudyOptions(**dict(args))
-    return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10,
+    return SimpleNamespace(run=RunSettings.of(opts), gpus_per_trial=opts.gpus_per_trial or 0.0, total=10,
                            threads=(base or {}).get("threads"),
                            configs=configs if configs is not None else [preset("cifar100")])
 

@@ -31,7 +31,7 @@ def _started(tmp_path, *flags: str):
     p.where.local.mkdir(parents=True, exist_ok=True)
     tracker = MlflowTracker(uri=p.tracking_uri, study=p.plan.name, folder=p.folder, study_dir=p.dir, run_name="t",
                             tags={"adbs.command": shlex.join(["studies/t.py", *flags])}, varying=p.varying,
-                            resume=False, experiment=p.opts.experiment(p.plan.name))
+                            resume=False, experiment=p.experiment)
     tune_staging.release()  # the tracker holds Tune's start lock for a fit() that never comes here
     tracker.finish()
     return p, tracker
