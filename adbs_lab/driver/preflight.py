@@ -189,7 +189,7 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
         raise StudyInputError(f"--seeds auto adds seeds until the table's comparisons are resolved, and this run of "
                               f"{plan.name} compares no rows (no reference row among them); pass --seeds with a list "
                               "of seeds, or --reference ROW")
-    table_policy = VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs), smoke=opts.smoke)
+    table_policy = VerdictPolicy(alpha=opts.error_rate, delta=opts.resolve, pairs=tuple(pairs), smoke=opts.smoke)
     seeding = seed_policy(opts, is_grid, table_policy, tuple(labels), tuple(k for k in varying if k != tune_keys.SEED_KEY),
                           legacy)
     verdicts = getattr(seeding, "verdicts", table_policy)

@@ -74,7 +74,7 @@ def delta_problem(delta: float) -> str | None:
 class VerdictPolicy:
     """What a study's verdicts guarantee and how they read (module docstring)."""
 
-    alpha: float = field(default=DEFAULT_ALPHA, metadata={"setting": "error_rate", "resume": "fixed"})
+    alpha: float = field(default=DEFAULT_ALPHA, metadata={"setting": "error_rate", "resume": "fixed", "flag": "--error-rate"})
     """The family error rate: every verdict the study prints (its table's, its looks', its race's) is true together
     with probability at least 1 - alpha."""
     delta: float = field(default=DEFAULT_DELTA, metadata={"setting": "resolve", "resume": "fixed", "flag": "--resolve"})

@@ -121,23 +121,27 @@ def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prun
 
 
 @pytest.mark.parametrize("given, refused", [({"resolve": 0.5}, "--resolve 0.5 differs from the study's --resolve 1 "),
+                                            ({"error_rate": 0.1},
+                                             "--error-rate 0.1 differs from the study's --error-rate 0.05 "),
                                             ({"reference": "alpha=0.1"},
                                              "--reference alpha=0.1 differs from the study's --reference (not given)"),
                                             ({}, None)])
-def test_another_delta_or_reference_is_refused_on_resume(tmp_path, monkeypatch, given, refused):
-    """A --seeds auto study's searcher took its looks at the δ and comparisons it started with, and the summary
-    would replay them at this run's: --resume with another --resolve or --reference is refused, naming the value to
-    rerun with; the same ones are accepted. A study.json from before they were recorded is not checked for them."""
+def test_another_delta_error_rate_or_reference_is_refused_on_resume(tmp_path, monkeypatch, given, refused):
+    """A --seeds auto study's searcher took its looks at the δ, α and comparisons it started with, and the summary
+    would replay them at this run's: --resume with another --resolve, --error-rate or --reference is refused, naming
+    the value to rerun with; the same ones are accepted. A study.json from before they were recorded is not checked
+    for them."""
     from types import SimpleNamespace
 
     from adbs_lab.records import objectives
     from adbs_lab.driver.options import StudyInputError
 
     monkeypatch.setattr(study_folder, "_REBOUND", {})  # private: see the test above
-    where = _resumable(tmp_path, "none", 0.2, resolve=1.0, reference=None)
+    where = _resumable(tmp_path, "none", 0.2, error_rate=0.05, resolve=1.0, reference=None)
     run = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.2,
                           reference=given.get("reference"), max_concurrent=None, gpus_per_trial=None, max_failures=2)
-    p = SimpleNamespace(run=run, verdicts=VerdictPolicy(delta=given.get("resolve", 1.0)), where=where, fingerprint="f",
+    verdicts = VerdictPolicy(alpha=given.get("error_rate", 0.05), delta=given.get("resolve", 1.0))
+    p = SimpleNamespace(run=run, verdicts=verdicts, where=where, fingerprint="f",
                         pruner="none", sampler_seed=0,
                         objectives=objectives.effective(()), optuna_url=f"sqlite:///{where.local / 'optuna.db'}",
                         tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -149,4 +153,4 @@ def test_another_delta_or_reference_is_refused_on_resume(tmp_path, monkeypatch, 
     assert refused in str(e.value) and "a study cannot change it midway" in str(e.value)
     old = _resumable(tmp_path / "old", "none", 0.2)  # study.json without resolve and reference: not checked
     monkeypatch.setattr(study_folder, "_REBOUND", {})  # private: see the test above
-    assert "resolve" not in resume.check_resume(SimpleNamespace(**{**vars(p), "where": old}))
+    assert not {"resolve", "error_rate"} & set(resume.check_resume(SimpleNamespace(**{**vars(p), "where": old})))
