@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adbs.config import Config
-    from adbs_lab.driver.prepared import Prepared
+    from adbs_lab.driver.prepared import Study
     from adbs_lab.search.space import TrialMaker
 
 __all__ = ["BaseSessions", "count", "keys"]
@@ -40,7 +40,7 @@ def keys(configs: list[Config], kind: str) -> list[str]:
     return [base_key(cfg, kind) for cfg in configs]
 
 
-def count(p: Prepared, trial: TrialMaker) -> BaseSessions | None:
+def count(p: Study, trial: TrialMaker) -> BaseSessions | None:
     """The base sessions the study's trials will train (`trial`: the maker of their configs, threads set:
     adbs_lab/driver/launch.py: trial_maker), or None where that cannot be told before they start: a sampled space
     (its points are drawn as the study goes), seeds that follow the looks (--seeds auto, a race: how many seeds is

@@ -28,7 +28,7 @@ from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.stores import db_server, tracking_store
 from adbs_lab.driver.outcome import error_line
 from adbs_lab.driver.preflight import held as study_held, logged_argv
-from adbs_lab.driver.prepared import Prepared, bad_input, fail
+from adbs_lab.driver.prepared import Study, bad_input, fail
 from adbs_lab.driver import interrupts
 from adbs.light import pause_point
 from adbs_lab.driver.session import disk_full, interrupted, ray_session
@@ -66,7 +66,7 @@ class Slots:
     max_concurrent: int
 
 
-def cluster_slots(p: Prepared) -> Slots:
+def cluster_slots(p: Study) -> Slots:
     """Ray started (or joined, --address) and the trials' resources checked against it: what the cluster refuses
     (nothing at --address, too few GPUs, a multi-node check) ends here, exit 2, before `claim` moves earlier
     results aside or a store is created (adbs_lab/driver/run.py)."""
@@ -74,7 +74,7 @@ def cluster_slots(p: Prepared) -> Slots:
         return trial_slots(p, res)
 
 
-def launch(p: Prepared, slots: Slots) -> Launched:
+def launch(p: Study, slots: Slots) -> Launched:
     """With Ray up and `slots` checked (`cluster_slots`): the MLflow store, Optuna (sampler, pruner) and MLflow
     (tracker), then Tune runs the trials."""
     with bad_input():
@@ -95,7 +95,7 @@ def launch(p: Prepared, slots: Slots) -> Launched:
     return Launched(tracker=tracker.in_tune(), **fitted)  # on --resume, the tracker Tune unpickled and ran
 
 
-def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots:
+def trial_slots(p: Study, res: dict[str, float], probe: bool = True) -> Slots:
     """Resources per trial (flags or packing), checked against the cluster (multi-node: cluster.preflight)."""
     from adbs_lab.cluster import checks as cluster
 
@@ -127,7 +127,7 @@ def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots
     return Slots(gpus, cpus, max_concurrent)
 
 
-def base_sessions(p: Prepared, slots: Slots) -> BaseSessions | None:
+def base_sessions(p: Study, slots: Slots) -> BaseSessions | None:
     """The base sessions the study's trials will train (adbs_lab/driver/base_sessions.py: count), for the time
     estimates; None where that cannot be told, or telling it failed: an estimate never stops a study."""
     from adbs_lab.driver.base_sessions import count
@@ -139,14 +139,14 @@ def base_sessions(p: Prepared, slots: Slots) -> BaseSessions | None:
         return None
 
 
-def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
-    """The study's trial maker (Prepared.trial) with the trials' torch threads set: a trial's threads are its CPUs,
+def trial_maker(p: Study, slots: Slots) -> sp.TrialMaker:
+    """The study's trial maker (Study.trial) with the trials' torch threads set: a trial's threads are its CPUs,
     written into its config: logged with it, part of the base-session key, and what `python -m adbs.run --threads N`
     needs to give the same numbers (adbs/runtime.py). Tune's param_space and the searcher both take this one."""
     return dataclasses.replace(p.trial, base=dataclasses.replace(p.base, threads=p.threads or max(1, int(slots.cpus))))
 
 
-def sampler(p: Prepared):
+def sampler(p: Study):
     """Optuna's sampler of the study: a grid's in an order its seed fixes, else TPE whose every draw is seeded from
     each trial's number, so a study resumed after its driver was killed draws no value twice, with every setting that
     decides what it samples named (adbs_lab/search/samplers.py; tests/adbs_lab/search/test_sampler_settings.py reads
@@ -158,7 +158,7 @@ def sampler(p: Prepared):
             else TrialSeededTPE(seed=p.sampler_seed, n_objectives=len(p.objectives)))
 
 
-def _search(p: Prepared, slots: Slots):
+def _search(p: Study, slots: Slots):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
     from adbs_lab.search.optuna_storage import optuna_storage
     from adbs_lab.search.searcher import BaseEpochStopper, StudySearch
@@ -183,7 +183,7 @@ def _search(p: Prepared, slots: Slots):
     return searcher, stopper
 
 
-def _record_shadows(p: Prepared) -> None:
+def _record_shadows(p: Study) -> None:
     """The share and seed of the shadows' draws, on the Optuna study (adbs_lab/search/shadows.py reads them back;
     --resume keeps both: RESUME_FIXED)."""
     from adbs_lab.search import shadows
@@ -195,12 +195,12 @@ def _record_shadows(p: Prepared) -> None:
     storage.set_study_user_attr(study_id, shadows.SEED_ATTR, int(p.sampler_seed))
 
 
-def trials_text(p: Prepared) -> str:
+def trials_text(p: Study) -> str:
     """`12 trials (4 configurations x 3 seeds)`, or the range the seed policy may run (first batch to cap)."""
     return p.seeding.size_text(p.n_configs)
 
 
-def _tracking(p: Prepared, searcher, slots: Slots, bases: BaseSessions | None = None):
+def _tracking(p: Study, searcher, slots: Slots, bases: BaseSessions | None = None):
     """The MLflow tracker (parent run; its settings on a new study) and the progress line (`bases`: the base
     sessions its trials will train, for its estimate); both read how a trial ended from the searcher (Tune pickles
     them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
@@ -239,7 +239,7 @@ def _tracking(p: Prepared, searcher, slots: Slots, bases: BaseSessions | None = 
     return tracker, progress
 
 
-def progress_lines(p: Prepared, ended, max_concurrent: int, bases: BaseSessions | None = None):
+def progress_lines(p: Study, ended, max_concurrent: int, bases: BaseSessions | None = None):
     """The progress callback: a line per trial event, ending with the best so far only where the study names a best
     (adbs_lab/results/best.py), and the Pareto front's size of several objectives except across data conditions;
     its estimate from the first base epoch counts the base sessions still to train (`bases`, where told)."""
@@ -252,7 +252,7 @@ def progress_lines(p: Prepared, ended, max_concurrent: int, bases: BaseSessions 
                                           race=p.seeding.chooses and len(p.objectives) == 1))
 
 
-def searched_axes(p: Prepared) -> dict[str, str]:
+def searched_axes(p: Study) -> dict[str, str]:
     """What the study varies, each with its values: {"alpha": "0.01, 0.1"}, {"alpha": "0.01..0.1 (log)"} for a
     sampled range, {"row": "baseline, adb, adb+ic"} for named rows. Not the seed: it repeats a configuration."""
     out: dict[str, str] = {}
@@ -266,7 +266,7 @@ def searched_axes(p: Prepared) -> dict[str, str]:
     return out
 
 
-def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) -> str:
+def study_description(p: Study, searched: dict[str, str], objs: list[str]) -> str:
     """The parent run's description in the MLflow UI (Markdown): what the study searches, for what, over which seeds,
     and which columns show it; the tracker adds the study's table when it ends (MlflowTracker.finish)."""
     axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
@@ -298,7 +298,7 @@ def reopen_search(where: StudyFolder, total: int) -> None:
         os.replace(tmp, name)
 
 
-def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
+def _tuner(p: Study, slots: Slots, searcher, stopper, callbacks: list):
     """A new Tuner, or on --resume the interrupted one restored (Tune unpickles its searcher, stopper and
     callbacks: Tuner.restore takes none, so this run's are not used then; see study_folder.rebind)."""
     from ray import tune
@@ -357,7 +357,7 @@ def _loggers(resume: bool) -> None:
     _SET_HERE[:] = [True]
 
 
-def _fit(p: Prepared, tuner) -> dict[str, Any]:
+def _fit(p: Study, tuner) -> dict[str, Any]:
     """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
     (a full disk, a failed MLflow store, or anything else Tune raised, whose traceback is printed once); both end
     with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
@@ -415,7 +415,7 @@ class _NotStoreDown(logging.Filter):
 _NOT_STORE_DOWN = _NotStoreDown()  # one instance: adding it again (every part of a composition) is a no-op
 
 
-def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
+def resources(p: Study, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
     """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/cluster/packing.py: a probe
     of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster. `probe`
     False (a dry run): no probe trial; a trial that packing would place gets at most one GPU."""
@@ -447,7 +447,7 @@ def _results_so_far(where: StudyFolder, tune_fs) -> ResultGrid | list[Result]:
         return []
 
 
-def ended_so_far(p: Prepared) -> tuple[int, int]:
+def ended_so_far(p: Study) -> tuple[int, int]:
     """(trials ended, trials begun and not ended) of the interrupted run, from its runs file (adbs_lab/driver/tracker.py:
     trial -> MLflow run, trial -> how it ended)."""
     runs = tracking_store.load_runs(p.dir)
@@ -455,7 +455,7 @@ def ended_so_far(p: Prepared) -> tuple[int, int]:
     return ended, len(runs.get("trials", {})) - ended
 
 
-def resumed(p: Prepared) -> str:
+def resumed(p: Study) -> str:
     """What --resume continues, as the resumed run's first line (and its dry run) says it: the folder, when its study
     started (study.json: adbs_lab/driver/claim.py) and its trials, e.g. "resuming the study in runs/alpha_sweep started
     2026-11-28 10:02: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)", or that it finished."""
@@ -528,7 +528,7 @@ def niced() -> bool:
         return True
 
 
-def estimate_text(p: Prepared, max_concurrent: int, left: int | None = None, load: float | None = None,
+def estimate_text(p: Study, max_concurrent: int, left: int | None = None, load: float | None = None,
                   bases: BaseSessions | None = None) -> str:
     """The time the trials take on this CPU at its load now (`left`: the trials still to run, default the study's
     most), a rough range from its fewest trials at the low load factor to its most at the high (load_range); or that
@@ -566,7 +566,7 @@ def _trial_minutes(n: int, max_concurrent: int, est: float, bases: BaseSessions 
     return (math.ceil(training / max_concurrent) * est + (n - training) * min(est, CACHED_TRIAL_S) / max_concurrent) / 60
 
 
-def print_start(p: Prepared, max_concurrent: int, load: float | None = None, bases: BaseSessions | None = None) -> None:
+def print_start(p: Study, max_concurrent: int, load: float | None = None, bases: BaseSessions | None = None) -> None:
     """The start line: the trials (or what --resume continues), a time estimate on the CPU presets that follows
     the machine's load (`load`: its load average, read here when None) and the base sessions the cache provides
     (`bases`: estimate_text), then the study's notes."""

@@ -31,7 +31,7 @@ from adbs_lab.search import space as sp
 from adbs_lab.records import objectives, tune_keys
 from adbs_lab.results import comparisons, notes
 from adbs_lab.stores import tracking_store
-from adbs_lab.driver.prepared import Prepared, RunSettings
+from adbs_lab.driver.prepared import Study, RunSettings
 from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable, settings_now
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
 from adbs_lab.stats.continuation import CAP_FOR_FAMILY, AlphaSplit, design
@@ -162,7 +162,7 @@ def logged_argv(argv: tuple[str, ...]) -> list[str]:
 
 
 
-def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Prepared:
+def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Study:
     """The study typed once, from `validate`'s checks alone (a part of studies/paper.py before any part runs:
     adbs_lab/driver/compose.py); `preflight` adds the checks of the stores, the folder and --resume. Writes nothing;
     for an object store, the caller cleans `where` up. `legacy`: a grid's --seeds auto by the plan it had before plans
@@ -172,8 +172,8 @@ def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Prepared:
 
 
 def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[Config], gpus: float,
-           uri: str, legacy: bool = False) -> Prepared:
-    """The one place the options become the study's facts (Prepared): --objectives parsed, the base made a Config,
+           uri: str, legacy: bool = False) -> Study:
+    """The one place the options become the study's facts (Study): --objectives parsed, the base made a Config,
     the space split and sized, the seed and verdict policies, the trial maker; a new study flag is read here and
     nowhere after."""
     space, is_grid, n_configs = size(plan, opts)
@@ -194,7 +194,7 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
                           legacy)
     verdicts = getattr(seeding, "verdicts", table_policy)
     total = seeding.trials(n_configs)[1]
-    return Prepared(plan=plan, run=RunSettings.of(opts), smoke=opts.smoke, preset=opts.preset_name, base=base_config,
+    return Study(plan=plan, run=RunSettings.of(opts), smoke=opts.smoke, preset=opts.preset_name, base=base_config,
                     base_values=base, notes=tuple(notes.lines(plan, opts, base)),
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
@@ -278,7 +278,7 @@ def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, 
     return reference, comparisons.family(labels, reference, plan.parents)
 
 
-def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
+def preflight(plan: Plan, opts: StudyOptions) -> Study:
     """Every check a run makes before its first trial (see the module's docstring); StudyInputError, ConfigError or
     TrackingError name what is wrong. Writes nothing: `claim` does, under `study_lock`."""
     base, configs, gpus = validate(plan, opts)
@@ -308,7 +308,7 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     return p
 
 
-def note_owned(p: Prepared) -> None:
+def note_owned(p: Study) -> None:
     """The one note of a study whose --config file sets keys the study sets itself (not an error: a
     best_config.json holds every field); printed by the dry run and the run alike."""
     if p.owned:
@@ -317,7 +317,7 @@ def note_owned(p: Prepared) -> None:
               "values of those keys are not used", flush=True)
 
 
-def same_study_elsewhere(p: Prepared) -> list[str]:
+def same_study_elsewhere(p: Study) -> list[str]:
     """Other folders of a local --storage that hold a run of this very study (study.json of the same fingerprint: the
     same rows, base config, seeds and design) under another name: a new run repeats their seeds (a seed fixes the
     data draw and the initialisation), so its verdicts are a second family, which neither guarantee covers together
@@ -336,7 +336,7 @@ def same_study_elsewhere(p: Prepared) -> list[str]:
     return found
 
 
-def note_repeats(p: Prepared) -> None:
+def note_repeats(p: Study) -> None:
     """The note of a new run that repeats the seeds of a run of the same study under another name; printed by the
     dry run and the run alike."""
     others = same_study_elsewhere(p)
@@ -364,7 +364,7 @@ def _check_optuna_storage(url: str) -> None:
         raise StudyInputError(f"--optuna-storage {tracking_store.redact_uri(url)}: {e}") from None
 
 
-def _check_new(p: Prepared, given: tuple[str, ...]) -> dict[str, Any]:
+def _check_new(p: Study, given: tuple[str, ...]) -> dict[str, Any]:
     """A new study: its Optuna storage must not hold a study of its name already (a shared --optuna-storage);
     returns the settings `claim` records in study.json (--objectives as `given`: none for the default)."""
     check_name_free(p.run.optuna_storage, p.where, p.fingerprint)
@@ -457,7 +457,7 @@ def _recorded_fingerprint(where: StudyFolder) -> str | None:
         return None
 
 
-def held(p: Prepared) -> str | None:
+def held(p: Study) -> str | None:
     """What the study's folder holds of this very study (same fingerprint: plan, base config, seeds, size):
     "finished" (its MLflow parent run FINISHED), "unfinished" (Ray Tune's saved state: --resume continues it,
     adbs_lab/driver/resume.py: check_resume), "claimed" (a run stopped after `claim` wrote study.json and before

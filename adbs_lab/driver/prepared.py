@@ -1,5 +1,5 @@
 """What the preflight decided (adbs_lab/driver/preflight.py), handed to every later step of a study (claim,
-launch, summarise): the study (`Prepared`) and where and how this run of it goes (`RunSettings`); `resume_command`
+launch, summarise): the study (`Study`) and where and how this run of it goes (`RunSettings`); `resume_command`
 and `more_seeds_command`, the commands that continue it; and `fail`: the one way a step refuses (a message and an
 exit code, 2 unless told)."""
 
@@ -24,12 +24,12 @@ from adbs_lab.driver.options import StudyInputError, StudyOptions
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 
-__all__ = ["Prepared", "RunSettings", "fail", "bad_input", "resume_command", "more_seeds_command"]
+__all__ = ["Study", "RunSettings", "fail", "bad_input", "resume_command", "more_seeds_command"]
 
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Where and how this run of the study goes, apart from what the study is (`Prepared`): its stores, resources,
+    """Where and how this run of the study goes, apart from what the study is (`Study`): its stores, resources,
     cluster, failures and the command line. Built once by the preflight from the options (`of`); every later step
     reads them here, never from the options."""
 
@@ -42,7 +42,7 @@ class RunSettings:
     storage: str = str(paths.DEFAULT_STORAGE)
     """--storage: the folder or object-store URL of the results, checkpoints and base-session cache."""
     optuna_storage: str | None = None
-    """--optuna-storage as given (None: the study's own optuna.db, Prepared.optuna_url)."""
+    """--optuna-storage as given (None: the study's own optuna.db, Study.optuna_url)."""
     address: str | None = None
     """--address: the Ray cluster to join (None: start a local one)."""
     cache: bool = True
@@ -56,12 +56,12 @@ class RunSettings:
     cpus_per_trial: float | None = None
     """--cpus-per-trial as given (None: decided in launch from the cluster)."""
     gpus_per_trial: float | None = None
-    """--gpus-per-trial as given (None: packing decides on a GPU cluster; Prepared.gpus_per_trial is the number)."""
+    """--gpus-per-trial as given (None: packing decides on a GPU cluster; Study.gpus_per_trial is the number)."""
     shadow_share: float = 0.2
     """--shadow-share: the share of pruned trials that run on to the end, unseen by the pruner."""
     reference: str | None = None
     """--reference as typed (None: not given), as study.json records it; the study's resolved reference is
-    Prepared.reference."""
+    Study.reference."""
     name: str | None = None
     """--name: the suffix of the study's folder and MLflow parent run."""
     config_file: str | None = None
@@ -79,7 +79,7 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
-class Prepared:
+class Study:
     """The study, typed once: everything the preflight (adbs_lab/driver/preflight.py) decided before Ray starts. Every
     later step (claim, launch, the tracker, the progress line, summarise, --resume's checks) reads the study's facts
     here, never again from the raw options."""

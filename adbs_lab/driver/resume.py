@@ -11,7 +11,7 @@ from typing import Any
 
 from adbs_lab.records import objectives
 from adbs_lab.stores import tracking_store
-from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.prepared import Study
 from adbs_lab.driver.options import StudyInputError
 from adbs.redaction import redact, reveal
 from adbs_lab.stats.policy import VerdictPolicy
@@ -50,7 +50,7 @@ def _held(key: str, settings: dict[str, Any]) -> Any:
     return settings[key]
 
 
-def settings_now(p: Prepared) -> dict[str, Any]:
+def settings_now(p: Study) -> dict[str, Any]:
     """This run's settings, read off the study and its run's settings: what study.json records for a new study
     (adbs_lab/driver/preflight.py: _check_new) and what --resume compares with the recorded ones (RESUME_FIXED)."""
     run = p.run
@@ -93,7 +93,7 @@ def restorable(where: StudyFolder) -> bool:
     return tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1])
 
 
-def check_resume(p: Prepared) -> dict[str, Any]:
+def check_resume(p: Study) -> dict[str, Any]:
     """--resume: an interrupted run of this very study to continue, with its record of the trials, the same
     settings and the same stores; returns its settings (study.json). Reads only."""
     where = p.where
@@ -143,7 +143,7 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     return settings
 
 
-def resume_notes(p: Prepared) -> None:
+def resume_notes(p: Study) -> None:
     """What --resume keeps of the interrupted run although this command says otherwise (not an error)."""
     held = p.settings.get("max_failures")
     if p.run.resume and held is not None and held != p.run.max_failures:

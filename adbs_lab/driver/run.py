@@ -31,7 +31,7 @@ from adbs_lab.driver.claim import claim, study_lock
 from adbs.light import pause_point
 from adbs_lab.driver.launch import cluster_slots, launch, resumed, trial_slots
 from adbs_lab.driver.preflight import note_owned, note_repeats, preflight, study
-from adbs_lab.driver.prepared import Prepared, bad_input
+from adbs_lab.driver.prepared import Study, bad_input
 from adbs_lab.driver.resume import resume_notes
 from adbs_lab.driver.session import env_defaults, interrupted, ray_session
 from adbs_lab.driver import more_seeds
@@ -45,7 +45,7 @@ from adbs_lab.stats.policy import VerdictPolicy
 __all__ = ["seed_plan", "run", "code", "main", "dry_run"]
 
 
-def recorded_standing(p: Prepared):
+def recorded_standing(p: Study):
     """The standing of the study's recorded trials (its sessions.parquet and trials.parquet) under `p`'s seed policy,
     as its summary replays it; None where they are not in a local folder (an object store's study)."""
     folder = p.where.local
@@ -56,7 +56,7 @@ def recorded_standing(p: Prepared):
     return summarise_standing(p, pd.read_parquet(folder / "sessions.parquet"), pd.read_parquet(folder / "trials.parquet"))
 
 
-def dry_run(p: Prepared) -> None:
+def dry_run(p: Study) -> None:
     """--dry-run: the preflight passed (every check a run makes before its first trial); with --address, the
     cluster's checks too (connected to, not started; no probe trial); then what would run."""
     cfg, how = p.base, p.run
@@ -89,7 +89,7 @@ def dry_run(p: Prepared) -> None:
         print(aside_line(p), flush=True)
 
 
-def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None, bool]:
+def _recorded(p: Study) -> tuple[VerdictPolicy, str | dict[str, str] | None, bool]:
     """The verdict policy and reference the study in `p`'s folder ran under, as it recorded them (study.json, else its
     MLflow parent run's tags: adbs_lab/results/rereading.py: recorded), never this command's flags, and whether this
     command names the run's --reference (else its comparisons are another family); StudyInputError
@@ -126,7 +126,7 @@ def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None, 
     return policy, held["baseline"] if "baseline" in held else p.reference if same else None, same
 
 
-def seed_plan(p: Prepared) -> None:
+def seed_plan(p: Study) -> None:
     """--plan: the verdicts of the study's finished run in its folder, read by the verdict policy the run recorded
     (never this command's flags: another --resolve or --reference is printed apart, as a re-reading), and where the
     sequential design would stop the unresolved comparisons, with their cost at the trials' measured times; runs
@@ -213,7 +213,7 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
         return _claimed(p, t0)
 
 
-def _claimed(p: Prepared, t0: float) -> Outcome:
+def _claimed(p: Study, t0: float) -> Outcome:
     """claim -> launch -> summarise under the study's lock. Claiming the folder and writing the results are not
     cut in half by a signal (it acts when they end); anywhere else it stops the study there."""
     ints = interrupts.current()

@@ -19,7 +19,7 @@ from adbs.exits import INTERRUPTED, Exit
 from adbs.redaction import redact
 from adbs_lab.cluster import auth
 from adbs_lab.driver import interrupts
-from adbs_lab.driver.prepared import Prepared, fail, resume_command
+from adbs_lab.driver.prepared import Study, fail, resume_command
 from adbs_lab.driver.options import StudyInputError
 
 __all__ = ["env_defaults", "ray_session", "disk_full", "interrupted", "checkpoint_period", "set_checkpoint_period",
@@ -121,7 +121,7 @@ def _probe_ray(address: str) -> None:
             "start a local Ray instance") from None
 
 
-def _start_ray(p: Prepared) -> dict[str, float]:
+def _start_ray(p: Study) -> dict[str, float]:
     import ray
 
     from adbs_lab.search.trainable import FAULT_ENV
@@ -159,7 +159,7 @@ class _NotStarted(RuntimeError):
     """ray.init raised: Ray's start failed (ray/_private/node.py waits 30 s for its raylet, then gives up)."""
 
 
-def _not_started(p: Prepared, why: str) -> NoReturn:
+def _not_started(p: Study, why: str) -> NoReturn:
     """Ray's start failed before this run claimed or wrote anything: one line, exit 2, and the command to run again
     (--resume's where the study was claimed by an earlier run)."""
     cmd = resume_command(p.run) if p.run.resume else [sys.executable, *(redact(a) for a in p.run.argv)]
@@ -183,7 +183,7 @@ def disk_full(e: BaseException) -> bool:
 
 
 @contextmanager
-def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
+def ray_session(p: Study) -> Iterator[dict[str, float]]:
     """Ray started (or joined, --address) for the study; yields the cluster's resources. When the study ends
     inside the block (bad input, Ctrl-C), Ray is shut down here; otherwise it stays up: the trials run in it
     next, and it ends with this process (as a Ray session the caller started keeps running)."""
@@ -207,7 +207,7 @@ def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
         raise
 
 
-def interrupted(doing: str, p: Prepared | None = None, ran: bool = False) -> NoReturn:
+def interrupted(doing: str, p: Study | None = None, ran: bool = False) -> NoReturn:
     """A study stopped by the user outside Tune's fit: one line, exit 130. `p`: the study's folder was claimed,
     so the line says how to start it again (or, when trials ran or on --resume, to continue it)."""
     again = ""

@@ -28,7 +28,7 @@ from adbs_lab.results import tables
 from adbs_lab.stores import tracking_store
 from adbs_lab.records import trial_records
 from adbs_lab.driver.launch import Launched
-from adbs_lab.driver.prepared import Prepared, more_seeds_command, resume_command
+from adbs_lab.driver.prepared import Study, more_seeds_command, resume_command
 from adbs_lab.driver.session import disk_full
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
@@ -64,7 +64,7 @@ class Outcome:
     searcher took the same looks: adbs_lab/search/seeds/)."""
 
 
-def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
+def _write_summary(p: Study, launched: Launched, t0: float) -> Outcome:
     """Tables of every trial that ran, then (when it ran to its end) figures, report, parent-run metrics; uploads;
     the exit code. A study stopped by the user exits 130 and one that failed after it started exits 1, here, both
     with their tables and the --resume command."""
@@ -118,7 +118,7 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     return out
 
 
-def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, standing: Standing) -> dict | None:
+def best_record(p: Study, trials: pd.DataFrame, table: pd.DataFrame, standing: Standing) -> dict | None:
     """best_config.json, as adbs_lab/results/best.py decides it: none across data conditions, the highest mean not
     named best in a study without verdicts (and why), the configuration the seed policy chose (a race's leader),
     else the best mean said to be resolved or not by the table's verdicts."""
@@ -130,7 +130,7 @@ def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, standing
                        compared=table.attrs.get("comparisons") or [])
 
 
-def _print_seeding(p: Prepared, out: Outcome) -> None:
+def _print_seeding(p: Study, out: Outcome) -> None:
     """The seed policy's own verdicts (a race's, each with the n that reached it), and why its seeds stopped."""
     said = p.seeding.verdict_lines(out.standing, p.objectives[0].name)
     if said:
@@ -146,7 +146,7 @@ def _print_seeding(p: Prepared, out: Outcome) -> None:
               "(docs/statistics.md)")
 
 
-def _chosen(trials: pd.DataFrame, p: Prepared, standing: Standing, chosen: dict) -> dict | None:
+def _chosen(trials: pd.DataFrame, p: Study, standing: Standing, chosen: dict) -> dict | None:
     """best_config.json of the configuration the seed policy chose (a raced search's leader, not the best mean over
     all samples: a sample that ran only seed 0 is not ranked against the contenders' fresh seeds), with its keys
     (whether the race resolved it, its test figures marked post-selection: adbs_lab/search/seeds/race.py)."""
@@ -161,7 +161,7 @@ def _chosen(trials: pd.DataFrame, p: Prepared, standing: Standing, chosen: dict)
     return None if best is None else {**best, **chosen}
 
 
-def standing(p: Prepared, sessions: pd.DataFrame, trials: pd.DataFrame) -> Standing:
+def standing(p: Study, sessions: pd.DataFrame, trials: pd.DataFrame) -> Standing:
     """Where the seed policy stands, replayed from the trials that ended as the tables read them: each trial's
     last-session test accuracy (the table's reading, adbs_lab/results/comparisons.py: seed_values) and its first
     objective (trials.parquet), the policy taking its own (adbs_lab/search/seeds/policy.py: value)."""
@@ -224,7 +224,7 @@ def _upper(states: dict[str, int]) -> dict[str, int]:
     return {k.upper(): v for k, v in states.items()}
 
 
-def _print_failed(p: Prepared, recs: list, counts: dict[str, int]) -> None:
+def _print_failed(p: Study, recs: list, counts: dict[str, int]) -> None:
     """Why the study exits 1: one line per trial that raised (its error line; the traceback is in MLflow and in
     the trial's error.txt), and how to run those trials again."""
     failed = [r for r in recs if r.state == K.FAILED]
@@ -241,7 +241,7 @@ def _counts(trials: pd.DataFrame) -> dict[str, int]:
     return trials["state"].value_counts().to_dict() if len(trials) else {}
 
 
-def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
+def _tables(p: Study, launched: Launched, t0: float) -> tuple[list, Outcome]:
     """The trials' records (each trial's state as the study recorded it when it ended: the runs file) and the
     tables written from them (sessions.parquet, trials.parquet, table.txt, table.md, best_config.json)."""
     plan = p.plan
@@ -272,7 +272,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                          pareto=record, standing=policy_now)
 
 
-def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
+def _stop(p: Study, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
     """A study that stopped early: runs KILLED (the user stopped it) or FAILED, files uploaded, the --resume
     command printed; exit `code` (INTERRUPTED or FAILED)."""
     status = "KILLED" if code == INTERRUPTED else "FAILED"
@@ -289,7 +289,7 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
     raise Exit(code)
 
 
-def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
+def figures_and_report(p: Study, tracker, out: Outcome) -> list[Path]:
     """The study's figures and report.md (with where its runs are in MLflow). Each analysis is drawn guarded
     (adbs_lab/results/run_files.py: guarded): one that fails is a line in report.md and the output, and the study still
     finishes, its exit code the trials' (the tables are written already)."""
@@ -313,7 +313,7 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     return [*figs, *([report] if report else [])]
 
 
-def pruning_premise(p: Prepared, tracker, extra: list[Path], metrics: dict) -> list[str]:
+def pruning_premise(p: Study, tracker, extra: list[Path], metrics: dict) -> list[str]:
     """A pruned study's premise, measured from its Optuna storage (adbs_lab/search/shadows.py: completed trials and
     shadows): the lines the study prints last, appended to report.md, and on the parent run premise/* metrics (the
     correlations by base epoch as their step), `metrics` (regret, counts) and the tag adbs.premise. Nothing for a
@@ -363,7 +363,7 @@ def upload(where: StudyFolder) -> None:
 
 
 
-def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
+def summarise(p: Study, launched: Launched, t0: float) -> Outcome:
     """The study summarised (`_write_summary`); a disk that fills while the tables are written ends in a message
     and the --resume command."""
     try:

@@ -1,4 +1,4 @@
-"""The fields of a study object (adbs_lab/driver/prepared.py: Prepared) that the preflight takes from the options,
+"""The fields of a study object (adbs_lab/driver/prepared.py: Study) that the preflight takes from the options,
 for a test's stand-in of one (a SimpleNamespace with only what the step under test reads)."""
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def test_probe_measures_a_real_trial():
 
 
 def _prepared(*args: str, configs=None, base=None):
-    """A stand-in for study.Prepared with what study.resources reads."""
+    """A stand-in for study.Study with what study.resources reads."""
     from types import SimpleNamespace
 
     from adbs_lab.driver.options import StudyOptions

@@ -23,7 +23,7 @@ PLAN = study.Plan(name="t", space={"variant": "adb+ic", "alpha": [0.01, 0.05]}, 
 
 
 def _started(tmp_path, *flags: str):
-    """The study's Prepared and its tracker once the parent run is made (no trial runs), the tracker made as
+    """The study object (Study) and its tracker once the parent run is made (no trial runs), the tracker made as
     adbs_lab/driver/launch.py makes it: the study's name, the experiment its options name."""
     opts = options.parse("t", argv=["--storage", str(tmp_path / "runs"), "--gpus-per-trial", "0",
                                     "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", *flags])[0]
