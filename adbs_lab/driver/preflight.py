@@ -173,9 +173,9 @@ def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Study:
 
 def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[Config], gpus: float,
            uri: str, legacy: bool = False) -> Study:
-    """The one place the options become the study's facts (Study): --objectives parsed, the base made a Config,
-    the space split and sized, the seed and verdict policies, the trial maker; a new study flag is read here and
-    nowhere after."""
+    """The one place the options become the study's facts (Study): --objectives parsed, the base made a Config, the
+    space split and sized, the seed and verdict policies, the trial maker, the run's settings (RunSettings.of); a new
+    study flag is read here and nowhere after (tests/repo/test_study_typed_once.py)."""
     space, is_grid, n_configs = size(plan, opts)
     fixed, grid, dists = sp.split(plan.space)
     varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]

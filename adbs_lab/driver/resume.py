@@ -31,8 +31,8 @@ RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_see
 """Settings --resume cannot change: an Optuna study's directions (one per objective) are fixed when it is created,
 Tune restores the pruner (its stopper) and the sampler (its searcher) of the interrupted run, and a trial's CPUs are
 its torch threads, which change CPU numbers (adbs/runtime.py); the shadows' share where the study can prune
-(changed_setting); δ and the reference, since the restored searcher of a --seeds auto study or a race took its looks
-at the δ and comparisons it started with (adbs_lab/search/seeds/), while the summary would replay them at the new
+(changed_setting); α, δ and the reference, since the restored searcher of a --seeds auto study or a race took its
+looks at the α, δ and comparisons it started with (adbs_lab/search/seeds/), while the summary would replay them at the new
 ones (a study.json written before they were recorded is not checked for them). Checked in this order: the objectives first, since
 the default pruner follows them (adbs_lab/driver/options.py: parse), so other objectives are named as what changed."""
 
