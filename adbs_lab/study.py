@@ -25,17 +25,17 @@ if TYPE_CHECKING:
     from adbs_lab.driver.claim import claim
     from adbs_lab.driver.launch import cluster_slots, launch, resources
     from adbs_lab.driver.preflight import held, preflight, size, validate
-    from adbs_lab.driver.prepared import Prepared, fail
+    from adbs_lab.driver.prepared import Study, fail
     from adbs_lab.driver.summarise import Outcome, ended_count, summarise
 else:
     driver = light.lazy("adbs_lab.driver.run")  # Ray, MLflow, pandas, torch: loaded once the flags are checked
 
-__all__ = ["Plan", "Prepared", "Outcome", "StudyInputError", "validate", "size", "held", "preflight", "claim",
+__all__ = ["Plan", "Study", "Outcome", "StudyInputError", "validate", "size", "held", "preflight", "claim",
            "cluster_slots", "launch", "resources", "summarise", "ended_count", "run", "main", "fail", "check_parts"]
 
 _OWNERS = {"claim": "claim", "cluster_slots": "launch", "launch": "launch", "resources": "launch",
            "held": "preflight", "preflight": "preflight", "size": "preflight", "validate": "preflight",
-           "Prepared": "prepared", "fail": "prepared", "Outcome": "summarise", "ended_count": "summarise",
+           "Study": "prepared", "fail": "prepared", "Outcome": "summarise", "ended_count": "summarise",
            "summarise": "summarise"}
 """Name -> its module in adbs_lab/driver/, imported on the name's first use (PEP 562's module __getattr__)."""
 

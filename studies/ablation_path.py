@@ -51,6 +51,7 @@ from adbs.config import (BOUNDARY_REMEDIES, PRESETS, Config, ConfigError, canoni
 from adbs_lab import study  # noqa: E402 - its driver (Ray, MLflow, pandas, torch) loads once the flags are checked
 from adbs_lab.driver import interrupts, options  # noqa: E402
 from adbs_lab.driver.options import StudyInputError  # noqa: E402
+from adbs_lab.driver.prepared import RunSettings, resume_command  # noqa: E402
 from adbs_lab.driver.plan import Plan  # noqa: E402
 from adbs_lab.driver.prepared import bad_input, fail  # noqa: E402
 from adbs_lab.results import path_report  # noqa: E402
@@ -297,7 +298,7 @@ class Runner:
             out = study.run(plan, sopts.replace(resume=state == "unfinished"))
             assert out is not None, "run returns None only for --dry-run"
             if out.code != exits.OK:
-                cmd = " ".join(options.resume_command(self.opts))
+                cmd = " ".join(resume_command(RunSettings.of(self.opts)))
                 raise exits.Exit(exits.FAILED, f"{NAME}: {tag} did not complete every trial; continue with: {cmd}")
             trials = out.trials
         done = trials[trials["state"] == "COMPLETE"]
@@ -343,7 +344,7 @@ def main(opts: options.StudyOptions, extra) -> int:
         try:
             return _path(opts, a, b, a_name, b_name, confirm, looks)
         except KeyboardInterrupt:  # between two Tune runs (inside one, the run itself exits 130 with this advice)
-            cmd = " ".join(options.resume_command(opts))
+            cmd = " ".join(resume_command(RunSettings.of(opts)))
             print(f"\n{NAME}: interrupted ({ints.name}); continue with: {cmd}", file=sys.stderr, flush=True)
             return exits.INTERRUPTED
 

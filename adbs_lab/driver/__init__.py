@@ -3,7 +3,7 @@ public entry point, which names each step's function); several studies run as on
 package itself imports nothing, so `from adbs_lab.driver import launch` is the module.
 
     flags      the checks of the flags that need no heavy library (run before the driver loads, and by preflight)
-    prepared   Prepared (what the preflight decided, handed to every later step), fail, bad_input (exit 2)
+    prepared   Study (what the preflight decided, handed to every later step), fail, bad_input (exit 2)
     preflight  every check before the first trial, nothing written; --dry-run is it and one line (validate, size,
                held: what a study's folder holds of this very study)
     resume     the checks of --resume and what it keeps of the interrupted run (part of the preflight)

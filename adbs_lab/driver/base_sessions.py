@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adbs.config import Config
-    from adbs_lab.driver.prepared import Prepared
+    from adbs_lab.driver.prepared import Study
     from adbs_lab.search.space import TrialMaker
 
 __all__ = ["BaseSessions", "count", "keys"]
@@ -40,21 +40,21 @@ def keys(configs: list[Config], kind: str) -> list[str]:
     return [base_key(cfg, kind) for cfg in configs]
 
 
-def count(p: Prepared, trial: TrialMaker) -> BaseSessions | None:
+def count(p: Study, trial: TrialMaker) -> BaseSessions | None:
     """The base sessions the study's trials will train (`trial`: the maker of their configs, threads set:
     adbs_lab/driver/launch.py: trial_maker), or None where that cannot be told before they start: a sampled space
     (its points are drawn as the study goes), seeds that follow the looks (--seeds auto, a race: how many seeds is
     decided as it goes), --resume (some trials ended already) or a device that is not this machine's CPU (a GPU
     study's estimate follows its first base epoch). Without the cache (--no-cache) every trial trains its own."""
     seeds = getattr(p.seeding, "seeds", None)
-    if not getattr(p, "is_grid", False) or seeds is None or p.opts.resume:
+    if not getattr(p, "is_grid", False) or seeds is None or p.run.resume:
         return None
     from adbs_lab.search import space as sp
 
     configs = sp.configs_to_check(trial, p.space, list(seeds))
     if any(c.device == "cuda" for c in configs) or (configs and _kind(configs[0]) != "cpu"):
         return None
-    if not p.opts.cache:
+    if not p.run.cache:
         return BaseSessions(len(configs), len(configs))
     from adbs.cache import BaseCache
 

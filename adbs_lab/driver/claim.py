@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from adbs_lab.driver import more_seeds
-from adbs_lab.driver.prepared import Prepared, fail
+from adbs_lab.driver.prepared import Study, fail
 from adbs_lab.search.seeds.until_resolved import UntilResolved
 from adbs_lab.stores.paths import code_version
 from adbs_lab.stores.study_folder import StudyBusy, StudyFolder
@@ -19,7 +19,7 @@ __all__ = ["study_lock", "claim", "held_study", "aside_line"]
 
 
 @contextmanager
-def study_lock(p: Prepared) -> Iterator[None]:
+def study_lock(p: Study) -> Iterator[None]:
     """Hold the study folder's lock (StudyFolder.lock) for the block; another driver holding it: exit 2."""
     try:
         lock = p.where.lock(p.command)
@@ -31,7 +31,7 @@ def study_lock(p: Prepared) -> Iterator[None]:
         lock.release()
 
 
-def claim(p: Prepared) -> None:
+def claim(p: Study) -> None:
     """Under `study_lock`, after every check has passed (preflight, and Ray's in adbs_lab/driver/run.py): a new
     study takes its name in the Optuna storage (`own_name`), gets its folder (earlier results moved aside) and
     study.json; --resume gets the interrupted run's files (an object store's snapshot) and loads its Optuna study."""
@@ -44,26 +44,26 @@ def claim(p: Prepared) -> None:
     # its interrupted run took): its seed policy takes the looks up to it, as this run's summary does.
     pause = getattr(p.seeding, "pause", None)
     rebind(p.where.folder, optuna_url=p.optuna_url, study_dir=str(p.where.local), tracking_uri=p.tracking_uri,
-           **({"pause": pause} if p.opts.resume and pause is not None else {}))
+           **({"pause": pause} if p.run.resume and pause is not None else {}))
     where = p.where
-    if p.opts.resume:
+    if p.run.resume:
         if where.remote:
             where.pull_for_resume()
-        if p.opts.more_seeds and isinstance(p.seeding, UntilResolved):  # its pause, for the next continuation
+        if p.run.more_seeds and isinstance(p.seeding, UntilResolved):  # its pause, for the next continuation
             ident_file = where.local / "study.json"
             held = json.loads(ident_file.read_text())
             ident_file.write_text(json.dumps({**held, more_seeds.PAUSE_KEY: p.seeding.stop, "trials": p.total},
                                              indent=1))
             where.push([ident_file])
         return
-    if p.opts.optuna_storage:  # a shared storage: the name first, so a run that does not own it moves nothing
+    if p.run.optuna_storage:  # a shared storage: the name first, so a run that does not own it moves nothing
         own_name(p)
     if where.in_use():
         stamp = where.aside_stamp()
         print(aside_line(p, stamp), flush=True)
         where.move_aside(stamp)
     where.prepare()
-    if not p.opts.optuna_storage:  # the folder's own optuna.db, new: the folder's lock makes the name this run's
+    if not p.run.optuna_storage:  # the folder's own optuna.db, new: the folder's lock makes the name this run's
         own_name(p)
     from adbs_lab.results import rereading
 
@@ -79,7 +79,7 @@ def claim(p: Prepared) -> None:
     where.push([ident_file])
 
 
-def aside_line(p: Prepared, stamp: str | None = None) -> str:
+def aside_line(p: Study, stamp: str | None = None) -> str:
     """The line said before a new study moves what its folder holds aside (`claim`; the dry run says it with
     `stamp` None, as what a run would do): what is there, why it moves (this run's study is another, or the same
     one started again from scratch), where it goes, and how to keep both (--name) or continue it (--resume)."""
@@ -102,7 +102,7 @@ def aside_line(p: Prepared, stamp: str | None = None) -> str:
     return f"{head}, since {why}; pass --name NAME to keep both side by side"
 
 
-def _again(p: Prepared) -> str:
+def _again(p: Study) -> str:
     """Why a finished run of this very study moves aside, and what a new start of it does to the guarantee."""
     more = isinstance(p.seeding, UntilResolved) and p.seeding.looks.horizon is not None
     return ("this run starts the same study (same settings) again from scratch, repeating its seeds: its verdicts "
@@ -110,7 +110,7 @@ def _again(p: Prepared) -> str:
             + ("; --more-seeds continues that run on new seeds instead" if more else ""))
 
 
-def own_name(p: Prepared) -> None:
+def own_name(p: Study) -> None:
     """Create the study's Optuna study, once (adbs_lab/search/optuna_storage.py: create_study, atomic in the
     database): of two runs of one name started together on one Optuna storage exactly one gets it; the other is
     refused here, exit 2, before it writes anything (the preflight's check of the name, which both pass, only reads)."""

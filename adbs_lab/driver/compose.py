@@ -122,7 +122,7 @@ class Composite:
                 raise StudyInputError(busy)
             if state not in (FINISHED, UNFINISHED):  # a new study, as the part's own run will check it (no --resume):
                 # its name free in the Optuna storage
-                check_name_free(part.opts, where, p.fingerprint)
+                check_name_free(p.run.optuna_storage, where, p.fingerprint)
         finally:
             where.cleanup()  # for a URL, StudyFolder makes a staging folder even to read
         first, most = p.seeding.trials(p.n_configs)

@@ -28,7 +28,7 @@ from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.stores import db_server, tracking_store
 from adbs_lab.driver.outcome import error_line
 from adbs_lab.driver.preflight import held as study_held, logged_argv
-from adbs_lab.driver.prepared import Prepared, bad_input, fail
+from adbs_lab.driver.prepared import Study, bad_input, fail
 from adbs_lab.driver import interrupts
 from adbs.light import pause_point
 from adbs_lab.driver.session import disk_full, interrupted, ray_session
@@ -66,7 +66,7 @@ class Slots:
     max_concurrent: int
 
 
-def cluster_slots(p: Prepared) -> Slots:
+def cluster_slots(p: Study) -> Slots:
     """Ray started (or joined, --address) and the trials' resources checked against it: what the cluster refuses
     (nothing at --address, too few GPUs, a multi-node check) ends here, exit 2, before `claim` moves earlier
     results aside or a store is created (adbs_lab/driver/run.py)."""
@@ -74,7 +74,7 @@ def cluster_slots(p: Prepared) -> Slots:
         return trial_slots(p, res)
 
 
-def launch(p: Prepared, slots: Slots) -> Launched:
+def launch(p: Study, slots: Slots) -> Launched:
     """With Ray up and `slots` checked (`cluster_slots`): the MLflow store, Optuna (sampler, pruner) and MLflow
     (tracker), then Tune runs the trials."""
     with bad_input():
@@ -95,7 +95,7 @@ def launch(p: Prepared, slots: Slots) -> Launched:
     return Launched(tracker=tracker.in_tune(), **fitted)  # on --resume, the tracker Tune unpickled and ran
 
 
-def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots:
+def trial_slots(p: Study, res: dict[str, float], probe: bool = True) -> Slots:
     """Resources per trial (flags or packing), checked against the cluster (multi-node: cluster.preflight)."""
     from adbs_lab.cluster import checks as cluster
 
@@ -110,24 +110,24 @@ def trial_slots(p: Prepared, res: dict[str, float], probe: bool = True) -> Slots
         fail(f"device=cuda but the trials get no GPU (the Ray cluster has {res.get('GPU', 0):g} GPUs); use "
              "device=auto or cpu, or a cluster with GPUs")
     try:  # multi-node: shared storage, a tracking server, the dataset on every node
-        cluster.preflight(storage=p.opts.storage if p.where.remote else str(p.where.local.parent),
+        cluster.preflight(storage=p.run.storage if p.where.remote else str(p.where.local.parent),
                           tracking_uri=p.tracking_uri, configs=p.configs, cpus_per_trial=cpus, gpus_per_trial=gpus)
     except cluster.ClusterCheckError as e:
         fail(str(e))
     fit = int(res.get("CPU", 1) // cpus)
     if gpus > 0:
         fit = min(fit, int(res.get("GPU", 0) / gpus + 1e-6))
-    max_concurrent = p.opts.max_concurrent or max(1, min(fit, p.total))
-    if p.opts.resume:
+    max_concurrent = p.run.max_concurrent or max(1, min(fit, p.total))
+    if p.run.resume:
         held = p.settings.get("max_concurrent") or max_concurrent
-        if p.opts.max_concurrent and p.opts.max_concurrent != held:
-            print(f"note: --max-concurrent {p.opts.max_concurrent} is ignored on --resume: Ray Tune continues with "
+        if p.run.max_concurrent and p.run.max_concurrent != held:
+            print(f"note: --max-concurrent {p.run.max_concurrent} is ignored on --resume: Ray Tune continues with "
                   f"the interrupted run's limit, {held}", flush=True)
         max_concurrent = held
     return Slots(gpus, cpus, max_concurrent)
 
 
-def base_sessions(p: Prepared, slots: Slots) -> BaseSessions | None:
+def base_sessions(p: Study, slots: Slots) -> BaseSessions | None:
     """The base sessions the study's trials will train (adbs_lab/driver/base_sessions.py: count), for the time
     estimates; None where that cannot be told, or telling it failed: an estimate never stops a study."""
     from adbs_lab.driver.base_sessions import count
@@ -139,14 +139,14 @@ def base_sessions(p: Prepared, slots: Slots) -> BaseSessions | None:
         return None
 
 
-def trial_maker(p: Prepared, slots: Slots) -> sp.TrialMaker:
-    """The study's trial maker (Prepared.trial) with the trials' torch threads set: a trial's threads are its CPUs,
+def trial_maker(p: Study, slots: Slots) -> sp.TrialMaker:
+    """The study's trial maker (Study.trial) with the trials' torch threads set: a trial's threads are its CPUs,
     written into its config: logged with it, part of the base-session key, and what `python -m adbs.run --threads N`
     needs to give the same numbers (adbs/runtime.py). Tune's param_space and the searcher both take this one."""
     return dataclasses.replace(p.trial, base=dataclasses.replace(p.base, threads=p.threads or max(1, int(slots.cpus))))
 
 
-def sampler(p: Prepared):
+def sampler(p: Study):
     """Optuna's sampler of the study: a grid's in an order its seed fixes, else TPE whose every draw is seeded from
     each trial's number, so a study resumed after its driver was killed draws no value twice, with every setting that
     decides what it samples named (adbs_lab/search/samplers.py; tests/adbs_lab/search/test_sampler_settings.py reads
@@ -158,17 +158,17 @@ def sampler(p: Prepared):
             else TrialSeededTPE(seed=p.sampler_seed, n_objectives=len(p.objectives)))
 
 
-def _search(p: Prepared, slots: Slots):
+def _search(p: Study, slots: Slots):
     """Optuna's sampler inside the searcher (which also resolves and records each trial) and the pruner's stopper."""
     from adbs_lab.search.optuna_storage import optuna_storage
     from adbs_lab.search.searcher import BaseEpochStopper, StudySearch
     from adbs_lab.search.shadows import make_pruner
 
-    opts, where = p.opts, p.where
+    where = p.where
     trial = trial_maker(p, slots)
     optuna_storage(p.optuna_url)  # create the Optuna schema now, in this process
     snapshot = ({tracking_store.RUNS_FILE: str(p.dir / tracking_store.RUNS_FILE),
-                 **({} if opts.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
+                 **({} if p.run.optuna_storage else {"optuna.db": str(p.dir / "optuna.db")})} if where.remote else None)
     searcher = StudySearch(sp.optuna_distributions(p.space),
                            storage_url=p.optuna_url, study_name=p.folder, sampler=sampler(p), policy=p.seeding,
                            trial=trial, points_to_evaluate=p.plan.points_to_evaluate,
@@ -178,12 +178,12 @@ def _search(p: Prepared, slots: Slots):
     stopper = None
     if pruner:
         stopper = BaseEpochStopper(storage_url=p.optuna_url, study_name=p.folder, pruner=pruner,
-                                   shadow_share=p.opts.shadow_share, shadow_seed=p.sampler_seed)
+                                   shadow_share=p.run.shadow_share, shadow_seed=p.sampler_seed)
         _record_shadows(p)
     return searcher, stopper
 
 
-def _record_shadows(p: Prepared) -> None:
+def _record_shadows(p: Study) -> None:
     """The share and seed of the shadows' draws, on the Optuna study (adbs_lab/search/shadows.py reads them back;
     --resume keeps both: RESUME_FIXED)."""
     from adbs_lab.search import shadows
@@ -191,56 +191,55 @@ def _record_shadows(p: Prepared) -> None:
 
     storage = optuna_storage(p.optuna_url)
     study_id = storage.get_study_id_from_name(p.folder)
-    storage.set_study_user_attr(study_id, shadows.SHARE_ATTR, float(p.opts.shadow_share))
+    storage.set_study_user_attr(study_id, shadows.SHARE_ATTR, float(p.run.shadow_share))
     storage.set_study_user_attr(study_id, shadows.SEED_ATTR, int(p.sampler_seed))
 
 
-def trials_text(p: Prepared) -> str:
+def trials_text(p: Study) -> str:
     """`12 trials (4 configurations x 3 seeds)`, or the range the seed policy may run (first batch to cap)."""
     return p.seeding.size_text(p.n_configs)
 
 
-def _tracking(p: Prepared, searcher, slots: Slots, bases: BaseSessions | None = None):
+def _tracking(p: Study, searcher, slots: Slots, bases: BaseSessions | None = None):
     """The MLflow tracker (parent run; its settings on a new study) and the progress line (`bases`: the base
     sessions its trials will train, for its estimate); both read how a trial ended from the searcher (Tune pickles
     them with it, in one tuner.pkl, so they keep sharing it on --resume)."""
-    opts, plan, where = p.opts, p.plan, p.where
+    run, plan, where = p.run, p.plan, p.where
     tags = {"adbs.study": plan.name, "adbs.search_space": f"{plan.space_source}: {plan.space!r}"[:7500],
             "adbs.code_version": code_version(),
-            "adbs.command": shlex.join([sys.executable, *logged_argv(opts.argv)])[:7500],
+            "adbs.command": shlex.join([sys.executable, *logged_argv(run.argv)])[:7500],
             "adbs.storage": str(where),
             # object store: the staging SQLite file is temporary; name the uploaded copy
-            "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not opts.optuna_storage
+            "adbs.optuna_storage": (where.display("optuna.db") if where.remote and not run.optuna_storage
                                     else p.optuna_url),
             "adbs.baseline": (json.dumps(p.reference) if isinstance(p.reference, dict) else p.reference or ""),
             **p.verdicts.tags(),  # the family, α, δ, the looks: what studies/report.py reads its verdicts at
             "adbs.order": json.dumps(plan.order or []),  # studies/report.py
             objectives.TAG: json.dumps(objectives.texts(p.objectives)),
-            study_notes.TAG: study_notes.tag_value(study_notes.lines(plan, opts, p.base_values)
-                                                   + ([p.no_best] if p.no_best else [])),  # studies/report.py
+            study_notes.TAG: study_notes.tag_value([*p.notes, *([p.no_best] if p.no_best else [])]),  # studies/report.py
             **({NO_BEST_TAG: no_best_tag(p.no_best, p.conditions)} if p.no_best else {})}  # report.py, likewise
-    run_name = f"{plan.name}" + (f" {opts.name}" if opts.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
+    run_name = f"{plan.name}" + (f" {run.name}" if run.name else "") + f" {time.strftime('%Y-%m-%d %H:%M')}"
     searched, objs = searched_axes(p), objectives.texts(p.objectives)
     tracker = MlflowTracker(uri=p.tracking_uri, study=plan.name, folder=p.folder, study_dir=p.dir,
-                                     run_name=run_name, tags=tags, varying=p.varying, resume=opts.resume,
-                                     ends=searcher, storage=opts.storage, experiment=opts.experiment(plan.name),
+                                     run_name=run_name, tags=tags, varying=p.varying, resume=run.resume,
+                                     ends=searcher, storage=run.storage, experiment=p.experiment,
                                      description=study_description(p, searched, objs))
     progress = progress_lines(p, searcher.ended, slots.max_concurrent, bases)
-    if not opts.resume:  # the study's own settings on the parent run (trial runs hold full configs)
+    if not run.resume:  # the study's own settings on the parent run (trial runs hold full configs)
         tracker.log_params({"study.searched": " ".join(searched) or "-", "study.objectives": " ".join(objs),
                             "study.seeds": json.dumps(p.seeding.checked_seeds()), "study.trials": p.total,
                             **p.seeding.params(),
                             "study.configurations": p.n_configs,
                             "study.sampler": p.sampler,  # as _search builds it
                             "study.pruner": p.pruner,
-                            **({"study.shadow_share": p.opts.shadow_share} if p.pruner != "none" else {}),
+                            **({"study.shadow_share": p.run.shadow_share} if p.pruner != "none" else {}),
                             "study.cpus_per_trial": slots.cpus,
                             "study.gpus_per_trial": slots.gpus, "study.max_concurrent": slots.max_concurrent,
                             **{f"base.{k}": v for k, v in p.base_values.items()}})
     return tracker, progress
 
 
-def progress_lines(p: Prepared, ended, max_concurrent: int, bases: BaseSessions | None = None):
+def progress_lines(p: Study, ended, max_concurrent: int, bases: BaseSessions | None = None):
     """The progress callback: a line per trial event, ending with the best so far only where the study names a best
     (adbs_lab/results/best.py), and the Pareto front's size of several objectives except across data conditions;
     its estimate from the first base epoch counts the base sessions still to train (`bases`, where told)."""
@@ -253,7 +252,7 @@ def progress_lines(p: Prepared, ended, max_concurrent: int, bases: BaseSessions 
                                           race=p.seeding.chooses and len(p.objectives) == 1))
 
 
-def searched_axes(p: Prepared) -> dict[str, str]:
+def searched_axes(p: Study) -> dict[str, str]:
     """What the study varies, each with its values: {"alpha": "0.01, 0.1"}, {"alpha": "0.01..0.1 (log)"} for a
     sampled range, {"row": "baseline, adb, adb+ic"} for named rows. Not the seed: it repeats a configuration."""
     out: dict[str, str] = {}
@@ -267,14 +266,14 @@ def searched_axes(p: Prepared) -> dict[str, str]:
     return out
 
 
-def study_description(p: Prepared, searched: dict[str, str], objs: list[str]) -> str:
+def study_description(p: Study, searched: dict[str, str], objs: list[str]) -> str:
     """The parent run's description in the MLflow UI (Markdown): what the study searches, for what, over which seeds,
     and which columns show it; the tracker adds the study's table when it ends (MlflowTracker.finish)."""
     axes = "; ".join(f"`{k}` in {v}" for k, v in searched.items()) or "one configuration"
     cols = ", ".join([f"`{k}`" for k in searched if k != tune_keys.ROW_KEY] + [f"`summary/{o.split(':')[0]}`" for o in objs])
     named = ", ".join(o.replace(":", " (") + ")" for o in objs)
     seeds = p.seeding.description(p.n_configs)
-    return (f"**{p.plan.name}**{' ' + p.opts.name if p.opts.name else ''}: {axes}; {seeds}; objective {named}, the "
+    return (f"**{p.plan.name}**{' ' + p.run.name if p.run.name else ''}: {axes}; {seeds}; objective {named}, the "
             "mean over seeds on validation data.\n\n"
             "Each trial is a run nested under this one (expand it with `+`), named after what differs. Columns to add "
             f"in the runs table (**Columns**): {cols}.")
@@ -299,7 +298,7 @@ def reopen_search(where: StudyFolder, total: int) -> None:
         os.replace(tmp, name)
 
 
-def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
+def _tuner(p: Study, slots: Slots, searcher, stopper, callbacks: list):
     """A new Tuner, or on --resume the interrupted one restored (Tune unpickles its searcher, stopper and
     callbacks: Tuner.restore takes none, so this run's are not used then; see study_folder.rebind)."""
     from ray import tune
@@ -307,18 +306,18 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
 
     from adbs_lab.search.trainable import make_trainable
 
-    opts, where = p.opts, p.where
+    run, where = p.run, p.where
     trainable = tune.with_resources(
-        make_trainable(trial_fn=p.plan.trial_fn, cache_dir=where.cache_location if opts.cache else None,
-                       checkpoint_every=opts.checkpoint_every),
+        make_trainable(trial_fn=p.plan.trial_fn, cache_dir=where.cache_location if run.cache else None,
+                       checkpoint_every=run.checkpoint_every),
         {"cpu": slots.cpus, "gpu": slots.gpus},
     )
     param_space = trial_maker(p, slots).param_space()
     storage_path, tune_fs = where.tune_location()
-    _loggers(resume=opts.resume)
-    if opts.more_seeds:
+    _loggers(resume=run.resume)
+    if run.more_seeds:
         reopen_search(where, p.total)
-    if opts.resume:
+    if run.resume:
         # errored trials run again from their last checkpoint: what stopped them (a full disk, a lost node) is
         # what --resume is for; a numerical fault is not an error (the trial ended FAILED) and is not rerun
         return tune.Tuner.restore(where.tune_experiment(), trainable=trainable, resume_unfinished=True,
@@ -329,7 +328,7 @@ def _tuner(p: Prepared, slots: Slots, searcher, stopper, callbacks: list):
                                     max_concurrent_trials=slots.max_concurrent, reuse_actors=True),
         run_config=tune.RunConfig(name="tune", storage_path=storage_path, storage_filesystem=tune_fs,
                                   stop=stopper, callbacks=[*callbacks, JsonLoggerCallback()], verbose=0,
-                                  failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+                                  failure_config=tune.FailureConfig(max_failures=run.max_failures),
                                   # Tune deletes a trial's older checkpoints as new ones register, and saves
                                   # its experiment state (which names the latest) every TUNE_GLOBAL_CHECKPOINT_S
                                   # (adbs_lab/driver/session.py), and at once when a trial has made num_to_keep
@@ -358,7 +357,7 @@ def _loggers(resume: bool) -> None:
     _SET_HERE[:] = [True]
 
 
-def _fit(p: Prepared, tuner) -> dict[str, Any]:
+def _fit(p: Study, tuner) -> dict[str, Any]:
     """Tune's results, and why the study stopped early: `interrupted` by the user (Ctrl-C, SIGTERM), or `failed`
     (a full disk, a failed MLflow store, or anything else Tune raised, whose traceback is printed once); both end
     with the results so far and the study's own summary (exit 1 for `failed`, with the --resume command)."""
@@ -416,16 +415,16 @@ class _NotStoreDown(logging.Filter):
 _NOT_STORE_DOWN = _NotStoreDown()  # one instance: adding it again (every part of a composition) is a no-op
 
 
-def resources(p: Prepared, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
+def resources(p: Study, res: dict[str, float], probe: bool = True) -> tuple[float, float]:
     """(GPUs, CPUs) per trial: the flags when given; on a cluster with GPUs, packing (adbs_lab/cluster/packing.py: a probe
     of the study's kinds of trial, then one printed line); else 0 GPUs and 1 CPU, as on a CPU cluster. `probe`
     False (a dry run): no probe trial; a trial that packing would place gets at most one GPU."""
     from adbs_lab.cluster import packing
 
-    gpus, cpus = p.gpus_per_trial, p.opts.cpus_per_trial
+    gpus, cpus = p.gpus_per_trial, p.run.cpus_per_trial
     if cpus is None and p.threads:  # --set threads=N: the trial's CPUs follow
         cpus = float(p.threads)
-    packs = p.opts.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs)
+    packs = p.run.gpus_per_trial is None and res.get("GPU", 0) >= 1 and any(c.device != "cpu" for c in p.configs)
     if packs and not probe:
         return min(1.0, res["GPU"]), 1.0 if cpus is None else cpus
     if packs:
@@ -448,7 +447,7 @@ def _results_so_far(where: StudyFolder, tune_fs) -> ResultGrid | list[Result]:
         return []
 
 
-def ended_so_far(p: Prepared) -> tuple[int, int]:
+def ended_so_far(p: Study) -> tuple[int, int]:
     """(trials ended, trials begun and not ended) of the interrupted run, from its runs file (adbs_lab/driver/tracker.py:
     trial -> MLflow run, trial -> how it ended)."""
     runs = tracking_store.load_runs(p.dir)
@@ -456,7 +455,7 @@ def ended_so_far(p: Prepared) -> tuple[int, int]:
     return ended, len(runs.get("trials", {})) - ended
 
 
-def resumed(p: Prepared) -> str:
+def resumed(p: Study) -> str:
     """What --resume continues, as the resumed run's first line (and its dry run) says it: the folder, when its study
     started (study.json: adbs_lab/driver/claim.py) and its trials, e.g. "resuming the study in runs/alpha_sweep started
     2026-11-28 10:02: 5 of 12 trials ended, 7 to go (2 continue from their last checkpoint)", or that it finished."""
@@ -466,7 +465,7 @@ def resumed(p: Prepared) -> str:
         held = {}
     started = f" started {held['started']}" if isinstance(held, dict) and held.get("started") else ""
     ended, begun = ended_so_far(p)
-    if p.opts.more_seeds:  # a finished study taken on to its next pause (adbs_lab/driver/more_seeds.py)
+    if p.run.more_seeds:  # a finished study taken on to its next pause (adbs_lab/driver/more_seeds.py)
         return (f"continuing the study in {p.where}{started} to {getattr(p.seeding, 'stop', '?')} seeds a row: "
                 f"{ended} trials ended, up to {max(0, p.total - ended)} more for the rows of its open comparisons")
     if study_held(p) == "finished":  # its parent run FINISHED: Tune runs no trial again (--seeds auto: before its cap)
@@ -529,26 +528,25 @@ def niced() -> bool:
         return True
 
 
-def estimate_text(p: Prepared, max_concurrent: int, left: int | None = None, load: float | None = None,
+def estimate_text(p: Study, max_concurrent: int, left: int | None = None, load: float | None = None,
                   bases: BaseSessions | None = None) -> str:
     """The time the trials take on this CPU at its load now (`left`: the trials still to run, default the study's
     most), a rough range from its fewest trials at the low load factor to its most at the high (load_range); or that
     the first base epoch gives one (a preset with no measured figure on this machine). `bases`: the base sessions
     the trials will train (adbs_lab/driver/base_sessions.py); a trial that loads its base session counts
     CACHED_TRIAL_S, not a whole trial's time (22 of 24 trials of a k-shot grid did)."""
-    if p.opts.preset_name not in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
+    if p.preset not in ("cpu", "smoke"):  # the preset in effect (--dataset cifar100 picks cifar100's)
         return "a time estimate follows the first measured base epoch"
     from adbs.config import resolve
 
     # measured at the preset's base epochs; the base session is most of a CPU trial, so scale by them
-    preset_epochs = from_dict(resolve(p.opts.preset_name, None, {})).base_epochs
+    preset_epochs = from_dict(resolve(p.preset, None, {})).base_epochs
     load = os.getloadavg()[0] if load is None else load
     cpus = os.cpu_count() or 1
     low, high = load_range(load, cpus, max_concurrent, p.plan.est_load)
-    est = ((p.plan.est_smoke_trial_s if p.opts.smoke else p.plan.est_trial_s)
-           * p.base.base_epochs / max(1, preset_epochs))
+    est = (p.plan.est_smoke_trial_s if p.smoke else p.plan.est_trial_s) * p.base.base_epochs / max(1, preset_epochs)
     most = p.total if left is None else left
-    fewest = min(most, p.seeding.trials(p.n_configs)[0]) if not p.opts.resume else most
+    fewest = min(most, p.seeding.trials(p.n_configs)[0]) if not p.run.resume else most
     minutes = [_trial_minutes(n, max_concurrent, est, bases) * f for n, f in ((fewest, low), (most, high))]
     span = f"{minutes[1]:.1f}" if f"{minutes[0]:.1f}" == f"{minutes[1]:.1f}" else f"{minutes[0]:.1f} to {minutes[1]:.1f}"
     factor = f"x{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"x{low:.1f} to x{high:.1f}"
@@ -568,20 +566,20 @@ def _trial_minutes(n: int, max_concurrent: int, est: float, bases: BaseSessions 
     return (math.ceil(training / max_concurrent) * est + (n - training) * min(est, CACHED_TRIAL_S) / max_concurrent) / 60
 
 
-def print_start(p: Prepared, max_concurrent: int, load: float | None = None, bases: BaseSessions | None = None) -> None:
+def print_start(p: Study, max_concurrent: int, load: float | None = None, bases: BaseSessions | None = None) -> None:
     """The start line: the trials (or what --resume continues), a time estimate on the CPU presets that follows
     the machine's load (`load`: its load average, read here when None) and the base sessions the cache provides
     (`bases`: estimate_text), then the study's notes."""
     head = f"{p.plan.name}: {trials_text(p)}, {max_concurrent} at a time"
     left = p.total
-    if p.opts.resume:
+    if p.run.resume:
         head = f"{p.plan.name}: {resumed(p)}; {max_concurrent} at a time"
         left = max(0, p.total - ended_so_far(p)[0])
     head += "; " + estimate_text(p, max_concurrent, left, load, bases)
     print(head + "; each running trial prints its base epochs (at most one line per 30 s)", flush=True)
-    if p.opts.smoke:  # apart from the study's own runs, in every store (adbs_lab/stores/paths.py: SMOKE)
-        named = f" --name {p.opts.name}" if p.opts.name else ""
-        print(f"smoke run: its results go to {p.where} and MLflow experiment '{p.opts.experiment(p.plan.name)}', apart "
+    if p.smoke:  # apart from the study's own runs, in every store (adbs_lab/stores/paths.py: SMOKE)
+        named = f" --name {p.run.name}" if p.run.name else ""
+        print(f"smoke run: its results go to {p.where} and MLflow experiment '{p.experiment}', apart "
               f"from the study's own; its report: python studies/report.py {p.plan.name} --smoke{named}", flush=True)
     line = p.seeding.start_line(p.n_configs)
     if line:
@@ -593,9 +591,9 @@ def print_start(p: Prepared, max_concurrent: int, load: float | None = None, bas
                 f"objective, checked over the first {', '.join(map(str, CHECKS))} trials to end, has a lower bound "
                 f">= {PREMISE_LOWER:g} (95% over the checks together); until then every trial runs to the end"
                 if p.pruner == "auto" else "")
-        print(f"pruner {p.pruner}: {gate + '; ' if gate else ''}{p.opts.shadow_share:g} of the trials it stops run on "
+        print(f"pruner {p.pruner}: {gate + '; ' if gate else ''}{p.run.shadow_share:g} of the trials it stops run on "
               "to the end (shadows, pruned to the search) to measure whether base accuracy predicts the objective",
               flush=True)
-    for line in study_notes.lines(p.plan, p.opts, p.base_values) + ([p.no_best] if p.no_best else []):  # and tables
+    for line in list(p.notes) + ([p.no_best] if p.no_best else []):  # and tables
         print(f"note: {line}", flush=True)
 

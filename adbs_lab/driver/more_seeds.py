@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from adbs_lab.driver.options import StudyInputError
-from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.prepared import Study
 from adbs_lab.driver.resume import json_object
 from adbs_lab.search.seeds.until_resolved import UntilResolved
 from adbs_lab.stats.continuation import next_pause, pauses
@@ -33,7 +33,7 @@ PAUSE_KEY = "pause"
 """study.json: the seeds per row the study's last run paused at (absent: its cap, or a study without looks)."""
 
 
-def paused_at(p: Prepared) -> int:
+def paused_at(p: Study) -> int:
     """The pause the study's last run took (study.json), its cap where none is recorded (a study started before the
     record); StudyInputError where the record is not one of the plan's pauses (a hand-edited study.json), which would
     replay the study at another pause than its trials ran to."""
@@ -50,7 +50,7 @@ def paused_at(p: Prepared) -> int:
     return got
 
 
-def resumed(p: Prepared) -> Prepared:
+def resumed(p: Study) -> Study:
     """A study resumed (--resume, or --more-seeds before it takes the next pause) at the pause its last run took, as
     study.json records it: an interrupted continuation finishes the looks it had begun."""
     if not isinstance(p.seeding, UntilResolved) or p.seeding.looks.horizon is None:
@@ -59,7 +59,7 @@ def resumed(p: Prepared) -> Prepared:
     return dataclasses.replace(p, seeding=seeding, total=seeding.trials(p.n_configs)[1])
 
 
-def continued(p: Prepared, standing_of) -> Prepared:
+def continued(p: Study, standing_of) -> Study:
     """The study `p` (its preflight, as --resume types it) continued to its next pause; StudyInputError when there
     is nothing to continue (module docstring). `standing_of(p)`: the standing of the study's recorded trials under
     `p`'s seed policy, or None where its tables cannot be read here (an object store: the run reads them)."""

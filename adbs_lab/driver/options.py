@@ -23,13 +23,14 @@ import re
 import sys
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from adbs.config import PRESETS, ConfigError, cli, load_file, preset_for, resolve
 from adbs.exits import OK, Exit
 from adbs.config.docs import read_field_docs
-from adbs.redaction import redact, secret_url
+from adbs.redaction import secret_url
 from adbs_lab.records import objectives
+from adbs_lab.stats.policy import DEFAULT_ALPHA, MAX_ALPHA, alpha_problem
 from adbs_lab.stores import paths
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -161,6 +162,9 @@ class StudyOptions:
     """δ in accuracy points, the smallest difference that matters: each comparison's verdict reads its interval
     against 0 and ±δ (better, worse, equivalent within ±δ, better or worse by less than δ, not resolved; with --plan,
     a finished study's intervals re-read against ±δ, below its own verdicts; docs/statistics.md)"""
+    error_rate: float = DEFAULT_ALPHA
+    """A, the family error rate: all of the study's verdicts (table, looks, race) are true together with probability
+    at least 1 - A, the level their intervals print at (95% at 0.05); > 0 and at most 0.5 (docs/statistics.md)"""
     plan_only: bool = _flag(flag="--plan", default=False)
     """print the verdicts of this study's finished run (the same flags and --name), as the run recorded them, and
     where the sequential design would stop the unresolved ones (seeds, trials, time); another --resolve or
@@ -268,6 +272,8 @@ class StudyOptions:
         if not (math.isfinite(self.resolve) and 0 < self.resolve <= 100):
             raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
                                   "points, and must be > 0 and at most 100 (e.g. --resolve 1.0)")
+        if alpha_problem(self.error_rate):
+            raise StudyInputError(f"--error-rate {self.error_rate:g}: {alpha_problem(self.error_rate)}")
         if self.reference is not None and not self.reference.strip():
             raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference 'alpha=0.05'")
         if self.plan_only and self.resume:
@@ -388,6 +394,8 @@ def _flag_kwargs(f: dataclasses.Field, d: Defaults) -> dict[str, Any] | None:
         kwargs["metavar"] = "NAME:max|min"
     if f.name == "seeds":
         kwargs.update(type=_seed, metavar="SEED|auto")
+    if f.name == "error_rate":
+        kwargs.update(type=_rate, metavar="A")
     if f.name == "pruner":
         kwargs.update(choices=objectives.PRUNERS, help=text if d.pruning else argparse.SUPPRESS)
     return kwargs
@@ -401,6 +409,15 @@ def _seed(text: str) -> int | str:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid seed {text!r}: a seed is a number >= 0, or --seeds auto") from None
+
+
+def _rate(text: str) -> float:
+    """--error-rate's value: a number (check() refuses one outside (0, MAX_ALPHA])."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: the family error rate A is a number > 0 and at "
+                                         f"most {MAX_ALPHA:g}, e.g. --error-rate 0.05 (the default)") from None
 
 
 AUTO = "auto"
@@ -516,22 +533,4 @@ def check_name(name: str | None, given: str = "--name", smoke: bool = False) -> 
                               "filesystem limits; pass a shorter one")
 
 
-def resume_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:
-    """The command that continues this study, as printed: its own with --resume, or, for a part of a composition,
-    the composition's (`continue_argv`), so a part and its composition give one advice. A URL's password shows as
-    *** (adbs/redaction.py), to be typed again or kept out of the URL (~/.pgpass, PGPASSWORD)."""
-    if opts.continue_argv is not None:
-        return [python(), *[redact(a) for a in opts.continue_argv]]
-    argv = [redact(a) for a in opts.argv]
-    return [python(), *argv] + ([] if "--resume" in argv else ["--resume"])
-
-
-def more_seeds_command(opts: StudyOptions, python: Callable[[], str] = lambda: sys.executable) -> list[str]:
-    """The command that continues this finished study to its next pause, as printed: its own, without --resume or
-    --more-seeds, with --more-seeds (a URL's password shows as ***, as in `resume_command`)."""
-    argv = [redact(a) for a in opts.argv if a not in ("--resume", "--more-seeds")]
-    return [python(), *argv, "--more-seeds"]
-
-
-__all__ = ["MAX_SEEDS", "Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "resume_command",
-           "more_seeds_command", "check_name", "FLAGS_ONLY_ENV"]
+__all__ = ["MAX_SEEDS", "Defaults", "StudyInputError", "StudyOptions", "parse", "parser", "check_name", "FLAGS_ONLY_ENV"]

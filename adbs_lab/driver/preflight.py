@@ -29,10 +29,10 @@ from adbs.config import Config, canonical, from_dict
 from adbs.redaction import redact
 from adbs_lab.search import space as sp
 from adbs_lab.records import objectives, tune_keys
-from adbs_lab.results import comparisons
+from adbs_lab.results import comparisons, notes
 from adbs_lab.stores import tracking_store
-from adbs_lab.driver.prepared import Prepared
-from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable
+from adbs_lab.driver.prepared import Study, RunSettings
+from adbs_lab.driver.resume import check_resume, json_object, mlflow_has_run, restorable, settings_now
 from adbs_lab.driver.options import DEFAULT_MAX_SEEDS, StudyInputError, StudyOptions
 from adbs_lab.stats.continuation import CAP_FOR_FAMILY, AlphaSplit, design
 from adbs_lab.stats.looks import Looks, continuable
@@ -162,7 +162,7 @@ def logged_argv(argv: tuple[str, ...]) -> list[str]:
 
 
 
-def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Prepared:
+def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Study:
     """The study typed once, from `validate`'s checks alone (a part of studies/paper.py before any part runs:
     adbs_lab/driver/compose.py); `preflight` adds the checks of the stores, the folder and --resume. Writes nothing;
     for an object store, the caller cleans `where` up. `legacy`: a grid's --seeds auto by the plan it had before plans
@@ -172,10 +172,10 @@ def study(plan: Plan, opts: StudyOptions, legacy: bool = False) -> Prepared:
 
 
 def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[Config], gpus: float,
-           uri: str, legacy: bool = False) -> Prepared:
-    """The one place the options become the study's facts (Prepared): --objectives parsed, the base made a Config,
-    the space split and sized, the seed and verdict policies, the trial maker; a new study flag is read here and
-    nowhere after."""
+           uri: str, legacy: bool = False) -> Study:
+    """The one place the options become the study's facts (Study): --objectives parsed, the base made a Config, the
+    space split and sized, the seed and verdict policies, the trial maker, the run's settings (RunSettings.of); a new
+    study flag is read here and nowhere after (tests/repo/test_study_typed_once.py)."""
     space, is_grid, n_configs = size(plan, opts)
     fixed, grid, dists = sp.split(plan.space)
     varying = ([tune_keys.ROW_KEY] if plan.rows else []) + list(grid) + list(dists) + [tune_keys.SEED_KEY]
@@ -189,12 +189,13 @@ def _typed(plan: Plan, opts: StudyOptions, base: dict[str, Any], configs: list[C
         raise StudyInputError(f"--seeds auto adds seeds until the table's comparisons are resolved, and this run of "
                               f"{plan.name} compares no rows (no reference row among them); pass --seeds with a list "
                               "of seeds, or --reference ROW")
-    table_policy = VerdictPolicy(delta=opts.resolve, pairs=tuple(pairs), smoke=opts.smoke)
+    table_policy = VerdictPolicy(alpha=opts.error_rate, delta=opts.resolve, pairs=tuple(pairs), smoke=opts.smoke)
     seeding = seed_policy(opts, is_grid, table_policy, tuple(labels), tuple(k for k in varying if k != tune_keys.SEED_KEY),
                           legacy)
     verdicts = getattr(seeding, "verdicts", table_policy)
     total = seeding.trials(n_configs)[1]
-    return Prepared(plan=plan, opts=opts, base=base_config, base_values=base,
+    return Study(plan=plan, run=RunSettings.of(opts), smoke=opts.smoke, preset=opts.preset_name, base=base_config,
+                    base_values=base, notes=tuple(notes.lines(plan, opts, base)),
                     trial=sp.TrialMaker(base_config, plan.rows),
                     objectives=objectives.effective(opts.objectives),  # the one read of --objectives after options.py
                     sampler="GridSampler" if is_grid else "TrialSeededTPE", sampler_seed=opts.sampler_seed,
@@ -277,7 +278,7 @@ def _comparisons(plan: Plan, opts: StudyOptions, base: Config, space: dict[str, 
     return reference, comparisons.family(labels, reference, plan.parents)
 
 
-def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
+def preflight(plan: Plan, opts: StudyOptions) -> Study:
     """Every check a run makes before its first trial (see the module's docstring); StudyInputError, ConfigError or
     TrackingError name what is wrong. Writes nothing: `claim` does, under `study_lock`."""
     base, configs, gpus = validate(plan, opts)
@@ -294,7 +295,7 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
         if busy:
             raise StudyInputError(busy)
         try:
-            p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p))
+            p = dataclasses.replace(p, settings=check_resume(p) if opts.resume else _check_new(p, opts.objectives))
         except StudyInputError as e:  # --resume's checks, said for the flag this command gave
             said = str(e).replace("no interrupted study to continue", "no study to continue").replace("--resume",
                                                                                                       "--more-seeds")
@@ -307,21 +308,21 @@ def preflight(plan: Plan, opts: StudyOptions) -> Prepared:
     return p
 
 
-def note_owned(p: Prepared) -> None:
+def note_owned(p: Study) -> None:
     """The one note of a study whose --config file sets keys the study sets itself (not an error: a
     best_config.json holds every field); printed by the dry run and the run alike."""
     if p.owned:
-        print(f"note: --config {p.opts.config_file}: this study sets {', '.join(p.owned)} itself (its search space "
+        print(f"note: --config {p.run.config_file}: this study sets {', '.join(p.owned)} itself (its search space "
               f"{p.plan.space_source}, --seeds{', --cpus-per-trial' if 'threads' in p.owned else ''}); the file's "
               "values of those keys are not used", flush=True)
 
 
-def same_study_elsewhere(p: Prepared) -> list[str]:
+def same_study_elsewhere(p: Study) -> list[str]:
     """Other folders of a local --storage that hold a run of this very study (study.json of the same fingerprint: the
     same rows, base config, seeds and design) under another name: a new run repeats their seeds (a seed fixes the
     data draw and the initialisation), so its verdicts are a second family, which neither guarantee covers together
     with the other's. Reads study.json files only; none for an object store or a resumed run."""
-    if p.where.remote or p.opts.resume:
+    if p.where.remote or p.run.resume:
         return []
     mine = p.where.local.resolve()
     found = []
@@ -335,7 +336,7 @@ def same_study_elsewhere(p: Prepared) -> list[str]:
     return found
 
 
-def note_repeats(p: Prepared) -> None:
+def note_repeats(p: Study) -> None:
     """The note of a new run that repeats the seeds of a run of the same study under another name; printed by the
     dry run and the run alike."""
     others = same_study_elsewhere(p)
@@ -363,24 +364,21 @@ def _check_optuna_storage(url: str) -> None:
         raise StudyInputError(f"--optuna-storage {tracking_store.redact_uri(url)}: {e}") from None
 
 
-def _check_new(p: Prepared) -> dict[str, Any]:
+def _check_new(p: Study, given: tuple[str, ...]) -> dict[str, Any]:
     """A new study: its Optuna storage must not hold a study of its name already (a shared --optuna-storage);
-    returns the settings `claim` records in study.json."""
-    opts = p.opts
-    check_name_free(opts, p.where, p.fingerprint)
-    return {"max_concurrent": opts.max_concurrent, "cpus_per_trial": opts.cpus_per_trial, "gpus_per_trial": opts.gpus_per_trial,
-            "pruner": opts.pruner, "sampler_seed": opts.sampler_seed, "max_failures": opts.max_failures, "objectives":
-            list(opts.objectives), "shadow_share": opts.shadow_share, "resolve": opts.resolve, "reference": opts.reference}
+    returns the settings `claim` records in study.json (--objectives as `given`: none for the default)."""
+    check_name_free(p.run.optuna_storage, p.where, p.fingerprint)
+    return {**settings_now(p), "objectives": list(given)}
 
 
-def check_name_free(opts: StudyOptions, where: StudyFolder, fingerprint: str) -> None:
+def check_name_free(optuna_storage: str | None, where: StudyFolder, fingerprint: str) -> None:
     """A new study's name must be free in a shared --optuna-storage (a study's own optuna.db is in its folder, which
     `claim` takes under the folder's lock); StudyInputError naming what to do otherwise. Reads only: the name is
     taken for good when `claim` creates the study (adbs_lab/search/optuna_storage.py: create_study, atomic)."""
     from adbs_lab.stores.sqlite_kind import optuna_studies
 
-    if opts.optuna_storage and where.folder in optuna_studies(opts.optuna_storage):
-        raise StudyInputError(name_taken(opts.optuna_storage, where, fingerprint))
+    if optuna_storage and where.folder in optuna_studies(optuna_storage):
+        raise StudyInputError(name_taken(optuna_storage, where, fingerprint))
 
 
 def name_taken(url: str, where: StudyFolder, fingerprint: str) -> str:
@@ -459,7 +457,7 @@ def _recorded_fingerprint(where: StudyFolder) -> str | None:
         return None
 
 
-def held(p: Prepared) -> str | None:
+def held(p: Study) -> str | None:
     """What the study's folder holds of this very study (same fingerprint: plan, base config, seeds, size):
     "finished" (its MLflow parent run FINISHED), "unfinished" (Ray Tune's saved state: --resume continues it,
     adbs_lab/driver/resume.py: check_resume), "claimed" (a run stopped after `claim` wrote study.json and before

@@ -4,30 +4,35 @@ and write nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from adbs_lab.records import objectives
 from adbs_lab.stores import tracking_store
-from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.prepared import Study
 from adbs_lab.driver.options import StudyInputError
 from adbs.redaction import redact, reveal
+from adbs_lab.stats.policy import VerdictPolicy
 from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder, rebind
 
-__all__ = ["RESUME_FIXED", "changed_setting", "check_resume", "restorable", "resume_notes", "mlflow_has_run",
+__all__ = ["RESUME_FIXED", "settings_now", "changed_setting", "check_resume", "restorable", "resume_notes", "mlflow_has_run",
            "json_object", "pickled_globals",
            "missing_code", "moved_code", "moved_message"]
 
 
+_VERDICT_FIXED = [f for f in dataclasses.fields(VerdictPolicy) if f.metadata.get("resume") == "fixed" and "flag" in f.metadata]
+"""The verdict policy's settings --resume cannot change that a flag sets (adbs_lab/stats/policy.py: its fields'
+metadata), read off the policy: a new one is recorded and checked without a line here."""
 RESUME_FIXED = {"objectives": "--objectives", "pruner": "--pruner", "sampler_seed": "--sampler-seed",
-                "cpus_per_trial": "--cpus-per-trial", "shadow_share": "--shadow-share", "resolve": "--resolve",
-                "reference": "--reference"}
+                "cpus_per_trial": "--cpus-per-trial", "shadow_share": "--shadow-share",
+                **{f.metadata["setting"]: f.metadata["flag"] for f in _VERDICT_FIXED}, "reference": "--reference"}
 """Settings --resume cannot change: an Optuna study's directions (one per objective) are fixed when it is created,
 Tune restores the pruner (its stopper) and the sampler (its searcher) of the interrupted run, and a trial's CPUs are
 its torch threads, which change CPU numbers (adbs/runtime.py); the shadows' share where the study can prune
-(changed_setting); δ and the reference, since the restored searcher of a --seeds auto study or a race took its looks
-at the δ and comparisons it started with (adbs_lab/search/seeds/), while the summary would replay them at the new
+(changed_setting); α, δ and the reference, since the restored searcher of a --seeds auto study or a race took its
+looks at the α, δ and comparisons it started with (adbs_lab/search/seeds/), while the summary would replay them at the new
 ones (a study.json written before they were recorded is not checked for them). Checked in this order: the objectives first, since
 the default pruner follows them (adbs_lab/driver/options.py: parse), so other objectives are named as what changed."""
 
@@ -45,11 +50,15 @@ def _held(key: str, settings: dict[str, Any]) -> Any:
     return settings[key]
 
 
-def _now(key: str, p: Prepared) -> Any:
-    """A RESUME_FIXED setting of this run: the study's (Prepared) where it holds it, else the option."""
-    if key == "objectives":
-        return objectives.texts(p.objectives)
-    return getattr(p, key) if key in ("pruner", "sampler_seed") else getattr(p.opts, key)
+def settings_now(p: Study) -> dict[str, Any]:
+    """This run's settings, read off the study and its run's settings: what study.json records for a new study
+    (adbs_lab/driver/preflight.py: _check_new) and what --resume compares with the recorded ones (RESUME_FIXED)."""
+    run = p.run
+    return {"max_concurrent": run.max_concurrent, "cpus_per_trial": run.cpus_per_trial,
+            "gpus_per_trial": run.gpus_per_trial, "pruner": p.pruner, "sampler_seed": p.sampler_seed,
+            "max_failures": run.max_failures, "objectives": objectives.texts(p.objectives),
+            "shadow_share": run.shadow_share, **{f.metadata["setting"]: getattr(p.verdicts, f.name) for f in _VERDICT_FIXED},
+            "reference": run.reference}
 
 
 def changed_setting(settings: dict[str, Any], now: dict[str, Any], command: str) -> str | None:
@@ -84,10 +93,10 @@ def restorable(where: StudyFolder) -> bool:
     return tune.Tuner.can_restore(where.tune_experiment(), storage_filesystem=where.tune_location()[1])
 
 
-def check_resume(p: Prepared) -> dict[str, Any]:
+def check_resume(p: Study) -> dict[str, Any]:
     """--resume: an interrupted run of this very study to continue, with its record of the trials, the same
     settings and the same stores; returns its settings (study.json). Reads only."""
-    opts, where = p.opts, p.where
+    where = p.where
     held = json_object(where.read_text("study.json"), where.display("study.json"))
     if held and held.get("fingerprint") != p.fingerprint:
         raise StudyInputError(
@@ -96,7 +105,7 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     if not held or not restorable(where):
         raise StudyInputError(f"--resume: no interrupted study to continue in {where}; run without --resume "
                               "to start one")
-    missing = [name for name in (("optuna.db",) if not opts.optuna_storage else ()) + (tracking_store.RUNS_FILE,)
+    missing = [name for name in (("optuna.db",) if not p.run.optuna_storage else ()) + (tracking_store.RUNS_FILE,)
                if not _driver_file_exists(where, name)]
     if missing:
         raise StudyInputError(
@@ -114,7 +123,8 @@ def check_resume(p: Prepared) -> dict[str, Any]:
         raise StudyInputError(_unloadable_state(*damaged, cache=redact(where.cache_location)))
     settings = held.get("settings", {})
     command = held.get("command", "?")
-    changed = changed_setting(settings, {key: _now(key, p) for key in RESUME_FIXED}, command)
+    now = settings_now(p)
+    changed = changed_setting(settings, {key: now[key] for key in RESUME_FIXED}, command)
     if changed:
         raise StudyInputError(changed)
     parent = json_object(_driver_file(where, tracking_store.RUNS_FILE), where.display(tracking_store.RUNS_FILE)).get("parent")
@@ -123,7 +133,7 @@ def check_resume(p: Prepared) -> dict[str, Any]:
             f"--resume: the MLflow store {tracking_store.redact_uri(p.tracking_uri)} holds no run {parent}, the study's "
             f"parent run: the study was tracked in another store; rerun with the --tracking-uri it started with "
             f"({command})")
-    if not where.remote or opts.optuna_storage:  # else optuna.db comes from the store's snapshot (claim)
+    if not where.remote or p.run.optuna_storage:  # else optuna.db comes from the store's snapshot (claim)
         from adbs_lab.stores.sqlite_kind import optuna_studies
 
         if where.folder not in optuna_studies(p.optuna_url):
@@ -133,11 +143,11 @@ def check_resume(p: Prepared) -> dict[str, Any]:
     return settings
 
 
-def resume_notes(p: Prepared) -> None:
+def resume_notes(p: Study) -> None:
     """What --resume keeps of the interrupted run although this command says otherwise (not an error)."""
     held = p.settings.get("max_failures")
-    if p.opts.resume and held is not None and held != p.opts.max_failures:
-        print(f"note: --max-failures {p.opts.max_failures} is ignored on --resume: Ray Tune continues with the "
+    if p.run.resume and held is not None and held != p.run.max_failures:
+        print(f"note: --max-failures {p.run.max_failures} is ignored on --resume: Ray Tune continues with the "
               f"interrupted run's {held}", flush=True)
 
 

@@ -31,7 +31,7 @@ from adbs_lab.driver.claim import claim, study_lock
 from adbs.light import pause_point
 from adbs_lab.driver.launch import cluster_slots, launch, resumed, trial_slots
 from adbs_lab.driver.preflight import note_owned, note_repeats, preflight, study
-from adbs_lab.driver.prepared import Prepared, bad_input
+from adbs_lab.driver.prepared import Study, bad_input
 from adbs_lab.driver.resume import resume_notes
 from adbs_lab.driver.session import env_defaults, interrupted, ray_session
 from adbs_lab.driver import more_seeds
@@ -45,7 +45,7 @@ from adbs_lab.stats.policy import VerdictPolicy
 __all__ = ["seed_plan", "run", "code", "main", "dry_run"]
 
 
-def recorded_standing(p: Prepared):
+def recorded_standing(p: Study):
     """The standing of the study's recorded trials (its sessions.parquet and trials.parquet) under `p`'s seed policy,
     as its summary replays it; None where they are not in a local folder (an object store's study)."""
     folder = p.where.local
@@ -56,43 +56,40 @@ def recorded_standing(p: Prepared):
     return summarise_standing(p, pd.read_parquet(folder / "sessions.parquet"), pd.read_parquet(folder / "trials.parquet"))
 
 
-def dry_run(p: Prepared) -> None:
+def dry_run(p: Study) -> None:
     """--dry-run: the preflight passed (every check a run makes before its first trial); with --address, the
     cluster's checks too (connected to, not started; no probe trial); then what would run."""
-    cfg = p.base
-    opts = p.opts
-    if opts.address:
+    cfg, how = p.base, p.run
+    if how.address:
         import ray
 
         with ray_session(p) as res:
             trial_slots(p, res, probe=False)
         ray.shutdown()  # disconnects this driver; the cluster runs on
     size = p.seeding.size_text(p.n_configs, dry=True)
-    if not opts.resume:  # the time its trials take here, as the start line would say (2 at a time on 2 CPUs)
+    if not how.resume:  # the time its trials take here, as the start line would say (2 at a time on 2 CPUs)
         from adbs_lab.driver.launch import estimate_text
 
-        cpus = opts.cpus_per_trial or p.threads or 1  # as launch.resources gives a trial on this machine
-        slots = opts.max_concurrent or max(1, min(int((os.cpu_count() or 1) // cpus), p.total))
+        cpus = how.cpus_per_trial or p.threads or 1  # as launch.resources gives a trial on this machine
+        slots = how.max_concurrent or max(1, min(int((os.cpu_count() or 1) // cpus), p.total))
         size += f" ({estimate_text(p, slots)}, {slots} at a time)"
-    print(f"dry run: study {p.plan.name}, preset {opts.preset_name}, {size} on {cfg.dataset} "
+    print(f"dry run: study {p.plan.name}, preset {p.preset}, {size} on {cfg.dataset} "
           f"({cfg.base_epochs} base epochs each; search space {p.plan.space_source}); flags, config, data, "
           f"storage {p.where}, the MLflow store, the "
-          f"Optuna storage{', the Ray cluster' if opts.address else ''}"
-          f"{' and what --resume continues' if opts.resume else ''} checked; nothing was started and no result "
+          f"Optuna storage{', the Ray cluster' if how.address else ''}"
+          f"{' and what --resume continues' if how.resume else ''} checked; nothing was started and no result "
           "written", flush=True)
-    if opts.resume:  # what a run of this command would do: continue the trials left, or, finished, run none
+    if how.resume:  # what a run of this command would do: continue the trials left, or, finished, run none
         print(f"a run of this command: {resumed(p)}", flush=True)
-    from adbs_lab.results import notes
-
-    for line in notes.lines(p.plan, opts, p.base_values) + ([p.no_best] if p.no_best else []):  # as a run says
+    for line in list(p.notes) + ([p.no_best] if p.no_best else []):  # as a run says
         print(f"note: {line}", flush=True)
-    if not opts.resume and p.where.in_use():  # what a run would move aside, said before any run moves it
+    if not how.resume and p.where.in_use():  # what a run would move aside, said before any run moves it
         from adbs_lab.driver.claim import aside_line
 
         print(aside_line(p), flush=True)
 
 
-def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None, bool]:
+def _recorded(p: Study) -> tuple[VerdictPolicy, str | dict[str, str] | None, bool]:
     """The verdict policy and reference the study in `p`'s folder ran under, as it recorded them (study.json, else its
     MLflow parent run's tags: adbs_lab/results/rereading.py: recorded), never this command's flags, and whether this
     command names the run's --reference (else its comparisons are another family); StudyInputError
@@ -123,13 +120,13 @@ def _recorded(p: Prepared) -> tuple[VerdictPolicy, str | dict[str, str] | None, 
         raise StudyInputError(f"--plan: the verdict policy of the run in {p.dir} is recorded neither in its study.json "
                               f"nor in the MLflow store {tracking_store.redact_uri(p.tracking_uri)} (its parent run); "
                               "pass the --tracking-uri the study ran with, or `python studies/report.py "
-                              f"{p.opts.experiment(p.plan.name)} --tracking-uri URI` reads it from that store")
-    same = (held.get("settings") or {}).get("reference") == p.opts.reference  # this command names the run's
+                              f"{p.experiment} --tracking-uri URI` reads it from that store")
+    same = (held.get("settings") or {}).get("reference") == p.run.reference  # this command names the run's
     # a study.json from before it recorded its reference: this command's, where it names the run's --reference
     return policy, held["baseline"] if "baseline" in held else p.reference if same else None, same
 
 
-def seed_plan(p: Prepared) -> None:
+def seed_plan(p: Study) -> None:
     """--plan: the verdicts of the study's finished run in its folder, read by the verdict policy the run recorded
     (never this command's flags: another --resolve or --reference is printed apart, as a re-reading), and where the
     sequential design would stop the unresolved comparisons, with their cost at the trials' measured times; runs
@@ -140,7 +137,7 @@ def seed_plan(p: Prepared) -> None:
 
     if p.where.remote:
         raise StudyInputError(f"--plan reads the study's folder on this machine, and {p.where} is an object store; "
-                              f"`python studies/report.py {p.opts.experiment(p.plan.name)}` gives its verdicts from the "
+                              f"`python studies/report.py {p.experiment}` gives its verdicts from the "
                               "MLflow store")
     files = [p.dir / "sessions.parquet", p.dir / "trials.parquet"]
     if not all(f.is_file() for f in files):
@@ -186,29 +183,29 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
     if opts.plan_only:
         with bad_input():
             p = study(plan, opts)
-            if opts.dry_run:
+            if p.run.dry_run:
                 print(f"dry run: study {plan.name} --plan would read the finished run in {p.where} and print its "
                       "verdicts and seed plan; flags checked, nothing read or written", flush=True)
             else:
                 seed_plan(p)
         return None
+    shared = flags.shipped_name(plan, opts)  # the last read of the options: every step after the preflight reads `p`
     with interrupts.handling():
         env_defaults()
         t0 = time.time()
         try:
             with bad_input():
                 p = preflight(plan, opts)
-                if opts.more_seeds:  # the next pause, or why there is none (adbs_lab/driver/more_seeds.py)
+                if p.run.more_seeds:  # the next pause, or why there is none (adbs_lab/driver/more_seeds.py)
                     p = more_seeds.continued(p, recorded_standing)
             pause_point("preflight")
         except KeyboardInterrupt:
             interrupted("checking the study (nothing was written)")
         note_owned(p)
         note_repeats(p)
-        shared = flags.shipped_name(plan, opts)
         if shared:  # said by the dry run and the run alike, before anything is claimed
             print(f"warning: {shared}", file=sys.stderr, flush=True)
-        if opts.dry_run:
+        if p.run.dry_run:
             p.where.cleanup()
             dry_run(p)
             return None
@@ -216,7 +213,7 @@ def run(plan: Plan, opts: StudyOptions) -> Outcome | None:
         return _claimed(p, t0)
 
 
-def _claimed(p: Prepared, t0: float) -> Outcome:
+def _claimed(p: Study, t0: float) -> Outcome:
     """claim -> launch -> summarise under the study's lock. Claiming the folder and writing the results are not
     cut in half by a signal (it acts when they end); anywhere else it stops the study there."""
     ints = interrupts.current()

@@ -19,8 +19,8 @@ from adbs.exits import INTERRUPTED, Exit
 from adbs.redaction import redact
 from adbs_lab.cluster import auth
 from adbs_lab.driver import interrupts
-from adbs_lab.driver.prepared import Prepared, fail
-from adbs_lab.driver.options import StudyInputError, resume_command
+from adbs_lab.driver.prepared import Study, fail, resume_command
+from adbs_lab.driver.options import StudyInputError
 
 __all__ = ["env_defaults", "ray_session", "disk_full", "interrupted", "checkpoint_period", "set_checkpoint_period",
            "PERIOD_ENV"]
@@ -121,27 +121,27 @@ def _probe_ray(address: str) -> None:
             "start a local Ray instance") from None
 
 
-def _start_ray(p: Prepared) -> dict[str, float]:
+def _start_ray(p: Study) -> dict[str, float]:
     import ray
 
     from adbs_lab.search.trainable import FAULT_ENV
 
-    if p.opts.address:
-        _probe_ray(p.opts.address)
-    if p.opts.cache and IMAGES_ENV not in os.environ:
+    if p.run.address:
+        _probe_ray(p.run.address)
+    if p.run.cache and IMAGES_ENV not in os.environ:
         # the trial processes load the embedded benchmark's images one made, instead of each generating them again
         # (about a quarter of a default CPU trial); the files are checked on every load (adbs/data/image_cache.py)
         os.environ[IMAGES_ENV] = p.where.images_location
     # Workers of an existing cluster do not inherit this shell's environment: forward what trials read.
     # (a local Ray's workers inherit it, so the images' folder is forwarded only to a cluster's)
-    forward = {k: os.environ[k] for k in (FAULT_ENV,) + ((IMAGES_ENV,) if p.opts.address else ()) if k in os.environ}
+    forward = {k: os.environ[k] for k in (FAULT_ENV,) + ((IMAGES_ENV,) if p.run.address else ()) if k in os.environ}
     try:
-        ray.init(address=p.opts.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
+        ray.init(address=p.run.address, include_dashboard=False, log_to_driver=True, ignore_reinit_error=True,
                  configure_logging=True, logging_level=logging.WARNING,
                  runtime_env={"env_vars": forward} if forward else None)
     except Exception as e:  # noqa: BLE001 - ConnectionError, Ray's AuthenticationError, or Ray did not come up
         if isinstance(e, ConnectionError) or auth.refused(e):  # nothing there, or a cluster that wants its token
-            raise StudyInputError(f"--address {redact(p.opts.address or '')}: no Ray cluster there, or one that "
+            raise StudyInputError(f"--address {redact(p.run.address or '')}: no Ray cluster there, or one that "
                                   f"refused this driver ({redact(str(e)).strip().splitlines()[0]}); start one with "
                                   f"`ray start --head`, or drop --address to start a local Ray instance; "
                                   f"{auth.HOW}") from None
@@ -159,14 +159,14 @@ class _NotStarted(RuntimeError):
     """ray.init raised: Ray's start failed (ray/_private/node.py waits 30 s for its raylet, then gives up)."""
 
 
-def _not_started(p: Prepared, why: str) -> NoReturn:
+def _not_started(p: Study, why: str) -> NoReturn:
     """Ray's start failed before this run claimed or wrote anything: one line, exit 2, and the command to run again
     (--resume's where the study was claimed by an earlier run)."""
-    cmd = resume_command(p.opts) if p.opts.resume else [sys.executable, *(redact(a) for a in p.opts.argv)]
-    what = f"joining the Ray cluster at --address {p.opts.address} failed" if p.opts.address else "Ray did not start"
+    cmd = resume_command(p.run) if p.run.resume else [sys.executable, *(redact(a) for a in p.run.argv)]
+    what = f"joining the Ray cluster at --address {p.run.address} failed" if p.run.address else "Ray did not start"
     fail(f"{p.plan.name}: {what} ({redact(why)}); nothing of this run was written. A loaded machine can make Ray's "
-         f"start time out: {'continue' if p.opts.resume else 'start it again'} with: {shlex.join(cmd)}"
-         + ("" if p.opts.address else "; or start Ray beforehand (`ray start --head`) and pass --address auto"))
+         f"start time out: {'continue' if p.run.resume else 'start it again'} with: {shlex.join(cmd)}"
+         + ("" if p.run.address else "; or start Ray beforehand (`ray start --head`) and pass --address auto"))
 
 
 
@@ -183,7 +183,7 @@ def disk_full(e: BaseException) -> bool:
 
 
 @contextmanager
-def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
+def ray_session(p: Study) -> Iterator[dict[str, float]]:
     """Ray started (or joined, --address) for the study; yields the cluster's resources. When the study ends
     inside the block (bad input, Ctrl-C), Ray is shut down here; otherwise it stays up: the trials run in it
     next, and it ends with this process (as a Ray session the caller started keeps running)."""
@@ -207,13 +207,13 @@ def ray_session(p: Prepared) -> Iterator[dict[str, float]]:
         raise
 
 
-def interrupted(doing: str, p: Prepared | None = None, ran: bool = False) -> NoReturn:
+def interrupted(doing: str, p: Study | None = None, ran: bool = False) -> NoReturn:
     """A study stopped by the user outside Tune's fit: one line, exit 130. `p`: the study's folder was claimed,
     so the line says how to start it again (or, when trials ran or on --resume, to continue it)."""
     again = ""
     if p is not None:
-        go_on = ran or p.opts.resume
-        cmd = resume_command(p.opts) if go_on else [sys.executable, *[redact(a) for a in p.opts.argv]]
+        go_on = ran or p.run.resume
+        cmd = resume_command(p.run) if go_on else [sys.executable, *[redact(a) for a in p.run.argv]]
         again = f"; {'continue' if go_on else 'start it again'} with: {shlex.join(cmd)}"
     print(f"\n{p.plan.name + ' ' if p is not None else ''}interrupted ({interrupts.current().name}) while {doing}"
           f"{'' if ran else '; no trial ran'}{again}", file=sys.stderr, flush=True)

@@ -28,10 +28,8 @@ from adbs_lab.results import tables
 from adbs_lab.stores import tracking_store
 from adbs_lab.records import trial_records
 from adbs_lab.driver.launch import Launched
-from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.prepared import Study, more_seeds_command, resume_command
 from adbs_lab.driver.session import disk_full
-from adbs_lab.driver import options
-from adbs_lab.driver.options import resume_command
 from adbs_lab.driver.plan import Plan
 from adbs_lab.stores.study_folder import StudyFolder
 from adbs_lab.search.seeds.policy import Ended, Standing
@@ -66,7 +64,7 @@ class Outcome:
     searcher took the same looks: adbs_lab/search/seeds/)."""
 
 
-def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
+def _write_summary(p: Study, launched: Launched, t0: float) -> Outcome:
     """Tables of every trial that ran, then (when it ran to its end) figures, report, parent-run metrics; uploads;
     the exit code. A study stopped by the user exits 130 and one that failed after it started exits 1, here, both
     with their tables and the --resume command."""
@@ -113,14 +111,14 @@ def _write_summary(p: Prepared, launched: Launched, t0: float) -> Outcome:
     _print_seeding(p, out)
     if premise:  # last before where the runs are: whether pruning on base accuracy was sound
         print("\n" + "\n".join(premise))
-    print(f"MLflow: experiment '{p.opts.experiment(plan.name)}', parent run {tracker.parent_run_id}")
-    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.opts.storage)}")
+    print(f"MLflow: experiment '{p.experiment}', parent run {tracker.parent_run_id}")
+    print(f"open the MLflow UI: {tracking_store.ui_command(p.tracking_uri, p.run.storage)}")
     if out.code != OK:
         _print_failed(p, recs, counts)
     return out
 
 
-def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, standing: Standing) -> dict | None:
+def best_record(p: Study, trials: pd.DataFrame, table: pd.DataFrame, standing: Standing) -> dict | None:
     """best_config.json, as adbs_lab/results/best.py decides it: none across data conditions, the highest mean not
     named best in a study without verdicts (and why), the configuration the seed policy chose (a race's leader),
     else the best mean said to be resolved or not by the table's verdicts."""
@@ -132,7 +130,7 @@ def best_record(p: Prepared, trials: pd.DataFrame, table: pd.DataFrame, standing
                        compared=table.attrs.get("comparisons") or [])
 
 
-def _print_seeding(p: Prepared, out: Outcome) -> None:
+def _print_seeding(p: Study, out: Outcome) -> None:
     """The seed policy's own verdicts (a race's, each with the n that reached it), and why its seeds stopped."""
     said = p.seeding.verdict_lines(out.standing, p.objectives[0].name)
     if said:
@@ -142,13 +140,13 @@ def _print_seeding(p: Prepared, out: Outcome) -> None:
         print(end)
     if out.standing.reason == PAUSE and isinstance(p.seeding, UntilResolved):  # "continue": the plan kept α for it
         nxt = next_pause(p.seeding.looks, p.seeding.stop)
-        print(f"more seeds: {shlex.join(options.more_seeds_command(p.opts))} continues this study (the same folder, "
+        print(f"more seeds: {shlex.join(more_seeds_command(p.run))} continues this study (the same folder, "
               f"MLflow run and Optuna study) on the next unused seeds, to {nxt} a row, within the same guarantee; "
               "a new run with other seeds or --name would make a second family of verdicts, which it does not cover "
               "(docs/statistics.md)")
 
 
-def _chosen(trials: pd.DataFrame, p: Prepared, standing: Standing, chosen: dict) -> dict | None:
+def _chosen(trials: pd.DataFrame, p: Study, standing: Standing, chosen: dict) -> dict | None:
     """best_config.json of the configuration the seed policy chose (a raced search's leader, not the best mean over
     all samples: a sample that ran only seed 0 is not ranked against the contenders' fresh seeds), with its keys
     (whether the race resolved it, its test figures marked post-selection: adbs_lab/search/seeds/race.py)."""
@@ -163,7 +161,7 @@ def _chosen(trials: pd.DataFrame, p: Prepared, standing: Standing, chosen: dict)
     return None if best is None else {**best, **chosen}
 
 
-def standing(p: Prepared, sessions: pd.DataFrame, trials: pd.DataFrame) -> Standing:
+def standing(p: Study, sessions: pd.DataFrame, trials: pd.DataFrame) -> Standing:
     """Where the seed policy stands, replayed from the trials that ended as the tables read them: each trial's
     last-session test accuracy (the table's reading, adbs_lab/results/comparisons.py: seed_values) and its first
     objective (trials.parquet), the policy taking its own (adbs_lab/search/seeds/policy.py: value)."""
@@ -226,7 +224,7 @@ def _upper(states: dict[str, int]) -> dict[str, int]:
     return {k.upper(): v for k, v in states.items()}
 
 
-def _print_failed(p: Prepared, recs: list, counts: dict[str, int]) -> None:
+def _print_failed(p: Study, recs: list, counts: dict[str, int]) -> None:
     """Why the study exits 1: one line per trial that raised (its error line; the traceback is in MLflow and in
     the trial's error.txt), and how to run those trials again."""
     failed = [r for r in recs if r.state == K.FAILED]
@@ -236,14 +234,14 @@ def _print_failed(p: Prepared, recs: list, counts: dict[str, int]) -> None:
     if failed:
         print(f"tracebacks: MLflow tag adbs.error of each trial's run, and error.txt in its folder under "
               f"{p.where.display('tune')}\nrun the failed trials again (the others are kept): "
-              f"{shlex.join(resume_command(p.opts))}", file=sys.stderr, flush=True)
+              f"{shlex.join(resume_command(p.run))}", file=sys.stderr, flush=True)
 
 
 def _counts(trials: pd.DataFrame) -> dict[str, int]:
     return trials["state"].value_counts().to_dict() if len(trials) else {}
 
 
-def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
+def _tables(p: Study, launched: Launched, t0: float) -> tuple[list, Outcome]:
     """The trials' records (each trial's state as the study recorded it when it ended: the runs file) and the
     tables written from them (sessions.parquet, trials.parquet, table.txt, table.md, best_config.json)."""
     plan = p.plan
@@ -257,7 +255,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                                 verdicts=p.verdicts)
              if len(sessions) else pd.DataFrame())
     policy_now = standing(p, sessions, trials)
-    notes = (study_notes.lines(plan, p.opts, p.base_values) + p.seeding.notes(policy_now, objs[0].name)
+    notes = (list(p.notes) + p.seeding.notes(policy_now, objs[0].name)
              + ([p.no_best] if p.no_best else []))
     seconds = comparisons.row_seconds(trials)
     table_text = tables.annotate(tables.format_table(table, seconds=seconds), trials, order=plan.order, notes=notes)
@@ -274,7 +272,7 @@ def _tables(p: Prepared, launched: Launched, t0: float) -> tuple[list, Outcome]:
                          pareto=record, standing=policy_now)
 
 
-def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
+def _stop(p: Study, tracker, files: list[Path], metrics: dict, why: str, ended: int, code: int) -> NoReturn:
     """A study that stopped early: runs KILLED (the user stopped it) or FAILED, files uploaded, the --resume
     command printed; exit `code` (INTERRUPTED or FAILED)."""
     status = "KILLED" if code == INTERRUPTED else "FAILED"
@@ -286,12 +284,12 @@ def _stop(p: Prepared, tracker, files: list[Path], metrics: dict, why: str, ende
     upload(p.where)
     head = "stopped" if code == INTERRUPTED else "error: failed after it started"
     print(f"\n{p.plan.name} {head} ({why}); the tables of the {ended} trial{'s' * (ended != 1)} that ended "
-          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.opts))}", flush=True,
+          f"are in {p.where}.\ncontinue with: {shlex.join(resume_command(p.run))}", flush=True,
           file=sys.stdout if code == INTERRUPTED else sys.stderr)
     raise Exit(code)
 
 
-def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
+def figures_and_report(p: Study, tracker, out: Outcome) -> list[Path]:
     """The study's figures and report.md (with where its runs are in MLflow). Each analysis is drawn guarded
     (adbs_lab/results/run_files.py: guarded): one that fails is a line in report.md and the output, and the study still
     finishes, its exit code the trials' (the tables are written already)."""
@@ -302,11 +300,11 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
                                     baseline=p.reference)  # as studies/report.py draws them (its tag)
             if len(out.sessions) else [])
     parent = tracker.client.get_run(tracker.parent_run_id)
-    meta = {"MLflow experiment": p.opts.experiment(plan.name), "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
+    meta = {"MLflow experiment": p.experiment, "parent run": f"{parent.info.run_name} ({parent.info.run_id})",
             "tracking URI": p.tracking_uri, "code version": parent.data.tags.get("adbs.code_version", "unknown"),
             "command": f"`{parent.data.tags.get('adbs.command', '?')}`"}
     raced = p.seeding.notes(out.standing, p.objectives[0].name)
-    notes = study_notes.lines(plan, p.opts, p.base_values) + raced
+    notes = list(p.notes) + raced
     if raced:  # studies/report.py redraws the table's notes from this tag: the race's verdicts and post-selection
         tracker.client.set_tag(tracker.parent_run_id, study_notes.TAG, study_notes.tag_value(notes))
     report = run_files.guarded(run_files.REPORT_MD, lambda: run_files.write_study_report(
@@ -315,7 +313,7 @@ def figures_and_report(p: Prepared, tracker, out: Outcome) -> list[Path]:
     return [*figs, *([report] if report else [])]
 
 
-def pruning_premise(p: Prepared, tracker, extra: list[Path], metrics: dict) -> list[str]:
+def pruning_premise(p: Study, tracker, extra: list[Path], metrics: dict) -> list[str]:
     """A pruned study's premise, measured from its Optuna storage (adbs_lab/search/shadows.py: completed trials and
     shadows): the lines the study prints last, appended to report.md, and on the parent run premise/* metrics (the
     correlations by base epoch as their step), `metrics` (regret, counts) and the tag adbs.premise. Nothing for a
@@ -365,7 +363,7 @@ def upload(where: StudyFolder) -> None:
 
 
 
-def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
+def summarise(p: Study, launched: Launched, t0: float) -> Outcome:
     """The study summarised (`_write_summary`); a disk that fills while the tables are written ends in a message
     and the --resume command."""
     try:
@@ -376,4 +374,4 @@ def summarise(p: Prepared, launched: Launched, t0: float) -> Outcome:
         launched.tracker.close_open_runs()
         launched.tracker.finish("FAILED")
         raise Exit(FAILED, f"\nerror: no space left in {p.where} while writing the study's tables ({e}); free "
-                           f"space, then continue with: {shlex.join(resume_command(p.opts))}") from None
+                           f"space, then continue with: {shlex.join(resume_command(p.run))}") from None

@@ -11,8 +11,9 @@ study's MLflow tags (`from_tags`). A rule the statistics add is a field of this 
 that reproduces what studies did before it), recorded in the tag (`tags` writes every field) and read back with the
 default where an older study's tag lacks it: e.g. the fewest finite pairs a verdict needs, or the split of α between
 the primary and the secondary metrics (adbs_lab/stats/continuation.py: AlphaSplit). A field whose value `--resume`
-may not change carries `metadata={"setting": <its study.json key and option>, "resume": "fixed"}`, which the
-driver reads (study.json's settings, the checks of --resume).
+may not change carries `metadata={"setting": <its study.json key and option>, "resume": "fixed"}`, and, where a
+study's flag sets it, `"flag"`: the driver records and checks those (adbs_lab/driver/resume.py: settings_now,
+RESUME_FIXED).
 
 `alpha_problem` and `delta_problem` are the one rule of each value, for the study's options and studies/report.py.
 """
@@ -73,10 +74,10 @@ def delta_problem(delta: float) -> str | None:
 class VerdictPolicy:
     """What a study's verdicts guarantee and how they read (module docstring)."""
 
-    alpha: float = field(default=DEFAULT_ALPHA, metadata={"setting": "error_rate", "resume": "fixed"})
+    alpha: float = field(default=DEFAULT_ALPHA, metadata={"setting": "error_rate", "resume": "fixed", "flag": "--error-rate"})
     """The family error rate: every verdict the study prints (its table's, its looks', its race's) is true together
     with probability at least 1 - alpha."""
-    delta: float = field(default=DEFAULT_DELTA, metadata={"setting": "resolve", "resume": "fixed"})
+    delta: float = field(default=DEFAULT_DELTA, metadata={"setting": "resolve", "resume": "fixed", "flag": "--resolve"})
     """δ in accuracy points: each interval is read against 0 and ±δ."""
     pairs: tuple[Pair, ...] | None = field(default=None, metadata={"setting": "comparisons", "resume": "fixed"})
     """The family: (row, the row it is compared with), in the table's order. None: each row against its reference

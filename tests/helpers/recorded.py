@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from adbs_lab.driver.prepared import Prepared
+from adbs_lab.driver.prepared import Study
 from adbs_lab.results import rereading
 
 
-def write_record(p: Prepared, policy: bool = True) -> None:
+def write_record(p: Study, policy: bool = True) -> None:
     """study.json of a run of `p` (its fingerprint, command and the settings --resume checks), with its verdict
     policy and reference (`policy`), or, as a study.json from before it recorded them, without."""
     held: dict[str, Any] = {"study": p.plan.name, "folder": p.folder, "fingerprint": p.fingerprint, "command": p.command,
-            "settings": {"resolve": p.opts.resolve, "reference": p.opts.reference}}
+            "settings": {"resolve": p.verdicts.delta, "reference": p.run.reference}}
     if policy:
         held |= {rereading.RECORD_KEY: rereading.record(p.verdicts), "baseline": p.reference}
     p.dir.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,7 @@ REFUSED = {
     "--alpha, which the study sweeps": ["--alpha", "0.05"],
     "--seeds -1": ["--seeds", "-1"],
     "--resolve 0": ["--resolve", "0"],
+    "--error-rate 0.7": ["--error-rate", "0.7"],
 }
 
 PROBE = """

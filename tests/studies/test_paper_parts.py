@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 from adbs_lab.driver import options
 from adbs import exits
 from adbs_lab.driver import compose
+from adbs_lab.driver.prepared import RunSettings, resume_command
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = [sys.executable, str(REPO / "studies" / "paper.py"), "--smoke"]
@@ -60,9 +61,9 @@ def test_every_part_refused_writes_no_report_and_no_paper_run(tmp_path, capsys, 
 
 def test_a_part_advises_the_command_of_its_composition():
     opts = options.parse("t", argv=["--smoke"])[0]
-    assert options.resume_command(opts, lambda: "py")[-1] == "--resume"
+    assert resume_command(RunSettings.of(opts), lambda: "py")[-1] == "--resume"
     part = opts.replace(continue_argv=("studies/paper.py", "--smoke"))
-    assert options.resume_command(part, lambda: "py") == ["py", "studies/paper.py", "--smoke"]
+    assert resume_command(RunSettings.of(part), lambda: "py") == ["py", "studies/paper.py", "--smoke"]
 
 
 

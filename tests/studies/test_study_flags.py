@@ -21,6 +21,7 @@ from adbs_lab.driver import options
 from adbs_lab.results import tables
 from adbs_lab.driver import launch
 from adbs_lab.search.seeds.fixed import SeedList
+from tests.helpers.run_facts import run_facts
 from adbs_lab.stores.paths import REPO_ROOT
 
 
@@ -151,7 +152,7 @@ def test_the_start_line_estimates_cpu_time_only_for_the_cpu_presets(argv, cpu_es
     """--dataset cifar100 keeps --preset at its default (cpu) but picks the cifar100 preset: no CPU estimate."""
     opts, _ = options.parse(options.parser("t"), argv=argv)
     plan = study.Plan(name="t", space={}, space_source="tests", est_trial_s=40, est_smoke_trial_s=35)
-    prepared = SimpleNamespace(plan=plan, opts=opts, total=4, n_configs=4, base=from_dict({}), base_values={},
+    prepared = SimpleNamespace(plan=plan, **run_facts(opts, plan), total=4, n_configs=4, base=from_dict({}), base_values={},
                                seeding=SeedList(tuple(opts.seeds)), pruner="none", where="runs/t-smoke", no_best=None)
     launch.print_start(prepared, 2)
     out = capsys.readouterr().out
@@ -206,7 +207,7 @@ def test_the_start_lines_estimate_follows_the_base_epochs(capsys):
 
     def minutes(base):
         p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60,
-                                            est_smoke_trial_s=35), opts=opts, total=4, n_configs=4, base=from_dict(base),
+                                            est_smoke_trial_s=35), **run_facts(opts), total=4, n_configs=4, base=from_dict(base),
                             seeding=SeedList(tuple(opts.seeds)), pruner="none",
                             base_values=base, no_best=None)
         launch.print_start(p, 2, load=load)
@@ -230,7 +231,7 @@ def test_the_start_lines_range_runs_from_the_square_root_to_the_plain_share_rati
     assert launch.load_range(41.0, 2, 2) == pytest.approx((21.5 ** 0.5, 21.5))
     assert launch.load_range(0.0, 16, 2) == (1.0, 1.0)
     opts, _ = options.parse(options.parser("t"), argv=[])
-    p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60), opts=opts, total=4,
+    p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60), **run_facts(opts), total=4,
                         n_configs=4, base=from_dict({}), seeding=SeedList(tuple(opts.seeds)))
     monkeypatch.delenv("RAY_worker_niceness", raising=False)
     text = launch.estimate_text(p, 2, load=41.0)

@@ -115,13 +115,14 @@ def test_probe_measures_a_real_trial():
 
 
 def _prepared(*args: str, configs=None, base=None):
-    """A stand-in for study.Prepared with what study.resources reads."""
+    """A stand-in for study.Study with what study.resources reads."""
     from types import SimpleNamespace
 
     from adbs_lab.driver.options import StudyOptions
+    from adbs_lab.driver.prepared import RunSettings
 
     opts = StudyOptions(**dict(args))
-    return SimpleNamespace(opts=opts, gpus_per_trial=opts.gpus_per_trial or 0.0, total=10,
+    return SimpleNamespace(run=RunSettings.of(opts), gpus_per_trial=opts.gpus_per_trial or 0.0, total=10,
                            threads=(base or {}).get("threads"),
                            configs=configs if configs is not None else [preset("cifar100")])
 

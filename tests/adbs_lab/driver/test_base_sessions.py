@@ -13,6 +13,7 @@ from adbs_lab.driver.base_sessions import BaseSessions, count, keys
 from adbs_lab.driver.preflight import study as typed
 from adbs_lab.search import space as sp
 from adbs_lab.search.seeds.fixed import SeedList
+from tests.helpers.run_facts import run_facts
 
 
 def _prepared(space, tmp_path, tracking_uri, *flags, defaults=None):
@@ -58,7 +59,7 @@ def test_the_start_line_counts_a_trial_that_loads_its_base_session_at_a_loaded_t
     """24 trials, 2 base sessions to train, 2 at a time at load 0: one wave of 60 s trials, then 22 trials of
     launch.CACHED_TRIAL_S (8 s) two at a time: 60 + 88 s, not twelve waves of 60 s (12 min)."""
     opts, _ = options.parse(options.parser("t"), argv=[])
-    p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60), opts=opts,
+    p = SimpleNamespace(plan=study.Plan(name="t", space={}, space_source="tests", est_trial_s=60), **run_facts(opts),
                         total=24, n_configs=24, base=from_dict({}), seeding=SeedList((0,)))
     assert "roughly 12.0 min" in launch.estimate_text(p, 2, load=0.0)
     text = launch.estimate_text(p, 2, load=0.0, bases=BaseSessions(trials=24, to_train=2))

@@ -34,8 +34,9 @@ def _opts(study, *flags: str) -> options.StudyOptions:
 @pytest.mark.parametrize("name", list(STUDIES))
 def test_without_seeds_a_study_that_compares_rows_adds_seeds_by_the_deciding_design(tmp_path, name):
     study = STUDIES[name]
-    p = preflight.study(*study.plan(_opts(study, "--storage", str(tmp_path))))
-    assert isinstance(p.seeding, UntilResolved) and p.opts.seeds_default
+    opts = _opts(study, "--storage", str(tmp_path))
+    p = preflight.study(*study.plan(opts))
+    assert isinstance(p.seeding, UntilResolved) and opts.seeds_default
     m = len(p.verdicts.pairs or ())
     assert m >= 1 and p.verdicts.split == AlphaSplit() and p.verdicts.alpha == 0.05
     assert p.verdicts.looks == design(m) if m <= CAP_FOR_FAMILY[-1][0] else continuable(11, alpha=0.04)
@@ -50,8 +51,9 @@ def test_without_seeds_a_study_that_compares_rows_adds_seeds_by_the_deciding_des
 @pytest.mark.parametrize("flags, seeds", [(("--seeds", "0", "1", "2"), (0, 1, 2)), (("--smoke",), (0,)),
                                           (("--seeds", "4"), (4,))])
 def test_a_seed_list_and_a_smoke_run_stay_fixed_designs(tmp_path, flags, seeds):
-    p = preflight.study(*ablation.plan(_opts(ablation, "--storage", str(tmp_path), *flags)))
-    assert p.seeding == SeedList(seeds) and not p.opts.seeds_auto and not p.opts.seeds_default
+    opts = _opts(ablation, "--storage", str(tmp_path), *flags)
+    p = preflight.study(*ablation.plan(opts))
+    assert p.seeding == SeedList(seeds) and not opts.seeds_auto and not opts.seeds_default
     assert p.verdicts.split is None and p.verdicts.looks is None  # read as before: one look, all of α on the primary
 
 

@@ -152,7 +152,7 @@ def test_the_line_of_a_study_stopped_before_its_trials_never_prints_a_secret(cap
     from adbs_lab.driver.session import interrupted
 
     argv = ["studies/ablation.py", "--tracking-uri", url] + (["--resume"] if resume else [])
-    p = SimpleNamespace(opts=SimpleNamespace(resume=resume, argv=argv, continue_argv=None), plan=SimpleNamespace(name="ablation"))
+    p = SimpleNamespace(run=SimpleNamespace(resume=resume, argv=argv, continue_argv=None), plan=SimpleNamespace(name="ablation"))
     with pytest.raises(Exit):
         interrupted("preparing the first trials", p)  # type: ignore[arg-type]
     err = capsys.readouterr().err

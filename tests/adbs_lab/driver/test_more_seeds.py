@@ -10,6 +10,7 @@ import pytest
 
 from adbs_lab.driver import more_seeds, options, preflight
 from adbs_lab.driver.options import StudyInputError
+from adbs_lab.driver.prepared import RunSettings, more_seeds_command
 from adbs_lab.records import metrics_keys as K
 from adbs_lab.search.seeds.policy import Ended
 from studies import ablation
@@ -85,8 +86,9 @@ def test_a_hand_edited_pause_is_refused_with_the_plans_pauses(tmp_path, pause):
 
 
 def test_a_study_of_the_plan_before_horizons_is_refused(tmp_path):
-    p = _prepared(tmp_path)
-    old = preflight.study(p.plan, p.opts, legacy=True)
+    _prepared(tmp_path)
+    opts, _ = options.parse(options.parser("t", ablation.DEFAULTS), argv=["--storage", str(tmp_path)])
+    old = preflight.study(*ablation.plan(opts), legacy=True)
     assert old.seeding.looks.horizon is None
     with pytest.raises(StudyInputError, match="no planned looks after its last seeds"):
         more_seeds.continued(old, _standing(OPEN, 8))
@@ -99,7 +101,7 @@ def test_the_flag_needs_looks_and_the_printed_command_has_it_once():
     opts, _ = options.parse(options.parser("t", ablation.DEFAULTS), argv=["--more-seeds", "--resume"])
     assert opts.resume and opts.more_seeds
     opts = dataclasses.replace(opts, argv=("studies/ablation.py", "--resume", "--more-seeds", "--storage", "x"))
-    assert options.more_seeds_command(opts, lambda: "py") == ["py", "studies/ablation.py", "--storage", "x",
+    assert more_seeds_command(RunSettings.of(opts), lambda: "py") == ["py", "studies/ablation.py", "--storage", "x",
                                                               "--more-seeds"]
     with pytest.raises(StudyInputError, match="drop --more-seeds"):
         dataclasses.replace(opts, plan_only=True).check()

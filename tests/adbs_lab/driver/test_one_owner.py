@@ -133,7 +133,7 @@ def test_a_resumed_tracker_logs_to_the_store_this_command_names(tmp_path):
     saved_tracker.__dict__.update(uri=p.tracking_uri, folder=p.folder, study_dir=p.dir, _client=None)
     saved = pickle.dumps(saved_tracker)
     copied = f"sqlite:///{tmp_path / 'copy.db'}"
-    resumed = dataclasses.replace(p, opts=opts.replace(resume=True), tracking_uri=copied)
+    resumed = dataclasses.replace(p, run=dataclasses.replace(p.run, resume=True), tracking_uri=copied)
     claim.claim(resumed)  # --resume: binds this command's stores, then Tuner.restore unpickles the tracker
     assert pickle.loads(saved).uri == copied
 

@@ -14,6 +14,7 @@ import ray
 
 from adbs.exits import REFUSED, Exit
 from adbs_lab.driver import options, session
+from adbs_lab.driver.prepared import RunSettings
 from adbs_lab.stores.study_folder import StudyFolder, StudyLock
 from tests.helpers.scripts import in_process
 
@@ -69,7 +70,7 @@ def test_the_line_says_how_to_run_again(monkeypatch, ray_fails, resume, address,
     ray_fails(RAISED[0])
     opts = options.parse("t", argv=["--smoke"] + (["--resume"] if resume else []))[0].replace(
         argv=("studies/alpha_sweep.py", "--smoke", *(["--resume"] if resume else [])), address=address)
-    p = SimpleNamespace(opts=opts, plan=SimpleNamespace(name="alpha_sweep"), total=2)
+    p = SimpleNamespace(run=RunSettings.of(opts), plan=SimpleNamespace(name="alpha_sweep"), total=2)
     monkeypatch.setattr(session, "_probe_ray", lambda a: None)  # no cluster to probe here
     with pytest.raises(Exit) as e:
         with session.ray_session(p):

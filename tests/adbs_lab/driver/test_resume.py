@@ -14,6 +14,7 @@ from adbs_lab.driver.tracker import MlflowTracker
 from adbs_lab.records.objectives import Objective, ObjectiveError
 from adbs_lab.search.searcher import StudySearch
 from adbs_lab.stores import study_folder
+from adbs_lab.stats.policy import VerdictPolicy
 from adbs_lab.stores.study_folder import StudyFolder
 
 
@@ -101,9 +102,9 @@ def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prun
     # there, a later test's searcher of a study 's', unpickled in the same worker, would open this test's optuna.db
     monkeypatch.setattr(study_folder, "_REBOUND", {})  # private
     where = _resumable(tmp_path, pruner, 0.2)
-    opts = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.5, resolve=1.0,
-                           reference=None)
-    p = SimpleNamespace(opts=opts, where=where, fingerprint="f", pruner=pruner, sampler_seed=0,
+    run = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.5, reference=None,
+                          max_concurrent=None, gpus_per_trial=None, max_failures=2)
+    p = SimpleNamespace(run=run, verdicts=VerdictPolicy(), where=where, fingerprint="f", pruner=pruner, sampler_seed=0,
                         objectives=objectives.effective(()), optuna_url=f"sqlite:///{where.local / 'optuna.db'}",
                         tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     if accepted:
@@ -115,28 +116,33 @@ def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prun
     assert "--shadow-share 0.5 differs from the study's --shadow-share 0.2" in said
     assert f"the share already decided which of the trials its pruner (--pruner {pruner}) stopped ran on" in said
     assert "rerun with --shadow-share 0.2" in said
-    p.opts.shadow_share = 0.2
+    p.run.shadow_share = 0.2
     assert resume.check_resume(p)["shadow_share"] == 0.2
 
 
 @pytest.mark.parametrize("given, refused", [({"resolve": 0.5}, "--resolve 0.5 differs from the study's --resolve 1 "),
+                                            ({"error_rate": 0.1},
+                                             "--error-rate 0.1 differs from the study's --error-rate 0.05 "),
                                             ({"reference": "alpha=0.1"},
                                              "--reference alpha=0.1 differs from the study's --reference (not given)"),
                                             ({}, None)])
-def test_another_delta_or_reference_is_refused_on_resume(tmp_path, monkeypatch, given, refused):
-    """A --seeds auto study's searcher took its looks at the δ and comparisons it started with, and the summary
-    would replay them at this run's: --resume with another --resolve or --reference is refused, naming the value to
-    rerun with; the same ones are accepted. A study.json from before they were recorded is not checked for them."""
+def test_another_delta_error_rate_or_reference_is_refused_on_resume(tmp_path, monkeypatch, given, refused):
+    """A --seeds auto study's searcher took its looks at the δ, α and comparisons it started with, and the summary
+    would replay them at this run's: --resume with another --resolve, --error-rate or --reference is refused, naming
+    the value to rerun with; the same ones are accepted. A study.json from before they were recorded is not checked
+    for them."""
     from types import SimpleNamespace
 
     from adbs_lab.records import objectives
     from adbs_lab.driver.options import StudyInputError
 
     monkeypatch.setattr(study_folder, "_REBOUND", {})  # private: see the test above
-    where = _resumable(tmp_path, "none", 0.2, resolve=1.0, reference=None)
-    opts = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.2,
-                           **{"resolve": 1.0, "reference": None, **given})
-    p = SimpleNamespace(opts=opts, where=where, fingerprint="f", pruner="none", sampler_seed=0,
+    where = _resumable(tmp_path, "none", 0.2, error_rate=0.05, resolve=1.0, reference=None)
+    run = SimpleNamespace(resume=True, optuna_storage=None, cpus_per_trial=None, shadow_share=0.2,
+                          reference=given.get("reference"), max_concurrent=None, gpus_per_trial=None, max_failures=2)
+    verdicts = VerdictPolicy(alpha=given.get("error_rate", 0.05), delta=given.get("resolve", 1.0))
+    p = SimpleNamespace(run=run, verdicts=verdicts, where=where, fingerprint="f",
+                        pruner="none", sampler_seed=0,
                         objectives=objectives.effective(()), optuna_url=f"sqlite:///{where.local / 'optuna.db'}",
                         tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     if refused is None:
@@ -147,4 +153,4 @@ def test_another_delta_or_reference_is_refused_on_resume(tmp_path, monkeypatch, 
     assert refused in str(e.value) and "a study cannot change it midway" in str(e.value)
     old = _resumable(tmp_path / "old", "none", 0.2)  # study.json without resolve and reference: not checked
     monkeypatch.setattr(study_folder, "_REBOUND", {})  # private: see the test above
-    assert "resolve" not in resume.check_resume(SimpleNamespace(**{**vars(p), "where": old}))
+    assert not {"resolve", "error_rate"} & set(resume.check_resume(SimpleNamespace(**{**vars(p), "where": old})))

@@ -23,7 +23,7 @@ PLAN = study.Plan(name="t", space={"variant": "adb+ic", "alpha": [0.01, 0.05]}, 
 
 
 def _started(tmp_path, *flags: str):
-    """The study's Prepared and its tracker once the parent run is made (no trial runs), the tracker made as
+    """The study object (Study) and its tracker once the parent run is made (no trial runs), the tracker made as
     adbs_lab/driver/launch.py makes it: the study's name, the experiment its options name."""
     opts = options.parse("t", argv=["--storage", str(tmp_path / "runs"), "--gpus-per-trial", "0",
                                     "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", *flags])[0]
@@ -31,7 +31,7 @@ def _started(tmp_path, *flags: str):
     p.where.local.mkdir(parents=True, exist_ok=True)
     tracker = MlflowTracker(uri=p.tracking_uri, study=p.plan.name, folder=p.folder, study_dir=p.dir, run_name="t",
                             tags={"adbs.command": shlex.join(["studies/t.py", *flags])}, varying=p.varying,
-                            resume=False, experiment=p.opts.experiment(p.plan.name))
+                            resume=False, experiment=p.experiment)
     tune_staging.release()  # the tracker holds Tune's start lock for a fit() that never comes here
     tracker.finish()
     return p, tracker

@@ -26,7 +26,7 @@ def _resumable(tmp_path, ended: dict[str, str], begun: int):
     runs = {"parent": "p", "trials": {f"t{i}": f"r{i}" for i in range(len(ended) + begun)}, "ended": ended}
     (where.local / tracking_store.RUNS_FILE).write_text(json.dumps(runs))
     return SimpleNamespace(where=where, dir=where.local, total=12, fingerprint="not its", tracking_uri="sqlite:///x",
-                           opts=SimpleNamespace(more_seeds=False))
+                           run=SimpleNamespace(more_seeds=False))
 
 
 def test_a_resumed_run_says_what_it_resumes(tmp_path):

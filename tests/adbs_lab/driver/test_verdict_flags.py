@@ -1,4 +1,4 @@
-"""--reference, --resolve and --plan: the study typed once holds its comparisons, bad values are refused before
+"""--reference, --resolve, --error-rate and --plan: the study typed once holds its comparisons, bad values are refused before
 anything starts, and --plan prints a finished study's verdicts and seed plan and runs nothing (no Ray here)."""
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ def test_alpha_sweep_compares_each_alpha_with_the_presets_unless_told_otherwise(
     (("--resolve", "nan"), "must be > 0"),
     (("--reference", "alpha=0.5"), "--reference 'alpha=0.5' is not a row of this study; its rows: 'alpha=0.01'"),
     (("--plan", "--resume"), "--plan reads a finished study and runs nothing: drop --resume"),
+    (("--error-rate", "0.7"), "--error-rate 0.7: the family error rate must be > 0 and at most 0.5"),
+    (("--error-rate", "0"), "--error-rate 0: the family error rate must be > 0 and at most 0.5"),
+    (("--error-rate", "nan"), "--error-rate nan: the family error rate must be > 0"),
 ])
 def test_bad_verdict_flags_are_refused_before_anything_starts(flags, says):
     with pytest.raises(StudyInputError, match=None) as e:
@@ -99,3 +102,33 @@ def test_plan_of_a_seeds_auto_study_reads_its_verdicts_at_its_looks(tmp_path, ca
     from adbs_lab.results import comparisons
 
     assert all(line in out for line in comparisons.sentences(table.attrs["comparisons"]))
+
+
+def test_an_error_rate_that_is_no_number_is_refused_by_the_parser(capsys):
+    with pytest.raises(SystemExit) as e:
+        _opts("--error-rate", "five")
+    assert e.value.code == 2
+    assert "--error-rate: 'five' is not a number: the family error rate A is a number > 0 and at most 0.5" in \
+        capsys.readouterr().err
+
+
+def test_the_error_rate_is_the_familys_alpha_and_its_printed_level(tmp_path, capsys):
+    """--error-rate 0.1: the policy's α, the level every family line prints (90%), the split the deciding design
+    spends (0.08 + 0.02), and study.json's settings, which --resume compares (adbs_lab/driver/resume.py)."""
+    def deciding(*flags: str) -> options.StudyOptions:  # ablation's own defaults: it adds seeds until resolved
+        return options.parse(options.parser("t", ablation.DEFAULTS), argv=[*flags, "--storage", str(tmp_path)])[0]
+
+    p = preflight.study(*ablation.plan(deciding("--error-rate", "0.1")))
+    assert p.verdicts.alpha == 0.1 and p.verdicts.level_text == "90%" and p.verdicts.primary_alpha == pytest.approx(0.08)
+    assert "α 0.1 for the family" in p.seeding.start_line(p.n_configs)
+    default = preflight.study(*ablation.plan(deciding()))
+    assert default.verdicts.alpha == 0.05 and default.fingerprint != p.fingerprint  # its looks are another plan's
+    from adbs_lab.driver.resume import settings_now
+
+    assert settings_now(p)["error_rate"] == 0.1 and settings_now(default)["error_rate"] == 0.05
+    _write_study(tmp_path / "ablation-smoke", {"baseline": [50, 54, 47], "adb": [51, 55.5, 47.5], "adb+ic": [56, 61, 52]})
+    q = preflight.study(*ablation.plan(_opts("--smoke", "--storage", str(tmp_path), "--plan", "--error-rate", "0.1")))
+    write_record(q)
+    seed_plan(q)
+    out = capsys.readouterr().out
+    assert "90% CI" in out and "95% CI" not in out

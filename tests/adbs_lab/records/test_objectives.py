@@ -206,9 +206,9 @@ def test_resume_may_not_change_the_objectives(tmp_path):
             (None, ("val_avg_acc:max",), "none", None)):
         settings = {"pruner": "none", "sampler_seed": 0, **({"objectives": held} if held is not None else {})}
         (p.where.local / "study.json").write_text(json.dumps({"fingerprint": p.fingerprint, "settings": settings}))
-        # this run's study as the preflight types it (Prepared is frozen; the option checks, which refuse some of
+        # this run's study as the preflight types it (Study is frozen; the option checks, which refuse some of
         # these pairs, are not what is tested)
-        p = dataclasses.replace(p, opts=opts.replace(resume=True, objectives=now, pruner=pruner),
+        p = dataclasses.replace(p, run=dataclasses.replace(p.run, resume=True),
                                 objectives=objectives.effective(now), pruner=pruner)
         # Tune's saved state is stubbed (the private helpers that read it, and Tune's own check): what is tested
         # is the comparison of the objectives, not Tune

@@ -89,18 +89,15 @@ def _parent(name: str = "knobs") -> SimpleNamespace:
                            data=SimpleNamespace(tags={"adbs.command": f"studies/{name}.py"}))
 
 
-def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path, monkeypatch):
+def test_a_study_whose_analysis_fails_still_writes_its_report(tmp_path):
     """The study's own summary (adbs_lab/driver/summarise.py): the figures and report.md after the tables; the
-    tracker is a stand-in (what is tested is our summary, not MLflow), and so are the lines above the tables
-    (adbs_lab/results/notes.py, tested in tests/adbs_lab/results/test_study_notes.py), which read the study's options."""
-    from adbs_lab.results import notes as study_notes
+    tracker is a stand-in (what is tested is our summary, not MLflow), and the study has no notes above the tables
+    (adbs_lab/results/notes.py, tested in tests/adbs_lab/results/test_study_notes.py)."""
     from adbs_lab.driver import summarise
-
-    monkeypatch.setattr(study_notes, "lines", lambda plan, opts, base: [])
 
     sessions, trials = _constant_search()
     p = SimpleNamespace(plan=SimpleNamespace(name="knobs", order=None), dir=tmp_path,
-                        opts=SimpleNamespace(experiment=lambda study: study),
+                        experiment="knobs", notes=(),
                         objectives=objectives.DEFAULT, tracking_uri="sqlite:///m.db", base_values={},
                         conditions=(), reference=None, seeding=SeedList((0,)))
     tracker = SimpleNamespace(client=SimpleNamespace(get_run=lambda _: _parent()), parent_run_id="f" * 32)

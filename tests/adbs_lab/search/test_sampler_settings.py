@@ -1,5 +1,5 @@
 """The sampler a study samples with, read off the object the study builds (adbs_lab/driver/launch.py: sampler, from
-the study's own Prepared; Optuna keeps the settings in attributes of its own, with no public accessor), so that an
+the study's own Study; Optuna keeps the settings in attributes of its own, with no public accessor), so that an
 Optuna upgrade that changes a default fails here instead of changing what a study samples: each trial's TPE with
 multivariate TPE for one objective and independent TPE for several, the constant liar, 10 random startup trials, and
 its seed from --sampler-seed and the trial's number (adbs_lab/search/samplers.py); a grid's sampler seeded by
@@ -23,7 +23,7 @@ GRID = study.Plan(name="g", space={"variant": "adb+ic", "alpha": [0.01, 0.05]}, 
 
 def _built(tmp_path, plan: study.Plan, *flags: str):
     """The Optuna sampler the study hands its searcher (adbs_lab/driver/launch.py: sampler, from the study's own
-    Prepared), and that Prepared."""
+    Study), and that Study."""
     opts = options.parse("t", options.Defaults(num_samples=4), argv=[
         "--storage", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
         "--gpus-per-trial", "0", *flags])[0]
