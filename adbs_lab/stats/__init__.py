@@ -16,7 +16,8 @@
     sequential   seeds added in batches until every comparison is resolved: which rows run next, or done
     simulate     simulated studies (normal and heavy-tailed noise) for the tests and bench/verdict_simulation.py
     corners      the corners' simulated data and truths: grid accuracies (ties), t(3), task levels, unequal spreads
-    aggregate    over tasks: per-seed differences (IQM, Yuen; mean of task means), paired P(X > Y) (Clopper-Pearson)
+    aggregate    over tasks: per-seed differences (IQM, expanded percentile bootstrap; mean of task means),
+                 paired P(X > Y) (Clopper-Pearson)
     premise      does base accuracy predict the objective: weighted Spearman rho (Bonett & Wright 2000), pruning regret,
                  --pruner auto's checks at fixed trial counts
 """

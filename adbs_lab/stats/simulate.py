@@ -96,7 +96,7 @@ def aggregate_coverage(kind: Literal["iqm", "mean", "improvement"], sims: int, r
     if kind == "iqm":
         if n_items is not None:
             raise ValueError("the IQM's truth is computed for continuous differences: n_items=None")
-        _, lo, hi = aggregate.yuen_bounds(np.concatenate(d, axis=-1), level)
+        _, lo, hi = aggregate.percentile_bounds(np.concatenate(d, axis=-1), level)
         truth = corners.mixture_iqm(effects, sig, noise, weights=list(runs))
     elif kind == "mean":
         if n_items is not None:
