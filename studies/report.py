@@ -55,7 +55,7 @@ from adbs.redaction import redact, reveal  # noqa: E402
 from adbs_lab.records import metrics_keys as K  # noqa: E402
 from adbs_lab.results import names  # noqa: E402
 from adbs_lab.results import run_pick  # noqa: E402
-from adbs_lab.stats import policy  # noqa: E402
+from adbs_lab.stats import policy, rules  # noqa: E402
 from adbs_lab.stores import paths  # noqa: E402
 from adbs_lab.stores import tracking_store  # noqa: E402
 
@@ -123,8 +123,8 @@ def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--datasets all already takes every dataset; name datasets or 'all', not both")
     if args.paper and len(args.study) > 1:
         p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
-    if args.resolve is not None and policy.delta_problem(args.resolve):
-        p.error(f"--resolve {args.resolve:g}: {policy.delta_problem(args.resolve)}")
+    if args.resolve is not None and rules.delta_problem(args.resolve):
+        p.error(f"--resolve {args.resolve:g}: {rules.delta_problem(args.resolve)}")
     if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
         p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
                 + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))

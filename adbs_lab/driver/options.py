@@ -30,7 +30,7 @@ from adbs.exits import OK, Exit
 from adbs.config.docs import read_field_docs
 from adbs.redaction import secret_url
 from adbs_lab.records import objectives
-from adbs_lab.stats.policy import DEFAULT_ALPHA, MAX_ALPHA, alpha_problem
+from adbs_lab.stats.rules import DEFAULT_ALPHA, MAX_ALPHA, alpha_problem, delta_problem
 from adbs_lab.stores import paths
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -269,9 +269,8 @@ class StudyOptions:
         if clash:
             raise StudyInputError(clash)
         self._check_seeds()
-        if not (math.isfinite(self.resolve) and 0 < self.resolve <= 100):
-            raise StudyInputError(f"--resolve {self.resolve:g}: δ is the smallest difference that matters, in accuracy "
-                                  "points, and must be > 0 and at most 100 (e.g. --resolve 1.0)")
+        if delta_problem(self.resolve):
+            raise StudyInputError(f"--resolve {self.resolve:g}: {delta_problem(self.resolve)}")
         if alpha_problem(self.error_rate):
             raise StudyInputError(f"--error-rate {self.error_rate:g}: {alpha_problem(self.error_rate)}")
         if self.reference is not None and not self.reference.strip():

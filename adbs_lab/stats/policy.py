@@ -15,7 +15,8 @@ may not change carries `metadata={"setting": <its study.json key and option>, "r
 study's flag sets it, `"flag"`: the driver records and checks those (adbs_lab/driver/resume.py: settings_now,
 RESUME_FIXED).
 
-`alpha_problem` and `delta_problem` are the one rule of each value, for the study's options and studies/report.py.
+The defaults of α and δ and the one rule of each (`alpha_problem`, `delta_problem`) are in adbs_lab/stats/rules.py,
+which the study's options and studies/report.py read without loading this module's scipy.
 """
 
 from __future__ import annotations
@@ -28,19 +29,11 @@ from typing import Any, Mapping, Sequence
 
 from adbs_lab.stats.continuation import AlphaSplit
 from adbs_lab.stats.looks import Looks
+from adbs_lab.stats.rules import DEFAULT_ALPHA, DEFAULT_DELTA, alpha_problem, delta_problem
 from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS, MIN_PAIRS, Label
 
-__all__ = ["SMOKE_BANNER", "DEFAULT_ALPHA", "DEFAULT_DELTA", "DEFAULT_POLICY", "MAX_ALPHA", "MAX_DELTA", "TAG",
-           "PAIRS_TAG", "Pair", "VerdictPolicy", "alpha_problem", "delta_problem", "combined"]
+__all__ = ["SMOKE_BANNER", "DEFAULT_POLICY", "TAG", "PAIRS_TAG", "Pair", "VerdictPolicy", "combined"]
 
-DEFAULT_ALPHA = 0.05
-"""The family's error rate unless a study is told otherwise (--error-rate)."""
-DEFAULT_DELTA = 1.0
-"""δ in accuracy points (--resolve): a difference inside ±δ is too small to matter."""
-MAX_ALPHA = 0.5
-"""The largest family error rate a study takes: beyond it a "verdict" is wrong more often than not."""
-MAX_DELTA = 100.0
-"""The largest δ: accuracies are percentages, so no difference exceeds 100 points."""
 TAG = "adbs.verdicts"
 """The MLflow tag of a study's parent run that holds its policy (JSON, `tags`)."""
 PAIRS_TAG = "adbs.comparisons"
@@ -52,22 +45,6 @@ VERSION = 1
 
 Pair = tuple[str, str]
 """(row, the row it is compared with): the difference is row - that row."""
-
-
-def alpha_problem(alpha: float) -> str | None:
-    """What is wrong with a family error rate (None: nothing): it must be > 0 and at most MAX_ALPHA."""
-    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and 0 < alpha <= MAX_ALPHA):
-        return (f"the family error rate must be > 0 and at most {MAX_ALPHA:g} (all of a study's verdicts are true "
-                f"together with probability at least 1 - A; e.g. 0.05)")
-    return None
-
-
-def delta_problem(delta: float) -> str | None:
-    """What is wrong with δ (None: nothing): it must be > 0 and at most MAX_DELTA points."""
-    if not (isinstance(delta, (int, float)) and math.isfinite(delta) and 0 < delta <= MAX_DELTA):
-        return (f"δ is the smallest difference that matters, in accuracy points, and must be > 0 and at most "
-                f"{MAX_DELTA:g} (e.g. 1.0)")
-    return None
 
 
 @dataclass(frozen=True)

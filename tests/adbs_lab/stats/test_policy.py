@@ -10,7 +10,8 @@ import pytest
 
 from adbs_lab.stats.looks import Looks
 from adbs_lab.stats.verdicts import LEGACY_MIN_PAIRS
-from adbs_lab.stats.policy import (PAIRS_TAG, TAG, VerdictPolicy, alpha_problem, combined, delta_problem)
+from adbs_lab.stats.policy import PAIRS_TAG, TAG, VerdictPolicy, combined
+from adbs_lab.stats.rules import alpha_problem, delta_problem
 from adbs_lab.stats.verdicts import Label
 
 
