@@ -124,7 +124,7 @@ def _check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.paper and len(args.study) > 1:
         p.error("--paper compares one study with the paper's table; report the studies one at a time with --paper")
     if args.resolve is not None and rules.delta_problem(args.resolve):
-        p.error(f"--resolve {args.resolve:g}: {rules.delta_problem(args.resolve)}")
+        p.error(f"--resolve {rules.shown(args.resolve)}: {rules.delta_problem(args.resolve)}")
     if args.metric not in K.SESSION_METRICS or args.metric == "n_classes":
         p.error(f"--metric {args.metric!r} is not a session metric; valid metrics: "
                 + ", ".join(m for m in K.SESSION_METRICS if m != "n_classes"))

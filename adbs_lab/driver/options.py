@@ -30,7 +30,7 @@ from adbs.exits import OK, Exit
 from adbs.config.docs import read_field_docs
 from adbs.redaction import secret_url
 from adbs_lab.records import objectives
-from adbs_lab.stats.rules import DEFAULT_ALPHA, MAX_ALPHA, alpha_problem, delta_problem
+from adbs_lab.stats.rules import DEFAULT_ALPHA, MAX_ALPHA, alpha_problem, delta_problem, shown
 from adbs_lab.stores import paths
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -270,9 +270,9 @@ class StudyOptions:
             raise StudyInputError(clash)
         self._check_seeds()
         if delta_problem(self.resolve):
-            raise StudyInputError(f"--resolve {self.resolve:g}: {delta_problem(self.resolve)}")
+            raise StudyInputError(f"--resolve {shown(self.resolve)}: {delta_problem(self.resolve)}")
         if alpha_problem(self.error_rate):
-            raise StudyInputError(f"--error-rate {self.error_rate:g}: {alpha_problem(self.error_rate)}")
+            raise StudyInputError(f"--error-rate {shown(self.error_rate)}: {alpha_problem(self.error_rate)}")
         if self.reference is not None and not self.reference.strip():
             raise StudyInputError("--reference needs a row's label as the table shows it, e.g. --reference 'alpha=0.05'")
         if self.plan_only and self.resume:

@@ -15,6 +15,7 @@ from adbs_lab.driver.prepared import Study
 from adbs_lab.driver.options import StudyInputError
 from adbs.redaction import redact, reveal
 from adbs_lab.stats.policy import VerdictPolicy
+from adbs_lab.stats.rules import shown
 from adbs_lab.stores.study_folder import SNAPSHOT_DIR, StudyFolder, rebind
 
 __all__ = ["RESUME_FIXED", "settings_now", "changed_setting", "check_resume", "restorable", "resume_notes", "mlflow_has_run",
@@ -67,7 +68,7 @@ def changed_setting(settings: dict[str, Any], now: dict[str, Any], command: str)
     can prune: with --pruner none no trial is stopped, so none runs on as a shadow and the share decides nothing
     (adbs_lab/search/shadows.py); where it can, the share already decided which stopped trials ran on."""
     def show(v):
-        return ("(not given)" if v is None else f"{v:g}" if isinstance(v, float) else
+        return ("(not given)" if v is None else shown(v) if isinstance(v, float) else
                 " ".join(v) if isinstance(v, list) else str(v))
 
     for key, flag in RESUME_FIXED.items():

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from adbs_lab.results import comparisons
 from adbs_lab.results.comparisons import Compared
 from adbs_lab.stats.policy import PAIRS_TAG, SMOKE_BANNER, TAG, VerdictPolicy
+from adbs_lab.stats.rules import shown
 
 __all__ = ["RECORD_KEY", "record", "recorded", "changes", "lines"]
 
@@ -52,7 +53,7 @@ def changes(run: VerdictPolicy, asked: VerdictPolicy) -> tuple[bool, list[str]]:
     if asked.pairs is not None and run.pairs is not None and tuple(asked.pairs) != tuple(run.pairs):
         other.append("other comparisons (another reference)")
     if asked.alpha != run.alpha:
-        other.append(f"another family error rate ({asked.alpha:g}, the run's {run.alpha:g})")
+        other.append(f"another family error rate ({shown(asked.alpha)}, the run's {shown(run.alpha)})")
     return asked.delta != run.delta, other
 
 

@@ -53,9 +53,9 @@ from scipy import stats
 
 from adbs_lab.stats.verdicts import spread_floor
 
-__all__ = ["Runs", "MIN_RUNS", "TRIM", "NO_SPREAD", "RESAMPLES", "IQM_METHOD", "BOOTSTRAP_SEED", "Interval",
-           "differences", "wins_ties", "yuen_bounds", "expanded_level", "percentile_bounds", "mean_bounds",
-           "improvement_bounds", "iqm_difference", "mean_difference", "improvement_interval"]
+__all__ = ["Runs", "MIN_RUNS", "TRIM", "NO_SPREAD", "RESAMPLES", "MAX_RESAMPLED", "IQM_METHOD", "RANGE_METHOD",
+           "BOOTSTRAP_SEED", "Interval", "differences", "wins_ties", "yuen_bounds", "expanded_level", "percentile_bounds",
+           "mean_bounds", "improvement_bounds", "iqm_difference", "mean_difference", "improvement_interval"]
 
 Runs = Union[Sequence[float], np.ndarray]
 """One task's values: a run per seed."""
@@ -67,7 +67,14 @@ TRIM = 0.25
 """The share cut from each end: the interquartile mean."""
 RESAMPLES = 2000
 """The fewest bootstrap resamples (`percentile_bounds`), Wilcox's number for a percentile interval; more where the
-interval's ends lie further out, so that 50 resamples lie beyond each."""
+interval's ends lie further out, so that 50 resamples lie beyond each (at most MAX_RESAMPLED runs)."""
+MAX_RESAMPLED = 20_000_000
+"""The most resampled runs, resamples x runs (`percentile_bounds`; 160 MB of weights): an end so far out that 50
+resamples beyond it take more (a Bonferroni level over a few runs: 6 runs at 1 - 0.05/10 put it near 1e-7 of the
+bootstrap distribution, 5.9e8 resamples, 28 GB, which killed the process) is not resolved, and the interval is the
+runs' range instead, which holds every quantile of that distribution (RANGE_METHOD)."""
+RANGE_METHOD = "the runs' range: the expanded level lies beyond what the bootstrap's resamples resolve"
+"""The IQM's `method` where its interval is the runs' range (`percentile_bounds`, MAX_RESAMPLED)."""
 IQM_METHOD = "expanded percentile bootstrap"
 """The IQM's `method` where it has an interval (`percentile_bounds`)."""
 BOOTSTRAP_SEED = 2026
@@ -156,21 +163,33 @@ def expanded_level(level: float, n: int) -> float:
     return float(1 - 2 * stats.norm.sf(z))
 
 
+def _tail(level: float, n: int, expand: bool = True) -> float:
+    """The share of the bootstrap distribution beyond each end of `percentile_bounds`'s interval."""
+    return (1 - (expanded_level(level, n) if expand else level)) / 2
+
+
+def _resolved(a: float, n: int) -> bool:
+    """Whether resamples of n runs resolve a tail of share a: 50 resamples beyond it within MAX_RESAMPLED."""
+    return a > 0 and math.ceil(50 / a) * n <= MAX_RESAMPLED
+
+
 def percentile_bounds(d: np.ndarray, level: float, expand: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(trimmed mean, lo, hi) over the last axis (all finite, N >= 2): the percentile bootstrap of the 25% trimmed
     mean (Wilcox 2017, Introduction to Robust Estimation and Hypothesis Testing, 4th ed., ch. 4, `trimpb`), at
-    `expanded_level` unless not `expand`, with at least RESAMPLES resamples and 50 beyond each end; NaN ends where
-    the winsorized values do not spread, as `yuen_bounds`."""
+    `expanded_level` unless not `expand`, with at least RESAMPLES resamples and 50 beyond each end (the runs' range
+    where that takes more than MAX_RESAMPLED); NaN ends where the winsorized values do not spread, as
+    `yuen_bounds`."""
     x = np.sort(np.asarray(d, dtype=float), axis=-1)
     n = x.shape[-1]
     g = int(TRIM * n)
-    a = (1 - (expanded_level(level, n) if expand else level)) / 2
-    w = _trim_weights(n, max(RESAMPLES, math.ceil(50 / a)))
+    a = _tail(level, n, expand)
     flat = x.reshape(-1, n)
-    ends = np.empty((2, flat.shape[0]))
-    chunk = max(1, 4_000_000 // w.shape[0])  # (chunk, resamples) at a time: a simulation's studies fit in memory
-    for i in range(0, flat.shape[0], chunk):
-        ends[:, i:i + chunk] = np.quantile(flat[i:i + chunk] @ w.T, [a, 1 - a], axis=-1)
+    ends = np.stack([flat[:, 0], flat[:, -1]])  # the range: every resample's trimmed mean lies in it
+    if _resolved(a, n):
+        w = _trim_weights(n, max(RESAMPLES, math.ceil(50 / a)))
+        chunk = max(1, 4_000_000 // w.shape[0])  # (chunk, resamples) at a time: a simulation's studies fit in memory
+        for i in range(0, flat.shape[0], chunk):
+            ends[:, i:i + chunk] = np.quantile(flat[i:i + chunk] @ w.T, [a, 1 - a], axis=-1)
     spread = np.clip(x, x[..., g:g + 1], x[..., n - g - 1:n - g]).std(axis=-1, ddof=1) > spread_floor()
     lo, hi = (np.where(spread, e.reshape(x.shape[:-1]), np.nan) for e in ends)
     return x[..., g:n - g].mean(axis=-1), lo, hi
@@ -234,7 +253,8 @@ def iqm_difference(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> I
     if not d:
         return Interval(math.nan, math.nan, math.nan, level, runs, "")
     est, lo, hi = percentile_bounds(np.concatenate(d), level)
-    return Interval(float(est), float(lo), float(hi), level, runs, IQM_METHOD if np.isfinite(lo) else NO_SPREAD)
+    how = IQM_METHOD if _resolved(_tail(level, sum(runs)), sum(runs)) else RANGE_METHOD
+    return Interval(float(est), float(lo), float(hi), level, runs, how if np.isfinite(lo) else NO_SPREAD)
 
 
 def mean_difference(pairs: Sequence[tuple[Runs, Runs]], level: float = 0.95) -> Interval:

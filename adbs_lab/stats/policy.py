@@ -135,8 +135,9 @@ class VerdictPolicy:
 
     @property
     def level_text(self) -> str:
-        """The level as the printed lines say it: "95%", "90%", "97.5%"."""
-        return f"{round(100 * self.level, 6):g}%"
+        """The level as the printed lines say it: "95%", "90%", "97.5%": to 4 decimals, rounded down (round(, 6):g
+        printed α = 1e-7 as "at least 100%": the lines claim at least this level, never more than 1 - α)."""
+        return f"{math.floor(100 * self.level * 1e4 + 1e-7) / 1e4:g}%"
 
     def guarantee(self) -> str:
         """What the verdicts' heading says they are: all true together with probability at least the level, or, for

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_DELTA", "MAX_ALPHA", "MAX_DELTA", "alpha_problem", "delta_problem"]
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_DELTA", "MAX_ALPHA", "MAX_DELTA", "alpha_problem", "delta_problem", "shown"]
 
 DEFAULT_ALPHA = 0.05
 """The family's error rate unless a study is told otherwise (--error-rate)."""
@@ -21,6 +21,13 @@ MAX_ALPHA = 0.5
 """The largest family error rate a study takes: beyond it a "verdict" is wrong more often than not."""
 MAX_DELTA = 100.0
 """The largest δ: accuracies are percentages, so no difference exceeds 100 points."""
+
+
+def shown(x: float) -> str:
+    """A setting's number as a line says it: `:g` where that is the number, else every digit (`:g` turned
+    --error-rate 0.5000001 into "0.5", refused for exceeding 0.5, and 0.05000001 into "0.05 differs from 0.05")."""
+    short = f"{x:g}"
+    return short if float(short) == x or not math.isfinite(x) else repr(float(x))
 
 
 def alpha_problem(alpha: float) -> str | None:

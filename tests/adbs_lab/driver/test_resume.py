@@ -123,6 +123,8 @@ def test_another_shadow_share_is_refused_on_resume_only_where_the_study_can_prun
 @pytest.mark.parametrize("given, refused", [({"resolve": 0.5}, "--resolve 0.5 differs from the study's --resolve 1 "),
                                             ({"error_rate": 0.1},
                                              "--error-rate 0.1 differs from the study's --error-rate 0.05 "),
+                                            ({"error_rate": 0.05000001},  # not ":g"'s "0.05 differs from 0.05"
+                                             "--error-rate 0.05000001 differs from the study's --error-rate 0.05 "),
                                             ({"reference": "alpha=0.1"},
                                              "--reference alpha=0.1 differs from the study's --reference (not given)"),
                                             ({}, None)])

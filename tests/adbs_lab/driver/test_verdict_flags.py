@@ -43,6 +43,9 @@ def test_alpha_sweep_compares_each_alpha_with_the_presets_unless_told_otherwise(
     (("--error-rate", "0.7"), "--error-rate 0.7: the family error rate must be > 0 and at most 0.5"),
     (("--error-rate", "0"), "--error-rate 0: the family error rate must be > 0 and at most 0.5"),
     (("--error-rate", "nan"), "--error-rate nan: the family error rate must be > 0"),
+    # the value as given, not rounded by :g to the bound it exceeds ("--error-rate 0.5: ... at most 0.5")
+    (("--error-rate", "0.5000001"), "--error-rate 0.5000001: the family error rate must be > 0 and at most 0.5"),
+    (("--resolve", "100.0000001"), "--resolve 100.0000001: δ is the smallest difference"),
 ])
 def test_bad_verdict_flags_are_refused_before_anything_starts(flags, says):
     with pytest.raises(StudyInputError, match=None) as e:

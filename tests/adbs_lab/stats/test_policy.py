@@ -20,6 +20,20 @@ def test_the_printed_level_is_derived_from_alpha(alpha, text):
     assert VerdictPolicy(alpha=alpha).level_text == text
 
 
+@pytest.mark.parametrize("alpha,text", [(1e-7, "99.9999%"), (4e-7, "99.9999%"), (1e-12, "99.9999%"),
+                                        (0.05 / 6, "99.1666%")])
+def test_the_printed_level_never_rounds_up_past_one_minus_alpha(alpha, text):
+    """The lines say the verdicts hold "with probability at least" the level: round(, 6):g printed α = 1e-7 as 100%."""
+    assert VerdictPolicy(alpha=alpha).level_text == text
+
+
+@pytest.mark.xfail(strict=True, reason="1 - 1e-300 is 1.0 in floating point: every interval is infinite and the "
+                                       "lines say 100%; adbs_lab/stats/rules.py: alpha_problem takes any α > 0, and "
+                                       "a lower bound there (e.g. 1e-6) is the owner's choice")
+def test_an_error_rate_the_arithmetic_cannot_hold_is_refused():
+    assert alpha_problem(1e-300) is not None or VerdictPolicy(alpha=1e-300).level < 1
+
+
 def test_the_tags_round_trip_every_field():
     p = VerdictPolicy(alpha=0.1, delta=0.5, pairs=(("a", "b"), ("c", "b")), looks=Looks(max_seeds=5, alpha=0.1),
                       m=3, metric="val_acc")
