@@ -55,7 +55,8 @@ from adbs_lab.stats.verdicts import spread_floor
 
 __all__ = ["Runs", "MIN_RUNS", "TRIM", "NO_SPREAD", "RESAMPLES", "MAX_RESAMPLED", "IQM_METHOD", "RANGE_METHOD",
            "BOOTSTRAP_SEED", "Interval", "differences", "wins_ties", "yuen_bounds", "expanded_level", "percentile_bounds",
-           "mean_bounds", "improvement_bounds", "iqm_difference", "mean_difference", "improvement_interval"]
+           "mean_bounds", "improvement_bounds", "iqm_difference", "mean_difference", "improvement_interval",
+           "trim_weights"]
 
 Runs = Union[Sequence[float], np.ndarray]
 """One task's values: a run per seed."""
@@ -141,7 +142,7 @@ def yuen_bounds(d: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np
 
 
 @functools.lru_cache(maxsize=32)
-def _trim_weights(n: int, b: int) -> np.ndarray:
+def trim_weights(n: int, b: int) -> np.ndarray:
     """(b, n): row r weights the sorted runs by how often resample r puts each among its kept middle h, over h.
     Resampling sorted runs and sorting the resample keeps them in order, so a resample's trimmed mean is the sorted
     runs times its row: the positions are drawn once per (n, b), from BOOTSTRAP_SEED, and never from the data."""
@@ -186,7 +187,7 @@ def percentile_bounds(d: np.ndarray, level: float, expand: bool = True) -> tuple
     flat = x.reshape(-1, n)
     ends = np.stack([flat[:, 0], flat[:, -1]])  # the range: every resample's trimmed mean lies in it
     if _resolved(a, n):
-        w = _trim_weights(n, max(RESAMPLES, math.ceil(50 / a)))
+        w = trim_weights(n, max(RESAMPLES, math.ceil(50 / a)))
         chunk = max(1, 4_000_000 // w.shape[0])  # (chunk, resamples) at a time: a simulation's studies fit in memory
         for i in range(0, flat.shape[0], chunk):
             ends[:, i:i + chunk] = np.quantile(flat[i:i + chunk] @ w.T, [a, 1 - a], axis=-1)
