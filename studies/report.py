@@ -19,9 +19,9 @@ of all of them form one table ('<study>: <row>', each row's Delta_last against i
 and one figure (compare_sessions.png: every row's accuracy per session, in its own study's colour, a line style per
 study, with its 95% CI band). Each comparison that ran in two or more
 tasks (each study run, e.g. one per dataset, and each host or k-shot cell within it: one hosts or kshot_grid study
-has several) also gets the interquartile mean of each side and the paired probability of improvement, with
-stratified-bootstrap intervals (adbs_lab/results/across_tasks.py; docs/statistics.md), and a warning below 5 runs
-per task.
+has several) also gets the interquartile mean of the per-seed differences, the mean of the task means and the
+paired probability of improvement, each with its interval (adbs_lab/results/across_tasks.py; docs/statistics.md),
+and a warning below 5 runs per task.
 `paper --datasets A B` (or 'all', or several paper run ids) redraws the latest paper report of each dataset into
 <out>/<dataset>/ and writes one D_cs table across them (<out>/report.md, dcs.md, dcs.csv): a row per host (and
 the ablation), per dataset ours without and with ADBS beside the paper's Table 4.
