@@ -121,6 +121,13 @@ def wins_ties(pairs: Sequence[tuple[Runs, Runs]]) -> tuple[np.ndarray, np.ndarra
     return (np.array([(t > 0).sum() for t in d]), np.array([(t == 0).sum() for t in d]), np.array([t.size for t in d]))
 
 
+def _winsorized_sd(x: np.ndarray, g: int) -> np.ndarray:
+    """The SD over the last axis of sorted runs `x` with the g lowest set to the next one up and the g highest to the
+    next one down: the winsorized values, whose spread both intervals of the trimmed mean read."""
+    n = x.shape[-1]
+    return np.clip(x, x[..., g:g + 1], x[..., n - g - 1:n - g]).std(axis=-1, ddof=1)
+
+
 def yuen_bounds(d: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(trimmed mean, lo, hi) over the last axis (all finite, N >= 2): Yuen's trimmed-mean t-interval; NaN ends
     where the winsorized values do not spread (adbs_lab/stats/verdicts.py: spread_floor)."""
@@ -129,10 +136,8 @@ def yuen_bounds(d: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np
     g = int(TRIM * n)
     h = n - 2 * g
     est = x[..., g:n - g].mean(axis=-1)
-    w = np.concatenate([np.repeat(x[..., g:g + 1], g, -1), x[..., g:n - g], np.repeat(x[..., n - g - 1:n - g], g, -1)],
-                       axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        sw = w.std(axis=-1, ddof=1)
+        sw = _winsorized_sd(x, g)
         se = np.sqrt((n - 1) * sw ** 2 / (h * (h - 1)))
         half = stats.t.ppf(1 - (1 - level) / 2, h - 1) * se if h >= 2 else np.full(np.shape(est), np.nan)
     # differences on the accuracy grid often tie through the middle half: a zero-width interval there missed the
@@ -191,7 +196,7 @@ def percentile_bounds(d: np.ndarray, level: float, expand: bool = True) -> tuple
         chunk = max(1, 4_000_000 // w.shape[0])  # (chunk, resamples) at a time: a simulation's studies fit in memory
         for i in range(0, flat.shape[0], chunk):
             ends[:, i:i + chunk] = np.quantile(flat[i:i + chunk] @ w.T, [a, 1 - a], axis=-1)
-    spread = np.clip(x, x[..., g:g + 1], x[..., n - g - 1:n - g]).std(axis=-1, ddof=1) > spread_floor()
+    spread = _winsorized_sd(x, g) > spread_floor()
     lo, hi = (np.where(spread, e.reshape(x.shape[:-1]), np.nan) for e in ends)
     return x[..., g:n - g].mean(axis=-1), lo, hi
 
